@@ -1,0 +1,69 @@
+/**
+ * CSV of a usage grouping: one line per group (and bucket, with an interval), the same numbers as the
+ * JSON of GET /api/usage and as the dashboard's table. Money is the exact decimal cost_usd; a group whose
+ * cost is unknown (all its records unpriced) has an empty cost_usd and cost_share_pct, never 0, and
+ * cost_status says whether a group's cost is known, a lower bound (some records unpriced) or unknown.
+ */
+import { formatUsd } from '../../pricing/money';
+import { costStatus, knownCost } from '../../storage/counters';
+import { NONE, type UsageGroupRow, type UsageTotals } from '../../storage/store';
+import { costSharePct } from './share';
+
+export const CSV_COUNTER_COLUMNS = [
+  'requests',
+  'input_tokens',
+  'output_tokens',
+  'cache_read_tokens',
+  'cache_write_tokens',
+  'cache_write_1h_tokens',
+  'reasoning_tokens',
+  'cost_usd',
+  'cost_status',
+  'cost_share_pct',
+  'unpriced_count',
+  'estimated_count',
+  'partial_count',
+  'error_count',
+] as const;
+
+/**
+ * RFC 4180 quoting. A cell that a spreadsheet would run as a formula (=, +, -, @, tab, CR first) gets a
+ * leading apostrophe: tag values come from API clients and must not execute when the file is opened.
+ * Numbers are written by this module and never start with one of these.
+ */
+export function csvCell(value: string): string {
+  const safe = /^[=+\-@\t\r]/.test(value) ? `'${value}` : value;
+  return /[",\r\n]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
+}
+
+function counters(t: UsageTotals, total: UsageTotals | undefined): string[] {
+  const cost = knownCost(t);
+  return [
+    String(t.requests),
+    String(t.inputTokens),
+    String(t.outputTokens),
+    String(t.cacheReadTokens),
+    String(t.cacheWriteTokens),
+    String(t.cacheWrite1hTokens),
+    String(t.reasoningTokens),
+    cost === null ? '' : formatUsd(cost),
+    costStatus(t),
+    cost === null ? '' : costSharePct(cost, total?.costPico ?? 0n),
+    String(t.unknownCostCount),
+    String(t.estimatedCount),
+    String(t.partialCount),
+    String(t.errorCount),
+  ];
+}
+
+/** Header line, then the rows in the order given (the API's: most expensive first). CRLF line ends. */
+export function usageCsv(groupBy: readonly string[], rows: readonly UsageGroupRow[], total: UsageTotals | undefined, withBucket: boolean): string {
+  const header = [...groupBy, ...(withBucket ? ['bucket'] : []), ...CSV_COUNTER_COLUMNS];
+  const lines = [header.map(csvCell).join(',')];
+  for (const row of rows) {
+    const groups = groupBy.map((name) => row.group[name] ?? NONE);
+    const bucket = withBucket && row.bucket !== undefined ? [new Date(row.bucket).toISOString()] : [];
+    lines.push([...groups, ...bucket, ...counters(row, total)].map(csvCell).join(','));
+  }
+  return `${lines.join('\r\n')}\r\n`;
+}

@@ -1,0 +1,190 @@
+/**
+ * The admin API, as the page calls it. The admin token lives in this tab's sessionStorage only (never in
+ * a URL, a cookie or localStorage) and goes out as `Authorization: Bearer` on every call.
+ */
+
+const TOKEN_KEY = 'tollgate.adminToken';
+
+export const getToken = (): string | null => sessionStorage.getItem(TOKEN_KEY);
+export const setToken = (token: string): void => sessionStorage.setItem(TOKEN_KEY, token);
+export const clearToken = (): void => sessionStorage.removeItem(TOKEN_KEY);
+
+/** The token was missing or refused: back to the login form. */
+export class AuthError extends Error {}
+
+export class ApiError extends Error {
+  constructor(
+    message: string,
+    readonly status: number,
+  ) {
+    super(message);
+  }
+}
+
+export interface Totals {
+  requests: number;
+  input_tokens: number;
+  output_tokens: number;
+  cache_read_tokens: number;
+  cache_write_tokens: number;
+  cache_write_1h_tokens: number;
+  reasoning_tokens: number;
+  citation_tokens: number;
+  search_queries: number;
+  /** Sum of the known costs; null when every record of the group is unpriced (cost unknown, never $0). */
+  cost_usd: string | null;
+  cost_pico: string | null;
+  /** known | lower_bound (some records unpriced: cost_usd is the sum of the others) | unknown */
+  cost_status: 'known' | 'lower_bound' | 'unknown';
+  unpriced_count: number;
+  estimated_count: number;
+  partial_count: number;
+  error_count: number;
+}
+
+export interface GroupRow extends Totals {
+  group: Record<string, string | null>;
+  bucket?: string;
+}
+
+export interface UsageResponse {
+  from: string;
+  to: string;
+  group_by: string[];
+  interval: 'hour' | 'day' | null;
+  filters: Record<string, string>;
+  rows: GroupRow[];
+  total: Totals | null;
+}
+
+export interface RecordJson {
+  id: string;
+  time: string;
+  workspace: string | null;
+  key_id: string | null;
+  provider: string | null;
+  model: string | null;
+  served_model: string | null;
+  endpoint: string | null;
+  status: number;
+  streamed: boolean;
+  input_tokens: number | null;
+  output_tokens: number | null;
+  cache_read_tokens: number | null;
+  cache_write_tokens: number | null;
+  reasoning_tokens: number | null;
+  cost_usd: string | null;
+  cost_pico: string | null;
+  provenance: string;
+  latency_ms: number;
+  ttfb_ms: number | null;
+  tags: Record<string, string>;
+  error_code: string | null;
+}
+
+export interface KeyJson {
+  id: string;
+  workspace: string;
+  label: string;
+  /** null for a key declared in gateway.config.yaml. */
+  created_at: string | null;
+  last_used_at: string | null;
+  revoked: boolean;
+  revoked_at: string | null;
+  /** store: created here or with the CLI (revocable); config: declared in gateway.config.yaml (read-only). */
+  source?: 'store' | 'config';
+}
+
+export interface InfoJson {
+  proxy_url: string | null;
+  workspaces: { id: string; name: string | null }[];
+  has_records: boolean;
+  latest_record_at: string | null;
+}
+
+export interface DimensionsJson {
+  builtin: string[];
+  tags: string[];
+}
+
+export interface SeriesJson {
+  cost_usd: string[];
+  cost_pico: string[];
+  requests: number[];
+}
+
+export interface SeriesResponse {
+  buckets: string[];
+  interval: 'hour' | 'day';
+  series: (SeriesJson & { group: string })[];
+  other: SeriesJson | null;
+  total: SeriesJson;
+}
+
+export interface UsageParams {
+  groupBy: string[];
+  from: number;
+  to: number;
+  filters: [string, string][];
+  interval?: 'hour' | 'day';
+}
+
+export function usageQuery(p: UsageParams): string {
+  const q = new URLSearchParams();
+  if (p.groupBy.length) q.set('group_by', p.groupBy.join(','));
+  q.set('from', String(p.from));
+  q.set('to', String(p.to));
+  if (p.interval) q.set('interval', p.interval);
+  for (const [dim, value] of p.filters) q.set(`filter[${dim}]`, value);
+  return q.toString();
+}
+
+async function call(path: string, init: RequestInit = {}, token = getToken()): Promise<Response> {
+  if (!token) throw new AuthError('not signed in');
+  const headers = new Headers(init.headers);
+  headers.set('authorization', `Bearer ${token}`);
+  // Relative to the page, so the dashboard also works behind a reverse proxy under a path prefix.
+  const res = await fetch(`api/${path}`, { ...init, headers, cache: 'no-store', credentials: 'omit' });
+  if (res.status === 401) throw new AuthError('the admin token was refused');
+  if (!res.ok) {
+    let message = `${res.status} ${res.statusText}`;
+    try {
+      const body = (await res.json()) as { error?: { message?: string } };
+      if (body.error?.message) message = body.error.message;
+    } catch {
+      // not JSON: keep the status line
+    }
+    throw new ApiError(message, res.status);
+  }
+  return res;
+}
+
+const json = async <T>(path: string, init?: RequestInit, token?: string): Promise<T> => (await call(path, init, token)).json() as Promise<T>;
+
+export const api = {
+  /** Checks a token before keeping it. */
+  info: (token?: string) => json<InfoJson>('info', {}, token),
+  dimensions: () => json<DimensionsJson>('dimensions'),
+  usage: (p: UsageParams) => json<UsageResponse>(`usage?${usageQuery(p)}`),
+  /** The chart's stacks: one series per value, "other" and the total, per UTC hour/day. */
+  usageSeries: (p: UsageParams & { values: string[] }) => {
+    const q = new URLSearchParams(usageQuery(p));
+    for (const v of p.values) q.append('value', v);
+    return json<SeriesResponse>(`usage/series?${q}`);
+  },
+  usageCsv: async (p: UsageParams): Promise<{ text: string; filename: string }> => {
+    const res = await call(`usage.csv?${usageQuery(p)}`);
+    const filename = /filename="([^"]+)"/.exec(res.headers.get('content-disposition') ?? '')?.[1] ?? 'usage.csv';
+    return { text: await res.text(), filename };
+  },
+  requests: (p: { from: number; to: number; filters: [string, string][]; limit: number; cursor?: string | null }) => {
+    const q = new URLSearchParams({ from: String(p.from), to: String(p.to), limit: String(p.limit) });
+    for (const [dim, value] of p.filters) q.set(`filter[${dim}]`, value);
+    if (p.cursor) q.set('cursor', p.cursor);
+    return json<{ data: RecordJson[]; next_cursor: string | null }>(`requests?${q}`);
+  },
+  keys: () => json<{ data: KeyJson[] }>('keys'),
+  createKey: (body: { label?: string; workspace?: string }) =>
+    json<KeyJson & { key: string }>('keys', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+  revokeKey: (id: string) => json<{ id: string; revoked: boolean }>(`keys/${encodeURIComponent(id)}`, { method: 'DELETE' }),
+};

@@ -1,0 +1,56 @@
+/** The cost-over-time chart: one stacked bar per UTC hour/day, top groups plus "other" (Chart.js). */
+import type { Chart as ChartInstance } from 'chart.js';
+import { axisMoney, bucketLabel, int, money } from './format.js';
+
+export const PALETTE = ['#4f6bed', '#13a89e', '#f2a93b', '#e5566d', '#8e6fd8', '#3fa7dc', '#7cb342', '#d97b4a'];
+export const OTHER_COLOR = '#b8bfcc';
+
+export interface Series {
+  label: string;
+  color: string;
+  /** One value per bucket: pico-USD (metric cost) or counts (metric requests). */
+  values: bigint[];
+}
+
+let current: ChartInstance | undefined;
+
+export function destroyChart(): void {
+  current?.destroy();
+  current = undefined;
+}
+
+export function drawChart(canvas: HTMLCanvasElement, buckets: number[], interval: 'hour' | 'day', series: Series[], metric: 'cost' | 'requests'): void {
+  destroyChart();
+  const toNumber = (v: bigint) => (metric === 'cost' ? Number(v) / 1e12 : Number(v));
+  const fmt = (v: number) => (metric === 'cost' ? money(BigInt(Math.round(v * 1e12))) : int(v));
+  current = new Chart(canvas, {
+    type: 'bar',
+    data: {
+      labels: buckets.map((b) => bucketLabel(b, interval)),
+      datasets: series.map((s) => ({ label: s.label, data: s.values.map(toNumber), backgroundColor: s.color, borderWidth: 0, barPercentage: 0.9, categoryPercentage: 0.9 })),
+    },
+    options: {
+      animation: false,
+      responsive: true,
+      maintainAspectRatio: false,
+      interaction: { mode: 'index', intersect: false },
+      scales: {
+        x: { stacked: true, grid: { display: false }, ticks: { maxRotation: 0, autoSkipPadding: 12, color: '#6b7385' } },
+        y: {
+          stacked: true,
+          beginAtZero: true,
+          grid: { color: '#eef0f4' },
+          // One precision for every tick label (money() picks its decimals per value).
+          ticks: { color: '#6b7385', callback: (v, _i, ticks) => (metric === 'cost' ? axisMoney(ticks.map((t) => t.value))(Number(v)) : int(Number(v))) },
+        },
+      },
+      plugins: {
+        legend: { position: 'bottom', labels: { boxWidth: 12, boxHeight: 12, color: '#2a3142' } },
+        tooltip: {
+          filter: (item) => Number(item.raw) !== 0,
+          callbacks: { label: (item) => ` ${item.dataset.label}: ${fmt(Number(item.raw))}` },
+        },
+      },
+    },
+  });
+}

@@ -1,0 +1,273 @@
+/** The usage view: overview cards, cost over time by the chosen dimension, the table of groups, CSV export. */
+import { api, type GroupRow, type Totals, type UsageParams } from './api.js';
+import { destroyChart, drawChart, OTHER_COLOR, PALETTE, type Series } from './chart.js';
+import { addFilter, dimLabel, type AppCtx } from './context.js';
+import { h, replace } from './dom.js';
+import { change, costSharePct, int, money, pct } from './format.js';
+import { resolveRange } from './state.js';
+import { toolbar } from './toolbar.js';
+
+/** Filter value of a built-in group whose value is absent (storage NONE). */
+const NONE = '(none)';
+const TOP_N = 8;
+
+const ZERO: Totals = {
+  requests: 0, input_tokens: 0, output_tokens: 0, cache_read_tokens: 0, cache_write_tokens: 0, cache_write_1h_tokens: 0,
+  reasoning_tokens: 0, citation_tokens: 0, search_queries: 0, cost_usd: '0', cost_pico: '0', cost_status: 'known',
+  unpriced_count: 0, estimated_count: 0, partial_count: 0, error_count: 0,
+};
+
+/** The known part of a cost, for sorting, shares and charts (an unknown cost adds nothing known). */
+const pico = (t: Totals): bigint => BigInt(t.cost_pico ?? '0');
+
+/** A cost as shown: unknown is "—" (never $0); a sum that leaves unpriced requests out is marked "≥". */
+function costText(t: Totals): string {
+  if (t.cost_pico === null) return '—';
+  return t.cost_status === 'lower_bound' ? `≥ ${money(t.cost_pico)}` : money(t.cost_pico);
+}
+
+/** The share of the total cost, or "" for a group whose cost is unknown (as in the CSV). */
+const share = (r: Totals, t: Totals): string => (r.cost_pico === null ? '' : costSharePct(pico(r), pico(t)));
+
+interface Column {
+  /** data-col, and the CSV column name (except "group", whose CSV column is the dimension). */
+  key: string;
+  label: string;
+  title?: string;
+  /** The exact value as the CSV has it. */
+  value(r: Totals, total: Totals): string;
+  /** What the cell shows. */
+  show(r: Totals, total: Totals): string;
+  /** Sort key. */
+  sort(r: Totals, total: Totals): bigint;
+  /** Hidden when every row is zero (rarely used counters). */
+  optional?: boolean;
+}
+
+const count = (key: keyof Totals, label: string, title?: string, optional = false): Column => ({
+  key,
+  label,
+  title,
+  optional,
+  value: (r) => String(r[key]),
+  show: (r) => int(r[key] as number),
+  sort: (r) => BigInt(r[key] as number),
+});
+
+const shareBp = (r: Totals, total: Totals): bigint => {
+  const s = share(r, total);
+  return s ? BigInt(s.replace('.', '')) : -1n;
+};
+
+const COLUMNS: Column[] = [
+  count('requests', 'Requests'),
+  count('input_tokens', 'Input', 'Input tokens at the normal rate (excluding cache reads and writes)'),
+  count('output_tokens', 'Output', 'Output tokens, reasoning included'),
+  count('cache_read_tokens', 'Cache read', 'Input tokens served from the prompt cache'),
+  count('cache_write_tokens', 'Cache write', 'Input tokens written to the prompt cache'),
+  count('cache_write_1h_tokens', 'Cache write 1h', 'Input tokens written to the 1-hour cache', true),
+  count('reasoning_tokens', 'Reasoning', 'Reasoning tokens (already counted in output)'),
+  {
+    key: 'cost_usd',
+    label: 'Cost',
+    title: 'Sum of known costs; unpriced requests are counted apart, never as $0 (— unknown, ≥ some requests unpriced)',
+    value: (r) => r.cost_usd ?? '',
+    show: costText,
+    sort: pico,
+  },
+  {
+    key: 'cost_share_pct',
+    label: 'Share',
+    title: 'Share of the total cost',
+    value: share,
+    show: (r, t) => {
+      const s = share(r, t);
+      return s ? `${s}%` : '—';
+    },
+    sort: shareBp,
+  },
+  count('unpriced_count', 'Unpriced', 'Requests whose model has no price: cost unknown'),
+  count('estimated_count', 'Estimated', 'Requests whose usage was counted with a tokenizer (the provider reported none)'),
+  count('partial_count', 'Partial', 'Streams that did not complete: the cost covers what was streamed', true),
+  count('error_count', 'Errors', 'Requests that failed'),
+];
+
+let sortBy: { key: string; dir: 1 | -1 } = { key: 'cost_usd', dir: -1 };
+
+const groupValue = (r: GroupRow, dim: string): string => r.group[dim] ?? NONE;
+
+export async function renderUsage(root: HTMLElement, ctx: AppCtx, isCurrent: () => boolean): Promise<void> {
+  const s = ctx.state;
+  const range = resolveRange(s);
+  const dim = s.groupBy;
+  const base: UsageParams = { groupBy: [dim], from: range.from, to: range.to, filters: s.filters };
+  const prevFrom = range.from - (range.to - range.from);
+
+  const cards = h('section', { class: 'cards', id: 'overview' }, h('div', { class: 'card loading' }, 'Loading…'));
+  const chartBox = h('div', { class: 'chart-box' }, h('canvas', { id: 'cost-chart', 'aria-label': 'Cost over time' }));
+  const metricSel = h(
+    'select',
+    { id: 'chart-metric', 'aria-label': 'Chart metric', onchange: () => ctx.update({ metric: metricSel.value as 'cost' | 'requests' }) },
+    h('option', { value: 'cost', selected: s.metric === 'cost' }, 'Cost'),
+    h('option', { value: 'requests', selected: s.metric === 'requests' }, 'Requests'),
+  );
+  const chartCard = h(
+    'section',
+    { class: 'panel' },
+    h('header', { class: 'panel-head' }, h('h2', {}, `${s.metric === 'cost' ? 'Cost' : 'Requests'} over time by ${dimLabel(dim)}`), h('span', { class: 'muted small' }, `UTC ${range.interval === 'hour' ? 'hours' : 'days'}`), h('span', { class: 'spacer' }), metricSel),
+    chartBox,
+  );
+  const tableHost = h('div', { class: 'table-wrap' });
+  const exportBtn = h('button', { type: 'button', class: 'btn', id: 'export-csv', disabled: true }, 'Export CSV');
+  const tableTitle = h('h2', {}, `By ${dimLabel(dim)}`);
+  const tableCard = h('section', { class: 'panel' }, h('header', { class: 'panel-head' }, tableTitle, h('span', { class: 'spacer' }), exportBtn), tableHost);
+
+  root.dataset.from = String(range.from);
+  root.dataset.to = String(range.to);
+  root.dataset.groupBy = dim;
+  replace(root, toolbar(ctx, { groupBy: true }), cards, chartCard, tableCard);
+
+  const [grouped, prev] = await Promise.all([api.usage(base), api.usage({ groupBy: [], from: prevFrom, to: range.from, filters: s.filters })]);
+  if (!isCurrent()) return;
+
+  const total = grouped.total ?? ZERO;
+  const before = prev.total ?? ZERO;
+  replace(cards, overviewCards(total, before, range.label));
+
+  // Chart: the top groups by the chosen metric (their series come from /api/usage/series), the rest as "other".
+  const metric = (t: Totals): bigint => (s.metric === 'cost' ? pico(t) : BigInt(t.requests));
+  const ranked = [...grouped.rows].sort((a, b) => (metric(b) > metric(a) ? 1 : metric(b) < metric(a) ? -1 : 0));
+  const topCount = ranked.length <= TOP_N + 1 ? ranked.length : TOP_N;
+  const topValues = ranked.slice(0, topCount).map((r) => groupValue(r, dim));
+  const top = new Map(topValues.map((v, i) => [v, i]));
+
+  tableTitle.textContent = `${grouped.rows.length} ${grouped.rows.length === 1 ? 'group' : 'groups'} by ${dimLabel(dim)}`;
+  const renderTable = () => replace(tableHost, groupTable(ctx, dim, grouped.rows, total, top, renderTable));
+  renderTable();
+
+  exportBtn.disabled = grouped.rows.length === 0;
+  exportBtn.onclick = async () => {
+    try {
+      const { text, filename } = await api.usageCsv(base);
+      const url = URL.createObjectURL(new Blob([text], { type: 'text/csv' }));
+      const a = h('a', { href: url, download: filename });
+      document.body.append(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 10_000);
+    } catch (err) {
+      ctx.fail(err);
+    }
+  };
+
+  if (total.requests === 0) {
+    destroyChart();
+    chartBox.dataset.series = '[]';
+    replace(chartBox, h('div', { class: 'empty-inline' }, 'No requests in this range', s.filters.length ? ' with these filters' : '', '.'));
+  } else {
+    const series = await api.usageSeries({ ...base, interval: range.interval, values: topValues });
+    if (!isCurrent()) return;
+    const pick = (x: { cost_pico: string[]; requests: number[] }) => (s.metric === 'cost' ? x.cost_pico.map((c) => BigInt(c)) : x.requests.map((n) => BigInt(n)));
+    const lines: Series[] = series.series.map((x, i) => ({ label: x.group, color: PALETTE[i % PALETTE.length], values: pick(x) }));
+    if (ranked.length > topCount && series.other) lines.push({ label: 'other', color: OTHER_COLOR, values: pick(series.other) });
+    chartBox.dataset.series = JSON.stringify(lines.map((l) => l.label));
+    drawChart(chartBox.querySelector('canvas')!, series.buckets.map((b) => Date.parse(b)), range.interval, lines, s.metric);
+  }
+}
+
+function card(metric: string, title: string, value: string, exact: string, delta: ReturnType<typeof change>, vsLabel: string, sub: (Node | string)[] = []): HTMLElement {
+  return h(
+    'div',
+    { class: 'card', dataset: { metric, value: exact } },
+    h('div', { class: 'card-title' }, title),
+    h('div', { class: 'card-value' }, value),
+    h('div', { class: 'card-sub' }, delta.text ? h('span', { class: `delta ${delta.dir}` }, delta.dir === 'up' ? '▲ ' : delta.dir === 'down' ? '▼ ' : '', delta.text) : null, delta.text ? ` vs previous ${vsLabel}` : h('span', { class: 'muted' }, 'nothing in the previous period'), sub.length ? h('br') : null, ...sub),
+  );
+}
+
+function overviewCards(t: Totals, p: Totals, label: string): HTMLElement[] {
+  const flagged = t.estimated_count + t.unpriced_count;
+  const flaggedPrev = p.estimated_count + p.unpriced_count;
+  const costNum = Number(pico(t));
+  const costPrev = Number(pico(p));
+  const shareCard = h(
+    'div',
+    { class: 'card', dataset: { metric: 'flagged', value: String(flagged), estimated: String(t.estimated_count), unpriced: String(t.unpriced_count) } },
+    h('div', { class: 'card-title' }, 'Estimated or unpriced'),
+    h('div', { class: 'card-value' }, pct(flagged, t.requests)),
+    h(
+      'div',
+      { class: 'card-sub' },
+      `${int(t.estimated_count)} estimated · ${int(t.unpriced_count)} unpriced`,
+      h('br'),
+      h('span', { class: 'muted' }, p.requests ? `previous ${label}: ${pct(flaggedPrev, p.requests)}` : 'nothing in the previous period'),
+    ),
+  );
+  return [
+    card('cost', 'Total cost', costText(t), t.cost_usd ?? '', change(costNum, costPrev), label, t.unpriced_count ? [h('span', { class: 'warn' }, `+ ${int(t.unpriced_count)} unpriced (cost unknown)`)] : []),
+    card('requests', 'Requests', int(t.requests), String(t.requests), change(t.requests, p.requests), label, t.error_count ? [h('span', { class: 'muted' }, `${int(t.error_count)} failed`)] : []),
+    card('input_tokens', 'Input tokens', int(t.input_tokens), String(t.input_tokens), change(t.input_tokens, p.input_tokens), label, t.cache_read_tokens ? [h('span', { class: 'muted' }, `+ ${int(t.cache_read_tokens)} from cache`)] : []),
+    card('output_tokens', 'Output tokens', int(t.output_tokens), String(t.output_tokens), change(t.output_tokens, p.output_tokens), label, t.reasoning_tokens ? [h('span', { class: 'muted' }, `${int(t.reasoning_tokens)} reasoning`)] : []),
+    shareCard,
+  ];
+}
+
+/** `colors`: group value -> palette index of its series in the chart (the rest are "other"). */
+function groupTable(ctx: AppCtx, dim: string, rows: GroupRow[], total: Totals, colors: Map<string, number>, rerender: () => void): HTMLElement {
+  if (rows.length === 0) return h('div', { class: 'empty-inline' }, 'No requests in this range', ctx.state.filters.length ? ' with these filters' : '', '.');
+  const cols = COLUMNS.filter((c) => !c.optional || rows.some((r) => c.sort(r, total) !== 0n));
+  const groupSort = (a: GroupRow, b: GroupRow) => groupValue(a, dim).localeCompare(groupValue(b, dim));
+  const sorted = [...rows].sort((a, b) => {
+    if (sortBy.key === 'group') return groupSort(a, b) * sortBy.dir;
+    const col = cols.find((c) => c.key === sortBy.key) ?? cols.find((c) => c.key === 'cost_usd')!;
+    const x = col.sort(a, total);
+    const y = col.sort(b, total);
+    return (x === y ? groupSort(a, b) : x < y ? -1 : 1) * sortBy.dir;
+  });
+  const th = (key: string, label: string, title?: string) => {
+    const active = sortBy.key === key;
+    return h(
+      'th',
+      { class: `sortable${key === 'group' ? '' : ' num'}`, dataset: { col: key }, title, 'aria-sort': active ? (sortBy.dir === 1 ? 'ascending' : 'descending') : 'none' },
+      h(
+        'button',
+        {
+          type: 'button',
+          onclick: () => {
+            sortBy = active ? { key, dir: sortBy.dir === 1 ? -1 : 1 } : { key, dir: key === 'group' ? 1 : -1 };
+            rerender();
+          },
+        },
+        label,
+        h('span', { class: 'sort-mark' }, active ? (sortBy.dir === 1 ? ' ▲' : ' ▼') : ''),
+      ),
+    );
+  };
+  const body = sorted.map((r) => {
+    const value = groupValue(r, dim);
+    const tr = h(
+      'tr',
+      { class: 'clickable', tabindex: 0, dataset: { group: value }, title: `Filter by ${dimLabel(dim)} = ${value}` },
+      h('td', { dataset: { col: 'group', value } }, h('span', { class: `swatch ${colors.has(value) ? `c${colors.get(value)! % PALETTE.length}` : 'c-other'}` }), value),
+      cols.map((c) => h('td', { class: 'num', dataset: { col: c.key, value: c.value(r, total) }, title: c.key === 'cost_usd' && r.cost_usd !== null ? `$${r.cost_usd}` : undefined }, c.show(r, total))),
+    );
+    tr.addEventListener('click', () => addFilter(ctx, dim, value));
+    tr.addEventListener('keydown', (e) => {
+      if (e.key === 'Enter') addFilter(ctx, dim, value);
+    });
+    return tr;
+  });
+  const foot = h(
+    'tr',
+    { class: 'total' },
+    h('td', { dataset: { col: 'group' } }, 'Total'),
+    cols.map((c) => h('td', { class: 'num', dataset: { col: c.key, value: c.value(total, total) } }, c.show(total, total))),
+  );
+  return h(
+    'table',
+    { class: 'grid', id: 'groups' },
+    h('thead', {}, h('tr', {}, th('group', dimLabel(dim)), cols.map((c) => th(c.key, c.label, c.title)))),
+    h('tbody', {}, body),
+    h('tfoot', {}, foot),
+  );
+}

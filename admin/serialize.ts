@@ -1,0 +1,69 @@
+import type { UsageRecord } from '../core/usage';
+import { formatUsd } from '../pricing/money';
+import { costStatus, knownCost } from '../storage/counters';
+import type { UsageGroupRow, UsageTotals } from '../storage/store';
+
+/**
+ * JSON shapes of the admin API. Money goes out twice: `cost_usd` as an exact decimal string (never a float),
+ * and `cost_pico` (integer pico-USD, as a string) for exact sums on the client side. Unknown stays null: a
+ * group whose records are all unpriced has cost_usd and cost_pico null (never "0"); `cost_status` says how much
+ * of a group's cost is known (known | lower_bound: some records unpriced, the sum of the others | unknown), and
+ * `unpriced_count` how many records lack a cost.
+ */
+export function totalsJson(t: UsageTotals) {
+  const cost = knownCost(t);
+  return {
+    requests: t.requests,
+    input_tokens: t.inputTokens,
+    output_tokens: t.outputTokens,
+    cache_read_tokens: t.cacheReadTokens,
+    cache_write_tokens: t.cacheWriteTokens,
+    cache_write_1h_tokens: t.cacheWrite1hTokens,
+    reasoning_tokens: t.reasoningTokens,
+    citation_tokens: t.citationTokens,
+    search_queries: t.searchQueries,
+    cost_usd: cost === null ? null : formatUsd(cost),
+    cost_pico: cost === null ? null : cost.toString(),
+    cost_status: costStatus(t),
+    unpriced_count: t.unknownCostCount,
+    estimated_count: t.estimatedCount,
+    partial_count: t.partialCount,
+    error_count: t.errorCount,
+  };
+}
+
+export function groupRowJson(row: UsageGroupRow) {
+  return { group: row.group, ...(row.bucket !== undefined ? { bucket: new Date(row.bucket).toISOString() } : {}), ...totalsJson(row) };
+}
+
+export function recordJson(r: UsageRecord) {
+  return {
+    id: r.id,
+    time: new Date(r.ts).toISOString(),
+    workspace: r.workspaceId,
+    key_id: r.keyId,
+    provider: r.provider,
+    model: r.model,
+    served_model: r.servedModel,
+    endpoint: r.endpoint,
+    status: r.status,
+    streamed: r.streamed,
+    input_tokens: r.inputTokens,
+    output_tokens: r.outputTokens,
+    cache_read_tokens: r.cacheReadTokens,
+    cache_write_tokens: r.cacheWriteTokens,
+    cache_write_1h_tokens: r.cacheWrite1hTokens,
+    reasoning_tokens: r.reasoningTokens,
+    citation_tokens: r.citationTokens,
+    search_queries: r.searchQueries,
+    search_context_size: r.searchContextSize ?? null,
+    cost_usd: r.costPico === null ? null : formatUsd(r.costPico),
+    cost_pico: r.costPico === null ? null : r.costPico.toString(),
+    provenance: r.provenance,
+    price_version: r.priceVersion,
+    latency_ms: r.latencyMs,
+    ttfb_ms: r.ttfbMs,
+    tags: r.tags,
+    error_code: r.errorCode,
+  };
+}

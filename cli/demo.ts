@@ -1,0 +1,271 @@
+/**
+ * `tollgate demo`: a throw-away gateway filled with realistic usage, to look at the dashboard.
+ *
+ * Everything goes through the real pipeline: a loopback mock provider (cli/demo-upstream.ts) answers in
+ * the providers' wire formats, and thousands of real HTTP requests with varied agents, features, customers,
+ * models and gateway keys are sent through the gateway's proxy, which authenticates, routes, parses usage,
+ * prices and records them like any other. Only the clock is simulated while seeding (Date.now is moved along
+ * the generated request times), so that the records spread over the past days instead of the last minute.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Command } from 'commander';
+import { request } from 'undici';
+import { parseConfig } from '../config/load';
+import { createLogger } from '../core/logger';
+import { startGateway, type RunningGateway } from '../core/server';
+import { createGatewayKey } from '../plugins/auth/key-admin';
+import { DemoUpstream } from './demo-upstream';
+
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+
+/** Deterministic PRNG (mulberry32), so that a given seed gives the same demo. */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+type Weighted<T> = [T, number][];
+
+function pick<T>(r: () => number, items: Weighted<T>): T {
+  const total = items.reduce((s, [, w]) => s + w, 0);
+  let x = r() * total;
+  for (const [v, w] of items) if ((x -= w) < 0) return v;
+  return items[items.length - 1][0];
+}
+
+/** Log-uniform integer in [lo, hi]: token counts have long tails. */
+const logUniform = (r: () => number, lo: number, hi: number) => Math.round(Math.exp(Math.log(lo) + r() * (Math.log(hi) - Math.log(lo))));
+
+interface AgentProfile {
+  agent: string;
+  weight: number;
+  team: string;
+  key: string;
+  features: Weighted<string>;
+  models: Weighted<string>;
+  input: [number, number];
+  output: [number, number];
+  /** Share of input served from the prompt cache. */
+  cache: number;
+}
+
+const AGENTS: AgentProfile[] = [
+  { agent: 'support-bot', weight: 36, team: 'support', key: 'support', features: [['ticket-reply', 6], ['triage', 3], ['kb-search', 2]], models: [['gpt-4o-mini', 6], ['claude-haiku-4-5', 3]], input: [500, 3000], output: [60, 450], cache: 0.4 },
+  { agent: 'research-agent', weight: 10, team: 'platform', key: 'platform', features: [['deep-research', 3], ['summarize', 2]], models: [['claude-sonnet-4-5', 5], ['o3', 2], ['gemini-2.5-pro', 2]], input: [4000, 40000], output: [500, 5000], cache: 0.3 },
+  { agent: 'code-review', weight: 14, team: 'platform', key: 'platform', features: [['pr-review', 4], ['explain-diff', 1]], models: [['claude-sonnet-4-5', 4], ['gpt-4.1', 3]], input: [2000, 20000], output: [200, 2000], cache: 0.5 },
+  { agent: 'sales-assistant', weight: 20, team: 'growth', key: 'growth', features: [['email-draft', 3], ['lead-scoring', 2]], models: [['gpt-4o-mini', 5], ['gemini-2.5-flash', 3], ['mistral-small-latest', 1]], input: [300, 2500], output: [100, 600], cache: 0.1 },
+  { agent: 'doc-summarizer', weight: 20, team: 'growth', key: 'growth', features: [['summarize', 3], ['extract-fields', 2]], models: [['gemini-2.5-flash', 5], ['gpt-4.1-mini', 2], ['mistral-nightly-preview', 1]], input: [2000, 16000], output: [150, 1200], cache: 0.2 },
+];
+
+const CUSTOMERS = ['acme', 'globex', 'initech', 'umbrella', 'hooli', 'stark-industries', 'wayne-enterprises', 'wonka', 'soylent', 'tyrell', 'cyberdyne', 'massive-dynamic'];
+/** Zipf-like: a few big customers, a long tail. */
+const CUSTOMER_WEIGHTS: Weighted<string> = CUSTOMERS.map((c, i) => [c, 1 / (i + 1) ** 1.1]);
+
+const PROVIDER_KEY = 'sk-demo-not-a-real-provider-key';
+
+export interface DemoOptions {
+  /** Requests to send through the proxy (default 5000). */
+  requests?: number;
+  /** Spread over this many days before now (default 14). */
+  days?: number;
+  /** Admin listener port (default 0: any free port). */
+  adminPort?: number;
+  /** Proxy listener port (default 0). */
+  port?: number;
+  /** Admin token (default: a random one). */
+  token?: string;
+  seed?: number;
+  /** Progress lines (default: none). */
+  log?: (line: string) => void;
+}
+
+export interface RunningDemo {
+  running: RunningGateway;
+  adminUrl: string;
+  proxyUrl: string;
+  token: string;
+  sent: number;
+  stop(): Promise<void>;
+}
+
+/** Request times over [now - days, now): busier in (UTC) working hours and on weekdays, growing over the period. */
+function requestTimes(r: () => number, count: number, days: number, now: number): number[] {
+  const start = Math.floor((now - days * DAY) / HOUR) * HOUR;
+  const hours: { t: number; w: number }[] = [];
+  for (let t = start; t < now; t += HOUR) {
+    const d = new Date(t);
+    const h = d.getUTCHours();
+    const weekend = d.getUTCDay() === 0 || d.getUTCDay() === 6;
+    const diurnal = 0.15 + Math.exp(-((h - 14) ** 2) / 20);
+    const trend = 0.7 + 0.6 * ((t - start) / (now - start));
+    hours.push({ t, w: diurnal * (weekend ? 0.4 : 1) * trend * (0.8 + 0.4 * r()) });
+  }
+  const total = hours.reduce((s, x) => s + x.w, 0);
+  const out: number[] = [];
+  for (const { t, w } of hours) {
+    const n = Math.round((w / total) * count);
+    for (let i = 0; i < n; i++) out.push(Math.min(now - 1, t + Math.floor(r() * HOUR)));
+  }
+  while (out.length > count) out.splice(Math.floor(r() * out.length), 1);
+  while (out.length < count) out.push(now - 1 - Math.floor(r() * HOUR));
+  return out.sort((a, b) => a - b);
+}
+
+export async function startDemo(opts: DemoOptions = {}): Promise<RunningDemo> {
+  const count = opts.requests ?? 5000;
+  const days = opts.days ?? 14;
+  const log = opts.log ?? (() => {});
+  const r = rng(opts.seed ?? 42);
+  const token = opts.token ?? `demo-${randomBytes(12).toString('hex')}`;
+  const demoKey = `tg_demo_${randomBytes(16).toString('hex')}`;
+  const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-demo-'));
+  const upstream = new DemoUpstream();
+  const up = await upstream.start();
+
+  const yaml = `
+server: { host: 127.0.0.1, port: ${opts.port ?? 0} }
+admin: { host: 127.0.0.1, port: ${opts.adminPort ?? 0}, token: "\${DEMO_ADMIN_TOKEN}" }
+logging: { level: warn }
+storage: { url: "sqlite:${dataDir}/tollgate.db" }
+plugins:
+  - use: auth
+  - use: header-strip
+  - use: attribution
+  - use: usage-recorder
+    options: { flush_interval_ms: 50, spill_path: "${dataDir}/spill.jsonl" }
+workspaces:
+  - id: default
+    name: Demo workspace
+    keys:
+      - { id: demo, label: demo client, key: "\${DEMO_GATEWAY_KEY}" }
+providers:
+  openai: { base_url: "${up}/openai/v1" }
+  anthropic: { base_url: "${up}/anthropic/v1" }
+  perplexity: { enabled: false }
+  openrouter: { enabled: false }
+  gemini: { type: openai-compatible, display_name: Google Gemini, base_url: "${up}/gemini", prefixes: [gemini-] }
+  mistral: { type: openai-compatible, display_name: Mistral, base_url: "${up}/mistral/v1", prefixes: [mistral-] }
+`;
+  const config = parseConfig(yaml, { DEMO_ADMIN_TOKEN: token, DEMO_GATEWAY_KEY: demoKey }, 'demo config');
+  const running = await startGateway({ config, path: join(dataDir, 'gateway.config.yaml'), dir: dataDir }, { logger: createLogger('warn'), announce: () => {} });
+  const cleanup = async () => {
+    await running.stop();
+    await upstream.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  };
+
+  try {
+    const { store } = running.gateway;
+    const workspaces = config.workspaces;
+    // Gateway keys as a team would have them: one per group of agents, plus one revoked.
+    const keys: Record<string, string> = {};
+    for (const [name, label] of [['support', 'support-bot (production)'], ['platform', 'platform agents'], ['growth', 'growth team']] as const) {
+      keys[name] = (await createGatewayKey(store, workspaces, { label })).key;
+    }
+    const old = await createGatewayKey(store, workspaces, { label: 'old laptop key' });
+    await running.gateway.keySync.refresh();
+
+    const now = Date.now();
+    const times = requestTimes(r, count, days, now);
+    const realNow = Date.now;
+    let simulated: number | undefined;
+    Date.now = () => simulated ?? realNow();
+    let sent = 0;
+    let next = 0;
+    try {
+      const worker = async () => {
+        while (next < times.length) {
+          const i = next++;
+          const p = pick(r, AGENTS.map((a): [AgentProfile, number] => [a, a.weight]));
+          const model = pick(r, p.models);
+          const tags: Record<string, string> = { agent: p.agent, feature: pick(r, p.features), customer_id: pick(r, CUSTOMER_WEIGHTS), team: p.team };
+          if (r() < 0.08) tags.env = 'staging';
+          const inputAll = logUniform(r, p.input[0], p.input[1]);
+          const cacheRead = r() < 0.6 ? Math.round(inputAll * p.cache * r() * 2) : 0;
+          const input = Math.max(1, inputAll - Math.min(cacheRead, inputAll - 1));
+          const output = logUniform(r, p.output[0], p.output[1]);
+          const reasoning = model === 'o3' ? Math.round(output * (0.3 + 0.5 * r())) : 0;
+          const failure = r() < 0.015 ? (r() < 0.7 ? 429 : 500) : 200;
+          const stream = r() < 0.04 && !model.startsWith('claude-');
+          const messages = model.startsWith('claude-');
+          const headers: Record<string, string> = {
+            'content-type': 'application/json',
+            'x-gateway-key': r() < 0.1 ? demoKey : keys[p.key],
+            'x-gateway-metadata': JSON.stringify(tags),
+            'x-demo-usage': `${input},${output},${Math.min(cacheRead, inputAll - 1)},${reasoning}`,
+            'x-demo-status': String(failure),
+            ...(messages ? { 'x-api-key': PROVIDER_KEY, 'anthropic-version': '2023-06-01' } : { authorization: `Bearer ${PROVIDER_KEY}` }),
+          };
+          const body = messages
+            ? { model, max_tokens: 4096, messages: [{ role: 'user', content: `(${tags.feature}) request ${i}` }] }
+            : { model, messages: [{ role: 'user', content: `(${tags.feature}) request ${i}` }], ...(stream ? { stream: true } : {}) };
+          simulated = times[i];
+          const res = await request(`${running.url}${messages ? '/v1/messages' : '/v1/chat/completions'}`, { method: 'POST', headers, body: JSON.stringify(body) });
+          await res.body.text();
+          sent++;
+          if (sent % 1000 === 0) log(`  ${sent} / ${times.length} requests sent`);
+        }
+      };
+      await Promise.all(Array.from({ length: 4 }, worker));
+    } finally {
+      Date.now = realNow;
+    }
+    await store.revokeKey(old.record.id, now - 3 * DAY);
+    await running.gateway.keySync.refresh();
+
+    // Every request is recorded (failures too): wait until the batched writer has stored them all.
+    const deadline = realNow() + 60_000;
+    for (;;) {
+      const [total] = await store.queryUsage({ from: 0, to: Number.MAX_SAFE_INTEGER, groupBy: [] });
+      if ((total?.requests ?? 0) >= sent) break;
+      if (realNow() > deadline) throw new Error(`only ${total?.requests ?? 0} of ${sent} demo records were stored`);
+      await new Promise((res) => setTimeout(res, 50));
+    }
+    return { running, adminUrl: running.adminUrl!, proxyUrl: running.url, token, sent, stop: cleanup };
+  } catch (err) {
+    await cleanup();
+    throw err;
+  }
+}
+
+export function registerDemoCommand(program: Command): void {
+  program
+    .command('demo')
+    .description('start a throw-away gateway filled with realistic demo usage (through a loopback mock provider) to explore the dashboard')
+    .option('-n, --requests <n>', 'requests to send through the proxy', '5000')
+    .option('--days <n>', 'spread them over this many past days', '14')
+    .option('--admin-port <port>', 'dashboard / admin API port', '8081')
+    .option('--port <port>', 'proxy port (default: any free port)', '0')
+    .action(async (o: { requests: string; days: string; adminPort: string; port: string }) => {
+      const token = process.env.TOLLGATE_ADMIN_TOKEN || undefined;
+      process.stderr.write(`Tollgate demo: sending ${o.requests} requests through the gateway to a loopback mock provider...\n`);
+      const t0 = Date.now();
+      const demo = await startDemo({ requests: Number(o.requests), days: Number(o.days), adminPort: Number(o.adminPort), port: Number(o.port), token, log: (l) => process.stderr.write(`${l}\n`) });
+      process.stdout.write(
+        [
+          '',
+          `Recorded ${demo.sent} requests over the past ${o.days} days in ${((Date.now() - t0) / 1000).toFixed(1)} s.`,
+          '',
+          `  Dashboard:    ${demo.adminUrl}/`,
+          `  Admin token:  ${demo.token}${token ? ' (from TOLLGATE_ADMIN_TOKEN)' : ''}`,
+          `  Proxy:        ${demo.proxyUrl} (its providers point at the mock; the data is deleted on exit)`,
+          '',
+          'Press Ctrl-C to stop.',
+          '',
+        ].join('\n'),
+      );
+      const stop = () => void demo.stop().then(() => process.exit(0), () => process.exit(1));
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+    });
+}

@@ -1,0 +1,67 @@
+import type { Command } from 'commander';
+import type { LoadedConfig } from '../config/load';
+import { createGatewayKey, keyJson } from '../plugins/auth/key-admin';
+import { SharedKeys, type SharedKey } from '../plugins/auth/shared-keys';
+import type { GatewayKey } from '../storage/store';
+import { withStore } from './store';
+import { renderTable } from './table';
+
+/** `tollgate keys create|list|revoke`: the same operations as the admin API's /api/keys, on the store directly. */
+export function registerKeyCommands(program: Command, load: () => LoadedConfig): void {
+  const keys = program.command('keys').description('manage gateway keys (stored hashed; a key is shown once at creation)');
+
+  keys
+    .command('create')
+    .description('create a key and print it once')
+    .option('-w, --workspace <id>', 'workspace (default: the first in the config)')
+    .option('-l, --label <text>', 'a label to recognise the key by')
+    .action(async (opts: { workspace?: string; label?: string }) => {
+      const loaded = load();
+      const { key, record } = await withStore(loaded, (store) => createGatewayKey(store, loaded.config.workspaces, opts));
+      await share(loaded, record);
+      process.stdout.write(`Created key ${record.id} for workspace ${record.workspaceId}. Copy it now, it is not shown again:\n\n    ${key}\n\n`);
+    });
+
+  keys
+    .command('list')
+    .description('list keys (never the keys themselves)')
+    .option('-w, --workspace <id>', 'only this workspace')
+    .action(async (opts: { workspace?: string }) => {
+      const list = await withStore(load(), (store) => store.listKeys(opts.workspace));
+      const rows = list.map(keyJson).map((k) => [k.id, k.workspace, k.label || '-', k.created_at, k.last_used_at ?? 'never', k.revoked ? `revoked ${k.revoked_at}` : 'active']);
+      process.stdout.write(`${renderTable(['id', 'workspace', 'label', 'created', 'last used', 'status'], rows)}\n`);
+    });
+
+  keys
+    .command('revoke <id>')
+    .description('revoke a key: every running instance refuses it within a second')
+    .action(async (id: string) => {
+      const loaded = load();
+      const record = await withStore(loaded, async (store) => ((await store.revokeKey(id)) ? (await store.listKeys()).find((k) => k.id === id) : undefined));
+      if (!record) {
+        process.stderr.write(`tollgate: no active key with id ${id}\n`);
+        process.exit(1);
+      }
+      await share(loaded, record);
+      process.stdout.write(`Revoked ${id}\n`);
+    });
+}
+
+/**
+ * With limit_store.redis_url set, a created or revoked key is published through Redis at once, so instances with
+ * usage stores of their own apply it too. Without Redis (or when it cannot be reached) the instances that share
+ * this usage store pick the change up from it within a second.
+ */
+async function share(loaded: LoadedConfig, k: GatewayKey): Promise<void> {
+  const { redis_url: url, key_prefix: prefix } = loaded.config.limit_store;
+  if (!url) return;
+  const shared = new SharedKeys(url, prefix);
+  try {
+    const key: SharedKey = { id: k.id, hash: k.hash, workspaceId: k.workspaceId, revoked: k.revokedAt !== null };
+    await shared.publish([key]);
+  } catch (err) {
+    process.stderr.write(`tollgate: warning: could not publish the change through Redis (${(err as Error).message}); instances sharing this usage store still apply it within a second\n`);
+  } finally {
+    await shared.close();
+  }
+}

@@ -1,0 +1,82 @@
+import { z } from 'zod';
+import { fromText } from './from-text';
+
+const positiveInt = fromText(z.number().int().positive());
+const tagKey = z.string().regex(/^[a-z0-9_][a-z0-9_.]*$/, 'tag keys are lower-case letters, digits, _ and .');
+const usd = z
+  .union([z.string(), z.number()])
+  .transform((v) => String(v))
+  .pipe(z.string().regex(/^\d+(\.\d{1,12})?$/, 'a non-negative USD amount such as "50" or "12.5"'));
+
+/** Request-rate, token-rate and concurrency limits; usable for a whole workspace or per tag value. */
+const rateLimits = {
+  /** Requests per minute (a token bucket: a burst of up to this many, refilled evenly over the minute). */
+  requests_per_minute: positiveInt.optional(),
+  /** Requests per second: a tighter burst limit on top of the per-minute one. */
+  requests_per_second: positiveInt.optional(),
+  /**
+   * Tokens per minute, counted from recorded usage (input + output + cache) when a request completes and checked
+   * at admission: a soft limit, since a request's tokens are known only at its end, the requests already in
+   * flight when the minute's total reaches it may overshoot it by their own tokens.
+   */
+  tokens_per_minute: positiveInt.optional(),
+  /** Open streaming responses at once; the slot is freed when the stream ends, errors or is aborted. */
+  concurrent_streams: positiveInt.optional(),
+};
+
+const budget = z
+  .strictObject({
+    period: z.enum(['day', 'month']),
+    /** The spend limit for the period (UTC days / months), in USD. */
+    usd,
+    /** Only requests with these tag values count, e.g. { customer_id: acme }. */
+    tag: z.record(tagKey, z.string().min(1)).optional(),
+    /** A separate budget of this size for every value of this tag, e.g. customer_id. */
+    per_tag: tagKey.optional(),
+    /** Share of the budget at which a warning is logged and flagged in the admin API. */
+    alert_at: fromText(z.number().gt(0).max(1)).default(0.8),
+  })
+  .refine((b) => !(b.tag && b.per_tag), { message: 'give tag or per_tag, not both' });
+
+export const workspaceLimitsSchema = z.strictObject({
+  /** Upper cap on max_tokens / max_completion_tokens / max_output_tokens; a larger value is refused, never rewritten. */
+  max_tokens: positiveInt.optional(),
+  ...rateLimits,
+  /** The same limits for each value of a tag, e.g. { customer_id: { concurrent_streams: 5 } }. */
+  per_tag: z.record(tagKey, z.strictObject(rateLimits)).optional(),
+  budgets: z.array(budget).default([]),
+  /** Tag keys every request must carry. */
+  required_tags: z.array(tagKey).default([]),
+  /** What to do when a required tag is missing: refuse (400), or record the request under "(untagged)". */
+  missing_tags: z.enum(['reject', 'record_untagged']).default('reject'),
+});
+
+export const limitStoreSchema = z.strictObject({
+  /** Share limits, slots, budgets and key revocation across instances through Redis; in memory when unset. */
+  // An empty value (an unset ${TOLLGATE_REDIS_URL:-}) means no Redis.
+  redis_url: z.preprocess((v) => (v === '' ? undefined : v), z.string().regex(/^rediss?:\/\//, 'expected redis://... or rediss://...').optional()),
+  key_prefix: z.string().default('tollgate:'),
+  /** When the limit store cannot be reached: keep serving without limits (open) or refuse with 503 (closed). */
+  on_error: z.enum(['open', 'closed']).default('open'),
+  /**
+   * A stream's slot lease; renewed every third of it while the stream is open, so a crashed instance frees its
+   * slots after this. At least 1 s, so that a renewal (every 333 ms at most) always lands before the lease ends.
+   */
+  slot_lease_ms: fromText(z.number().int().min(1000)).default(120_000),
+  /**
+   * A request's budget reservation lease, renewed the same way while the request is open: the reservation of an
+   * instance that died mid-request (or of a reserve whose reply timed out) lapses after this instead of holding
+   * budget until the period ends.
+   */
+  reservation_lease_ms: fromText(z.number().int().min(1000)).default(120_000),
+  /**
+   * After a Redis time-out or connection failure the store counts as down for this long: limit checks fail at
+   * once under on_error instead of each waiting out its command time-out, and a background ping probes Redis.
+   */
+  circuit_breaker_ms: fromText(z.number().int().min(100)).default(1000),
+});
+
+export type WorkspaceLimits = z.output<typeof workspaceLimitsSchema>;
+export type RateLimits = Pick<WorkspaceLimits, keyof typeof rateLimits>;
+export type BudgetConfig = z.output<typeof budget>;
+export type LimitStoreConfig = z.output<typeof limitStoreSchema>;

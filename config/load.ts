@@ -1,0 +1,95 @@
+import { readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { parseDocument } from 'yaml';
+import { z } from 'zod';
+import { gatewayConfigSchema, type GatewayConfig } from './schema';
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+export interface LoadedConfig {
+  config: GatewayConfig;
+  /** Absolute path of the file, and its folder (relative plugin paths resolve against it). */
+  path: string;
+  dir: string;
+  /** Things that load but deserve a word at start (e.g. a gateway key written in the file as plain text). */
+  warnings?: string[];
+}
+
+/** Which file to load: --config, then GATEWAY_CONFIG, then ./gateway.config.yaml. */
+export function configPath(flag?: string, env: NodeJS.ProcessEnv = process.env): string {
+  return resolve(flag ?? env.GATEWAY_CONFIG ?? 'gateway.config.yaml');
+}
+
+export function loadConfigFile(path: string, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new ConfigError(`cannot read config file ${path}: ${(err as Error).message}`);
+  }
+  return { config: parseConfig(text, env, path), path, dir: dirname(path), warnings: plainTextKeys(text) };
+}
+
+/** A gateway key written into the file itself is a secret at rest: the file should hold ${ENV} or sha256. */
+function plainTextKeys(text: string): string[] {
+  const raw = parseDocument(text).toJS() as { workspaces?: { id?: unknown; keys?: { id?: unknown; key?: unknown }[] }[] } | null;
+  const out: string[] = [];
+  for (const [w, ws] of (raw?.workspaces ?? []).entries()) {
+    for (const [k, entry] of (ws?.keys ?? []).entries()) {
+      if (typeof entry?.key === 'string' && entry.key !== '' && !entry.key.includes('${')) {
+        out.push(`workspaces[${w}].keys[${k}].key is written in the config file as plain text: use an \${ENV} reference or its sha256`);
+      }
+    }
+  }
+  return out;
+}
+
+/** YAML text -> validated config. Interpolation runs on parsed string values, so an env value can never inject YAML. */
+export function parseConfig(text: string, env: NodeJS.ProcessEnv = process.env, source = 'config'): GatewayConfig {
+  const doc = parseDocument(text);
+  if (doc.errors.length > 0) throw new ConfigError(`${source}: invalid YAML: ${doc.errors[0].message}`);
+  const raw = interpolate(doc.toJS() ?? {}, env, []);
+  return validate(raw, source);
+}
+
+export function validate(raw: unknown, source = 'config'): GatewayConfig {
+  const result = gatewayConfigSchema.safeParse(raw);
+  if (!result.success) {
+    const lines = result.error.issues.map((i) => `  - ${formatPath(i.path)}: ${describeIssue(i)}`);
+    throw new ConfigError(`${source} is invalid:\n${lines.join('\n')}`);
+  }
+  return result.data;
+}
+
+const ENV_REF = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
+
+/** Replaces ${VAR} and ${VAR:-default} in every string. An unset ${VAR} without default is an error naming the key. */
+function interpolate(value: unknown, env: NodeJS.ProcessEnv, path: (string | number)[]): unknown {
+  if (typeof value === 'string') {
+    return value.replace(ENV_REF, (_m, name: string, fallback: string | undefined) => {
+      const v = env[name];
+      if (v !== undefined && v !== '') return v;
+      if (fallback !== undefined) return fallback;
+      throw new ConfigError(`${formatPath(path)}: environment variable ${name} is not set (use \${${name}:-default} for an optional value)`);
+    });
+  }
+  if (Array.isArray(value)) return value.map((v, i) => interpolate(v, env, [...path, i]));
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, interpolate(v, env, [...path, k])]));
+  }
+  return value;
+}
+
+function formatPath(path: readonly PropertyKey[]): string {
+  return path.length === 0 ? '(top level)' : path.map((p) => (typeof p === 'number' ? `[${p}]` : String(p))).join('.').replace(/\.\[/g, '[');
+}
+
+function describeIssue(issue: z.core.$ZodIssue): string {
+  if (issue.code === 'unrecognized_keys') return `unknown key${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')}`;
+  return issue.message;
+}

@@ -1,0 +1,19 @@
+import type { LoadedConfig } from '../config/load';
+import { missingLimitPlugins } from '../plugins/limits/pipeline-check';
+import { PriceCatalog } from '../pricing/catalog';
+import { checkPlugins } from './plugin-loader';
+import { loadProviders } from './provider-loader';
+import { loadProviderModules } from './provider-modules';
+
+/**
+ * Everything start-up would refuse, checked without opening a store or a port: provider modules load and
+ * their prefixes do not clash, plugins load with valid options, limits have their plugins, prices parse.
+ */
+export async function checkWiring(loaded: LoadedConfig): Promise<void> {
+  const { config } = loaded;
+  loadProviders(config, await loadProviderModules(config.providers, loaded.dir));
+  await checkPlugins(config.plugins, loaded.dir);
+  const unenforced = missingLimitPlugins(config);
+  if (unenforced.length) throw new Error(`limits configured without their plugin: ${unenforced.join('; ')}`);
+  new PriceCatalog(config.pricing, { baseDir: loaded.dir });
+}

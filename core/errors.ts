@@ -1,0 +1,76 @@
+/**
+ * Errors the gateway raises itself. They always render in the chat-completions error shape
+ * {"error": {"message", "type", "param", "code"}} (spec, Errors 1); upstream errors are never
+ * re-wrapped, they pass through as the provider sent them.
+ */
+
+/** Stable error codes: clients and dashboards may branch on these, so never rename one. */
+export const ERROR_CODES = {
+  gateway_key_missing: { status: 401, type: 'authentication_error' },
+  gateway_key_invalid: { status: 401, type: 'authentication_error' },
+  provider_key_missing: { status: 401, type: 'authentication_error' },
+  route_not_found: { status: 404, type: 'invalid_request_error' },
+  method_not_allowed: { status: 405, type: 'invalid_request_error' },
+  provider_not_determined: { status: 400, type: 'invalid_request_error' },
+  provider_unknown: { status: 400, type: 'invalid_request_error' },
+  model_provider_mismatch: { status: 400, type: 'invalid_request_error' },
+  endpoint_not_supported: { status: 400, type: 'invalid_request_error' },
+  model_missing: { status: 400, type: 'invalid_request_error' },
+  invalid_json: { status: 400, type: 'invalid_request_error' },
+  invalid_body: { status: 400, type: 'invalid_request_error' },
+  invalid_metadata: { status: 400, type: 'invalid_request_error' },
+  unsupported_media_type: { status: 415, type: 'invalid_request_error' },
+  body_too_large: { status: 413, type: 'invalid_request_error' },
+  max_tokens_exceeded: { status: 400, type: 'invalid_request_error' },
+  required_tag_missing: { status: 400, type: 'invalid_request_error' },
+  /** A policy plugin refused the request (e.g. a model not allowed for the workspace); the message says why. */
+  policy_denied: { status: 403, type: 'permission_error' },
+  rate_limited: { status: 429, type: 'rate_limit_error' },
+  concurrency_limited: { status: 429, type: 'rate_limit_error' },
+  /** Too many invalid gateway keys from one client address (auth plugin, lockout options). */
+  auth_blocked: { status: 429, type: 'rate_limit_error' },
+  budget_exceeded: { status: 429, type: 'rate_limit_error' },
+  limits_unavailable: { status: 503, type: 'gateway_error' },
+  request_aborted: { status: 499, type: 'gateway_error' },
+  upstream_unreachable: { status: 502, type: 'gateway_error' },
+  upstream_error: { status: 502, type: 'gateway_error' },
+  upstream_timeout: { status: 504, type: 'gateway_error' },
+  plugin_error: { status: 500, type: 'gateway_error' },
+  internal_error: { status: 500, type: 'gateway_error' },
+  shutting_down: { status: 503, type: 'gateway_error' },
+} as const satisfies Record<string, { status: number; type: string }>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export class GatewayError extends Error {
+  readonly status: number;
+  readonly type: string;
+  /** Extra response headers, e.g. Retry-After on a 429 or Allow on a 405. */
+  readonly headers: Record<string, string>;
+
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    options: { param?: string | null; headers?: Record<string, string>; cause?: unknown } = {},
+  ) {
+    super(message, { cause: options.cause });
+    this.name = 'GatewayError';
+    this.status = ERROR_CODES[code].status;
+    this.type = ERROR_CODES[code].type;
+    this.param = options.param ?? null;
+    this.headers = options.headers ?? {};
+  }
+
+  readonly param: string | null;
+
+  /** The JSON body sent to the client. */
+  toBody(): string {
+    return JSON.stringify({ error: { message: this.message, type: this.type, param: this.param, code: this.code } });
+  }
+}
+
+/** Anything thrown that is not a GatewayError becomes an internal error with a generic message (no leaks). */
+export function asGatewayError(err: unknown, fallback: ErrorCode = 'internal_error'): GatewayError {
+  if (err instanceof GatewayError) return err;
+  return new GatewayError(fallback, fallback === 'plugin_error' ? 'A gateway plugin failed while handling the request' : 'Internal gateway error', { cause: err });
+}

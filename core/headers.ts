@@ -1,0 +1,48 @@
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
+
+/** Hop-by-hop headers (RFC 9110 7.6.1) and headers the HTTP client recomputes; never forwarded either way. */
+const HOP_BY_HOP = new Set([
+  'connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer',
+  'transfer-encoding', 'upgrade', 'host', 'content-length', 'expect',
+]);
+
+/** Upstream response headers that must not be copied to the client as they are (Node sets framing itself). */
+const RESPONSE_HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'trailer', 'te']);
+
+/** Names listed in a Connection header are hop-by-hop too. */
+function connectionTokens(value: string | string[] | undefined): Set<string> | undefined {
+  if (!value) return undefined;
+  const tokens = (Array.isArray(value) ? value.join(',') : value).split(',').map((t) => t.trim().toLowerCase()).filter(Boolean);
+  return tokens.length ? new Set(tokens) : undefined;
+}
+
+/**
+ * Copies request headers for the upstream, leaving out hop-by-hop headers and `exclude` (the provider auth
+ * headers, which the core adds back after the plugins ran). Values are copied verbatim.
+ */
+export function forwardableRequestHeaders(headers: IncomingHttpHeaders, into: Record<string, string | string[]>, exclude: readonly string[]): void {
+  const listed = connectionTokens(headers.connection);
+  for (const name in headers) {
+    if (HOP_BY_HOP.has(name) || exclude.includes(name) || listed?.has(name)) continue;
+    const v = headers[name];
+    if (v !== undefined) into[name] = v;
+  }
+}
+
+/** Upstream response headers to send to the client: everything but hop-by-hop framing. */
+export function forwardableResponseHeaders(headers: Record<string, string | string[] | undefined>): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = {};
+  const listed = connectionTokens(headers.connection);
+  for (const name in headers) {
+    if (RESPONSE_HOP_BY_HOP.has(name) || listed?.has(name)) continue;
+    const v = headers[name];
+    if (v !== undefined) out[name] = v;
+  }
+  return out;
+}
+
+/** First value of a header from undici's or Node's header objects. */
+export function headerValue(headers: Record<string, string | string[] | undefined>, name: string): string | undefined {
+  const v = headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}

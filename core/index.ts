@@ -1,0 +1,36 @@
+/**
+ * Tollgate's public API (`import ... from 'tollgate'`): everything a plugin or a provider module may use,
+ * versioned by PLUGIN_API_VERSION. Anything not exported here is internal and may change in any release.
+ * Guides: docs/plugins.md and docs/providers.md. Test helpers: 'tollgate/testing' (core/testing.ts).
+ */
+
+export { PLUGIN_API_VERSION } from './api-version';
+
+// Plugins
+export { definePlugin, type GatewayPlugin, type PluginDefinition } from './plugin';
+export type { GatewayContext, Workspace } from './context';
+export { ERROR_CODES, GatewayError, type ErrorCode } from './errors';
+export type { EndpointSpec } from './endpoints';
+
+// Provider modules
+export { apiKeyHeader, bearer, defineProvider, noAuth, type AuthScheme, type ProviderInstance, type ProviderModule, type UpstreamTimeouts } from './provider';
+export { anthropicUsageParser } from '../providers/usage/anthropic-messages';
+export { openaiUsageParser } from '../providers/usage/openai';
+export { openrouterUsageParser } from '../providers/usage/openrouter';
+export { perplexityUsageParser } from '../providers/usage/perplexity';
+
+// The usage vocabulary shared by both
+export type { CostProvenance, EndpointKey, PicoUsd, SseEvent, StreamUsageAccumulator, Usage, UsageParser, UsageRecord } from './usage';
+export { formatUsd } from '../pricing/money';
+
+// Dependency injection: tokens and the public views of the services behind them
+export { TOKENS } from './tokens';
+export type { PricedUsage, ProviderLookup, RequestCostService } from './services';
+export type { GatewayConfig } from '../config/schema';
+export type { DependencyContainer } from 'tsyringe';
+export type { Logger } from 'pino';
+
+/** The zod Tollgate validates options with: use it for optionsSchema so schema and loader always agree. */
+export { z } from 'zod';
+/** Wraps a number or boolean option schema so that a value from an ${ENV} reference (text) is accepted. */
+export { fromText } from '../config/from-text';

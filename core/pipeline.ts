@@ -1,0 +1,67 @@
+import type { GatewayContext } from './context';
+import { asGatewayError, GatewayError } from './errors';
+import type { GatewayPlugin } from './plugin';
+import type { SseEvent } from './usage';
+
+type GatingPhase = 'onRequest' | 'beforeUpstream' | 'onResponse';
+
+/**
+ * Runs the plugins' phase hooks in YAML order. Per phase, only the plugins that implement it are kept, so
+ * a phase nobody uses costs nothing on the request path.
+ */
+export class PluginPipeline {
+  private readonly gating: Record<GatingPhase, GatewayPlugin[]>;
+  private readonly streamObservers: GatewayPlugin[];
+  private readonly completers: GatewayPlugin[];
+
+  constructor(readonly plugins: readonly GatewayPlugin[]) {
+    const having = (phase: keyof GatewayPlugin) => plugins.filter((p) => typeof p[phase] === 'function');
+    this.gating = { onRequest: having('onRequest'), beforeUpstream: having('beforeUpstream'), onResponse: having('onResponse') };
+    this.streamObservers = having('onStreamEvent');
+    this.completers = having('onComplete');
+  }
+
+  /** True when some plugin wants every SSE event. */
+  get observesStreams(): boolean {
+    return this.streamObservers.length > 0;
+  }
+
+  /** A phase that may refuse the request: a GatewayError passes through, anything else becomes plugin_error. */
+  async run(phase: GatingPhase, ctx: GatewayContext): Promise<void> {
+    for (const plugin of this.gating[phase]) {
+      try {
+        const pending = plugin[phase]!(ctx);
+        if (pending !== undefined) await pending; // a synchronous hook costs no microtask turn
+      } catch (err) {
+        if (!(err instanceof GatewayError)) ctx.log.error({ err, plugin: plugin.name, phase }, 'plugin failed');
+        throw asGatewayError(err, 'plugin_error');
+      }
+    }
+  }
+
+  streamEvent(ctx: GatewayContext, event: SseEvent): void {
+    for (const plugin of this.streamObservers) {
+      try {
+        plugin.onStreamEvent!(ctx, event);
+      } catch (err) {
+        ctx.log.error({ err, plugin: plugin.name, phase: 'onStreamEvent' }, 'plugin failed');
+      }
+    }
+  }
+
+  async complete(ctx: GatewayContext): Promise<void> {
+    for (const plugin of this.completers) {
+      try {
+        const pending = plugin.onComplete!(ctx);
+        if (pending !== undefined) await pending;
+      } catch (err) {
+        ctx.log.error({ err, plugin: plugin.name, phase: 'onComplete' }, 'plugin failed');
+      }
+    }
+  }
+
+  /** Shutdown, in reverse order so that a plugin's dependencies close after it. */
+  async close(): Promise<void> {
+    for (const plugin of [...this.plugins].reverse()) await plugin.close?.();
+  }
+}

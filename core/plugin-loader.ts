@@ -1,0 +1,65 @@
+import type { DependencyContainer } from 'tsyringe';
+import type { PluginEntry } from '../config/schema';
+import { BUILTIN_PLUGINS, REQUIRED_PLUGINS } from '../plugins';
+import { importUserModule, ModuleLoadError, pickExport } from './module-import';
+import type { GatewayPlugin, PluginDefinition } from './plugin';
+import { instantiatePlugin, PluginConfigError, validatePluginOptions } from './plugin-instantiate';
+
+export { PluginConfigError };
+
+/**
+ * Creates the plugin pipeline from the YAML `plugins:` list, in that order. Each plugin gets its own child
+ * container holding its validated options, and resolves shared services from the root. The required
+ * plugins (auth, header-strip) are put first when the list does not name them.
+ */
+export async function loadPlugins(entries: readonly PluginEntry[], container: DependencyContainer, configDir: string): Promise<GatewayPlugin[]> {
+  const plugins: GatewayPlugin[] = [];
+  for (const { entry, where, definition } of await resolvePipeline(entries, configDir)) {
+    plugins.push(await instantiatePlugin(definition, entry.options, container, where));
+  }
+  return plugins;
+}
+
+/** What `tollgate check-config` checks without starting anything: every plugin loads and its options are valid. */
+export async function checkPlugins(entries: readonly PluginEntry[], configDir: string): Promise<void> {
+  for (const { entry, where, definition } of await resolvePipeline(entries, configDir)) validatePluginOptions(definition, entry.options, where);
+}
+
+/** The enabled entries in pipeline order (required built-ins first when not listed), with their definitions. */
+async function resolvePipeline(entries: readonly PluginEntry[], configDir: string) {
+  const listed = entries.filter((e) => e.enabled);
+  const missing = REQUIRED_PLUGINS.filter((name) => !listed.some((e) => e.use === name));
+  const ordered: PluginEntry[] = [...missing.map((use) => ({ use, enabled: true })), ...listed];
+  for (const name of REQUIRED_PLUGINS) {
+    if (entries.some((e) => e.use === name && !e.enabled)) throw new PluginConfigError(`plugins: "${name}" cannot be disabled`);
+  }
+  const resolved = [];
+  for (const entry of ordered) {
+    // Messages name the entry by its index in the YAML list (an implicit built-in has none).
+    const index = entries.indexOf(entry);
+    const where = index >= 0 ? `plugins[${index}]` : `plugins (implicit ${entry.use})`;
+    resolved.push({ entry, where, definition: await resolveDefinition(entry.use, configDir, where) });
+  }
+  return resolved;
+}
+
+/** A built-in name, a path relative to the config file, or an npm package name. */
+async function resolveDefinition(use: string, configDir: string, where: string): Promise<PluginDefinition<unknown>> {
+  const builtin = BUILTIN_PLUGINS[use];
+  if (builtin) return builtin;
+  let mod: Record<string, unknown>;
+  try {
+    mod = await importUserModule(use, configDir);
+  } catch (err) {
+    if (err instanceof ModuleLoadError) throw new PluginConfigError(`${where}: ${err.message}`);
+    throw err;
+  }
+  const definition = pickExport(mod, 'plugin', isPluginDefinition);
+  if (!definition) throw new PluginConfigError(`${where}: "${use}" does not export a plugin definition (export default definePlugin({ name, create }))`);
+  return definition;
+}
+
+function isPluginDefinition(v: unknown): v is PluginDefinition<unknown> {
+  const d = v as Partial<PluginDefinition<unknown>> | undefined;
+  return typeof d?.create === 'function' && typeof d.name === 'string';
+}

@@ -1,0 +1,358 @@
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import { finished, type Readable } from 'node:stream';
+import type { Logger } from 'pino';
+import type { Dispatcher } from 'undici';
+import { multipartFields, parseJsonBody, readBody } from './body';
+import { ModelCatalog } from './catalog';
+import { GatewayContext, secretHeadersFor } from './context';
+import type { EndpointSpec } from './endpoints';
+import { asGatewayError, GatewayError } from './errors';
+import { forwardableRequestHeaders, forwardableResponseHeaders, headerValue } from './headers';
+import type { PluginPipeline } from './pipeline';
+import { describeAuthHeader } from './provider';
+import type { ProviderRegistry } from './provider-registry';
+import { newRequestId, REQUEST_ID_HEADER } from './request-id';
+import { decodeBody } from './response-body';
+import { StreamTap } from './stream-tap';
+import { CancelSignal, upstreamFailure, type UpstreamPools } from './upstream';
+import type { SseEvent } from './usage';
+import { settleUsage } from './usage-settle';
+
+export { REQUEST_ID_HEADER } from './request-id';
+
+export interface ProxyDeps {
+  providers: ProviderRegistry;
+  pipeline: PluginPipeline;
+  pools: UpstreamPools;
+  catalog: ModelCatalog;
+  bodyLimit: number;
+  logger: Logger;
+}
+
+/**
+ * Pipes an upstream body to the client like stream.pipeline(src, res): a failure on either side destroys the
+ * other, and it rejects with the upstream's error when there is one. stream.pipeline aborts an AbortController of
+ * its own when it completes, building a DOMException with a stack trace on every streamed response (~3% CPU).
+ */
+function relay(src: Readable, res: ServerResponse, observe?: (chunk: Buffer) => void): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let settled = false;
+    const settle = (err?: Error | null) => {
+      if (settled) return;
+      settled = true;
+      src.off('error', settle).on('error', ignore);
+      if (!err) return resolve();
+      reject(err); // before the client's socket closes, as with stream.pipeline
+      src.destroy();
+      res.destroy();
+    };
+    src.on('error', settle);
+    finished(res, settle);
+    src.pipe(res);
+    // Node corks the client socket on a write and sends on the next tick: observing the chunk on a later tick
+    // (the tick queue is first in, first out) lets it leave before any observer runs.
+    if (observe) src.on('data', (chunk: Buffer) => process.nextTick(observe, chunk));
+  });
+}
+
+const ignore = () => undefined;
+
+/** application/json, or a +json type such as application/problem+json. */
+function isJsonDocument(contentType: string): boolean {
+  return contentType.startsWith('application/json') || contentType.includes('+json');
+}
+
+/**
+ * Gateway errors of status 500+ that are not logged as failures of the gateway itself: time-outs and unreachable
+ * upstreams are the provider's state; plugin_error and limits_unavailable were logged where they arose.
+ */
+const EXPECTED_FAILURES: ReadonlySet<string> = new Set(['upstream_timeout', 'upstream_unreachable', 'plugin_error', 'limits_unavailable']);
+
+/**
+ * The headers of the upstream call: the plugins' edited copy, without any X-Gateway-* header (whatever the
+ * plugin list, the provider never sees the gateway's own headers: spec, Authentication 2) and without a provider
+ * key header a plugin may have added (the client's own key is added by the caller).
+ */
+function upstreamHeadersOf(edited: Record<string, string | string[]>, authHeaders: readonly string[]): Record<string, string | string[]> {
+  const headers: Record<string, string | string[]> = {};
+  for (const name in edited) {
+    const lower = name.toLowerCase(); // a plugin may have added a header in any case
+    if (lower.startsWith('x-gateway-') || authHeaders.includes(lower)) continue;
+    headers[name] = edited[name];
+  }
+  return headers;
+}
+
+/** A whole response body, collected from its 'data' events (an async iterator costs more per chunk). */
+function readAll(body: Readable): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    body.on('data', (chunk: Buffer) => chunks.push(chunk));
+    finished(body, (err) => (err ? reject(err) : resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks))));
+  });
+}
+
+/**
+ * The whole request flow, in one place:
+ *   onRequest -> read body -> resolve provider -> beforeUpstream -> upstream call -> onResponse
+ *   -> relay (stream piped chunk by chunk, or a JSON body in one piece) -> [client done] -> onComplete.
+ */
+export class Proxy {
+  /** Requests not yet completed (onComplete included); shutdown waits for zero. */
+  inflight = 0;
+  /** Set when shutdown begins: requests still arriving on open connections are refused (503, connection closed). */
+  draining = false;
+  private idleWaiters: (() => void)[] = [];
+
+  /** For the per-request line: its fields are ids, names and numbers only, so pino's redaction (costly per line) is skipped. */
+  private readonly requestLog: Logger;
+  /** Upstream URLs per provider base URL and path, parsed once (a few dozen at most). */
+  private readonly upstreamUrls = new Map<string, URL>();
+
+  /** Request headers no plugin may read: credentials, and the key header of every deployed provider. */
+  private readonly secretHeaders: ReadonlySet<string>;
+
+  constructor(private readonly deps: ProxyDeps) {
+    this.requestLog = deps.logger.child({}, { redact: [] });
+    this.secretHeaders = secretHeadersFor(deps.providers.list().flatMap((p) => p.auth.headers));
+  }
+
+  async handle(req: IncomingMessage, res: ServerResponse, endpoint: EndpointSpec): Promise<void> {
+    if (this.draining) return this.refuseWhileDraining(res);
+    const id = newRequestId();
+    const gw = new GatewayContext(id, req.method ?? 'GET', endpoint.path, endpoint, req.headers, this.deps.logger, this.secretHeaders, req.rawHeaders);
+    gw.clientAddress = req.socket.remoteAddress;
+    const abort = new CancelSignal();
+    let tap: StreamTap | undefined;
+    this.inflight++;
+    // The client got the whole answer when the response finished on a live connection. Node also reports finish
+    // (and writableFinished) for a response whose socket was already reset, although nothing more reached the client.
+    let delivered = false;
+    const socket = req.socket;
+    res.once('finish', () => (delivered = !socket.destroyed));
+    const closed = new Promise<void>((resolve) =>
+      res.once('close', () => {
+        if (!delivered) abort.abort(); // client gone: cancel the upstream request too
+        resolve();
+      }),
+    );
+
+    try {
+      await this.deps.pipeline.run('onRequest', gw);
+      const explicit = gw.header('x-gateway-provider');
+      if (endpoint.key === 'models' && explicit === undefined) this.sendCatalog(gw, res);
+      else await this.forward(gw, req, res, endpoint, explicit, abort, (t) => (tap = t));
+    } catch (err) {
+      this.fail(gw, res, err);
+    }
+    await closed;
+    await this.finish(gw, delivered, tap);
+  }
+
+  /**
+   * During shutdown a keep-alive connection may still bring a request: it is refused with 503 shutting_down and the
+   * connection closed, so the client retries elsewhere. Nothing is forwarded (the upstream pools are closing).
+   */
+  private refuseWhileDraining(res: ServerResponse): void {
+    const body = new GatewayError('shutting_down', 'The gateway is shutting down; retry the request.').toBody();
+    res.writeHead(503, {
+      'content-type': 'application/json', 'content-length': Buffer.byteLength(body), connection: 'close', 'retry-after': '1', [REQUEST_ID_HEADER]: newRequestId(),
+    });
+    res.end(body);
+  }
+
+  /** Reads the request, picks the provider, calls it and relays its answer. */
+  private async forward(
+    gw: GatewayContext, req: IncomingMessage, res: ServerResponse, endpoint: EndpointSpec,
+    explicit: string | undefined, signal: CancelSignal, setTap: (tap: StreamTap) => void,
+  ): Promise<void> {
+    await this.readRequest(gw, req, endpoint);
+    const provider = this.deps.providers.resolve(endpoint, explicit, gw.model);
+    gw.provider = provider;
+
+    // The provider key is held back while plugins run, so no plugin can read or replace it.
+    const credentials = provider.auth.headers.filter((h) => req.headers[h]);
+    if (provider.auth.headers.length > 0 && credentials.length === 0) {
+      const forms = provider.auth.headers.map(describeAuthHeader).join(' or ');
+      throw new GatewayError('provider_key_missing', `${provider.displayName} needs your provider key in the ${forms} header. It is forwarded as is and never stored.`);
+    }
+    // The gateway key is never forwarded; held back here, plugins listed before header-strip cannot read it either.
+    forwardableRequestHeaders(req.headers, gw.upstreamHeaders, [...provider.auth.headers, 'x-gateway-key']);
+    await this.deps.pipeline.run('beforeUpstream', gw);
+    const headers = upstreamHeadersOf(gw.upstreamHeaders, provider.auth.headers);
+    for (const h of credentials) headers[h] = req.headers[h]!;
+
+    const target = provider.baseUrl + (provider.paths?.[endpoint.key] ?? endpoint.upstreamPath);
+    let url = this.upstreamUrls.get(target);
+    if (!url) this.upstreamUrls.set(target, (url = new URL(target)));
+    const query = req.url?.indexOf('?') ?? -1;
+    if (query >= 0) {
+      url = new URL(target); // the cached URL is shared: a query string gets its own copy
+      url.search = req.url!.slice(query);
+    }
+    const upstream = await this.deps.pools.send({
+      url, method: endpoint.method, headers, body: gw.body, signal, timeouts: provider.timeouts,
+    });
+    gw.ttfbMs = gw.elapsedMs();
+    gw.status = upstream.statusCode;
+
+    const contentType = (headerValue(upstream.headers, 'content-type') ?? '').toLowerCase();
+    // A JSON document is relayed whole (its usage read), also when a stream was asked for and the provider
+    // answered with one; JSON Lines (application/x-ndjson) and SSE are streams.
+    if (isJsonDocument(contentType)) {
+      await this.relayWhole(gw, res, upstream);
+    } else {
+      let tap: StreamTap | undefined;
+      if (contentType.startsWith('text/event-stream') && upstream.statusCode < 400) {
+        const pipeline = this.deps.pipeline;
+        const observe = pipeline.observesStreams ? (e: SseEvent) => pipeline.streamEvent(gw, e) : undefined;
+        tap = new StreamTap(provider.usage.createStreamAccumulator(endpoint.key), headerValue(upstream.headers, 'content-encoding'), observe);
+        setTap(tap);
+      }
+      await this.relayStream(gw, res, upstream, tap, signal);
+    }
+  }
+
+  /** Parses only what routing and limits need; the bytes themselves are forwarded unchanged. */
+  private async readRequest(gw: GatewayContext, req: IncomingMessage, endpoint: EndpointSpec): Promise<void> {
+    if (endpoint.body === 'none') return;
+    gw.body = await readBody(req, this.deps.bodyLimit);
+    const contentType = req.headers['content-type'] ?? '';
+    if (contentType.startsWith('multipart/form-data')) {
+      const fields = await multipartFields(gw.body, contentType);
+      gw.model = fields.model;
+      gw.stream = fields.stream === 'true';
+    } else {
+      gw.json = parseJsonBody(gw.body);
+      if (gw.json.model !== undefined && typeof gw.json.model !== 'string') {
+        throw new GatewayError('invalid_body', 'The "model" field must be a string.', { param: 'model' });
+      }
+      gw.model = gw.json.model as string | undefined;
+      gw.stream = gw.json.stream === true;
+    }
+  }
+
+  /** A non-streamed JSON answer: read it whole (usage and cost can then go into headers), send it unchanged. */
+  private async relayWhole(gw: GatewayContext, res: ServerResponse, upstream: Dispatcher.ResponseData): Promise<void> {
+    let body: Buffer;
+    try {
+      body = await readAll(upstream.body);
+    } catch (err) {
+      throw upstreamFailure(err, gw.provider!.baseUrl);
+    }
+    gw.responseBody = body;
+    if (upstream.statusCode < 400) {
+      const parsed = await decodeBody(body, headerValue(upstream.headers, 'content-encoding'));
+      if (parsed !== undefined) gw.usage = gw.provider!.usage.fromJson(gw.endpoint!.key, parsed);
+    }
+    await this.deps.pipeline.run('onResponse', gw);
+    res.writeHead(upstream.statusCode, this.responseHeaders(gw, forwardableResponseHeaders(upstream.headers)));
+    res.end(body);
+  }
+
+  /** Anything else (SSE, audio bytes, errors with odd types): piped chunk by chunk as it arrives. */
+  private async relayStream(gw: GatewayContext, res: ServerResponse, upstream: Dispatcher.ResponseData, tap: StreamTap | undefined, clientGone: CancelSignal): Promise<void> {
+    try {
+      await this.deps.pipeline.run('onResponse', gw);
+    } catch (err) {
+      upstream.body.destroy();
+      throw err;
+    }
+    res.writeHead(upstream.statusCode, this.responseHeaders(gw, forwardableResponseHeaders(upstream.headers)));
+    // The headers leave with the first chunk, in one write. If the provider holds that chunk back (a model
+    // thinking), they leave alone on the next turn of the event loop, so the client sees the answer start.
+    const flush = setImmediate(() => res.writableEnded || res.flushHeaders());
+    upstream.body.once('data', () => clearImmediate(flush));
+    try {
+      await relay(upstream.body, res, tap && ((chunk: Buffer) => tap.push(chunk)));
+    } catch (err) {
+      gw.streamCut = true;
+      // Headers are out: the client sees the stream end early; the record says why.
+      gw.error = clientGone.aborted ? new GatewayError('request_aborted', 'The client disconnected mid-stream') : upstreamFailure(err, gw.provider!.baseUrl);
+    }
+  }
+
+  private sendCatalog(gw: GatewayContext, res: ServerResponse): void {
+    const body = ModelCatalog.wantsMessagesShape((h) => gw.header(h)) ? this.deps.catalog.messagesShape : this.deps.catalog.openaiShape;
+    gw.status = 200;
+    res.writeHead(200, this.responseHeaders(gw, { 'content-type': 'application/json', 'content-length': body.length }));
+    res.end(body);
+  }
+
+  /** Adds the plugins' headers and the request id; a header the provider sent is never replaced. */
+  private responseHeaders(gw: GatewayContext, headers: OutgoingHttpHeaders): OutgoingHttpHeaders {
+    for (const name in gw.responseHeaders) if (headers[name] === undefined) headers[name] = gw.responseHeaders[name];
+    headers[REQUEST_ID_HEADER] = gw.requestId;
+    return headers;
+  }
+
+  /** Answers with the gateway's own error, unless the answer already started (then the socket is cut). */
+  private fail(gw: GatewayContext, res: ServerResponse, err: unknown): void {
+    const error = asGatewayError(err);
+    gw.error = error;
+    if (error.status >= 500 && !EXPECTED_FAILURES.has(error.code)) {
+      gw.log.error({ err, requestId: gw.requestId }, 'request failed');
+    }
+    if (res.headersSent || res.destroyed) {
+      res.destroy();
+      return;
+    }
+    gw.status = error.status;
+    const body = Buffer.from(error.toBody());
+    const headers: OutgoingHttpHeaders = { ...error.headers, 'content-type': 'application/json', 'content-length': body.length };
+    if (error.code === 'body_too_large') headers.connection = 'close'; // do not keep reading an oversized upload
+    res.writeHead(error.status, this.responseHeaders(gw, headers));
+    res.end(body);
+  }
+
+  /** After the client is done: settle usage, run onComplete and log, all off the request path. */
+  private async finish(gw: GatewayContext, delivered: boolean, tap: StreamTap | undefined): Promise<void> {
+    gw.latencyMs = gw.elapsedMs();
+    if (!delivered && !gw.error) {
+      gw.streamCut = gw.status !== undefined;
+      gw.error = new GatewayError('request_aborted', 'The client disconnected before the answer was complete');
+    }
+    try {
+      try {
+        if (tap) {
+          await tap.end();
+          gw.usage = tap.result();
+        }
+        settleUsage(gw, () => tap?.text() ?? '');
+      } catch (err) {
+        // Usage stays as reported (or unknown), but the request is still recorded.
+        gw.log.warn({ err, requestId: gw.requestId }, 'settling usage failed');
+      }
+      await this.deps.pipeline.complete(gw);
+      this.logLine(gw);
+    } catch (err) {
+      gw.log.error({ err, requestId: gw.requestId }, 'completing the request failed');
+    } finally {
+      if (--this.inflight === 0) for (const wake of this.idleWaiters.splice(0)) wake();
+    }
+  }
+
+  /** One structured line per request. Never headers, never bodies: nothing secret can reach the log. */
+  private logLine(gw: GatewayContext): void {
+    this.requestLog.info({
+      requestId: gw.requestId,
+      method: gw.method,
+      path: gw.path,
+      status: gw.status,
+      provider: gw.provider?.slug,
+      model: gw.model,
+      stream: gw.stream,
+      workspace: gw.workspace?.id,
+      keyId: gw.keyId,
+      latencyMs: Math.round(gw.latencyMs * 100) / 100,
+      ttfbMs: gw.ttfbMs === undefined ? undefined : Math.round(gw.ttfbMs * 100) / 100,
+      error: gw.error?.code,
+      cut: gw.streamCut || undefined,
+    }, 'request');
+  }
+
+  /** Resolves when no request is in flight (used by graceful shutdown). */
+  idle(): Promise<void> {
+    return this.inflight === 0 ? Promise.resolve() : new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+}

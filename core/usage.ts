@@ -1,0 +1,150 @@
+/**
+ * The provider-neutral usage vocabulary shared by provider modules, pricing, storage and plugins.
+ *
+ * Rule (from TensorZero's cache table): a field that is `undefined` was NOT reported by the provider;
+ * `0` means the provider reported zero. Nothing downstream may turn "unknown" into "zero".
+ */
+
+/** Token and fee counts for one request, normalised across providers. */
+export interface Usage {
+  /**
+   * Input tokens billed at the normal input rate, i.e. EXCLUDING cache reads and cache writes.
+   * (OpenAI's prompt_tokens includes cached tokens; its parser subtracts them here so that
+   * every bucket is disjoint and cost = sum(bucket x rate) never counts a token twice.)
+   */
+  inputTokens?: number;
+  /** Output tokens including reasoning tokens (reasoning is billed at the output rate). */
+  outputTokens?: number;
+  /** Input tokens served from the provider's prompt cache (cache hits / cache reads). */
+  cacheReadTokens?: number;
+  /** Input tokens written to the prompt cache (5-minute writes on Anthropic). */
+  cacheWriteTokens?: number;
+  /** Input tokens written to a 1-hour cache (Anthropic ephemeral_1h). Part of no other bucket. */
+  cacheWrite1hTokens?: number;
+  /** Reasoning tokens, informational: already included in outputTokens. */
+  reasoningTokens?: number;
+  /** Search-engine citation tokens (Perplexity deep research), billed at their own rate. */
+  citationTokens?: number;
+  /** Number of web searches the provider ran and bills per query. */
+  searchQueries?: number;
+  /** Perplexity request-fee tier (low | medium | high search context size) when reported. */
+  searchContextSize?: string;
+  /**
+   * Cost the provider itself reported in USD, as an exact decimal string: OpenRouter's usage.cost, plus
+   * cost_details.upstream_inference_cost for a BYOK request (whose usage.cost is only OpenRouter's fee).
+   */
+  providerCostUsd?: string;
+  /** The model that actually served the request, when the response names it (aggregators). */
+  servedModel?: string;
+  /**
+   * Set when a stream reported an error event after its 200 status (Anthropic `event: error` such as
+   * overloaded_error, an OpenAI `{"error": {...}}` chunk): the answer did not complete. The value is the
+   * error's type or code when the event names one, else "stream_error". Not a count: pricing ignores it.
+   */
+  streamError?: string;
+}
+
+/** One Server-Sent Event, as framed by core/sse.ts. `data` joins multi-line data with "\n". */
+export interface SseEvent {
+  event?: string;
+  data: string;
+  id?: string;
+}
+
+/**
+ * Consumes a response stream event by event and yields the usage it reported.
+ * `push` is called synchronously on the hot path: it must be cheap and must never throw.
+ */
+export interface StreamUsageAccumulator {
+  push(event: SseEvent): void;
+  /**
+   * Usage reported by the stream, or undefined if it reported none and no error event. A stream that reported
+   * an error event yields at least `{ streamError }` (see Usage.streamError).
+   */
+  result(): Usage | undefined;
+  /** The generated text seen so far (for tokenizer estimation when the stream carries no usage). */
+  text(): string;
+}
+
+/** What a provider module declares about reading usage from its wire formats. */
+export interface UsageParser {
+  /** Usage from a complete JSON response body of the given endpoint; undefined if none reported. */
+  fromJson(endpoint: EndpointKey, body: unknown): Usage | undefined;
+  /** A fresh accumulator for one SSE stream of the given endpoint. */
+  createStreamAccumulator(endpoint: EndpointKey): StreamUsageAccumulator;
+}
+
+/** Stable names of the gateway's endpoints (see core/endpoints.ts for the path table). */
+export type EndpointKey =
+  | 'chat.completions'
+  | 'messages'
+  | 'responses'
+  | 'embeddings'
+  | 'audio.speech'
+  | 'audio.transcriptions'
+  | 'audio.translations'
+  | 'images.generations'
+  | 'images.edits'
+  | 'images.variations'
+  | 'models';
+
+/**
+ * Where a record's cost comes from.
+ * - measured: provider-reported usage x catalog price (or the provider's own reported cost)
+ * - estimated: usage counted by the tokenizer because the provider reported none
+ * - partial: the stream did not complete (client disconnect, upstream reset, or an error event mid-stream);
+ *   the output count covers at least what was streamed
+ * - unpriced: usage known but the model has no price; cost is NULL, never shown as $0
+ * - not_counted: endpoint not counted toward cost totals (audio, images) per the spec
+ * - failed: the request failed (gateway or upstream error); cost is zero
+ */
+export type CostProvenance = 'measured' | 'estimated' | 'partial' | 'unpriced' | 'not_counted' | 'failed';
+
+/**
+ * Money is an integer count of pico-dollars (1e-12 USD), carried as bigint in code.
+ * Catalog prices are USD per 1M tokens; a price of P USD/1M tokens is exactly P*1e6 pico-USD per token
+ * for every price with at most 6 decimals, so cost = sum(tokens x rate) is exact integer arithmetic.
+ */
+export type PicoUsd = bigint;
+
+/** The record stored for every request that reached the gateway. */
+export interface UsageRecord {
+  /** The x-gateway-request-id. */
+  id: string;
+  /** Request start, epoch milliseconds. */
+  ts: number;
+  workspaceId: string | null;
+  keyId: string | null;
+  provider: string | null;
+  /** Model the client asked for. */
+  model: string | null;
+  /** Model that served the request (aggregators); defaults to the requested model. */
+  servedModel: string | null;
+  endpoint: EndpointKey | null;
+  status: number;
+  streamed: boolean;
+  inputTokens: number | null;
+  outputTokens: number | null;
+  cacheReadTokens: number | null;
+  cacheWriteTokens: number | null;
+  cacheWrite1hTokens: number | null;
+  reasoningTokens: number | null;
+  citationTokens: number | null;
+  searchQueries: number | null;
+  /**
+   * Perplexity's reported search context size (low | medium | high), which picks its request fee; kept so
+   * that repricing charges the same tier. Absent on records spilled by a build older than migration 003.
+   */
+  searchContextSize?: string | null;
+  /** Cost in pico-USD; null when unknown (unpriced). */
+  costPico: PicoUsd | null;
+  provenance: CostProvenance;
+  /** Price catalog version the cost was computed with (null when no price was used). */
+  priceVersion: string | null;
+  latencyMs: number;
+  /** Time to first byte from upstream, ms; null if no byte arrived. */
+  ttfbMs: number | null;
+  tags: Record<string, string>;
+  /** Gateway error code, or `upstream_<status>` for an upstream error; null on success. */
+  errorCode: string | null;
+}

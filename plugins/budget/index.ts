@@ -1,0 +1,272 @@
+import type { Logger } from 'pino';
+import type { BudgetConfig, WorkspaceLimits } from '../../config/limits';
+import type { GatewayContext } from '../../core/context';
+import { GatewayError } from '../../core/errors';
+import { definePlugin, type GatewayPlugin } from '../../core/plugin';
+import { TOKENS } from '../../core/tokens';
+import { priceUsage } from '../../pricing/cost';
+import { formatUsd, parseUsd } from '../../pricing/money';
+import type { RequestCost } from '../../pricing/request-cost';
+import { UNTAGGED, type UsageStore } from '../../storage/store';
+import { LeaseRenewer } from '../limits/lease-renewer';
+import type { BudgetCheck, BudgetState } from '../limits/limit-store';
+import { LimitsContext, tagScope } from '../limits/workspace-limits';
+import { requestedOutputTokens } from '../max-tokens';
+import { alertReached, type BudgetLedger, type BudgetSource, type BudgetStatus } from './ledger';
+import { periodAt, type Period } from './periods';
+
+const HELD = 'budget.reservation';
+/** Output tokens assumed per answer when the request names no maximum and the catalog knows none for the model. */
+export const DEFAULT_MAX_OUTPUT = 4096;
+/** Input is estimated from the body size without a tokenizer (cheap on the request path): ~3 bytes a token. */
+const BYTES_PER_TOKEN = 3;
+/** Budget instances (budget x tag value x period) kept ready; beyond this the cache starts over. */
+const MAX_CACHED = 10_000;
+const PERIOD_ADJECTIVE = { day: 'daily', month: 'monthly' } as const;
+
+type StatusBase = Omit<BudgetStatus, 'spentPico' | 'reservedPico' | 'alerted'>;
+
+/** One budget of one period (and, for per_tag budgets, one tag value): its counter key, seed and status. */
+interface Applied {
+  check: BudgetCheck;
+  status: StatusBase;
+  /** Resolves once the spend already in the usage store is known; check.seedPico is set by then. */
+  seeded?: Promise<void>;
+}
+
+/** A configured budget, with what does not change between requests worked out once. */
+interface Rule {
+  config: BudgetConfig;
+  limitPico: bigint;
+  /** Fixed tag filter ({} for a workspace-wide budget). */
+  tags: [string, string][];
+}
+
+/**
+ * Spend limits per period (day, month) for a workspace, a tag value, or each value of a tag. Streams cannot
+ * overshoot unnoticed: admission reserves the worst case (estimated input + the output tokens the request may
+ * produce, priced from the catalog), completion settles against the real cost. A request whose reservation
+ * does not fit is refused. Crossing alert_at (default 80%) is logged once per period and shown in the admin API.
+ *
+ * A reservation is a lease held by the request id and renewed while the request is open: if the settlement never
+ * comes (the instance died, or the reserve's reply was lost to a time-out while Redis ran it) it lapses after
+ * limit_store.reservation_lease_ms instead of holding budget until the period ends.
+ */
+export class BudgetPlugin implements GatewayPlugin, BudgetSource {
+  readonly name = 'budget';
+  private readonly rules = new WeakMap<WorkspaceLimits, Rule[]>();
+  /** Budget instances by counter key; the key names the period, so a new period gets a new entry. */
+  private readonly applied = new Map<string, Applied>();
+  /** Budget instances whose alert this instance has logged (the key names the period). */
+  private readonly alertsLogged = new Set<string>();
+  private readonly renewer: LeaseRenewer;
+
+  constructor(
+    private readonly limits: LimitsContext,
+    private readonly cost: RequestCost,
+    private readonly usage: UsageStore,
+    private readonly log: Logger,
+  ) {
+    this.renewer = new LeaseRenewer(limits.storeConfig.reservation_lease_ms);
+  }
+
+  async beforeUpstream(ctx: GatewayContext): Promise<void> {
+    const l = this.limits.limitsOf(ctx);
+    if (!l || l.budgets.length === 0) return;
+    const now = Date.now();
+    const applied: Applied[] = [];
+    for (const rule of this.rulesOf(l)) {
+      const a = this.instance(ctx, rule, now);
+      if (!a) continue;
+      if (a.seeded) await a.seeded; // only the first request of a budget and period reads the store
+      applied.push(a);
+    }
+    if (applied.length === 0) return;
+    const amountPico = this.worstCase(ctx);
+    const checks = applied.map((a) => a.check);
+    const store = this.limits.store;
+    const result = await this.limits.guard('budget', () => store.reserve(checks, ctx.requestId, amountPico, this.renewer.leaseMs), undefined);
+    if (result && !result.allowed) throw refusal(applied, result.states, amountPico, now);
+    // Settled even when the store failed open: the spend is added, and a reserve that ran in Redis after its
+    // reply timed out is released by request id.
+    ctx.state.set(HELD, applied);
+    if (!result) return;
+    if (amountPico > 0n) this.renewer.add(ctx.requestId, () => store.renewReservation(checks, ctx.requestId, this.renewer.leaseMs));
+    this.alertIfCrossed(applied, result.states);
+  }
+
+  async onComplete(ctx: GatewayContext): Promise<void> {
+    const applied = ctx.state.get(HELD) as Applied[] | undefined;
+    if (!applied) return;
+    this.renewer.remove(ctx.requestId);
+    const failed = ctx.error !== undefined && !ctx.streamCut;
+    const actual = failed || (ctx.status ?? 500) >= 400 ? 0n : (this.cost.of(ctx).costPico ?? 0n);
+    const checks = applied.map((a) => a.check);
+    const after = await this.limits.guard('budget settle', () => this.limits.store.settle(checks, ctx.requestId, actual), undefined);
+    if (after) this.alertIfCrossed(applied, after);
+  }
+
+  /**
+   * Every configured budget in its current period, counters read from the limit store: workspace-wide and
+   * fixed-tag budgets always, per_tag budgets for each value with spend recorded this period or met by any
+   * instance. A budget the limit store has not seen yet shows the spend recorded in the usage store.
+   */
+  async statuses(now: number): Promise<BudgetStatus[]> {
+    const found: Applied[] = [];
+    for (const [workspace, limits] of this.limits.byWorkspace) {
+      for (const rule of this.rulesOf(limits)) found.push(...(await this.known(workspace, rule, now)));
+    }
+    const states = await readLimitStore(() => this.limits.store.budgetStates(found.map((a) => a.check)));
+    return found.map((a, i) => {
+      const { spentPico, reservedPico } = states[i];
+      return { ...a.status, spentPico, reservedPico, alerted: alertReached(spentPico, a.status.limitPico, a.status.alertAt) };
+    });
+  }
+
+  /**
+   * Worst-case cost of the request; zero for a model without a price (its cost cannot be known in advance).
+   * Output: the maximum the request asks for, else the model's maximum output (a request without max_tokens is
+   * not capped by the workspace's max_tokens: the gateway never rewrites it), times `n` answers on chat
+   * completions. Input: body bytes / 3, at most the model's context window (base64 images are bytes, not tokens).
+   */
+  private worstCase(ctx: GatewayContext): bigint {
+    const price = ctx.provider && ctx.model ? this.cost.prices.lookup(ctx.provider.slug, ctx.model) : undefined;
+    if (!price || !ctx.endpoint) return 0n;
+    const inputTokens = Math.min(Math.ceil((ctx.body?.length ?? 0) / BYTES_PER_TOKEN), price.context_window ?? Infinity);
+    const asked = requestedOutputTokens(ctx);
+    const perAnswer = asked === undefined || Number.isNaN(asked) ? (price.max_output_tokens ?? DEFAULT_MAX_OUTPUT) : asked;
+    const n = ctx.endpoint.key === 'chat.completions' ? ctx.json?.n : undefined;
+    const answers = Number.isSafeInteger(n) && (n as number) > 1 ? (n as number) : 1;
+    const priced = priceUsage(price, { inputTokens, outputTokens: perAnswer * answers }, { endpoint: ctx.endpoint.key, counted: ctx.endpoint.costCounted });
+    return priced.costPico ?? 0n;
+  }
+
+  private rulesOf(l: WorkspaceLimits): Rule[] {
+    let rules = this.rules.get(l);
+    if (!rules) {
+      rules = l.budgets.map((config) => ({ config, limitPico: parseUsd(config.usd), tags: Object.entries(config.tag ?? {}) }));
+      this.rules.set(l, rules);
+    }
+    return rules;
+  }
+
+  /** The budget instance this request counts against, or undefined when the budget does not apply to it. */
+  private instance(ctx: GatewayContext, rule: Rule, now: number): Applied | undefined {
+    const b = rule.config;
+    let tags = rule.tags;
+    if (b.per_tag) {
+      const value = ctx.tags[b.per_tag];
+      if (value === undefined) return undefined;
+      tags = [[b.per_tag, value]];
+    } else if (!tags.every(([k, v]) => ctx.tags[k] === v)) {
+      return undefined;
+    }
+    const workspace = ctx.workspace!.id;
+    const period = periodAt(b.period, now);
+    const hit = this.applied.get(budgetKey(workspace, b, tags, period));
+    if (hit) return hit;
+
+    const a = describe(workspace, rule, tags, period, 0n);
+    // Spend recorded before this process knew the budget (earlier runs, other instances) is read once.
+    a.seeded = this.usage
+      .queryUsage({ from: period.startMs, to: now + 1, groupBy: [], filters: { workspace, ...Object.fromEntries(tags) } })
+      .then(([t]) => (a.check.seedPico = t?.costPico ?? 0n), () => undefined)
+      .then(() => (a.seeded = undefined));
+    // Noted once per value and period, so that the admin API of every instance lists it.
+    if (b.per_tag) this.limits.store.addToSet(tagValuesKey(workspace, b, period), tags[0][1], period.endMs).catch(() => undefined);
+    if (this.applied.size >= MAX_CACHED) this.applied.clear(); // bounded; a later miss only re-reads the store
+    this.applied.set(a.check.key, a);
+    return a;
+  }
+
+  /** A rule's budget instances this period, seeded from the usage store: one, or one per known tag value. */
+  private async known(workspace: string, rule: Rule, now: number): Promise<Applied[]> {
+    const b = rule.config;
+    const period = periodAt(b.period, now);
+    const range = { from: period.startMs, to: now + 1 };
+    if (!b.per_tag) {
+      const [total] = await this.usage.queryUsage({ ...range, groupBy: [], filters: { workspace, ...Object.fromEntries(rule.tags) } });
+      return [describe(workspace, rule, rule.tags, period, total?.costPico ?? 0n)];
+    }
+    const tag = b.per_tag;
+    const seeds = new Map<string, bigint>();
+    for (const row of await this.usage.queryUsage({ ...range, groupBy: [tag], filters: { workspace } })) {
+      const value = row.group[tag];
+      if (value !== null && value !== UNTAGGED) seeds.set(value, row.costPico);
+    }
+    const met = await readLimitStore(() => this.limits.store.setMembers(tagValuesKey(workspace, b, period)));
+    for (const value of met) if (!seeds.has(value)) seeds.set(value, 0n);
+    return [...seeds].map(([value, seed]) => describe(workspace, rule, [[tag, value]], period, seed));
+  }
+
+  private alertIfCrossed(applied: Applied[], states: readonly BudgetState[]): void {
+    for (let i = 0; i < applied.length; i++) {
+      const { status } = applied[i];
+      if (this.alertsLogged.has(status.key) || !alertReached(states[i].spentPico, status.limitPico, status.alertAt)) continue;
+      if (this.alertsLogged.size >= MAX_CACHED) this.alertsLogged.clear(); // bounded; at worst an alert is logged again
+      this.alertsLogged.add(status.key);
+      this.log.warn(
+        { budget: status.key, workspace: status.workspace, scope: status.scope, spentUsd: formatUsd(states[i].spentPico), limitUsd: formatUsd(status.limitPico) },
+        `budget alert: ${Math.round(status.alertAt * 100)}% of the ${PERIOD_ADJECTIVE[status.period]} budget used`,
+      );
+    }
+  }
+}
+
+/** The budget's identity in the limit store: workspace, scope, period kind and start. */
+function budgetKey(workspace: string, b: BudgetConfig, tags: readonly [string, string][], period: Period): string {
+  return `ws:${workspace}:${tags.map(([k, v]) => tagScope(k, v)).join(':') || 'all'}:${b.period}:${period.startMs}`;
+}
+
+/** The set of tag values a per_tag budget met in a period. */
+function tagValuesKey(workspace: string, b: BudgetConfig, period: Period): string {
+  return `budget-tags:ws:${workspace}:${b.per_tag}:${b.period}:${period.startMs}`;
+}
+
+function describe(workspace: string, rule: Rule, tags: readonly [string, string][], period: Period, seedPico: bigint): Applied {
+  const b = rule.config;
+  const key = budgetKey(workspace, b, tags, period);
+  return {
+    check: { key, limitPico: rule.limitPico, periodEndMs: period.endMs, seedPico },
+    status: {
+      key, workspace, scope: tags.map(([k, v]) => `${k}=${v}`).join(',') || 'workspace',
+      period: b.period, periodStart: period.startMs, periodEnd: period.endMs, limitPico: rule.limitPico, alertAt: b.alert_at,
+    },
+  };
+}
+
+/** A read for the admin API: the limit store being down is a 503, not an internal error. */
+async function readLimitStore<T>(op: () => Promise<T>): Promise<T> {
+  try {
+    return await op();
+  } catch {
+    throw new GatewayError('limits_unavailable', 'Budgets cannot be read right now (limit store unavailable); try again shortly.', { headers: { 'retry-after': '1' } });
+  }
+}
+
+/** 429 naming the first budget the reservation does not fit, with Retry-After until its period ends. */
+function refusal(applied: Applied[], states: readonly BudgetState[], amountPico: bigint, now: number): GatewayError {
+  const i = states.findIndex((s) => s.spentPico + s.reservedPico + amountPico > s.limitPico);
+  const { status } = applied[i];
+  const whose = status.scope === 'workspace' ? `workspace ${status.workspace}` : `${status.scope} in workspace ${status.workspace}`;
+  return new GatewayError(
+    'budget_exceeded',
+    `The ${PERIOD_ADJECTIVE[status.period]} budget of $${formatUsd(status.limitPico)} for ${whose} does not cover this request: ` +
+      `$${formatUsd(states[i].spentPico)} spent, $${formatUsd(states[i].reservedPico)} reserved by open requests, this one may cost up to $${formatUsd(amountPico)}.`,
+    { headers: { 'retry-after': String(Math.max(1, Math.ceil((status.periodEnd - now) / 1000))) } },
+  );
+}
+
+export const budget = definePlugin({
+  name: 'budget',
+  create: (container) => {
+    const plugin = new BudgetPlugin(
+      LimitsContext.from(container),
+      container.resolve<RequestCost>(TOKENS.RequestCost),
+      container.resolve<UsageStore>(TOKENS.UsageStore),
+      container.resolve<Logger>(TOKENS.Logger),
+    );
+    container.resolve<BudgetLedger>(TOKENS.BudgetLedger).attach(plugin);
+    return plugin;
+  },
+});

@@ -1,0 +1,57 @@
+import type { GatewayContext } from '../../core/context';
+import { GatewayError } from '../../core/errors';
+import { definePlugin, type GatewayPlugin } from '../../core/plugin';
+import { LeaseRenewer } from '../limits/lease-renewer';
+import { scopesOf } from '../limits/scopes';
+import { LimitsContext } from '../limits/workspace-limits';
+
+const HELD = 'concurrency.held';
+
+/**
+ * Caps open streaming responses per workspace and per tag value (e.g. at most 5 per customer_id). A slot is
+ * taken at admission and given back in onComplete, which runs for every request however it ended (done,
+ * failed, aborted), so a slot cannot leak; leases renewed while the stream is open also free the slots of
+ * an instance that crashed.
+ */
+export class ConcurrencyPlugin implements GatewayPlugin {
+  readonly name = 'concurrency';
+  private readonly renewer: LeaseRenewer;
+
+  constructor(private readonly limits: LimitsContext) {
+    this.renewer = new LeaseRenewer(limits.storeConfig.slot_lease_ms);
+  }
+
+  async beforeUpstream(ctx: GatewayContext): Promise<void> {
+    const l = this.limits.limitsOf(ctx);
+    if (!l || !ctx.stream) return;
+    const scopes = scopesOf(ctx, l).filter((s) => s.limits.concurrent_streams);
+    if (scopes.length === 0) return;
+    const store = this.limits.store;
+    const lease = this.renewer.leaseMs;
+    const acquired: string[] = [];
+    ctx.state.set(HELD, acquired); // before the first acquire: whatever happens next, onComplete releases it
+    for (const s of scopes) {
+      const key = `streams:${s.key}`;
+      const result = await this.limits.guard('concurrent streams', () => store.acquireSlot(key, ctx.requestId, s.limits.concurrent_streams!, lease), { acquired: true, inUse: 0 });
+      if (!result.acquired) {
+        throw new GatewayError('concurrency_limited', `Too many open streams for ${s.label}: ${s.limits.concurrent_streams} at most. Retry when one ends.`, {
+          headers: { 'retry-after': '1' },
+        });
+      }
+      acquired.push(key);
+    }
+    this.renewer.add(ctx.requestId, () => Promise.all(acquired.map((k) => store.renewSlot(k, ctx.requestId, lease))));
+  }
+
+  async onComplete(ctx: GatewayContext): Promise<void> {
+    const held = ctx.state.get(HELD) as string[] | undefined;
+    if (!held) return;
+    this.renewer.remove(ctx.requestId);
+    await Promise.all(held.map((k) => this.limits.store.releaseSlot(k, ctx.requestId).catch(() => undefined)));
+  }
+}
+
+export const concurrency = definePlugin({
+  name: 'concurrency',
+  create: (container) => new ConcurrencyPlugin(LimitsContext.from(container)),
+});

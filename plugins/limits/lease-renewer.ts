@@ -1,0 +1,28 @@
+/**
+ * Renews the leases of open requests (stream slots, budget reservations) every third of the lease, so that a live
+ * request keeps its lease through a missed renewal or two, while the leases of a dead instance lapse. One timer
+ * for all open requests, running only while there are some.
+ */
+export class LeaseRenewer {
+  private readonly open = new Map<string, () => Promise<unknown>>();
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(readonly leaseMs: number) {}
+
+  /** Renews with `renew` until remove(holder). */
+  add(holder: string, renew: () => Promise<unknown>): void {
+    this.open.set(holder, renew);
+    this.timer ??= setInterval(() => {
+      // A failed renewal is left to the next one; the lease covers two more.
+      for (const r of this.open.values()) r().catch(() => undefined);
+    }, this.leaseMs / 3).unref();
+  }
+
+  remove(holder: string): void {
+    this.open.delete(holder);
+    if (this.open.size === 0) {
+      clearInterval(this.timer);
+      this.timer = undefined;
+    }
+  }
+}

@@ -1,0 +1,321 @@
+/**
+ * Lua scripts behind RedisLimitStore: one script per LimitStore operation, so that each check and its update
+ * run as one atomic step on the Redis server, whatever number of gateway processes call at once.
+ *
+ * Conventions shared by every script:
+ * - `now` (epoch ms) comes from the caller when given, else from Redis `TIME`, so that all instances read one
+ *   clock. An empty string means "not given".
+ * - Fractional numbers go back to Node as strings formatted with %.17g (Redis truncates Lua numbers to integers
+ *   in replies, and %.17g round-trips a double exactly), and the arithmetic is the same IEEE double arithmetic
+ *   as the memory store, so both stores give identical results.
+ * - TTLs are relative (PEXPIRE, never PEXPIREAT): a caller-supplied `now` may differ from the Redis clock.
+ * - Budget amounts are pico-USD integers kept as decimal strings and computed as two limbs
+ *   (whole dollars, pico remainder < 10^12), each an exact integer in a Lua double; see BUDGET_MAX_PICO.
+ */
+
+/** Clock and number helpers prepended to every script. */
+const PRELUDE = `
+-- Redis < 5 refuses writes after TIME unless the script replicates its effects; a no-op on Redis 7.
+if redis.replicate_commands then redis.replicate_commands() end
+
+local function clock(arg)
+  local now = tonumber(arg)
+  if now then return now end
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function num(x) return string.format('%.17g', x) end
+local function int(x) return string.format('%.0f', x) end
+
+-- Sets the key's TTL to at least ms: never shortens it, so an instance whose clock lags cannot cut short
+-- a key another instance still needs.
+local function keep(key, ms)
+  ms = math.ceil(ms)
+  if ms < 1 then ms = 1 end
+  if redis.call('PTTL', key) < ms then redis.call('PEXPIRE', key, int(ms)) end
+end
+`;
+
+/** Extra lifetime of a key past the moment it stops mattering: absorbs clock skew between instances. */
+const MARGIN_MS = 60_000;
+
+/** A bucket's tokens at `now`: refilled since its last write, capped at the limit; a missing key is full. */
+const REFILLED = `
+local function refilled(key, limit, rate, now)
+  local rec = redis.call('HMGET', key, 'tokens', 'ts')
+  if not rec[1] then return limit end
+  return math.min(limit, tonumber(rec[1]) + (now - tonumber(rec[2])) * rate)
+end
+
+-- Writes a bucket's tokens; the key expires once the bucket would be full again (+ margin).
+local function store(key, tokens, limit, rate, now)
+  redis.call('HSET', key, 'tokens', num(tokens), 'ts', num(now))
+  redis.call('PEXPIRE', key, int(math.ceil((limit - tokens) / rate) + ${MARGIN_MS}))
+end
+`;
+
+/**
+ * take: KEYS = buckets; ARGV = now, then limit and windowMs per bucket.
+ * Hash per bucket {tokens, ts}. A missing key is a full bucket, so the key expires once it would be full again.
+ * Returns {allowed 0|1, tokens left per bucket...}; Node derives remaining/reset/retry-after from them.
+ */
+export const TAKE = `${PRELUDE}${REFILLED}
+local now = clock(ARGV[1])
+local n = #KEYS
+local tokens, limits, rates = {}, {}, {}
+local allowed = true
+for i = 1, n do
+  local limit = tonumber(ARGV[2 * i])
+  local rate = limit / tonumber(ARGV[2 * i + 1])
+  local t = refilled(KEYS[i], limit, rate, now)
+  tokens[i], limits[i], rates[i] = t, limit, rate
+  if t < 1 then allowed = false end
+end
+local out = { allowed and 1 or 0 }
+for i = 1, n do
+  local left = tokens[i]
+  if allowed then
+    left = left - 1
+    store(KEYS[i], left, limits[i], rates[i], now)
+  end
+  out[#out + 1] = num(left)
+end
+return out
+`;
+
+/** refund: KEYS = buckets; ARGV = now, then limit and windowMs per bucket. One token back to each, capped. */
+export const REFUND = `${PRELUDE}${REFILLED}
+local now = clock(ARGV[1])
+for i = 1, #KEYS do
+  if redis.call('EXISTS', KEYS[i]) == 1 then
+    local limit = tonumber(ARGV[2 * i])
+    local rate = limit / tonumber(ARGV[2 * i + 1])
+    store(KEYS[i], math.min(limit, refilled(KEYS[i], limit, rate, now) + 1), limit, rate, now)
+  end
+end
+return 0
+`;
+
+/**
+ * addToWindow / windowTotal: KEYS = window hash; ARGV = now, windowMs[, amount].
+ * One hash per limit key, one field per window start: instances whose clocks straddle a window boundary
+ * each count in their own window instead of resetting each other's. Fields older than the previous window
+ * are dropped; the key expires after the current window ends.
+ */
+export const WINDOW_ADD = `${PRELUDE}
+local now = clock(ARGV[1])
+local windowMs = tonumber(ARGV[2])
+local start = now - math.fmod(now, windowMs)
+local field = num(start)
+local total = tonumber(redis.call('HGET', KEYS[1], field) or '0') + tonumber(ARGV[3])
+redis.call('HSET', KEYS[1], field, num(total))
+for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
+  if tonumber(f) < start - windowMs then redis.call('HDEL', KEYS[1], f) end
+end
+keep(KEYS[1], start + windowMs - now + ${MARGIN_MS})
+return num(total)
+`;
+
+export const WINDOW_TOTAL = `${PRELUDE}
+local now = clock(ARGV[1])
+local windowMs = tonumber(ARGV[2])
+local start = now - math.fmod(now, windowMs)
+return redis.call('HGET', KEYS[1], num(start)) or '0'
+`;
+
+/**
+ * acquireSlot: KEYS = slot zset (holder -> lease end, epoch ms); ARGV = holder, limit, leaseMs, now.
+ * Expired holders (lease end <= now) are dropped first, so a crashed instance's slots free themselves.
+ * Re-acquiring as a current holder always succeeds and extends its lease. Returns {acquired 0|1, inUse}.
+ */
+export const SLOT_ACQUIRE = `${PRELUDE}
+local now = clock(ARGV[4])
+local holder, limit = ARGV[1], tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', num(now))
+local inUse = redis.call('ZCARD', KEYS[1])
+if inUse >= limit and not redis.call('ZSCORE', KEYS[1], holder) then return { 0, inUse } end
+local leaseEnd = now + tonumber(ARGV[3])
+redis.call('ZADD', KEYS[1], num(leaseEnd), holder)
+keep(KEYS[1], leaseEnd - now + ${MARGIN_MS})
+return { 1, redis.call('ZCARD', KEYS[1]) }
+`;
+
+/** renewSlot: KEYS = slot zset; ARGV = holder, leaseMs, now. Only a current holder is renewed. */
+export const SLOT_RENEW = `${PRELUDE}
+local now = clock(ARGV[3])
+local leaseEnd = now + tonumber(ARGV[2])
+if redis.call('ZSCORE', KEYS[1], ARGV[1]) then
+  redis.call('ZADD', KEYS[1], num(leaseEnd), ARGV[1])
+  keep(KEYS[1], leaseEnd - now + ${MARGIN_MS})
+end
+return 0
+`;
+
+/** releaseSlot: KEYS = slot zset; ARGV = holder. Redis deletes the key with its last member. */
+export const SLOT_RELEASE = `
+redis.call('ZREM', KEYS[1], ARGV[1])
+return 0
+`;
+
+/** Two-limb arithmetic on non-negative pico-USD integers: value = hi * 10^12 + lo, 0 <= lo < 10^12. */
+const PICO = `
+local BASE = 1000000000000
+
+local function parse(s)
+  local n = #s
+  if n <= 12 then return { 0, tonumber(s) } end
+  return { tonumber(string.sub(s, 1, n - 12)), tonumber(string.sub(s, n - 11)) }
+end
+
+local function fmt(v)
+  if v[1] == 0 then return string.format('%.0f', v[2]) end
+  return string.format('%.0f%012.0f', v[1], v[2])
+end
+
+local function add(a, b)
+  local hi, lo = a[1] + b[1], a[2] + b[2]
+  if lo >= BASE then hi, lo = hi + 1, lo - BASE end
+  return { hi, lo }
+end
+
+local function le(a, b)
+  if a[1] ~= b[1] then return a[1] < b[1] end
+  return a[2] <= b[2]
+end
+
+-- a - b, or 0 when b >= a (a reservation is never released below zero)
+local function sub0(a, b)
+  if le(a, b) then return { 0, 0 } end
+  local hi, lo = a[1] - b[1], a[2] - b[2]
+  if lo < 0 then hi, lo = hi - 1, lo + BASE end
+  return { hi, lo }
+end
+
+-- A budget is two keys per period (the period end is part of their names): a hash {spent, reserved,
+-- r:<holder> = amount}, where reserved is the sum of the r: fields, and a sorted set holder -> lease end.
+-- spent is seeded from the usage store only when the hash does not exist yet. Both expire a day after the
+-- period ends (at least 1 min, so a late call on an ended period still works), counted on the Redis clock.
+-- Reservations whose lease ended are dropped first: their request's settlement is never coming.
+local function budget(key, leases, seed, periodEnd, now)
+  if redis.call('EXISTS', key) == 0 then
+    redis.call('HSET', key, 'spent', seed, 'reserved', '0')
+  end
+  local ttl = tonumber(periodEnd) + 86400000 - now
+  if ttl < 60000 then ttl = 60000 end
+  redis.call('PEXPIRE', key, string.format('%.0f', ttl))
+  local rec = redis.call('HMGET', key, 'spent', 'reserved')
+  local spent, reserved = parse(rec[1]), parse(rec[2])
+  local lapsed = redis.call('ZRANGEBYSCORE', leases, '-inf', num(now))
+  if #lapsed > 0 then
+    for _, holder in ipairs(lapsed) do
+      local amount = redis.call('HGET', key, 'r:' .. holder)
+      if amount then
+        reserved = sub0(reserved, parse(amount))
+        redis.call('HDEL', key, 'r:' .. holder)
+      end
+    end
+    redis.call('ZREMRANGEBYSCORE', leases, '-inf', num(now))
+    redis.call('HSET', key, 'reserved', fmt(reserved))
+  end
+  return spent, reserved, ttl
+end
+
+-- Drops holder's reservation, if it still has one; returns reserved after.
+local function release(key, leases, holder, reserved)
+  local amount = redis.call('HGET', key, 'r:' .. holder)
+  if not amount then return reserved end
+  redis.call('HDEL', key, 'r:' .. holder)
+  redis.call('ZREM', leases, holder)
+  return sub0(reserved, parse(amount))
+end
+`;
+
+/**
+ * reserve: KEYS = hash and lease set per budget; ARGV = holder, amount, leaseMs, then limit, seed, periodEnd
+ * per budget. Reserves on every budget or none (an amount of 0 only checks). Returns {allowed 0|1, spent1,
+ * reserved1, spent2, reserved2, ...}.
+ */
+export const BUDGET_RESERVE = `${PRELUDE}${PICO}
+local now = clock('')
+local holder, amount, leaseEnd = ARGV[1], parse(ARGV[2]), now + tonumber(ARGV[3])
+local n = #KEYS / 2
+local spent, reserved, ttls = {}, {}, {}
+local allowed = true
+for i = 1, n do
+  local base = 3 + 3 * (i - 1)
+  spent[i], reserved[i], ttls[i] = budget(KEYS[2 * i - 1], KEYS[2 * i], ARGV[base + 2], ARGV[base + 3], now)
+  if not le(add(add(spent[i], reserved[i]), amount), parse(ARGV[base + 1])) then allowed = false end
+end
+local out = { allowed and 1 or 0 }
+for i = 1, n do
+  if allowed and ARGV[2] ~= '0' then
+    local key, leases = KEYS[2 * i - 1], KEYS[2 * i]
+    reserved[i] = add(release(key, leases, holder, reserved[i]), amount)
+    redis.call('HSET', key, 'reserved', fmt(reserved[i]), 'r:' .. holder, ARGV[2])
+    redis.call('ZADD', leases, num(leaseEnd), holder)
+    redis.call('PEXPIRE', leases, string.format('%.0f', ttls[i]))
+  end
+  out[#out + 1] = fmt(spent[i])
+  out[#out + 1] = fmt(reserved[i])
+end
+return out
+`;
+
+/** renewReservation: KEYS = lease sets; ARGV = holder, leaseMs. Only a live holder is renewed (ZADD XX). */
+export const BUDGET_RENEW = `${PRELUDE}
+local leaseEnd = clock('') + tonumber(ARGV[2])
+for i = 1, #KEYS do
+  redis.call('ZADD', KEYS[i], 'XX', num(leaseEnd), ARGV[1])
+end
+return 0
+`;
+
+/**
+ * settle: KEYS = hash and lease set per budget; ARGV = holder, actual, then seed, periodEnd per budget.
+ * Drops the holder's reservation (if any: settling twice releases once) and adds the actual cost to spent,
+ * on every budget; returns spent and reserved after, per budget.
+ */
+export const BUDGET_SETTLE = `${PRELUDE}${PICO}
+local now = clock('')
+local holder, actual = ARGV[1], parse(ARGV[2])
+local out = {}
+for i = 1, #KEYS / 2 do
+  local key, leases = KEYS[2 * i - 1], KEYS[2 * i]
+  local base = 3 + 2 * (i - 1)
+  local spent, reserved = budget(key, leases, ARGV[base], ARGV[base + 1], now)
+  local s, r = fmt(add(spent, actual)), fmt(release(key, leases, holder, reserved))
+  redis.call('HSET', key, 'spent', s, 'reserved', r)
+  out[#out + 1] = s
+  out[#out + 1] = r
+end
+return out
+`;
+
+/**
+ * budgetStates: KEYS = hash and lease set per budget; ARGV = seed, periodEnd per budget. Creates nothing: a budget not in
+ * Redis yet reports its seed and nothing reserved. Returns spent and reserved per budget.
+ */
+export const BUDGET_STATES = `${PRELUDE}${PICO}
+local now = clock('')
+local out = {}
+for i = 1, #KEYS / 2 do
+  local key, leases = KEYS[2 * i - 1], KEYS[2 * i]
+  if redis.call('EXISTS', key) == 0 then
+    out[#out + 1] = ARGV[2 * i - 1]
+    out[#out + 1] = '0'
+  else
+    local spent, reserved = budget(key, leases, '0', ARGV[2 * i], now)
+    out[#out + 1] = fmt(spent)
+    out[#out + 1] = fmt(reserved)
+  end
+end
+return out
+`;
+
+/** addToSet: KEYS = set; ARGV = member, untilMs (epoch ms). The set is kept until then on the Redis clock, + margin. */
+export const SET_ADD = `${PRELUDE}
+redis.call('SADD', KEYS[1], ARGV[1])
+keep(KEYS[1], tonumber(ARGV[2]) - clock('') + ${MARGIN_MS})
+return 0
+`;

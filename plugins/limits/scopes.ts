@@ -1,0 +1,23 @@
+import type { RateLimits, WorkspaceLimits } from '../../config/limits';
+import type { GatewayContext } from '../../core/context';
+import { tagScope } from './workspace-limits';
+
+/** One thing a limit applies to: the whole workspace, or one value of a tag within it. */
+export interface LimitScope {
+  /** Stable key fragment, e.g. "ws:default" or "ws:default:tag:customer_id=acme". */
+  key: string;
+  /** Human-readable, for error messages: "workspace default" or "customer_id=acme". */
+  label: string;
+  limits: RateLimits;
+}
+
+/** The scopes a request falls under: its workspace, plus one per tag that has per-tag limits and is present. */
+export function scopesOf(ctx: GatewayContext, limits: WorkspaceLimits): LimitScope[] {
+  const ws = `ws:${ctx.workspace!.id}`;
+  const scopes: LimitScope[] = [{ key: ws, label: `workspace ${ctx.workspace!.id}`, limits }];
+  for (const [tag, tagLimits] of Object.entries(limits.per_tag ?? {})) {
+    const value = ctx.tags[tag];
+    if (value !== undefined) scopes.push({ key: `${ws}:${tagScope(tag, value)}`, label: `${tag}=${value}`, limits: tagLimits });
+  }
+  return scopes;
+}

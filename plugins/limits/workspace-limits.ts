@@ -1,0 +1,65 @@
+import type { DependencyContainer } from 'tsyringe';
+import type { Logger } from 'pino';
+import type { LimitStoreConfig, WorkspaceLimits } from '../../config/limits';
+import type { GatewayConfig } from '../../config/schema';
+import type { GatewayContext } from '../../core/context';
+import { GatewayError } from '../../core/errors';
+import { TOKENS } from '../../core/tokens';
+import type { LimitStore } from './limit-store';
+
+/** One context per limit store, shared by every limit plugin of a gateway (so they share one log throttle). */
+const contexts = new WeakMap<LimitStore, LimitsContext>();
+
+/** What every limit plugin needs: the workspaces' limits, the shared counters, and the store-failure policy. */
+export class LimitsContext {
+  readonly byWorkspace: ReadonlyMap<string, WorkspaceLimits>;
+  private lastWarning = 0;
+
+  constructor(
+    config: GatewayConfig,
+    readonly store: LimitStore,
+    readonly storeConfig: LimitStoreConfig,
+    private readonly log: Logger,
+  ) {
+    this.byWorkspace = new Map(config.workspaces.map((w) => [w.id, w.limits]));
+  }
+
+  static from(container: DependencyContainer): LimitsContext {
+    const store = container.resolve<LimitStore>(TOKENS.LimitStore);
+    let context = contexts.get(store);
+    if (!context) {
+      const config = container.resolve<GatewayConfig>(TOKENS.Config);
+      context = new LimitsContext(config, store, config.limit_store, container.resolve<Logger>(TOKENS.Logger));
+      contexts.set(store, context);
+    }
+    return context;
+  }
+
+  limitsOf(ctx: GatewayContext): WorkspaceLimits | undefined {
+    return ctx.workspace ? this.byWorkspace.get(ctx.workspace.id) : undefined;
+  }
+
+  /**
+   * Runs a store operation under the configured failure policy: when the store is unreachable, either the
+   * limit is skipped (open) or the request is refused with 503 (closed). Logged at most every 10 s per store.
+   */
+  async guard<T>(what: string, op: () => Promise<T>, whenOpen: T): Promise<T> {
+    try {
+      return await op();
+    } catch (err) {
+      if (err instanceof GatewayError) throw err;
+      const now = Date.now();
+      if (now - this.lastWarning > 10_000) {
+        this.lastWarning = now;
+        this.log.warn({ err, what, policy: this.storeConfig.on_error }, `limit store unavailable: failing ${this.storeConfig.on_error}`);
+      }
+      if (this.storeConfig.on_error === 'open') return whenOpen;
+      throw new GatewayError('limits_unavailable', 'Limits cannot be checked right now (limit store unavailable); try again shortly.', { headers: { 'retry-after': '1' } });
+    }
+  }
+}
+
+/** Key fragment for a tag value; tag values may contain any character, so they are encoded. */
+export function tagScope(key: string, value: string): string {
+  return `tag:${key}=${encodeURIComponent(value)}`;
+}

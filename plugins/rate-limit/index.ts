@@ -1,0 +1,106 @@
+import type { GatewayContext } from '../../core/context';
+import { GatewayError } from '../../core/errors';
+import { definePlugin, type GatewayPlugin } from '../../core/plugin';
+import type { Bucket, BucketState } from '../limits/limit-store';
+import { scopesOf, type LimitScope } from '../limits/scopes';
+import { LimitsContext } from '../limits/workspace-limits';
+
+const MINUTE = 60_000;
+const SCOPES = 'rate-limit.scopes';
+const TAKEN = 'rate-limit.taken';
+/** Refusals by the limits after this one: the request never went out, so its token is given back. */
+const REFUNDED_REFUSALS: ReadonlySet<string> = new Set(['concurrency_limited', 'budget_exceeded']);
+
+const seconds = (ms: number) => String(Math.max(1, Math.ceil(ms / 1000)));
+
+/** The x-ratelimit-* headers of the most constrained bucket (reset is in seconds from now). */
+function rateHeaders(states: readonly BucketState[]): Record<string, string> {
+  const tightest = states.reduce((a, b) => (b.remaining < a.remaining ? b : a));
+  return {
+    'x-ratelimit-limit': String(tightest.limit),
+    'x-ratelimit-remaining': String(tightest.remaining),
+    'x-ratelimit-reset': String(Math.ceil(tightest.resetMs / 1000)),
+  };
+}
+
+/**
+ * Request rate (per minute, per second burst) and tokens per minute, for the workspace and per tag value
+ * (e.g. each customer_id), enforced at admission. Token usage is counted when the request completes, so
+ * tokens_per_minute is a soft limit: requests in flight when the minute's total reaches it still finish.
+ * A request that takes a token here but is then refused by the concurrency or budget limit gets its token
+ * back: the rate limits count requests let through, and a client retrying a full stream limit is not also
+ * pushed into a rate limit by its refused attempts.
+ */
+export class RateLimitPlugin implements GatewayPlugin {
+  readonly name = 'rate-limit';
+
+  constructor(private readonly limits: LimitsContext) {}
+
+  async beforeUpstream(ctx: GatewayContext): Promise<void> {
+    const l = this.limits.limitsOf(ctx);
+    if (!l) return;
+    const scopes = scopesOf(ctx, l).filter((s) => s.limits.requests_per_minute || s.limits.requests_per_second || s.limits.tokens_per_minute);
+    if (scopes.length === 0) return;
+    ctx.state.set(SCOPES, scopes);
+    const store = this.limits.store;
+
+    const tokenScopes = scopes.filter((s) => s.limits.tokens_per_minute);
+    if (tokenScopes.length > 0) {
+      const used = await Promise.all(tokenScopes.map((s) => this.limits.guard('tokens_per_minute', () => store.windowTotal(`tpm:${s.key}`, MINUTE), 0)));
+      const full = tokenScopes.findIndex((s, i) => used[i] >= s.limits.tokens_per_minute!);
+      if (full >= 0) {
+        const wait = MINUTE - (Date.now() % MINUTE);
+        const { label, limits } = tokenScopes[full];
+        throw new GatewayError('rate_limited', `Token rate limit reached for ${label}: ${used[full]} of ${limits.tokens_per_minute} tokens per minute used. Retry after ${seconds(wait)} s.`, {
+          headers: { 'retry-after': seconds(wait) },
+        });
+      }
+    }
+
+    const buckets: Bucket[] = scopes.flatMap((s) => [
+      ...(s.limits.requests_per_minute ? [{ key: `rpm:${s.key}`, limit: s.limits.requests_per_minute, windowMs: MINUTE }] : []),
+      ...(s.limits.requests_per_second ? [{ key: `rps:${s.key}`, limit: s.limits.requests_per_second, windowMs: 1000 }] : []),
+    ]);
+    if (buckets.length === 0) return;
+    const taken = await this.limits.guard('request rate', () => store.take(buckets), undefined);
+    if (!taken) return;
+    const headers = rateHeaders(taken.buckets);
+    if (!taken.allowed) {
+      const blocked = taken.buckets.filter((b) => b.retryAfterMs > 0);
+      const wait = Math.max(...blocked.map((b) => b.retryAfterMs));
+      const which = blocked.map((b) => `${describe(b, buckets, scopes)}`).join('; ');
+      throw new GatewayError('rate_limited', `Rate limit reached: ${which}. Retry after ${seconds(wait)} s.`, {
+        headers: { ...headers, 'retry-after': seconds(wait) },
+      });
+    }
+    ctx.state.set(TAKEN, buckets);
+    Object.assign(ctx.responseHeaders, headers);
+  }
+
+  async onComplete(ctx: GatewayContext): Promise<void> {
+    const taken = ctx.state.get(TAKEN) as Bucket[] | undefined;
+    if (taken && ctx.error && REFUNDED_REFUSALS.has(ctx.error.code)) {
+      await this.limits.guard('request rate refund', () => this.limits.store.refund(taken), undefined).catch(() => undefined);
+      return;
+    }
+    const scopes = ctx.state.get(SCOPES) as LimitScope[] | undefined;
+    const u = ctx.usage;
+    if (!scopes || !u) return;
+    const tokens = (u.inputTokens ?? 0) + (u.outputTokens ?? 0) + (u.cacheReadTokens ?? 0) + (u.cacheWriteTokens ?? 0) + (u.cacheWrite1hTokens ?? 0);
+    if (tokens === 0) return;
+    for (const s of scopes) {
+      if (s.limits.tokens_per_minute) await this.limits.guard('tokens_per_minute', () => this.limits.store.addToWindow(`tpm:${s.key}`, MINUTE, tokens), 0).catch(() => 0);
+    }
+  }
+}
+
+function describe(state: BucketState, buckets: Bucket[], scopes: LimitScope[]): string {
+  const bucket = buckets.find((b) => b.key === state.key)!;
+  const scope = scopes.find((s) => bucket.key.endsWith(s.key))!;
+  return `${state.limit} requests per ${bucket.windowMs === MINUTE ? 'minute' : 'second'} for ${scope.label}`;
+}
+
+export const rateLimit = definePlugin({
+  name: 'rate-limit',
+  create: (container) => new RateLimitPlugin(LimitsContext.from(container)),
+});

@@ -1,0 +1,59 @@
+import type { GatewayContext } from '../../core/context';
+import type { CostProvenance, UsageRecord } from '../../core/usage';
+import { streamIncomplete } from '../../core/usage-settle';
+import type { PricedUsage } from '../../pricing/cost';
+import { PROVIDER_REPORTED } from '../../pricing/reprice';
+
+const count = (n: number | undefined): number | null => (n === undefined ? null : n);
+
+/**
+ * How much to trust a record's cost, in order: a stream that did not complete (cut, or an error event after its
+ * 200) is partial; a failed request costs nothing; audio and images are not counted (spec 8); tokenizer counts
+ * are estimated; no price means unpriced (cost unknown, never $0); otherwise the cost is measured from the
+ * provider's own usage.
+ */
+export function provenanceOf(ctx: GatewayContext, priced: PricedUsage | undefined): CostProvenance {
+  const status = ctx.status ?? ctx.error?.status ?? 500;
+  if (streamIncomplete(ctx) && status < 400) return 'partial';
+  if (ctx.error || status >= 400) return 'failed';
+  if (!ctx.endpoint?.costCounted) return 'not_counted';
+  if (!priced || priced.costPico === null) return 'unpriced';
+  return ctx.usageEstimated ? 'estimated' : 'measured';
+}
+
+/** The stored record of one request: ids, routing, token counts, cost and its provenance, tags. Never a key or a body. */
+export function buildRecord(ctx: GatewayContext, priced: PricedUsage | undefined, priceVersion: string): UsageRecord {
+  const u = ctx.usage;
+  const provenance = provenanceOf(ctx, priced);
+  const cost = provenance === 'failed' ? 0n : provenance === 'not_counted' ? null : (priced?.costPico ?? null);
+  const streamError = u?.streamError;
+  const error = ctx.error ? ctx.error.code : (ctx.status ?? 0) >= 400 ? `upstream_${ctx.status}` : streamError ? `upstream_${streamError}` : null;
+  return {
+    id: ctx.requestId,
+    ts: ctx.startedAt,
+    workspaceId: ctx.workspace?.id ?? null,
+    keyId: ctx.keyId ?? null,
+    provider: ctx.provider?.slug ?? null,
+    model: ctx.model ?? null,
+    servedModel: u?.servedModel ?? ctx.model ?? null,
+    endpoint: ctx.endpoint?.key ?? null,
+    status: ctx.status ?? ctx.error?.status ?? 500,
+    streamed: ctx.stream,
+    inputTokens: count(u?.inputTokens),
+    outputTokens: count(u?.outputTokens),
+    cacheReadTokens: count(u?.cacheReadTokens),
+    cacheWriteTokens: count(u?.cacheWriteTokens),
+    cacheWrite1hTokens: count(u?.cacheWrite1hTokens),
+    reasoningTokens: count(u?.reasoningTokens),
+    citationTokens: count(u?.citationTokens),
+    searchQueries: count(u?.searchQueries),
+    searchContextSize: u?.searchContextSize ?? null,
+    costPico: cost,
+    provenance,
+    priceVersion: cost === null || provenance === 'failed' ? null : priced?.provenanceHint === 'provider_reported' ? PROVIDER_REPORTED : priceVersion,
+    latencyMs: Math.round(ctx.latencyMs),
+    ttfbMs: ctx.ttfbMs === undefined ? null : Math.round(ctx.ttfbMs),
+    tags: { ...ctx.tags },
+    errorCode: error,
+  };
+}

@@ -1,0 +1,268 @@
+/**
+ * The price catalog: the bundled pricing/catalog.json plus the deployment's overrides (pricing: block).
+ *
+ * Precedence: bundled < litellm_file < models overrides; an override replaces ALL price fields of an
+ * entry (a partial merge could pair a negotiated input price with a stale cache price) and keeps its
+ * metadata (kind, context window, aliases) unless given. Discounts are applied last, by the provider that
+ * bills the request, exactly (decimal multiplication by 1 - discount).
+ *
+ * lookup() matching, first hit wins, nothing fuzzy:
+ *   1. exact (provider, id);
+ *   2. an alias listed in the catalog (LiteLLM same-price keys, e.g. gpt-4o-2024-08-06 -> gpt-4o);
+ *   3. the provider's own prefix removed (gemini/gemini-2.5-pro, models/gemini-2.5-pro, groq/llama-...);
+ *   4. a dated snapshot (-YYYY-MM-DD, -YYYYMMDD) -> its undated id, unless the catalog lists the dated id
+ *      as priced differently (gpt-4o-2024-05-13);
+ *   5. provider openrouter only: the vendor's own price for "vendor/model" (dots -> dashes for Anthropic),
+ *      marked match.via = 'openrouter_vendor_fallback'; never for ":variant" slugs.
+ */
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import bundledJson from './catalog.json';
+import { normalizeProviderSlug, pricingConfigSchema, type ModelOverride, type PricingConfig } from './config';
+import { mulDecimal, subDecimal } from './decimal';
+import { importLiteLlm } from './litellm';
+import { openRouterVendorIds, stripOwnPrefix, undatedId } from './match';
+import {
+  BUCKETS,
+  catalogFileSchema,
+  type CatalogFile,
+  type CatalogModel,
+  type MatchRule,
+  type ModelPrice,
+  type SkippedEntry,
+} from './model-price';
+
+export interface PriceCatalogOptions {
+  /** Directory that a relative pricing.litellm_file is resolved against (the config file's directory). */
+  baseDir?: string;
+  /** Replaces the bundled catalog (tests). */
+  bundled?: CatalogFile;
+}
+
+interface Entry {
+  price: CatalogModel;
+  origin: ModelPrice['origin'];
+}
+
+/** Fields that are prices: an override replaces these as a whole. */
+const PRICE_FIELDS = [
+  'input',
+  'output',
+  'cache_read',
+  'cache_write',
+  'cache_write_1h',
+  'citation',
+  'reasoning',
+  'request_fee',
+  'search_query_fee',
+  'long_context',
+  'service_tiers',
+] as const;
+
+let bundledCache: CatalogFile | undefined;
+/** The committed catalog, validated once (a malformed price fails loudly at startup, never as $0). */
+export function bundledCatalog(): CatalogFile {
+  bundledCache ??= catalogFileSchema.parse(bundledJson);
+  return bundledCache;
+}
+
+const keyOf = (provider: string, model: string): string => `${provider}\u0000${model}`;
+/** Distinct (provider, model) names whose lookup is remembered. */
+const MAX_MEMOISED_LOOKUPS = 4096;
+
+export class PriceCatalog {
+  /** Price version recorded with every cost: the bundled version, plus "+<hash>" of the overrides. */
+  readonly version: string;
+  readonly bundledVersion: string;
+  /** Source fields and LiteLLM entries that could not be represented, with the reason. */
+  readonly skipped: readonly SkippedEntry[];
+
+  private readonly entries = new Map<string, Entry>();
+  private readonly aliases = new Map<string, string>();
+  private readonly distinct = new Set<string>();
+  private readonly discounts: Readonly<Record<string, string>>;
+  private readonly derived = new Map<string, ModelPrice>();
+  private readonly lookups = new Map<string, ModelPrice | undefined>();
+  private readonly defaultCreated: number;
+
+  /** Builds a catalog from an already validated `pricing:` block (see fromConfig for raw YAML values). */
+  constructor(config?: PricingConfig, options: PriceCatalogOptions = {}) {
+    const bundled = options.bundled ?? bundledCatalog();
+    this.bundledVersion = bundled.version;
+    this.defaultCreated = Math.floor(Date.parse(bundled.retrieved) / 1000);
+    if (!Number.isSafeInteger(this.defaultCreated)) throw new Error(`catalog retrieved date unreadable: ${bundled.retrieved}`);
+
+    for (const m of bundled.models) this.put(m, 'bundled');
+    const skipped: SkippedEntry[] = [...bundled.skipped];
+
+    let imported: CatalogModel[] = [];
+    if (config?.litellm_file !== undefined) {
+      const path = resolve(options.baseDir ?? process.cwd(), config.litellm_file);
+      const result = importLiteLlm(JSON.parse(readFileSync(path, 'utf8')));
+      imported = result.models;
+      skipped.push(...result.skipped);
+      for (const m of imported) this.override(m, 'litellm');
+    }
+    const overrides = config?.models ?? [];
+    for (const m of overrides) this.override(m, 'override');
+    this.discounts = Object.freeze({ ...(config?.discounts ?? {}) });
+    this.skipped = Object.freeze(skipped);
+
+    const changed = overrides.length > 0 || imported.length > 0 || Object.keys(this.discounts).length > 0;
+    this.version = changed
+      ? `${bundled.version}+${digest({ litellm: imported, models: overrides, discounts: this.discounts })}`
+      : bundled.version;
+  }
+
+  /**
+   * Validates a raw `pricing:` block (throws a ZodError naming the bad field) and builds the catalog.
+   * `options` may be the config file's directory.
+   */
+  static fromConfig(raw: unknown, options: PriceCatalogOptions | string = {}): PriceCatalog {
+    const opts = typeof options === 'string' ? { baseDir: options } : options;
+    return new PriceCatalog(pricingConfigSchema.parse(raw ?? {}), opts);
+  }
+
+  /** The effective price of a model as the client named it, or undefined (unpriced). Memoised: this runs per request. */
+  lookup(provider: string, model: string): ModelPrice | undefined {
+    const memoKey = keyOf(provider, model);
+    if (this.lookups.has(memoKey)) return this.lookups.get(memoKey);
+    const price = this.find(provider, model);
+    // Model names come from clients: the memo is bounded, and starts over when full.
+    if (this.lookups.size >= MAX_MEMOISED_LOOKUPS) this.lookups.clear();
+    this.lookups.set(memoKey, price);
+    return price;
+  }
+
+  private find(provider: string, model: string): ModelPrice | undefined {
+    const p = normalizeProviderSlug(provider);
+    const m = model.trim();
+    const hit = this.resolve(p, m, true);
+    if (hit) return this.derive(p, hit.key, hit.via);
+    if (p !== 'openrouter') return undefined;
+    const vendor = openRouterVendorIds(stripOwnPrefix(p, m) ?? m);
+    if (!vendor) return undefined;
+    for (const id of vendor.ids) {
+      const v = this.resolve(vendor.provider, id, true);
+      if (v) return this.derive(p, v.key, 'openrouter_vendor_fallback');
+    }
+    return undefined;
+  }
+
+  /** Catalog entries (all, or one provider's), sorted by provider then id; feeds GET /v1/models. */
+  models(provider?: string): ModelPrice[] {
+    const p = provider === undefined ? undefined : normalizeProviderSlug(provider);
+    const out: ModelPrice[] = [];
+    for (const [key, e] of this.entries) {
+      if (p === undefined || e.price.provider === p) out.push(this.derive(e.price.provider, key, 'exact'));
+    }
+    return out.sort((a, b) =>
+      a.provider === b.provider ? (a.model < b.model ? -1 : a.model > b.model ? 1 : 0) : a.provider < b.provider ? -1 : 1,
+    );
+  }
+
+  private resolve(provider: string, model: string, allowPrefix: boolean): { key: string; via: MatchRule } | undefined {
+    const key = keyOf(provider, model);
+    if (this.entries.has(key)) return { key, via: 'exact' };
+    const alias = this.aliases.get(key);
+    if (alias !== undefined) return { key: alias, via: 'alias' };
+    const rest = allowPrefix ? stripOwnPrefix(provider, model) : undefined;
+    if (rest !== undefined) {
+      const r = this.resolve(provider, rest, false);
+      if (r) return { key: r.key, via: r.via === 'exact' || r.via === 'alias' ? 'provider_prefix' : r.via };
+    }
+    const base = undatedId(model);
+    if (base !== undefined && !this.distinct.has(key)) {
+      const baseKey = keyOf(provider, base);
+      const target = this.entries.has(baseKey) ? baseKey : this.aliases.get(baseKey);
+      if (target !== undefined) return { key: target, via: 'dated_snapshot' };
+    }
+    return undefined;
+  }
+
+  /** The frozen effective price of an entry, as billed by `billing` (whose discount applies). Cached. */
+  private derive(billing: string, key: string, via: MatchRule): ModelPrice {
+    const cacheKey = `${billing}\u0000${via}\u0000${key}`;
+    const cached = this.derived.get(cacheKey);
+    if (cached) return cached;
+    const e = this.entries.get(key)!;
+    const d = this.discounts[billing];
+    const price: ModelPrice = {
+      ...(d === undefined ? e.price : discounted(e.price, d)),
+      id: e.price.model,
+      created: e.price.created ?? this.defaultCreated,
+      origin: e.origin,
+    };
+    if (d !== undefined) price.discount = d;
+    if (via !== 'exact') {
+      price.match = {
+        via,
+        pricedAs: `${e.price.provider}/${e.price.model}`,
+        ...(via === 'openrouter_vendor_fallback'
+          ? { note: `no openrouter price; using ${e.price.provider}'s own list price for ${e.price.model}` }
+          : {}),
+      };
+    }
+    Object.freeze(price);
+    this.derived.set(cacheKey, price);
+    return price;
+  }
+
+  private put(m: CatalogModel, origin: Entry['origin']): void {
+    const key = keyOf(m.provider, m.model);
+    this.entries.set(key, { price: m, origin });
+    for (const a of m.aliases ?? []) {
+      const ak = keyOf(m.provider, a);
+      if (!this.aliases.has(ak)) this.aliases.set(ak, key);
+    }
+    for (const s of m.distinct_snapshots ?? []) this.distinct.add(keyOf(m.provider, s));
+  }
+
+  /** Adds an entry, or replaces all price fields of an existing one (metadata kept unless given). */
+  private override(m: ModelOverride, origin: Entry['origin']): void {
+    const existing = this.entries.get(keyOf(m.provider, m.model))?.price;
+    const merged: CatalogModel = { ...(existing ?? {}), kind: existing?.kind ?? 'chat', ...m } as CatalogModel;
+    if (existing) {
+      for (const f of PRICE_FIELDS) if (!(f in m)) delete merged[f];
+      merged.aliases = [...new Set([...(existing.aliases ?? []), ...(m.aliases ?? [])])];
+      merged.source_note = `prices from ${origin === 'litellm' ? 'pricing.litellm_file' : 'pricing.models'} (bundled entry replaced)`;
+    }
+    this.put(merged, origin);
+    this.derived.clear();
+  }
+}
+
+/** Every price and fee of an entry multiplied by (1 - discount), exactly. */
+function discounted(p: CatalogModel, discount: string): CatalogModel {
+  const factor = subDecimal('1', discount);
+  const mul = (v: string | undefined): string | undefined => (v === undefined ? undefined : mulDecimal(v, factor));
+  const rates = <T extends object>(o: T): T =>
+    Object.fromEntries(Object.entries(o).map(([k, v]) => [k, typeof v === 'string' ? mul(v) : v])) as T;
+  const out: CatalogModel = { ...p };
+  for (const f of [...BUCKETS, 'search_query_fee'] as const) {
+    if (out[f] !== undefined) out[f] = mul(out[f]);
+  }
+  if (p.request_fee !== undefined) out.request_fee = typeof p.request_fee === 'string' ? mul(p.request_fee) : rates(p.request_fee);
+  if (p.long_context) out.long_context = p.long_context.map(rates);
+  if (p.service_tiers) {
+    out.service_tiers = Object.fromEntries(Object.entries(p.service_tiers).map(([k, v]) => [k, v && rates(v)]));
+  }
+  return out;
+}
+
+/** Short stable hash of override data (sorted keys, so YAML key order does not change the version). */
+function digest(value: unknown): string {
+  const canonical = (v: unknown): unknown =>
+    Array.isArray(v)
+      ? v.map(canonical)
+      : typeof v === 'object' && v !== null
+        ? Object.fromEntries(
+            Object.keys(v)
+              .sort()
+              .filter((k) => (v as Record<string, unknown>)[k] !== undefined)
+              .map((k) => [k, canonical((v as Record<string, unknown>)[k])]),
+          )
+        : v;
+  return createHash('sha256').update(JSON.stringify(canonical(value))).digest('hex').slice(0, 12);
+}

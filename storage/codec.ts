@@ -1,0 +1,147 @@
+/**
+ * Record <-> row mapping shared by both dialects, and decoding of the integer types the drivers
+ * return (better-sqlite3 with safeIntegers: bigint; pg: int8/numeric as string).
+ */
+import type { CostProvenance, EndpointKey, UsageRecord } from '../core/usage';
+
+/** A value ready to bind: booleans are adapted by the dialect (SQLite has none). */
+export type SqlValue = string | number | bigint | boolean | null;
+
+/** Column order of usage_records, used for inserts and for reading rows back. */
+export const RECORD_COLUMNS = [
+  'id',
+  'ts',
+  'workspace_id',
+  'key_id',
+  'provider',
+  'model',
+  'served_model',
+  'endpoint',
+  'status',
+  'streamed',
+  'input_tokens',
+  'output_tokens',
+  'cache_read_tokens',
+  'cache_write_tokens',
+  'cache_write_1h_tokens',
+  'reasoning_tokens',
+  'citation_tokens',
+  'search_queries',
+  'search_context_size',
+  'cost_pico',
+  'provenance',
+  'price_version',
+  'latency_ms',
+  'ttfb_ms',
+  'tags',
+  'error_code',
+] as const;
+
+/** Values of one record in RECORD_COLUMNS order; tags as JSON text. */
+export function recordValues(r: UsageRecord): SqlValue[] {
+  return [
+    r.id,
+    r.ts,
+    r.workspaceId,
+    r.keyId,
+    r.provider,
+    r.model,
+    r.servedModel,
+    r.endpoint,
+    r.status,
+    r.streamed,
+    r.inputTokens,
+    r.outputTokens,
+    r.cacheReadTokens,
+    r.cacheWriteTokens,
+    r.cacheWrite1hTokens,
+    r.reasoningTokens,
+    r.citationTokens,
+    r.searchQueries,
+    r.searchContextSize ?? null,
+    r.costPico,
+    r.provenance,
+    r.priceVersion,
+    r.latencyMs,
+    r.ttfbMs,
+    JSON.stringify(r.tags ?? {}),
+    r.errorCode,
+  ];
+}
+
+export function toNumber(v: unknown): number {
+  if (v === null || v === undefined) return 0;
+  if (typeof v === 'number') return v;
+  if (typeof v === 'bigint' || typeof v === 'string') return Number(v);
+  throw new TypeError(`expected a number, got ${typeof v}`);
+}
+
+export function toNumberOrNull(v: unknown): number | null {
+  return v === null || v === undefined ? null : toNumber(v);
+}
+
+/** Exact money: never goes through a JS number. */
+export function toMoney(v: unknown): bigint {
+  if (v === null || v === undefined) return 0n;
+  if (typeof v === 'bigint') return v;
+  if (typeof v === 'string') return BigInt(v);
+  if (typeof v === 'number' && Number.isSafeInteger(v)) return BigInt(v);
+  throw new TypeError(`expected an exact integer amount, got ${String(v)}`);
+}
+
+export function toMoneyOrNull(v: unknown): bigint | null {
+  return v === null || v === undefined ? null : toMoney(v);
+}
+
+const str = (v: unknown): string | null => (v === null || v === undefined ? null : String(v));
+
+/** A usage_records row (either driver) back to a record. */
+export function recordFromRow(row: Record<string, unknown>): UsageRecord {
+  const tags = typeof row.tags === 'string' ? (JSON.parse(row.tags) as Record<string, string>) : ((row.tags ?? {}) as Record<string, string>);
+  return {
+    id: String(row.id),
+    ts: toNumber(row.ts),
+    workspaceId: str(row.workspace_id),
+    keyId: str(row.key_id),
+    provider: str(row.provider),
+    model: str(row.model),
+    servedModel: str(row.served_model),
+    endpoint: str(row.endpoint) as EndpointKey | null,
+    status: toNumber(row.status),
+    // pg: boolean; SQLite: 0/1 (as bigint under safeIntegers).
+    streamed: typeof row.streamed === 'boolean' ? row.streamed : toNumber(row.streamed) === 1,
+    inputTokens: toNumberOrNull(row.input_tokens),
+    outputTokens: toNumberOrNull(row.output_tokens),
+    cacheReadTokens: toNumberOrNull(row.cache_read_tokens),
+    cacheWriteTokens: toNumberOrNull(row.cache_write_tokens),
+    cacheWrite1hTokens: toNumberOrNull(row.cache_write_1h_tokens),
+    reasoningTokens: toNumberOrNull(row.reasoning_tokens),
+    citationTokens: toNumberOrNull(row.citation_tokens),
+    searchQueries: toNumberOrNull(row.search_queries),
+    searchContextSize: str(row.search_context_size),
+    costPico: toMoneyOrNull(row.cost_pico),
+    provenance: String(row.provenance) as CostProvenance,
+    priceVersion: str(row.price_version),
+    latencyMs: toNumber(row.latency_ms),
+    ttfbMs: toNumberOrNull(row.ttfb_ms),
+    tags,
+    errorCode: str(row.error_code),
+  };
+}
+
+/** Keeps the first record of each id: a batch may repeat a record after a client-side retry. */
+export function dedupeById(records: readonly UsageRecord[]): UsageRecord[] {
+  const seen = new Set<string>();
+  const out: UsageRecord[] = [];
+  for (const r of records) {
+    if (seen.has(r.id)) continue;
+    seen.add(r.id);
+    out.push(r);
+  }
+  return out;
+}
+
+/** The tag entries stored in record_tags (string values only). */
+export function tagEntries(r: UsageRecord): [string, string][] {
+  return Object.entries(r.tags ?? {}).filter((e): e is [string, string] => typeof e[1] === 'string');
+}

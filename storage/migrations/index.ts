@@ -1,0 +1,36 @@
+/**
+ * Versioned schema migrations, applied in order on start and recorded in schema_migrations.
+ * Each migration carries the SQL of both dialects so that their schemas stay parallel.
+ */
+import { initial } from './001_initial';
+import { dailyRollups } from './002_daily_rollups';
+import { searchContextSize } from './003_search_context_size';
+import { tagSets } from './004_tag_sets';
+
+export interface Migration {
+  version: number;
+  name: string;
+  postgres: string;
+  sqlite: string;
+}
+
+/** Append only, versions strictly increasing. */
+export const MIGRATIONS: readonly Migration[] = [initial, dailyRollups, searchContextSize, tagSets];
+
+export const SCHEMA_MIGRATIONS_DDL = {
+  postgres: 'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)',
+  sqlite: 'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT',
+};
+
+export const LATEST_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;
+
+/** Migrations not yet in `applied`, in order. */
+export function pendingMigrations(applied: Iterable<number>): Migration[] {
+  const done = new Set(applied);
+  return MIGRATIONS.filter((m) => !done.has(m.version));
+}
+
+/** A database migrated by a newer build still works for us as long as its tables are a superset. */
+export function newerVersions(applied: Iterable<number>): number[] {
+  return [...applied].filter((v) => v > LATEST_VERSION);
+}

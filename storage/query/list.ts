@@ -1,0 +1,57 @@
+/**
+ * Keyset-paged reads of raw records, shared by listRequests and repriceAll.
+ * The cursor is opaque to callers: base64url of [ts, id] of the last record returned.
+ */
+import type { UsageRecord } from '../../core/usage';
+import { recordFromRow } from '../codec';
+import type { SqlDialect } from '../dialect';
+import type { ListRequestsQuery, RequestPage, UsageFilter } from '../store';
+import { checkRange, parseFilters } from './plan';
+import type { Exec } from './run';
+import { listRecordsSql } from './sql';
+
+export const DEFAULT_PAGE = 100;
+export const MAX_PAGE = 1000;
+
+export function encodeCursor(r: { ts: number; id: string }): string {
+  return Buffer.from(JSON.stringify([r.ts, r.id])).toString('base64url');
+}
+
+export function decodeCursor(cursor: string): { ts: number; id: string } {
+  try {
+    const [ts, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
+    if (Number.isSafeInteger(ts) && typeof id === 'string') return { ts: ts as number, id };
+  } catch {
+    // fall through
+  }
+  throw new Error('invalid cursor');
+}
+
+/** Newest first; fetches one extra row to know whether another page exists. */
+export async function listPage(d: SqlDialect, exec: Exec, q: ListRequestsQuery): Promise<RequestPage> {
+  checkRange(q);
+  const limit = Math.min(Math.max(1, Math.floor(q.limit ?? DEFAULT_PAGE)), MAX_PAGE);
+  const after = q.cursor ? decodeCursor(q.cursor) : undefined;
+  const rows = await exec(listRecordsSql(d, { from: q.from, to: q.to, filters: parseFilters(q.filters), order: 'desc', after, limit: limit + 1 }));
+  const records = rows.slice(0, limit).map(recordFromRow);
+  const last = records[records.length - 1];
+  return { records, nextCursor: rows.length > limit && last ? encodeCursor(last) : null };
+}
+
+/** All records matching `filter`, oldest first, in chunks (for maintenance jobs such as repricing). */
+export async function* scanRecords(d: SqlDialect, exec: Exec, filter: Partial<UsageFilter>, chunk: number): AsyncGenerator<UsageRecord[]> {
+  checkRange(filter);
+  const from = filter.from ?? Number.MIN_SAFE_INTEGER;
+  const to = filter.to ?? Number.MAX_SAFE_INTEGER;
+  const filters = parseFilters(filter.filters);
+  let after: { ts: number; id: string } | undefined;
+  for (;;) {
+    const rows = await exec(listRecordsSql(d, { from, to, filters, order: 'asc', after, limit: chunk }));
+    if (rows.length === 0) return;
+    const records = rows.map(recordFromRow);
+    yield records;
+    const last = records[records.length - 1];
+    after = { ts: last.ts, id: last.id };
+    if (rows.length < chunk) return;
+  }
+}

@@ -1,0 +1,141 @@
+/**
+ * Rollup maintenance shared by both dialects: which rollup rows a record touches and by how much.
+ *
+ * usage_rollup_hourly      keyed by (hour, workspace_id, provider, model, served_model, endpoint, key_id, status)
+ * usage_tag_rollup_hourly  keyed by (tag_key, tag_value) + the same dimensions, one row set per tag the record has
+ * usage_rollup_daily       keyed by (day): the whole gateway per UTC day (migration 002)
+ * usage_tag_rollup_daily   keyed by (tag_key, tag_value, day), no built-in dimension
+ * usage_tag_set_daily      keyed by (set_id, day): the record's whole tag set (storage/tag-sets.ts, migration 004)
+ *
+ * Absent built-in values are stored as '' (not NULL) so that the primary key / ON CONFLICT target
+ * matches them on both SQLite and PostgreSQL; queries map '' back to null.
+ */
+import type { UsageRecord } from '../core/usage';
+import { tagEntries } from './codec';
+import { COUNTER_COLUMNS, addTotals, contribution, totalsToArray, zeroTotals } from './counters';
+import type { UsageTotals } from './store';
+
+export const HOUR_MS = 3_600_000;
+export const DAY_MS = 86_400_000;
+
+export const ROLLUP_DIM_COLUMNS = ['hour', 'workspace_id', 'provider', 'model', 'served_model', 'endpoint', 'key_id', 'status'] as const;
+export const TAG_ROLLUP_DIM_COLUMNS = ['tag_key', 'tag_value', ...ROLLUP_DIM_COLUMNS] as const;
+
+export const ROLLUP_TABLE = 'usage_rollup_hourly';
+export const TAG_ROLLUP_TABLE = 'usage_tag_rollup_hourly';
+
+/** Daily rollups (migration 002): no built-in dimension, money split as cost_pico_hi * 2^32 + cost_pico_lo. */
+export const DAILY_TABLE = 'usage_rollup_daily';
+export const TAG_DAILY_TABLE = 'usage_tag_rollup_daily';
+export const DAILY_DIM_COLUMNS = ['day'] as const;
+export const TAG_DAILY_DIM_COLUMNS = ['tag_key', 'tag_value', 'day'] as const;
+/** Daily rollup per tag set (migration 004), money split like the other daily tables. */
+export const TAG_SET_DAILY_TABLE = 'usage_tag_set_daily';
+export const TAG_SET_DAILY_DIM_COLUMNS = ['set_id', 'day'] as const;
+export const DAILY_COUNTER_COLUMNS: readonly string[] = COUNTER_COLUMNS.flatMap((c) => (c === 'cost_pico' ? ['cost_pico_hi', 'cost_pico_lo'] : [c]));
+
+export function floorHour(ts: number): number {
+  return ts - (((ts % HOUR_MS) + HOUR_MS) % HOUR_MS);
+}
+
+export function floorDay(ts: number): number {
+  return ts - (((ts % DAY_MS) + DAY_MS) % DAY_MS);
+}
+
+/** Rollup dimension values of a record, in ROLLUP_DIM_COLUMNS order. */
+export function rollupDims(r: UsageRecord): (string | number)[] {
+  return [floorHour(r.ts), r.workspaceId ?? '', r.provider ?? '', r.model ?? '', r.servedModel ?? '', r.endpoint ?? '', r.keyId ?? '', r.status];
+}
+
+/** One rollup row increment: dimension values then counter values (COUNTER_COLUMNS order). */
+export type RollupRow = (string | number | bigint)[];
+
+export interface RollupDeltas {
+  base: RollupRow[];
+  tags: RollupRow[];
+  /** Rows of the daily tables, counters in DAILY_COUNTER_COLUMNS order. */
+  daily: RollupRow[];
+  tagDaily: RollupRow[];
+  tagSetDaily: RollupRow[];
+}
+
+interface Entry {
+  dims: (string | number)[];
+  t: UsageTotals;
+}
+
+/**
+ * Accumulates increments per rollup row so each row is upserted once per batch. A row's map key is text that
+ * identifies its dimension values (JSON, or ids and numbers joined): built from the record's parts computed once,
+ * as this runs for every rollup row of every record written.
+ */
+export class RollupAccumulator {
+  private readonly base = new Map<string, Entry>();
+  private readonly tags = new Map<string, Entry>();
+  private readonly daily = new Map<string, Entry>();
+  private readonly tagDaily = new Map<string, Entry>();
+  private readonly tagSetDaily = new Map<string, Entry>();
+
+  /**
+   * Adds `delta` (default: the record's own contribution) to every rollup row of the record; `tagSetId` is the
+   * id of the record's tag set (storage/tag-sets.ts), which the store resolves first.
+   */
+  add(r: UsageRecord, tagSetId: number, delta: UsageTotals = contribution(r)): void {
+    const dims = rollupDims(r);
+    const day = floorDay(r.ts);
+    const dimsKey = JSON.stringify(dims);
+    bump(this.base, dimsKey, delta, () => dims);
+    bump(this.daily, String(day), delta, () => [day]);
+    bump(this.tagSetDaily, `${tagSetId} ${day}`, delta, () => [tagSetId, day]);
+    for (const [key, value] of tagEntries(r)) {
+      // A JSON array delimits itself: kv + anything stays unambiguous.
+      const kv = JSON.stringify([key, value]);
+      bump(this.tags, kv + dimsKey, delta, () => [key, value, ...dims]);
+      bump(this.tagDaily, kv + day, delta, () => [key, value, day]);
+    }
+  }
+
+  /** Rows sorted by key: concurrent transactions then lock shared rollup rows in the same order (no deadlock). */
+  result(): RollupDeltas {
+    return {
+      base: rows(this.base),
+      tags: rows(this.tags),
+      daily: rows(this.daily, true),
+      tagDaily: rows(this.tagDaily, true),
+      tagSetDaily: rows(this.tagSetDaily, true),
+    };
+  }
+}
+
+function bump(into: Map<string, Entry>, key: string, delta: UsageTotals, dims: () => (string | number)[]): void {
+  const hit = into.get(key);
+  if (hit) addTotals(hit.t, delta);
+  else into.set(key, { dims: dims(), t: addTotals(zeroTotals(), delta) });
+}
+
+function rows(m: Map<string, Entry>, splitMoney = false): RollupRow[] {
+  return [...m.entries()]
+    .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
+    .map(([, v]) => [...v.dims, ...(splitMoney ? splitCost(totalsToArray(v.t)) : totalsToArray(v.t))]);
+}
+
+/** Counters with cost_pico (exact bigint, may be negative) replaced by hi = cost >> 32 and lo = cost & (2^32 - 1). */
+function splitCost(values: (number | bigint)[]): (number | bigint)[] {
+  const i = COUNTER_COLUMNS.indexOf('cost_pico');
+  const cost = BigInt(values[i]);
+  return [...values.slice(0, i), cost >> 32n, cost & 0xffffffffn, ...values.slice(i + 1)];
+}
+
+/**
+ * Adds increments to rollup rows; `source` yields rows of (dims..., counters...) in that order
+ * (a VALUES list or a SELECT over unnest). Counters may be negative (repricing corrections).
+ */
+export function rollupUpsertSql(table: string, dims: readonly string[], source: string, counters: readonly string[] = COUNTER_COLUMNS): string {
+  const cols = [...dims, ...counters];
+  return [
+    `INSERT INTO ${table} (${cols.join(', ')})`,
+    source,
+    `ON CONFLICT (${dims.join(', ')}) DO UPDATE SET`,
+    counters.map((c) => `  ${c} = ${table}.${c} + excluded.${c}`).join(',\n'),
+  ].join('\n');
+}

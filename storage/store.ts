@@ -1,0 +1,178 @@
+/**
+ * The storage contract for usage records and gateway keys, implemented by the SQLite and
+ * PostgreSQL stores (storage/sqlite-store.ts, storage/postgres-store.ts).
+ *
+ * Money is bigint pico-USD everywhere (core/usage.ts); counts and token sums are plain numbers.
+ * Times are epoch milliseconds; time buckets are UTC hours / UTC days.
+ */
+import type { CostProvenance, PicoUsd, UsageRecord } from '../core/usage';
+
+/** Group value of a record that lacks the grouped tag key, and the filter value matching such records. */
+export const UNTAGGED = '(untagged)';
+/**
+ * Filter value matching a record whose built-in dimension is absent (null workspace, key, model...).
+ * In result rows an absent built-in value is `null`.
+ */
+export const NONE = '(none)';
+
+/**
+ * Built-in dimensions. `model` is the model that served the request: the one the response names when the
+ * provider reports it (an aggregator such as OpenRouter), else the requested model; `requested_model` is the
+ * model the client asked for. Any other name is a tag key (`tag:<key>` reaches a tag stored under a built-in's
+ * name before such keys were refused).
+ */
+export const BUILTIN_DIMENSIONS = ['provider', 'model', 'requested_model', 'endpoint', 'workspace', 'key_id', 'status'] as const;
+export type BuiltinDimension = (typeof BUILTIN_DIMENSIONS)[number];
+/** Former name of `model` (the served model), still accepted in group_by and filters. */
+export const SERVED_MODEL_ALIAS = 'served_model';
+/** Names a tag key may not take (plugins/attribution refuses them): group_by would read the built-in instead. */
+export const RESERVED_TAG_KEYS: ReadonlySet<string> = new Set<string>([...BUILTIN_DIMENSIONS, SERVED_MODEL_ALIAS]);
+
+export type Interval = 'hour' | 'day';
+
+/** A time range [from, to) plus dimension filters. */
+export interface UsageFilter {
+  from: number;
+  to: number;
+  /** dimension -> value; a tag filter means tags[key] = value, UNTAGGED means "no such tag", NONE a null built-in. */
+  filters?: Record<string, string>;
+}
+
+export interface UsageQuery extends UsageFilter {
+  /** Dimensions to group by, in output order; [] gives one total row. */
+  groupBy: string[];
+  /** When set, rows are also split by UTC hour/day and carry `bucket`. */
+  interval?: Interval;
+}
+
+/** Summed counters of a set of records. */
+export interface UsageTotals {
+  requests: number;
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  cacheWrite1hTokens: number;
+  reasoningTokens: number;
+  citationTokens: number;
+  searchQueries: number;
+  /** Sum of known costs; records with a null cost are counted in unknownCostCount instead. */
+  costPico: PicoUsd;
+  /** Records whose cost is unknown (unpriced; not the audio/image records that are not counted): never shown as $0. */
+  unknownCostCount: number;
+  /** Records with provenance 'estimated'. */
+  estimatedCount: number;
+  /** Records with provenance 'partial'. */
+  partialCount: number;
+  /** Records with an errorCode or an HTTP status >= 400. */
+  errorCount: number;
+}
+
+export interface UsageGroupRow extends UsageTotals {
+  /** One entry per groupBy name: tag values (UNTAGGED when absent), built-in values (null when absent), status as a string. */
+  group: Record<string, string | null>;
+  /** Bucket start (epoch ms, UTC) when the query had an interval. */
+  bucket?: number;
+}
+
+export interface ListRequestsQuery extends UsageFilter {
+  /** Page size, default 100, at most 1000. */
+  limit?: number;
+  /** nextCursor of the previous page. */
+  cursor?: string | null;
+}
+
+/** Records newest first (ts desc, id desc). */
+export interface RequestPage {
+  records: UsageRecord[];
+  /** Pass back to get the next page; null on the last page. */
+  nextCursor: string | null;
+}
+
+/** A recomputed cost for a stored record. */
+export interface Repricing {
+  costPico: PicoUsd | null;
+  provenance: CostProvenance;
+  priceVersion: string | null;
+}
+
+/** Returns the new cost of a record, or undefined to leave it alone. */
+export type RepriceFn = (record: UsageRecord) => Repricing | undefined;
+
+export interface RepriceResult {
+  /** Records looked at. */
+  scanned: number;
+  /** Records whose cost, provenance or price version changed. */
+  updated: number;
+}
+
+export interface InsertResult {
+  /** Records newly stored (and added to the rollups). */
+  inserted: number;
+  /** Records skipped because their id was already stored (a retried batch). */
+  duplicates: number;
+}
+
+export interface MigrateResult {
+  /** Versions applied by this call (empty when the schema was current). */
+  applied: number[];
+  /** Schema version after the call. */
+  version: number;
+}
+
+/** A gateway API key as stored: only the sha256 of the key, never the key itself. */
+export interface GatewayKey {
+  id: string;
+  workspaceId: string;
+  label: string;
+  /** sha256 of the key, lower-case hex. */
+  hash: string;
+  createdAt: number;
+  lastUsedAt: number | null;
+  revokedAt: number | null;
+}
+
+export interface NewGatewayKey {
+  id: string;
+  workspaceId: string;
+  label?: string;
+  hash: string;
+  /** Defaults to now. */
+  createdAt?: number;
+}
+
+export interface UsageStore {
+  readonly dialect: 'sqlite' | 'postgres';
+  /** Applies pending schema migrations in order; safe to call on every start and concurrently. */
+  migrate(): Promise<MigrateResult>;
+  /**
+   * Stores records in one transaction with their tags and rollup increments.
+   * Idempotent on record id: already stored ids are skipped and add nothing to the rollups.
+   */
+  insertBatch(records: readonly UsageRecord[]): Promise<InsertResult>;
+  /** Grouped totals (and time series when `interval` is set); see storage/query/plan.ts for the paths. */
+  queryUsage(query: UsageQuery): Promise<UsageGroupRow[]>;
+  /** Raw records, newest first, keyset-paged. */
+  listRequests(query: ListRequestsQuery): Promise<RequestPage>;
+  /** Every tag key that appears in the data, sorted (read cheaply from the tag rollup). */
+  listTagKeys(): Promise<string[]>;
+  /** Recomputes stored costs (e.g. after a price was added) and corrects the rollups by the difference. */
+  repriceAll(fn: RepriceFn, filter?: Partial<UsageFilter>): Promise<RepriceResult>;
+
+  insertKey(key: NewGatewayKey): Promise<GatewayKey>;
+  listKeys(workspaceId?: string): Promise<GatewayKey[]>;
+  findKeyByHash(hash: string): Promise<GatewayKey | undefined>;
+  /** Marks a key revoked; false when no such key or already revoked. */
+  revokeKey(id: string, at?: number): Promise<boolean>;
+  /** Batched last-used update; never moves last_used_at backwards. */
+  touchKeys(ids: readonly string[], lastUsedAt: number): Promise<void>;
+
+  close(): Promise<void>;
+}
+
+/** The pino-like logger the storage layer accepts (a pino Logger fits); always called as (fields, message). */
+export interface StorageLogger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}

@@ -1,0 +1,85 @@
+/**
+ * Tag sets: what lets queries on two or more tag keys read a rollup (storage/query/plan.ts, path "tag-set").
+ *
+ * The per-tag rollups keep one tag per row, so they cannot say which features acme's requests carried
+ * ("group by feature where customer_id=acme"); that took a join of usage_records with record_tags, 0.8 to 3.9 s
+ * at a million records. Here every distinct set of tags that records carry (all string tags of a record, sorted
+ * by key; no tag at all is the empty set) gets an id in tag_sets, its members go to tag_set_members (indexed by
+ * key, value), and usage_tag_set_daily keeps the usual counters per (set, UTC day) (migration 004). A query then
+ * picks the sets matching its tag filters from tag_set_members, sums their daily rows and groups them by the
+ * sets' member values; a set without the grouped key is "(untagged)". Every record is in exactly one set, so
+ * the groups of any such query reconcile with the total, one value per tag key per request.
+ *
+ * Measured on the dashboard benchmark's data (1,000,000 records over 35 days, 2000 Zipf customers, 12 agents,
+ * 30 features, optional team and env tags): 157,787 sets and 512,769 daily rows, one per two records, as the
+ * customer id makes most sets distinct. A tag filter keeps few of them: agent=agent-00 (260,141 records) selects
+ * 17,191 sets and 95,831 daily rows; customer_id=cust-0000 (145,282 records) 7,341 daily rows; that customer
+ * with feature-00 (25,925 records) 1,222. Built-in dimensions are left out of the key (each would multiply the
+ * rows: such queries stay raw), and there is no hourly table: within an hour nearly every record has a set of its own.
+ *
+ * The writer keeps the ids of recently used sets in memory (TagSetIds); a set is looked up or created in the
+ * database only on a miss, in the same transaction as the records.
+ */
+import type { UsageRecord } from '../core/usage';
+import { tagEntries } from './codec';
+
+export const TAG_SETS_TABLE = 'tag_sets';
+export const TAG_SET_MEMBERS_TABLE = 'tag_set_members';
+
+/**
+ * The canonical text of a record's tag set: JSON of its [key, value] pairs sorted by key, e.g.
+ * [["agent","bot"],["customer_id","acme"]]. Migration 004 builds the same text in SQL for existing records
+ * (json_array in SQLite, to_json in PostgreSQL escape like JSON.stringify). Two texts for one set would only
+ * split its counters over two ids, which every query sums again: a mismatch costs a row, never a wrong total.
+ */
+export function tagSetKey(r: UsageRecord): string {
+  const entries = tagEntries(r);
+  if (entries.length > 1) entries.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  return JSON.stringify(entries);
+}
+
+/** The [key, value] pairs of a canonical text. */
+export function tagSetMembers(key: string): [string, string][] {
+  return JSON.parse(key) as [string, string][];
+}
+
+/**
+ * Set ids the writer has seen committed, keyed by canonical text. Bounded: two generations of `generation`
+ * entries each, the older one dropped when the newer fills up (sets in use stay, as they are moved forward on
+ * a hit); a miss costs one index lookup. Each write transaction collects the ids it found or created in a map of
+ * its own (a PostgreSQL store runs several at once), remembered here only once it commits: a rolled-back set id
+ * does not exist, and SQLite may hand its number to another set.
+ */
+export class TagSetIds {
+  private young = new Map<string, number>();
+  private old = new Map<string, number>();
+
+  constructor(private readonly generation = 20_000) {}
+
+  get(key: string): number | undefined {
+    const hit = this.young.get(key);
+    if (hit !== undefined) return hit;
+    const aged = this.old.get(key);
+    if (aged !== undefined) this.put(key, aged);
+    return aged;
+  }
+
+  /** The ids of a transaction that committed. */
+  remember(committed: ReadonlyMap<string, number>): void {
+    for (const [key, id] of committed) this.put(key, id);
+  }
+
+  /** The tables may have been rebuilt (a migration): no cached id can be trusted. */
+  clear(): void {
+    this.young = new Map();
+    this.old = new Map();
+  }
+
+  private put(key: string, id: number): void {
+    if (this.young.size >= this.generation) {
+      this.old = this.young;
+      this.young = new Map();
+    }
+    this.young.set(key, id);
+  }
+}

@@ -1,0 +1,205 @@
+/**
+ * Storage added for the dashboard, on SQLite and PostgreSQL (when DATABASE_URL is set): the tag-key list
+ * (listTagKeys), the daily rollups and the tag-set rollup (answers equal to the hourly rollups, or to the raw
+ * records for two or more tag keys, also after repricing), their backfill by migrations 002 and 004, and
+ * tag-driven request listing.
+ */
+import { expect } from 'chai';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from 'pg';
+import type { UsageRecord } from '../../core/usage';
+import { openStore, planUsageQuery, type UsageQuery, type UsageStore } from '../../storage';
+
+const DAY = 86_400_000;
+const HOUR = 3_600_000;
+const BASE = Date.UTC(2026, 0, 5);
+const PG_URL = process.env.DATABASE_URL;
+
+function records(n: number): UsageRecord[] {
+  const out: UsageRecord[] = [];
+  for (let i = 0; i < n; i++) {
+    const tags: Record<string, string> = { agent: ['bot', 'writer', 'coder'][i % 3], customer_id: `c${(i * 7) % 13}` };
+    if (i % 4 === 0) tags.feature = ['chat', 'search'][i % 2];
+    if (i % 10 === 0) tags['zz.rare-key'] = 'x';
+    out.push({
+      id: `d-${String(i).padStart(5, '0')}`,
+      ts: BASE + Math.floor((i * 7919) % (6 * DAY)) + (i % 997),
+      workspaceId: i % 2 ? 'w1' : 'w2',
+      keyId: 'k',
+      provider: i % 3 ? 'openai' : 'anthropic',
+      model: i % 3 ? 'gpt-4o' : 'claude-sonnet-4-5',
+      servedModel: i % 3 ? 'gpt-4o' : 'claude-sonnet-4-5',
+      endpoint: 'chat.completions',
+      status: i % 17 ? 200 : 500,
+      streamed: false,
+      inputTokens: 100 + i,
+      outputTokens: 10 + (i % 50),
+      cacheReadTokens: 0,
+      cacheWriteTokens: 0,
+      cacheWrite1hTokens: 0,
+      reasoningTokens: 0,
+      citationTokens: 0,
+      searchQueries: 0,
+      // A few huge amounts: one day's total exceeds 2^63 pico-USD (the daily rows split money in two columns).
+      costPico: i % 11 === 0 ? null : i >= 1 && i <= 3 ? 4_000_000_000_000_000_000n : BigInt(1_000_000 + i * 1000),
+      provenance: i % 11 === 0 ? 'unpriced' : i % 5 === 0 ? 'estimated' : 'measured',
+      priceVersion: 'v',
+      latencyMs: 10,
+      ttfbMs: 5,
+      tags,
+      errorCode: null,
+    });
+  }
+  return out;
+}
+
+const QUERIES: UsageQuery[] = [
+  { from: BASE, to: BASE + 6 * DAY, groupBy: [] },
+  { from: BASE, to: BASE + 6 * DAY, groupBy: ['customer_id'] },
+  { from: BASE - DAY, to: BASE + 7 * DAY, groupBy: ['feature'], interval: 'day' },
+  { from: BASE + 5 * HOUR + 17, to: BASE + 5 * DAY + 3 * HOUR + 1, groupBy: ['agent'] },
+  { from: BASE + 5 * HOUR, to: BASE + 4 * DAY + 3 * HOUR, groupBy: [], interval: 'day', filters: { customer_id: 'c3' } },
+  { from: BASE, to: BASE + 6 * DAY, groupBy: ['agent'], filters: { feature: '(untagged)' } },
+  // Two or more tag keys: the tag-set rollup for whole days, raw records for the partial ones.
+  { from: BASE, to: BASE + 6 * DAY, groupBy: ['customer_id'], filters: { agent: 'bot' } },
+  { from: BASE + 7 * HOUR + 5, to: BASE + 5 * DAY + 1, groupBy: ['feature', 'agent'], interval: 'day' },
+  { from: BASE - DAY, to: BASE + 4 * DAY + 13 * HOUR, groupBy: ['zz.rare-key'], filters: { customer_id: 'c3', agent: 'writer' } },
+  { from: BASE, to: BASE + 6 * DAY, groupBy: [], filters: { feature: 'chat', customer_id: '(untagged)' } },
+];
+
+/** The same query forced off the daily tables, onto the hourly rollups or (two or more tag keys) the raw records: a filter on every workspace gives the same records. */
+function hourlyOnly(q: UsageQuery): UsageQuery[] {
+  return ['w1', 'w2'].map((w) => ({ ...q, filters: { ...q.filters, workspace: w } }));
+}
+
+async function viaHourly(store: UsageStore, q: UsageQuery): Promise<Map<string, string>> {
+  const sum = new Map<string, { requests: number; cost: bigint; unpriced: number; input: number }>();
+  for (const part of hourlyOnly(q)) {
+    expect(planUsageQuery(part).segments.some((s) => s.path === 'daily')).to.equal(false);
+    for (const r of await store.queryUsage(part)) {
+      const k = JSON.stringify([r.bucket ?? null, r.group]);
+      const e = sum.get(k) ?? { requests: 0, cost: 0n, unpriced: 0, input: 0 };
+      e.requests += r.requests;
+      e.cost += r.costPico;
+      e.unpriced += r.unknownCostCount;
+      e.input += r.inputTokens;
+      sum.set(k, e);
+    }
+  }
+  return new Map([...sum].map(([k, e]) => [k, `${e.requests}/${e.cost}/${e.unpriced}/${e.input}`]));
+}
+
+async function viaDaily(store: UsageStore, q: UsageQuery): Promise<Map<string, string>> {
+  if (q.interval !== 'hour' && q.to - q.from >= 2 * DAY && planUsageQuery(q).path !== 'raw') {
+    expect(planUsageQuery(q).segments.some((s) => s.path === 'daily' || s.path === 'tag-set'), JSON.stringify(q)).to.equal(true);
+  }
+  const rows = await store.queryUsage(q);
+  return new Map(rows.map((r) => [JSON.stringify([r.bucket ?? null, r.group]), `${r.requests}/${r.costPico}/${r.unknownCostCount}/${r.inputTokens}`]));
+}
+
+function suite(name: string, open: () => Promise<UsageStore>, raw: (store: UsageStore, sql: string) => Promise<void>, cleanup: () => Promise<void>): void {
+  describe(`dashboard storage: ${name}`, function () {
+    this.timeout(60_000);
+    let store: UsageStore;
+    const data = records(1500);
+    before(async function () {
+      if (name === 'PostgreSQL' && !PG_URL) {
+        console.log('\n  SKIPPED: dashboard storage on PostgreSQL (set DATABASE_URL=postgres://... to run it)\n');
+        return this.skip();
+      }
+      store = await open();
+    });
+    after(async () => {
+      await store?.close();
+      await cleanup();
+    });
+
+    it('lists no tag key in an empty store, then every tag key in the data, sorted', async () => {
+      expect(await store.listTagKeys()).to.deep.equal([]);
+      for (let i = 0; i < data.length; i += 500) await store.insertBatch(data.slice(i, i + 500));
+      expect(await store.listTagKeys()).to.deep.equal(['agent', 'customer_id', 'feature', 'zz.rare-key']);
+    });
+
+    it('answers whole days from the daily rollups with the same numbers as the hourly rollups (money beyond 2^63)', async () => {
+      const [total] = await store.queryUsage(QUERIES[0]);
+      expect(total.costPico > 2n ** 63n).to.equal(true);
+      for (const q of QUERIES) expect(await viaDaily(store, q), JSON.stringify(q)).to.deep.equal(await viaHourly(store, q));
+    });
+
+    it('keeps the daily rollups right through repricing', async () => {
+      const result = await store.repriceAll((r) => (r.provenance === 'unpriced' ? { costPico: 5_000_000n, provenance: 'measured', priceVersion: 'v2' } : undefined));
+      expect(result.updated).to.be.greaterThan(0);
+      for (const q of QUERIES) expect(await viaDaily(store, q), JSON.stringify(q)).to.deep.equal(await viaHourly(store, q));
+    });
+
+    it('migration 002 fills the daily rollups from the hourly ones', async () => {
+      const before = await Promise.all(QUERIES.map((q) => viaDaily(store, q)));
+      await raw(store, 'DROP TABLE usage_rollup_daily; DROP TABLE usage_tag_rollup_daily; DELETE FROM schema_migrations WHERE version = 2');
+      const migrated = await store.migrate();
+      expect(migrated.applied).to.deep.equal([2]);
+      const after = await Promise.all(QUERIES.map((q) => viaDaily(store, q)));
+      expect(after).to.deep.equal(before);
+    });
+
+    it('migration 004 fills the tag-set rollup from the stored records (money beyond 2^63 per day kept exact)', async () => {
+      const before = await Promise.all(QUERIES.map((q) => viaDaily(store, q)));
+      await raw(store, 'DROP TABLE usage_tag_set_daily; DROP TABLE tag_set_members; DROP TABLE tag_sets; DELETE FROM schema_migrations WHERE version = 4');
+      expect((await store.migrate()).applied).to.deep.equal([4]);
+      const after = await Promise.all(QUERIES.map((q) => viaDaily(store, q)));
+      expect(after).to.deep.equal(before);
+      for (const q of QUERIES) expect(after[QUERIES.indexOf(q)], JSON.stringify(q)).to.deep.equal(await viaHourly(store, q));
+    });
+
+    it('lists requests filtered by tags newest first, paged, from the tag index', async () => {
+      const q = { from: BASE, to: BASE + 6 * DAY, filters: { customer_id: 'c3', agent: 'bot' }, limit: 7 };
+      const expected = data
+        .filter((r) => r.tags.customer_id === 'c3' && r.tags.agent === 'bot')
+        .sort((a, b) => b.ts - a.ts || (a.id < b.id ? 1 : -1))
+        .map((r) => r.id);
+      const seen: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const page = await store.listRequests({ ...q, cursor });
+        seen.push(...page.records.map((r) => r.id));
+        cursor = page.nextCursor;
+      } while (cursor);
+      expect(seen).to.deep.equal(expected);
+    });
+  });
+}
+
+let dir: string | undefined;
+suite(
+  'SQLite',
+  () => openStore(`sqlite:${join((dir = mkdtempSync(join(tmpdir(), 'tollgate-dash-'))), 'usage.db')}`),
+  async (_store, sql) => {
+    const Database = (await import('better-sqlite3')).default;
+    const db = new Database(join(dir!, 'usage.db'));
+    db.exec(sql);
+    db.close();
+  },
+  async () => {
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  },
+);
+
+const schema = `tollgate_dash_${process.pid}_${Date.now().toString(36)}`;
+suite(
+  'PostgreSQL',
+  () => openStore(PG_URL as string, { schema }),
+  async (_store, sql) => {
+    const c = new Client({ connectionString: PG_URL, options: `-c search_path=${schema}` });
+    await c.connect();
+    await c.query(sql);
+    await c.end();
+  },
+  async () => {
+    if (!PG_URL) return;
+    const c = new Client({ connectionString: PG_URL });
+    await c.connect();
+    await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    await c.end();
+  },
+);

@@ -1,0 +1,21 @@
+import { expect } from 'chai';
+import { request } from 'undici';
+import { TEST_ADMIN_TOKEN, type TestGateway } from './gateway';
+
+/** GET on the admin API with the test admin token; asserts 200 and returns the JSON. */
+export async function adminGet(gw: TestGateway, path: string): Promise<any> {
+  const res = await request(`${gw.adminUrl}${path}`, { headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` } });
+  const body = await res.body.json();
+  expect(res.statusCode, `${path}: ${JSON.stringify(body)}`).to.equal(200);
+  return body;
+}
+
+/** Waits until the batched writer has stored `count` records, and returns them (newest first). */
+export async function waitForRecords(gw: TestGateway, count: number, timeoutMs = 5000): Promise<any[]> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const page = await adminGet(gw, '/api/requests?limit=1000');
+    if (page.data.length >= count || Date.now() > deadline) return page.data;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

@@ -1,0 +1,114 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
+import { parseConfig } from '../../config/load';
+import { createLogger } from '../../core/logger';
+import { startGateway, type RunningGateway } from '../../core/server';
+import { registerGateway, rememberGeneratedKeys, snapshotAdmin } from './secret-scan';
+import type { TestUpstream } from './upstream';
+
+export const TEST_ADMIN_TOKEN = 'test-admin-token-PLANTED-SECRET-0003';
+export const TEST_GATEWAY_KEY = 'tg_test_key_for_the_default_workspace_0000000001';
+/** Recognisable fake provider keys: the secret scans look for these in logs and stores. */
+export const OPENAI_KEY = 'sk-test-openai-PLANTED-SECRET-0001';
+export const ANTHROPIC_KEY = 'sk-ant-test-PLANTED-SECRET-0002';
+
+export interface TestGateway extends RunningGateway {
+  key: string;
+  /** Every log line the gateway wrote, as text. */
+  logs: string[];
+  dataDir: string;
+}
+
+/** Provider base URLs pointing at the test upstream, one mount per provider. */
+export function providerBlock(upstreamUrl: string): string {
+  return `
+providers:
+  openai: { base_url: "${upstreamUrl}/openai/v1" }
+  anthropic: { base_url: "${upstreamUrl}/anthropic/v1" }
+  perplexity: { base_url: "${upstreamUrl}/perplexity" }
+  openrouter: { base_url: "${upstreamUrl}/openrouter/api/v1" }
+  mistral:
+    type: openai-compatible
+    base_url: "${upstreamUrl}/mistral/v1"
+    prefixes: [mistral-, codestral-]
+`;
+}
+
+/**
+ * Starts a real gateway on a random loopback port from YAML text (through the real config loader), with its
+ * providers pointed at the test upstream and its logs captured.
+ */
+export async function startTestGateway(upstreamUrl: string, extraYaml = '', env: NodeJS.ProcessEnv = {}): Promise<TestGateway> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-test-'));
+  const yaml = `
+server: { host: 127.0.0.1, port: 0, shutdown_grace_ms: 5000 }
+admin: { host: 127.0.0.1, port: 0, token: "${TEST_ADMIN_TOKEN}" }
+storage: { url: "sqlite:${dataDir}/tollgate.db" }
+plugins:
+  - use: auth
+  - use: header-strip
+  - use: attribution
+  - use: required-tags
+  - use: max-tokens
+  - use: rate-limit
+  - use: concurrency
+  - use: budget
+  - use: usage-recorder
+    options: { flush_interval_ms: 20, spill_path: "${dataDir}/spill.jsonl" }
+workspaces:
+  - id: default
+    keys:
+      - { id: test, key: "\${GATEWAY_KEY}" }
+${providerBlock(upstreamUrl)}`;
+  const merged = stringifyYaml(deepMerge(parseYaml(yaml), parseYaml(extraYaml) ?? {}));
+  const config = parseConfig(merged, { GATEWAY_KEY: TEST_GATEWAY_KEY, ...env }, 'test config');
+  const logs: string[] = [];
+  const sink = new Writable({
+    write(chunk, _enc, cb) {
+      logs.push(...chunk.toString('utf8').split('\n').filter(Boolean));
+      cb();
+    },
+  });
+  const logger = createLogger('info', sink);
+  // A first start without any key creates one and announces it once: that key is a secret for the scan too.
+  const announce = (message: string) => void rememberGeneratedKeys(message, 'the key a first start created');
+  const running = await startGateway({ config, path: join(dataDir, 'gateway.config.yaml'), dir: dataDir }, { logger, announce });
+  // Registered for the suite-wide secret scan (helpers/root-hooks.ts): its admin answers are read before it stops.
+  const scan = registerGateway({ kind: 'in-process', logs: () => logs, dataDir, adminUrl: running.adminUrl });
+  const stop = async () => {
+    await snapshotAdmin(scan, config.admin.token ?? TEST_ADMIN_TOKEN);
+    await running.stop();
+  };
+  return { ...running, stop, key: TEST_GATEWAY_KEY, logs, dataDir };
+}
+
+/** Objects merge key by key; anything else (arrays included) is replaced by the override. */
+function deepMerge(base: any, override: any): any {
+  if (!isObject(base) || !isObject(override)) return override;
+  const out = { ...base };
+  for (const [k, v] of Object.entries(override)) out[k] = k in base ? deepMerge(base[k], v) : v;
+  return out;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/**
+ * Mocha hooks shared by the integration suites: start the test upstream and a gateway in front of it once,
+ * clear what the upstream recorded before each test, stop both at the end.
+ */
+export function useGateway(upstream: TestUpstream, set: (gw: TestGateway) => void, extraYaml = ''): void {
+  let gw: TestGateway | undefined;
+  before(async () => {
+    await upstream.start();
+    gw = await startTestGateway(upstream.url, extraYaml);
+    set(gw);
+  });
+  after(async () => {
+    await gw?.stop();
+    await upstream.stop();
+  });
+  beforeEach(() => upstream.reset());
+}

@@ -1,0 +1,125 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { expect } from 'chai';
+import { ConfigError, loadConfigFile, parseConfig } from '../../config/load';
+import { validatePluginOptions } from '../../core/plugin-instantiate';
+import type { PluginDefinition } from '../../core/plugin';
+import { loadProviders } from '../../core/provider-loader';
+import { attribution } from '../../plugins/attribution';
+import { usageRecorder } from '../../plugins/usage-recorder';
+import { PROJECT_ROOT } from '../helpers/fixtures';
+
+const expectConfigError = (yaml: string, pattern: RegExp, env: NodeJS.ProcessEnv = {}) => {
+  expect(() => parseConfig(yaml, env)).to.throw(ConfigError, pattern);
+};
+
+describe('config loading', () => {
+  it('applies defaults to an empty file', () => {
+    const c = parseConfig('');
+    expect(c.server).to.include({ host: '127.0.0.1', port: 8080 });
+    expect(c.storage.url).to.equal('sqlite:./data/tollgate.db');
+    expect(c.plugins.map((p) => p.use)).to.deep.equal(['auth', 'header-strip', 'attribution', 'required-tags', 'max-tokens', 'rate-limit', 'concurrency', 'budget', 'usage-recorder']);
+  });
+
+  it('interpolates ${VAR} and ${VAR:-default} in values', () => {
+    const c = parseConfig('server: { host: "${HOST:-0.0.0.0}" }\nstorage: { url: "${DB}" }', { DB: 'postgres://db/x' });
+    expect(c.server.host).to.equal('0.0.0.0');
+    expect(c.storage.url).to.equal('postgres://db/x');
+  });
+
+  it('warns about a gateway key written in the file as plain text, not about ${ENV} or sha256 keys', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tollgate-cfg-'));
+    const file = join(dir, 'gateway.config.yaml');
+    writeFileSync(file, [
+      'workspaces:',
+      '  - id: a',
+      '    keys:',
+      '      - { id: env, key: "${KEY_A}" }',
+      '      - { id: hashed, sha256: 5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8 }',
+      '      - { id: plain, key: tg_written_into_the_file_0001 }',
+    ].join('\n'));
+    const loaded = loadConfigFile(file, { KEY_A: 'tg_from_env_0001' });
+    expect(loaded.warnings).to.deep.equal(['workspaces[0].keys[2].key is written in the config file as plain text: use an ${ENV} reference or its sha256']);
+  });
+
+  it('takes numbers and booleans from ${ENV} references: limits and plugin options', () => {
+    const c = parseConfig(
+      [
+        'workspaces: [{ id: a, limits: { requests_per_minute: "${RPM}", budgets: [{ period: day, usd: "5", alert_at: "${ALERT}" }] } }]',
+        'plugins: [{ use: attribution, options: { max_keys: "${MAX_KEYS:-8}" } }, { use: usage-recorder, options: { cost_header: "${COST_HEADER}" } }]',
+      ].join('\n'),
+      { RPM: '600', ALERT: '0.9', COST_HEADER: 'false' },
+    );
+    expect(c.workspaces[0].limits.requests_per_minute).to.equal(600);
+    expect(c.workspaces[0].limits.budgets[0].alert_at).to.equal(0.9);
+    const option = (use: string) => c.plugins.find((p) => p.use === use)!.options;
+    expect(validatePluginOptions(attribution as PluginDefinition<unknown>, option('attribution'), 'plugins[0]')).to.include({ max_keys: 8 });
+    expect(validatePluginOptions(usageRecorder as PluginDefinition<unknown>, option('usage-recorder'), 'plugins[1]')).to.include({ cost_header: false });
+    expect(() => parseConfig('workspaces: [{ id: a, limits: { requests_per_minute: "${RPM}" } }]', { RPM: 'many' })).to.throw(ConfigError, /requests_per_minute/);
+  });
+
+  it('does not let an env value inject YAML', () => {
+    const c = parseConfig('storage: { url: "${DB}" }', { DB: 'x"\nserver: { port: 1 }' });
+    expect(c.server.port).to.equal(8080);
+    expect(c.storage.url).to.equal('x"\nserver: { port: 1 }');
+  });
+
+  it('names the key of an unset variable', () => expectConfigError('workspaces:\n  - id: a\n    keys: [{ id: k, key: "${NOPE}" }]', /workspaces\[0\]\.keys\[0\]\.key: environment variable NOPE is not set/));
+  it('names the key and the problem of a wrong type', () => expectConfigError('server: { port: "eighty" }', /server\.port: .*number/i));
+  it('names an unknown key', () => expectConfigError('server: { prot: 80 }', /server: unknown key "prot"/));
+  it('rejects a bad base_url', () => expectConfigError('providers: { openai: { base_url: "ftp://x" } }', /providers\.openai\.base_url/));
+  it('rejects a malformed key hash', () => expectConfigError('workspaces: [{ id: a, keys: [{ id: k, sha256: "abc" }] }]', /sha256/));
+  it('reports invalid YAML', () => expectConfigError('server: [', /invalid YAML/));
+
+  it('parses body sizes with units', () => {
+    expect(parseConfig('server: { body_limit: 2mb }').server.body_limit).to.equal(2 * 1024 * 1024);
+  });
+
+  it('declares a provider from YAML alone, and refuses conflicting prefixes', () => {
+    const c = parseConfig('providers:\n  groq: { type: openai-compatible, base_url: "https://api.groq.com/openai/v1", prefixes: [llama-] }');
+    const registry = loadProviders(c);
+    expect(registry.byModel('llama-3.3-70b')?.slug).to.equal('groq');
+    expect(registry.get('groq')?.baseUrl).to.equal('https://api.groq.com/openai/v1');
+    const clash = parseConfig('providers:\n  fake: { type: openai-compatible, base_url: "http://x/v1", prefixes: [gpt-] }');
+    expect(() => loadProviders(clash)).to.throw(/prefix "gpt-" is claimed by both/);
+  });
+
+  it('the shipped gateway.config.yaml is valid and takes GATEWAY_KEY from the environment', () => {
+    const text = require('node:fs').readFileSync(resolve(PROJECT_ROOT, 'gateway.config.yaml'), 'utf8');
+    const c = parseConfig(text, { GATEWAY_KEY: 'tg_from_env' });
+    const keys = c.workspaces.flatMap((w) => w.keys);
+    expect(keys.some((k) => k.key === 'tg_from_env')).to.equal(true);
+    const registry = loadProviders(c);
+    for (const slug of ['openai', 'anthropic', 'perplexity', 'openrouter', 'gemini', 'mistral', 'deepseek', 'xai', 'groq']) {
+      expect(registry.get(slug), slug).to.not.equal(undefined);
+    }
+    expect(registry.byModel('gemini-2.5-flash')?.slug).to.equal('gemini');
+    expect(registry.byModel('grok-4')?.slug).to.equal('xai');
+  });
+
+  describe('tollgate check-config', () => {
+    const cli = resolve(PROJECT_ROOT, 'dist/cli/index.js');
+    it('exits 0 on a valid file', () => {
+      const out = execFileSync(process.execPath, [cli, 'check-config', '--config', resolve(PROJECT_ROOT, 'gateway.config.yaml')], { env: { ...process.env, GATEWAY_KEY: 'x' } });
+      expect(out.toString()).to.match(/is valid/);
+    });
+    it('exits 2 on bad plugin options, naming the plugin and the key, without starting anything', () => {
+      const dir = mkdtempSync(join(tmpdir(), 'tollgate-cfg-'));
+      const file = join(dir, 'plugins.yaml');
+      writeFileSync(file, 'plugins:\n  - use: attribution\n    options: { max_keys: 0 }\n');
+      const r = spawnSync(process.execPath, [cli, 'check-config', '--config', file]);
+      expect(r.status).to.equal(2);
+      expect(r.stderr.toString()).to.match(/plugins\[0\] \(attribution\): options\.max_keys/);
+    });
+    it('exits 2 naming the key on an invalid file (also through GATEWAY_CONFIG)', () => {
+      const dir = mkdtempSync(join(tmpdir(), 'tollgate-cfg-'));
+      const file = join(dir, 'bad.yaml');
+      writeFileSync(file, 'server:\n  port: -1\n');
+      const r = spawnSync(process.execPath, [cli, 'check-config'], { env: { ...process.env, GATEWAY_CONFIG: file } });
+      expect(r.status).to.equal(2);
+      expect(r.stderr.toString()).to.match(/server\.port/);
+    });
+  });
+});

@@ -1,0 +1,166 @@
+/** Pure parts of the storage layer: URL parsing, query planning, codecs, the record queue. */
+import { expect } from 'chai';
+import type { UsageRecord } from '../../core/usage';
+import { COUNTERS, contribution, isZero, addTotals, zeroTotals } from '../../storage/counters';
+import { postgresDialect, sqliteDialect } from '../../storage/dialect';
+import { parseStorageUrl } from '../../storage/open';
+import { decodeCursor, encodeCursor } from '../../storage/query/list';
+import { parseFilters, planUsageQuery } from '../../storage/query/plan';
+import { RecordDeque } from '../../storage/record-deque';
+import { recordFromJson, recordToJson } from '../../storage/record-json';
+import { RollupAccumulator, floorHour } from '../../storage/rollup';
+import { TagSetIds, tagSetKey, tagSetMembers } from '../../storage/tag-sets';
+
+const H = 3_600_000;
+const T0 = Date.UTC(2025, 0, 1);
+
+function rec(over: Partial<UsageRecord> = {}): UsageRecord {
+  return {
+    id: 'r1', ts: T0 + 90_000, workspaceId: 'w', keyId: null, provider: 'openai', model: 'gpt-4o', servedModel: 'gpt-4o',
+    endpoint: 'chat.completions', status: 200, streamed: true, inputTokens: 10, outputTokens: 5, cacheReadTokens: null,
+    cacheWriteTokens: null, cacheWrite1hTokens: null, reasoningTokens: null, citationTokens: null, searchQueries: null,
+    costPico: 12_345_678_901_234_567_890n, provenance: 'measured', priceVersion: 'v1', latencyMs: 12, ttfbMs: null,
+    tags: { agent: 'a', '12': '007' }, errorCode: null, ...over,
+  };
+}
+
+describe('storage (unit)', () => {
+  it('parses storage URLs', () => {
+    expect(parseStorageUrl('sqlite:./data/t.db')).to.deep.equal({ kind: 'sqlite', path: './data/t.db' });
+    expect(parseStorageUrl('sqlite::memory:')).to.deep.equal({ kind: 'sqlite', path: ':memory:' });
+    expect(parseStorageUrl('sqlite:///var/lib/t.db')).to.deep.equal({ kind: 'sqlite', path: '/var/lib/t.db' });
+    expect(parseStorageUrl('/var/lib/t.db')).to.deep.equal({ kind: 'sqlite', path: '/var/lib/t.db' });
+    expect(parseStorageUrl('postgresql://u@h/db').kind).to.equal('postgres');
+    expect(parseStorageUrl('postgres://u@h/db').kind).to.equal('postgres');
+    expect(() => parseStorageUrl('mysql://h/db')).to.throw(/unsupported/);
+  });
+
+  it('plans the query path from the tag keys involved', () => {
+    const r = { from: T0, to: T0 + 24 * H };
+    expect(planUsageQuery({ ...r, groupBy: ['model', 'status'], filters: { workspace: 'w' } }).path).to.equal('rollup');
+    expect(planUsageQuery({ ...r, groupBy: ['agent', 'provider'], filters: { agent: 'x', key_id: 'k' } }).path).to.equal('tag-rollup');
+    expect(planUsageQuery({ ...r, groupBy: ['feature'], filters: { customer_id: 'acme' } }).path).to.equal('tag-set');
+    // Two tag keys with a built-in grouping or filter, or hourly buckets: no tag-set rollup answers.
+    expect(planUsageQuery({ ...r, groupBy: ['feature', 'model'], filters: { customer_id: 'acme' } }).path).to.equal('raw');
+    expect(planUsageQuery({ ...r, groupBy: ['feature'], filters: { customer_id: 'acme', status: '200' } }).path).to.equal('raw');
+    expect(planUsageQuery({ ...r, groupBy: ['feature', 'agent'], interval: 'hour' }).path).to.equal('raw');
+    expect(planUsageQuery({ ...r, groupBy: ['tag:provider'] }).groupBy[0]).to.deep.equal({ kind: 'tag', name: 'tag:provider', key: 'provider' });
+    expect(() => planUsageQuery({ ...r, groupBy: ['agent', 'tag:agent'] })).to.throw(/twice/);
+    expect(() => parseFilters({ status: 'ok' })).to.throw(/status/);
+    expect(parseFilters({ workspace: '(none)', agent: '(untagged)' })).to.deep.equal({
+      builtins: [{ dim: { kind: 'builtin', name: 'workspace', column: 'workspace_id' }, value: null }],
+      tags: [{ key: 'agent', value: '(untagged)' }],
+    });
+  });
+
+  it('reads whole hours from rollups and ragged edges from raw records', () => {
+    const p = planUsageQuery({ from: T0 + 10 * 60_000, to: T0 + 5 * H + 1, groupBy: [] });
+    expect(p.segments).to.deep.equal([
+      { from: T0 + 10 * 60_000, to: T0 + H, path: 'raw' },
+      { from: T0 + H, to: T0 + 5 * H, path: 'rollup' },
+      { from: T0 + 5 * H, to: T0 + 5 * H + 1, path: 'raw' },
+    ]);
+    expect(planUsageQuery({ from: T0 + 1, to: T0 + 2, groupBy: [] }).segments).to.deep.equal([{ from: T0 + 1, to: T0 + 2, path: 'raw' }]);
+    expect(planUsageQuery({ from: T0, to: T0, groupBy: [] }).segments).to.deep.equal([]);
+  });
+
+  it('reads whole days of two or more tag keys from the tag-set rollup and the partial days raw', () => {
+    const D = 24 * H;
+    const p = planUsageQuery({ from: T0 + 5 * H, to: T0 + 3 * D + 1, groupBy: ['feature'], filters: { agent: 'x' }, interval: 'day' });
+    expect(p.segments).to.deep.equal([
+      { from: T0 + 5 * H, to: T0 + D, path: 'raw' },
+      { from: T0 + D, to: T0 + 3 * D, path: 'tag-set' },
+      { from: T0 + 3 * D, to: T0 + 3 * D + 1, path: 'raw' },
+    ]);
+    expect(planUsageQuery({ from: T0 + H, to: T0 + D + H, groupBy: ['feature', 'agent'] }).segments).to.deep.equal([{ from: T0 + H, to: T0 + D + H, path: 'raw' }]);
+  });
+
+  it('round-trips records through the spill JSON with exact bigint cost and string tag values', () => {
+    const r = rec();
+    expect(recordFromJson(recordToJson(r))).to.deep.equal(r);
+    expect(recordFromJson(recordToJson(rec({ costPico: null })))).to.deep.equal(rec({ costPico: null }));
+    expect(() => recordFromJson('{"id":"x"}')).to.throw();
+    expect(() => recordFromJson('{"id":"x","ts":1,"costPico":1.5}')).to.throw();
+  });
+
+  it('encodes opaque cursors and rejects forged ones', () => {
+    expect(decodeCursor(encodeCursor({ ts: 5, id: 'a"b' }))).to.deep.equal({ ts: 5, id: 'a"b' });
+    expect(() => decodeCursor('garbage')).to.throw(/cursor/);
+  });
+
+  it('recombines SQLite hi/lo money sums exactly; pg sums pass through', () => {
+    const v = 2n ** 70n + 12345n;
+    expect(sqliteDialect.readMoney({ c_hi: v >> 32n, c_lo: v & 0xffffffffn }, 'c')).to.equal(v);
+    expect(postgresDialect.readMoney({ c: v.toString() }, 'c')).to.equal(v);
+    expect(postgresDialect.sql('a = ? AND b = ?')).to.equal('a = $1 AND b = $2');
+  });
+
+  it('accumulates one rollup increment per row key, tags included', () => {
+    const acc = new RollupAccumulator();
+    acc.add(rec({ id: 'a' }), 1);
+    acc.add(rec({ id: 'b', costPico: null, tags: { agent: 'a' } }), 2);
+    acc.add(rec({ id: 'c', ts: T0 + 2 * H }), 1);
+    const { base, tags, tagSetDaily } = acc.result();
+    // One row per (tag set, day): a and c share set 1 and their day.
+    expect(tagSetDaily.map((t) => t.slice(0, 3))).to.deep.equal([
+      [1, T0, 2],
+      [2, T0, 1],
+    ]);
+    expect(base).to.have.length(2);
+    expect(base[0].slice(0, 9)).to.deep.equal([floorHour(T0 + 90_000), 'w', 'openai', 'gpt-4o', 'gpt-4o', 'chat.completions', '', 200, 2]);
+    expect(tags.map((t) => t.slice(0, 3))).to.deep.equal([
+      ['12', '007', T0],
+      ['12', '007', T0 + 2 * H],
+      ['agent', 'a', T0],
+      ['agent', 'a', T0 + 2 * H],
+    ]);
+    const t = contribution(rec());
+    expect(isZero(addTotals(t, contribution(rec()), -1))).to.equal(true);
+  });
+
+  it('adds and subtracts every counter of COUNTERS (addTotals is written out field by field)', () => {
+    const delta = zeroTotals();
+    COUNTERS.forEach((c, i) => {
+      if (c.field === 'costPico') delta.costPico = 10n ** 20n + BigInt(i);
+      else (delta as unknown as Record<string, number>)[c.field] = i + 1;
+    });
+    const sum = addTotals(addTotals(zeroTotals(), delta), delta);
+    for (const c of COUNTERS) {
+      const want = c.field === 'costPico' ? 2n * delta.costPico : 2 * (delta as unknown as Record<string, number>)[c.field];
+      expect(sum[c.field], c.field).to.equal(want);
+    }
+    expect(Object.keys(sum).sort()).to.deep.equal(COUNTERS.map((c) => c.field).sort());
+    addTotals(addTotals(sum, delta, -1), delta, -1);
+    expect(isZero(sum)).to.equal(true);
+  });
+
+  it('names a tag set by its sorted string tags, unambiguously', () => {
+    expect(tagSetKey(rec({ tags: { feature: 'f', agent: 'a', n: 3 as unknown as string } }))).to.equal('[["agent","a"],["feature","f"]]');
+    expect(tagSetKey(rec({ tags: {} }))).to.equal('[]');
+    expect(tagSetKey(rec({ tags: { a: 'x","b":"y' } }))).to.not.equal(tagSetKey(rec({ tags: { a: 'x', b: 'y' } })));
+    expect(tagSetMembers(tagSetKey(rec({ tags: { b: 'ü"\n', a: '1' } })))).to.deep.equal([['a', '1'], ['b', 'ü"\n']]);
+  });
+
+  it('caches tag set ids in two bounded generations; clear() forgets them all', () => {
+    const ids = new TagSetIds(2);
+    ids.remember(new Map([['a', 1], ['b', 2]]));
+    expect(ids.get('a')).to.equal(1);
+    ids.remember(new Map([['c', 3]])); // young was full: {a, b} become old
+    expect([ids.get('a'), ids.get('b'), ids.get('c')]).to.deep.equal([1, 2, 3]); // hits on old move forward
+    ids.remember(new Map([['d', 4], ['e', 5], ['f', 6]]));
+    expect(ids.get('a')).to.equal(undefined);
+    expect(ids.get('f')).to.equal(6);
+    ids.clear();
+    expect(ids.get('f')).to.equal(undefined);
+  });
+
+  it('queues records FIFO with batch takes', () => {
+    const q = new RecordDeque();
+    for (let i = 0; i < 5000; i++) q.push(rec({ id: String(i) }));
+    expect(q.take(3).map((r) => r.id)).to.deep.equal(['0', '1', '2']);
+    let n = 3;
+    while (q.length) for (const r of q.take(700)) expect(r.id).to.equal(String(n++));
+    expect(n).to.equal(5000);
+    expect(q.take(10)).to.deep.equal([]);
+  });
+});
