@@ -296,6 +296,21 @@ plugins:
       }
     }
 
+    /** After an outage the writer reconnects on its own schedule (backoff): wait until it holds a session again. */
+    async function gatewaySessionOpen(timeoutMs = 20_000): Promise<void> {
+      const c = new Client({ connectionString: PG_URL });
+      await c.connect();
+      try {
+        for (const end = Date.now() + timeoutMs; Date.now() < end; await sleep(100)) {
+          const { rows } = await c.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1', [appName]);
+          if (rows[0].n > 0) return;
+        }
+        throw new Error(`the gateway opened no PostgreSQL session within ${timeoutMs} ms`);
+      } finally {
+        await c.end();
+      }
+    }
+
     before(async function () {
       if (!PG_URL) {
         console.log('      SKIPPED: PostgreSQL outage suite (set DATABASE_URL=postgres://... to run it)');
@@ -340,6 +355,8 @@ plugins:
         relay.restore();
       }));
       // The server ends the gateway's sessions (what a failover or an operator's pg_terminate_backend does).
+      // Its pool must hold one first: right after the restart phase the writer may still be backing off.
+      await gatewaySessionOpen();
       phases.push(await loadPhase(gw, 'database backends killed', 240, async () => {
         for (let i = 0; i < 3; i++) {
           await sleep(120);
