@@ -6,7 +6,7 @@ import { asGatewayError, GatewayError } from '../core/errors';
 import type { WorkspaceEntry } from '../config/schema';
 import { parseJsonBody, readBody } from '../core/body';
 import { createGatewayKey, keyJson } from '../plugins/auth/key-admin';
-import { addressKey, FailedKeyTracker, type LockoutOptions } from '../plugins/auth/lockout';
+import { addressKey, ADMIN_LOCKOUT_DEFAULTS, FailedKeyTracker, type LockoutOptions } from '../plugins/auth/lockout';
 import type { BudgetLedger } from '../plugins/budget/ledger';
 import { formatUsd } from '../pricing/money';
 import type { UsageStore } from '../storage/store';
@@ -16,13 +16,6 @@ import { registerDashboardRoutes } from './dashboard/api';
 import { dashboardStatic } from './dashboard/serve';
 
 const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
-
-/**
- * Admin-token guessing from one client address (the TCP peer): 10 different wrong tokens within 10 minutes block
- * the address for 15 minutes (429 auth_blocked with Retry-After, even for the right token). The same wrong token
- * repeated (a dashboard tab holding an old token) counts once; a missing token is not counted.
- */
-export const ADMIN_LOCKOUT_DEFAULTS: LockoutOptions = { maxFailures: 10, windowMs: 600_000, blockMs: 900_000, maxAddresses: 10_000 };
 
 /**
  * The admin API: usage grouped any way, raw records. It runs on its own listener (never on the proxy port)

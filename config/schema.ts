@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ADMIN_LOCKOUT_DEFAULTS } from '../plugins/auth/lockout';
 import { pricingConfigSchema } from '../pricing/config';
 import { fromText } from './from-text';
 import { limitStoreSchema, workspaceLimitsSchema } from './limits';
@@ -110,6 +111,15 @@ export const gatewayConfigSchema = z.strictObject({
       port: port.default(8081),
       /** Required for the admin listener to start; without it the admin API is off. */
       token: z.string().optional(),
+      /** Admin-token guessing from one client address: after max_failures different wrong tokens within window_ms, blocked for block_ms. */
+      lockout: z
+        .strictObject({
+          enabled: fromText(z.boolean()).default(true),
+          max_failures: fromText(z.number().int().min(1)).default(ADMIN_LOCKOUT_DEFAULTS.maxFailures),
+          window_ms: ms.default(ADMIN_LOCKOUT_DEFAULTS.windowMs),
+          block_ms: ms.default(ADMIN_LOCKOUT_DEFAULTS.blockMs),
+        })
+        .prefault({}),
     })
     .prefault({}),
   logging: z

@@ -28,6 +28,7 @@ export async function startGateway(loaded: LoadedConfig, options: GatewayOptions
   let admin: Server | undefined;
   let adminUrl: string | undefined;
   if (config.admin.token) {
+    const { lockout } = config.admin;
     const app = createAdminApp({
       store: gateway.store,
       token: config.admin.token,
@@ -36,6 +37,7 @@ export async function startGateway(loaded: LoadedConfig, options: GatewayOptions
       budgets: gateway.container.resolve<BudgetLedger>(TOKENS.BudgetLedger),
       onKeysChanged: () => gateway.keySync.refresh(),
       proxyUrl: url,
+      lockout: lockout.enabled && { maxFailures: lockout.max_failures, windowMs: lockout.window_ms, blockMs: lockout.block_ms },
     });
     admin = createServer(app.callback());
     adminUrl = await listen(admin, config.admin.host, config.admin.port);

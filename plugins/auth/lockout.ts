@@ -17,6 +17,13 @@ export interface LockoutOptions {
   maxAddresses: number;
 }
 
+/**
+ * Admin-token guessing from one client address (the TCP peer): 10 different wrong tokens within 10 minutes block
+ * the address for 15 minutes (429 auth_blocked with Retry-After, even for the right token). The same wrong token
+ * repeated (a dashboard tab holding an old token) counts once; a missing token is not counted. YAML: admin.lockout.
+ */
+export const ADMIN_LOCKOUT_DEFAULTS: LockoutOptions = { maxFailures: 10, windowMs: 600_000, blockMs: 900_000, maxAddresses: 10_000 };
+
 interface Entry {
   windowStart: number;
   /** Fingerprints of the distinct invalid keys tried in this window. */

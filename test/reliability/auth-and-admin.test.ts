@@ -1,14 +1,8 @@
 import crypto from 'node:crypto';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { Agent, request } from 'undici';
-import { ADMIN_LOCKOUT_DEFAULTS, createAdminApp } from '../../admin/app';
-import type { GatewayConfig } from '../../config/schema';
-import { TOKENS } from '../../core/tokens';
-import type { BudgetLedger } from '../../plugins/budget/ledger';
 import { hashGatewayKey, KeyRing } from '../../plugins/auth/key-ring';
-import { addressKey, FailedKeyTracker } from '../../plugins/auth/lockout';
+import { addressKey, ADMIN_LOCKOUT_DEFAULTS, FailedKeyTracker } from '../../plugins/auth/lockout';
 import type { AuthPlugin } from '../../plugins/auth';
 import { OPENAI_KEY, TEST_ADMIN_TOKEN, TEST_GATEWAY_KEY, type TestGateway } from '../helpers/gateway';
 import { FaultyUpstream } from '../helpers/faulty-upstream';
@@ -304,14 +298,9 @@ plugins:
         }
       });
 
-      it('the block ends after block_ms, and the address starts afresh (an admin app with a short block)', async () => {
-        const app = createAdminApp({
-          store: gw.gateway.store, token: TEST_ADMIN_TOKEN, logger: gw.gateway.logger, workspaces: gw.gateway.container.resolve<GatewayConfig>(TOKENS.Config).workspaces,
-          budgets: gw.gateway.container.resolve<BudgetLedger>(TOKENS.BudgetLedger), onKeysChanged: async () => undefined, lockout: { maxFailures: 3, blockMs: 700 },
-        });
-        const server = createServer(app.callback());
-        await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-        const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      it('the block ends after block_ms, and the address starts afresh (admin.lockout from YAML: 3 failures, 700 ms)', async () => {
+        const short = await startGateway(upstream.url, 'admin: { lockout: { max_failures: 3, block_ms: 700 } }');
+        const base = short.adminUrl!;
         const attacker = from('127.0.0.4');
         try {
           expect((await adminAs(attacker, base, 'guess-1')).status).to.equal(401);
@@ -329,8 +318,19 @@ plugins:
           expect((await adminAs(attacker, base, TEST_ADMIN_TOKEN)).status).to.equal(200);
         } finally {
           await attacker.close();
-          server.closeAllConnections();
-          await new Promise((r) => server.close(r));
+          await short.stop();
+        }
+      });
+
+      it('admin.lockout.enabled: false turns the block off', async () => {
+        const open = await startGateway(upstream.url, 'admin: { lockout: { enabled: false } }');
+        const attacker = from('127.0.0.5');
+        try {
+          for (let i = 0; i < ADMIN_LOCKOUT_DEFAULTS.maxFailures + 2; i++) expect((await adminAs(attacker, open.adminUrl!, `guess-${i}`)).status).to.equal(401);
+          expect((await adminAs(attacker, open.adminUrl!, TEST_ADMIN_TOKEN)).status).to.equal(200);
+        } finally {
+          await attacker.close();
+          await open.stop();
         }
       });
     });
