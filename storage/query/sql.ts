@@ -126,49 +126,64 @@ export interface TagSetSpec {
 
 /**
  * Whole days of the tag-set path: the sets `s` matching the tag filters, their member values for the grouped keys
- * (`m<i>`; a set without the key: NULL -> "(untagged)"), then their daily rows `r`, summed per group.
+ * (`g<i>`; a set without the key: NULL -> "(untagged)"), then their daily rows `r`, summed per group.
  * The candidate sets are the intersection of each filter value's sets, read from tag_set_members (key, value,
- * set_id), so the most selective filter bounds the work; with no value filter, every set is a candidate. Joining
- * the members before the daily rows looks them up once per set rather than once per day, and each set's days are
- * one seek on the (set_id, day) key. SQLite keeps the written join order (CROSS JOIN); PostgreSQL plans freely.
+ * set_id), so the most selective filter bounds the work; with no value filter, every set is a candidate. Each
+ * candidate's member values are looked up once per set rather than once per day, and each set's days are one
+ * seek on the (set_id, day) key.
+ *
+ * SQLite keeps the written join order (CROSS JOIN). PostgreSQL plans freely, and its estimate of how many sets
+ * carry a (key, value) pair is poor (keys and values are correlated): with a value filter it hash-joined the whole
+ * daily table and every member of the grouped key (440 ms at a million records, bench/dashboard.ts), where one
+ * index seek per candidate set takes a third of that. So when a value filter bounds the candidates, PostgreSQL
+ * gets the per-set form: member values as scalar subqueries and the daily rows as a LATERAL subquery, both behind
+ * OFFSET 0 so that the planner cannot flatten them back into a hash join. Without a value filter every set is a
+ * candidate and the hash join is the better plan, so it is left to the planner.
  */
 export function tagSetAggregateSql(d: SqlDialect, spec: TagSetSpec): SqlQuery {
-  const params: SqlValue[] = [];
+  const values = spec.tags.filter((t) => t.value !== UNTAGGED);
+  const sets = values.length
+    ? values.map(() => `SELECT set_id FROM ${TAG_SET_MEMBERS_TABLE} WHERE key = ? AND value = ?`).join(' INTERSECT ')
+    : `SELECT id AS set_id FROM ${TAG_SETS_TABLE}`;
+  const setParams = values.flatMap((t) => [t.key, t.value]);
+  const untagged = spec.tags.filter((t) => t.value === UNTAGGED);
+  const perSet = values.length > 0 && d.name === 'postgres';
+  const untaggedCond = (set: string) => `NOT EXISTS (SELECT 1 FROM ${TAG_SET_MEMBERS_TABLE} u WHERE u.set_id = ${set}.set_id AND u.key = ?)`;
+
   const select: string[] = [];
   const aliases: string[] = [];
   if (spec.interval) {
     select.push('r.day AS bucket');
     aliases.push('bucket');
   }
-  const values = spec.tags.filter((t) => t.value !== UNTAGGED);
-  for (const t of values) params.push(t.key, t.value);
-  const sets = values.length
-    ? values.map(() => `SELECT set_id FROM ${TAG_SET_MEMBERS_TABLE} WHERE key = ? AND value = ?`).join(' INTERSECT ')
-    : `SELECT id AS set_id FROM ${TAG_SETS_TABLE}`;
-  const joins = spec.groupBy.map((dim, i) => {
-    select.push(`m${i}.value AS g${i}`);
+  spec.groupBy.forEach((_, i) => {
+    select.push(perSet ? `s.g${i} AS g${i}` : `m${i}.value AS g${i}`);
     aliases.push(`g${i}`);
-    params.push(dim.key);
-    return `LEFT JOIN ${TAG_SET_MEMBERS_TABLE} m${i} ON m${i}.set_id = s.set_id AND m${i}.key = ?`;
   });
   select.push(...COUNTERS.map((c) => (c.field === 'costPico' ? d.sumSplitMoney('r.cost_pico_hi', 'r.cost_pico_lo', c.column) : `SUM(r.${c.column}) AS ${c.column}`)));
+  const groupKeys = spec.groupBy.map((dim) => dim.key);
 
-  const w = new Where();
-  for (const t of spec.tags) {
-    if (t.value === UNTAGGED) w.add(`NOT EXISTS (SELECT 1 FROM ${TAG_SET_MEMBERS_TABLE} u WHERE u.set_id = s.set_id AND u.key = ?)`, t.key);
+  if (perSet) {
+    const members = spec.groupBy.map((_, i) => `(SELECT m.value FROM ${TAG_SET_MEMBERS_TABLE} m WHERE m.set_id = x.set_id AND m.key = ?) AS g${i}`);
+    const inner = new Where();
+    for (const t of untagged) inner.add(untaggedCond('x'), t.key);
+    const sql = [
+      `SELECT ${select.join(',\n  ')}`,
+      `FROM (SELECT ${['x.set_id', ...members].join(', ')} FROM (${sets}) x ${String(inner)} OFFSET 0) s`,
+      `CROSS JOIN LATERAL (SELECT * FROM ${TAG_SET_DAILY_TABLE} r WHERE r.set_id = s.set_id AND r.day >= ? AND r.day < ? OFFSET 0) r`,
+      groupClause(aliases),
+    ].join('\n');
+    return { sql: d.sql(sql), params: [...groupKeys, ...setParams, ...inner.params, spec.from, spec.to].map(d.bind) as SqlValue[] };
   }
+
+  const joins = spec.groupBy.map((_, i) => `LEFT JOIN ${TAG_SET_MEMBERS_TABLE} m${i} ON m${i}.set_id = s.set_id AND m${i}.key = ?`);
+  const w = new Where();
+  for (const t of untagged) w.add(untaggedCond('s'), t.key);
   w.add('r.set_id = s.set_id');
   w.add('r.day >= ?', spec.from);
   w.add('r.day < ?', spec.to);
-  const sql = [
-    `SELECT ${select.join(',\n  ')}`,
-    `FROM (${sets}) s`,
-    ...joins,
-    `CROSS JOIN ${TAG_SET_DAILY_TABLE} r`,
-    String(w),
-    groupClause(aliases),
-  ].join('\n');
-  return { sql: d.sql(sql), params: [...params, ...w.params].map(d.bind) as SqlValue[] };
+  const sql = [`SELECT ${select.join(',\n  ')}`, `FROM (${sets}) s`, ...joins, `CROSS JOIN ${TAG_SET_DAILY_TABLE} r`, String(w), groupClause(aliases)].join('\n');
+  return { sql: d.sql(sql), params: [...setParams, ...groupKeys, ...w.params].map(d.bind) as SqlValue[] };
 }
 
 /**
