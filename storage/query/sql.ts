@@ -127,8 +127,8 @@ export interface TagSetSpec {
 /**
  * Whole days of the tag-set path: the sets `s` matching the tag filters, their member values for the grouped keys
  * (`g<i>`; a set without the key: NULL -> "(untagged)"), then their daily rows `r`, summed per group.
- * The candidate sets are the intersection of each filter value's sets, read from tag_set_members (key, value,
- * set_id), so the most selective filter bounds the work; with no value filter, every set is a candidate. Each
+ * The candidate sets are those carrying every filter value, found through tag_set_members (key, value, set_id);
+ * with no value filter, every set is a candidate. Each
  * candidate's member values are looked up once per set rather than once per day, and each set's days are one
  * seek on the (set_id, day) key.
  *
@@ -142,9 +142,6 @@ export interface TagSetSpec {
  */
 export function tagSetAggregateSql(d: SqlDialect, spec: TagSetSpec): SqlQuery {
   const values = spec.tags.filter((t) => t.value !== UNTAGGED);
-  const sets = values.length
-    ? values.map(() => `SELECT set_id FROM ${TAG_SET_MEMBERS_TABLE} WHERE key = ? AND value = ?`).join(' INTERSECT ')
-    : `SELECT id AS set_id FROM ${TAG_SETS_TABLE}`;
   const setParams = values.flatMap((t) => [t.key, t.value]);
   const untagged = spec.tags.filter((t) => t.value === UNTAGGED);
   const perSet = values.length > 0 && d.name === 'postgres';
@@ -164,18 +161,25 @@ export function tagSetAggregateSql(d: SqlDialect, spec: TagSetSpec): SqlQuery {
   const groupKeys = spec.groupBy.map((dim) => dim.key);
 
   if (perSet) {
+    // The candidates as a join on the members' (set_id, key) key: the planner drives it from the filter it expects
+    // to be the most selective and probes the others, where INTERSECT reads every filter's whole list (a series of
+    // the chart, three filters: 30 ms -> 3 ms; the table, two filters: 180 -> 100 ms, at a million records).
+    const candidates = `SELECT f0.set_id FROM ${values.map((_, i) => (i === 0 ? `${TAG_SET_MEMBERS_TABLE} f0` : `JOIN ${TAG_SET_MEMBERS_TABLE} f${i} ON f${i}.set_id = f0.set_id`)).join(' ')} WHERE ${values.map((_, i) => `f${i}.key = ? AND f${i}.value = ?`).join(' AND ')}`;
     const members = spec.groupBy.map((_, i) => `(SELECT m.value FROM ${TAG_SET_MEMBERS_TABLE} m WHERE m.set_id = x.set_id AND m.key = ?) AS g${i}`);
     const inner = new Where();
     for (const t of untagged) inner.add(untaggedCond('x'), t.key);
     const sql = [
       `SELECT ${select.join(',\n  ')}`,
-      `FROM (SELECT ${['x.set_id', ...members].join(', ')} FROM (${sets}) x ${String(inner)} OFFSET 0) s`,
+      `FROM (SELECT ${['x.set_id', ...members].join(', ')} FROM (${candidates}) x ${String(inner)} OFFSET 0) s`,
       `CROSS JOIN LATERAL (SELECT * FROM ${TAG_SET_DAILY_TABLE} r WHERE r.set_id = s.set_id AND r.day >= ? AND r.day < ? OFFSET 0) r`,
       groupClause(aliases),
     ].join('\n');
     return { sql: d.sql(sql), params: [...groupKeys, ...setParams, ...inner.params, spec.from, spec.to].map(d.bind) as SqlValue[] };
   }
 
+  const sets = values.length
+    ? values.map(() => `SELECT set_id FROM ${TAG_SET_MEMBERS_TABLE} WHERE key = ? AND value = ?`).join(' INTERSECT ')
+    : `SELECT id AS set_id FROM ${TAG_SETS_TABLE}`;
   const joins = spec.groupBy.map((_, i) => `LEFT JOIN ${TAG_SET_MEMBERS_TABLE} m${i} ON m${i}.set_id = s.set_id AND m${i}.key = ?`);
   const w = new Where();
   for (const t of untagged) w.add(untaggedCond('s'), t.key);
