@@ -3,7 +3,7 @@
  * Each batch is one transaction of a few statements whatever its size: rows are sent as one
  * array per column and expanded with unnest(), which also avoids pg's 65535-parameter limit.
  */
-import { Pool, type PoolClient } from 'pg';
+import type { Pool, PoolClient } from 'pg';
 import type { UsageRecord } from '../core/usage';
 import { RECORD_COLUMNS, dedupeById, recordValues, tagEntries, type SqlValue } from './codec';
 import { COUNTER_COLUMNS } from './counters';
@@ -156,6 +156,8 @@ export class PostgresUsageStore implements UsageStore {
     if (opts.schema !== undefined && !/^[a-z_][a-z0-9_]*$/.test(opts.schema)) throw new Error(`invalid schema name ${opts.schema}`);
     this.schema = opts.schema;
     this.log = opts.logger;
+    // pg is loaded here, on first use: SQLite deployments need not load it (~2 MiB of resident memory at start).
+    const { Pool } = require('pg') as typeof import('pg');
     this.pool = new Pool({
       connectionString: url,
       max: opts.poolSize ?? 10,
