@@ -213,8 +213,11 @@ function ensurePortkey() {
 const targets = {}; // name -> { base, headers: { openai, upload }, group }
 const mock = {};
 
-/** Node's flags for Tollgate, as `npm start` passes them (package.json): a smaller young generation (less memory). */
-const NODE_FLAGS = ['--max-semi-space-size=8'];
+/**
+ * Node's flags for Tollgate, as `npm start` passes them (package.json): a smaller young generation (less memory),
+ * and gc() for the full collection the gateway runs once it is idle (core/idle-memory.ts).
+ */
+const NODE_FLAGS = ['--max-semi-space-size=8', '--expose-gc'];
 
 async function startTollgate(name, port, { recorder = true, workers = 1, redisUrl } = {}) {
   const data = join(tmp, `${name}-data`);
@@ -400,31 +403,42 @@ async function soak(runs) {
   const t = targets.tollgate;
   if (!t) return undefined;
   const pgid = t.group.pgid;
-  await sleep(QUICK ? 500 : 2000);
+  const defs = scenarioDefs.cache;
+  const mixed = (duration, label) => Promise.all([
+    runLoad('soak', defs.chat_c32, 'tollgate', { duration, warmup: 0, c: 16, label: `${label}_chat` }),
+    runLoad('soak', defs.stream_c8, 'tollgate', { duration, warmup: 0, c: 4, label: `${label}_stream` }),
+  ]);
+  // "Before" and "after" are read in the same state: warm (code compiled, pools and caches filled by a short run
+  // of the same mix, which is not reported) and idle for as long after that load as after the soak.
+  const idle = QUICK ? 3000 : 30000;
   await waitQuiet();
+  await mixed(QUICK ? 1 : 5, 'soak_warmup');
+  await sleep(idle);
   const before = groupStat(pgid).rss_kb;
   resetPeak(pgid);
   log(`soak: ${SOAK} s of mixed load on tollgate (chat at 16 connections + streams at 4), RSS before ${mib(before)} MiB`);
   let max = before;
   const sampler = setInterval(() => { max = Math.max(max, groupStat(pgid).rss_kb); }, 500);
-  const defs = scenarioDefs.cache;
-  const [chat, stream] = await Promise.all([
-    runLoad('soak', defs.chat_c32, 'tollgate', { duration: SOAK, warmup: 0, c: 16, label: 'soak_chat' }),
-    runLoad('soak', defs.stream_c8, 'tollgate', { duration: SOAK, warmup: 0, c: 4, label: 'soak_stream' }),
-  ]);
+  const [chat, stream] = await mixed(SOAK, 'soak');
   clearInterval(sampler);
   for (const r of [chat, stream]) if (r) runs.push(r);
   const peak = Math.max(max, groupStat(pgid).hwm_kb);
-  // Settle: let timers flush the record queue and the GC run as it would on an idle gateway.
+  // Settle: let timers flush the record queue. RSS is read at `settle` (the figure earlier runs reported) and at
+  // `idle`, after the gateway's own collection once it has been idle for server.idle_gc_ms (10 s).
   const settle = QUICK ? 1500 : 6000;
   await sleep(settle);
   const after = groupStat(pgid).rss_kb;
+  await sleep(idle - settle);
+  const afterIdle = groupStat(pgid).rss_kb;
+  const ratio = (kb) => Math.round((kb / before) * 1000) / 1000;
   const res = {
     seconds: SOAK, requests: (chat?.requests ?? 0) + (stream?.requests ?? 0), errors: (chat?.errors ?? 0) + (stream?.errors ?? 0) + (chat?.non2xx ?? 0) + (stream?.non2xx ?? 0),
     rss_before_mb: mib(before), rss_peak_mb: mib(peak), rss_after_mb: mib(after), settle_s: settle / 1000,
-    after_vs_before: Math.round((after / before) * 1000) / 1000,
+    after_vs_before: ratio(after),
+    rss_after_idle_mb: mib(afterIdle), idle_s: idle / 1000, after_idle_vs_before: ratio(afterIdle),
   };
-  log(`soak: ${res.requests} requests, RSS before ${res.rss_before_mb} MiB, peak ${res.rss_peak_mb} MiB, after ${res.rss_after_mb} MiB (${res.after_vs_before}x)`);
+  log(`soak: ${res.requests} requests, RSS before ${res.rss_before_mb} MiB, peak ${res.rss_peak_mb} MiB, ` +
+    `${res.settle_s} s after ${res.rss_after_mb} MiB (${res.after_vs_before}x), ${res.idle_s} s after ${res.rss_after_idle_mb} MiB (${res.after_idle_vs_before}x)`);
   return res;
 }
 

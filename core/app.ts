@@ -16,6 +16,7 @@ import type { UsageStore } from '../storage/store';
 import { ModelCatalog } from './catalog';
 import { endpointAt } from './endpoints';
 import { GatewayError } from './errors';
+import { IdleMemoryRelease } from './idle-memory';
 import { bootstrapKeys } from './key-bootstrap';
 import { createLogger } from './logger';
 import { PluginPipeline } from './pipeline';
@@ -109,11 +110,14 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
     return proxy.handle(ctx.req, ctx.res, endpoint);
   });
   koa.use(refuseUnknownRoutes(logger));
+  const idleRelease = new IdleMemoryRelease(proxy, config.server.idle_gc_ms, logger);
+  idleRelease.start();
 
   let closing: Promise<void> | undefined;
   const close = (graceMs = config.server.shutdown_grace_ms) =>
     (closing ??= (async () => {
       proxy.draining = true;
+      idleRelease.stop();
       await Promise.race([proxy.idle(), new Promise((r) => setTimeout(r, graceMs).unref())]);
       await keySync!.stop();
       await pipeline.close();

@@ -100,6 +100,8 @@ function readAll(body: Readable): Promise<Buffer> {
 export class Proxy {
   /** Requests not yet completed (onComplete included); shutdown waits for zero. */
   inflight = 0;
+  /** Requests begun since start (the idle-memory release watches it). */
+  started = 0;
   /** Set when shutdown begins: requests still arriving on open connections are refused (503, connection closed). */
   draining = false;
   private idleWaiters: (() => void)[] = [];
@@ -124,6 +126,7 @@ export class Proxy {
     gw.clientAddress = req.socket.remoteAddress;
     const abort = new CancelSignal();
     let tap: StreamTap | undefined;
+    this.started++;
     this.inflight++;
     // The client got the whole answer when the response finished on a live connection. Node also reports finish
     // (and writableFinished) for a response whose socket was already reset, although nothing more reached the client.

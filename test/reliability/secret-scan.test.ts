@@ -44,7 +44,13 @@ describe('reliability: the suite-wide secret scan', function () {
     const res = await call(other, '/v1/chat/completions', { body: chatBody() });
     const otherEntry = registeredGateways().find((g) => g.dataDir === other.dataDir)!;
     expect(otherEntry.answers).to.deep.equal([]);
-    await new Promise((r) => setTimeout(r, 100)); // the batched writer
+    // The record is written by the batched writer: wait until the admin API lists it, so the snapshot taken
+    // at stop has it.
+    const id = res.headers['x-gateway-request-id'];
+    for (const end = Date.now() + 10_000; Date.now() < end; await sleep(50)) {
+      const listed = await request(`${other.adminUrl}/api/requests`, { headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` } });
+      if (((await listed.body.json()) as { data: { id: string }[] }).data.some((r) => r.id === id)) break;
+    }
     await other.stop();
     const paths = otherEntry.answers.map((a) => a.path.split('?')[0]).sort();
     expect(paths).to.include.members(['/api/requests', '/api/usage', '/api/usage.csv', '/api/keys', '/api/budgets', '/api/info', '/api/dimensions']);

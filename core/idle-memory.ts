@@ -1,0 +1,78 @@
+import type { Logger } from 'pino';
+
+/** What the release needs to know of the proxy: how many requests it began, and how many are still open. */
+export interface TrafficGauge {
+  readonly started: number;
+  readonly inflight: number;
+}
+
+/**
+ * Gives memory back to the OS once traffic stops.
+ *
+ * Under load V8 lets its old generation grow well past what is live (garbage of finished requests waits for the
+ * next full collection), and a collection only runs when something allocates: an idle gateway keeps the peak of
+ * its last burst (measured after 25 s of mixed load: RSS stayed at 160 MiB with 46 MiB of heap used, 21 MiB of it
+ * live). So after `idleMs` without a new request and with nothing in flight, two full GCs run, once per quiet
+ * period: the first frees the garbage, the second compacts the pages it left sparse (one: RSS 171 -> 147 MiB,
+ * two: 160 -> 125 MiB, heap 62 -> 28 MiB). It needs Node's `--expose-gc` (`npm start` sets it); without it
+ * nothing runs.
+ *
+ * The check is a 1 s timer that reads two counters: nothing is added to the request path.
+ */
+export class IdleMemoryRelease {
+  private timer: NodeJS.Timeout | undefined;
+  private seen = 0;
+  private quietSince = performance.now();
+  private releasedAt = 0;
+
+  constructor(
+    private readonly traffic: TrafficGauge,
+    private readonly idleMs: number,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Node defines gc() only when started with --expose-gc. */
+  private readonly gc = (globalThis as { gc?: () => void }).gc;
+
+  /** False when there is nothing to do: disabled in the config, or no `--expose-gc`. */
+  get enabled(): boolean {
+    return this.idleMs > 0 && this.gc !== undefined;
+  }
+
+  start(): void {
+    if (this.idleMs > 0 && this.gc === undefined) {
+      this.logger.info('idle memory release is off: Node runs without --expose-gc (npm start passes it; server.idle_gc_ms: 0 silences this)');
+    }
+    if (!this.enabled || this.timer) return;
+    this.seen = this.releasedAt = this.traffic.started;
+    this.timer = setInterval(() => this.check(), Math.min(1000, this.idleMs)).unref();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  private check(): void {
+    const { started, inflight } = this.traffic;
+    const now = performance.now();
+    if (started !== this.seen || inflight > 0) {
+      this.seen = started;
+      this.quietSince = now;
+      return;
+    }
+    if (started === this.releasedAt || now - this.quietSince < this.idleMs) return;
+    this.releasedAt = started;
+    const before = process.memoryUsage();
+    const t0 = performance.now();
+    this.gc!();
+    this.gc!(); // see above: the second collection compacts
+    const after = process.memoryUsage();
+    this.logger.debug(
+      { heapUsedMb: [mib(before.heapUsed), mib(after.heapUsed)], heapTotalMb: [mib(before.heapTotal), mib(after.heapTotal)], rssMb: mib(before.rss), gcMs: Math.round(performance.now() - t0) },
+      'idle: full garbage collections to release memory',
+    );
+  }
+}
+
+const mib = (bytes: number) => Math.round(bytes / 104857.6) / 10;
