@@ -110,7 +110,7 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
     return proxy.handle(ctx.req, ctx.res, endpoint);
   });
   koa.use(refuseUnknownRoutes(logger));
-  const idleRelease = new IdleMemoryRelease(proxy, config.server.idle_gc_ms, logger);
+  const idleRelease = new IdleMemoryRelease(proxy, config.server.idle_gc_ms, logger, () => store!.releaseMemory?.());
   idleRelease.start();
 
   let closing: Promise<void> | undefined;

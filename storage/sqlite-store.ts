@@ -303,6 +303,10 @@ export class SqliteUsageStore implements UsageStore {
     })();
   }
 
+  async releaseMemory(): Promise<void> {
+    await this.writer?.collectGarbage();
+  }
+
   async close(): Promise<void> {
     if (!this.db.open) return;
     await this.writer?.close();

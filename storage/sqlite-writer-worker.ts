@@ -10,6 +10,13 @@ const options = workerData as WriterThreadOptions;
 const store = new SqliteUsageStore(options.path, { busyTimeoutMs: options.busyTimeoutMs, cacheKib: options.cacheKib, writerThread: false });
 const port = parentPort!;
 
+/** Two full collections, as on the main thread (core/idle-memory.ts says why two); gc() exists with --expose-gc. */
+function collectGarbage(): void {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  gc?.();
+  gc?.();
+}
+
 port.on('message', async (msg: WriterRequest | { op: 'close' }) => {
   if (msg.op === 'close') {
     await store.close();
@@ -18,7 +25,7 @@ port.on('message', async (msg: WriterRequest | { op: 'close' }) => {
   }
   let response: WriterResponse;
   try {
-    const result = msg.op === 'insertBatch' ? await store.insertBatch(msg.records) : await store.touchKeys(msg.ids, msg.lastUsedAt);
+    const result = msg.op === 'insertBatch' ? await store.insertBatch(msg.records) : msg.op === 'touchKeys' ? await store.touchKeys(msg.ids, msg.lastUsedAt) : collectGarbage();
     response = { id: msg.id, result };
   } catch (err) {
     const e = err as Error & { code?: unknown };

@@ -17,7 +17,9 @@ import type { InsertResult } from './store';
 /** What the main thread asks of the worker. */
 export type WriterRequest =
   | { id: number; op: 'insertBatch'; records: readonly UsageRecord[] }
-  | { id: number; op: 'touchKeys'; ids: readonly string[]; lastUsedAt: number };
+  | { id: number; op: 'touchKeys'; ids: readonly string[]; lastUsedAt: number }
+  /** Full GCs of the worker's own heap, asked for by the idle-memory release of the main thread (core/idle-memory.ts). */
+  | { id: number; op: 'collectGarbage' };
 
 /** The worker's answer; an error keeps its code (SQLITE_CONSTRAINT... decides retry vs dead letter). */
 export type WriterResponse = { id: number; result: unknown } | { id: number; error: { message: string; name: string; code?: string } };
@@ -48,6 +50,11 @@ export class SqliteWriterThread {
 
   async touchKeys(ids: readonly string[], lastUsedAt: number): Promise<void> {
     await this.call({ id: this.nextId++, op: 'touchKeys', ids, lastUsedAt });
+  }
+
+  /** Runs full GCs in the worker after the writes already posted; nothing when no worker runs. */
+  async collectGarbage(): Promise<void> {
+    if (this.worker) await this.call({ id: this.nextId++, op: 'collectGarbage' });
   }
 
   /** Lets pending writes finish, then stops the worker (its connection closes with it). */
