@@ -398,6 +398,33 @@ function summarise(r) {
   return s;
 }
 
+// ------------------------------------------------------------------ recorder cost, paired
+/**
+ * The recorder's cost is a difference of a few % between two targets, smaller than how much this machine drifts
+ * between two cases a minute apart. So it is also measured in alternating pairs (recorder off, on; then on, off;
+ * ...), and the target reads the median of the pairs' ratios.
+ */
+async function recorderAB(sc) {
+  if (!targets.tollgate || !targets['tollgate-norec']) return undefined;
+  const rounds = [];
+  const duration = QUICK ? 1 : 4;
+  const warmup = QUICK ? 0.2 : 1;
+  for (let i = 0; i < 3; i++) {
+    const order = i % 2 === 0 ? ['tollgate-norec', 'tollgate'] : ['tollgate', 'tollgate-norec'];
+    const rps = {};
+    for (const target of order) {
+      await waitQuiet();
+      rps[target] = (await runLoad('chat_c32', sc, target, { duration, warmup, label: 'recorder_ab' }))?.rps;
+    }
+    if (rps.tollgate && rps['tollgate-norec']) rounds.push({ on_rps: rps.tollgate, off_rps: rps['tollgate-norec'], ratio: Math.round((rps.tollgate / rps['tollgate-norec']) * 1000) / 1000 });
+  }
+  if (!rounds.length) return undefined;
+  const ratios = rounds.map((r) => r.ratio).sort((a, b) => a - b);
+  const res = { rounds, median_ratio: ratios[Math.floor(ratios.length / 2)], seconds_each: duration };
+  log(`recorder A/B (chat, 32 conn, ${rounds.length} pairs of ${duration} s): on/off ratios ${rounds.map((r) => r.ratio).join(', ')}; median ${res.median_ratio}`);
+  return res;
+}
+
 // ------------------------------------------------------------------ soak: memory over a long mixed load
 async function soak(runs) {
   const t = targets.tollgate;
@@ -477,6 +504,7 @@ async function main() {
       }
       log(`${name.padEnd(15)} ${target.padEnd(15)} ${summarise(r)}`);
     }
+    if (name === 'chat_c32') memory.recorder_ab = await recorderAB(sc);
   }
   for (const [name, t] of Object.entries(targets)) if (t.group) memory[name] = { ...(memory[name] ?? {}), rss_end_mb: mib(groupStat(t.group.pgid).rss_kb) };
 
