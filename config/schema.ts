@@ -102,7 +102,7 @@ export const gatewayConfigSchema = z.strictObject({
       shutdown_grace_ms: ms.default(30_000),
       /** Gateway processes sharing the port (node:cluster): 1 = a single process, `auto` = one per CPU core. */
       workers: fromText(z.union([z.number().int().min(1).max(256), z.literal('auto')])).default(1),
-      /** After this long without a request (and none in flight), one full GC gives the last burst's memory back; 0 = never. Needs node --expose-gc. */
+      /** After this long without a request (and none in flight), full GCs give the last burst's memory back (core/idle-memory.ts); 0 = never. Needs node --expose-gc. */
       idle_gc_ms: fromText(z.number().int().min(0)).default(10_000),
     })
     .prefault({}),

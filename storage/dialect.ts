@@ -6,6 +6,11 @@ import { toMoney } from './codec';
 
 export interface SqlDialect {
   readonly name: 'sqlite' | 'postgres';
+  /**
+   * The planner reorders joins as its estimates say (PostgreSQL), rather than keeping a CROSS JOIN's written order
+   * (SQLite). Where those estimates are known to be poor, the builders then pin the plan (LATERAL, OFFSET 0).
+   */
+  readonly reordersJoins: boolean;
   /** SELECT-list item(s) summing a money expression exactly, aliased `alias`; read back with readMoney. */
   sumMoney(expr: string, alias: string): string;
   readMoney(row: Record<string, unknown>, alias: string): bigint;
@@ -26,6 +31,7 @@ export interface SqlDialect {
  */
 export const sqliteDialect: SqlDialect = {
   name: 'sqlite',
+  reordersJoins: false,
   sumMoney: (expr, alias) => `SUM((${expr}) >> 32) AS ${alias}_hi, SUM((${expr}) & 4294967295) AS ${alias}_lo`,
   readMoney: (row, alias) => (toMoney(row[`${alias}_hi`]) << 32n) + toMoney(row[`${alias}_lo`]),
   sumSplitMoney: (hi, lo, alias) => `SUM(${hi}) AS ${alias}_hi, SUM(${lo}) AS ${alias}_lo`,
@@ -36,6 +42,7 @@ export const sqliteDialect: SqlDialect = {
 /** PostgreSQL's SUM(bigint) is numeric (no overflow); pg returns it as a string. */
 export const postgresDialect: SqlDialect = {
   name: 'postgres',
+  reordersJoins: true,
   sumMoney: (expr, alias) => `SUM(${expr}) AS ${alias}`,
   readMoney: (row, alias) => toMoney(row[alias]),
   sumSplitMoney: (hi, lo, alias) => `SUM(${hi}) * 4294967296 + SUM(${lo}) AS ${alias}`,

@@ -144,7 +144,7 @@ export function tagSetAggregateSql(d: SqlDialect, spec: TagSetSpec): SqlQuery {
   const values = spec.tags.filter((t) => t.value !== UNTAGGED);
   const setParams = values.flatMap((t) => [t.key, t.value]);
   const untagged = spec.tags.filter((t) => t.value === UNTAGGED);
-  const perSet = values.length > 0 && d.name === 'postgres';
+  const perSet = values.length > 0 && d.reordersJoins;
   const untaggedCond = (set: string) => `NOT EXISTS (SELECT 1 FROM ${TAG_SET_MEMBERS_TABLE} u WHERE u.set_id = ${set}.set_id AND u.key = ?)`;
 
   const select: string[] = [];

@@ -1,6 +1,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import Redis from 'ioredis';
+import { waitFor } from './wait';
 
 /** True when a redis-server binary is installed (tests that stop or kill a private server need one). */
 export const HAS_REDIS_SERVER = !spawnSync('redis-server', ['--version']).error;
@@ -33,12 +34,4 @@ export async function startRedis(port: number): Promise<ChildProcess> {
     probe.disconnect();
   }
   return child;
-}
-
-export async function waitFor(ok: () => boolean | Promise<boolean>, ms: number): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await ok())) {
-    if (Date.now() > end) throw new Error(`condition not met within ${ms} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }

@@ -4,6 +4,7 @@ import { fixtureBytes } from '../helpers/fixtures';
 import { OPENAI_KEY, providerBlock, TEST_GATEWAY_KEY } from '../helpers/gateway';
 import { npmStartNodeFlags, spawnGateway, stopGateway, type GatewayProcess } from '../helpers/process';
 import { sleep, sseChunks, TestUpstream } from '../helpers/upstream';
+import { waitFor } from '../helpers/wait';
 
 const IDLE_MS = 500;
 const RELEASE_MSG = 'idle: full garbage collections to release memory';
@@ -40,11 +41,6 @@ function logged(gw: GatewayProcess, msg: string): Record<string, any>[] {
   return gw.output().filter((l) => l.includes(msg)).map((l) => JSON.parse(l));
 }
 
-async function waitFor(check: () => boolean, timeoutMs: number): Promise<boolean> {
-  for (const end = Date.now() + timeoutMs; Date.now() < end; await sleep(50)) if (check()) return true;
-  return check();
-}
-
 /**
  * The real process, started with npm start's Node flags: once traffic stops, it gives the memory of the burst
  * back (core/idle-memory.ts), without touching requests in flight.
@@ -78,7 +74,7 @@ describe('tollgate start: memory is given back once traffic stops (server.idle_g
     expect(Date.now() - streamStart, 'the stream lasted').to.be.greaterThan(streamMs * 0.8);
     expect(logged(g, RELEASE_MSG), 'collections while a stream was in flight').to.have.length(0);
 
-    expect(await waitFor(() => logged(g, RELEASE_MSG).length > 0, IDLE_MS * 8), 'no collection after the traffic stopped').to.equal(true);
+    await waitFor(() => logged(g, RELEASE_MSG).length > 0, IDLE_MS * 8, 'a collection after the traffic stopped');
     const [first] = logged(g, RELEASE_MSG);
     const [usedBefore, usedAfter] = first.heapUsedMb as number[];
     expect(usedAfter, `heap used before ${usedBefore} MiB, after ${usedAfter} MiB`).to.be.lessThan(usedBefore);
@@ -89,13 +85,13 @@ describe('tollgate start: memory is given back once traffic stops (server.idle_g
     expect(logged(g, 'releasing memory of another thread failed'), 'the SQLite writer thread collects too').to.have.length(0);
 
     await burst(g);
-    expect(await waitFor(() => logged(g, RELEASE_MSG).length === 2, IDLE_MS * 8), 'no collection after the second burst').to.equal(true);
+    await waitFor(() => logged(g, RELEASE_MSG).length === 2, IDLE_MS * 8, 'a collection after the second burst');
   });
 
   it('without --expose-gc: says at start that it is off, and never collects', async () => {
     gw = await spawnGateway(yaml(upstream.url));
     const g = gw;
-    expect(await waitFor(() => logged(g, 'idle memory release is off').length === 1, 2000)).to.equal(true);
+    await waitFor(() => logged(g, 'idle memory release is off').length === 1, 2000, 'the "off" line at start');
     await burst(g);
     await sleep(IDLE_MS * 3);
     expect(logged(g, RELEASE_MSG)).to.have.length(0);

@@ -6,6 +6,7 @@ import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { request } from 'undici';
 import '../helpers/root-hooks'; // the observers that collect created keys (also loaded by .mocharc.json)
+import { waitForRecords } from '../helpers/admin';
 import { PROJECT_ROOT } from '../helpers/fixtures';
 import { OPENAI_KEY, TEST_ADMIN_TOKEN, type TestGateway } from '../helpers/gateway';
 import { FaultyUpstream } from '../helpers/faulty-upstream';
@@ -44,13 +45,7 @@ describe('reliability: the suite-wide secret scan', function () {
     const res = await call(other, '/v1/chat/completions', { body: chatBody() });
     const otherEntry = registeredGateways().find((g) => g.dataDir === other.dataDir)!;
     expect(otherEntry.answers).to.deep.equal([]);
-    // The record is written by the batched writer: wait until the admin API lists it, so the snapshot taken
-    // at stop has it.
-    const id = res.headers['x-gateway-request-id'];
-    for (const end = Date.now() + 10_000; Date.now() < end; await sleep(50)) {
-      const listed = await request(`${other.adminUrl}/api/requests`, { headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` } });
-      if (((await listed.body.json()) as { data: { id: string }[] }).data.some((r) => r.id === id)) break;
-    }
+    await waitForRecords(other, 1, 10_000); // the batched writer: the snapshot taken at stop must have the record
     await other.stop();
     const paths = otherEntry.answers.map((a) => a.path.split('?')[0]).sort();
     expect(paths).to.include.members(['/api/requests', '/api/usage', '/api/usage.csv', '/api/keys', '/api/budgets', '/api/info', '/api/dimensions']);

@@ -16,6 +16,7 @@ import {
 } from '../helpers/reliability';
 import { recordFigures } from '../helpers/figures';
 import { TcpProxy } from '../helpers/tcp-proxy';
+import { waitFor } from '../helpers/wait';
 
 const PG_URL = process.env.DATABASE_URL;
 
@@ -301,11 +302,8 @@ plugins:
       const c = new Client({ connectionString: PG_URL });
       await c.connect();
       try {
-        for (const end = Date.now() + timeoutMs; Date.now() < end; await sleep(100)) {
-          const { rows } = await c.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1', [appName]);
-          if (rows[0].n > 0) return;
-        }
-        throw new Error(`the gateway opened no PostgreSQL session within ${timeoutMs} ms`);
+        const sessions = async () => (await c.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1', [appName])).rows[0].n;
+        await waitFor(async () => (await sessions()) > 0, timeoutMs, 'a PostgreSQL session of the gateway');
       } finally {
         await c.end();
       }

@@ -5,7 +5,8 @@
  */
 import { expect } from 'chai';
 import Redis from 'ioredis';
-import { freePort, HAS_REDIS_SERVER, startRedis, waitFor } from '../helpers/redis-server';
+import { freePort, HAS_REDIS_SERVER, startRedis } from '../helpers/redis-server';
+import { waitFor } from '../helpers/wait';
 import type { BudgetCheck, LimitStore } from '../../plugins/limits/limit-store';
 import { MemoryLimitStore } from '../../plugins/limits/memory-store';
 import { BUDGET_MAX_PICO, RedisLimitStore } from '../../plugins/limits/redis-store';
