@@ -104,6 +104,13 @@ export const gatewayConfigSchema = z.strictObject({
       workers: fromText(z.union([z.number().int().min(1).max(256), z.literal('auto')])).default(1),
       /** After this long without a request (and none in flight), full GCs give the last burst's memory back (core/idle-memory.ts); 0 = never. Needs node --expose-gc. */
       idle_gc_ms: fromText(z.number().int().min(0)).default(10_000),
+      /**
+       * Multipart uploads of this size or more (or sent without a length) are received into a temporary file, not
+       * memory (core/upload-spool.ts); false = always in memory.
+       */
+      upload_spool_from: z.union([z.literal(false), byteSize]).default(1024 * 1024),
+      /** Where spooled uploads are written (default: the OS temp dir). Files are unlinked at once and never outlive their request. */
+      upload_spool_dir: z.string().min(1).optional(),
     })
     .prefault({}),
   /** The admin API (and later the dashboard): its own listener, never on the proxy port. */

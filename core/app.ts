@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { mkdirSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
 import Koa from 'koa';
 import type { Logger } from 'pino';
 import { container as rootContainer, type DependencyContainer } from 'tsyringe';
@@ -28,6 +29,7 @@ import type { ProviderRegistry } from './provider-registry';
 import { Proxy } from './proxy';
 import { newRequestId, REQUEST_ID_HEADER } from './request-id';
 import { TOKENS } from './tokens';
+import { UploadSpool } from './upload-spool';
 import { UpstreamPools } from './upstream';
 
 export interface GatewayOptions {
@@ -69,6 +71,8 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
   const prices = new PriceCatalog(config.pricing, { baseDir: loaded.dir });
   container.register(TOKENS.PriceCatalog, { useValue: prices });
   container.register(TOKENS.RequestCost, { useValue: new RequestCost(prices) });
+  const { upload_spool_from: spoolFrom, upload_spool_dir: spoolDir } = config.server;
+  const uploads = spoolFrom === false ? undefined : UploadSpool.create(resolve(loaded.dir, spoolDir ?? join(tmpdir(), 'tollgate-uploads')), spoolFrom, logger);
   const limitStore = openLimitStore(config.limit_store, logger);
   container.register(TOKENS.LimitStore, { useValue: limitStore });
   container.register(TOKENS.BudgetLedger, { useValue: new BudgetLedger() });
@@ -96,7 +100,7 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
   const pools = new UpstreamPools({ connections: config.upstream.connections, keepAliveMs: config.upstream.keep_alive_ms });
   const enabled = new Set(providers.list().map((p) => p.slug));
   const catalog = new ModelCatalog(prices.models().filter((m) => enabled.has(m.provider)));
-  const proxy = new Proxy({ providers, pipeline, pools, catalog, bodyLimit: config.server.body_limit, logger });
+  const proxy = new Proxy({ providers, pipeline, pools, catalog, bodyLimit: config.server.body_limit, uploads, logger });
 
   // The proxy's Koa stack is kept to one middleware: a path lookup that hands the request to the proxy, which
   // writes the response itself (ctx.respond = false) so the upstream's bytes go out untouched. Everything else

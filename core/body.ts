@@ -5,43 +5,61 @@ import { GatewayError } from './errors';
 /** Bodies from this size on, with a declared length, are copied into one buffer as they arrive. */
 const PREALLOCATE_FROM = 256 * 1024;
 
-/** Reads the whole request body, refusing anything larger than `limit` bytes (413) as early as possible. */
-export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
-  const declared = Number(req.headers['content-length']);
-  if (declared > limit) return Promise.reject(tooLarge(limit));
+/** What receiveBody hands a body's chunks to: memory (readBody) or a temporary file (core/upload-spool.ts). */
+export interface BodySink<T> {
+  /** Takes a chunk; false pauses the request until the sink calls control.resume(). */
+  write(chunk: Buffer): boolean;
+  /** The body ended, `size` bytes in all: the result (a rejection refuses the request). */
+  end(size: number): Promise<T> | T;
+  /** The body was refused or cut: release what the sink holds. */
+  abort(): void;
+}
+
+export interface BodyControl {
+  resume(): void;
+  /** Refuses the body now (e.g. the sink cannot store it); the rest of the request is drained. */
+  fail(err: unknown): void;
+}
+
+/** 413 before a byte is read when the declared length is over the limit. */
+export function refuseDeclaredOverLimit(req: IncomingMessage, limit: number): void {
+  if (Number(req.headers['content-length']) > limit) throw tooLarge(limit);
+}
+
+/**
+ * Receives a request body chunk by chunk into a sink, refusing anything larger than `limit` bytes (413) as early
+ * as possible, and a client that leaves before the end (request_aborted).
+ */
+export function receiveBody<T>(req: IncomingMessage, limit: number, makeSink: (control: BodyControl) => BodySink<T>): Promise<T> {
   return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
     let size = 0;
-    // A large upload goes straight into one buffer of its declared size: each chunk can be freed at once and
-    // no second copy is made at the end, so a 20 MB upload holds ~20 MB, not ~40.
-    let whole = declared >= PREALLOCATE_FROM ? Buffer.allocUnsafe(declared) : undefined;
+    let settled = false;
+    const fail = (err: unknown) => {
+      if (settled) return;
+      settled = true;
+      cleanup();
+      req.resume(); // drain without keeping it, so the error can be written
+      sink.abort();
+      reject(err);
+    };
+    const sink = makeSink({ resume: () => settled || req.resume(), fail });
     const onData = (chunk: Buffer) => {
       size += chunk.length;
-      if (size > limit) {
-        cleanup();
-        req.resume(); // drain without keeping it, so the 413 can be written
-        reject(tooLarge(limit));
-        return;
-      }
-      if (whole && size <= whole.length) {
-        chunk.copy(whole, size - chunk.length);
-        return;
-      }
-      if (whole) {
-        chunks.push(whole.subarray(0, size - chunk.length)); // more than declared (cannot happen over HTTP/1.1)
-        whole = undefined;
-      }
-      chunks.push(chunk);
+      if (size > limit) fail(tooLarge(limit));
+      else if (!sink.write(chunk)) req.pause();
     };
     const onEnd = () => {
+      if (settled) return;
+      settled = true;
       cleanup();
-      if (whole) resolve(size === whole.length ? whole : whole.subarray(0, size));
-      else resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
+      Promise.resolve(size)
+        .then((n) => sink.end(n))
+        .then(resolve, (err: unknown) => {
+          sink.abort();
+          reject(err);
+        });
     };
-    const onError = (err: Error) => {
-      cleanup();
-      reject(new GatewayError('request_aborted', 'The request body could not be read', { cause: err }));
-    };
+    const onError = (err: Error) => fail(new GatewayError('request_aborted', 'The request body could not be read', { cause: err }));
     const onClose = () => {
       if (!req.complete) onError(new Error('client closed the connection before the body ended'));
     };
@@ -49,6 +67,48 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
       req.off('data', onData).off('end', onEnd).off('error', onError).off('close', onClose);
     };
     req.on('data', onData).on('end', onEnd).on('error', onError).on('close', onClose);
+    // The client may have left while earlier steps awaited (plugins, opening a spool file): 'close' has been.
+    if (req.destroyed && !req.complete) onClose();
+  });
+}
+
+/** Reads the whole request body into memory, refusing anything larger than `limit` bytes (413). */
+export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  try {
+    refuseDeclaredOverLimit(req, limit);
+  } catch (err) {
+    return Promise.reject(err);
+  }
+  const declared = Number(req.headers['content-length']);
+  return receiveBody(req, limit, () => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    // A large body goes straight into one buffer of its declared size: each chunk can be freed at once and
+    // no second copy is made at the end.
+    let whole = declared >= PREALLOCATE_FROM ? Buffer.allocUnsafe(declared) : undefined;
+    return {
+      write(chunk) {
+        size += chunk.length;
+        if (whole && size <= whole.length) {
+          chunk.copy(whole, size - chunk.length);
+          return true;
+        }
+        if (whole) {
+          chunks.push(whole.subarray(0, size - chunk.length)); // more than declared (cannot happen over HTTP/1.1)
+          whole = undefined;
+        }
+        chunks.push(chunk);
+        return true;
+      },
+      end(total) {
+        if (whole) return total === whole.length ? whole : whole.subarray(0, total);
+        return chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, total);
+      },
+      abort() {
+        chunks.length = 0;
+        whole = undefined;
+      },
+    };
   });
 }
 
@@ -71,23 +131,59 @@ export function parseJsonBody(body: Buffer): Record<string, unknown> {
   return value as Record<string, unknown>;
 }
 
-/** Reads plain fields (model, stream ...) of a multipart/form-data body; file parts are skipped, not copied. */
-export function multipartFields(body: Buffer, contentType: string): Promise<Record<string, string>> {
-  return new Promise((resolve, reject) => {
-    const fields: Record<string, string> = {};
-    let parser: busboy.Busboy;
-    try {
-      parser = busboy({ headers: { 'content-type': contentType }, limits: { fieldSize: 64 * 1024, fields: 100 } });
-    } catch (err) {
-      reject(new GatewayError('invalid_body', `Malformed multipart/form-data body: ${(err as Error).message}`, { cause: err }));
-      return;
-    }
-    parser.on('field', (name, value) => {
-      if (!(name in fields)) fields[name] = value;
-    });
-    parser.on('file', (_name, stream) => stream.resume());
-    parser.on('close', () => resolve(fields));
-    parser.on('error', (err) => reject(new GatewayError('invalid_body', `Malformed multipart/form-data body: ${(err as Error).message}`, { cause: err })));
-    parser.end(body);
+/** Collects the plain fields (model, stream ...) of a multipart/form-data body written to it chunk by chunk. */
+export interface MultipartFieldReader {
+  write(chunk: Buffer): void;
+  /** Resolves once the whole body was written and parsed; rejects with invalid_body when it is malformed. */
+  end(): Promise<Record<string, string>>;
+  /** Settles (invalid_body) as soon as the form is found malformed, before the end. */
+  readonly failed: Promise<GatewayError>;
+}
+
+/** Throws invalid_body for a content type without a usable boundary. File parts are skipped as they pass, not copied. */
+export function multipartFieldReader(contentType: string): MultipartFieldReader {
+  let parser: busboy.Busboy;
+  try {
+    parser = busboy({ headers: { 'content-type': contentType }, limits: { fieldSize: 64 * 1024, fields: 100 } });
+  } catch (err) {
+    throw malformed(err);
+  }
+  const fields: Record<string, string> = {};
+  parser.on('field', (name, value) => {
+    if (!(name in fields)) fields[name] = value;
   });
+  // A cut form destroys the file part's stream with the parser's error, reported once through the parser.
+  parser.on('file', (_name, stream) => stream.on('error', () => undefined).resume());
+  let broken = false;
+  // A listener stays on: a parser that failed must not turn a later event into an uncaught 'error'.
+  const failed = new Promise<GatewayError>((resolve) =>
+    parser.on('error', (err) => {
+      broken = true;
+      resolve(malformed(err));
+    }),
+  );
+  const closed = new Promise<Record<string, string>>((resolve) => parser.once('close', () => broken || resolve(fields)));
+  return {
+    write: (chunk) => void (broken || parser.write(chunk)),
+    end() {
+      parser.end();
+      return Promise.race([closed, failed.then((err) => Promise.reject(err))]);
+    },
+    failed,
+  };
+}
+
+/** Reads plain fields (model, stream ...) of a whole multipart/form-data body. */
+export function multipartFields(body: Buffer, contentType: string): Promise<Record<string, string>> {
+  try {
+    const reader = multipartFieldReader(contentType);
+    reader.write(body);
+    return reader.end();
+  } catch (err) {
+    return Promise.reject(err);
+  }
+}
+
+function malformed(err: unknown): GatewayError {
+  return new GatewayError('invalid_body', `Malformed multipart/form-data body: ${(err as Error).message}`, { cause: err });
 }

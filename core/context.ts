@@ -41,8 +41,13 @@ export class GatewayContext {
   provider: ProviderInstance | undefined;
   model: string | undefined;
   stream = false;
-  /** Raw request body as received (forwarded unchanged) and, for JSON endpoints, its parsed form. */
+  /**
+   * Raw request body as received (forwarded unchanged) and, for JSON endpoints, its parsed form. Undefined for
+   * a large multipart upload, which is spooled to a temporary file (server.upload_spool_from) and sent from there.
+   */
   body: Buffer | undefined;
+  /** Size of the request body in bytes, also when it was spooled. */
+  bodySize = 0;
   json: Record<string, unknown> | undefined;
   /**
    * Headers that will be sent upstream; plugins may edit them in beforeUpstream. The provider's auth header is

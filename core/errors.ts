@@ -38,6 +38,8 @@ export const ERROR_CODES = {
   plugin_error: { status: 500, type: 'gateway_error' },
   internal_error: { status: 500, type: 'gateway_error' },
   shutting_down: { status: 503, type: 'gateway_error' },
+  /** A large upload could not be written to the spool directory (disk full, not writable): server.upload_spool_dir. */
+  upload_storage_failed: { status: 503, type: 'gateway_error' },
 } as const satisfies Record<string, { status: number; type: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -15,6 +15,7 @@ import { newRequestId, REQUEST_ID_HEADER } from './request-id';
 import { decodeBody } from './response-body';
 import { StreamTap } from './stream-tap';
 import { CancelSignal, upstreamFailure, type UpstreamPools } from './upstream';
+import type { SpooledUpload, UploadSpool } from './upload-spool';
 import type { SseEvent } from './usage';
 import { settleUsage } from './usage-settle';
 
@@ -26,6 +27,8 @@ export interface ProxyDeps {
   pools: UpstreamPools;
   catalog: ModelCatalog;
   bodyLimit: number;
+  /** Where large multipart uploads are received; absent: in memory. */
+  uploads?: UploadSpool;
   logger: Logger;
 }
 
@@ -164,12 +167,24 @@ export class Proxy {
     res.end(body);
   }
 
-  /** Reads the request, picks the provider, calls it and relays its answer. */
+  /** Reads the request, then has it forwarded; a spooled upload's file is closed once the call is over. */
   private async forward(
     gw: GatewayContext, req: IncomingMessage, res: ServerResponse, endpoint: EndpointSpec,
     explicit: string | undefined, signal: CancelSignal, setTap: (tap: StreamTap) => void,
   ): Promise<void> {
-    await this.readRequest(gw, req, endpoint);
+    const upload = await this.readRequest(gw, req, endpoint);
+    try {
+      await this.callAndRelay(gw, req, res, endpoint, explicit, signal, setTap, upload);
+    } finally {
+      upload?.dispose(); // the upstream call is over: its body was sent, or never will be
+    }
+  }
+
+  /** Picks the provider, calls it and relays its answer. */
+  private async callAndRelay(
+    gw: GatewayContext, req: IncomingMessage, res: ServerResponse, endpoint: EndpointSpec,
+    explicit: string | undefined, signal: CancelSignal, setTap: (tap: StreamTap) => void, upload: SpooledUpload | undefined,
+  ): Promise<void> {
     const provider = this.deps.providers.resolve(endpoint, explicit, gw.model);
     gw.provider = provider;
 
@@ -193,8 +208,9 @@ export class Proxy {
       url = new URL(target); // the cached URL is shared: a query string gets its own copy
       url.search = req.url!.slice(query);
     }
+    if (upload) headers['content-length'] = String(upload.size);
     const upstream = await this.deps.pools.send({
-      url, method: endpoint.method, headers, body: gw.body, signal, timeouts: provider.timeouts,
+      url, method: endpoint.method, headers, body: upload ? upload.stream() : gw.body, signal, timeouts: provider.timeouts,
     });
     gw.ttfbMs = gw.elapsedMs();
     gw.status = upstream.statusCode;
@@ -216,23 +232,33 @@ export class Proxy {
     }
   }
 
-  /** Parses only what routing and limits need; the bytes themselves are forwarded unchanged. */
-  private async readRequest(gw: GatewayContext, req: IncomingMessage, endpoint: EndpointSpec): Promise<void> {
-    if (endpoint.body === 'none') return;
-    gw.body = await readBody(req, this.deps.bodyLimit);
+  /**
+   * Parses only what routing and limits need; the bytes themselves are forwarded unchanged. A large multipart
+   * upload is received into a temporary file (core/upload-spool.ts), returned for the upstream call to send.
+   */
+  private async readRequest(gw: GatewayContext, req: IncomingMessage, endpoint: EndpointSpec): Promise<SpooledUpload | undefined> {
+    if (endpoint.body === 'none') return undefined;
     const contentType = req.headers['content-type'] ?? '';
-    if (contentType.startsWith('multipart/form-data')) {
-      const fields = await multipartFields(gw.body, contentType);
-      gw.model = fields.model;
-      gw.stream = fields.stream === 'true';
-    } else {
-      gw.json = parseJsonBody(gw.body);
-      if (gw.json.model !== undefined && typeof gw.json.model !== 'string') {
-        throw new GatewayError('invalid_body', 'The "model" field must be a string.', { param: 'model' });
-      }
-      gw.model = gw.json.model as string | undefined;
-      gw.stream = gw.json.stream === true;
+    const multipart = contentType.startsWith('multipart/form-data');
+    if (multipart && this.deps.uploads?.wants(req)) {
+      const upload = await this.deps.uploads.receive(req, this.deps.bodyLimit, contentType);
+      gw.bodySize = upload.size;
+      routeByForm(gw, upload.fields);
+      return upload;
     }
+    gw.body = await readBody(req, this.deps.bodyLimit);
+    gw.bodySize = gw.body.length;
+    if (multipart) {
+      routeByForm(gw, await multipartFields(gw.body, contentType));
+      return undefined;
+    }
+    gw.json = parseJsonBody(gw.body);
+    if (gw.json.model !== undefined && typeof gw.json.model !== 'string') {
+      throw new GatewayError('invalid_body', 'The "model" field must be a string.', { param: 'model' });
+    }
+    gw.model = gw.json.model as string | undefined;
+    gw.stream = gw.json.stream === true;
+    return undefined;
   }
 
   /** A non-streamed JSON answer: read it whole (usage and cost can then go into headers), send it unchanged. */
@@ -358,4 +384,10 @@ export class Proxy {
   idle(): Promise<void> {
     return this.inflight === 0 ? Promise.resolve() : new Promise((resolve) => this.idleWaiters.push(resolve));
   }
+}
+
+/** Model and stream flag from a multipart form's plain fields. */
+function routeByForm(gw: GatewayContext, fields: Record<string, string>): void {
+  gw.model = fields.model;
+  gw.stream = fields.stream === 'true';
 }

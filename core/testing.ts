@@ -70,6 +70,7 @@ export function createTestContext(init: TestContextInit = {}): GatewayContext {
   if (init.json) {
     ctx.json = init.json;
     ctx.body = Buffer.from(JSON.stringify(init.json));
+    ctx.bodySize = ctx.body.length;
   }
   ctx.model = init.model ?? (typeof init.json?.model === 'string' ? init.json.model : undefined);
   ctx.stream = init.stream ?? init.json?.stream === true;

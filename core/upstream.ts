@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import type { Readable } from 'node:stream';
 import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
 import { GatewayError } from './errors';
 import type { UpstreamTimeouts } from './provider';
@@ -8,7 +9,8 @@ export interface UpstreamCall {
   url: URL;
   method: 'GET' | 'POST';
   headers: Record<string, string | string[]>;
-  body: Buffer | undefined;
+  /** A stream (a spooled upload) needs its content-length in `headers`. */
+  body: Buffer | Readable | undefined;
   signal: CancelSignal;
   timeouts: UpstreamTimeouts;
 }

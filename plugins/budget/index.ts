@@ -132,7 +132,7 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
   private worstCase(ctx: GatewayContext): bigint {
     const price = ctx.provider && ctx.model ? this.cost.prices.lookup(ctx.provider.slug, ctx.model) : undefined;
     if (!price || !ctx.endpoint) return 0n;
-    const inputTokens = Math.min(Math.ceil((ctx.body?.length ?? 0) / BYTES_PER_TOKEN), price.context_window ?? Infinity);
+    const inputTokens = Math.min(Math.ceil(ctx.bodySize / BYTES_PER_TOKEN), price.context_window ?? Infinity);
     const asked = requestedOutputTokens(ctx);
     const perAnswer = asked === undefined || Number.isNaN(asked) ? (price.max_output_tokens ?? DEFAULT_MAX_OUTPUT) : asked;
     const n = ctx.endpoint.key === 'chat.completions' ? ctx.json?.n : undefined;

@@ -44,7 +44,7 @@ providers:
 export async function startTestGateway(upstreamUrl: string, extraYaml = '', env: NodeJS.ProcessEnv = {}): Promise<TestGateway> {
   const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-test-'));
   const yaml = `
-server: { host: 127.0.0.1, port: 0, shutdown_grace_ms: 5000 }
+server: { host: 127.0.0.1, port: 0, shutdown_grace_ms: 5000, upload_spool_dir: "${dataDir}/uploads" }
 admin: { host: 127.0.0.1, port: 0, token: "${TEST_ADMIN_TOKEN}" }
 storage: { url: "sqlite:${dataDir}/tollgate.db" }
 plugins:

@@ -198,7 +198,7 @@ plugins:
     expect(worst).to.be.lessThan(1000);
   });
 
-  it('multipart without a model, with a broken boundary, or without a boundary: 400 with a stable code', async () => {
+  it('multipart without a model, with a broken boundary, cut short, or without a boundary: 400 with a stable code', async () => {
     const cases: [string, string, string][] = [
       // Well-formed, but no model field.
       ['multipart/form-data; boundary=XyZ', multipart({ file: 'abc', response_format: 'json' }), 'model_missing'],
@@ -208,6 +208,9 @@ plugins:
       ['multipart/form-data', multipart({ model: 'whisper-1' }), 'invalid_body'],
       // The closing boundary never comes.
       ['multipart/form-data; boundary=XyZ', '--XyZ\r\nContent-Disposition: form-data; name="model"\r\n\r\nwhisper-1', 'invalid_body'],
+      // A file part cut short. This one killed the gateway process before (an 'error' event on busboy's file
+      // stream had no listener).
+      ['multipart/form-data; boundary=XyZ', '--XyZ\r\nContent-Disposition: form-data; name="file"; filename="a.mp3"\r\n\r\nabcdef', 'invalid_body'],
       // A well-formed 100,000-character model name: read, and no provider serves it.
       ['multipart/form-data; boundary=XyZ', `--XyZ\r\nContent-Disposition: form-data; name="model"\r\n\r\n${'w'.repeat(100_000)}\r\n--XyZ--\r\n`, 'provider_not_determined'],
     ];

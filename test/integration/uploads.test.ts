@@ -1,0 +1,139 @@
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
+import { connect } from 'node:net';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { expect } from 'chai';
+import OpenAI, { toFile } from 'openai';
+import { request } from 'undici';
+import { waitForRecords } from '../helpers/admin';
+import { fixtureJson } from '../helpers/fixtures';
+import { OPENAI_KEY, type TestGateway, useGateway } from '../helpers/gateway';
+import { TestUpstream } from '../helpers/upstream';
+import { waitFor } from '../helpers/wait';
+
+/**
+ * Multipart uploads from 1 MiB on (server.upload_spool_from) are received into a temporary file rather than
+ * memory, then sent upstream from it (core/upload-spool.ts). What a user checks: the upload arrives unchanged and
+ * is routed and recorded as before, and no file or descriptor outlives the request, however it ends.
+ */
+describe('large uploads, spooled to a temporary file', () => {
+  const upstream = new TestUpstream();
+  let gw: TestGateway;
+  useGateway(upstream, (g) => (gw = g), 'server: { body_limit: 8mb }');
+
+  const spoolDir = () => join(gw.dataDir, 'uploads');
+  /** Files in the spool directory (there should never be any: each is unlinked once opened). */
+  const spoolFiles = () => readdirSync(spoolDir());
+  /** Descriptors this process (the in-process gateway) holds on spool files, unlinked or not. */
+  const openSpoolFiles = () =>
+    readdirSync('/proc/self/fd').filter((fd) => {
+      try {
+        return readlinkSync(`/proc/self/fd/${fd}`).includes('tollgate-upload-');
+      } catch {
+        return false; // closed while listing
+      }
+    });
+  const nothingLeft = async () => {
+    await waitFor(() => openSpoolFiles().length === 0 && gw.gateway.proxy.inflight === 0, 5000, 'spool files closed');
+    expect(spoolFiles()).to.deep.equal([]);
+  };
+  const form = async (file: Buffer, fields: Record<string, string>) => {
+    const data = new FormData();
+    data.append('file', new Blob([new Uint8Array(file)], { type: 'audio/mpeg' }), 'speech.mp3');
+    for (const [k, v] of Object.entries(fields)) data.append(k, v);
+    const encoded = new Request('http://x', { method: 'POST', body: data });
+    return { bytes: Buffer.from(await encoded.arrayBuffer()), contentType: encoded.headers.get('content-type')! };
+  };
+  const gatewayHeaders = (contentType: string) => ({ 'x-gateway-key': gw.key, authorization: `Bearer ${OPENAI_KEY}`, 'content-type': contentType });
+  /** A body sent without a length (chunked), in 64 KiB pieces. */
+  const chunked = (bytes: Buffer) => Readable.from((function* () {
+    for (let i = 0; i < bytes.length; i += 65_536) yield bytes.subarray(i, i + 65_536);
+  })());
+
+  it('the official SDK uploads a 6 MB file sent before its model field: routed by the model, forwarded whole, recorded', async () => {
+    const audio = randomBytes(6 * 1024 * 1024);
+    const client = new OpenAI({ apiKey: OPENAI_KEY, baseURL: `${gw.url}/v1`, maxRetries: 0, defaultHeaders: { 'X-Gateway-Key': gw.key, 'X-Gateway-Metadata-Feature': 'voice-notes' } });
+    const result = await client.audio.transcriptions.create({ file: await toFile(audio, 'speech.mp3', { type: 'audio/mpeg' }), model: 'whisper-1' });
+
+    expect(result).to.deep.equal(fixtureJson('openai/audio_transcription_docs_example.json'));
+    const seen = upstream.last();
+    expect(seen.url).to.equal('/openai/v1/audio/transcriptions');
+    expect(seen.headers['content-length']).to.equal(String(seen.body.length));
+    const fileAt = seen.body.indexOf(audio);
+    expect(fileAt, 'the file, unchanged').to.be.greaterThan(0);
+    expect(seen.body.indexOf('name="model"'), 'the model field comes after the file').to.be.greaterThan(fileAt);
+    const [record] = (await waitForRecords(gw, 1)).filter((r: any) => r.endpoint === 'audio.transcriptions');
+    expect(record).to.include({ model: 'whisper-1', provider: 'openai', status: 200 });
+    expect(record.tags).to.deep.equal({ feature: 'voice-notes' });
+    await nothingLeft();
+  });
+
+  it('a 5 MB upload sent chunked (no length): the same bytes reach the provider, with their length', async () => {
+    const { bytes, contentType } = await form(randomBytes(5 * 1024 * 1024), { model: 'whisper-1', response_format: 'json' });
+    const res = await request(`${gw.url}/v1/audio/translations`, { method: 'POST', headers: gatewayHeaders(contentType), body: chunked(bytes) });
+    expect(res.statusCode).to.equal(200);
+    await res.body.dump();
+    const seen = upstream.last();
+    expect(seen.body.equals(bytes)).to.equal(true);
+    expect(seen.headers['content-length']).to.equal(String(bytes.length));
+    expect(seen.headers['transfer-encoding']).to.equal(undefined);
+    await nothingLeft();
+  });
+
+  it('an upload over the body limit, sent chunked: 413 once the limit is passed, nothing forwarded, nothing left', async () => {
+    const { bytes, contentType } = await form(randomBytes(10 * 1024 * 1024), { model: 'whisper-1' });
+    const res = await request(`${gw.url}/v1/audio/transcriptions`, { method: 'POST', headers: gatewayHeaders(contentType), body: chunked(bytes) });
+    expect(res.statusCode).to.equal(413);
+    expect(((await res.body.json()) as any).error.code).to.equal('body_too_large');
+    expect(upstream.received.length).to.equal(0);
+    await nothingLeft();
+  });
+
+  it('a malformed form found only at its end: 400 invalid_body, nothing forwarded, nothing left', async () => {
+    const { bytes, contentType } = await form(randomBytes(2 * 1024 * 1024), { model: 'whisper-1' });
+    const truncated = bytes.subarray(0, bytes.length - 100); // the closing boundary is missing
+    const res = await request(`${gw.url}/v1/audio/transcriptions`, { method: 'POST', headers: gatewayHeaders(contentType), body: truncated });
+    expect(res.statusCode).to.equal(400);
+    expect(((await res.body.json()) as any).error.code).to.equal('invalid_body');
+    expect(upstream.received.length).to.equal(0);
+    await nothingLeft();
+  });
+
+  it('a client that leaves mid-upload: nothing forwarded, the file closed', async () => {
+    const { bytes, contentType } = await form(randomBytes(4 * 1024 * 1024), { model: 'whisper-1' });
+    const url = new URL(gw.url);
+    const socket = connect(Number(url.port), url.hostname);
+    await new Promise((resolve) => socket.once('connect', resolve));
+    const head = [
+      'POST /v1/audio/transcriptions HTTP/1.1', `Host: ${url.host}`, `X-Gateway-Key: ${gw.key}`, `Authorization: Bearer ${OPENAI_KEY}`,
+      `Content-Type: ${contentType}`, `Content-Length: ${bytes.length}`, '', '',
+    ].join('\r\n');
+    socket.write(head);
+    socket.write(bytes.subarray(0, 2 * 1024 * 1024));
+    await waitFor(() => openSpoolFiles().length > 0, 5000, 'the upload being spooled');
+    socket.destroy();
+    await nothingLeft();
+    expect(upstream.received.length).to.equal(0);
+  });
+
+  it('a spool directory that has gone: 503 upload_storage_failed with an error log line; small uploads still pass', async () => {
+    rmSync(spoolDir(), { recursive: true });
+    try {
+      const big = await form(randomBytes(2 * 1024 * 1024), { model: 'whisper-1' });
+      const res = await request(`${gw.url}/v1/audio/transcriptions`, { method: 'POST', headers: gatewayHeaders(big.contentType), body: big.bytes });
+      expect(res.statusCode).to.equal(503);
+      expect(((await res.body.json()) as any).error.code).to.equal('upload_storage_failed');
+      expect(gw.logs.some((l) => l.includes('upload could not be spooled to disk'))).to.equal(true);
+      expect(upstream.received.length).to.equal(0);
+
+      const small = await form(randomBytes(100_000), { model: 'whisper-1' });
+      const ok = await request(`${gw.url}/v1/audio/transcriptions`, { method: 'POST', headers: gatewayHeaders(small.contentType), body: small.bytes });
+      expect(ok.statusCode).to.equal(200);
+      await ok.body.dump();
+      expect(upstream.last().body.equals(small.bytes)).to.equal(true);
+    } finally {
+      mkdirSync(spoolDir(), { recursive: true });
+    }
+  });
+});
