@@ -1,7 +1,5 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import { finished, type Readable } from 'node:stream';
 import type { Logger } from 'pino';
-import type { Dispatcher } from 'undici';
 import { multipartFields, parseJsonBody, readBody } from './body';
 import { ModelCatalog } from './catalog';
 import { GatewayContext, secretHeadersFor } from './context';
@@ -14,7 +12,8 @@ import type { ProviderRegistry } from './provider-registry';
 import { newRequestId, REQUEST_ID_HEADER } from './request-id';
 import { decodeBody } from './response-body';
 import { StreamTap } from './stream-tap';
-import { CancelSignal, upstreamFailure, type UpstreamPools } from './upstream';
+import { upstreamFailure, type UpstreamPools } from './upstream';
+import { UpstreamExchange } from './upstream-exchange';
 import type { SpooledUpload, UploadSpool } from './upload-spool';
 import type { SseEvent } from './usage';
 import { settleUsage } from './usage-settle';
@@ -31,34 +30,6 @@ export interface ProxyDeps {
   uploads?: UploadSpool;
   logger: Logger;
 }
-
-/**
- * Pipes an upstream body to the client like stream.pipeline(src, res): a failure on either side destroys the
- * other, and it rejects with the upstream's error when there is one. stream.pipeline aborts an AbortController of
- * its own when it completes, building a DOMException with a stack trace on every streamed response (~3% CPU).
- */
-function relay(src: Readable, res: ServerResponse, observe?: (chunk: Buffer) => void): Promise<void> {
-  return new Promise((resolve, reject) => {
-    let settled = false;
-    const settle = (err?: Error | null) => {
-      if (settled) return;
-      settled = true;
-      src.off('error', settle).on('error', ignore);
-      if (!err) return resolve();
-      reject(err); // before the client's socket closes, as with stream.pipeline
-      src.destroy();
-      res.destroy();
-    };
-    src.on('error', settle);
-    finished(res, settle);
-    src.pipe(res);
-    // Node corks the client socket on a write and sends on the next tick: observing the chunk on a later tick
-    // (the tick queue is first in, first out) lets it leave before any observer runs.
-    if (observe) src.on('data', (chunk: Buffer) => process.nextTick(observe, chunk));
-  });
-}
-
-const ignore = () => undefined;
 
 /** application/json, or a +json type such as application/problem+json. */
 function isJsonDocument(contentType: string): boolean {
@@ -84,15 +55,6 @@ function upstreamHeadersOf(edited: Record<string, string | string[]>, authHeader
     headers[name] = edited[name];
   }
   return headers;
-}
-
-/** A whole response body, collected from its 'data' events (an async iterator costs more per chunk). */
-function readAll(body: Readable): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    body.on('data', (chunk: Buffer) => chunks.push(chunk));
-    finished(body, (err) => (err ? reject(err) : resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks))));
-  });
 }
 
 /**
@@ -127,7 +89,8 @@ export class Proxy {
     const id = newRequestId();
     const gw = new GatewayContext(id, req.method ?? 'GET', endpoint.path, endpoint, req.headers, this.deps.logger, this.secretHeaders, req.rawHeaders);
     gw.clientAddress = req.socket.remoteAddress;
-    const abort = new CancelSignal();
+    // Created before anything is read, so a client that leaves at any point cancels the upstream call too.
+    const upstream = new UpstreamExchange();
     let tap: StreamTap | undefined;
     this.started++;
     this.inflight++;
@@ -138,7 +101,7 @@ export class Proxy {
     res.once('finish', () => (delivered = !socket.destroyed));
     const closed = new Promise<void>((resolve) =>
       res.once('close', () => {
-        if (!delivered) abort.abort(); // client gone: cancel the upstream request too
+        if (!delivered) upstream.cancel(new GatewayError('request_aborted', 'The client closed the request')); // client gone
         resolve();
       }),
     );
@@ -147,7 +110,7 @@ export class Proxy {
       await this.deps.pipeline.run('onRequest', gw);
       const explicit = gw.header('x-gateway-provider');
       if (endpoint.key === 'models' && explicit === undefined) this.sendCatalog(gw, res);
-      else await this.forward(gw, req, res, endpoint, explicit, abort, (t) => (tap = t));
+      else await this.forward(gw, req, res, endpoint, explicit, upstream, (t) => (tap = t));
     } catch (err) {
       this.fail(gw, res, err);
     }
@@ -170,11 +133,11 @@ export class Proxy {
   /** Reads the request, then has it forwarded; a spooled upload's file is closed once the call is over. */
   private async forward(
     gw: GatewayContext, req: IncomingMessage, res: ServerResponse, endpoint: EndpointSpec,
-    explicit: string | undefined, signal: CancelSignal, setTap: (tap: StreamTap) => void,
+    explicit: string | undefined, upstream: UpstreamExchange, setTap: (tap: StreamTap) => void,
   ): Promise<void> {
     const upload = await this.readRequest(gw, req, endpoint);
     try {
-      await this.callAndRelay(gw, req, res, endpoint, explicit, signal, setTap, upload);
+      await this.callAndRelay(gw, req, res, endpoint, explicit, upstream, setTap, upload);
     } finally {
       upload?.dispose(); // the upstream call is over: its body was sent, or never will be
     }
@@ -183,7 +146,7 @@ export class Proxy {
   /** Picks the provider, calls it and relays its answer. */
   private async callAndRelay(
     gw: GatewayContext, req: IncomingMessage, res: ServerResponse, endpoint: EndpointSpec,
-    explicit: string | undefined, signal: CancelSignal, setTap: (tap: StreamTap) => void, upload: SpooledUpload | undefined,
+    explicit: string | undefined, upstream: UpstreamExchange, setTap: (tap: StreamTap) => void, upload: SpooledUpload | undefined,
   ): Promise<void> {
     const provider = this.deps.providers.resolve(endpoint, explicit, gw.model);
     gw.provider = provider;
@@ -209,9 +172,7 @@ export class Proxy {
       url.search = req.url!.slice(query);
     }
     if (upload) headers['content-length'] = String(upload.size);
-    const upstream = await this.deps.pools.send({
-      url, method: endpoint.method, headers, body: upload ? upload.stream() : gw.body, signal, timeouts: provider.timeouts,
-    });
+    await this.deps.pools.send({ url, method: endpoint.method, headers, body: upload ? upload.stream() : gw.body, timeouts: provider.timeouts }, upstream);
     gw.ttfbMs = gw.elapsedMs();
     gw.status = upstream.statusCode;
 
@@ -228,7 +189,7 @@ export class Proxy {
         tap = new StreamTap(provider.usage.createStreamAccumulator(endpoint.key), headerValue(upstream.headers, 'content-encoding'), observe);
         setTap(tap);
       }
-      await this.relayStream(gw, res, upstream, tap, signal);
+      await this.relayStream(gw, res, upstream, tap);
     }
   }
 
@@ -262,10 +223,10 @@ export class Proxy {
   }
 
   /** A non-streamed JSON answer: read it whole (usage and cost can then go into headers), send it unchanged. */
-  private async relayWhole(gw: GatewayContext, res: ServerResponse, upstream: Dispatcher.ResponseData): Promise<void> {
+  private async relayWhole(gw: GatewayContext, res: ServerResponse, upstream: UpstreamExchange): Promise<void> {
     let body: Buffer;
     try {
-      body = await readAll(upstream.body);
+      body = await upstream.readAll();
     } catch (err) {
       throw upstreamFailure(err, gw.provider!.baseUrl);
     }
@@ -280,24 +241,21 @@ export class Proxy {
   }
 
   /** Anything else (SSE, audio bytes, errors with odd types): piped chunk by chunk as it arrives. */
-  private async relayStream(gw: GatewayContext, res: ServerResponse, upstream: Dispatcher.ResponseData, tap: StreamTap | undefined, clientGone: CancelSignal): Promise<void> {
+  private async relayStream(gw: GatewayContext, res: ServerResponse, upstream: UpstreamExchange, tap: StreamTap | undefined): Promise<void> {
     try {
       await this.deps.pipeline.run('onResponse', gw);
     } catch (err) {
-      upstream.body.destroy();
+      upstream.cancel(asGatewayError(err)); // the answer is refused: stop reading it
       throw err;
     }
     res.writeHead(upstream.statusCode, this.responseHeaders(gw, forwardableResponseHeaders(upstream.headers)));
-    // The headers leave with the first chunk, in one write. If the provider holds that chunk back (a model
-    // thinking), they leave alone on the next turn of the event loop, so the client sees the answer start.
-    const flush = setImmediate(() => res.writableEnded || res.flushHeaders());
-    upstream.body.once('data', () => clearImmediate(flush));
     try {
-      await relay(upstream.body, res, tap && ((chunk: Buffer) => tap.push(chunk)));
+      await upstream.relayTo(res, tap && ((chunk: Buffer) => tap.push(chunk)));
     } catch (err) {
       gw.streamCut = true;
-      // Headers are out: the client sees the stream end early; the record says why.
-      gw.error = clientGone.aborted ? new GatewayError('request_aborted', 'The client disconnected mid-stream') : upstreamFailure(err, gw.provider!.baseUrl);
+      // Headers are out: the client sees the stream end early (the socket is cut); the record says why.
+      res.destroy();
+      gw.error = upstream.cancelled ? new GatewayError('request_aborted', 'The client disconnected mid-stream') : upstreamFailure(err, gw.provider!.baseUrl);
     }
   }
 

@@ -1,8 +1,8 @@
-import { EventEmitter } from 'node:events';
 import type { Readable } from 'node:stream';
-import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
+import { Pool, errors as undiciErrors } from 'undici';
 import { GatewayError } from './errors';
 import type { UpstreamTimeouts } from './provider';
+import type { UpstreamExchange } from './upstream-exchange';
 
 export interface UpstreamCall {
   /** Absolute URL: provider base URL + upstream path + query. */
@@ -11,22 +11,7 @@ export interface UpstreamCall {
   headers: Record<string, string | string[]>;
   /** A stream (a spooled upload) needs its content-length in `headers`. */
   body: Buffer | Readable | undefined;
-  signal: CancelSignal;
   timeouts: UpstreamTimeouts;
-}
-
-/**
- * Cancels an upstream call when the client leaves. undici takes an EventEmitter as its abort signal: one per
- * request costs far less than an AbortController, whose AbortSignal is an EventTarget (~3% of a request's CPU).
- */
-export class CancelSignal extends EventEmitter {
-  aborted = false;
-
-  abort(): void {
-    if (this.aborted) return;
-    this.aborted = true;
-    this.emit('abort');
-  }
 }
 
 export interface PoolOptions {
@@ -55,20 +40,18 @@ export class UpstreamPools {
     return pool;
   }
 
-  /** Sends the request; resolves when the upstream's status and headers arrived. Body bytes are not touched. */
-  async send(call: UpstreamCall): Promise<Dispatcher.ResponseData> {
+  /**
+   * Sends the request; resolves with the exchange once the upstream's status and headers arrived. The body is
+   * read from the exchange (core/upstream-exchange.ts); its bytes are not touched.
+   */
+  async send(call: UpstreamCall, exchange: UpstreamExchange): Promise<UpstreamExchange> {
     const { origin, path } = partsOf(call.url);
-    const pool = this.pool(origin, call.timeouts.connectMs);
+    this.pool(origin, call.timeouts.connectMs).dispatch(
+      { path, method: call.method, headers: call.headers, body: call.body, headersTimeout: call.timeouts.firstByteMs, bodyTimeout: call.timeouts.idleMs },
+      exchange,
+    );
     try {
-      return await pool.request({
-        path,
-        method: call.method,
-        headers: call.headers,
-        body: call.body,
-        signal: call.signal,
-        headersTimeout: call.timeouts.firstByteMs,
-        bodyTimeout: call.timeouts.idleMs,
-      });
+      return await exchange.response();
     } catch (err) {
       throw upstreamFailure(err, call.url.origin);
     }

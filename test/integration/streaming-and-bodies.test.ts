@@ -1,4 +1,6 @@
 import { expect } from 'chai';
+import { createServer } from 'node:http';
+import { connect, type AddressInfo } from 'node:net';
 import { request } from 'undici';
 import { fixtureBytes, fixtureJson } from '../helpers/fixtures';
 import { ANTHROPIC_KEY, OPENAI_KEY, startTestGateway, type TestGateway, useGateway } from '../helpers/gateway';
@@ -192,5 +194,54 @@ describe('streams, bodies and the model catalog', () => {
     const body = Buffer.from(await res.body.arrayBuffer());
     await stopped;
     expect(body.equals(Buffer.concat(events))).to.equal(true);
+  });
+
+  it('a client that stops reading stops the provider too (backpressure: the gateway never buffers the stream)', async () => {
+    // A provider that writes 128 MiB of audio as fast as its socket accepts, counting what was accepted.
+    const total = 128 * 1024 * 1024;
+    const chunk = Buffer.alloc(64 * 1024, 1);
+    let accepted = 0;
+    const provider = createServer((req, res) => {
+      req.resume();
+      res.writeHead(200, { 'content-type': 'audio/mpeg', 'content-length': total });
+      const pump = () => {
+        while (accepted < total) {
+          accepted += chunk.length;
+          if (!res.write(chunk)) return void res.once('drain', pump);
+        }
+        res.end();
+      };
+      pump();
+    });
+    await new Promise<void>((resolve) => provider.listen(0, '127.0.0.1', resolve));
+    const own = await startTestGateway(`http://127.0.0.1:${(provider.address() as AddressInfo).port}`);
+    try {
+      const body = JSON.stringify({ model: 'tts-1', input: 'hello', voice: 'alloy' });
+      const socket = connect((own.server.address() as AddressInfo).port, '127.0.0.1');
+      socket.write(
+        `POST /v1/audio/speech HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n` +
+          `x-gateway-key: ${own.key}\r\nauthorization: Bearer ${OPENAI_KEY}\r\n\r\n${body}`,
+      );
+      let received = 0;
+      socket.on('data', (d: Buffer) => (received += d.length));
+      await new Promise((resolve) => socket.once('data', resolve));
+      socket.pause(); // the client stops reading
+      await sleep(1500);
+      const whilePaused = accepted;
+      await sleep(500);
+      // Only the sockets' own buffers (client, gateway and provider side, a few MiB each) can hold the bytes.
+      expect(whilePaused, 'bytes the provider could write while the client read nothing').to.be.lessThan(48 * 1024 * 1024);
+      expect(accepted, 'the provider stays stopped').to.equal(whilePaused);
+      socket.resume();
+      await new Promise<void>((resolve, reject) => {
+        const check = setInterval(() => accepted >= total && received > total && (clearInterval(check), resolve()), 20);
+        socket.once('error', reject);
+      });
+      expect(accepted).to.equal(total);
+      socket.destroy();
+    } finally {
+      await own.stop();
+      provider.close();
+    }
   });
 });
