@@ -105,6 +105,12 @@ export const gatewayConfigSchema = z.strictObject({
       /** After this long without a request (and none in flight), full GCs give the last burst's memory back (core/idle-memory.ts); 0 = never. Needs node --expose-gc. */
       idle_gc_ms: fromText(z.number().int().min(0)).default(10_000),
       /**
+       * Under load, an asynchronous full GC starts once the old generation grew this much since the last one, so
+       * garbage cannot pile up to several times the live heap (core/heap-headroom.ts); 0 = leave it to V8. Needs
+       * node --expose-gc.
+       */
+      heap_headroom_mb: fromText(z.number().int().min(0)).default(16),
+      /**
        * Multipart uploads of this size or more (or sent without a length) are received into a temporary file, not
        * memory (core/upload-spool.ts); false = always in memory.
        */

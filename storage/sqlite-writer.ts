@@ -10,6 +10,7 @@
  * write queue retries it (inserts are idempotent by record id).
  */
 import { join } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
 import { Worker } from 'node:worker_threads';
 import type { UsageRecord } from '../core/usage';
 import type { InsertResult } from './store';
@@ -77,8 +78,12 @@ export class SqliteWriterThread {
 
   private start(): Worker {
     // A small young generation: the writer's garbage is the batches it receives, and V8's default would let it
-    // grow by tens of MiB under load (it runs in this process: its heap is the gateway's memory too).
-    const worker = new Worker(join(__dirname, 'sqlite-writer-worker.js'), { workerData: this.options, resourceLimits: { maxYoungGenerationSizeMb: 8 } });
+    // grow by tens of MiB under load (it runs in this process: its heap is the gateway's memory too). A
+    // --max-semi-space-size given to node (npm start passes 8 MiB, for the proxy thread) applies to every isolate
+    // created later and would override this limit (16 MiB of young generation instead of 2, measured): it is reset
+    // first. The main isolate sized its heap when it started; the flag is only read when an isolate is created.
+    setFlagsFromString('--max-semi-space-size=0');
+    const worker = new Worker(join(__dirname, 'sqlite-writer-worker.js'), { workerData: this.options, resourceLimits: { maxYoungGenerationSizeMb: 2 } });
     worker.unref();
     worker.on('message', (msg: WriterResponse) => this.settle(msg));
     // An error event is followed by exit; the exit handler fails what is still pending.
