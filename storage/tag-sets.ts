@@ -20,6 +20,7 @@
  * The writer keeps the ids of recently used sets in memory (TagSetIds); a set is looked up or created in the
  * database only on a miss, in the same transaction as the records.
  */
+import { BoundedCache } from '../core/bounded-cache';
 import type { UsageRecord } from '../core/usage';
 import { tagEntries } from './codec';
 
@@ -44,42 +45,29 @@ export function tagSetMembers(key: string): [string, string][] {
 }
 
 /**
- * Set ids the writer has seen committed, keyed by canonical text. Bounded: two generations of `generation`
- * entries each, the older one dropped when the newer fills up (sets in use stay, as they are moved forward on
- * a hit); a miss costs one index lookup. Each write transaction collects the ids it found or created in a map of
+ * Set ids the writer has seen committed, keyed by canonical text, in a BoundedCache (sets in use stay); a miss
+ * costs one index lookup. Each write transaction collects the ids it found or created in a map of
  * its own (a PostgreSQL store runs several at once), remembered here only once it commits: a rolled-back set id
  * does not exist, and SQLite may hand its number to another set.
  */
 export class TagSetIds {
-  private young = new Map<string, number>();
-  private old = new Map<string, number>();
+  private readonly ids: BoundedCache<string, number>;
 
-  constructor(private readonly generation = 20_000) {}
+  constructor(generation = 20_000) {
+    this.ids = new BoundedCache(generation);
+  }
 
   get(key: string): number | undefined {
-    const hit = this.young.get(key);
-    if (hit !== undefined) return hit;
-    const aged = this.old.get(key);
-    if (aged !== undefined) this.put(key, aged);
-    return aged;
+    return this.ids.get(key);
   }
 
   /** The ids of a transaction that committed. */
   remember(committed: ReadonlyMap<string, number>): void {
-    for (const [key, id] of committed) this.put(key, id);
+    for (const [key, id] of committed) this.ids.set(key, id);
   }
 
   /** The tables may have been rebuilt (a migration): no cached id can be trusted. */
   clear(): void {
-    this.young = new Map();
-    this.old = new Map();
-  }
-
-  private put(key: string, id: number): void {
-    if (this.young.size >= this.generation) {
-      this.old = this.young;
-      this.young = new Map();
-    }
-    this.young.set(key, id);
+    this.ids.clear();
   }
 }

@@ -2,7 +2,8 @@ import { z } from 'zod';
 import { fromText } from '../../config/from-text';
 import type { GatewayContext } from '../../core/context';
 import { definePlugin, type GatewayPlugin } from '../../core/plugin';
-import { parseTags, type TagLimits } from './parse-tags';
+import { BoundedCache } from '../../core/bounded-cache';
+import { FLAT_PREFIX, METADATA_HEADER, parseTags, type TagLimits } from './parse-tags';
 
 const optionsSchema = z
   .strictObject({
@@ -16,10 +17,31 @@ const optionsSchema = z
 export class AttributionPlugin implements GatewayPlugin {
   readonly name = 'attribution';
 
+  /**
+   * Accepted tag sets by the text of the headers they came from: a client sends the same few on every call, and
+   * reading them again (JSON, UTF-8, key rules) was the plugin's whole cost. A refusal is never kept.
+   */
+  private readonly accepted = new BoundedCache<string, Readonly<Record<string, string>>>(1000);
+
   constructor(private readonly limits: TagLimits) {}
 
   onRequest(ctx: GatewayContext): void {
-    Object.assign(ctx.tags, parseTags({ header: (h) => ctx.header(h), names: ctx.headerNames(), timesSent: (h) => ctx.headerCount(h) }, this.limits));
+    // The key holds every tag header, name and value ("\n" cannot occur in either); a header sent twice is
+    // refused by parseTags, so such a request is never answered from the cache.
+    const json = ctx.header(METADATA_HEADER);
+    let key = json === undefined ? '-' : `+${json}`;
+    let repeated = json !== undefined && ctx.headerCount(METADATA_HEADER) > 1;
+    for (const name of ctx.headerNames()) {
+      if (!name.startsWith(FLAT_PREFIX)) continue;
+      key += `\n${name}\n${ctx.header(name)}`;
+      repeated ||= ctx.headerCount(name) > 1;
+    }
+    let tags = repeated ? undefined : this.accepted.get(key);
+    if (!tags) {
+      tags = parseTags({ header: (h) => ctx.header(h), names: ctx.headerNames(), timesSent: (h) => ctx.headerCount(h) }, this.limits);
+      this.accepted.set(key, tags);
+    }
+    Object.assign(ctx.tags, tags);
   }
 }
 

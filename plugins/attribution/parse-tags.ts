@@ -21,7 +21,7 @@ export interface TagHeaders {
 }
 
 export const METADATA_HEADER = 'x-gateway-metadata';
-const FLAT_PREFIX = 'x-gateway-metadata-';
+export const FLAT_PREFIX = 'x-gateway-metadata-';
 const KEY_SHAPE = /^[a-z0-9_][a-z0-9_.]*$/;
 const NON_ASCII = /[\u0080-\uffff]/;
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
