@@ -46,7 +46,9 @@ export class AuthPlugin implements GatewayPlugin {
   }
 
   onRequest(ctx: GatewayContext): void {
-    const address = this.failures ? this.addressOf(ctx) : undefined;
+    // Nothing is tracked in the usual case (no invalid key lately): the address is only worked out when needed.
+    const tracked = this.failures !== undefined && this.failures.size > 0;
+    let address = tracked ? this.addressOf(ctx) : undefined;
     if (address !== undefined) {
       const left = this.failures!.blockedFor(address);
       if (left > 0) throw blocked(left);
@@ -57,6 +59,7 @@ export class AuthPlugin implements GatewayPlugin {
     }
     const grant = this.keys.verify(presented);
     if (!grant) {
+      if (this.failures) address ??= this.addressOf(ctx);
       if (address !== undefined) {
         const blockMs = this.failures!.fail(address, hash('sha256', presented, 'base64').slice(0, 12));
         if (blockMs > 0) ctx.log.warn({ address, blockMs }, 'too many invalid gateway keys: client address blocked');

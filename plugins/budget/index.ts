@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { BudgetConfig, WorkspaceLimits } from '../../config/limits';
 import type { GatewayContext } from '../../core/context';
+import { BoundedCache } from '../../core/bounded-cache';
 import { GatewayError } from '../../core/errors';
 import { definePlugin, type GatewayPlugin } from '../../core/plugin';
 import { TOKENS } from '../../core/tokens';
@@ -20,7 +21,7 @@ const HELD = 'budget.reservation';
 export const DEFAULT_MAX_OUTPUT = 4096;
 /** Input is estimated from the body size without a tokenizer (cheap on the request path): ~3 bytes a token. */
 const BYTES_PER_TOKEN = 3;
-/** Budget instances (budget x tag value x period) kept ready; beyond this the cache starts over. */
+/** Budget instances (budget x workspace x tag value) kept ready per budget; beyond that the oldest are dropped. */
 const MAX_CACHED = 10_000;
 const PERIOD_ADJECTIVE = { day: 'daily', month: 'monthly' } as const;
 
@@ -40,6 +41,8 @@ interface Rule {
   limitPico: bigint;
   /** Fixed tag filter ({} for a workspace-wide budget). */
   tags: [string, string][];
+  /** Its instances in their current period, by workspace (and tag value for per_tag budgets). */
+  instances: BoundedCache<string, Applied>;
 }
 
 /**
@@ -55,8 +58,6 @@ interface Rule {
 export class BudgetPlugin implements GatewayPlugin, BudgetSource {
   readonly name = 'budget';
   private readonly rules = new WeakMap<WorkspaceLimits, Rule[]>();
-  /** Budget instances by counter key; the key names the period, so a new period gets a new entry. */
-  private readonly applied = new Map<string, Applied>();
   /** Budget instances whose alert this instance has logged (the key names the period). */
   private readonly alertsLogged = new Set<string>();
   private readonly renewer: LeaseRenewer;
@@ -144,7 +145,7 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
   private rulesOf(l: WorkspaceLimits): Rule[] {
     let rules = this.rules.get(l);
     if (!rules) {
-      rules = l.budgets.map((config) => ({ config, limitPico: parseUsd(config.usd), tags: Object.entries(config.tag ?? {}) }));
+      rules = l.budgets.map((config) => ({ config, limitPico: parseUsd(config.usd), tags: Object.entries(config.tag ?? {}), instances: new BoundedCache<string, Applied>(MAX_CACHED) }));
       this.rules.set(l, rules);
     }
     return rules;
@@ -153,19 +154,21 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
   /** The budget instance this request counts against, or undefined when the budget does not apply to it. */
   private instance(ctx: GatewayContext, rule: Rule, now: number): Applied | undefined {
     const b = rule.config;
-    let tags = rule.tags;
+    let value: string | undefined;
     if (b.per_tag) {
-      const value = ctx.tags[b.per_tag];
+      value = ctx.tags[b.per_tag];
       if (value === undefined) return undefined;
-      tags = [[b.per_tag, value]];
-    } else if (!tags.every(([k, v]) => ctx.tags[k] === v)) {
+    } else if (rule.tags.length > 0 && !rule.tags.every(([k, v]) => ctx.tags[k] === v)) {
       return undefined;
     }
     const workspace = ctx.workspace!.id;
-    const period = periodAt(b.period, now);
-    const hit = this.applied.get(budgetKey(workspace, b, tags, period));
-    if (hit) return hit;
+    // Looked up per rule by workspace and tag value; an instance of a past period is replaced.
+    const lookup = value === undefined ? workspace : `${workspace}\n${value}`;
+    const hit = rule.instances.get(lookup);
+    if (hit && now < hit.check.periodEndMs && now >= hit.status.periodStart) return hit;
 
+    const tags: [string, string][] = value === undefined ? rule.tags : [[b.per_tag!, value]];
+    const period = periodAt(b.period, now);
     const a = describe(workspace, rule, tags, period, 0n);
     // Spend recorded before this process knew the budget (earlier runs, other instances) is read once.
     a.seeded = this.usage
@@ -174,8 +177,7 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
       .then(() => (a.seeded = undefined));
     // Noted once per value and period, so that the admin API of every instance lists it.
     if (b.per_tag) this.limits.store.addToSet(tagValuesKey(workspace, b, period), tags[0][1], period.endMs).catch(() => undefined);
-    if (this.applied.size >= MAX_CACHED) this.applied.clear(); // bounded; a later miss only re-reads the store
-    this.applied.set(a.check.key, a);
+    rule.instances.set(lookup, a); // bounded; a later miss only re-reads the store
     return a;
   }
 

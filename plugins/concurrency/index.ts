@@ -2,7 +2,6 @@ import type { GatewayContext } from '../../core/context';
 import { GatewayError } from '../../core/errors';
 import { definePlugin, type GatewayPlugin } from '../../core/plugin';
 import { LeaseRenewer } from '../limits/lease-renewer';
-import { scopesOf } from '../limits/scopes';
 import { LimitsContext } from '../limits/workspace-limits';
 
 const HELD = 'concurrency.held';
@@ -24,7 +23,7 @@ export class ConcurrencyPlugin implements GatewayPlugin {
   async beforeUpstream(ctx: GatewayContext): Promise<void> {
     const l = this.limits.limitsOf(ctx);
     if (!l || !ctx.stream) return;
-    const scopes = scopesOf(ctx, l).filter((s) => s.limits.concurrent_streams);
+    const scopes = this.limits.scopesOf(ctx, l).filter((s) => s.limits.concurrent_streams);
     if (scopes.length === 0) return;
     const store = this.limits.store;
     const lease = this.renewer.leaseMs;

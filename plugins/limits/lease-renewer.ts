@@ -12,17 +12,22 @@ export class LeaseRenewer {
   /** Renews with `renew` until remove(holder). */
   add(holder: string, renew: () => Promise<unknown>): void {
     this.open.set(holder, renew);
-    this.timer ??= setInterval(() => {
-      // A failed renewal is left to the next one; the lease covers two more.
-      for (const r of this.open.values()) r().catch(() => undefined);
-    }, this.leaseMs / 3).unref();
+    this.timer ??= setInterval(() => this.renewAll(), this.leaseMs / 3).unref();
   }
 
   remove(holder: string): void {
     this.open.delete(holder);
+  }
+
+  private renewAll(): void {
+    // The timer stops at a tick that finds nothing open, not at each remove(): one request after another (a single
+    // client) would otherwise create and clear a timer per request.
     if (this.open.size === 0) {
       clearInterval(this.timer);
       this.timer = undefined;
+      return;
     }
+    // A failed renewal is left to the next one; the lease covers two more.
+    for (const r of this.open.values()) r().catch(() => undefined);
   }
 }

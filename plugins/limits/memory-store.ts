@@ -1,4 +1,4 @@
-import type { Bucket, BudgetCheck, BudgetReservation, BudgetState, LimitStore, TakeResult } from './limit-store';
+import type { Bucket, BucketState, BudgetCheck, BudgetReservation, BudgetState, LimitStore, TakeResult } from './limit-store';
 
 interface BucketRecord {
   tokens: number;
@@ -35,27 +35,39 @@ export class MemoryLimitStore implements LimitStore {
   }
 
   async take(buckets: readonly Bucket[], now = Date.now()): Promise<TakeResult> {
-    const states = buckets.map((b) => {
+    const tokens: number[] = new Array(buckets.length);
+    let allowed = true;
+    for (let i = 0; i < buckets.length; i++) {
+      const b = buckets[i];
       const rec = this.buckets.get(b.key);
+      tokens[i] = rec ? Math.min(b.limit, rec.tokens + (now - rec.updatedMs) * (b.limit / b.windowMs)) : b.limit;
+      if (tokens[i] < 1) allowed = false;
+    }
+    const states: BucketState[] = new Array(buckets.length);
+    for (let i = 0; i < buckets.length; i++) {
+      const b = buckets[i];
       const rate = b.limit / b.windowMs;
-      const tokens = rec ? Math.min(b.limit, rec.tokens + (now - rec.updatedMs) * rate) : b.limit;
-      return { b, tokens, rate };
-    });
-    const allowed = states.every((s) => s.tokens >= 1);
-    return {
-      allowed,
-      buckets: states.map(({ b, tokens, rate }) => {
-        const left = allowed ? tokens - 1 : tokens;
-        if (allowed) this.buckets.set(b.key, { tokens: left, updatedMs: now, fullAtMs: now + (b.limit - left) / rate });
-        return {
-          key: b.key,
-          limit: b.limit,
-          remaining: Math.max(0, Math.floor(left)),
-          resetMs: Math.ceil((b.limit - left) / rate),
-          retryAfterMs: left >= 1 || allowed ? 0 : Math.ceil((1 - left) / rate),
-        };
-      }),
-    };
+      const left = allowed ? tokens[i] - 1 : tokens[i];
+      if (allowed) {
+        const rec = this.buckets.get(b.key);
+        const fullAtMs = now + (b.limit - left) / rate;
+        if (rec) {
+          rec.tokens = left;
+          rec.updatedMs = now;
+          rec.fullAtMs = fullAtMs;
+        } else {
+          this.buckets.set(b.key, { tokens: left, updatedMs: now, fullAtMs });
+        }
+      }
+      states[i] = {
+        key: b.key,
+        limit: b.limit,
+        remaining: Math.max(0, Math.floor(left)),
+        resetMs: Math.ceil((b.limit - left) / rate),
+        retryAfterMs: left >= 1 || allowed ? 0 : Math.ceil((1 - left) / rate),
+      };
+    }
+    return { allowed, buckets: states };
   }
 
   async refund(buckets: readonly Bucket[], now = Date.now()): Promise<void> {

@@ -11,7 +11,10 @@ export interface LimitScope {
   limits: RateLimits;
 }
 
-/** The scopes a request falls under: its workspace, plus one per tag that has per-tag limits and is present. */
+/**
+ * The scopes a request falls under: its workspace, plus one per tag that has per-tag limits and is present.
+ * Callers on the request path use LimitsContext.scopesOf, which keeps the result per workspace and tag values.
+ */
 export function scopesOf(ctx: GatewayContext, limits: WorkspaceLimits): LimitScope[] {
   const ws = `ws:${ctx.workspace!.id}`;
   const scopes: LimitScope[] = [{ key: ws, label: `workspace ${ctx.workspace!.id}`, limits }];

@@ -4,8 +4,10 @@ import type { LimitStoreConfig, WorkspaceLimits } from '../../config/limits';
 import type { GatewayConfig } from '../../config/schema';
 import type { GatewayContext } from '../../core/context';
 import { GatewayError } from '../../core/errors';
+import { BoundedCache } from '../../core/bounded-cache';
 import { TOKENS } from '../../core/tokens';
 import type { LimitStore } from './limit-store';
+import { scopesOf, type LimitScope } from './scopes';
 
 /** One context per limit store, shared by every limit plugin of a gateway (so they share one log throttle). */
 const contexts = new WeakMap<LimitStore, LimitsContext>();
@@ -38,6 +40,25 @@ export class LimitsContext {
   limitsOf(ctx: GatewayContext): WorkspaceLimits | undefined {
     return ctx.workspace ? this.byWorkspace.get(ctx.workspace.id) : undefined;
   }
+
+  /**
+   * The scopes of a request (limits/scopes.ts), the same array for the same workspace and tag values: requests
+   * fall under a few scopes again and again, and each limit plugin keeps what it derives from them per array.
+   */
+  scopesOf(ctx: GatewayContext, limits: WorkspaceLimits): readonly LimitScope[] {
+    // Each value with its length first: the key is unambiguous whatever the values hold (plugins may add tags).
+    const workspace = ctx.workspace!.id;
+    let key = `${workspace.length}:${workspace}`;
+    for (const tag in limits.per_tag) {
+      const value = ctx.tags[tag];
+      key += value === undefined ? '|-' : `|${value.length}:${value}`;
+    }
+    let scopes = this.scopes.get(key);
+    if (!scopes) this.scopes.set(key, (scopes = Object.freeze(scopesOf(ctx, limits))));
+    return scopes;
+  }
+
+  private readonly scopes = new BoundedCache<string, readonly LimitScope[]>(1000);
 
   /**
    * Runs a store operation under the configured failure policy: when the store is unreachable, either the

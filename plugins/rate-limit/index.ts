@@ -2,7 +2,7 @@ import type { GatewayContext } from '../../core/context';
 import { GatewayError } from '../../core/errors';
 import { definePlugin, type GatewayPlugin } from '../../core/plugin';
 import type { Bucket, BucketState } from '../limits/limit-store';
-import { scopesOf, type LimitScope } from '../limits/scopes';
+import type { LimitScope } from '../limits/scopes';
 import { LimitsContext } from '../limits/workspace-limits';
 
 const MINUTE = 60_000;
@@ -13,9 +13,17 @@ const REFUNDED_REFUSALS: ReadonlySet<string> = new Set(['concurrency_limited', '
 
 const seconds = (ms: number) => String(Math.max(1, Math.ceil(ms / 1000)));
 
+/** What the plugin checks for one set of scopes (LimitsContext.scopesOf gives the same array for the same set). */
+interface RatePlan {
+  scopes: LimitScope[];
+  tokenScopes: LimitScope[];
+  buckets: Bucket[];
+}
+
 /** The x-ratelimit-* headers of the most constrained bucket (reset is in seconds from now). */
 function rateHeaders(states: readonly BucketState[]): Record<string, string> {
-  const tightest = states.reduce((a, b) => (b.remaining < a.remaining ? b : a));
+  let tightest = states[0];
+  for (const s of states) if (s.remaining < tightest.remaining) tightest = s;
   return {
     'x-ratelimit-limit': String(tightest.limit),
     'x-ratelimit-remaining': String(tightest.remaining),
@@ -39,12 +47,12 @@ export class RateLimitPlugin implements GatewayPlugin {
   async beforeUpstream(ctx: GatewayContext): Promise<void> {
     const l = this.limits.limitsOf(ctx);
     if (!l) return;
-    const scopes = scopesOf(ctx, l).filter((s) => s.limits.requests_per_minute || s.limits.requests_per_second || s.limits.tokens_per_minute);
-    if (scopes.length === 0) return;
+    const plan = this.planFor(this.limits.scopesOf(ctx, l));
+    if (!plan) return;
+    const { scopes, tokenScopes, buckets } = plan;
     ctx.state.set(SCOPES, scopes);
     const store = this.limits.store;
 
-    const tokenScopes = scopes.filter((s) => s.limits.tokens_per_minute);
     if (tokenScopes.length > 0) {
       const used = await Promise.all(tokenScopes.map((s) => this.limits.guard('tokens_per_minute', () => store.windowTotal(`tpm:${s.key}`, MINUTE), 0)));
       const full = tokenScopes.findIndex((s, i) => used[i] >= s.limits.tokens_per_minute!);
@@ -57,10 +65,6 @@ export class RateLimitPlugin implements GatewayPlugin {
       }
     }
 
-    const buckets: Bucket[] = scopes.flatMap((s) => [
-      ...(s.limits.requests_per_minute ? [{ key: `rpm:${s.key}`, limit: s.limits.requests_per_minute, windowMs: MINUTE }] : []),
-      ...(s.limits.requests_per_second ? [{ key: `rps:${s.key}`, limit: s.limits.requests_per_second, windowMs: 1000 }] : []),
-    ]);
     if (buckets.length === 0) return;
     const taken = await this.limits.guard('request rate', () => store.take(buckets), undefined);
     if (!taken) return;
@@ -76,6 +80,26 @@ export class RateLimitPlugin implements GatewayPlugin {
     ctx.state.set(TAKEN, buckets);
     Object.assign(ctx.responseHeaders, headers);
   }
+
+  /** The rate-limited scopes among a request's scopes and their buckets, worked out once per scope set. */
+  private planFor(all: readonly LimitScope[]): RatePlan | undefined {
+    let plan = this.plans.get(all);
+    if (plan === undefined) {
+      const scopes = all.filter((s) => s.limits.requests_per_minute || s.limits.requests_per_second || s.limits.tokens_per_minute);
+      plan = scopes.length === 0 ? null : {
+        scopes,
+        tokenScopes: scopes.filter((s) => s.limits.tokens_per_minute),
+        buckets: scopes.flatMap((s) => [
+          ...(s.limits.requests_per_minute ? [{ key: `rpm:${s.key}`, limit: s.limits.requests_per_minute, windowMs: MINUTE }] : []),
+          ...(s.limits.requests_per_second ? [{ key: `rps:${s.key}`, limit: s.limits.requests_per_second, windowMs: 1000 }] : []),
+        ]),
+      };
+      this.plans.set(all, plan);
+    }
+    return plan ?? undefined;
+  }
+
+  private readonly plans = new WeakMap<readonly LimitScope[], RatePlan | null>();
 
   async onComplete(ctx: GatewayContext): Promise<void> {
     const taken = ctx.state.get(TAKEN) as Bucket[] | undefined;
@@ -94,7 +118,7 @@ export class RateLimitPlugin implements GatewayPlugin {
   }
 }
 
-function describe(state: BucketState, buckets: Bucket[], scopes: LimitScope[]): string {
+function describe(state: BucketState, buckets: readonly Bucket[], scopes: readonly LimitScope[]): string {
   const bucket = buckets.find((b) => b.key === state.key)!;
   const scope = scopes.find((s) => bucket.key.endsWith(s.key))!;
   return `${state.limit} requests per ${bucket.windowMs === MINUTE ? 'minute' : 'second'} for ${scope.label}`;
