@@ -65,44 +65,57 @@ interface Entry {
 }
 
 /**
- * Accumulates increments per rollup row so each row is upserted once per batch. A row's map key is text that
- * identifies its dimension values (JSON, or ids and numbers joined): built from the record's parts computed once,
- * as this runs for every rollup row of every record written.
+ * Accumulates increments per rollup row so each row is upserted once per batch. Records are first summed per
+ * shape: everything that decides their rollup rows (hour, built-in dimensions, tag set). The records of a batch
+ * come in a few shapes (one client, one model, the same tags), so the rows and their map keys (text that identifies
+ * the dimension values: JSON, or ids and numbers joined) are worked out once per shape, not once per record.
  */
 export class RollupAccumulator {
-  private readonly base = new Map<string, Entry>();
-  private readonly tags = new Map<string, Entry>();
-  private readonly daily = new Map<string, Entry>();
-  private readonly tagDaily = new Map<string, Entry>();
-  private readonly tagSetDaily = new Map<string, Entry>();
+  private readonly shapes = new Map<string, { r: UsageRecord; tagSetId: number; t: UsageTotals }>();
 
   /**
    * Adds `delta` (default: the record's own contribution) to every rollup row of the record; `tagSetId` is the
    * id of the record's tag set (storage/tag-sets.ts), which the store resolves first.
    */
   add(r: UsageRecord, tagSetId: number, delta: UsageTotals = contribution(r)): void {
-    const dims = rollupDims(r);
-    const day = floorDay(r.ts);
-    const dimsKey = JSON.stringify(dims);
-    bump(this.base, dimsKey, delta, () => dims);
-    bump(this.daily, String(day), delta, () => [day]);
-    bump(this.tagSetDaily, `${tagSetId} ${day}`, delta, () => [tagSetId, day]);
-    for (const [key, value] of tagEntries(r)) {
-      // A JSON array delimits itself: kv + anything stays unambiguous.
-      const kv = JSON.stringify([key, value]);
-      bump(this.tags, kv + dimsKey, delta, () => [key, value, ...dims]);
-      bump(this.tagDaily, kv + day, delta, () => [key, value, day]);
+    // Two records with the same tag set id have the same string tags, hence the same tag rows. Each part is
+    // preceded by its length, so no value can pass for another (a model name may hold any character).
+    let shape = `${floorHour(r.ts)} ${tagSetId} ${r.status}`;
+    for (const part of [r.workspaceId, r.provider, r.model, r.servedModel, r.endpoint, r.keyId]) {
+      shape += part === null ? ' -' : ` ${part.length}:${part}`;
     }
+    const hit = this.shapes.get(shape);
+    if (hit) addTotals(hit.t, delta);
+    else this.shapes.set(shape, { r, tagSetId, t: addTotals(zeroTotals(), delta) });
   }
 
   /** Rows sorted by key: concurrent transactions then lock shared rollup rows in the same order (no deadlock). */
   result(): RollupDeltas {
+    const base = new Map<string, Entry>();
+    const tags = new Map<string, Entry>();
+    const daily = new Map<string, Entry>();
+    const tagDaily = new Map<string, Entry>();
+    const tagSetDaily = new Map<string, Entry>();
+    for (const { r, tagSetId, t } of this.shapes.values()) {
+      const dims = rollupDims(r);
+      const day = floorDay(r.ts);
+      const dimsKey = JSON.stringify(dims);
+      bump(base, dimsKey, t, () => dims);
+      bump(daily, String(day), t, () => [day]);
+      bump(tagSetDaily, `${tagSetId} ${day}`, t, () => [tagSetId, day]);
+      for (const [key, value] of tagEntries(r)) {
+        // A JSON array delimits itself: kv + anything stays unambiguous.
+        const kv = JSON.stringify([key, value]);
+        bump(tags, kv + dimsKey, t, () => [key, value, ...dims]);
+        bump(tagDaily, kv + day, t, () => [key, value, day]);
+      }
+    }
     return {
-      base: rows(this.base),
-      tags: rows(this.tags),
-      daily: rows(this.daily, true),
-      tagDaily: rows(this.tagDaily, true),
-      tagSetDaily: rows(this.tagSetDaily, true),
+      base: rows(base),
+      tags: rows(tags),
+      daily: rows(daily, true),
+      tagDaily: rows(tagDaily, true),
+      tagSetDaily: rows(tagSetDaily, true),
     };
   }
 }
