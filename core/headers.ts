@@ -11,7 +11,8 @@ const RESPONSE_HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connecti
 
 /** Names listed in a Connection header are hop-by-hop too. */
 function connectionTokens(value: string | string[] | undefined): Set<string> | undefined {
-  if (!value) return undefined;
+  // The usual values name nothing beyond the hop-by-hop set: no Set is built for them on every request.
+  if (!value || value === 'keep-alive' || value === 'close' || value === 'Keep-Alive' || value === 'Close') return undefined;
   const tokens = (Array.isArray(value) ? value.join(',') : value).split(',').map((t) => t.trim().toLowerCase()).filter(Boolean);
   return tokens.length ? new Set(tokens) : undefined;
 }

@@ -26,15 +26,34 @@ export class PluginPipeline {
     return this.streamObservers.length > 0;
   }
 
-  /** A phase that may refuse the request: a GatewayError passes through, anything else becomes plugin_error. */
-  async run(phase: GatingPhase, ctx: GatewayContext): Promise<void> {
-    for (const plugin of this.gating[phase]) {
+  /**
+   * A phase that may refuse the request: a GatewayError passes through, anything else becomes plugin_error.
+   * Returns a promise only when a hook returned one: when every hook is synchronous (the usual case) the phase
+   * costs no promise and no turn of the microtask queue (callers `await` only what they get).
+   */
+  run(phase: GatingPhase, ctx: GatewayContext): Promise<void> | undefined {
+    const hooks = this.gating[phase];
+    for (let i = 0; i < hooks.length; i++) {
+      let pending: void | Promise<void>;
       try {
-        const pending = plugin[phase]!(ctx);
-        if (pending !== undefined) await pending; // a synchronous hook costs no microtask turn
+        pending = hooks[i][phase]!(ctx);
       } catch (err) {
-        if (!(err instanceof GatewayError)) ctx.log.error({ err, plugin: plugin.name, phase }, 'plugin failed');
-        throw asGatewayError(err, 'plugin_error');
+        throw refusal(err, hooks[i], phase, ctx);
+      }
+      if (pending !== undefined) return this.finishAsync(pending, i, phase, ctx);
+    }
+    return undefined;
+  }
+
+  /** The rest of a phase once a hook went asynchronous. */
+  private async finishAsync(pending: Promise<void>, at: number, phase: GatingPhase, ctx: GatewayContext): Promise<void> {
+    const hooks = this.gating[phase];
+    for (let i = at; i < hooks.length; i++) {
+      try {
+        const next = i === at ? pending : hooks[i][phase]!(ctx);
+        if (next !== undefined) await next;
+      } catch (err) {
+        throw refusal(err, hooks[i], phase, ctx);
       }
     }
   }
@@ -64,4 +83,10 @@ export class PluginPipeline {
   async close(): Promise<void> {
     for (const plugin of [...this.plugins].reverse()) await plugin.close?.();
   }
+}
+
+/** A hook's failure as the client sees it; anything but a GatewayError is logged as the plugin's own failure. */
+function refusal(err: unknown, plugin: GatewayPlugin, phase: GatingPhase, ctx: GatewayContext): GatewayError {
+  if (!(err instanceof GatewayError)) ctx.log.error({ err, plugin: plugin.name, phase }, 'plugin failed');
+  return asGatewayError(err, 'plugin_error');
 }

@@ -107,7 +107,8 @@ export class Proxy {
     );
 
     try {
-      await this.deps.pipeline.run('onRequest', gw);
+      const pending = this.deps.pipeline.run('onRequest', gw);
+      if (pending) await pending;
       const explicit = gw.header('x-gateway-provider');
       if (endpoint.key === 'models' && explicit === undefined) this.sendCatalog(gw, res);
       else await this.forward(gw, req, res, endpoint, explicit, upstream, (t) => (tap = t));
@@ -159,7 +160,8 @@ export class Proxy {
     }
     // The gateway key is never forwarded; held back here, plugins listed before header-strip cannot read it either.
     forwardableRequestHeaders(req.headers, gw.upstreamHeaders, [...provider.auth.headers, 'x-gateway-key']);
-    await this.deps.pipeline.run('beforeUpstream', gw);
+    const pending = this.deps.pipeline.run('beforeUpstream', gw);
+    if (pending) await pending;
     const headers = upstreamHeadersOf(gw.upstreamHeaders, provider.auth.headers);
     for (const h of credentials) headers[h] = req.headers[h]!;
 
@@ -232,10 +234,12 @@ export class Proxy {
     }
     gw.responseBody = body;
     if (upstream.statusCode < 400) {
-      const parsed = await decodeBody(body, headerValue(upstream.headers, 'content-encoding'));
+      let parsed = decodeBody(body, headerValue(upstream.headers, 'content-encoding'));
+      if (parsed instanceof Promise) parsed = await parsed;
       if (parsed !== undefined) gw.usage = gw.provider!.usage.fromJson(gw.endpoint!.key, parsed);
     }
-    await this.deps.pipeline.run('onResponse', gw);
+    const pending = this.deps.pipeline.run('onResponse', gw);
+    if (pending) await pending;
     res.writeHead(upstream.statusCode, this.responseHeaders(gw, forwardableResponseHeaders(upstream.headers)));
     res.end(body);
   }
@@ -243,7 +247,8 @@ export class Proxy {
   /** Anything else (SSE, audio bytes, errors with odd types): piped chunk by chunk as it arrives. */
   private async relayStream(gw: GatewayContext, res: ServerResponse, upstream: UpstreamExchange, tap: StreamTap | undefined): Promise<void> {
     try {
-      await this.deps.pipeline.run('onResponse', gw);
+      const pending = this.deps.pipeline.run('onResponse', gw);
+      if (pending) await pending;
     } catch (err) {
       upstream.cancel(asGatewayError(err)); // the answer is refused: stop reading it
       throw err;

@@ -11,12 +11,18 @@ const decoders: Record<string, (b: Buffer) => Promise<Buffer>> = {
 /**
  * Parses a complete JSON response body for usage, inflating it first when the upstream compressed it.
  * The client still receives the original bytes; this is a read-only copy. Undefined when it cannot be read.
+ * An uncompressed body (the usual case) is parsed at once, without a turn of the event loop.
  */
-export async function decodeBody(body: Buffer, contentEncoding: string | undefined): Promise<unknown> {
+export function decodeBody(body: Buffer, contentEncoding: string | undefined): unknown {
+  const encoding = contentEncoding?.trim().toLowerCase();
+  if (!encoding || encoding === 'identity') return parse(body);
+  const inflate = decoders[encoding];
+  return inflate ? inflate(body).then(parse, () => undefined) : undefined;
+}
+
+function parse(plain: Buffer): unknown {
   try {
-    const encoding = contentEncoding?.trim().toLowerCase();
-    const plain = encoding && encoding !== 'identity' ? await decoders[encoding]?.(body) : body;
-    return plain === undefined ? undefined : JSON.parse(plain.toString('utf8'));
+    return JSON.parse(plain.toString('utf8'));
   } catch {
     return undefined;
   }

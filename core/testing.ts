@@ -160,7 +160,7 @@ export async function createPluginHarness<O>(definition: PluginDefinition<O>, op
 
   return {
     plugin,
-    run: (phase, ctx) => pipeline.run(phase, ctx),
+    run: async (phase, ctx) => pipeline.run(phase, ctx),
     streamEvent: (ctx, event) => pipeline.streamEvent(ctx, typeof event === 'string' ? { data: event } : event),
     complete: (ctx) => pipeline.complete(ctx),
     exchange,
