@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 // Tollgate's benchmark (npm run bench). One run measures, side by side and against the same mock provider:
 //   direct          the mock itself (no hop)
-//   bare            bench/bare-proxy.mjs: node:http + undici, no features (the practical floor for Node)
+//   bare            bench/bare-proxy.mjs: node:http + undici's request() piped back, no features (the usual few dozen lines)
+//   bare-dispatch   bench/bare-dispatch.mjs: node:http + undici's dispatch() (no stream objects), no features: the
+//                   fastest Node hop we know, so the floor Tollgate is also compared with
 //   tollgate        the built gateway (dist/) with every shipped plugin on: auth, header-strip, attribution
 //                   (tags sent on every request), usage-recorder writing to SQLite; info-level request logs
 //   tollgate-norec  the same without the usage recorder (only in chat_c32: the recorder's cost)
@@ -55,7 +57,7 @@ const ALL_SCENARIOS = ['chat_c1', 'chat_c32', 'stream_c8', 'slow_stream_c8', 'so
 const SCENARIOS = value('--scenarios', ALL_SCENARIOS.join(',')).split(',').filter(Boolean);
 for (const s of SCENARIOS) if (!ALL_SCENARIOS.includes(s)) die(`unknown scenario ${s} (known: ${ALL_SCENARIOS.join(', ')})`);
 const CLUSTER = `tollgate-x${WORKERS}`;
-const ALL_TARGETS = ['direct', 'bare', 'tollgate', 'tollgate-norec', ...(WORKERS > 1 ? ['tollgate-redis', CLUSTER] : []), 'portkey'];
+const ALL_TARGETS = ['direct', 'bare', 'bare-dispatch', 'tollgate', 'tollgate-norec', ...(WORKERS > 1 ? ['tollgate-redis', CLUSTER] : []), 'portkey'];
 let TARGETS = value('--targets', ALL_TARGETS.join(',')).split(',').filter(Boolean);
 if (flag('--no-portkey')) TARGETS = TARGETS.filter((t) => t !== 'portkey');
 const UPLOAD_BYTES = 20 * 1024 * 1024;
@@ -258,11 +260,12 @@ async function startTargets() {
   if (!(await waitHttp(`${mock.url}/health`, 10))) die('the mock provider did not start');
   const auth = ['Authorization: Bearer sk-mock'];
   if (TARGETS.includes('direct')) targets.direct = { base: `${mock.url}/v1`, headers: { json: auth, upload: auth } };
-  if (TARGETS.includes('bare')) {
+  for (const [name, script] of [['bare', 'bare-proxy.mjs'], ['bare-dispatch', 'bare-dispatch.mjs']]) {
+    if (!TARGETS.includes(name)) continue;
     const port = await freePort();
-    const g = startGroup('bare', process.execPath, [join(HERE, 'bare-proxy.mjs')], { PORT: String(port), UPSTREAM: mock.url });
-    if (await waitTcp(port, 10, g)) targets.bare = { base: `http://127.0.0.1:${port}/v1`, headers: { json: auth, upload: auth }, group: g };
-    else log('bare proxy did not start: skipped');
+    const g = startGroup(name, process.execPath, [join(HERE, script)], { PORT: String(port), UPSTREAM: mock.url });
+    if (await waitTcp(port, 10, g)) targets[name] = { base: `http://127.0.0.1:${port}/v1`, headers: { json: auth, upload: auth }, group: g };
+    else log(`${name} did not start: skipped`);
   }
   if (TARGETS.includes('tollgate') && !(await startTollgate('tollgate', await freePort()))) die('tollgate did not start (did `npm run build` run?)');
   if (TARGETS.includes('tollgate-norec')) await startTollgate('tollgate-norec', await freePort(), { recorder: false });
@@ -325,14 +328,14 @@ function uploadBody() {
 
 function scenarioDefs() {
   const upload = SCENARIOS.includes('upload_c1') ? uploadBody() : undefined;
-  const core = ['direct', 'bare', 'tollgate', 'portkey'];
+  const core = ['direct', 'bare', 'bare-dispatch', 'tollgate', 'portkey'];
   return {
     chat_c1: { path: '/chat/completions', body: join(BODY_DIR, 'chat.json'), mode: 'plain', c: 1, targets: core },
-    chat_c32: { path: '/chat/completions', body: join(BODY_DIR, 'chat.json'), mode: 'plain', c: 32, targets: ['direct', 'bare', 'tollgate', 'tollgate-norec', 'tollgate-redis', CLUSTER, 'portkey'] },
+    chat_c32: { path: '/chat/completions', body: join(BODY_DIR, 'chat.json'), mode: 'plain', c: 32, targets: ['direct', 'bare', 'bare-dispatch', 'tollgate', 'tollgate-norec', 'tollgate-redis', CLUSTER, 'portkey'] },
     stream_c8: { path: '/chat/completions', body: join(BODY_DIR, 'chat_stream.json'), mode: 'stream', c: 8, targets: core },
     slow_stream_c8: { path: '/chat/completions', body: slowBody(), mode: 'stream', c: 8, targets: core },
     upload_c1: upload && {
-      path: '/audio/transcriptions', body: upload.file, mode: 'plain', c: 1, targets: core, headerKind: 'upload',
+      path: '/audio/transcriptions', body: upload.file, mode: 'plain', c: 1, targets: core.filter((t) => t !== 'bare-dispatch'), headerKind: 'upload',
       extra: [`Content-Type: ${upload.contentType}`], duration: QUICK ? 1 : 4, warmup: QUICK ? 0.2 : 1,
     },
   };

@@ -124,6 +124,8 @@ export function targets(result) {
   add('chat, 32 conn: req/s vs Portkey', r1 == null ? null : `${num(r1, 1)}x`, '≥ 5x', r1 == null ? null : r1 >= 5);
   const r2 = ratio(c32?.rps, t('chat_c32', 'bare')?.rps);
   add('chat, 32 conn: req/s vs bare proxy', r2 == null ? null : `${num(r2 * 100, 0)}%`, '≥ 70%', r2 == null ? null : r2 >= 0.7);
+  const r2d = ratio(c32?.rps, t('chat_c32', 'bare-dispatch')?.rps);
+  if (r2d != null) add('chat, 32 conn: req/s vs bare-dispatch', `${num(r2d * 100, 0)}%`, '≥ 70%', r2d >= 0.7, 'the faster floor: undici dispatch(), no stream objects');
   const c1 = t('chat_c1', 'tollgate');
   const d1 = t('chat_c1', 'direct');
   const a50 = c1 && d1 ? c1.latency_ms.p50 - d1.latency_ms.p50 : null;
@@ -136,6 +138,8 @@ export function targets(result) {
   const sb = t('stream_c8', 'bare');
   const dt = s && sb ? s.ttfb_ms.p50 - sb.ttfb_ms.p50 : null;
   add('stream: TTFB p50 over bare proxy', dt == null ? null : `${signed(dt, 3)} ms`, '≤ 0.5 ms', dt == null ? null : dt <= 0.5);
+  const sbd = t('stream_c8', 'bare-dispatch');
+  if (s && sbd) add('stream: TTFB p50 over bare-dispatch', `${signed(s.ttfb_ms.p50 - sbd.ttfb_ms.p50, 3)} ms`, '≤ 0.5 ms', s.ttfb_ms.p50 - sbd.ttfb_ms.p50 <= 0.5);
   const pc = perChunkAdded(result, 'tollgate');
   const pcBare = perChunkAdded(result, 'bare');
   add('slow stream: added delay per chunk', pc == null ? null : `${signed(pc, 3)} ms`, '0 within noise (≤ 0.1 ms)', pc == null ? null : pc <= 0.1,
