@@ -30,7 +30,8 @@ export class KeySync {
   private timer: NodeJS.Timeout | undefined;
   private lastTouch = 0;
   private running: Promise<void> | undefined;
-  private again = false;
+  /** The run that follows the one under way, once someone asked for it. */
+  private next: Promise<void> | undefined;
   private lastWarning = 0;
   /** The keys table as last read, its ids (for last-used updates) and what of it was last published. */
   private stored: GatewayKey[] = [];
@@ -61,19 +62,21 @@ export class KeySync {
     void this.refresh();
   }
 
-  /** One sync now (also called right after a key is created or revoked through this instance). */
+  /**
+   * One sync now (also called right after a key is created or revoked through this instance); resolves once a sync
+   * that began after the call has applied. A run already under way may have read its sources before the change
+   * the caller just made, so the caller waits for the next run (shared by every caller meanwhile): the admin API
+   * answers a key's creation only once the key works on this instance.
+   */
   refresh(): Promise<void> {
     if (this.running) {
-      this.again = true; // a change may have landed after the run under way read its sources
-      return this.running;
+      this.next ??= this.running.catch(() => undefined).then(() => {
+        this.next = undefined;
+        return this.refresh();
+      });
+      return this.next;
     }
-    this.running = this.sync().finally(() => {
-      this.running = undefined;
-      if (this.again) {
-        this.again = false;
-        void this.refresh();
-      }
-    });
+    this.running = this.sync().finally(() => (this.running = undefined));
     return this.running;
   }
 
