@@ -28,17 +28,18 @@ export class AttributionPlugin implements GatewayPlugin {
   onRequest(ctx: GatewayContext): void {
     // The key holds every tag header, name and value ("\n" cannot occur in either); a header sent twice is
     // refused by parseTags, so such a request is never answered from the cache.
+    const names = ctx.headerNames();
     const json = ctx.header(METADATA_HEADER);
     let key = json === undefined ? '-' : `+${json}`;
     let repeated = json !== undefined && ctx.headerCount(METADATA_HEADER) > 1;
-    for (const name of ctx.headerNames()) {
+    for (const name of names) {
       if (!name.startsWith(FLAT_PREFIX)) continue;
       key += `\n${name}\n${ctx.header(name)}`;
       repeated ||= ctx.headerCount(name) > 1;
     }
     let tags = repeated ? undefined : this.accepted.get(key);
     if (!tags) {
-      tags = parseTags({ header: (h) => ctx.header(h), names: ctx.headerNames(), timesSent: (h) => ctx.headerCount(h) }, this.limits);
+      tags = parseTags({ header: (h) => ctx.header(h), names, timesSent: (h) => ctx.headerCount(h) }, this.limits);
       this.accepted.set(key, tags);
     }
     Object.assign(ctx.tags, tags);

@@ -15,6 +15,8 @@ const contexts = new WeakMap<LimitStore, LimitsContext>();
 /** What every limit plugin needs: the workspaces' limits, the shared counters, and the store-failure policy. */
 export class LimitsContext {
   readonly byWorkspace: ReadonlyMap<string, WorkspaceLimits>;
+  /** Scopes by workspace and tag values (scopesOf). */
+  private readonly scopes = new BoundedCache<string, readonly LimitScope[]>(1000);
   private lastWarning = 0;
 
   constructor(
@@ -57,8 +59,6 @@ export class LimitsContext {
     if (!scopes) this.scopes.set(key, (scopes = Object.freeze(scopesOf(ctx, limits))));
     return scopes;
   }
-
-  private readonly scopes = new BoundedCache<string, readonly LimitScope[]>(1000);
 
   /**
    * Runs a store operation under the configured failure policy: when the store is unreachable, either the

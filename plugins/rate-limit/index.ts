@@ -42,6 +42,9 @@ function rateHeaders(states: readonly BucketState[]): Record<string, string> {
 export class RateLimitPlugin implements GatewayPlugin {
   readonly name = 'rate-limit';
 
+  /** Per scope set (null: none of its scopes has a rate limit). */
+  private readonly plans = new WeakMap<readonly LimitScope[], RatePlan | null>();
+
   constructor(private readonly limits: LimitsContext) {}
 
   async beforeUpstream(ctx: GatewayContext): Promise<void> {
@@ -98,8 +101,6 @@ export class RateLimitPlugin implements GatewayPlugin {
     }
     return plan ?? undefined;
   }
-
-  private readonly plans = new WeakMap<readonly LimitScope[], RatePlan | null>();
 
   async onComplete(ctx: GatewayContext): Promise<void> {
     const taken = ctx.state.get(TAKEN) as Bucket[] | undefined;
