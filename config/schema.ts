@@ -105,11 +105,10 @@ export const gatewayConfigSchema = z.strictObject({
       /** After this long without a request (and none in flight), full GCs give the last burst's memory back (core/idle-memory.ts); 0 = never. Needs node --expose-gc. */
       idle_gc_ms: fromText(z.number().int().min(0)).default(10_000),
       /**
-       * Under load, an asynchronous full GC starts once the old generation grew this much since the last one, so
-       * garbage cannot pile up to several times the live heap (core/heap-headroom.ts); 0 = leave it to V8. Needs
-       * node --expose-gc.
+       * The old generation may grow this many percent over what the last full collection left live before V8
+       * runs the next one (core/heap-growth.ts): bounds peak memory under load; 0 = V8's own factor (up to 4x).
        */
-      heap_headroom_mb: fromText(z.number().int().min(0)).default(16),
+      heap_growth_percent: fromText(z.number().int().min(0).max(1000)).default(35),
       /**
        * Multipart uploads of this size or more (or sent without a length) are received into a temporary file, not
        * memory (core/upload-spool.ts); false = always in memory.

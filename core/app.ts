@@ -17,7 +17,6 @@ import type { UsageStore } from '../storage/store';
 import { ModelCatalog } from './catalog';
 import { endpointAt } from './endpoints';
 import { GatewayError } from './errors';
-import { HeapHeadroom } from './heap-headroom';
 import { IdleMemoryRelease } from './idle-memory';
 import { bootstrapKeys } from './key-bootstrap';
 import { createLogger } from './logger';
@@ -117,15 +116,12 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
   koa.use(refuseUnknownRoutes(logger));
   const idleRelease = new IdleMemoryRelease(proxy, config.server.idle_gc_ms, logger, () => store!.releaseMemory?.());
   idleRelease.start();
-  const headroom = new HeapHeadroom(config.server.heap_headroom_mb);
-  headroom.start();
 
   let closing: Promise<void> | undefined;
   const close = (graceMs = config.server.shutdown_grace_ms) =>
     (closing ??= (async () => {
       proxy.draining = true;
       idleRelease.stop();
-      headroom.stop();
       await Promise.race([proxy.idle(), new Promise((r) => setTimeout(r, graceMs).unref())]);
       await keySync!.stop();
       await pipeline.close();

@@ -5,6 +5,7 @@ import { createAdminApp } from '../admin/app';
 import type { BudgetLedger } from '../plugins/budget/ledger';
 import { TOKENS } from './tokens';
 import { createGateway, type Gateway, type GatewayOptions } from './app';
+import { limitHeapGrowth } from './heap-growth';
 
 export interface RunningGateway {
   gateway: Gateway;
@@ -19,6 +20,8 @@ export interface RunningGateway {
 
 export async function startGateway(loaded: LoadedConfig, options: GatewayOptions = {}): Promise<RunningGateway> {
   const { config } = loaded;
+  // Before the gateway starts anything: the setting applies to every heap of the process from its next collection.
+  limitHeapGrowth(config.server.heap_growth_percent);
   const gateway = await createGateway(loaded, options);
   for (const warning of loaded.warnings ?? []) gateway.logger.warn(warning);
   const server = createServer(gateway.koa.callback());

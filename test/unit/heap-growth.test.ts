@@ -1,0 +1,42 @@
+import { execFileSync } from 'node:child_process';
+import { expect } from 'chai';
+
+/**
+ * A child process keeps some memory live and churns objects that are promoted, then die (what in-flight requests
+ * and queued usage records do under load), so V8 runs full collections and sets the next limit after each. V8's
+ * --trace-gc-verbose prints every limit it sets with its factor: "[HeapController] Limit: old size: 22166 KB,
+ * new limit: 31365 KB (1.4)". Run once as V8 sizes the heap by itself and once with limitHeapGrowth applied at
+ * run time (as startGateway does) from the built module.
+ */
+const CHURN = `
+const percent = Number(process.argv[2]);
+if (percent > 0) require(process.argv[1]).limitHeapGrowth(percent);
+const live = [];
+for (let i = 0; i < 300; i++) live.push(Array.from({ length: 2000 }, (_, x) => ({ x })));
+const ring = new Array(2000);
+for (let i = 0; i < 1000000; i++) ring[i % ring.length] = { a: [i, i + 1, i + 2], s: 'x' + i };
+`;
+
+function growthFactors(percent: number): number[] {
+  const out = execFileSync(process.execPath, ['--max-semi-space-size=1', '--trace-gc-verbose', '-e', CHURN, require.resolve('../../core/heap-growth'), String(percent)], {
+    encoding: 'utf8',
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  return [...out.matchAll(/\[HeapController\] Limit: old size: \d+ KB, new limit: \d+ KB \(([\d.]+)\)/g)].map((m) => Number(m[1]));
+}
+
+describe('limitHeapGrowth (V8 heap growing factor)', function () {
+  this.timeout(30_000);
+
+  it('sets the limit of every full collection to what it left live plus the percentage', () => {
+    const bounded = growthFactors(35);
+    expect(bounded, 'the churn runs full collections').to.not.be.empty;
+    expect(new Set(bounded)).to.deep.equal(new Set([1.4])); // 1.35, printed with one decimal
+  });
+
+  it('leaves the factor to V8 at 0, which lets a small heap grow up to 4x', () => {
+    const own = growthFactors(0);
+    expect(own).to.not.be.empty;
+    expect(Math.max(...own)).to.be.greaterThan(2);
+  });
+});
