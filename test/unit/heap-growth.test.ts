@@ -17,13 +17,28 @@ const ring = new Array(2000);
 for (let i = 0; i < 1000000; i++) ring[i % ring.length] = { a: [i, i + 1, i + 2], s: 'x' + i };
 `;
 
-function growthFactors(percent: number): number[] {
-  const out = execFileSync(process.execPath, ['--max-semi-space-size=1', '--trace-gc-verbose', '-e', CHURN, require.resolve('../../core/heap-growth'), String(percent)], {
+/** A limit set before the call (V8's own factor), then the call, with markers around it on stdout. */
+const AT_START = `
+const { writeSync } = require('node:fs');
+const live = [];
+for (let i = 0; i < 300; i++) live.push(Array.from({ length: 2000 }, (_, x) => ({ x })));
+gc();
+writeSync(1, 'BEFORE\\n');
+require(process.argv[1]).limitHeapGrowth(35);
+writeSync(1, 'AFTER\\n');
+`;
+
+function traced(script: string, args: string[], nodeFlags: string[] = []): string {
+  return execFileSync(process.execPath, [...nodeFlags, '--max-semi-space-size=1', '--trace-gc-verbose', '-e', script, require.resolve('../../core/heap-growth'), ...args], {
     encoding: 'utf8',
     maxBuffer: 64 * 1024 * 1024,
   });
-  return [...out.matchAll(/\[HeapController\] Limit: old size: \d+ KB, new limit: \d+ KB \(([\d.]+)\)/g)].map((m) => Number(m[1]));
 }
+
+const factorsIn = (out: string): number[] =>
+  [...out.matchAll(/\[HeapController\] Limit: old size: \d+ KB, new limit: \d+ KB \(([\d.]+)\)/g)].map((m) => Number(m[1]));
+
+const growthFactors = (percent: number): number[] => factorsIn(traced(CHURN, [String(percent)]));
 
 describe('limitHeapGrowth (V8 heap growing factor)', function () {
   this.timeout(30_000);
@@ -32,6 +47,12 @@ describe('limitHeapGrowth (V8 heap growing factor)', function () {
     const bounded = growthFactors(35);
     expect(bounded, 'the churn runs full collections').to.not.be.empty;
     expect(new Set(bounded)).to.deep.equal(new Set([1.4])); // 1.35, printed with one decimal
+  });
+
+  it('sets the new limit at once when gc() is exposed, not only at the next collection under load', () => {
+    const [before, during] = traced(AT_START, [], ['--expose-gc']).split(/^(?:BEFORE|AFTER)$/m);
+    expect(Math.max(...factorsIn(before)), "the limit set while the modules loaded has V8's own factor").to.be.greaterThan(2);
+    expect(factorsIn(during)).to.deep.equal([1.4]);
   });
 
   it('leaves the factor to V8 at 0, which lets a small heap grow up to 4x', () => {
