@@ -6,8 +6,9 @@ import { setFlagsFromString } from 'node:v8';
  *
  * By default V8 picks that factor itself, up to 4x for a small heap: with the proxy's ~20 MiB live, garbage piled
  * up in the old generation under load (in-flight requests and queued usage records live long enough to be
- * promoted, then die) and peak RSS reached ~215 MiB in 20 s of chat at 32 connections. At 35% the collections are smaller and more frequent (about
- * two a second at 4,000 requests/s, marking concurrently on V8's helper threads): peak ~140 MiB for ~7% more CPU.
+ * promoted, then die) and peak RSS reached ~215 MiB in 20 s of chat at 32 connections. At 35% the collections are
+ * smaller and more frequent (about two a second at 4,000 requests/s, marking concurrently on V8's helper
+ * threads): peak ~140 MiB for ~7% more CPU.
  *
  * Forcing collections with gc() (what this replaced) held memory as well, but a forced collection is a
  * memory-reducing one: it also drops the object shapes that optimised code depends on, so every one of them
