@@ -29,10 +29,8 @@ writeSync(1, 'AFTER\\n');
 `;
 
 function traced(script: string, args: string[], nodeFlags: string[] = []): string {
-  return execFileSync(process.execPath, [...nodeFlags, '--max-semi-space-size=1', '--trace-gc-verbose', '-e', script, require.resolve('../../core/heap-growth'), ...args], {
-    encoding: 'utf8',
-    maxBuffer: 64 * 1024 * 1024,
-  });
+  const argv = [...nodeFlags, '--max-semi-space-size=1', '--trace-gc-verbose', '-e', script, require.resolve('../../core/heap-growth'), ...args];
+  return execFileSync(process.execPath, argv, { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
 }
 
 const factorsIn = (out: string): number[] =>
@@ -40,12 +38,14 @@ const factorsIn = (out: string): number[] =>
 
 const growthFactors = (percent: number): number[] => factorsIn(traced(CHURN, [String(percent)]));
 
+const NO_TRACE = 'no "[HeapController] Limit" line: no full collection ran, or V8 prints its trace differently';
+
 describe('limitHeapGrowth (V8 heap growing factor)', function () {
   this.timeout(30_000);
 
   it('sets the limit of every full collection to what it left live plus the percentage', () => {
     const bounded = growthFactors(35);
-    expect(bounded, 'no "[HeapController] Limit" line: no full collection ran, or V8 prints its trace differently').to.not.be.empty;
+    expect(bounded, NO_TRACE).to.not.be.empty;
     expect(new Set(bounded)).to.deep.equal(new Set([1.4])); // 1.35, printed with one decimal
   });
 
@@ -57,7 +57,7 @@ describe('limitHeapGrowth (V8 heap growing factor)', function () {
 
   it('leaves the factor to V8 at 0, which lets a small heap grow up to 4x', () => {
     const own = growthFactors(0);
-    expect(own, 'no "[HeapController] Limit" line: no full collection ran, or V8 prints its trace differently').to.not.be.empty;
+    expect(own, NO_TRACE).to.not.be.empty;
     expect(Math.max(...own)).to.be.greaterThan(2);
   });
 });
