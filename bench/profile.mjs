@@ -2,7 +2,7 @@
 // CPU profile of Tollgate under load (node --cpu-prof), summarised as the hottest functions and the share of
 // each module, so an optimisation starts from a measurement. The .cpuprofile file can also be opened in
 // Chrome DevTools (Performance tab) or speedscope for a flame graph.
-//   node bench/profile.mjs [--scenario chat|stream|slow] [-c 32] [-d 10] [--no-recorder] [--top 40] [--keep DIR]
+//   node bench/profile.mjs [--scenario chat|stream|slow] [-c 32] [-d 10] [--no-recorder] [--redis URL] [--top 40] [--keep DIR]
 import { spawn } from 'node:child_process';
 import { closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
@@ -59,6 +59,9 @@ const gwPort = await freePort();
 start('mock', [join(HERE, 'mock-upstream.mjs')], { MOCK_PORT: String(mockPort) });
 let yaml = readFileSync(join(HERE, 'tollgate.bench.yaml'), 'utf8');
 if (argv.includes('--no-recorder')) yaml = yaml.replace(/\n  - use: usage-recorder\n(    .*\n)*/, '\n');
+// Limits in Redis, as the bench's tollgate-redis target runs them (its own key prefix).
+const redisUrl = value('--redis', undefined);
+if (redisUrl) yaml += `\nlimit_store:\n  redis_url: ${redisUrl}\n  key_prefix: "tollgate-profile-${process.pid}:"\n`;
 writeFileSync(join(dir, 'gateway.config.yaml'), yaml);
 const gw = start('tollgate', ['--cpu-prof', '--cpu-prof-dir', dir, join(ROOT, 'dist', 'cli', 'index.js'), 'start', '--config', join(dir, 'gateway.config.yaml')], {
   BENCH_PORT: String(gwPort), BENCH_DATA: dir, MOCK_URL: `http://127.0.0.1:${mockPort}`, GATEWAY_KEY: KEY,
