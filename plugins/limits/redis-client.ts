@@ -17,3 +17,8 @@ export function createRedis(url: string, options: RedisOptions): Redis {
 export function isReplyError(err: unknown): boolean {
   return ioredis !== undefined && err instanceof ioredis.ReplyError;
 }
+
+/** An error Redis answered for one operation of a batch (isReplyError is true for it, like for a failed command). */
+export function replyError(message: string): Error {
+  return new (load().ReplyError)(message);
+}

@@ -1,8 +1,10 @@
 /**
- * Lua scripts behind RedisLimitStore: one script per LimitStore operation, so that each check and its update
- * run as one atomic step on the Redis server, whatever number of gateway processes call at once.
+ * The Lua behind RedisLimitStore: one function per LimitStore operation, so that each check and its update run
+ * as one atomic step on the Redis server, whatever number of gateway processes call at once. They live in one
+ * script, LIMIT_BATCH, which runs a list of operations in order: the store sends every operation issued in one
+ * event-loop turn (the checks of all the requests under way) as one call, instead of one script call each.
  *
- * Conventions shared by every script:
+ * Conventions shared by every operation:
  * - `now` (epoch ms) comes from the caller when given, else from Redis `TIME`, so that all instances read one
  *   clock. An empty string means "not given".
  * - Fractional numbers go back to Node as strings formatted with %.17g (Redis truncates Lua numbers to integers
@@ -13,16 +15,21 @@
  *   (whole dollars, pico remainder < 10^12), each an exact integer in a Lua double; see BUDGET_MAX_PICO.
  */
 
-/** Clock and number helpers prepended to every script. */
+/** Clock and number helpers shared by the operations. */
 const PRELUDE = `
 -- Redis < 5 refuses writes after TIME unless the script replicates its effects; a no-op on Redis 7.
 if redis.replicate_commands then redis.replicate_commands() end
 
+-- The Redis clock is read once per batch: its operations happen at one instant, like one script's steps.
+local redisNow
 local function clock(arg)
   local now = tonumber(arg)
   if now then return now end
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  if not redisNow then
+    local t = redis.call('TIME')
+    redisNow = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return redisNow
 end
 
 local function num(x) return string.format('%.17g', x) end
@@ -60,7 +67,7 @@ end
  * Hash per bucket {tokens, ts}. A missing key is a full bucket, so the key expires once it would be full again.
  * Returns {allowed 0|1, tokens left per bucket...}; Node derives remaining/reset/retry-after from them.
  */
-export const TAKE = `${PRELUDE}${REFILLED}
+const TAKE = `
 local now = clock(ARGV[1])
 local n = #KEYS
 local tokens, limits, rates = {}, {}, {}
@@ -85,7 +92,7 @@ return out
 `;
 
 /** refund: KEYS = buckets; ARGV = now, then limit and windowMs per bucket. One token back to each, capped. */
-export const REFUND = `${PRELUDE}${REFILLED}
+const REFUND = `
 local now = clock(ARGV[1])
 for i = 1, #KEYS do
   if redis.call('EXISTS', KEYS[i]) == 1 then
@@ -103,7 +110,7 @@ return 0
  * each count in their own window instead of resetting each other's. Fields older than the previous window
  * are dropped; the key expires after the current window ends.
  */
-export const WINDOW_ADD = `${PRELUDE}
+const WINDOW_ADD = `
 local now = clock(ARGV[1])
 local windowMs = tonumber(ARGV[2])
 local start = now - math.fmod(now, windowMs)
@@ -117,7 +124,7 @@ keep(KEYS[1], start + windowMs - now + ${MARGIN_MS})
 return num(total)
 `;
 
-export const WINDOW_TOTAL = `${PRELUDE}
+const WINDOW_TOTAL = `
 local now = clock(ARGV[1])
 local windowMs = tonumber(ARGV[2])
 local start = now - math.fmod(now, windowMs)
@@ -129,7 +136,7 @@ return redis.call('HGET', KEYS[1], num(start)) or '0'
  * Expired holders (lease end <= now) are dropped first, so a crashed instance's slots free themselves.
  * Re-acquiring as a current holder always succeeds and extends its lease. Returns {acquired 0|1, inUse}.
  */
-export const SLOT_ACQUIRE = `${PRELUDE}
+const SLOT_ACQUIRE = `
 local now = clock(ARGV[4])
 local holder, limit = ARGV[1], tonumber(ARGV[2])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', num(now))
@@ -142,7 +149,7 @@ return { 1, redis.call('ZCARD', KEYS[1]) }
 `;
 
 /** renewSlot: KEYS = slot zset; ARGV = holder, leaseMs, now. Only a current holder is renewed. */
-export const SLOT_RENEW = `${PRELUDE}
+const SLOT_RENEW = `
 local now = clock(ARGV[3])
 local leaseEnd = now + tonumber(ARGV[2])
 if redis.call('ZSCORE', KEYS[1], ARGV[1]) then
@@ -153,7 +160,7 @@ return 0
 `;
 
 /** releaseSlot: KEYS = slot zset; ARGV = holder. Redis deletes the key with its last member. */
-export const SLOT_RELEASE = `
+const SLOT_RELEASE = `
 redis.call('ZREM', KEYS[1], ARGV[1])
 return 0
 `;
@@ -236,7 +243,7 @@ end
  * per budget. Reserves on every budget or none (an amount of 0 only checks). Returns {allowed 0|1, spent1,
  * reserved1, spent2, reserved2, ...}.
  */
-export const BUDGET_RESERVE = `${PRELUDE}${PICO}
+const BUDGET_RESERVE = `
 local now = clock('')
 local holder, amount, leaseEnd = ARGV[1], parse(ARGV[2]), now + tonumber(ARGV[3])
 local n = #KEYS / 2
@@ -263,7 +270,7 @@ return out
 `;
 
 /** renewReservation: KEYS = lease sets; ARGV = holder, leaseMs. Only a live holder is renewed (ZADD XX). */
-export const BUDGET_RENEW = `${PRELUDE}
+const BUDGET_RENEW = `
 local leaseEnd = clock('') + tonumber(ARGV[2])
 for i = 1, #KEYS do
   redis.call('ZADD', KEYS[i], 'XX', num(leaseEnd), ARGV[1])
@@ -276,7 +283,7 @@ return 0
  * Drops the holder's reservation (if any: settling twice releases once) and adds the actual cost to spent,
  * on every budget; returns spent and reserved after, per budget.
  */
-export const BUDGET_SETTLE = `${PRELUDE}${PICO}
+const BUDGET_SETTLE = `
 local now = clock('')
 local holder, actual = ARGV[1], parse(ARGV[2])
 local out = {}
@@ -296,7 +303,7 @@ return out
  * budgetStates: KEYS = hash and lease set per budget; ARGV = seed, periodEnd per budget. Creates nothing: a budget not in
  * Redis yet reports its seed and nothing reserved. Returns spent and reserved per budget.
  */
-export const BUDGET_STATES = `${PRELUDE}${PICO}
+const BUDGET_STATES = `
 local now = clock('')
 local out = {}
 for i = 1, #KEYS / 2 do
@@ -314,8 +321,62 @@ return out
 `;
 
 /** addToSet: KEYS = set; ARGV = member, untilMs (epoch ms). The set is kept until then on the Redis clock, + margin. */
-export const SET_ADD = `${PRELUDE}
+const SET_ADD = `
 redis.call('SADD', KEYS[1], ARGV[1])
 keep(KEYS[1], tonumber(ARGV[2]) - clock('') + ${MARGIN_MS})
 return 0
+`;
+
+/** The operations by name. Each body runs as `function(KEYS, ARGV)`: it reads its keys and arguments as a script would. */
+const OPS = {
+  take: TAKE,
+  refund: REFUND,
+  windowAdd: WINDOW_ADD,
+  windowTotal: WINDOW_TOTAL,
+  slotAcquire: SLOT_ACQUIRE,
+  slotRenew: SLOT_RENEW,
+  slotRelease: SLOT_RELEASE,
+  budgetReserve: BUDGET_RESERVE,
+  budgetRenew: BUDGET_RENEW,
+  budgetSettle: BUDGET_SETTLE,
+  budgetStates: BUDGET_STATES,
+  setAdd: SET_ADD,
+} as const;
+
+export type LimitOp = keyof typeof OPS;
+
+/**
+ * Runs a batch of operations in order. ARGV: the number of operations, then per operation its name, its key
+ * count, its argument count and its arguments; KEYS: the operations' keys, in the same order. Each operation runs
+ * under pcall, so one that fails (a key of the wrong type, say) fails alone. The reply has one entry per
+ * operation: {1, result} or {0, error text}.
+ */
+export const LIMIT_BATCH = `${PRELUDE}${REFILLED}${PICO}
+local ops = {}
+${Object.entries(OPS)
+  .map(([name, body]) => `ops['${name}'] = function(KEYS, ARGV)${body}end`)
+  .join('\n')}
+
+local out = {}
+local k, a = 0, 1
+for i = 1, tonumber(ARGV[1]) do
+  local name, nk, na = ARGV[a + 1], tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
+  a = a + 3
+  local keys, args = {}, {}
+  for j = 1, nk do keys[j] = KEYS[k + j] end
+  for j = 1, na do args[j] = ARGV[a + j] end
+  k, a = k + nk, a + na
+  local op = ops[name]
+  if op then
+    local ok, res = pcall(op, keys, args)
+    if ok then
+      out[i] = { 1, res }
+    else
+      out[i] = { 0, type(res) == 'table' and tostring(res.err) or tostring(res) }
+    end
+  else
+    out[i] = { 0, 'unknown limit operation ' .. tostring(name) }
+  end
+end
+return out
 `;

@@ -1,7 +1,8 @@
 /**
  * One LimitStore conformance suite, run against MemoryLimitStore (always) and RedisLimitStore (when REDIS_URL
- * is set), plus Redis-only checks: atomicity across two connections, fail-fast when Redis is down, key expiry,
- * and identical results to the memory store on a random sequence of operations.
+ * is set), plus Redis-only checks: atomicity across two connections, batching of the operations of one turn,
+ * fail-fast when Redis is down, key expiry, and identical results to the memory store on a random sequence of
+ * operations.
  */
 import { expect } from 'chai';
 import Redis from 'ioredis';
@@ -379,6 +380,56 @@ if (!REDIS_URL) {
         const results = await Promise.all(Array.from({ length: 60 }, (_, i) => (i % 2 ? s1 : s2).reserve([c], `r${i}`, 50n, 60_000)));
         expect(results.filter((r) => r.allowed)).to.have.length(20);
         expect((await s1.budgetStates([c]))[0].reservedPico).to.equal(1_000n);
+      });
+    });
+
+    describe('batching', () => {
+      /** Script calls the Redis server has run so far (EVAL the first time on a connection, EVALSHA after). */
+      async function scriptCalls(): Promise<number> {
+        const stats = await admin.info('commandstats');
+        let calls = 0;
+        for (const m of stats.matchAll(/^cmdstat_(?:eval|evalsha):calls=(\d+)/gm)) calls += Number(m[1]);
+        return calls;
+      }
+
+      it('sends the operations issued in one turn as one script call, each with its own result', async () => {
+        const s = await redisStore();
+        const b = { key: uniq('batch'), limit: 10, windowMs: HOUR };
+        const w = uniq('batch-win');
+        const before = await scriptCalls();
+        const [takes, added, total] = await Promise.all([
+          Promise.all(Array.from({ length: 12 }, () => s.take([b], T0))),
+          s.addToWindow(w, 60_000, 5, T0),
+          s.windowTotal(w, 60_000, T0),
+        ]);
+        // this suite's own admin client runs no script; one call carried all 14 operations
+        expect((await scriptCalls()) - before).to.equal(1);
+        expect(takes.map((t) => t.allowed)).to.deep.equal([...Array(10).fill(true), false, false]);
+        expect(takes.map((t) => t.buckets[0].remaining)).to.deep.equal([9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 0, 0]);
+        expect([added, total]).to.deep.equal([5, 5]); // in order: the add ran before the read
+      });
+
+      it('splits a turn of more than 128 operations into several calls, and answers every one', async () => {
+        const s = await redisStore();
+        const b = { key: uniq('batch-big'), limit: 250, windowMs: HOUR };
+        const before = await scriptCalls();
+        const takes = await Promise.all(Array.from({ length: 300 }, () => s.take([b], T0)));
+        expect((await scriptCalls()) - before).to.equal(3);
+        expect(takes.filter((t) => t.allowed)).to.have.length(250);
+        expect(takes.slice(250).every((t) => !t.allowed)).to.equal(true);
+      });
+
+      it('fails an operation alone when Redis refuses it, without opening the circuit breaker', async () => {
+        const s = await redisStore();
+        const broken = { key: uniq('batch-wrongtype'), limit: 5, windowMs: HOUR };
+        await admin.set(`${prefix}bucket:${broken.key}`, 'not a hash'); // HMGET on it fails: WRONGTYPE
+        const good = { key: uniq('batch-good'), limit: 5, windowMs: HOUR };
+        const [bad, ok] = await Promise.allSettled([s.take([broken], T0), s.take([good], T0)]);
+        expect(bad.status).to.equal('rejected');
+        expect(String((bad as PromiseRejectedResult).reason)).to.match(/take: .*WRONGTYPE/);
+        expect(ok.status === 'fulfilled' && ok.value.allowed).to.equal(true);
+        expect(s.connected, 'a refused operation says nothing about the connection').to.equal(true);
+        expect((await s.take([good], T0)).buckets[0].remaining).to.equal(3);
       });
     });
 
