@@ -266,6 +266,7 @@ export class RedisLimitStore implements LimitStore {
     let replies: [number, unknown][];
     try {
       replies = await this.run(() => this.redis.tgLimitBatch(keys.length, ...keys, ...args));
+      if (!Array.isArray(replies) || replies.length !== batch.length) throw replyError(`limit batch: ${batch.length} operations, an answer of another shape`);
     } catch (err) {
       for (const q of batch) q.reject(err as Error);
       return;
