@@ -468,6 +468,22 @@ if (!REDIS_URL) {
         expect(Number(await admin.zscore(`${prefix}budget:${c.key}:${P1}:leases`, 'req-1'))).to.be.closeTo(Number(sec) * 1000 + 30_000, 2_000);
       });
 
+      it("keeps a budget's expiry a day after its period ends, and a late call on a long-ended period 1 min from now", async () => {
+        const s = await redisStore();
+        const c = budget(uniq('ttl-budget-later'), 10n);
+        await s.reserve([c], 'req-1', 1n, 30_000);
+        await s.settle([c], 'req-1', 1n); // a later call on the same period keeps the deadline it was given
+        expect(await admin.pttl(`${prefix}budget:${c.key}:${P1}`)).to.be.closeTo(P1 + DAY - Date.now(), 5_000);
+
+        const ended = budget(uniq('ttl-budget-ended'), 10n, 0n, Math.floor(Date.now() / DAY) * DAY - 2 * DAY);
+        await s.reserve([ended], 'req-2', 1n, 30_000);
+        const key = `${prefix}budget:${ended.key}:${ended.periodEndMs}`;
+        expect(await admin.pttl(key)).to.be.within(59_000, 60_000);
+        await admin.pexpire(key, 5_000);
+        await s.settle([ended], 'req-2', 1n); // still wanted: another minute from now
+        expect(await admin.pttl(key)).to.be.within(59_000, 60_000);
+      });
+
       it('keeps the other windows of a key when a lagging clock writes the previous one', async () => {
         const s = await redisStore();
         const k = uniq('win-lag');
