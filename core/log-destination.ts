@@ -1,6 +1,6 @@
 import SonicBoom from 'sonic-boom';
 
-/** Destinations that still hold lines, drained when the process exits (one listener for all of them). */
+/** The destinations of this process (one, for the CLI), drained when it exits: one listener for all of them. */
 const open = new Set<LogDestination>();
 let exitHooked = false;
 
@@ -25,7 +25,6 @@ function hookExit(): void {
 export class LogDestination {
   private lines: string[] = [];
   private chars = 0;
-  private readonly timer: NodeJS.Timeout;
   private readonly out: SonicBoom;
   private broken = false;
 
@@ -37,7 +36,7 @@ export class LogDestination {
       this.lines = [];
       process.stderr.write(`tollgate: log output failed (${err.code ?? err.message}); further log lines are dropped\n`);
     });
-    this.timer = setInterval(() => this.handOver(), flushMs).unref();
+    setInterval(() => this.handOver(), flushMs).unref();
     open.add(this);
     hookExit();
   }
@@ -65,13 +64,6 @@ export class LogDestination {
     } catch {
       // EAGAIN on a full pipe at exit: nothing more can be done synchronously
     }
-  }
-
-  end(): void {
-    clearInterval(this.timer);
-    this.flushSync();
-    open.delete(this);
-    this.out.end();
   }
 
   private handOver(): void {

@@ -49,7 +49,7 @@ const MAX_BATCH = 128;
  * all keys in one hash slot). Every operation is a Lua function, so a check and its update are atomic across
  * processes. The operations issued in one event-loop turn (under load, those of many requests) leave as one call
  * of one script that runs them in order (redis-scripts.ts): one command, one timer and one socket write on this
- * side, one script run on the server, where five script calls a request cost about twice the gateway's own CPU.
+ * side, one script run on the server, where five script calls a request made the gateway's CPU per request 1.4-2.1x.
  *
  * Time: when `now` is passed it is used as is (deterministic tests, single caller clock); when omitted the
  * scripts read Redis `TIME`, so instances with drifting clocks still share one clock. Use one or the other
@@ -73,7 +73,7 @@ export class RedisLimitStore implements LimitStore {
   private readyWaiter: Promise<void> | undefined;
   private readonly breaker: CircuitBreaker;
   private closed = false;
-  private queued: QueuedOp[] = [];
+  private readonly queued: QueuedOp[] = [];
   private flushScheduled = false;
 
   constructor(url: string, opts: RedisLimitStoreOptions = {}) {
@@ -249,11 +249,7 @@ export class RedisLimitStore implements LimitStore {
   /** Sends what is queued as batches of at most MAX_BATCH operations. */
   private flush(): void {
     this.flushScheduled = false;
-    while (this.queued.length > 0) {
-      const batch = this.queued.length <= MAX_BATCH ? this.queued : this.queued.slice(0, MAX_BATCH);
-      this.queued = this.queued.length <= MAX_BATCH ? [] : this.queued.slice(MAX_BATCH);
-      void this.send(batch);
-    }
+    while (this.queued.length > 0) void this.send(this.queued.splice(0, MAX_BATCH));
   }
 
   private async send(batch: QueuedOp[]): Promise<void> {
