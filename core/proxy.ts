@@ -5,6 +5,7 @@ import { ModelCatalog } from './catalog';
 import { GatewayContext, secretHeadersFor } from './context';
 import type { EndpointSpec } from './endpoints';
 import { asGatewayError, GatewayError } from './errors';
+import { BULK_BODY_BYTES, holdForBulkBody } from './heap-growth';
 import { forwardableRequestHeaders, forwardableResponseHeaders, headerValue } from './headers';
 import type { PluginPipeline } from './pipeline';
 import { describeAuthHeader } from './provider';
@@ -131,16 +132,22 @@ export class Proxy {
     res.end(body);
   }
 
-  /** Reads the request, then has it forwarded; a spooled upload's file is closed once the call is over. */
+  /**
+   * Reads the request, then has it forwarded; a spooled upload's file is closed once the call is over. A bulk
+   * body (1 MiB or more, or of unknown length) holds the heap growth bound off until then (core/heap-growth.ts).
+   */
   private async forward(
     gw: GatewayContext, req: IncomingMessage, res: ServerResponse, endpoint: EndpointSpec,
     explicit: string | undefined, upstream: UpstreamExchange, setTap: (tap: StreamTap) => void,
   ): Promise<void> {
-    const upload = await this.readRequest(gw, req, endpoint);
+    const bulk = endpoint.body !== 'none' && isBulk(req.headers) ? holdForBulkBody() : undefined;
+    let upload: SpooledUpload | undefined;
     try {
+      upload = await this.readRequest(gw, req, endpoint);
       await this.callAndRelay(gw, req, res, endpoint, explicit, upstream, setTap, upload);
     } finally {
       upload?.dispose(); // the upstream call is over: its body was sent, or never will be
+      bulk?.();
     }
   }
 
@@ -179,19 +186,25 @@ export class Proxy {
     gw.status = upstream.statusCode;
 
     const contentType = (headerValue(upstream.headers, 'content-type') ?? '').toLowerCase();
-    // A JSON document is relayed whole (its usage read), also when a stream was asked for and the provider
-    // answered with one; JSON Lines (application/x-ndjson) and SSE are streams.
-    if (isJsonDocument(contentType)) {
-      await this.relayWhole(gw, res, upstream);
-    } else {
-      let tap: StreamTap | undefined;
-      if (contentType.startsWith('text/event-stream') && upstream.statusCode < 400) {
-        const pipeline = this.deps.pipeline;
-        const observe = pipeline.observesStreams ? (e: SseEvent) => pipeline.streamEvent(gw, e) : undefined;
-        tap = new StreamTap(provider.usage.createStreamAccumulator(endpoint.key), headerValue(upstream.headers, 'content-encoding'), observe);
-        setTap(tap);
+    // An answer of 1 MiB or more holds the heap growth bound off while it is relayed, as a bulk request body does.
+    const bulk = Number(headerValue(upstream.headers, 'content-length')) >= BULK_BODY_BYTES ? holdForBulkBody() : undefined;
+    try {
+      // A JSON document is relayed whole (its usage read), also when a stream was asked for and the provider
+      // answered with one; JSON Lines (application/x-ndjson) and SSE are streams.
+      if (isJsonDocument(contentType)) {
+        await this.relayWhole(gw, res, upstream);
+      } else {
+        let tap: StreamTap | undefined;
+        if (contentType.startsWith('text/event-stream') && upstream.statusCode < 400) {
+          const pipeline = this.deps.pipeline;
+          const observe = pipeline.observesStreams ? (e: SseEvent) => pipeline.streamEvent(gw, e) : undefined;
+          tap = new StreamTap(provider.usage.createStreamAccumulator(endpoint.key), headerValue(upstream.headers, 'content-encoding'), observe);
+          setTap(tap);
+        }
+        await this.relayStream(gw, res, upstream, tap);
       }
-      await this.relayStream(gw, res, upstream, tap);
+    } finally {
+      bulk?.();
     }
   }
 
@@ -347,6 +360,11 @@ export class Proxy {
   idle(): Promise<void> {
     return this.inflight === 0 ? Promise.resolve() : new Promise((resolve) => this.idleWaiters.push(resolve));
   }
+}
+
+/** A request body of BULK_BODY_BYTES or more, or of a length not declared (chunked). */
+function isBulk(headers: IncomingMessage['headers']): boolean {
+  return headers['transfer-encoding'] !== undefined || Number(headers['content-length']) >= BULK_BODY_BYTES;
 }
 
 /** Model and stream flag from a multipart form's plain fields. */

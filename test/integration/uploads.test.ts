@@ -6,8 +6,9 @@ import { Readable } from 'node:stream';
 import { expect } from 'chai';
 import OpenAI, { toFile } from 'openai';
 import { request } from 'undici';
+import { bulkBodiesInFlight } from '../../core/heap-growth';
 import { waitForRecords } from '../helpers/admin';
-import { fixtureJson } from '../helpers/fixtures';
+import { fixtureBytes, fixtureJson } from '../helpers/fixtures';
 import { OPENAI_KEY, type TestGateway, useGateway } from '../helpers/gateway';
 import { TestUpstream } from '../helpers/upstream';
 import { waitFor } from '../helpers/wait';
@@ -37,6 +38,7 @@ describe('large uploads, spooled to a temporary file', () => {
   const nothingLeft = async () => {
     await waitFor(() => openSpoolFiles().length === 0 && gw.gateway.proxy.inflight === 0, 5000, 'spool files closed');
     expect(spoolFiles()).to.deep.equal([]);
+    expect(bulkBodiesInFlight(), 'the heap growth bound restored (core/heap-growth.ts)').to.equal(0);
   };
   const form = async (file: Buffer, fields: Record<string, string>) => {
     const data = new FormData();
@@ -135,5 +137,49 @@ describe('large uploads, spooled to a temporary file', () => {
     } finally {
       mkdirSync(spoolDir(), { recursive: true });
     }
+  });
+
+  describe('bulk bodies: the heap growth bound is widened while one is in flight (core/heap-growth.ts)', () => {
+    /** Counts bulk bodies in flight while the test upstream holds its answer back. */
+    const heldDuring = async (send: () => Promise<{ statusCode: number; body: { dump(): Promise<void> } }>) => {
+      const answered = send();
+      await waitFor(() => upstream.received.length > 0, 5000, 'the request reaching the provider');
+      const during = bulkBodiesInFlight();
+      const res = await answered;
+      await res.body.dump();
+      expect(res.statusCode).to.equal(200);
+      await nothingLeft();
+      return during;
+    };
+
+    it('a 2 MiB upload holds it until its answer is relayed; a chat request does not', async () => {
+      upstream.respondWith(() => ({ status: 200, body: fixtureBytes('openai/audio_transcription_docs_example.json'), headerDelayMs: 300 }));
+      const { bytes, contentType } = await form(randomBytes(2 * 1024 * 1024), { model: 'whisper-1' });
+      expect(await heldDuring(() => request(`${gw.url}/v1/audio/transcriptions`, { method: 'POST', headers: gatewayHeaders(contentType), body: bytes }))).to.equal(1);
+
+      upstream.received.length = 0;
+      upstream.respondWith(() => ({ status: 200, body: fixtureBytes('openai/chat_completion_cached_tokens.json'), headerDelayMs: 300 }));
+      const chat = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
+      expect(await heldDuring(() => request(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: gatewayHeaders('application/json'), body: chat }))).to.equal(0);
+    });
+
+    it('an answer of 2 MiB with its length holds it while it is relayed', async () => {
+      const audio = randomBytes(2 * 1024 * 1024);
+      const halves = [audio.subarray(0, 1024 * 1024), audio.subarray(1024 * 1024)];
+      upstream.respondWith(() => ({ status: 200, headers: { 'content-type': 'audio/mpeg', 'content-length': String(audio.length) }, body: halves, delayMs: 300 }));
+      const body = JSON.stringify({ model: 'tts-1', input: 'hello', voice: 'alloy' });
+      const res = await request(`${gw.url}/v1/audio/speech`, { method: 'POST', headers: gatewayHeaders('application/json'), body });
+      expect(res.statusCode).to.equal(200);
+      // Counted at the first bytes: the second half comes 300 ms later.
+      const chunks: Buffer[] = [];
+      let during = -1;
+      for await (const chunk of res.body) {
+        if (during < 0) during = bulkBodiesInFlight();
+        chunks.push(chunk as Buffer);
+      }
+      expect(during).to.equal(1);
+      expect(Buffer.concat(chunks).equals(audio)).to.equal(true);
+      await nothingLeft();
+    });
   });
 });

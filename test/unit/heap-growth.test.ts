@@ -28,6 +28,29 @@ require(process.argv[1]).limitHeapGrowth(35);
 writeSync(1, 'AFTER\\n');
 `;
 
+/**
+ * Bound at 35%, then two bulk bodies held, one released, the other released (twice), with churn after each step
+ * so that full collections set limits; markers on stdout split the trace, and the count in flight follows each.
+ */
+const BULK = `
+const { writeSync } = require('node:fs');
+const growth = require(process.argv[1]);
+growth.limitHeapGrowth(35);
+const live = [];
+for (let i = 0; i < 300; i++) live.push(Array.from({ length: 2000 }, (_, x) => ({ x })));
+const churn = () => { const ring = new Array(20000); for (let i = 0; i < 2000000; i++) ring[i % ring.length] = { a: [i, i + 1, i + 2], s: 'x' + i }; };
+const step = (name) => { churn(); writeSync(1, '@' + name + ' ' + growth.bulkBodiesInFlight() + '\\n'); };
+step('BOUND');
+const first = growth.holdForBulkBody();
+const second = growth.holdForBulkBody();
+step('TWO_HELD');
+first();
+step('ONE_HELD');
+second();
+second();
+step('NONE_HELD');
+`;
+
 function traced(script: string, args: string[], nodeFlags: string[] = []): string {
   const argv = [...nodeFlags, '--max-semi-space-size=1', '--trace-gc-verbose', '-e', script, require.resolve('../../core/heap-growth'), ...args];
   return execFileSync(process.execPath, argv, { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
@@ -59,5 +82,18 @@ describe('limitHeapGrowth (V8 heap growing factor)', function () {
     const own = growthFactors(0);
     expect(own, NO_TRACE).to.not.be.empty;
     expect(Math.max(...own)).to.be.greaterThan(2);
+  });
+
+  it('is widened to 4x while bulk bodies are in flight, and restored when the last is released', () => {
+    const out = traced(BULK, []);
+    // Each part holds the limits set during one step, and ends with its marker and the count in flight.
+    const parts = out.split(/^@(\w+ \d+)$/m);
+    const steps = Object.fromEntries([1, 3, 5, 7].map((i) => [parts[i], new Set(factorsIn(parts[i - 1]))]));
+    expect(Object.keys(steps)).to.deep.equal(['BOUND 0', 'TWO_HELD 2', 'ONE_HELD 1', 'NONE_HELD 0']);
+    for (const factors of Object.values(steps)) expect(factors.size, NO_TRACE).to.be.greaterThan(0);
+    expect(steps['BOUND 0']).to.deep.equal(new Set([1.4]));
+    expect(steps['TWO_HELD 2']).to.deep.equal(new Set([4]));
+    expect(steps['ONE_HELD 1']).to.deep.equal(new Set([4]));
+    expect(steps['NONE_HELD 0']).to.deep.equal(new Set([1.4]));
   });
 });
