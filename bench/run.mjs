@@ -13,7 +13,8 @@
 //   portkey         @portkey-ai/gateway 1.15.2, when it is installed or can be installed into bench/peers/portkey
 //
 // Scenarios: chat_c1, chat_c32 (non-streamed chat), stream_c8 (SSE, 20 content chunks), slow_stream_c8
-// (20 ms between chunks), upload_c1 (20 MiB multipart transcription upload), soak (60 s of mixed load on
+// (20 ms between chunks), upload_c1 (20 MiB multipart transcription upload, its model field first: streamed
+// through), upload_spooled_c1 (the same with its file first: received whole, then sent), soak (60 s of mixed load on
 // tollgate, for memory). Everything binds and connects to 127.0.0.1 only, every step is bounded in time, and
 // only the process groups started here are stopped.
 //
@@ -53,7 +54,7 @@ const MAX_SECONDS = Number(value('--max-seconds', QUICK ? 150 : 600));
 /** Other jobs on the machine distort every figure: wait (at most this long in all) for it to be quiet before a case. */
 let quietBudgetMs = Number(value('--quiet-wait', QUICK ? 3 : 30)) * 1000;
 const OUT_DIR = resolve(value('--out', join(HERE, 'results')));
-const ALL_SCENARIOS = ['chat_c1', 'chat_c32', 'stream_c8', 'slow_stream_c8', 'soak', 'upload_c1'];
+const ALL_SCENARIOS = ['chat_c1', 'chat_c32', 'stream_c8', 'slow_stream_c8', 'soak', 'upload_c1', 'upload_spooled_c1'];
 const SCENARIOS = value('--scenarios', ALL_SCENARIOS.join(',')).split(',').filter(Boolean);
 for (const s of SCENARIOS) if (!ALL_SCENARIOS.includes(s)) die(`unknown scenario ${s} (known: ${ALL_SCENARIOS.join(', ')})`);
 const CLUSTER = `tollgate-x${WORKERS}`;
@@ -317,28 +318,40 @@ function slowBody() {
   writeFileSync(file, JSON.stringify(body));
   return file;
 }
-function uploadBody() {
-  const file = join(tmp, 'upload.multipart');
+/**
+ * A 20 MiB transcription form. `model first` is what Python's SDK sends (plain fields, then files): Tollgate routes
+ * it when the file part begins and streams it through. `file first` is what the Node SDK sends for `{ file, model }`:
+ * Tollgate receives it whole (into a temporary file) before it knows where to send it.
+ */
+function uploadBody(order) {
+  const file = join(tmp, `upload-${order.replace(' ', '-')}.multipart`);
   const boundary = '----tollgatebench' + randomBytes(8).toString('hex');
-  const head = `--${boundary}\r\nContent-Disposition: form-data; name="model"\r\n\r\nwhisper-1\r\n` +
-    `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="audio.mp3"\r\nContent-Type: audio/mpeg\r\n\r\n`;
-  const tail = `\r\n--${boundary}\r\nContent-Disposition: form-data; name="response_format"\r\n\r\njson\r\n--${boundary}--\r\n`;
-  writeFileSync(file, Buffer.concat([Buffer.from(head), randomBytes(UPLOAD_BYTES), Buffer.from(tail)]));
+  const model = `--${boundary}\r\nContent-Disposition: form-data; name="model"\r\n\r\nwhisper-1\r\n`;
+  const fileHead = `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="audio.mp3"\r\nContent-Type: audio/mpeg\r\n\r\n`;
+  const format = `--${boundary}\r\nContent-Disposition: form-data; name="response_format"\r\n\r\njson\r\n`;
+  const parts = order === 'model first'
+    ? [model, fileHead, randomBytes(UPLOAD_BYTES), `\r\n${format}--${boundary}--\r\n`]
+    : [fileHead, randomBytes(UPLOAD_BYTES), `\r\n${model}${format}--${boundary}--\r\n`];
+  writeFileSync(file, Buffer.concat(parts.map((p) => (Buffer.isBuffer(p) ? p : Buffer.from(p)))));
   return { file, contentType: `multipart/form-data; boundary=${boundary}` };
 }
 
 function scenarioDefs() {
-  const upload = SCENARIOS.includes('upload_c1') ? uploadBody() : undefined;
   const core = ['direct', 'bare', 'bare-dispatch', 'tollgate', 'portkey'];
   return {
     chat_c1: { path: '/chat/completions', body: join(BODY_DIR, 'chat.json'), mode: 'plain', c: 1, targets: core },
     chat_c32: { path: '/chat/completions', body: join(BODY_DIR, 'chat.json'), mode: 'plain', c: 32, targets: ['direct', 'bare', 'bare-dispatch', 'tollgate', 'tollgate-norec', 'tollgate-redis', CLUSTER, 'portkey'] },
     stream_c8: { path: '/chat/completions', body: join(BODY_DIR, 'chat_stream.json'), mode: 'stream', c: 8, targets: core },
     slow_stream_c8: { path: '/chat/completions', body: slowBody(), mode: 'stream', c: 8, targets: core },
-    upload_c1: upload && {
-      path: '/audio/transcriptions', body: upload.file, mode: 'plain', c: 1, targets: core.filter((t) => t !== 'bare-dispatch'), headerKind: 'upload',
-      extra: [`Content-Type: ${upload.contentType}`], duration: QUICK ? 1 : 4, warmup: QUICK ? 0.2 : 1,
-    },
+    upload_c1: SCENARIOS.includes('upload_c1') && uploadScenario(uploadBody('model first'), core),
+    upload_spooled_c1: SCENARIOS.includes('upload_spooled_c1') && uploadScenario(uploadBody('file first'), core),
+  };
+}
+
+function uploadScenario(upload, core) {
+  return {
+    path: '/audio/transcriptions', body: upload.file, mode: 'plain', c: 1, targets: core.filter((t) => t !== 'bare-dispatch'), headerKind: 'upload',
+    extra: [`Content-Type: ${upload.contentType}`], duration: QUICK ? 1 : 4, warmup: QUICK ? 0.2 : 1,
   };
 }
 
@@ -497,7 +510,7 @@ async function main() {
       if (!targets[target]) continue;
       if (!(await preflight(name, sc, target))) continue;
       const g = targets[target].group;
-      if (name === 'upload_c1') await sleep(QUICK ? 300 : 1000);
+      if (name.startsWith('upload')) await sleep(QUICK ? 300 : 1000);
       await waitQuiet();
       if (g) resetPeak(g.pgid);
       const rssBefore = g ? groupStat(g.pgid).rss_kb : 0;

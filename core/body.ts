@@ -138,6 +138,10 @@ export interface MultipartFieldReader {
   end(): Promise<Record<string, string>>;
   /** Settles (invalid_body) as soon as the form is found malformed, before the end. */
   readonly failed: Promise<GatewayError>;
+  /** The plain fields read so far (the first of each name). */
+  readonly fields: Readonly<Record<string, string>>;
+  /** Whether a file part has begun in what was written so far. */
+  readonly fileStarted: boolean;
 }
 
 /** Throws invalid_body for a content type without a usable boundary. File parts are skipped as they pass, not copied. */
@@ -154,8 +158,12 @@ export function multipartFieldReader(contentType: string): MultipartFieldReader 
   parser.on('field', (name, value) => {
     if (!(name in fields)) fields[name] = value;
   });
+  let fileStarted = false;
   // A cut form destroys the file part's stream with the parser's error, reported once through the parser.
-  parser.on('file', (_name, stream) => stream.on('error', () => undefined).resume());
+  parser.on('file', (_name, stream) => {
+    fileStarted = true;
+    stream.on('error', () => undefined).resume();
+  });
   let broken = false;
   // A listener stays on: a parser that failed must not turn a later event into an uncaught 'error'.
   const failed = new Promise<GatewayError>((resolve) =>
@@ -172,6 +180,10 @@ export function multipartFieldReader(contentType: string): MultipartFieldReader 
       return Promise.race([closed, failed.then((err) => Promise.reject(err))]);
     },
     failed,
+    fields,
+    get fileStarted() {
+      return fileStarted;
+    },
   };
 }
 

@@ -15,7 +15,7 @@ import { decodeBody } from './response-body';
 import { StreamTap } from './stream-tap';
 import { upstreamFailure, type UpstreamPools } from './upstream';
 import { UpstreamExchange } from './upstream-exchange';
-import type { SpooledUpload, UploadSpool } from './upload-spool';
+import type { ReceivedUpload, UploadSpool } from './upload-spool';
 import type { SseEvent } from './usage';
 import { settleUsage } from './usage-settle';
 
@@ -141,7 +141,7 @@ export class Proxy {
     explicit: string | undefined, upstream: UpstreamExchange, setTap: (tap: StreamTap) => void,
   ): Promise<void> {
     const bulk = endpoint.body !== 'none' && isBulk(req.headers) ? holdForBulkBody() : undefined;
-    let upload: SpooledUpload | undefined;
+    let upload: ReceivedUpload | undefined;
     try {
       upload = await this.readRequest(gw, req, endpoint);
       await this.callAndRelay(gw, req, res, endpoint, explicit, upstream, setTap, upload);
@@ -154,7 +154,7 @@ export class Proxy {
   /** Picks the provider, calls it and relays its answer. */
   private async callAndRelay(
     gw: GatewayContext, req: IncomingMessage, res: ServerResponse, endpoint: EndpointSpec,
-    explicit: string | undefined, upstream: UpstreamExchange, setTap: (tap: StreamTap) => void, upload: SpooledUpload | undefined,
+    explicit: string | undefined, upstream: UpstreamExchange, setTap: (tap: StreamTap) => void, upload: ReceivedUpload | undefined,
   ): Promise<void> {
     const provider = this.deps.providers.resolve(endpoint, explicit, gw.model);
     gw.provider = provider;
@@ -212,7 +212,7 @@ export class Proxy {
    * Parses only what routing and limits need; the bytes themselves are forwarded unchanged. A large multipart
    * upload is received into a temporary file (core/upload-spool.ts), returned for the upstream call to send.
    */
-  private async readRequest(gw: GatewayContext, req: IncomingMessage, endpoint: EndpointSpec): Promise<SpooledUpload | undefined> {
+  private async readRequest(gw: GatewayContext, req: IncomingMessage, endpoint: EndpointSpec): Promise<ReceivedUpload | undefined> {
     if (endpoint.body === 'none') return undefined;
     const contentType = req.headers['content-type'] ?? '';
     const multipart = contentType.startsWith('multipart/form-data');

@@ -3,17 +3,22 @@ import { close, createReadStream, createWriteStream, mkdirSync, open } from 'nod
 import { unlink } from 'node:fs/promises';
 import type { IncomingMessage } from 'node:http';
 import { join } from 'node:path';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import { multipartFieldReader, receiveBody, refuseDeclaredOverLimit } from './body';
 import { GatewayError } from './errors';
 
 /**
- * Large multipart uploads (audio to transcribe, images to edit) go to a temporary file, not to memory, the way
- * nginx buffers request bodies. Routing needs the form's `model` field, which SDKs often send after the file
- * (the Node SDK keeps the caller's key order: `{ file, model }`), so an upload is received whole before the
- * provider is known. Held in memory, each 20 MB upload raised the gateway's RSS by 60-80 MB until the next
- * full GC, per concurrent upload. Spooled, it costs a few 64 KiB chunks.
+ * Large multipart uploads (audio to transcribe, images to edit). Routing needs the form's `model` field:
+ *
+ * - When it comes before the first file part (Python's SDK sends its plain fields first, as do most `curl -F`
+ *   command lines) and the body's length is declared, the upload is routed as soon as the file part begins and
+ *   its bytes stream through to the provider as they arrive, as a plain proxy would send them: the provider
+ *   starts receiving while the client is still sending. Fields after the file are forwarded but not read.
+ * - Otherwise (the Node SDK keeps the caller's key order, `{ file, model }`, so the file often comes first; or
+ *   the body is chunked) it is received whole first, into a temporary file, not memory, the way nginx buffers
+ *   request bodies. Held in memory, each 20 MB upload raised the gateway's RSS by 60-80 MB until the next full
+ *   GC, per concurrent upload. Spooled, it costs a few 64 KiB chunks; the provider gets it with its length.
  *
  * The form's plain fields are read from the chunks as they pass (busboy); the file part is never parsed or
  * copied. The file is unlinked as soon as it is created and lives on as an open descriptor only: nothing is
@@ -43,10 +48,15 @@ export class UploadSpool {
     return declared === undefined || Number(declared) >= this.fromBytes;
   }
 
-  /** Receives the body into a temporary file while reading the form's plain fields. */
-  async receive(req: IncomingMessage, limit: number, contentType: string): Promise<SpooledUpload> {
+  /**
+   * Receives an upload while reading the form's plain fields. It goes to a temporary file, unless its model is
+   * known when its first file part begins and its length was declared: it is then routed at once and streams
+   * through (ReceivedUpload.stream() gives the bytes read so far, then the rest as it arrives).
+   */
+  async receive(req: IncomingMessage, limit: number, contentType: string): Promise<ReceivedUpload> {
     refuseDeclaredOverLimit(req, limit);
     const fields = multipartFieldReader(contentType);
+    const declared = req.headers['content-length'] === undefined ? undefined : Number(req.headers['content-length']);
     const path = join(this.dir, `tollgate-upload-${process.pid}-${randomUUID()}`);
     // Two descriptors, each owned (and closed once) by one stream: the writer's, then the reader's. Plain
     // descriptors, not FileHandles: their streams work through callbacks, not promises.
@@ -59,34 +69,71 @@ export class UploadSpool {
     // as on Windows, it is removed once the upload is disposed of.)
     const leftover = await unlink(path).then(() => undefined, () => path);
     const removeLeftover = () => void (leftover && unlink(leftover).catch(() => undefined));
-    return receiveBody(req, limit, (control) => {
-      const out = createWriteStream('', { fd: writeFd, highWaterMark: 256 * 1024 });
-      out.on('drain', control.resume);
-      const written = new Promise<void>((resolve, reject) => {
-        out.once('finish', resolve);
-        out.on('error', (err) => {
-          const refused = this.storageFailed(err);
-          control.fail(refused); // while the body is still arriving
-          reject(refused); // once it has ended
+    return new Promise((resolve, reject) => {
+      let through: Readable | undefined;
+      receiveBody(req, limit, (control) => {
+        const out = createWriteStream('', { fd: writeFd, highWaterMark: 256 * 1024 });
+        out.on('drain', control.resume);
+        const written = new Promise<void>((resolveWritten, rejectWritten) => {
+          out.once('finish', resolveWritten);
+          out.on('error', (err) => {
+            const refused = this.storageFailed(err);
+            control.fail(refused); // while the body is still arriving
+            rejectWritten(refused); // once it has ended
+          });
         });
-      });
-      written.catch(() => undefined); // observed through control.fail when it fails early
-      void fields.failed.then(control.fail);
-      return {
-        write(chunk) {
-          fields.write(chunk);
-          return out.write(chunk);
-        },
-        async end(size) {
-          out.end();
-          const [values] = await Promise.all([fields.end(), written]);
-          return new SpooledUpload(readFd, size, values, removeLeftover);
-        },
-        abort() {
-          out.destroy();
+        written.catch(() => undefined); // observed through control.fail when it fails early
+        void fields.failed.then(control.fail);
+        // The chunks before the first file part (also written to the file), kept until it is known whether the
+        // upload can stream through; dropped once it cannot.
+        let head: Buffer[] | undefined = declared === undefined ? undefined : [];
+        let headBytes = 0;
+        const streamThrough = (size: number, chunks: Buffer[]) => {
+          through = new Readable({ highWaterMark: 256 * 1024, read: control.resume });
+          for (const chunk of chunks) through.push(chunk);
+          out.destroy(); // the file is not needed
           close(readFd, removeLeftover);
-        },
-      };
+          resolve(new StreamedUpload(size, { ...fields.fields }, through));
+        };
+        return {
+          write(chunk) {
+            // Once streaming, the form is no longer parsed; after dispose() the rest of the body is dropped.
+            if (through) return through.destroyed || through.push(chunk);
+            fields.write(chunk);
+            if (head) {
+              head.push(chunk);
+              headBytes += chunk.length;
+              if (fields.fileStarted && fields.fields.model !== undefined) {
+                streamThrough(declared!, head);
+                return true;
+              }
+              if (fields.fileStarted || headBytes > MAX_HEAD_BYTES) head = undefined;
+            }
+            return out.write(chunk);
+          },
+          async end(size) {
+            if (through) {
+              through.push(null);
+              return undefined;
+            }
+            out.end();
+            const [values] = await Promise.all([fields.end(), written]);
+            return new SpooledUpload(readFd, size, values, removeLeftover);
+          },
+          abort() {
+            if (through) {
+              // The upstream call reading it fails, so the provider's request is cut too.
+              through.destroy(new GatewayError('request_aborted', 'The client closed the connection before the upload ended'));
+              return;
+            }
+            out.destroy();
+            close(readFd, removeLeftover);
+          },
+        };
+      }).then(
+        (spooled) => spooled && resolve(spooled),
+        (err: unknown) => through || reject(err),
+      );
     });
   }
 
@@ -99,8 +146,39 @@ export class UploadSpool {
 /** Read back in large pieces: fewer reads and fewer socket writes upstream. */
 const READ_CHUNK = 1024 * 1024;
 
-/** A received upload: its plain fields, its size, and its bytes to send upstream (read back from the file). */
-export class SpooledUpload {
+/** A received upload: its plain fields (those before its first file part when it streams through), its size, and its bytes. */
+export interface ReceivedUpload {
+  readonly size: number;
+  readonly fields: Record<string, string>;
+  /** The whole body from its first byte, once. */
+  stream(): Readable;
+  /** Releases it once the upstream call is over (or never happened). */
+  dispose(): void;
+}
+
+/** Chunks kept before the first file part: plain fields are small; a form with more before its file is spooled. */
+const MAX_HEAD_BYTES = 256 * 1024;
+
+/** An upload whose model came before its first file part: routed then, its bytes relayed as they arrive. */
+class StreamedUpload implements ReceivedUpload {
+  constructor(
+    readonly size: number,
+    readonly fields: Record<string, string>,
+    private readonly body: Readable,
+  ) {}
+
+  stream(): Readable {
+    return this.body;
+  }
+
+  /** The upstream call is over: the rest of the body, if any, is read and dropped. */
+  dispose(): void {
+    this.body.destroy();
+  }
+}
+
+/** An upload received whole into the spool file, read back from it. */
+export class SpooledUpload implements ReceivedUpload {
   private reader: Readable | undefined;
   private disposed = false;
 

@@ -27,7 +27,8 @@ const SCENARIO_TITLES = {
   chat_c32: 'Non-streamed chat completion, 32 connections',
   stream_c8: 'SSE stream (20 content chunks, 23 events), 8 connections',
   slow_stream_c8: 'Slow provider: SSE stream with 20 ms between chunks, 8 connections',
-  upload_c1: '20 MiB multipart upload (audio transcription), 1 connection',
+  upload_c1: '20 MiB multipart upload (audio transcription), model field first (streamed through), 1 connection',
+  upload_spooled_c1: '20 MiB multipart upload, file first (received whole, then sent), 1 connection',
 };
 
 function errorsOf(r) {
@@ -90,8 +91,7 @@ function slowTable(result) {
   return table(['target', 'streams/s', 'TTFB p50', '+TTFB p50', 'chunk gap p50', 'chunk gap p99', 'first→last byte p50', 'p99', 'added per chunk ms', 'gw CPU µs/stream', 'errors', 'other CPU %'], rows);
 }
 
-function uploadTable(result) {
-  const sc = 'upload_c1';
+function uploadTable(result, sc) {
   const direct = pick(result, sc, 'direct');
   const size = result.settings.upload_bytes / 2 ** 20;
   const rows = result.runs.filter((r) => r.scenario === sc).map((r) => {
@@ -108,7 +108,7 @@ function uploadTable(result) {
 }
 
 function peakUnderLoad(result, target) {
-  const peaks = result.runs.filter((r) => r.target === target && r.procs?.gw && r.scenario !== 'upload_c1').map((r) => r.procs.gw.peak_rss_mb);
+  const peaks = result.runs.filter((r) => r.target === target && r.procs?.gw && !String(r.scenario).startsWith('upload')).map((r) => r.procs.gw.peak_rss_mb);
   const soak = target === 'tollgate' ? result.memory?.soak?.rss_peak_mb : undefined;
   if (soak != null) peaks.push(soak);
   return peaks.length ? Math.max(...peaks) : null;
@@ -146,10 +146,13 @@ export function targets(result) {
     pcBare == null ? '' : `bare proxy: ${signed(pcBare, 3)} ms`);
   const peak = peakUnderLoad(result, 'tollgate');
   add('peak RSS under load', peak == null ? null : `${num(peak, 0)} MiB`, '≤ 150 MiB', peak == null ? null : peak <= 150);
-  const up = t('upload_c1', 'tollgate');
-  const rise = up?.procs?.gw && up.rss_before_mb != null ? up.procs.gw.peak_rss_mb - up.rss_before_mb : null;
   const size = result.settings.upload_bytes / 2 ** 20;
-  add('20 MiB upload: RSS rise', rise == null ? null : `${num(rise, 0)} MiB (${num(rise / size, 2)}x)`, '< 2x upload size', rise == null ? null : rise < 2 * size);
+  for (const [sc, label] of [['upload_c1', '20 MiB upload'], ['upload_spooled_c1', '20 MiB upload, file first']]) {
+    const up = t(sc, 'tollgate');
+    if (!up && sc !== 'upload_c1') continue;
+    const rise = up?.procs?.gw && up.rss_before_mb != null ? up.procs.gw.peak_rss_mb - up.rss_before_mb : null;
+    add(`${label}: RSS rise`, rise == null ? null : `${num(rise, 0)} MiB (${num(rise / size, 2)}x)`, '< 2x upload size', rise == null ? null : rise < 2 * size);
+  }
   // Once idle, the gateway gives memory back (server.idle_gc_ms, 10 s): the target reads RSS after that; runs
   // from before the idle read have only the figure at settle_s.
   const soak = result.memory?.soak;
@@ -210,13 +213,13 @@ export function renderReport(result, previous, previousName) {
     '`other CPU %`: CPU that processes other than the loader, the mock and the target used during the case, in % of one core: anything above a few % means other jobs disturbed the figures.');
   const noisy = result.runs.filter((r) => r.other_cpu_pct > 20 && !String(r.scenario).startsWith('soak'));
   if (noisy.length) out.push(`**Warning:** other processes used more than 20% of a core during ${noisy.length} case(s) (${noisy.map((r) => `${r.scenario}/${r.target}`).join(', ')}); run again on a quiet machine before drawing conclusions.`);
-  for (const sc of ['chat_c1', 'chat_c32', 'stream_c8', 'slow_stream_c8', 'upload_c1']) {
+  for (const sc of ['chat_c1', 'chat_c32', 'stream_c8', 'slow_stream_c8', 'upload_c1', 'upload_spooled_c1']) {
     if (!result.runs.some((r) => r.scenario === sc)) continue;
     out.push('');
     out.push(`### ${SCENARIO_TITLES[sc]} (\`${sc}\`)`);
     out.push('');
     if (sc === 'slow_stream_c8') out.push(slowTable(result));
-    else if (sc === 'upload_c1') out.push(uploadTable(result));
+    else if (sc.startsWith('upload')) out.push(uploadTable(result, sc));
     else if (sc.startsWith('stream')) out.push(streamTable(result, sc));
     else out.push(plainTable(result, sc));
   }

@@ -72,6 +72,10 @@ export class TestUpstream {
   private responder: Responder = recordedResponder;
   /** Sockets currently open to this server (to prove the gateway closes or reuses them). */
   openSockets = 0;
+  /** Body bytes read so far, over all requests, counted as they arrive (to prove a body streams through). */
+  bodyBytesArrived = 0;
+  /** Requests whose body was cut before its end (the gateway gave up sending it). */
+  bodiesCut = 0;
 
   async start(): Promise<string> {
     this.server = createServer((req, res) => void this.handle(req, res));
@@ -96,6 +100,8 @@ export class TestUpstream {
   reset(): void {
     this.responder = recordedResponder;
     this.received.length = 0;
+    this.bodyBytesArrived = 0;
+    this.bodiesCut = 0;
   }
 
   last(): ReceivedRequest {
@@ -113,7 +119,15 @@ export class TestUpstream {
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
-    for await (const c of req) chunks.push(c as Buffer);
+    try {
+      for await (const c of req) {
+        chunks.push(c as Buffer);
+        this.bodyBytesArrived += (c as Buffer).length;
+      }
+    } catch {
+      this.bodiesCut++;
+      return;
+    }
     let ended = false;
     let resolveDone!: () => void;
     const record: ReceivedRequest = {

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
-import { Readable } from 'node:stream';
+import { PassThrough, Readable } from 'node:stream';
 import { expect } from 'chai';
 import OpenAI, { toFile } from 'openai';
 import { request } from 'undici';
@@ -40,10 +40,13 @@ describe('large uploads, spooled to a temporary file', () => {
     expect(spoolFiles()).to.deep.equal([]);
     expect(bulkBodiesInFlight(), 'the heap growth bound restored (core/heap-growth.ts)').to.equal(0);
   };
-  const form = async (file: Buffer, fields: Record<string, string>) => {
+  /** A form with its file first (what the Node SDK sends for `{ file, model }`), or its fields first (Python's SDK). */
+  const form = async (file: Buffer, fields: Record<string, string>, order: 'file first' | 'fields first' = 'file first') => {
     const data = new FormData();
-    data.append('file', new Blob([new Uint8Array(file)], { type: 'audio/mpeg' }), 'speech.mp3');
+    const addFile = () => data.append('file', new Blob([new Uint8Array(file)], { type: 'audio/mpeg' }), 'speech.mp3');
+    if (order === 'file first') addFile();
     for (const [k, v] of Object.entries(fields)) data.append(k, v);
+    if (order === 'fields first') addFile();
     const encoded = new Request('http://x', { method: 'POST', body: data });
     return { bytes: Buffer.from(await encoded.arrayBuffer()), contentType: encoded.headers.get('content-type')! };
   };
@@ -71,8 +74,8 @@ describe('large uploads, spooled to a temporary file', () => {
     await nothingLeft();
   });
 
-  it('a 5 MB upload sent chunked (no length): the same bytes reach the provider, with their length', async () => {
-    const { bytes, contentType } = await form(randomBytes(5 * 1024 * 1024), { model: 'whisper-1', response_format: 'json' });
+  it('a 5 MB upload sent chunked (no length), model first: received whole, then the same bytes reach the provider, with their length', async () => {
+    const { bytes, contentType } = await form(randomBytes(5 * 1024 * 1024), { model: 'whisper-1', response_format: 'json' }, 'fields first');
     const res = await request(`${gw.url}/v1/audio/translations`, { method: 'POST', headers: gatewayHeaders(contentType), body: chunked(bytes) });
     expect(res.statusCode).to.equal(200);
     await res.body.dump();
@@ -137,6 +140,87 @@ describe('large uploads, spooled to a temporary file', () => {
     } finally {
       mkdirSync(spoolDir(), { recursive: true });
     }
+  });
+
+  describe('a form whose model comes before its file streams through (routed when the file part begins)', () => {
+    /** Opens a raw connection and sends the request head (no provider key when `withKey` is false) and `firstBytes` of the body. */
+    const startUpload = async (bytes: Buffer, contentType: string, firstBytes: number, withKey = true) => {
+      const url = new URL(gw.url);
+      const socket = connect(Number(url.port), url.hostname);
+      await new Promise((resolve) => socket.once('connect', resolve));
+      let answer = '';
+      socket.on('data', (d) => (answer += d.toString('latin1')));
+      socket.on('error', () => undefined); // the gateway may close the connection while the rest is still being sent
+      const closed = new Promise((resolve) => socket.once('close', resolve));
+      socket.write([
+        'POST /v1/audio/transcriptions HTTP/1.1', `Host: ${url.host}`, `X-Gateway-Key: ${gw.key}`, ...(withKey ? [`Authorization: Bearer ${OPENAI_KEY}`] : []),
+        `Content-Type: ${contentType}`, `Content-Length: ${bytes.length}`, 'Connection: close', '', '',
+      ].join('\r\n'));
+      socket.write(bytes.subarray(0, firstBytes));
+      return { socket, answer: () => answer, closed };
+    };
+
+    it('the provider receives the file while the client is still sending it; the same bytes, with their length; recorded', async () => {
+      const audio = randomBytes(6 * 1024 * 1024);
+      const { bytes, contentType } = await form(audio, { model: 'whisper-1', response_format: 'json' }, 'fields first');
+      const half = 3 * 1024 * 1024;
+      const body = new PassThrough();
+      body.write(bytes.subarray(0, half));
+      const headers = { ...gatewayHeaders(contentType), 'content-length': String(bytes.length), 'x-gateway-metadata-feature': 'voice-notes' };
+      const answered = request(`${gw.url}/v1/audio/transcriptions`, { method: 'POST', headers, body });
+      await waitFor(() => upstream.bodyBytesArrived >= 2 * 1024 * 1024, 5000, 'the provider receiving the first half');
+      expect(upstream.received.length, 'the provider has not seen the end yet').to.equal(0);
+      expect(openSpoolFiles(), 'nothing spooled').to.deep.equal([]);
+      body.end(bytes.subarray(half));
+
+      const res = await answered;
+      expect(res.statusCode).to.equal(200);
+      expect(await res.body.json()).to.deep.equal(fixtureJson('openai/audio_transcription_docs_example.json'));
+      const requestId = res.headers['x-gateway-request-id'];
+      const seen = upstream.last();
+      expect(seen.url).to.equal('/openai/v1/audio/transcriptions');
+      expect(seen.body.equals(bytes), 'the body, unchanged').to.equal(true);
+      expect(seen.headers['content-length']).to.equal(String(bytes.length));
+      expect(seen.headers['transfer-encoding']).to.equal(undefined);
+      await waitFor(async () => (await waitForRecords(gw, 1)).some((r: any) => r.id === requestId), 5000, 'its record');
+      const record = (await waitForRecords(gw, 1)).find((r: any) => r.id === requestId);
+      expect(record).to.include({ model: 'whisper-1', provider: 'openai', status: 200, endpoint: 'audio.transcriptions' });
+      expect(record.tags).to.deep.equal({ feature: 'voice-notes' });
+      await nothingLeft();
+    });
+
+    it('the official SDK with `{ model, file }` (model first): routed, forwarded whole', async () => {
+      const audio = randomBytes(3 * 1024 * 1024);
+      const client = new OpenAI({ apiKey: OPENAI_KEY, baseURL: `${gw.url}/v1`, maxRetries: 0, defaultHeaders: { 'X-Gateway-Key': gw.key } });
+      const result = await client.audio.transcriptions.create({ model: 'whisper-1', file: await toFile(audio, 'speech.mp3', { type: 'audio/mpeg' }) });
+      expect(result).to.deep.equal(fixtureJson('openai/audio_transcription_docs_example.json'));
+      const seen = upstream.last();
+      expect(seen.body.indexOf('name="model"'), 'the model field comes before the file').to.be.lessThan(seen.body.indexOf(audio));
+      expect(seen.body.indexOf(audio)).to.be.greaterThan(0);
+      expect(seen.headers['content-length']).to.equal(String(seen.body.length));
+      await nothingLeft();
+    });
+
+    it("a client that leaves mid-file: the provider's request is cut too, nothing is left", async () => {
+      const { bytes, contentType } = await form(randomBytes(6 * 1024 * 1024), { model: 'whisper-1' }, 'fields first');
+      const { socket } = await startUpload(bytes, contentType, 3 * 1024 * 1024);
+      await waitFor(() => upstream.bodyBytesArrived >= 2 * 1024 * 1024, 5000, 'the provider receiving the first half');
+      socket.destroy();
+      await waitFor(() => upstream.bodiesCut === 1, 5000, "the provider's request cut");
+      await nothingLeft();
+      expect(upstream.received.length).to.equal(0);
+    });
+
+    it('refused once routed (no provider key): the error comes while the client is still sending, nothing is forwarded', async () => {
+      const { bytes, contentType } = await form(randomBytes(4 * 1024 * 1024), { model: 'whisper-1' }, 'fields first');
+      const { socket, answer, closed } = await startUpload(bytes, contentType, 1024 * 1024, false);
+      await waitFor(() => answer().includes('provider_key_missing'), 5000, 'the error before the rest of the body');
+      expect(answer().split('\r\n')[0]).to.equal('HTTP/1.1 401 Unauthorized');
+      socket.end(bytes.subarray(1024 * 1024));
+      await closed;
+      expect(upstream.bodyBytesArrived).to.equal(0);
+      await nothingLeft();
+    });
   });
 
   describe('bulk bodies: the heap growth bound is widened while one is in flight (core/heap-growth.ts)', () => {
