@@ -1,5 +1,10 @@
 import { setFlagsFromString } from 'node:v8';
 
+/** The percentage set by limitHeapGrowth; 0 = V8's own factor. */
+let bound = 0;
+/** Bulk bodies in flight (holdForBulkBody). */
+let bulkBodies = 0;
+
 /**
  * Bounds how far the heap may grow between two full collections: V8 starts its next one once the old generation
  * reaches `percent`% more than what the last one left live (its `--heap-growing-percent`).
@@ -17,11 +22,6 @@ import { setFlagsFromString } from 'node:v8';
  * is bounded the same way. Works without --expose-gc; with it (npm start) one collection at start applies the
  * factor at once. 0 leaves the factor to V8.
  */
-/** The percentage set by limitHeapGrowth; 0 = V8's own factor. */
-let bound = 0;
-/** Bulk bodies in flight (holdForBulkBody). */
-let bulkBodies = 0;
-
 export function limitHeapGrowth(percent: number): void {
   bound = percent > 0 ? Math.round(percent) : 0;
   if (bound === 0) return;

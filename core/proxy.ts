@@ -133,8 +133,9 @@ export class Proxy {
   }
 
   /**
-   * Reads the request, then has it forwarded; a spooled upload's file is closed once the call is over. A bulk
-   * body (1 MiB or more, or of unknown length) holds the heap growth bound off until then (core/heap-growth.ts).
+   * Reads the request, then has it forwarded; an upload is disposed of (its spool file closed) once the call is
+   * over. A bulk body (1 MiB or more, or of unknown length) widens the heap growth bound until then
+   * (core/heap-growth.ts).
    */
   private async forward(
     gw: GatewayContext, req: IncomingMessage, res: ServerResponse, endpoint: EndpointSpec,
@@ -186,7 +187,7 @@ export class Proxy {
     gw.status = upstream.statusCode;
 
     const contentType = (headerValue(upstream.headers, 'content-type') ?? '').toLowerCase();
-    // An answer of 1 MiB or more holds the heap growth bound off while it is relayed, as a bulk request body does.
+    // An answer of 1 MiB or more widens the heap growth bound while it is relayed, as a bulk request body does.
     const bulk = Number(headerValue(upstream.headers, 'content-length')) >= BULK_BODY_BYTES ? holdForBulkBody() : undefined;
     try {
       // A JSON document is relayed whole (its usage read), also when a stream was asked for and the provider
@@ -210,7 +211,8 @@ export class Proxy {
 
   /**
    * Parses only what routing and limits need; the bytes themselves are forwarded unchanged. A large multipart
-   * upload is received into a temporary file (core/upload-spool.ts), returned for the upstream call to send.
+   * upload is streamed through or received into a temporary file (core/upload-spool.ts), returned for the
+   * upstream call to send.
    */
   private async readRequest(gw: GatewayContext, req: IncomingMessage, endpoint: EndpointSpec): Promise<ReceivedUpload | undefined> {
     if (endpoint.body === 'none') return undefined;

@@ -24,6 +24,9 @@ import { GatewayError } from './errors';
  * copied. The file is unlinked as soon as it is created and lives on as an open descriptor only: nothing is
  * left on disk when the request ends, fails, or the process is killed.
  */
+/** Chunks kept before the first file part: plain fields are small; a form with more before its file is spooled. */
+const MAX_HEAD_BYTES = 256 * 1024;
+
 export class UploadSpool {
   private constructor(
     private readonly dir: string,
@@ -156,9 +159,6 @@ export interface ReceivedUpload {
   dispose(): void;
 }
 
-/** Chunks kept before the first file part: plain fields are small; a form with more before its file is spooled. */
-const MAX_HEAD_BYTES = 256 * 1024;
-
 /** An upload whose model came before its first file part: routed then, its bytes relayed as they arrive. */
 class StreamedUpload implements ReceivedUpload {
   constructor(
@@ -178,7 +178,7 @@ class StreamedUpload implements ReceivedUpload {
 }
 
 /** An upload received whole into the spool file, read back from it. */
-export class SpooledUpload implements ReceivedUpload {
+class SpooledUpload implements ReceivedUpload {
   private reader: Readable | undefined;
   private disposed = false;
 
