@@ -45,8 +45,14 @@ export function receiveBody<T>(req: IncomingMessage, limit: number, makeSink: (c
     const sink = makeSink({ resume: () => settled || req.resume(), fail });
     const onData = (chunk: Buffer) => {
       size += chunk.length;
-      if (size > limit) fail(tooLarge(limit));
-      else if (!sink.write(chunk)) req.pause();
+      if (size > limit) return fail(tooLarge(limit));
+      let more: boolean;
+      try {
+        more = sink.write(chunk);
+      } catch (err) {
+        return fail(err); // a throw here would escape the 'data' event and end the process
+      }
+      if (!more) req.pause();
     };
     const onEnd = () => {
       if (settled) return;
