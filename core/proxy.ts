@@ -134,17 +134,19 @@ export class Proxy {
 
   /**
    * Reads the request, then has it forwarded; an upload is disposed of (its spool file closed) once the call is
-   * over. A bulk body (1 MiB or more, or of unknown length) widens the heap growth bound until then
-   * (core/heap-growth.ts).
+   * over. A bulk body held in memory (1 MiB or more, or of unknown length) widens the heap growth bound until then
+   * (core/heap-growth.ts); the upload spool does the same for what it spools, never for an upload it streams.
    */
   private async forward(
     gw: GatewayContext, req: IncomingMessage, res: ServerResponse, endpoint: EndpointSpec,
     explicit: string | undefined, upstream: UpstreamExchange, setTap: (tap: StreamTap) => void,
   ): Promise<void> {
-    const bulk = endpoint.body !== 'none' && isBulk(req.headers) ? holdForBulkBody() : undefined;
+    const contentType = req.headers['content-type'] ?? '';
+    const spool = contentType.startsWith('multipart/form-data') && this.deps.uploads?.wants(req) ? this.deps.uploads : undefined;
+    const bulk = !spool && endpoint.body !== 'none' && isBulk(req.headers) ? holdForBulkBody() : undefined;
     let upload: ReceivedUpload | undefined;
     try {
-      upload = await this.readRequest(gw, req, endpoint);
+      upload = await this.readRequest(gw, req, endpoint, contentType, spool);
       await this.callAndRelay(gw, req, res, endpoint, explicit, upstream, setTap, upload);
     } finally {
       upload?.dispose(); // the upstream call is over: its body was sent, or never will be
@@ -214,16 +216,17 @@ export class Proxy {
    * upload is streamed through or received into a temporary file (core/upload-spool.ts), returned for the
    * upstream call to send.
    */
-  private async readRequest(gw: GatewayContext, req: IncomingMessage, endpoint: EndpointSpec): Promise<ReceivedUpload | undefined> {
+  private async readRequest(
+    gw: GatewayContext, req: IncomingMessage, endpoint: EndpointSpec, contentType: string, spool: UploadSpool | undefined,
+  ): Promise<ReceivedUpload | undefined> {
     if (endpoint.body === 'none') return undefined;
-    const contentType = req.headers['content-type'] ?? '';
-    const multipart = contentType.startsWith('multipart/form-data');
-    if (multipart && this.deps.uploads?.wants(req)) {
-      const upload = await this.deps.uploads.receive(req, this.deps.bodyLimit, contentType);
+    if (spool) {
+      const upload = await spool.receive(req, this.deps.bodyLimit, contentType);
       gw.bodySize = upload.size;
       routeByForm(gw, upload.fields);
       return upload;
     }
+    const multipart = contentType.startsWith('multipart/form-data');
     gw.body = await readBody(req, this.deps.bodyLimit);
     gw.bodySize = gw.body.length;
     if (multipart) {

@@ -7,6 +7,7 @@ import { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import { multipartFieldReader, receiveBody, refuseDeclaredOverLimit } from './body';
 import { GatewayError } from './errors';
+import { holdForBulkBody } from './heap-growth';
 
 /**
  * Large multipart uploads (audio to transcribe, images to edit). Routing needs the form's `model` field:
@@ -91,6 +92,13 @@ export class UploadSpool {
         // upload can stream through; dropped once it cannot.
         let head: Buffer[] | undefined = declared === undefined ? undefined : [];
         let headBytes = 0;
+        // An upload received whole widens the heap growth bound until it is disposed of (core/heap-growth.ts: its
+        // buffers, in and then back out of the file, would set off a full collection every few MiB). One that
+        // streams through is left to V8's regular collections: with the bound widened, its buffers, flowing twice
+        // as fast, raised RSS by 2.2x the upload's size (1.6x without).
+        let release: (() => void) | undefined;
+        const spooling = () => (release ??= holdForBulkBody());
+        if (!head) spooling();
         const streamThrough = (size: number, chunks: Buffer[]) => {
           through = new Readable({ highWaterMark: 256 * 1024, read: control.resume });
           for (const chunk of chunks) through.push(chunk);
@@ -110,7 +118,10 @@ export class UploadSpool {
                 streamThrough(declared!, head);
                 return true;
               }
-              if (fields.fileStarted || headBytes > MAX_HEAD_BYTES) head = undefined;
+              if (fields.fileStarted || headBytes > MAX_HEAD_BYTES) {
+                head = undefined;
+                spooling();
+              }
             }
             return out.write(chunk);
           },
@@ -121,7 +132,7 @@ export class UploadSpool {
             }
             out.end();
             const [values] = await Promise.all([fields.end(), written]);
-            return new SpooledUpload(readFd, size, values, removeLeftover);
+            return new SpooledUpload(readFd, size, values, removeLeftover, spooling());
           },
           abort() {
             if (through) {
@@ -131,6 +142,7 @@ export class UploadSpool {
             }
             out.destroy();
             close(readFd, removeLeftover);
+            release?.();
           },
         };
       }).then(
@@ -187,6 +199,8 @@ class SpooledUpload implements ReceivedUpload {
     readonly size: number,
     readonly fields: Record<string, string>,
     private readonly removeLeftover: () => void,
+    /** Restores the heap growth bound (holdForBulkBody). */
+    private readonly release: () => void,
   ) {}
 
   /** The whole body from its first byte; one reader per upload, which owns the descriptor from then on. */
@@ -200,6 +214,7 @@ class SpooledUpload implements ReceivedUpload {
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
+    this.release();
     if (this.reader) this.reader.destroy();
     else close(this.fd, this.removeLeftover);
   }

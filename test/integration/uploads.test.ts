@@ -171,6 +171,7 @@ describe('large uploads, spooled to a temporary file', () => {
       await waitFor(() => upstream.bodyBytesArrived >= 2 * 1024 * 1024, 5000, 'the provider receiving the first half');
       expect(upstream.received.length, 'the provider has not seen the end yet').to.equal(0);
       expect(openSpoolFiles(), 'nothing spooled').to.deep.equal([]);
+      expect(bulkBodiesInFlight(), 'a streamed upload leaves the heap growth bound as it is').to.equal(0);
       body.end(bytes.subarray(half));
 
       const res = await answered;
