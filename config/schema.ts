@@ -107,7 +107,7 @@ export const gatewayConfigSchema = z.strictObject({
       /**
        * The old generation may grow this many percent over what the last full collection left live before V8
        * runs the next one (core/heap-growth.ts): bounds peak memory under load; 0 = V8's own factor (up to 4x).
-       * While a body of 1 MiB or more is in flight (an upload, an inlined image) the bound is 200% instead.
+       * While a body of 1 MiB or more is held whole (a spooled upload, an inlined image) the bound is 200% instead.
        */
       heap_growth_percent: fromText(z.number().int().min(0).max(1000)).default(35),
       /**

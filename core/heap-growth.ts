@@ -43,9 +43,9 @@ export const BULK_BODY_BYTES = 1024 * 1024;
 const BULK_GROWTH_PERCENT = 200;
 
 /**
- * Widens the bound while a bulk body (a 20 MiB upload, a large image answer) is in flight, until the returned
- * function is called (more than once is harmless). Chat requests never hold it, so their peak memory stays
- * bounded.
+ * Widens the bound while a bulk body held whole (a spooled upload, a large image answer) is in flight, until the
+ * returned function is called (more than once is harmless). Chat requests never hold it, so their peak memory
+ * stays bounded; nor do streamed uploads (core/upload-spool.ts says why).
  *
  * Why: V8 counts the buffer memory allocated since the last full collection against the old generation's room,
  * and starts marking once that room is down to the young generation's size; buffers that died young are only
