@@ -95,7 +95,7 @@ export class UploadSpool {
         // An upload received whole widens the heap growth bound until it is disposed of (core/heap-growth.ts: its
         // buffers, in and then back out of the file, would set off a full collection every few MiB). One that
         // streams through is left to V8's regular collections: with the bound widened, its buffers, flowing twice
-        // as fast, raised RSS by 2.2x the upload's size (1.6x without).
+        // as fast, raised RSS by 2.0-2.3x the upload's size in four benchmark runs (1.5-2.2x without).
         let release: (() => void) | undefined;
         const spooling = () => (release ??= holdForBulkBody());
         if (!head) spooling();
