@@ -189,25 +189,19 @@ export class Proxy {
     gw.status = upstream.statusCode;
 
     const contentType = (headerValue(upstream.headers, 'content-type') ?? '').toLowerCase();
-    // An answer of 1 MiB or more widens the heap growth bound while it is relayed, as a bulk request body does.
-    const bulk = Number(headerValue(upstream.headers, 'content-length')) >= BULK_BODY_BYTES ? holdForBulkBody() : undefined;
-    try {
-      // A JSON document is relayed whole (its usage read), also when a stream was asked for and the provider
-      // answered with one; JSON Lines (application/x-ndjson) and SSE are streams.
-      if (isJsonDocument(contentType)) {
-        await this.relayWhole(gw, res, upstream);
-      } else {
-        let tap: StreamTap | undefined;
-        if (contentType.startsWith('text/event-stream') && upstream.statusCode < 400) {
-          const pipeline = this.deps.pipeline;
-          const observe = pipeline.observesStreams ? (e: SseEvent) => pipeline.streamEvent(gw, e) : undefined;
-          tap = new StreamTap(provider.usage.createStreamAccumulator(endpoint.key), headerValue(upstream.headers, 'content-encoding'), observe);
-          setTap(tap);
-        }
-        await this.relayStream(gw, res, upstream, tap);
+    // A JSON document is relayed whole (its usage read), also when a stream was asked for and the provider
+    // answered with one; JSON Lines (application/x-ndjson) and SSE are streams.
+    if (isJsonDocument(contentType)) {
+      await this.relayWhole(gw, res, upstream);
+    } else {
+      let tap: StreamTap | undefined;
+      if (contentType.startsWith('text/event-stream') && upstream.statusCode < 400) {
+        const pipeline = this.deps.pipeline;
+        const observe = pipeline.observesStreams ? (e: SseEvent) => pipeline.streamEvent(gw, e) : undefined;
+        tap = new StreamTap(provider.usage.createStreamAccumulator(endpoint.key), headerValue(upstream.headers, 'content-encoding'), observe);
+        setTap(tap);
       }
-    } finally {
-      bulk?.();
+      await this.relayStream(gw, res, upstream, tap);
     }
   }
 
@@ -242,24 +236,33 @@ export class Proxy {
     return undefined;
   }
 
-  /** A non-streamed JSON answer: read it whole (usage and cost can then go into headers), send it unchanged. */
+  /**
+   * A non-streamed JSON answer: read it whole (usage and cost can then go into headers), send it unchanged. One of
+   * 1 MiB or more (a batch of embeddings, generated images) widens the heap growth bound while it is held, as a
+   * bulk request body does (core/heap-growth.ts); a streamed answer, never held whole, leaves it as it is.
+   */
   private async relayWhole(gw: GatewayContext, res: ServerResponse, upstream: UpstreamExchange): Promise<void> {
-    let body: Buffer;
+    const bulk = Number(headerValue(upstream.headers, 'content-length')) >= BULK_BODY_BYTES ? holdForBulkBody() : undefined;
     try {
-      body = await upstream.readAll();
-    } catch (err) {
-      throw upstreamFailure(err, gw.provider!.baseUrl);
+      let body: Buffer;
+      try {
+        body = await upstream.readAll();
+      } catch (err) {
+        throw upstreamFailure(err, gw.provider!.baseUrl);
+      }
+      gw.responseBody = body;
+      if (upstream.statusCode < 400) {
+        let parsed = decodeBody(body, headerValue(upstream.headers, 'content-encoding'));
+        if (parsed instanceof Promise) parsed = await parsed;
+        if (parsed !== undefined) gw.usage = gw.provider!.usage.fromJson(gw.endpoint!.key, parsed);
+      }
+      const pending = this.deps.pipeline.run('onResponse', gw);
+      if (pending) await pending;
+      res.writeHead(upstream.statusCode, this.responseHeaders(gw, forwardableResponseHeaders(upstream.headers)));
+      res.end(body);
+    } finally {
+      bulk?.();
     }
-    gw.responseBody = body;
-    if (upstream.statusCode < 400) {
-      let parsed = decodeBody(body, headerValue(upstream.headers, 'content-encoding'));
-      if (parsed instanceof Promise) parsed = await parsed;
-      if (parsed !== undefined) gw.usage = gw.provider!.usage.fromJson(gw.endpoint!.key, parsed);
-    }
-    const pending = this.deps.pipeline.run('onResponse', gw);
-    if (pending) await pending;
-    res.writeHead(upstream.statusCode, this.responseHeaders(gw, forwardableResponseHeaders(upstream.headers)));
-    res.end(body);
   }
 
   /** Anything else (SSE, audio bytes, errors with odd types): piped chunk by chunk as it arrives. */

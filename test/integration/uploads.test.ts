@@ -10,7 +10,7 @@ import { bulkBodiesInFlight } from '../../core/heap-growth';
 import { waitForRecords } from '../helpers/admin';
 import { fixtureBytes, fixtureJson } from '../helpers/fixtures';
 import { OPENAI_KEY, type TestGateway, useGateway } from '../helpers/gateway';
-import { TestUpstream } from '../helpers/upstream';
+import { sleep, TestUpstream } from '../helpers/upstream';
 import { waitFor } from '../helpers/wait';
 
 /**
@@ -248,21 +248,34 @@ describe('large uploads, spooled to a temporary file', () => {
       expect(await heldDuring(() => request(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: gatewayHeaders('application/json'), body: chat }))).to.equal(0);
     });
 
-    it('an answer of 2 MiB with its length holds it while it is relayed', async () => {
-      const audio = randomBytes(2 * 1024 * 1024);
-      const halves = [audio.subarray(0, 1024 * 1024), audio.subarray(1024 * 1024)];
-      upstream.respondWith(() => ({ status: 200, headers: { 'content-type': 'audio/mpeg', 'content-length': String(audio.length) }, body: halves, delayMs: 300 }));
-      const body = JSON.stringify({ model: 'tts-1', input: 'hello', voice: 'alloy' });
-      const res = await request(`${gw.url}/v1/audio/speech`, { method: 'POST', headers: gatewayHeaders('application/json'), body });
+    it('an answer of 2 MiB read whole (JSON) holds it until it is sent; one relayed as a stream (audio) does not', async () => {
+      const halves = (b: Buffer) => [b.subarray(0, 1024 * 1024), b.subarray(1024 * 1024)];
+      const image = Buffer.from(JSON.stringify({ created: 1, data: [{ b64_json: randomBytes(1536 * 1024).toString('base64') }] }));
+      upstream.respondWith(() => ({ status: 200, headers: { 'content-type': 'application/json', 'content-length': String(image.length) }, body: halves(image), delayMs: 300 }));
+      const prompt = JSON.stringify({ model: 'gpt-image-1', prompt: 'a toll gate at dawn' });
+      const generated = request(`${gw.url}/v1/images/generations`, { method: 'POST', headers: gatewayHeaders('application/json'), body: prompt });
+      await waitFor(() => upstream.received.length > 0, 5000, 'the request reaching the provider');
+      await sleep(150); // between the answer's halves (300 ms apart): the gateway holds the first
+      const whileHeld = bulkBodiesInFlight();
+      const res = await generated;
       expect(res.statusCode).to.equal(200);
+      expect(Buffer.from(await res.body.arrayBuffer()).equals(image)).to.equal(true);
+      expect(whileHeld).to.equal(1);
+      await nothingLeft();
+
+      const audio = randomBytes(2 * 1024 * 1024);
+      upstream.respondWith(() => ({ status: 200, headers: { 'content-type': 'audio/mpeg', 'content-length': String(audio.length) }, body: halves(audio), delayMs: 300 }));
+      const speech = JSON.stringify({ model: 'tts-1', input: 'hello', voice: 'alloy' });
+      const streamed = await request(`${gw.url}/v1/audio/speech`, { method: 'POST', headers: gatewayHeaders('application/json'), body: speech });
+      expect(streamed.statusCode).to.equal(200);
       // Counted at the first bytes: the second half comes 300 ms later.
       const chunks: Buffer[] = [];
       let during = -1;
-      for await (const chunk of res.body) {
+      for await (const chunk of streamed.body) {
         if (during < 0) during = bulkBodiesInFlight();
         chunks.push(chunk as Buffer);
       }
-      expect(during).to.equal(1);
+      expect(during).to.equal(0);
       expect(Buffer.concat(chunks).equals(audio)).to.equal(true);
       await nothingLeft();
     });
