@@ -43,7 +43,7 @@ export class IdleMemoryRelease {
 
   start(): void {
     if (this.idleMs > 0 && this.gc === undefined) {
-      this.logger.info('idle memory release is off: Node runs without --expose-gc (npm start passes it; server.idle_gc_ms: 0 silences this)');
+      this.logger.info('idle memory release is off, as are the young collections after relayed bodies (core/young-collection.ts): Node runs without --expose-gc (npm start passes it; server.idle_gc_ms: 0 silences this)');
     }
     if (!this.enabled || this.timer) return;
     this.seen = this.releasedAt = this.traffic.started;

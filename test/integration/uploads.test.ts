@@ -7,6 +7,7 @@ import { expect } from 'chai';
 import OpenAI, { toFile } from 'openai';
 import { request } from 'undici';
 import { bulkBodiesInFlight } from '../../core/heap-growth';
+import { relayedBodyBytes } from '../../core/young-collection';
 import { waitForRecords } from '../helpers/admin';
 import { fixtureBytes, fixtureJson } from '../helpers/fixtures';
 import { OPENAI_KEY, type TestGateway, useGateway } from '../helpers/gateway';
@@ -164,6 +165,7 @@ describe('large uploads, spooled to a temporary file', () => {
       const audio = randomBytes(6 * 1024 * 1024);
       const { bytes, contentType } = await form(audio, { model: 'whisper-1', response_format: 'json' }, 'fields first');
       const half = 3 * 1024 * 1024;
+      const relayedBefore = relayedBodyBytes();
       const body = new PassThrough();
       body.write(bytes.subarray(0, half));
       const headers = { ...gatewayHeaders(contentType), 'content-length': String(bytes.length), 'x-gateway-metadata-feature': 'voice-notes' };
@@ -183,6 +185,9 @@ describe('large uploads, spooled to a temporary file', () => {
       expect(seen.body.equals(bytes), 'the body, unchanged').to.equal(true);
       expect(seen.headers['content-length']).to.equal(String(bytes.length));
       expect(seen.headers['transfer-encoding']).to.equal(undefined);
+      // Counted for young collections (core/young-collection.ts): all but the chunks read before the file began.
+      const relayed = relayedBodyBytes() - relayedBefore;
+      expect(relayed, 'bytes relayed as they arrived').to.be.within(bytes.length - 256 * 1024, bytes.length);
       await waitFor(async () => (await waitForRecords(gw, 1)).some((r: any) => r.id === requestId), 5000, 'its record');
       const record = (await waitForRecords(gw, 1)).find((r: any) => r.id === requestId);
       expect(record).to.include({ model: 'whisper-1', provider: 'openai', status: 200, endpoint: 'audio.transcriptions' });
@@ -227,6 +232,7 @@ describe('large uploads, spooled to a temporary file', () => {
   describe('bulk bodies: the heap growth bound is widened while one is in flight (core/heap-growth.ts)', () => {
     /** Counts bulk bodies in flight while the test upstream holds its answer back. */
     const heldDuring = async (send: () => Promise<{ statusCode: number; body: { dump(): Promise<void> } }>) => {
+      const relayedBefore = relayedBodyBytes();
       const answered = send();
       await waitFor(() => upstream.received.length > 0, 5000, 'the request reaching the provider');
       const during = bulkBodiesInFlight();
@@ -234,6 +240,7 @@ describe('large uploads, spooled to a temporary file', () => {
       await res.body.dump();
       expect(res.statusCode).to.equal(200);
       await nothingLeft();
+      expect(relayedBodyBytes() - relayedBefore, 'a body held whole, or a JSON answer, is not counted for young collections').to.equal(0);
       return during;
     };
 
@@ -253,6 +260,7 @@ describe('large uploads, spooled to a temporary file', () => {
       const image = Buffer.from(JSON.stringify({ created: 1, data: [{ b64_json: randomBytes(1536 * 1024).toString('base64') }] }));
       upstream.respondWith(() => ({ status: 200, headers: { 'content-type': 'application/json', 'content-length': String(image.length) }, body: halves(image), delayMs: 300 }));
       const prompt = JSON.stringify({ model: 'gpt-image-1', prompt: 'a toll gate at dawn' });
+      const beforeImage = relayedBodyBytes();
       const generated = request(`${gw.url}/v1/images/generations`, { method: 'POST', headers: gatewayHeaders('application/json'), body: prompt });
       await waitFor(() => upstream.received.length > 0, 5000, 'the request reaching the provider');
       await sleep(150); // between the answer's halves (300 ms apart): the gateway holds the first
@@ -261,11 +269,13 @@ describe('large uploads, spooled to a temporary file', () => {
       expect(res.statusCode).to.equal(200);
       expect(Buffer.from(await res.body.arrayBuffer()).equals(image)).to.equal(true);
       expect(whileHeld).to.equal(1);
+      expect(relayedBodyBytes() - beforeImage, 'an answer read whole is not counted for young collections').to.equal(0);
       await nothingLeft();
 
       const audio = randomBytes(2 * 1024 * 1024);
       upstream.respondWith(() => ({ status: 200, headers: { 'content-type': 'audio/mpeg', 'content-length': String(audio.length) }, body: halves(audio), delayMs: 300 }));
       const speech = JSON.stringify({ model: 'tts-1', input: 'hello', voice: 'alloy' });
+      const relayedBefore = relayedBodyBytes();
       const streamed = await request(`${gw.url}/v1/audio/speech`, { method: 'POST', headers: gatewayHeaders('application/json'), body: speech });
       expect(streamed.statusCode).to.equal(200);
       // Counted at the first bytes: the second half comes 300 ms later.
@@ -277,6 +287,7 @@ describe('large uploads, spooled to a temporary file', () => {
       }
       expect(during).to.equal(0);
       expect(Buffer.concat(chunks).equals(audio)).to.equal(true);
+      expect(relayedBodyBytes() - relayedBefore, 'the streamed answer, counted for young collections (core/young-collection.ts)').to.equal(audio.length);
       await nothingLeft();
     });
   });

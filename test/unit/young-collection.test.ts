@@ -1,0 +1,39 @@
+import { execFileSync } from 'node:child_process';
+import { expect } from 'chai';
+
+/**
+ * A child process relays 1 MiB at a time through bodyBytesRelayed, with markers on stdout between the steps;
+ * V8's --trace-gc prints each collection, and one asked for by gc() with the reason "testing".
+ */
+const RELAY = `
+const { writeSync } = require('node:fs');
+const young = require(process.argv[1]);
+const relay = (mib) => { for (let i = 0; i < mib; i++) young.bodyBytesRelayed(1024 * 1024); writeSync(1, '@' + young.relayedBodyBytes() + '\\n'); };
+relay(3);
+relay(1);
+relay(3);
+relay(5);
+`;
+
+/** The collections asked for in each step, each step's text ending with its marker (bytes counted so far). */
+function steps(nodeFlags: string[]): Record<string, string[]> {
+  const out = execFileSync(process.execPath, [...nodeFlags, '--trace-gc', '-e', RELAY, require.resolve('../../core/young-collection')], { encoding: 'utf8' });
+  const parts = out.split(/^@(\d+)$/m);
+  const result: Record<string, string[]> = {};
+  for (let i = 1; i < parts.length; i += 2) {
+    result[String(Number(parts[i]) / (1024 * 1024))] = parts[i - 1].split('\n').filter((l) => l.includes('testing')).map((l) => l.replace(/^.*?ms: (\w+).*$/, '$1'));
+  }
+  return result;
+}
+
+describe('young collections after relayed bodies (core/young-collection.ts)', function () {
+  this.timeout(30_000);
+
+  it('runs a young collection (a scavenge) after every 4 MiB relayed, and only then', () => {
+    expect(steps(['--expose-gc'])).to.deep.equal({ '3': [], '4': ['Scavenge'], '7': [], '12': ['Scavenge', 'Scavenge'] });
+  });
+
+  it('without --expose-gc: counts, collects nothing and throws nothing', () => {
+    expect(steps([])).to.deep.equal({ '3': [], '4': [], '7': [], '12': [] });
+  });
+});
