@@ -45,7 +45,8 @@ const BULK_GROWTH_PERCENT = 200;
 /**
  * Widens the bound while a bulk body held whole (a spooled upload, a large image answer) is in flight, until the
  * returned function is called (more than once is harmless). Chat requests never hold it, so their peak memory
- * stays bounded; nor do streamed uploads (core/upload-spool.ts says why).
+ * stays bounded; nor do bodies relayed as they arrive (streamed uploads, streamed answers), whose buffers young
+ * collections free as they pass (core/young-collection.ts).
  *
  * Why: V8 counts the buffer memory allocated since the last full collection against the old generation's room,
  * and starts marking once that room is down to the young generation's size; buffers that died young are only
