@@ -12,7 +12,7 @@
  *
  * Only bodies relayed chunk by chunk count (streamed uploads, streamed answers: SSE, audio). A body held whole
  * (read into memory, or spooled to a file) widens the heap growth bound instead (holdForBulkBody), which suits it
- * better: counted as well, spooled uploads were ~5% slower and 5 MB JSON requests no faster. Small JSON requests
+ * better: counted as well, spooled uploads were 5-10% slower and 5 MB JSON requests no faster. Small JSON requests
  * and answers do not count: their buffers are few, and V8's own young collections, driven by what a request
  * allocates, come far more often. Needs Node's `--expose-gc` (`npm start` passes it, as core/idle-memory.ts
  * needs it too); without it, nothing runs.
@@ -26,7 +26,7 @@ const gc = (globalThis as { gc?: GcFunction }).gc;
 let counted = 0;
 let uncollected = 0;
 
-/** Counts `bytes` of a body just relayed (their buffers are garbage now); collects once 4 MiB were. */
+/** Counts `bytes` of a body just handed on (their buffers are garbage once written); collects once 4 MiB were. */
 export function bodyBytesRelayed(bytes: number): void {
   counted += bytes;
   uncollected += bytes;
