@@ -25,7 +25,7 @@ interface BudgetRecord {
 export class MemoryLimitStore implements LimitStore {
   private readonly buckets = new Map<string, BucketRecord>();
   private readonly windows = new Map<string, { start: number; total: number }>();
-  private readonly slots = new Map<string, Map<string, number>>();
+  private readonly slots = new Map<string, SlotRecord>();
   private readonly budgets = new Map<string, BudgetRecord>();
   private readonly sets = new Map<string, { members: Set<string>; untilMs: number }>();
   private readonly sweeper: NodeJS.Timeout;
@@ -91,23 +91,25 @@ export class MemoryLimitStore implements LimitStore {
   }
 
   async acquireSlot(key: string, holder: string, limit: number, leaseMs: number, now = Date.now()): Promise<{ acquired: boolean; inUse: number }> {
-    const held = this.slots.get(key) ?? new Map<string, number>();
-    for (const [h, expires] of held) if (expires <= now) held.delete(h);
+    let slot = this.slots.get(key);
+    if (!slot) this.slots.set(key, (slot = { holders: new Map(), purgeAt: Infinity }));
+    dropExpired(slot, now);
+    const held = slot.holders;
     if (held.size >= limit && !held.has(holder)) return { acquired: false, inUse: held.size };
     held.set(holder, now + leaseMs);
-    this.slots.set(key, held);
+    if (now + leaseMs < slot.purgeAt) slot.purgeAt = now + leaseMs;
     return { acquired: true, inUse: held.size };
   }
 
   async renewSlot(key: string, holder: string, leaseMs: number, now = Date.now()): Promise<void> {
-    const held = this.slots.get(key);
-    if (held?.has(holder)) held.set(holder, now + leaseMs);
+    const held = this.slots.get(key)?.holders;
+    if (held?.has(holder)) held.set(holder, now + leaseMs); // later than before: purgeAt stays a lower bound
   }
 
   async releaseSlot(key: string, holder: string): Promise<void> {
-    const held = this.slots.get(key);
-    held?.delete(holder);
-    if (held?.size === 0) this.slots.delete(key);
+    const slot = this.slots.get(key);
+    slot?.holders.delete(holder);
+    if (slot?.holders.size === 0) this.slots.delete(key);
   }
 
   async reserve(checks: readonly BudgetCheck[], holder: string, amountPico: bigint, leaseMs: number): Promise<BudgetReservation> {
@@ -194,11 +196,32 @@ export class MemoryLimitStore implements LimitStore {
     for (const [k, r] of this.budgets) if (r.periodEndMs < now) this.budgets.delete(k);
     for (const [k, s] of this.sets) if (s.untilMs < now) this.sets.delete(k);
     for (const [k, b] of this.buckets) if (b.fullAtMs <= now) this.buckets.delete(k);
-    for (const [k, held] of this.slots) {
-      for (const [h, expires] of held) if (expires <= now) held.delete(h);
-      if (held.size === 0) this.slots.delete(k);
+    for (const [k, slot] of this.slots) {
+      dropExpired(slot, now);
+      if (slot.holders.size === 0) this.slots.delete(k);
     }
   }
+}
+
+/**
+ * The open slots of one key: holder -> lease end. `purgeAt` is at most the earliest lease end (renewals only move
+ * lease ends later), so until then no lease has lapsed and an acquire need not look: with many streams open on one
+ * key (a busy workspace), checking every lease on every acquire made each stream's admission O(open streams).
+ */
+interface SlotRecord {
+  holders: Map<string, number>;
+  purgeAt: number;
+}
+
+/** Drops the lapsed leases (holders that crashed or hung) once the earliest may have lapsed. */
+function dropExpired(slot: SlotRecord, now: number): void {
+  if (now < slot.purgeAt) return;
+  let next = Infinity;
+  for (const [holder, ends] of slot.holders) {
+    if (ends <= now) slot.holders.delete(holder);
+    else if (ends < next) next = ends;
+  }
+  slot.purgeAt = next;
 }
 
 /**

@@ -186,6 +186,25 @@ function conformance(label: string, open: () => LimitStore): void {
         expect(await store.acquireSlot(k, 'b', 1, 1_000, T0 + 1_200)).to.deep.equal({ acquired: false, inUse: 1 });
         expect((await store.acquireSlot(k, 'b', 1, 1_000, T0 + 1_500)).acquired).to.equal(true);
       });
+
+      it('with many holders, each lease lapses exactly at its end, whether the earliest were released or renewed', async () => {
+        const k = uniq('slots-many');
+        // h0..h39 end at T0 + 100, + 200, ... + 4,000. h0-h9 are released, h10-h19 renewed to end at T0 + 10,000.
+        for (let i = 0; i < 40; i++) await store.acquireSlot(k, `h${i}`, 1_000, 100 * (i + 1), T0);
+        for (let i = 0; i < 10; i++) await store.releaseSlot(k, `h${i}`);
+        for (let i = 10; i < 20; i++) await store.renewSlot(k, `h${i}`, 10_000 - 50, T0 + 50);
+        const openAt = async (t: number) => {
+          const { inUse } = await store.acquireSlot(k, 'probe', 1_000, 1, t); // the probe itself counts, and lapses 1 ms later
+          await store.releaseSlot(k, 'probe');
+          return inUse - 1;
+        };
+        expect(await openAt(T0 + 2_099)).to.equal(30); // h10-h39: h20 ends at T0 + 2,100
+        expect(await openAt(T0 + 2_100)).to.equal(29);
+        expect(await openAt(T0 + 3_050)).to.equal(20);
+        expect(await openAt(T0 + 4_000)).to.equal(10); // only the renewed ones
+        expect(await openAt(T0 + 9_999)).to.equal(10);
+        expect(await openAt(T0 + 10_000)).to.equal(0);
+      });
     });
 
     describe('budgets', () => {
