@@ -7,16 +7,26 @@ interface BucketRecord {
   fullAtMs: number;
 }
 
-interface BudgetRecord {
+/**
+ * Holds with a lease, by holder (request id). Every open request holds one, so lapsed ones (their holder crashed
+ * or hung) are looked for only once `nextLapse`, a lower bound of the earliest lease end, has passed: renewals
+ * only move lease ends later. (Stream slots checked every lease on every acquire until the ninth round: with many
+ * streams open on one key, each admission was O(open streams).)
+ */
+interface Leases<H extends { leaseEnd: number }> {
+  holds: Map<string, H>;
+  nextLapse: number;
+}
+
+interface BudgetRecord extends Leases<{ amount: bigint; leaseEnd: number }> {
   spent: bigint;
   /** Sum of the live reservations' amounts. */
   reserved: bigint;
-  /** Reservations by holder (request id), each with its lease end (epoch ms). */
-  holds: Map<string, { amount: bigint; leaseEnd: number }>;
   periodEndMs: number;
-  /** No reservation's lease ends before this (a lower bound: renewals only push lease ends later). */
-  nextLapse: number;
 }
+
+/** The open stream slots of one key. */
+type SlotRecord = Leases<{ leaseEnd: number }>;
 
 /**
  * Limits for a single instance, in process memory. Node runs one request handler at a time, so each method
@@ -92,24 +102,24 @@ export class MemoryLimitStore implements LimitStore {
 
   async acquireSlot(key: string, holder: string, limit: number, leaseMs: number, now = Date.now()): Promise<{ acquired: boolean; inUse: number }> {
     let slot = this.slots.get(key);
-    if (!slot) this.slots.set(key, (slot = { holders: new Map(), purgeAt: Infinity }));
-    dropExpired(slot, now);
-    const held = slot.holders;
+    if (!slot) this.slots.set(key, (slot = { holds: new Map(), nextLapse: Infinity }));
+    dropLapsed(slot, now, dropSlot);
+    const held = slot.holds;
     if (held.size >= limit && !held.has(holder)) return { acquired: false, inUse: held.size };
-    held.set(holder, now + leaseMs);
-    if (now + leaseMs < slot.purgeAt) slot.purgeAt = now + leaseMs;
+    held.set(holder, { leaseEnd: now + leaseMs });
+    if (now + leaseMs < slot.nextLapse) slot.nextLapse = now + leaseMs;
     return { acquired: true, inUse: held.size };
   }
 
   async renewSlot(key: string, holder: string, leaseMs: number, now = Date.now()): Promise<void> {
-    const held = this.slots.get(key)?.holders;
-    if (held?.has(holder)) held.set(holder, now + leaseMs); // later than before: purgeAt stays a lower bound
+    const hold = this.slots.get(key)?.holds.get(holder);
+    if (hold) hold.leaseEnd = now + leaseMs;
   }
 
   async releaseSlot(key: string, holder: string): Promise<void> {
     const slot = this.slots.get(key);
-    slot?.holders.delete(holder);
-    if (slot?.holders.size === 0) this.slots.delete(key);
+    slot?.holds.delete(holder);
+    if (slot?.holds.size === 0) this.slots.delete(key);
   }
 
   async reserve(checks: readonly BudgetCheck[], holder: string, amountPico: bigint, leaseMs: number): Promise<BudgetReservation> {
@@ -150,7 +160,7 @@ export class MemoryLimitStore implements LimitStore {
     return checks.map((c) => {
       const r = this.budgets.get(budgetId(c));
       if (!r) return { key: c.key, spentPico: c.seedPico, reservedPico: 0n, limitPico: c.limitPico };
-      dropLapsed(r, now);
+      dropLapsed(r, now, release);
       return state(c, r);
     });
   }
@@ -187,7 +197,7 @@ export class MemoryLimitStore implements LimitStore {
       r = { spent: c.seedPico, reserved: 0n, holds: new Map(), periodEndMs: c.periodEndMs, nextLapse: Infinity };
       this.budgets.set(id, r);
     }
-    dropLapsed(r, now);
+    dropLapsed(r, now, release);
     return r;
   }
 
@@ -197,31 +207,10 @@ export class MemoryLimitStore implements LimitStore {
     for (const [k, s] of this.sets) if (s.untilMs < now) this.sets.delete(k);
     for (const [k, b] of this.buckets) if (b.fullAtMs <= now) this.buckets.delete(k);
     for (const [k, slot] of this.slots) {
-      dropExpired(slot, now);
-      if (slot.holders.size === 0) this.slots.delete(k);
+      dropLapsed(slot, now, dropSlot);
+      if (slot.holds.size === 0) this.slots.delete(k);
     }
   }
-}
-
-/**
- * The open slots of one key: holder -> lease end. `purgeAt` is at most the earliest lease end (renewals only move
- * lease ends later), so until then no lease has lapsed and an acquire need not look: with many streams open on one
- * key (a busy workspace), checking every lease on every acquire made each stream's admission O(open streams).
- */
-interface SlotRecord {
-  holders: Map<string, number>;
-  purgeAt: number;
-}
-
-/** Drops the lapsed leases (holders that crashed or hung) once the earliest may have lapsed. */
-function dropExpired(slot: SlotRecord, now: number): void {
-  if (now < slot.purgeAt) return;
-  let next = Infinity;
-  for (const [holder, ends] of slot.holders) {
-    if (ends <= now) slot.holders.delete(holder);
-    else if (ends < next) next = ends;
-  }
-  slot.purgeAt = next;
 }
 
 /**
@@ -236,6 +225,10 @@ function state(c: BudgetCheck, r: BudgetRecord): BudgetState {
   return { key: c.key, spentPico: r.spent, reservedPico: r.reserved, limitPico: c.limitPico };
 }
 
+function dropSlot(slot: SlotRecord, holder: string): void {
+  slot.holds.delete(holder);
+}
+
 function release(r: BudgetRecord, holder: string): void {
   const hold = r.holds.get(holder);
   if (!hold) return;
@@ -244,14 +237,14 @@ function release(r: BudgetRecord, holder: string): void {
 }
 
 /**
- * Releases reservations whose lease ended: their request's settlement is never coming (same rule as the Redis
- * store). Every open request holds one, so they are scanned only once the earliest lease end may have passed.
+ * Drops the holds whose lease ended (same rule as the Redis store: a budget's settlement, a stream's release, is
+ * never coming), once the earliest may have.
  */
-function dropLapsed(r: BudgetRecord, now: number): void {
+function dropLapsed<R extends Leases<{ leaseEnd: number }>>(r: R, now: number, drop: (r: R, holder: string) => void): void {
   if (now < r.nextLapse) return;
   let next = Infinity;
   for (const [holder, hold] of r.holds) {
-    if (hold.leaseEnd <= now) release(r, holder);
+    if (hold.leaseEnd <= now) drop(r, holder);
     else if (hold.leaseEnd < next) next = hold.leaseEnd;
   }
   r.nextLapse = next;
