@@ -134,8 +134,10 @@ export class Proxy {
 
   /**
    * Reads the request, then has it forwarded; an upload is disposed of (its spool file closed) once the call is
-   * over. A bulk body held in memory (1 MiB or more, or of unknown length) widens the heap growth bound until then
-   * (core/heap-growth.ts); the upload spool does the same for what it spools, never for an upload it streams.
+   * over. A bulk body held in memory (1 MiB or more) widens the heap growth bound until then (core/heap-growth.ts):
+   * from the start when its length says so, once read when it was sent without one (chunked: most are small chat
+   * requests, which must leave the bound alone). The upload spool does the same for what it spools, never for an
+   * upload it streams.
    */
   private async forward(
     gw: GatewayContext, req: IncomingMessage, res: ServerResponse, endpoint: EndpointSpec,
@@ -143,10 +145,11 @@ export class Proxy {
   ): Promise<void> {
     const contentType = req.headers['content-type'] ?? '';
     const spool = contentType.startsWith('multipart/form-data') && this.deps.uploads?.wants(req) ? this.deps.uploads : undefined;
-    const bulk = !spool && endpoint.body !== 'none' && isBulk(req.headers) ? holdForBulkBody() : undefined;
+    let bulk = !spool && endpoint.body !== 'none' && Number(req.headers['content-length']) >= BULK_BODY_BYTES ? holdForBulkBody() : undefined;
     let upload: ReceivedUpload | undefined;
     try {
       upload = await this.readRequest(gw, req, endpoint, contentType, spool);
+      if (!spool && !bulk && gw.bodySize >= BULK_BODY_BYTES) bulk = holdForBulkBody();
       await this.callAndRelay(gw, req, res, endpoint, explicit, upstream, setTap, upload);
     } finally {
       upload?.dispose(); // the upstream call is over: its body was sent, or never will be
@@ -368,11 +371,6 @@ export class Proxy {
   idle(): Promise<void> {
     return this.inflight === 0 ? Promise.resolve() : new Promise((resolve) => this.idleWaiters.push(resolve));
   }
-}
-
-/** A request body of BULK_BODY_BYTES or more, or of a length not declared (chunked). */
-function isBulk(headers: IncomingMessage['headers']): boolean {
-  return headers['transfer-encoding'] !== undefined || Number(headers['content-length']) >= BULK_BODY_BYTES;
 }
 
 /** Model and stream flag from a multipart form's plain fields. */

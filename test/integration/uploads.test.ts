@@ -255,6 +255,19 @@ describe('large uploads, spooled to a temporary file', () => {
       expect(await heldDuring(() => request(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: gatewayHeaders('application/json'), body: chat }))).to.equal(0);
     });
 
+    it('a body sent chunked (no length) holds it only once it turned out to be 2 MiB, not when it is a small chat request', async () => {
+      upstream.respondWith(() => ({ status: 200, body: fixtureBytes('openai/chat_completion_cached_tokens.json'), headerDelayMs: 300 }));
+      // A stream body without a length: undici sends it with Transfer-Encoding: chunked.
+      const chunked = (text: string) => () =>
+        request(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: gatewayHeaders('application/json'), body: Readable.from([Buffer.from(text)]) });
+      const small = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
+      expect(await heldDuring(chunked(small)), 'a small chunked chat request').to.equal(0);
+
+      upstream.received.length = 0;
+      const image = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x'.repeat(2 * 1024 * 1024) }] });
+      expect(await heldDuring(chunked(image)), 'a 2 MiB chunked request, while its answer is awaited').to.equal(1);
+    });
+
     it('an answer of 2 MiB read whole (JSON) holds it until it is sent; one relayed as a stream (audio) does not', async () => {
       const halves = (b: Buffer) => [b.subarray(0, 1024 * 1024), b.subarray(1024 * 1024)];
       const image = Buffer.from(JSON.stringify({ created: 1, data: [{ b64_json: randomBytes(1536 * 1024).toString('base64') }] }));
