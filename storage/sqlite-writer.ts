@@ -36,7 +36,8 @@ export interface WriterThreadOptions {
  * The writer's young generation. A batch of 500 records is live for its whole transaction, and each of its young
  * collections copies it: at 2 MiB the writer ran 240-266 of them per 10 s of chat at 32 connections, on V8's helper
  * threads shared with the proxy thread. At 8 MiB: 55-69, the writer thread 22-27 instead of 24-31 µs per record, the
- * one-connection p99 lower in 3 rounds of 4 (1.43-1.85 vs 1.77-2.37 ms), the peak RSS unchanged (VmHWM 137-138 MiB both).
+ * one-connection p99 lower in 3 rounds of 4 (1.43-1.85 vs 1.77-2.37 ms). What it costs: ~1 MiB of peak RSS (147 vs 146
+ * in the benchmark's full runs), up to ~6 MiB more right after heavy load, until the idle collection gives it back.
  */
 const WRITER_YOUNG_GENERATION_MB = 8;
 
