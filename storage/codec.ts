@@ -141,7 +141,7 @@ export function dedupeById(records: readonly UsageRecord[]): UsageRecord[] {
   return out;
 }
 
-/** The tag entries stored in record_tags (string values only). */
+/** The tags that make a record's tag set (string values only): what tag filters and groupings see. */
 export function tagEntries(r: UsageRecord): [string, string][] {
   return Object.entries(r.tags ?? {}).filter((e): e is [string, string] => typeof e[1] === 'string');
 }

@@ -5,7 +5,7 @@
  */
 import type { Pool, PoolClient } from 'pg';
 import type { UsageRecord } from '../core/usage';
-import { RECORD_COLUMNS, dedupeById, recordValues, tagEntries, type SqlValue } from './codec';
+import { RECORD_COLUMNS, dedupeById, recordValues, type SqlValue } from './codec';
 import { COUNTER_COLUMNS } from './counters';
 import { postgresDialect as d } from './dialect';
 import { KEY_COLUMNS, checkNewKey, keyFromRow, keyValues } from './keys';
@@ -30,7 +30,7 @@ import {
   rollupUpsertSql,
   type RollupDeltas,
 } from './rollup';
-import { TagSetIds, tagSetKey } from './tag-sets';
+import { RECORD_TAG_SET_COLUMN, TagSetIds, tagSetKey } from './tag-sets';
 import type {
   GatewayKey,
   InsertResult,
@@ -101,13 +101,10 @@ function columns(rows: readonly (readonly SqlValue[])[], width: number): unknown
   return cols;
 }
 
-const INSERT_RECORDS = `INSERT INTO usage_records (${RECORD_COLUMNS.join(', ')})
-${unnest(RECORD_COLUMNS.map((c) => RECORD_TYPES[c]))}
+const INSERT_RECORDS = `INSERT INTO usage_records (${RECORD_COLUMNS.join(', ')}, ${RECORD_TAG_SET_COLUMN})
+${unnest([...RECORD_COLUMNS.map((c) => RECORD_TYPES[c]), 'int8'])}
 ON CONFLICT (id) DO NOTHING
 RETURNING id`;
-const INSERT_TAGS = `INSERT INTO record_tags (record_id, key, value, ts)
-${unnest(['text', 'text', 'text', 'int8'])}
-ON CONFLICT DO NOTHING`;
 const UPSERT_BASE = rollupUpsertSql(ROLLUP_TABLE, ROLLUP_DIM_COLUMNS, unnest(rollupTypes(ROLLUP_DIM_COLUMNS)));
 const UPSERT_TAGS = rollupUpsertSql(TAG_ROLLUP_TABLE, TAG_ROLLUP_DIM_COLUMNS, unnest(rollupTypes(TAG_ROLLUP_DIM_COLUMNS)));
 const dailyUpsert = (table: string, dims: readonly string[]) =>
@@ -258,17 +255,17 @@ export class PostgresUsageStore implements UsageStore {
     // Sorted by id: two instances inserting overlapping batches lock the same rows in the same order.
     const unique = dedupeById(records).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     const inserted = await this.withTagSets(async (c, found) => {
-      const res = await c.query<{ id: string }>(INSERT_RECORDS, columns(unique.map(recordValues), RECORD_COLUMNS.length));
-      // Only rows actually inserted (RETURNING skips ids already stored) get tags and rollup increments.
+      const setIds = await this.tagSetIds(c, unique, found);
+      const rows = unique.map((r, i) => [...recordValues(r), setIds[i]]);
+      const res = await c.query<{ id: string }>(INSERT_RECORDS, columns(rows, RECORD_COLUMNS.length + 1));
+      // Only rows actually inserted (RETURNING skips ids already stored) get rollup increments.
       const fresh = new Set(res.rows.map((r) => r.id));
-      const added = unique.filter((r) => fresh.has(r.id));
-      const tagRows = added.flatMap((r) => tagEntries(r).map(([k, v]): SqlValue[] => [r.id, k, v, r.ts]));
-      if (tagRows.length) await c.query(INSERT_TAGS, columns(tagRows, 4));
-      const setIds = await this.tagSetIds(c, added, found);
       const acc = new RollupAccumulator();
-      added.forEach((r, i) => acc.add(r, setIds[i]));
+      unique.forEach((r, i) => {
+        if (fresh.has(r.id)) acc.add(r, setIds[i]);
+      });
       await this.applyDeltas(c, acc.result());
-      return added.length;
+      return fresh.size;
     });
     return { inserted, duplicates: records.length - inserted };
   }

@@ -8,7 +8,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { UsageRecord } from '../core/usage';
-import { RECORD_COLUMNS, dedupeById, recordValues, tagEntries } from './codec';
+import { RECORD_COLUMNS, dedupeById, recordValues } from './codec';
 import { COUNTER_COLUMNS } from './counters';
 import { sqliteDialect as d } from './dialect';
 import { KEY_COLUMNS, checkNewKey, keyFromRow, keyValues } from './keys';
@@ -34,7 +34,7 @@ import {
   rollupUpsertSql,
   type RollupDeltas,
 } from './rollup';
-import { TagSetIds, tagSetKey, tagSetMembers } from './tag-sets';
+import { RECORD_TAG_SET_COLUMN, TagSetIds, tagSetKey, tagSetMembers } from './tag-sets';
 import type {
   GatewayKey,
   InsertResult,
@@ -136,9 +136,8 @@ export class SqliteUsageStore implements UsageStore {
   private prepareWrites() {
     const db = this.db;
     const insertRecords = db.prepare(
-      `INSERT INTO usage_records (${RECORD_COLUMNS.join(', ')}) VALUES (${placeholders(RECORD_COLUMNS.length)}) ON CONFLICT (id) DO NOTHING`,
+      `INSERT INTO usage_records (${RECORD_COLUMNS.join(', ')}, ${RECORD_TAG_SET_COLUMN}) VALUES (${placeholders(RECORD_COLUMNS.length + 1)}) ON CONFLICT (id) DO NOTHING`,
     );
-    const insertTag = db.prepare('INSERT INTO record_tags (record_id, key, value, ts) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING');
     const baseSource = `VALUES (${placeholders(ROLLUP_DIM_COLUMNS.length + COUNTER_COLUMNS.length)})`;
     const tagSource = `VALUES (${placeholders(TAG_ROLLUP_DIM_COLUMNS.length + COUNTER_COLUMNS.length)})`;
     const upsertBase = db.prepare(rollupUpsertSql(ROLLUP_TABLE, ROLLUP_DIM_COLUMNS, baseSource));
@@ -161,11 +160,13 @@ export class SqliteUsageStore implements UsageStore {
       const acc = new RollupAccumulator();
       let inserted = 0;
       for (const r of records) {
-        // changes === 0: the id is already stored (retried batch) -> no tags, no rollup increment.
-        if (insertRecords.run(recordValues(r).map(d.bind)).changes === 0) continue;
+        const setId = tagSets.id(r, found);
+        const values = recordValues(r).map(d.bind);
+        values.push(setId);
+        // changes === 0: the id is already stored (retried batch) -> no rollup increment.
+        if (insertRecords.run(values).changes === 0) continue;
         inserted++;
-        for (const [key, value] of tagEntries(r)) insertTag.run(r.id, key, value, r.ts);
-        acc.add(r, tagSets.id(r, found));
+        acc.add(r, setId);
       }
       applyDeltas(acc.result());
       return inserted;

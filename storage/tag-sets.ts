@@ -17,6 +17,9 @@
  * with feature-00 (25,925 records) 1,222. Built-in dimensions are left out of the key (each would multiply the
  * rows: such queries stay raw), and there is no hourly table: within an hour nearly every record has a set of its own.
  *
+ * Each record also carries its set's id (usage_records.tag_set_id, migration 005): the raw path filters and
+ * groups records by tag through their set's members, instead of one row per tag and record.
+ *
  * The writer keeps the ids of recently used sets in memory (TagSetIds); a set is looked up or created in the
  * database only on a miss, in the same transaction as the records.
  */
@@ -26,6 +29,8 @@ import { tagEntries } from './codec';
 
 export const TAG_SETS_TABLE = 'tag_sets';
 export const TAG_SET_MEMBERS_TABLE = 'tag_set_members';
+/** usage_records' column holding the record's set id (migration 005). */
+export const RECORD_TAG_SET_COLUMN = 'tag_set_id';
 
 /**
  * The canonical text of a record's tag set: JSON of its [key, value] pairs sorted by key, e.g.

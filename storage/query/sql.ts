@@ -9,7 +9,7 @@ import { COUNTERS } from '../counters';
 import type { SqlDialect } from '../dialect';
 import { DAILY_TABLE, DAY_MS, HOUR_MS, ROLLUP_TABLE, TAG_DAILY_TABLE, TAG_ROLLUP_TABLE, TAG_SET_DAILY_TABLE } from '../rollup';
 import { UNTAGGED, type Interval } from '../store';
-import { TAG_SET_MEMBERS_TABLE, TAG_SETS_TABLE } from '../tag-sets';
+import { RECORD_TAG_SET_COLUMN, TAG_SET_MEMBERS_TABLE, TAG_SETS_TABLE } from '../tag-sets';
 import type { BuiltinDim, BuiltinFilter, Dim, ParsedFilters, TagDim, TagFilter } from './plan';
 
 export interface SqlQuery {
@@ -127,10 +127,9 @@ export interface TagSetSpec {
 /**
  * Whole days of the tag-set path: the sets `s` matching the tag filters, their member values for the grouped keys
  * (`g<i>`; a set without the key: NULL -> "(untagged)"), then their daily rows `r`, summed per group.
- * The candidate sets are those carrying every filter value, found through tag_set_members (key, value, set_id);
- * with no value filter, every set is a candidate. Each
- * candidate's member values are looked up once per set rather than once per day, and each set's days are one
- * seek on the (set_id, day) key.
+ * The candidate sets are those carrying every filter value (matchingSets); with no value filter, every set is a
+ * candidate. Each candidate's member values are looked up once per set rather than once per day, and each set's
+ * days are one seek on the (set_id, day) key.
  *
  * SQLite keeps the written join order (CROSS JOIN). PostgreSQL plans freely, and its estimate of how many sets
  * carry a (key, value) pair is poor (keys and values are correlated): with a value filter it hash-joined the whole
@@ -141,12 +140,8 @@ export interface TagSetSpec {
  * candidate and the hash join is the better plan, so it is left to the planner.
  */
 export function tagSetAggregateSql(d: SqlDialect, spec: TagSetSpec): SqlQuery {
-  const values = spec.tags.filter((t) => t.value !== UNTAGGED);
-  const setParams = values.flatMap((t) => [t.key, t.value]);
-  const untagged = spec.tags.filter((t) => t.value === UNTAGGED);
+  const { values, untagged } = splitTagFilters(spec.tags);
   const perSet = values.length > 0 && d.reordersJoins;
-  const untaggedCond = (set: string) => `NOT EXISTS (SELECT 1 FROM ${TAG_SET_MEMBERS_TABLE} u WHERE u.set_id = ${set}.set_id AND u.key = ?)`;
-
   const select: string[] = [];
   const aliases: string[] = [];
   if (spec.interval) {
@@ -159,64 +154,102 @@ export function tagSetAggregateSql(d: SqlDialect, spec: TagSetSpec): SqlQuery {
   });
   select.push(...COUNTERS.map((c) => (c.field === 'costPico' ? d.sumSplitMoney('r.cost_pico_hi', 'r.cost_pico_lo', c.column) : `SUM(r.${c.column}) AS ${c.column}`)));
   const groupKeys = spec.groupBy.map((dim) => dim.key);
+  const sets = matchingSets(d, values, untagged);
 
   if (perSet) {
-    // The candidates as a join on the members' (set_id, key) key: the planner drives it from the filter it expects
-    // to be the most selective and probes the others, where INTERSECT reads every filter's whole list (a series of
-    // the chart, three filters: 30 ms -> 3 ms; the table, two filters: 180 -> 100 ms, at a million records).
-    const candidates = `SELECT f0.set_id FROM ${values.map((_, i) => (i === 0 ? `${TAG_SET_MEMBERS_TABLE} f0` : `JOIN ${TAG_SET_MEMBERS_TABLE} f${i} ON f${i}.set_id = f0.set_id`)).join(' ')} WHERE ${values.map((_, i) => `f${i}.key = ? AND f${i}.value = ?`).join(' AND ')}`;
     const members = spec.groupBy.map((_, i) => `(SELECT m.value FROM ${TAG_SET_MEMBERS_TABLE} m WHERE m.set_id = x.set_id AND m.key = ?) AS g${i}`);
-    const inner = new Where();
-    for (const t of untagged) inner.add(untaggedCond('x'), t.key);
     const sql = [
       `SELECT ${select.join(',\n  ')}`,
-      `FROM (SELECT ${['x.set_id', ...members].join(', ')} FROM (${candidates}) x ${String(inner)} OFFSET 0) s`,
+      `FROM (SELECT ${['x.set_id', ...members].join(', ')} FROM (${sets.sql}) x OFFSET 0) s`,
       `CROSS JOIN LATERAL (SELECT * FROM ${TAG_SET_DAILY_TABLE} r WHERE r.set_id = s.set_id AND r.day >= ? AND r.day < ? OFFSET 0) r`,
       groupClause(aliases),
     ].join('\n');
-    return { sql: d.sql(sql), params: [...groupKeys, ...setParams, ...inner.params, spec.from, spec.to].map(d.bind) as SqlValue[] };
+    return { sql: d.sql(sql), params: [...groupKeys, ...sets.params, spec.from, spec.to].map(d.bind) as SqlValue[] };
   }
 
-  const sets = values.length
-    ? values.map(() => `SELECT set_id FROM ${TAG_SET_MEMBERS_TABLE} WHERE key = ? AND value = ?`).join(' INTERSECT ')
-    : `SELECT id AS set_id FROM ${TAG_SETS_TABLE}`;
   const joins = spec.groupBy.map((_, i) => `LEFT JOIN ${TAG_SET_MEMBERS_TABLE} m${i} ON m${i}.set_id = s.set_id AND m${i}.key = ?`);
   const w = new Where();
-  for (const t of untagged) w.add(untaggedCond('s'), t.key);
   w.add('r.set_id = s.set_id');
   w.add('r.day >= ?', spec.from);
   w.add('r.day < ?', spec.to);
-  const sql = [`SELECT ${select.join(',\n  ')}`, `FROM (${sets}) s`, ...joins, `CROSS JOIN ${TAG_SET_DAILY_TABLE} r`, String(w), groupClause(aliases)].join('\n');
-  return { sql: d.sql(sql), params: [...setParams, ...groupKeys, ...w.params].map(d.bind) as SqlValue[] };
+  const sql = [`SELECT ${select.join(',\n  ')}`, `FROM (${sets.sql}) s`, ...joins, `CROSS JOIN ${TAG_SET_DAILY_TABLE} r`, String(w), groupClause(aliases)].join('\n');
+  return { sql: d.sql(sql), params: [...sets.params, ...groupKeys, ...w.params].map(d.bind) as SqlValue[] };
+}
+
+/** Tag filters on a value, and those asking for "(untagged)". */
+function splitTagFilters(tags: TagFilter[]): { values: TagFilter[]; untagged: TagFilter[] } {
+  return { values: tags.filter((t) => t.value !== UNTAGGED), untagged: tags.filter((t) => t.value === UNTAGGED) };
+}
+
+/** "Set `alias` has no member with this key": an "(untagged)" filter, one parameter (the key). */
+const lacksKey = (alias: string) => `NOT EXISTS (SELECT 1 FROM ${TAG_SET_MEMBERS_TABLE} u WHERE u.set_id = ${alias} AND u.key = ?)`;
+
+/**
+ * SQL selecting `set_id` of every tag set that carries all `values` and none of the `untagged` keys, found through
+ * tag_set_members (key, value, set_id); with no value, every set (tag_sets) is a candidate.
+ * PostgreSQL gets the candidates as a join on the members' (set_id, key) key: the planner drives it from the
+ * filter it expects to be the most selective and probes the others, where INTERSECT reads every filter's whole
+ * list (a series of the chart, three filters: 30 ms -> 3 ms; the table, two filters: 180 -> 100 ms, at a million
+ * records). SQLite keeps a join's written order, so it gets the INTERSECT, which does not depend on that order.
+ */
+function matchingSets(d: SqlDialect, values: TagFilter[], untagged: TagFilter[]): SqlQuery {
+  let sql: string;
+  if (values.length === 0) sql = `SELECT id AS set_id FROM ${TAG_SETS_TABLE}`;
+  else if (d.reordersJoins) {
+    const from = values.map((_, i) => (i === 0 ? `${TAG_SET_MEMBERS_TABLE} f0` : `JOIN ${TAG_SET_MEMBERS_TABLE} f${i} ON f${i}.set_id = f0.set_id`)).join(' ');
+    sql = `SELECT f0.set_id FROM ${from} WHERE ${values.map((_, i) => `f${i}.key = ? AND f${i}.value = ?`).join(' AND ')}`;
+  } else {
+    sql = values.map(() => `SELECT set_id FROM ${TAG_SET_MEMBERS_TABLE} WHERE key = ? AND value = ?`).join(' INTERSECT ');
+  }
+  const params: SqlValue[] = values.flatMap((t) => [t.key, t.value]);
+  if (untagged.length) {
+    sql = `SELECT c.set_id FROM (${sql}) c WHERE ${untagged.map(() => lacksKey('c.set_id')).join(' AND ')}`;
+    params.push(...untagged.map((t) => t.key));
+  }
+  return { sql, params };
+}
+
+/** The number of tag sets matching a query's tag filters (storage/query/list.ts chooses its plan by it). */
+export function matchingSetCountSql(d: SqlDialect, tags: TagFilter[]): SqlQuery {
+  const { values, untagged } = splitTagFilters(tags);
+  const sets = matchingSets(d, values, untagged);
+  return { sql: d.sql(`SELECT COUNT(*) AS n FROM (${sets.sql}) s`), params: sets.params.map(d.bind) as SqlValue[] };
 }
 
 /**
- * The FROM clause and the conditions selecting usage_records `r` by time range and filters (tags through
- * record_tags). With a tag filter on a value, the query is driven from that tag's (key, value, ts) index
- * (`dt` joined to `r`): only the tagged records are visited, already in time order for the newest-first
- * listing, instead of building the whole id list of the tag first.
+ * How a raw query with a tag filter on a value finds its records:
+ *   sets  from the matching tag sets, each set's records in the range by usage_records (tag_set_id, ts): only
+ *         matching records are read (and, for a listing, sorted)
+ *   time  by usage_records (ts, id, tag_set_id), testing each record's set against the matching ones from the
+ *         index: a listing reads records newest first and stops at its page
+ * Aggregates read every matching record, so they always go by sets; listRequests chooses (storage/query/list.ts).
  */
-function rawSource(w: Where, from: number, to: number, filters: ParsedFilters): { from: string; driven: boolean } {
-  const drive = filters.tags.find((t) => t.value !== UNTAGGED);
-  if (drive) {
-    w.add('dt.key = ?', drive.key);
-    w.add('dt.value = ?', drive.value);
-    w.add('dt.ts >= ?', from);
-    w.add('dt.ts < ?', to);
+export type RawVia = 'sets' | 'time';
+
+/**
+ * The FROM clause (with its parameters) and the conditions selecting usage_records `r` by time range and
+ * filters. Tags are matched through the record's tag set: a value filter by the sets carrying it, "(untagged)"
+ * by the set lacking the key (tag_set_members (set_id, key)).
+ */
+function rawSource(d: SqlDialect, w: Where, from: number, to: number, filters: ParsedFilters, via: RawVia): { from: string; params: SqlValue[] } {
+  const { values, untagged } = splitTagFilters(filters.tags);
+  let source = { from: 'FROM usage_records r', params: [] as SqlValue[] };
+  if (values.length) {
+    const sets = matchingSets(d, values, untagged);
+    if (via === 'sets') {
+      // CROSS JOIN: SQLite keeps the sets outside; PostgreSQL plans the join as its estimates say.
+      source = { from: `FROM (${sets.sql}) s\nCROSS JOIN usage_records r`, params: sets.params };
+      w.add(`r.${RECORD_TAG_SET_COLUMN} = s.set_id`);
+    } else {
+      w.add(`r.${RECORD_TAG_SET_COLUMN} IN (${sets.sql})`, ...sets.params);
+    }
+  } else {
+    for (const t of untagged) w.add(lacksKey(`r.${RECORD_TAG_SET_COLUMN}`), t.key);
   }
   w.add('r.ts >= ?', from);
   w.add('r.ts < ?', to);
   for (const f of filters.builtins) rawBuiltinFilter(w, f);
-  for (const t of filters.tags) {
-    if (t === drive) continue;
-    if (t.value === UNTAGGED) {
-      w.add('NOT EXISTS (SELECT 1 FROM record_tags ft WHERE ft.record_id = r.id AND ft.key = ?)', t.key);
-    } else {
-      // The (key, value, ts) index finds a tag's records in the range without scanning all records.
-      w.add('r.id IN (SELECT ft.record_id FROM record_tags ft WHERE ft.key = ? AND ft.value = ? AND ft.ts >= ? AND ft.ts < ?)', t.key, t.value, from, to);
-    }
-  }
-  return drive ? { from: 'FROM record_tags dt JOIN usage_records r ON r.id = dt.record_id', driven: true } : { from: 'FROM usage_records r', driven: false };
+  return source;
 }
 
 export interface RawSpec {
@@ -241,8 +274,8 @@ export function rawAggregateSql(d: SqlDialect, spec: RawSpec): SqlQuery {
     if (dim.kind === 'builtin') {
       select.push(`r.${dim.column} AS g${i}`);
     } else {
-      // One LEFT JOIN per grouped tag key: a record without the tag yields NULL -> "(untagged)".
-      joins.push(`LEFT JOIN record_tags t${i} ON t${i}.record_id = r.id AND t${i}.key = ?`);
+      // One LEFT JOIN per grouped tag key: a record whose set lacks the key yields NULL -> "(untagged)".
+      joins.push(`LEFT JOIN ${TAG_SET_MEMBERS_TABLE} t${i} ON t${i}.set_id = r.${RECORD_TAG_SET_COLUMN} AND t${i}.key = ?`);
       joinParams.push(dim.key);
       select.push(`t${i}.value AS g${i}`);
     }
@@ -251,9 +284,9 @@ export function rawAggregateSql(d: SqlDialect, spec: RawSpec): SqlQuery {
   select.push(...aggregateSelect(d, (c) => c.rawSql));
 
   const w = new Where();
-  const source = rawSource(w, spec.from, spec.to, spec.filters);
+  const source = rawSource(d, w, spec.from, spec.to, spec.filters, 'sets');
   const sql = [`SELECT ${select.join(',\n  ')}`, source.from, ...joins, String(w), groupClause(aliases)].filter(Boolean).join('\n');
-  return { sql: d.sql(sql), params: [...joinParams, ...w.params].map(d.bind) as SqlValue[] };
+  return { sql: d.sql(sql), params: [...source.params, ...joinParams, ...w.params].map(d.bind) as SqlValue[] };
 }
 
 export interface ListSpec {
@@ -264,22 +297,16 @@ export interface ListSpec {
   /** Keyset position: rows strictly after it in `order`. */
   after?: { ts: number; id: string };
   limit: number;
+  /** How a tag filter on a value finds the records (RawVia). */
+  via: RawVia;
 }
 
 export function listRecordsSql(d: SqlDialect, spec: ListSpec): SqlQuery {
   const w = new Where();
-  const source = rawSource(w, spec.from, spec.to, spec.filters);
-  // dt.ts and dt.record_id equal r.ts and r.id; ordering by them lets the tag index give the order.
-  const [ts, id] = source.driven ? ['dt.ts', 'dt.record_id'] : ['r.ts', 'r.id'];
+  const source = rawSource(d, w, spec.from, spec.to, spec.filters, spec.via);
   const op = spec.order === 'desc' ? '<' : '>';
-  if (spec.after) w.add(`(${ts} ${op} ? OR (${ts} = ? AND ${id} ${op} ?))`, spec.after.ts, spec.after.ts, spec.after.id);
+  if (spec.after) w.add(`(r.ts ${op} ? OR (r.ts = ? AND r.id ${op} ?))`, spec.after.ts, spec.after.ts, spec.after.id);
   const dir = spec.order === 'desc' ? 'DESC' : 'ASC';
-  const sql = [
-    `SELECT ${RECORD_COLUMNS.map((c) => `r.${c}`).join(', ')}`,
-    source.from,
-    String(w),
-    `ORDER BY ${ts} ${dir}, ${id} ${dir}`,
-    'LIMIT ?',
-  ].join('\n');
-  return { sql: d.sql(sql), params: [...w.params, spec.limit].map(d.bind) as SqlValue[] };
+  const sql = [`SELECT ${RECORD_COLUMNS.map((c) => `r.${c}`).join(', ')}`, source.from, String(w), `ORDER BY r.ts ${dir}, r.id ${dir}`, 'LIMIT ?'].join('\n');
+  return { sql: d.sql(sql), params: [...source.params, ...w.params, spec.limit].map(d.bind) as SqlValue[] };
 }

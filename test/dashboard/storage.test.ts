@@ -1,7 +1,7 @@
 /**
  * Storage added for the dashboard, on SQLite and PostgreSQL (when DATABASE_URL is set): the tag-key list
  * (listTagKeys), the daily rollups and the tag-set rollup (answers equal to the hourly rollups, or to the raw
- * records for two or more tag keys, also after repricing), their backfill by migrations 002 and 004, and
+ * records for two or more tag keys, also after repricing), their backfill by migrations 002, 004 and 005, and
  * tag-driven request listing.
  */
 import { expect } from 'chai';
@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { Client } from 'pg';
 import type { UsageRecord } from '../../core/usage';
 import { openStore, planUsageQuery, type UsageQuery, type UsageStore } from '../../storage';
+import { olderSchemaSql } from '../helpers/older-schema';
 
 const DAY = 86_400_000;
 const HOUR = 3_600_000;
@@ -143,16 +144,16 @@ function suite(name: string, open: () => Promise<UsageStore>, raw: (store: Usage
       expect(after).to.deep.equal(before);
     });
 
-    it('migration 004 fills the tag-set rollup from the stored records (money beyond 2^63 per day kept exact)', async () => {
+    it('migrations 004 and 005 fill the tag-set rollup and the records\' sets from the stored records (money beyond 2^63 per day kept exact)', async () => {
       const before = await Promise.all(QUERIES.map((q) => viaDaily(store, q)));
-      await raw(store, 'DROP TABLE usage_tag_set_daily; DROP TABLE tag_set_members; DROP TABLE tag_sets; DELETE FROM schema_migrations WHERE version = 4');
-      expect((await store.migrate()).applied).to.deep.equal([4]);
+      await raw(store, olderSchemaSql(store.dialect, 3));
+      expect((await store.migrate()).applied).to.deep.equal([4, 5]);
       const after = await Promise.all(QUERIES.map((q) => viaDaily(store, q)));
       expect(after).to.deep.equal(before);
       for (const q of QUERIES) expect(after[QUERIES.indexOf(q)], JSON.stringify(q)).to.deep.equal(await viaHourly(store, q));
     });
 
-    it('lists requests filtered by tags newest first, paged, from the tag index', async () => {
+    it('lists requests filtered by tags newest first, paged, through the tag sets', async () => {
       const q = { from: BASE, to: BASE + 6 * DAY, filters: { customer_id: 'c3', agent: 'bot' }, limit: 7 };
       const expected = data
         .filter((r) => r.tags.customer_id === 'c3' && r.tags.agent === 'bot')

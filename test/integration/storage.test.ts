@@ -10,7 +10,9 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { Client } from 'pg';
 import type { CostProvenance, EndpointKey, UsageRecord } from '../../core/usage';
+import { LIST_BY_SETS_MAX } from '../../storage/query/list';
 import { openStore, planUsageQuery, UsageWriteQueue, type UsageGroupRow, type UsageQuery, type UsageStore } from '../../storage/index';
+import { olderSchemaSql } from '../helpers/older-schema';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -238,6 +240,7 @@ const MULTI_TAG_SHAPES: Pick<UsageQuery, 'groupBy' | 'filters' | 'interval'>[] =
 // ---------------------------------------------------------------- the shared suite
 
 interface SuiteEnv {
+  dialect: 'sqlite' | 'postgres';
   open(opts?: { migrate?: boolean }): Promise<UsageStore>;
   /** Runs SQL on the suite's database directly (to set up an older schema). */
   raw(sql: string): Promise<void>;
@@ -271,7 +274,7 @@ function defineStorageSuite(env: () => SuiteEnv): void {
 
   it('applies migrations once and is idempotent when run again', async () => {
     const first = await store.migrate();
-    expect(first.applied).to.deep.equal([1, 2, 3, 4]);
+    expect(first.applied).to.deep.equal([1, 2, 3, 4, 5]);
     const second = await store.migrate();
     expect(second.applied).to.deep.equal([]);
     expect(second.version).to.equal(first.version);
@@ -469,8 +472,25 @@ function defineStorageSuite(env: () => SuiteEnv): void {
   });
 
   it('lists requests newest first, paged with a cursor', async () => {
+    // A fleet of agents, one customer each: agent=fleet is carried by more tag sets than a listing reads set by set,
+    // so it scans by time; one fleet customer is one set, read newest window first.
+    const fleet = makeRecords(LIST_BY_SETS_MAX + 100, 41, BASE, 2 * DAY, 'fleet').map((r, i) => ({
+      ...r,
+      tags: { agent: 'fleet', customer_id: `fleet-${i}`, ...(i % 3 ? {} : { feature: 'chat' }) },
+    }));
+    await store.insertBatch(fleet);
+    records.push(...fleet);
     const byNewest = (a: UsageRecord, b: UsageRecord) => b.ts - a.ts || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
-    const filterSets: Record<string, string>[] = [{}, { workspace: 'ws-a', agent: 'coder' }, { feature: '(untagged)', provider: 'openai' }];
+    const filterSets: Record<string, string>[] = [
+      {},
+      { workspace: 'ws-a', agent: 'coder' },
+      { feature: '(untagged)', provider: 'openai' },
+      { agent: 'fleet' },
+      { agent: 'fleet', feature: '(untagged)' },
+      { customer_id: 'fleet-12' },
+      { customer_id: 'acme', feature: 'chat' },
+      { agent: 'reviewer', customer_id: '(untagged)' },
+    ];
     for (const filters of filterSets) {
       const q = { ...ragged, filters };
       const want = records.filter((r) => matches(r, q)).sort(byNewest);
@@ -507,7 +527,24 @@ function defineStorageSuite(env: () => SuiteEnv): void {
     expect(got.records.find((r) => r.id === fresh.id)?.searchContextSize).to.equal('high');
   });
 
-  it('migration 004 backfills the tag sets from the records already stored: an upgraded store answers at once', async () => {
+  it('migration 005 gives every stored record its tag set: filters, groupings and listings answer as before', async () => {
+    const listings: Record<string, string>[] = [{ agent: 'coder' }, { customer_id: 'acme', feature: 'chat' }, { feature: '(untagged)', agent: 'planner' }];
+    const list = (filters: Record<string, string>) => store.listRequests({ ...ragged, filters, limit: 1000 });
+    const want = await Promise.all([...MULTI_TAG_SHAPES.map((shape) => store.queryUsage({ ...ragged, ...shape, filters: { ...shape.filters, workspace: 'ws-a' } }))]);
+    const wantLists = await Promise.all(listings.map(list));
+    // Back to schema version 4, as a database written by an older build: record_tags rows, no set on the records.
+    await env().raw(olderSchemaSql(env().dialect, 4));
+    const sets = await env().scalar('SELECT COUNT(*) FROM tag_sets');
+    expect((await store.migrate()).applied).to.deep.equal([5]);
+    expect(await env().scalar('SELECT COUNT(*) FROM usage_records WHERE tag_set_id IS NULL')).to.equal(0);
+    expect(await env().scalar('SELECT COUNT(*) FROM tag_sets')).to.equal(sets); // every record's set was there already
+    // The built-in workspace filter sends these shapes to the raw records, which now match tags through the sets.
+    expect(await Promise.all(MULTI_TAG_SHAPES.map((shape) => store.queryUsage({ ...ragged, ...shape, filters: { ...shape.filters, workspace: 'ws-a' } })))).to.deep.equal(want);
+    expect(await Promise.all(listings.map(list))).to.deep.equal(wantLists);
+    for (const shape of MULTI_TAG_SHAPES) await checkQuery(store, records, { ...ragged, ...shape, filters: { ...shape.filters, workspace: 'ws-a' } });
+  });
+
+  it('migrations 004 and 005 backfill the tag sets from the records already stored: an upgraded store answers at once', async () => {
     // Tag values that JSON escapes: the backfill's canonical text must be the writer's, or sets would be duplicated.
     const odd = makeRecords(6, 31, BASE + 40 * HOUR, HOUR, 'odd').map((r, i) => ({
       ...r,
@@ -517,8 +554,9 @@ function defineStorageSuite(env: () => SuiteEnv): void {
     records.push(...odd);
     const want = await Promise.all(MULTI_TAG_SHAPES.map((shape) => store.queryUsage({ ...ragged, ...shape })));
     // Back to schema version 3, as a database written by an older build, with every record in it.
-    await env().raw('DROP TABLE usage_tag_set_daily; DROP TABLE tag_set_members; DROP TABLE tag_sets; DELETE FROM schema_migrations WHERE version = 4');
-    expect((await store.migrate()).applied).to.deep.equal([4]);
+    await env().raw(olderSchemaSql(env().dialect, 3));
+    expect((await store.migrate()).applied).to.deep.equal([4, 5]);
+    expect(await env().scalar('SELECT COUNT(*) FROM usage_records WHERE tag_set_id IS NULL')).to.equal(0);
     const distinct = new Set(records.map((r) => JSON.stringify(Object.entries(r.tags).sort()))).size;
     expect(await env().scalar('SELECT COUNT(*) FROM tag_sets')).to.equal(distinct);
     expect(await env().scalar('SELECT COUNT(*) FROM tag_set_members')).to.equal(
@@ -700,6 +738,7 @@ describe('storage: SQLite', () => {
   let dir: string | undefined; // created on first use: mocha evaluates this body even when --grep skips it
   const path = () => join((dir ??= mkdtempSync(join(tmpdir(), 'tollgate-sqlite-'))), 'usage.db');
   defineStorageSuite(() => ({
+    dialect: 'sqlite',
     open: (opts) => openStore(`sqlite:${path()}`, opts),
     raw: async (sql) => {
       const db = new Database(path());
@@ -740,7 +779,7 @@ describe('storage: SQLite', () => {
       };
       console.log(`      perf: inserted 200,000 records in ${(insertMs / 1000).toFixed(1)} s (batches of 5000)`);
       const db = new Database(join(perfDir, 'perf.db'), { readonly: true });
-      for (const table of ['usage_records', 'record_tags', 'usage_rollup_hourly', 'usage_tag_rollup_hourly']) {
+      for (const table of ['usage_records', 'tag_sets', 'usage_rollup_hourly', 'usage_tag_rollup_hourly']) {
         console.log(`      perf: ${table.padEnd(24)} ${String(db.prepare(`SELECT count(*) AS n FROM ${table}`).pluck().get()).padStart(8)} rows`);
       }
       db.close();
@@ -771,6 +810,7 @@ describe('storage: PostgreSQL', function () {
     }
   });
   defineStorageSuite(() => ({
+    dialect: 'postgres',
     open: (opts) => openStore(PG_URL as string, { ...opts, schema }),
     raw: async (sql) => {
       const c = new Client({ connectionString: PG_URL, options: `-c search_path=${schema}` });

@@ -1,0 +1,38 @@
+/**
+ * SQL turning a store at the latest schema back into what an earlier build left, with the same records in it, so
+ * that a test can run the migrations that upgrade it:
+ *   version 4  records without tag_set_id, one record_tags row per string tag (as migration 001 created it and the
+ *              writer filled it until migration 005), usage_records_ts on (ts, id)
+ *   version 3  the same, without the tag-set tables of migration 004
+ */
+type Dialect = 'sqlite' | 'postgres';
+
+const RECORD_TAGS: Record<Dialect, string> = {
+  sqlite: `CREATE TABLE record_tags (
+  record_id TEXT NOT NULL REFERENCES usage_records (id) ON DELETE CASCADE,
+  key TEXT NOT NULL, value TEXT NOT NULL, ts INTEGER NOT NULL,
+  PRIMARY KEY (record_id, key)
+) STRICT, WITHOUT ROWID;
+INSERT INTO record_tags (record_id, key, value, ts)
+SELECT r.id, e.key, e.value, r.ts FROM usage_records r, json_each(r.tags) e WHERE e.type = 'text';`,
+  postgres: `CREATE TABLE record_tags (
+  record_id TEXT NOT NULL REFERENCES usage_records (id) ON DELETE CASCADE,
+  key TEXT NOT NULL, value TEXT NOT NULL, ts BIGINT NOT NULL,
+  PRIMARY KEY (record_id, key)
+);
+INSERT INTO record_tags (record_id, key, value, ts)
+SELECT r.id, e.key, e.value #>> '{}', r.ts FROM usage_records r, jsonb_each(r.tags) e WHERE jsonb_typeof(e.value) = 'string';`,
+};
+
+export function olderSchemaSql(dialect: Dialect, version: 3 | 4): string {
+  return [
+    RECORD_TAGS[dialect],
+    'CREATE INDEX record_tags_key_value_ts ON record_tags (key, value, ts);',
+    'DROP INDEX usage_records_tag_set_ts;',
+    'DROP INDEX usage_records_ts;',
+    'ALTER TABLE usage_records DROP COLUMN tag_set_id;',
+    'CREATE INDEX usage_records_ts ON usage_records (ts, id);',
+    ...(version === 3 ? ['DROP TABLE usage_tag_set_daily;', 'DROP TABLE tag_set_members;', 'DROP TABLE tag_sets;'] : []),
+    `DELETE FROM schema_migrations WHERE version > ${version};`,
+  ].join('\n');
+}
