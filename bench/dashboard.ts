@@ -413,7 +413,7 @@ function fillTable(fills: FillStats[]): string {
 }
 
 /** Row counts of the tables (the rollups' sizes decide what the queries read). */
-const TABLES = ['usage_records', 'record_tags', 'usage_rollup_hourly', 'usage_tag_rollup_hourly', 'usage_rollup_daily', 'usage_tag_rollup_daily', 'tag_sets', 'tag_set_members', 'usage_tag_set_daily'];
+const TABLES = ['usage_records', 'usage_rollup_hourly', 'usage_tag_rollup_hourly', 'usage_rollup_daily', 'usage_tag_rollup_daily', 'tag_sets', 'tag_set_members', 'usage_tag_set_daily'];
 
 async function sqliteSizes(path: string): Promise<Record<string, number>> {
   const Database = (await import('better-sqlite3')).default;

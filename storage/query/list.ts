@@ -3,12 +3,13 @@
  * The cursor is opaque to callers: base64url of [ts, id] of the last record returned.
  */
 import type { UsageRecord } from '../../core/usage';
-import { recordFromRow, toNumber } from '../codec';
+import { recordFromRow } from '../codec';
 import type { SqlDialect } from '../dialect';
-import { UNTAGGED, type ListRequestsQuery, type RequestPage, type UsageFilter } from '../store';
-import { checkRange, parseFilters, type ParsedFilters } from './plan';
+import type { ListRequestsQuery, RequestPage, UsageFilter } from '../store';
+import { checkRange, parseFilters } from './plan';
 import type { Exec } from './run';
-import { listRecordsSql, matchingSetCountSql, type RawVia } from './sql';
+import { listRecordsSql } from './sql';
+import { listVia } from './via';
 
 export const DEFAULT_PAGE = 100;
 export const MAX_PAGE = 1000;
@@ -27,30 +28,22 @@ export function decodeCursor(cursor: string): { ts: number; id: string } {
   throw new Error('invalid cursor');
 }
 
-/**
- * A tag filter matching at most this many tag sets lists by sets, in time windows; more sets, by time (RawVia).
- * By sets, each window costs one index seek per set; by time, the records scanned until the page is full are
- * about its size divided by the share of records that match. Sets are mostly distinct per customer, so a value
- * carried by many sets is usually common. Measured at a million records: docs/performance.md.
- */
-export const LIST_BY_SETS_MAX = 1000;
-
 /** The first time window of a listing by sets; each next one is WINDOW_GROWTH times longer. */
 const FIRST_WINDOW_MS = 3_600_000;
 const WINDOW_GROWTH = 4;
 
 /**
  * Newest first; fetches one extra row to know whether another page exists.
- * By sets (a tag filter on a value matching few sets), the newest hour is read first, then windows 4, 16, 64...
- * times longer, until the page is full: each query sorts only the matching records of its window, where one over
- * the whole range would sort every matching record of a month to return a hundred.
+ * By sets (a tag value rare in the range, storage/query/via.ts), the newest hour is read first, then windows 4, 16,
+ * 64... times longer, until the page is full: each query sorts only the matching records of its window, where one
+ * over the whole range would sort every matching record of a month to return a hundred.
  */
 export async function listPage(d: SqlDialect, exec: Exec, q: ListRequestsQuery): Promise<RequestPage> {
   checkRange(q);
   const limit = Math.min(Math.max(1, Math.floor(q.limit ?? DEFAULT_PAGE)), MAX_PAGE);
   const after = q.cursor ? decodeCursor(q.cursor) : undefined;
   const filters = parseFilters(q.filters);
-  const via = await chooseVia(d, exec, filters);
+  const via = await listVia(d, exec, filters, q.from, q.to);
   const want = limit + 1;
   const rows: Record<string, unknown>[] = [];
   if (via === 'time') {
@@ -67,13 +60,6 @@ export async function listPage(d: SqlDialect, exec: Exec, q: ListRequestsQuery):
   const records = rows.slice(0, limit).map(recordFromRow);
   const last = records[records.length - 1];
   return { records, nextCursor: rows.length > limit && last ? encodeCursor(last) : null };
-}
-
-/** By time unless a tag filter on a value matches at most LIST_BY_SETS_MAX sets. */
-async function chooseVia(d: SqlDialect, exec: Exec, filters: ParsedFilters): Promise<RawVia> {
-  if (!filters.tags.some((t) => t.value !== UNTAGGED)) return 'time';
-  const [row] = await exec(matchingSetCountSql(d, filters.tags));
-  return toNumber(row?.n) <= LIST_BY_SETS_MAX ? 'sets' : 'time';
 }
 
 /** All records matching `filter`, oldest first, in chunks (for maintenance jobs such as repricing). */

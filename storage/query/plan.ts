@@ -12,8 +12,9 @@
  *               sets matching the tag filters, grouped by their member values (storage/tag-sets.ts); the
  *               partial days at the edges raw.
  *   raw         two or more distinct tag keys with a built-in grouping or filter, or an hourly interval ->
- *               usage_records joined to record_tags (indexes: record_tags (record_id, key) for the
- *               grouping joins, record_tags (key, value, ts) for tag filters, usage_records (ts, id)).
+ *               usage_records, tags through each record's tag set (indexes: tag_set_members (key, value,
+ *               set_id) then usage_records (tag_set_id, ts) for tag filters, tag_set_members (set_id, key)
+ *               for the grouping joins and "(untagged)", usage_records (ts, id, tag_set_id) otherwise).
  *
  * Rollups are hourly, so the partial hours at either end of a range that is not hour-aligned
  * are always read from the raw tables and merged in; dashboards that ask whole hours/days

@@ -9,6 +9,7 @@ import type { SqlDialect } from '../dialect';
 import { UNTAGGED, type UsageGroupRow, type UsageQuery, type UsageTotals } from '../store';
 import { planUsageQuery, type BuiltinDim, type Dim, type Segment, type TagDim, type UsagePlan } from './plan';
 import { rawAggregateSql, rollupAggregateSql, tagSetAggregateSql, type RollupSpec, type SqlQuery } from './sql';
+import { aggregateVia } from './via';
 
 /** Runs one query, returning rows as plain objects (driver types are decoded here). */
 export type Exec = (q: SqlQuery) => Promise<Record<string, unknown>[]>;
@@ -74,7 +75,8 @@ function compareGroups(a: Group, b: Group): number {
 async function runSegment(d: SqlDialect, exec: Exec, plan: UsagePlan, seg: Segment): Promise<Group[]> {
   const none = new Map<number, string>();
   if (seg.path === 'raw') {
-    const sql = rawAggregateSql(d, { from: seg.from, to: seg.to, groupBy: plan.groupBy, filters: plan.filters, interval: plan.interval });
+    const via = await aggregateVia(d, exec, plan.filters, seg.from, seg.to);
+    const sql = rawAggregateSql(d, { from: seg.from, to: seg.to, groupBy: plan.groupBy, filters: plan.filters, interval: plan.interval, via });
     return (await exec(sql)).map((r) => decodeAggregate(d, r, plan.groupBy, none));
   }
   if (seg.path === 'tag-set') {

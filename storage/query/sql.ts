@@ -209,11 +209,11 @@ function matchingSets(d: SqlDialect, values: TagFilter[], untagged: TagFilter[])
   return { sql, params };
 }
 
-/** The number of tag sets matching a query's tag filters (storage/query/list.ts chooses its plan by it). */
-export function matchingSetCountSql(d: SqlDialect, tags: TagFilter[]): SqlQuery {
+/** The number of tag sets matching a query's tag filters, counted up to `limit` (storage/query/via.ts). */
+export function matchingSetCountSql(d: SqlDialect, tags: TagFilter[], limit: number): SqlQuery {
   const { values, untagged } = splitTagFilters(tags);
   const sets = matchingSets(d, values, untagged);
-  return { sql: d.sql(`SELECT COUNT(*) AS n FROM (${sets.sql}) s`), params: sets.params.map(d.bind) as SqlValue[] };
+  return { sql: d.sql(`SELECT COUNT(*) AS n FROM (${sets.sql} LIMIT ?) s`), params: [...sets.params, limit].map(d.bind) as SqlValue[] };
 }
 
 /**
@@ -221,8 +221,10 @@ export function matchingSetCountSql(d: SqlDialect, tags: TagFilter[]): SqlQuery 
  *   sets  from the matching tag sets, each set's records in the range by usage_records (tag_set_id, ts): only
  *         matching records are read (and, for a listing, sorted)
  *   time  by usage_records (ts, id, tag_set_id), testing each record's set against the matching ones from the
- *         index: a listing reads records newest first and stops at its page
- * Aggregates read every matching record, so they always go by sets; listRequests chooses (storage/query/list.ts).
+ *         index (`+` keeps SQLite and PostgreSQL from seeking the sets instead): a listing reads records newest
+ *         first and stops at its page; an aggregate over a short range reads fewer records than a common value
+ *         has sets
+ * storage/query/via.ts chooses.
  */
 export type RawVia = 'sets' | 'time';
 
@@ -241,7 +243,7 @@ function rawSource(d: SqlDialect, w: Where, from: number, to: number, filters: P
       source = { from: `FROM (${sets.sql}) s\nCROSS JOIN usage_records r`, params: sets.params };
       w.add(`r.${RECORD_TAG_SET_COLUMN} = s.set_id`);
     } else {
-      w.add(`r.${RECORD_TAG_SET_COLUMN} IN (${sets.sql})`, ...sets.params);
+      w.add(`+r.${RECORD_TAG_SET_COLUMN} IN (${sets.sql})`, ...sets.params);
     }
   } else {
     for (const t of untagged) w.add(lacksKey(`r.${RECORD_TAG_SET_COLUMN}`), t.key);
@@ -258,6 +260,8 @@ export interface RawSpec {
   groupBy: Dim[];
   filters: ParsedFilters;
   interval?: Interval;
+  /** How a tag filter on a value finds the records (RawVia). */
+  via: RawVia;
 }
 
 export function rawAggregateSql(d: SqlDialect, spec: RawSpec): SqlQuery {
@@ -284,7 +288,7 @@ export function rawAggregateSql(d: SqlDialect, spec: RawSpec): SqlQuery {
   select.push(...aggregateSelect(d, (c) => c.rawSql));
 
   const w = new Where();
-  const source = rawSource(d, w, spec.from, spec.to, spec.filters, 'sets');
+  const source = rawSource(d, w, spec.from, spec.to, spec.filters, spec.via);
   const sql = [`SELECT ${select.join(',\n  ')}`, source.from, ...joins, String(w), groupClause(aliases)].filter(Boolean).join('\n');
   return { sql: d.sql(sql), params: [...source.params, ...joinParams, ...w.params].map(d.bind) as SqlValue[] };
 }

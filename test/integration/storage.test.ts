@@ -10,7 +10,6 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { Client } from 'pg';
 import type { CostProvenance, EndpointKey, UsageRecord } from '../../core/usage';
-import { LIST_BY_SETS_MAX } from '../../storage/query/list';
 import { openStore, planUsageQuery, UsageWriteQueue, type UsageGroupRow, type UsageQuery, type UsageStore } from '../../storage/index';
 import { olderSchemaSql } from '../helpers/older-schema';
 
@@ -472,14 +471,18 @@ function defineStorageSuite(env: () => SuiteEnv): void {
   });
 
   it('lists requests newest first, paged with a cursor', async () => {
-    // A fleet of agents, one customer each: agent=fleet is carried by more tag sets than a listing reads set by set,
-    // so it scans by time; one fleet customer is one set, read newest window first.
-    const fleet = makeRecords(LIST_BY_SETS_MAX + 100, 41, BASE, 2 * DAY, 'fleet').map((r, i) => ({
+    // A fleet of agents, one customer each: agent=fleet is common and carried by 1,100 tag sets (listed by time);
+    // one fleet customer is one set and one record (listed by sets, newest time window first).
+    const fleet = makeRecords(1100, 41, BASE, 2 * DAY, 'fleet').map((r, i) => ({
       ...r,
       tags: { agent: 'fleet', customer_id: `fleet-${i}`, ...(i % 3 ? {} : { feature: 'chat' }) },
     }));
-    await store.insertBatch(fleet);
-    records.push(...fleet);
+    // A rare customer (under 0.1% of the records: listed by sets in time windows, storage/query/via.ts), its two
+    // records at the same ms: a page of one must find the second after the cursor. fleet-12 (one record) is found
+    // after windows growing from the range's end.
+    const rare = makeRecords(2, 43, BASE, HOUR, 'rare').map((r) => ({ ...r, ts: BASE + 2 * DAY + 3 * HOUR, tags: { customer_id: 'rare-co' } }));
+    await store.insertBatch([...fleet, ...rare]);
+    records.push(...fleet, ...rare);
     const byNewest = (a: UsageRecord, b: UsageRecord) => b.ts - a.ts || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
     const filterSets: Record<string, string>[] = [
       {},
@@ -491,15 +494,18 @@ function defineStorageSuite(env: () => SuiteEnv): void {
       { customer_id: 'acme', feature: 'chat' },
       { agent: 'reviewer', customer_id: '(untagged)' },
     ];
-    for (const filters of filterSets) {
+    const pageSizes = [...filterSets.map(() => 37), 1, 1];
+    filterSets.push({ customer_id: 'rare-co' }, { customer_id: 'fleet-12' });
+    for (const [k, filters] of filterSets.entries()) {
       const q = { ...ragged, filters };
       const want = records.filter((r) => matches(r, q)).sort(byNewest);
+      if (filters.customer_id === 'rare-co') expect(want.length).to.equal(2);
       const got: UsageRecord[] = [];
       let cursor: string | null = null;
       let pages = 0;
       do {
-        const page = await store.listRequests({ ...q, limit: 37, cursor });
-        expect(page.records.length).to.be.at.most(37);
+        const page = await store.listRequests({ ...q, limit: pageSizes[k], cursor });
+        expect(page.records.length).to.be.at.most(pageSizes[k]);
         got.push(...page.records);
         cursor = page.nextCursor;
         pages++;

@@ -1,0 +1,81 @@
+/**
+ * How a raw query filtered by a tag value finds its records (RawVia in storage/query/sql.ts): from the tag sets
+ * carrying the value, one index seek per set on usage_records (tag_set_id, ts), or by time on usage_records
+ * (ts, id, tag_set_id), testing each record's set from the index. Neither database can tell which is cheaper (a
+ * value's sets are correlated with the other filters, and SQLite keeps no statistics on ranges), so it is decided
+ * here from the rollups, with a few index seeks:
+ *   records  the records of the range (usage_rollup_daily)
+ *   matches  an upper bound of the matching records: the least of the value filters' own counts
+ *            (usage_tag_rollup_daily, one seek per day)
+ *   sets     the matching sets (tag_set_members (key, value, set_id)), counted only as far as matters
+ * Day totals are scaled to the range at the rate of the days it overlaps.
+ *
+ * Costs measured at a million records on SQLite (bench/dashboard.ts data, docs/performance.md "Eleventh round"), in
+ * units of one record scanned by time (~0.08 µs): a record read by sets costs ~16 more than one read by time
+ * (scattered against sequential reads of the table), a set's seek ~8. So an aggregate goes by sets only for values
+ * that are rare in the range: a customer with 0.01% of the month's records took 0.2 ms by sets and 67 ms by time;
+ * one with 14.5% took 473 ms by sets and 385 ms by time.
+ */
+import { toNumber } from '../codec';
+import type { SqlDialect } from '../dialect';
+import { DAILY_TABLE, DAY_MS, TAG_DAILY_TABLE, floorDay } from '../rollup';
+import { UNTAGGED } from '../store';
+import type { ParsedFilters, TagFilter } from './plan';
+import type { Exec } from './run';
+import { matchingSetCountSql, type RawVia } from './sql';
+
+/** Extra cost of a record read by sets, and of a set's seek, in records scanned by time. */
+const SCATTERED_READ = 16;
+const SET_SEEK = 8;
+
+/**
+ * A listing by time stops once its page is full: it scans about page / share records. By sets it reads the
+ * matching records of each time window (storage/query/list.ts). Values with at least this share of the range's
+ * records are listed by time (a page of 101 then scans at most ~100,000 records).
+ */
+const LIST_BY_TIME_SHARE = 0.001;
+
+interface RangeCounts {
+  records: number;
+  matches: number;
+}
+
+/** Estimated records of [from, to) and records matching every value filter (`values` non-empty). */
+async function rangeCounts(d: SqlDialect, exec: Exec, values: TagFilter[], from: number, to: number): Promise<RangeCounts> {
+  const base = `SELECT MIN(day) AS lo, MAX(day) AS hi, SUM(requests) AS n, COUNT(*) AS days FROM ${DAILY_TABLE} WHERE day >= ? AND day < ?`;
+  const [b] = await exec({ sql: d.sql(base), params: [floorDay(from), to] });
+  const days = toNumber(b?.days);
+  if (days === 0) return { records: 0, matches: 0 };
+  const scale = (to - from) / (days * DAY_MS);
+  // The days that have records, generated: each is one seek on the (tag_key, day, tag_value) key.
+  const perValue = values.map(
+    (_, i) => `(SELECT SUM(t.requests) FROM days CROSS JOIN ${TAG_DAILY_TABLE} t WHERE t.tag_key = ? AND t.day = days.day AND t.tag_value = ?) AS m${i}`,
+  );
+  const sql = `WITH RECURSIVE days (day) AS (SELECT CAST(? AS BIGINT) UNION ALL SELECT day + ${DAY_MS} FROM days WHERE day < ?)
+SELECT ${perValue.join(', ')}`;
+  const [m] = await exec({ sql: d.sql(sql), params: [toNumber(b.lo), toNumber(b.hi), ...values.flatMap((t) => [t.key, t.value])] });
+  const matches = Math.min(...values.map((_, i) => toNumber(m?.[`m${i}`])));
+  return { records: toNumber(b.n) * scale, matches: matches * scale };
+}
+
+const valueFilters = (filters: ParsedFilters): TagFilter[] => filters.tags.filter((t) => t.value !== UNTAGGED);
+
+/** An aggregate reads every matching record: by sets when the seeks and scattered reads cost less than the scan. */
+export async function aggregateVia(d: SqlDialect, exec: Exec, filters: ParsedFilters, from: number, to: number): Promise<RawVia> {
+  const values = valueFilters(filters);
+  if (values.length === 0) return 'time';
+  const { records, matches } = await rangeCounts(d, exec, values, from, to);
+  const room = records - SCATTERED_READ * matches;
+  if (room <= 0) return 'time';
+  const bound = Math.floor(room / SET_SEEK);
+  const [row] = await exec(matchingSetCountSql(d, filters.tags, bound + 1));
+  return toNumber(row?.n) <= bound ? 'sets' : 'time';
+}
+
+/** A listing: by time for values common in the range, by sets in time windows for rare ones. */
+export async function listVia(d: SqlDialect, exec: Exec, filters: ParsedFilters, from: number, to: number): Promise<RawVia> {
+  const values = valueFilters(filters);
+  if (values.length === 0) return 'time';
+  const { records, matches } = await rangeCounts(d, exec, values, from, to);
+  return matches >= LIST_BY_TIME_SHARE * records ? 'time' : 'sets';
+}
