@@ -220,10 +220,12 @@ export function matchingSetCountSql(d: SqlDialect, tags: TagFilter[], limit: num
  * How a raw query with a tag filter on a value finds its records:
  *   sets  from the matching tag sets, each set's records in the range by usage_records (tag_set_id, ts): only
  *         matching records are read (and, for a listing, sorted)
- *   time  by usage_records (ts, id, tag_set_id), testing each record's set against the matching ones from the
- *         index (`+` keeps SQLite and PostgreSQL from seeking the sets instead): a listing reads records newest
- *         first and stops at its page; an aggregate over a short range reads fewer records than a common value
- *         has sets
+ *   time  by usage_records (ts, id, tag_set_id), testing each record's set against the matching ones (held in a
+ *         hash, read from the index): a listing reads records newest first and stops at its page; an aggregate
+ *         over a short range reads fewer records than a common value has sets. The test is written
+ *         `(... IN (...)) IS TRUE` so that neither database turns it into a join: SQLite would seek the sets
+ *         instead, and PostgreSQL, estimating a few dozen matches, hash-joined and sorted the whole month (165 ms
+ *         for a page of the top customer, 0.5 ms as written, at a million records)
  * storage/query/via.ts chooses.
  */
 export type RawVia = 'sets' | 'time';
@@ -243,7 +245,7 @@ function rawSource(d: SqlDialect, w: Where, from: number, to: number, filters: P
       source = { from: `FROM (${sets.sql}) s\nCROSS JOIN usage_records r`, params: sets.params };
       w.add(`r.${RECORD_TAG_SET_COLUMN} = s.set_id`);
     } else {
-      w.add(`+r.${RECORD_TAG_SET_COLUMN} IN (${sets.sql})`, ...sets.params);
+      w.add(`(r.${RECORD_TAG_SET_COLUMN} IN (${sets.sql})) IS TRUE`, ...sets.params);
     }
   } else {
     for (const t of untagged) w.add(lacksKey(`r.${RECORD_TAG_SET_COLUMN}`), t.key);
