@@ -226,9 +226,16 @@ export function matchingSetCountSql(d: SqlDialect, tags: TagFilter[], limit: num
  *         `(... IN (...)) IS TRUE` so that neither database turns it into a join: SQLite would seek the sets
  *         instead, and PostgreSQL, estimating a few dozen matches, hash-joined and sorted the whole month (165 ms
  *         for a page of the top customer, 0.5 ms as written, at a million records)
+ *   probe by time as well, looking each record's set up in tag_set_members (set_id, key): no hash of the matching
+ *         sets to build, for a range holding fewer records than the value has sets (the partial hours at the edges
+ *         of a chart of agent=agent-00, 17,169 sets: 328 records in half an hour took 2.1 ms by time, 0.17 ms
+ *         probed, at a million records). Wrapped in IS TRUE for the same reason.
  * storage/query/via.ts chooses.
  */
-export type RawVia = 'sets' | 'time';
+export type RawVia = 'sets' | 'time' | 'probe';
+
+/** "Set `alias` has the member key = value": one parameter pair. */
+const hasMember = (alias: string) => `EXISTS (SELECT 1 FROM ${TAG_SET_MEMBERS_TABLE} p WHERE p.set_id = ${alias} AND p.key = ? AND p.value = ?)`;
 
 /**
  * The FROM clause (with its parameters) and the conditions selecting usage_records `r` by time range and
@@ -238,17 +245,21 @@ export type RawVia = 'sets' | 'time';
 function rawSource(d: SqlDialect, w: Where, from: number, to: number, filters: ParsedFilters, via: RawVia): { from: string; params: SqlValue[] } {
   const { values, untagged } = splitTagFilters(filters.tags);
   let source = { from: 'FROM usage_records r', params: [] as SqlValue[] };
-  if (values.length) {
+  const set = `r.${RECORD_TAG_SET_COLUMN}`;
+  if (values.length && via === 'probe') {
+    for (const t of values) w.add(`(${hasMember(set)}) IS TRUE`, t.key, t.value);
+    for (const t of untagged) w.add(`(${lacksKey(set)}) IS TRUE`, t.key);
+  } else if (values.length) {
     const sets = matchingSets(d, values, untagged);
     if (via === 'sets') {
       // CROSS JOIN: SQLite keeps the sets outside; PostgreSQL plans the join as its estimates say.
       source = { from: `FROM (${sets.sql}) s\nCROSS JOIN usage_records r`, params: sets.params };
-      w.add(`r.${RECORD_TAG_SET_COLUMN} = s.set_id`);
+      w.add(`${set} = s.set_id`);
     } else {
-      w.add(`(r.${RECORD_TAG_SET_COLUMN} IN (${sets.sql})) IS TRUE`, ...sets.params);
+      w.add(`(${set} IN (${sets.sql})) IS TRUE`, ...sets.params);
     }
   } else {
-    for (const t of untagged) w.add(lacksKey(`r.${RECORD_TAG_SET_COLUMN}`), t.key);
+    for (const t of untagged) w.add(lacksKey(set), t.key);
   }
   w.add('r.ts >= ?', from);
   w.add('r.ts < ?', to);
