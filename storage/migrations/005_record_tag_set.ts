@@ -9,9 +9,9 @@
  * and "(untagged)" through tag_set_members (set_id, key). docs/performance.md has the measurements.
  *
  *   usage_records_tag_set_ts  (tag_set_id, ts): a filtered query reads each matching set's records in the range
- *   usage_records_ts          (ts, id, tag_set_id) instead of (ts, id): a newest-first listing filtered by a tag
- *                             carried by many sets scans by time and tests the set from the index, without
- *                             reading each record (storage/query/list.ts chooses between the two)
+ *   usage_records_ts          (ts, id, tag_set_id) instead of (ts, id): a query filtered by a common tag value
+ *                             scans by time and tests the set from the index, without reading each record
+ *                             (storage/query/via.ts chooses between the two)
  *
  * The backfill builds every record's canonical text from its record_tags rows exactly as migration 004 did (and as
  * tagSetKey does), creates the sets 004 has not seen (none unless a canonical text differed), and gives records
