@@ -2,14 +2,14 @@
  * How a raw query filtered by a tag value finds its records (RawVia in storage/query/sql.ts): from the tag sets
  * carrying the value, one index seek per set on usage_records (tag_set_id, ts), or by time on usage_records
  * (ts, id, tag_set_id), testing each record's set from the index (against a hash of the matching sets, or for a
- * small range by looking the set up). Neither database can tell which is cheaper (a
- * value's sets are correlated with the other filters, and SQLite keeps no statistics on ranges), so it is decided
- * here from the rollups, with a few index seeks:
+ * small range by looking the set up). Neither database can tell which is cheaper (a value's sets are correlated
+ * with the other filters, and SQLite keeps no statistics on ranges), so it is decided here from the rollups, with a
+ * few index seeks:
  *   records  the records of the range (usage_rollup_daily)
  *   matches  an upper bound of the matching records: the least of the value filters' own counts
  *            (usage_tag_rollup_daily, one seek per day)
  *   sets     the matching sets (tag_set_members (key, value, set_id)), counted only as far as matters
- * Day totals are scaled to the range at the rate of the days it overlaps.
+ * Day totals are scaled to the part of the range that has days with records, at those days' rate.
  *
  * Aggregates on PostgreSQL always go by sets, as a join its planner orders (aggregateVia says why).
  *
@@ -49,14 +49,16 @@ async function rangeCounts(d: SqlDialect, exec: Exec, values: TagFilter[], from:
   const [b] = await exec({ sql: d.sql(base), params: [floorDay(from), to] });
   const days = toNumber(b?.days);
   if (days === 0) return { records: 0, matches: 0 };
-  const scale = (to - from) / (days * DAY_MS);
+  const [lo, hi] = [toNumber(b.lo), toNumber(b.hi)];
+  // A range reaching far beyond the data ("all time") would otherwise be scaled as if every day had records.
+  const scale = (Math.min(to, hi + DAY_MS) - Math.max(from, lo)) / (days * DAY_MS);
   // The days that have records, generated: each is one seek on the (tag_key, day, tag_value) key.
   const perValue = values.map(
     (_, i) => `(SELECT SUM(t.requests) FROM days CROSS JOIN ${TAG_DAILY_TABLE} t WHERE t.tag_key = ? AND t.day = days.day AND t.tag_value = ?) AS m${i}`,
   );
   const sql = `WITH RECURSIVE days (day) AS (SELECT CAST(? AS BIGINT) UNION ALL SELECT day + ${DAY_MS} FROM days WHERE day < ?)
 SELECT ${perValue.join(', ')}`;
-  const [m] = await exec({ sql: d.sql(sql), params: [toNumber(b.lo), toNumber(b.hi), ...values.flatMap((t) => [t.key, t.value])] });
+  const [m] = await exec({ sql: d.sql(sql), params: [lo, hi, ...values.flatMap((t) => [t.key, t.value])] });
   const matches = Math.min(...values.map((_, i) => toNumber(m?.[`m${i}`])));
   return { records: toNumber(b.n) * scale, matches: matches * scale };
 }
