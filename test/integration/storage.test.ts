@@ -515,6 +515,26 @@ function defineStorageSuite(env: () => SuiteEnv): void {
     }
   });
 
+  it('answers the raw path alike whichever way it finds tagged records (by time, by sets, by probe)', async () => {
+    // A busier day. On SQLite a common value is read by time, a rare one (vip) by sets, ten minutes by probe; PostgreSQL
+    // joins the sets for every one (storage/query/via.ts).
+    const day = BASE + 30 * DAY; // a day of its own: no other test queries it
+    const busy = makeRecords(6000, 51, day, DAY, 'busy').map((r, i) => (i % 500 ? r : { ...r, tags: { ...r.tags, customer_id: 'vip' } }));
+    await store.insertBatch(busy);
+    records.push(...busy);
+    const shapes: UsageQuery[] = [
+      { from: day, to: day + DAY, groupBy: ['feature', 'model'], filters: { agent: 'coder' } },
+      { from: day + 3 * HOUR + 17, to: day + 20 * HOUR, groupBy: ['agent'], filters: { customer_id: 'acme', workspace: 'ws-a' } },
+      { from: day, to: day + DAY, groupBy: ['agent', 'model'], filters: { customer_id: 'vip' } },
+      { from: day + HOUR, to: day + HOUR + 10 * 60_000, groupBy: ['customer_id'], filters: { agent: 'planner' }, interval: 'hour' },
+      { from: day + 7 * HOUR, to: day + 9 * HOUR, groupBy: ['team', 'provider'], filters: { feature: 'chat', agent: '(untagged)' } },
+    ];
+    for (const q of shapes) {
+      expect(planUsageQuery(q).path).to.equal('raw');
+      await checkQuery(store, records, q);
+    }
+  });
+
   it('migration 003 upgrades a database that has records: they keep their data, search_context_size NULL', async () => {
     // Back to schema version 2, as a database written by an older build.
     await env().raw('ALTER TABLE usage_records DROP COLUMN search_context_size; DELETE FROM schema_migrations WHERE version = 3');
