@@ -177,7 +177,7 @@ export function tagSetAggregateSql(d: SqlDialect, spec: TagSetSpec): SqlQuery {
 }
 
 /** Tag filters on a value, and those asking for "(untagged)". */
-function splitTagFilters(tags: TagFilter[]): { values: TagFilter[]; untagged: TagFilter[] } {
+export function splitTagFilters(tags: TagFilter[]): { values: TagFilter[]; untagged: TagFilter[] } {
   return { values: tags.filter((t) => t.value !== UNTAGGED), untagged: tags.filter((t) => t.value === UNTAGGED) };
 }
 
@@ -222,7 +222,7 @@ export function matchingSetCountSql(d: SqlDialect, tags: TagFilter[], limit: num
  *         matching records are read (and, for a listing, sorted)
  *   time  by usage_records (ts, id, tag_set_id), testing each record's set against the matching ones (held in a
  *         hash, read from the index): a listing reads records newest first and stops at its page; an aggregate
- *         over a short range reads fewer records than a common value has sets. The test is written
+ *         of a common value reads the table in order rather than scattered, set by set. The test is written
  *         `(... IN (...)) IS TRUE` so that neither database turns it into a join: SQLite would seek the sets
  *         instead, and PostgreSQL, estimating a few dozen matches, hash-joined and sorted the whole month (165 ms
  *         for a page of the top customer, 0.5 ms as written, at a million records)

@@ -22,10 +22,9 @@
 import { toNumber } from '../codec';
 import type { SqlDialect } from '../dialect';
 import { DAILY_TABLE, DAY_MS, TAG_DAILY_TABLE, floorDay } from '../rollup';
-import { UNTAGGED } from '../store';
 import type { ParsedFilters, TagFilter } from './plan';
 import type { Exec } from './run';
-import { matchingSetCountSql, type RawVia } from './sql';
+import { matchingSetCountSql, splitTagFilters, type RawVia } from './sql';
 
 /** Extra cost of a record read by sets, and of a set's seek, in records scanned by time. */
 const SCATTERED_READ = 16;
@@ -63,8 +62,6 @@ SELECT ${perValue.join(', ')}`;
   return { records: toNumber(b.n) * scale, matches: matches * scale };
 }
 
-const valueFilters = (filters: ParsedFilters): TagFilter[] => filters.tags.filter((t) => t.value !== UNTAGGED);
-
 /**
  * Ranges expected to hold fewer records than this are probed record by record (~0.5-1 µs each on SQLite at a million
  * records) rather than scanned against a hash of the matching sets, which costs ~0.13 µs per set to build: the
@@ -77,7 +74,7 @@ const PROBE_MAX_RECORDS = 2000;
  * otherwise by time, probing each record's set when the range is small.
  */
 export async function aggregateVia(d: SqlDialect, exec: Exec, filters: ParsedFilters, from: number, to: number): Promise<RawVia> {
-  const values = valueFilters(filters);
+  const { values } = splitTagFilters(filters.tags);
   if (values.length === 0) return 'time';
   // PostgreSQL plans the sets' join itself (a hash join over the range, or a seek per set) from its statistics, and
   // did so within a few ms of the better form here; forcing a scan by time cost it 1-2 µs per record (52 against
@@ -95,7 +92,7 @@ export async function aggregateVia(d: SqlDialect, exec: Exec, filters: ParsedFil
 
 /** A listing: by time for values common in the range, by sets in time windows for rare ones. */
 export async function listVia(d: SqlDialect, exec: Exec, filters: ParsedFilters, from: number, to: number): Promise<RawVia> {
-  const values = valueFilters(filters);
+  const { values } = splitTagFilters(filters.tags);
   if (values.length === 0) return 'time';
   const { records, matches } = await rangeCounts(d, exec, values, from, to);
   return matches >= LIST_BY_TIME_SHARE * records ? 'time' : 'sets';
