@@ -64,6 +64,14 @@ export interface WriteQueueStats {
 
 type BatchWriter = Pick<UsageStore, 'insertBatch'>;
 
+/**
+ * What a pump run writes besides full batches: 'full' nothing more (more records are on their way), 'waiting' the
+ * records queued when the run starts (the interval tick), 'all' until memory is empty (flush, shutdown). The tick
+ * must not chase the records that arrive while it writes: under steady load it never caught up, and wrote batch
+ * after batch of 10-30 records (each a commit and a round trip to the writer) instead of waiting for a full one.
+ */
+type Drain = 'full' | 'waiting' | 'all';
+
 export class UsageWriteQueue {
   private readonly mem = new RecordDeque();
   /** The batch that failed last, written first on the next attempt. */
@@ -134,14 +142,14 @@ export class UsageWriteQueue {
       this.kickScheduled = true;
       setImmediate(() => {
         this.kickScheduled = false;
-        if (!this.closing) void this.run(false);
+        if (!this.closing) void this.run('full');
       });
     }
   }
 
   /** Writes everything now (memory, then the spill file); rejects if the store fails, records stay queued. */
   async flush(): Promise<void> {
-    if (!(await this.run(true))) throw new Error('usage store unavailable: records remain queued for retry');
+    if (!(await this.run('all'))) throw new Error('usage store unavailable: records remain queued for retry');
   }
 
   /** Drains everything, or leaves what could not be written in the spill file. Idempotent. */
@@ -157,7 +165,7 @@ export class UsageWriteQueue {
   private async shutdown(): Promise<void> {
     clearInterval(this.ticker);
     if (this.retryTimer) clearTimeout(this.retryTimer);
-    const drained = await this.run(true).catch(() => false);
+    const drained = await this.run('all').catch(() => false);
     const rest = [...(this.retry ?? []), ...this.mem.takeAll()];
     this.retry = null;
     if (rest.length) {
@@ -173,28 +181,30 @@ export class UsageWriteQueue {
     return this.mem.length + (this.retry?.length ?? 0) + this.inflight;
   }
 
-  /** Interval tick: write whatever waits, unless backing off after a failure. */
+  /** Interval tick: write what waits now (not what arrives meanwhile), unless backing off after a failure. */
   private tick(): void {
     if (this.busy > 0 || this.closing || Date.now() < this.backoffUntil) return;
-    if (this.mem.length > 0 || this.retry || this.spill.pending()) void this.run(true);
+    if (this.mem.length > 0 || this.retry || this.spill.pending()) void this.run('waiting');
   }
 
-  /** Queues one pump run after the current one; resolves true when everything was written. */
-  private run(drainAll: boolean): Promise<boolean> {
+  /** Queues one pump run after the current one; resolves true when what it was asked to write was written. */
+  private run(drain: Drain): Promise<boolean> {
     this.busy++;
-    const p = this.chain.then(() => this.pump(drainAll)).finally(() => this.busy--);
+    const p = this.chain.then(() => this.pump(drain)).finally(() => this.busy--);
     this.chain = p.catch(() => undefined);
     return p;
   }
 
-  /** drainAll=false writes full batches only (more records are on their way); true writes everything. */
-  private async pump(drainAll: boolean): Promise<boolean> {
+  private async pump(drain: Drain): Promise<boolean> {
+    // 'waiting' owes the records queued when the run starts; writing the oldest `owed` covers them (FIFO).
+    let owed = drain === 'all' ? Infinity : drain === 'waiting' ? this.mem.length : 0;
     for (;;) {
-      if (this.retry || this.mem.length >= this.opts.batchSize || (drainAll && this.mem.length > 0)) {
+      if (this.retry || this.mem.length >= this.opts.batchSize || (owed > 0 && this.mem.length > 0)) {
+        owed -= this.retry ? 0 : Math.min(this.opts.batchSize, this.mem.length);
         if (!(await this.writeFromMemory())) return false;
         continue;
       }
-      if (this.mem.length > 0) return true; // a partial batch waits for the next tick
+      // A partial batch waits for the next tick or for more records; spilled records are replayed meanwhile.
       if (!this.spill.pending()) return true;
       if (!(await this.replaySpill())) return false;
     }

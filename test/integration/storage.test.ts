@@ -698,6 +698,41 @@ function defineStorageSuite(env: () => SuiteEnv): void {
       await checkQuery(store, records, { ...qrange, groupBy: ['model'] });
     });
 
+    it('under steady traffic the flush tick writes what waited when it fired, and full batches carry the rest', async () => {
+      // A store that takes a few ms per batch (as a remote database does) while records keep arriving every ms:
+      // the tick must not chase the arrivals with batch after batch of a few records (each a commit).
+      const sizes: number[] = [];
+      const slow = {
+        async insertBatch(recs: readonly UsageRecord[]) {
+          sizes.push(recs.length);
+          await new Promise((r) => setTimeout(r, 4));
+          return store.insertBatch(recs);
+        },
+      };
+      const batchSize = 100;
+      const flushIntervalMs = 40;
+      const q = new UsageWriteQueue(slow, { spillPath: join(tmp, 'd', 'spill.jsonl'), batchSize, flushIntervalMs });
+      const recs = makeRecords(1500, 17, QBASE + 11 * HOUR, HOUR, 'qd');
+      const started = Date.now();
+      let next = 0;
+      await new Promise<void>((done) => {
+        const producer = setInterval(() => {
+          for (let i = 0; i < 3 && next < recs.length; i++) q.enqueue(recs[next++]);
+          if (next < recs.length) return;
+          clearInterval(producer);
+          done();
+        }, 1);
+      });
+      const ticks = Math.ceil((Date.now() - started) / flushIntervalMs);
+      await q.close();
+      const partial = sizes.filter((n) => n < batchSize);
+      expect(partial.length, `batch sizes: ${sizes.join(',')}`).to.be.at.most(ticks + 1);
+      expect(sizes.reduce((a, b) => a + b, 0), JSON.stringify(q.stats())).to.equal(recs.length);
+      records.push(...recs);
+      const [total] = await store.queryUsage({ from: QBASE + 11 * HOUR, to: QBASE + 12 * HOUR, groupBy: [] });
+      expect(total.requests).to.equal(recs.length);
+    });
+
     it('close() with the store down leaves a spill file that the next start replays, idempotently', async () => {
       const down = env().openDown ? await env().openDown!() : undefined;
       const failing = down ?? new FlakyStore(store, () => true);
