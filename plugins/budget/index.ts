@@ -60,7 +60,8 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
   private readonly rules = new WeakMap<WorkspaceLimits, Rule[]>();
   /** Budget instances whose alert this instance has logged (the key names the period). */
   private readonly alertsLogged = new Set<string>();
-  private readonly renewer: LeaseRenewer;
+  /** Renews the budgets each open request has a reservation in. */
+  private readonly renewer: LeaseRenewer<readonly BudgetCheck[]>;
 
   constructor(
     private readonly limits: LimitsContext,
@@ -68,7 +69,8 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     private readonly usage: UsageStore,
     private readonly log: Logger,
   ) {
-    this.renewer = new LeaseRenewer(limits.storeConfig.reservation_lease_ms);
+    const lease = limits.storeConfig.reservation_lease_ms;
+    this.renewer = new LeaseRenewer(lease, (holder, checks) => limits.store.renewReservation(checks, holder, lease));
   }
 
   async beforeUpstream(ctx: GatewayContext): Promise<void> {
@@ -92,7 +94,7 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     // reply timed out is released by request id.
     ctx.state.set(HELD, applied);
     if (!result) return;
-    if (amountPico > 0n) this.renewer.add(ctx.requestId, () => store.renewReservation(checks, ctx.requestId, this.renewer.leaseMs));
+    if (amountPico > 0n) this.renewer.add(ctx.requestId, checks);
     this.alertIfCrossed(applied, result.states);
   }
 

@@ -14,10 +14,12 @@ const HELD = 'concurrency.held';
  */
 export class ConcurrencyPlugin implements GatewayPlugin {
   readonly name = 'concurrency';
-  private readonly renewer: LeaseRenewer;
+  /** Renews the slot keys each open stream holds. */
+  private readonly renewer: LeaseRenewer<readonly string[]>;
 
   constructor(private readonly limits: LimitsContext) {
-    this.renewer = new LeaseRenewer(limits.storeConfig.slot_lease_ms);
+    const lease = limits.storeConfig.slot_lease_ms;
+    this.renewer = new LeaseRenewer(lease, (holder, keys) => Promise.all(keys.map((k) => limits.store.renewSlot(k, holder, lease))));
   }
 
   async beforeUpstream(ctx: GatewayContext): Promise<void> {
@@ -39,7 +41,7 @@ export class ConcurrencyPlugin implements GatewayPlugin {
       }
       acquired.push(key);
     }
-    this.renewer.add(ctx.requestId, () => Promise.all(acquired.map((k) => store.renewSlot(k, ctx.requestId, lease))));
+    this.renewer.add(ctx.requestId, acquired);
   }
 
   async onComplete(ctx: GatewayContext): Promise<void> {

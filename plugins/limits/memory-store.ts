@@ -1,4 +1,3 @@
-import { HolderTable } from './holder-table';
 import type { Bucket, BucketState, BudgetCheck, BudgetReservation, BudgetState, LimitStore, TakeResult } from './limit-store';
 
 interface BucketRecord {
@@ -12,10 +11,10 @@ interface BucketRecord {
  * Holds with a lease, by holder (request id). Every open request holds one, so lapsed ones (their holder crashed
  * or hung) are looked for only once `nextLapse`, a lower bound of the earliest lease end, has passed: renewals
  * only move lease ends later. (Stream slots checked every lease on every acquire until the ninth round: with many
- * streams open on one key, each admission was O(open streams).) A HolderTable, not a Map: holder-table.ts says why.
+ * streams open on one key, each admission was O(open streams).)
  */
 interface Leases<H extends { leaseEnd: number }> {
-  holds: HolderTable<H>;
+  holds: Map<string, H>;
   nextLapse: number;
 }
 
@@ -103,7 +102,7 @@ export class MemoryLimitStore implements LimitStore {
 
   async acquireSlot(key: string, holder: string, limit: number, leaseMs: number, now = Date.now()): Promise<{ acquired: boolean; inUse: number }> {
     let slot = this.slots.get(key);
-    if (!slot) this.slots.set(key, (slot = { holds: new HolderTable(), nextLapse: Infinity }));
+    if (!slot) this.slots.set(key, (slot = { holds: new Map(), nextLapse: Infinity }));
     dropLapsed(slot, now, dropSlot);
     const held = slot.holds;
     if (held.size >= limit && !held.has(holder)) return { acquired: false, inUse: held.size };
@@ -195,7 +194,7 @@ export class MemoryLimitStore implements LimitStore {
     const id = budgetId(c);
     let r = this.budgets.get(id);
     if (!r) {
-      r = { spent: c.seedPico, reserved: 0n, holds: new HolderTable(), periodEndMs: c.periodEndMs, nextLapse: Infinity };
+      r = { spent: c.seedPico, reserved: 0n, holds: new Map(), periodEndMs: c.periodEndMs, nextLapse: Infinity };
       this.budgets.set(id, r);
     }
     dropLapsed(r, now, release);

@@ -238,6 +238,22 @@ describe('workspace limits', () => {
       expect(other.statusCode).to.equal(200);
       await Promise.all([first.body.text(), other.body.text()]);
     });
+    it('an open stream keeps its slot past the slot lease: its lease is renewed while it runs', async () => {
+      gw = await startTestGateway(upstream.url, `${workspaceWith('{ concurrent_streams: 1 }')}\nlimit_store:\n  slot_lease_ms: 1000\n`);
+      slowStream(); // 16 events, 100 ms apart: the stream stays open ~1.6 s, well past the 1 s lease
+      const first = await openStream();
+      expect(first.statusCode).to.equal(200);
+      const admitted = Date.now(); // the slot's lease began before the answer's headers: it ends before admitted + 1 s
+      const reading = first.body.text();
+      await sleep(1300 - (Date.now() - admitted));
+      const second = await openStream();
+      expect(second.statusCode, 'the slot lapsed although its stream was still open').to.equal(429);
+      await second.body.text();
+      await reading;
+      const after = await openStream();
+      expect(after.statusCode, 'the slot is free once the stream ended').to.equal(200);
+      await after.body.text();
+    });
   });
 
   describe('budgets', () => {
