@@ -30,8 +30,9 @@ describe('workspace limits', () => {
     upstream.reset();
   });
 
-  const start = async (limits: string) => {
-    gw = await startTestGateway(upstream.url, workspaceWith(limits));
+  /** `extra`: more configuration (YAML), e.g. a limit_store block. */
+  const start = async (limits: string, extra = '') => {
+    gw = await startTestGateway(upstream.url, workspaceWith(limits) + extra);
   };
 
   async function post(path: string, body: object, headers: Record<string, string> = {}): Promise<Call> {
@@ -238,8 +239,9 @@ describe('workspace limits', () => {
       expect(other.statusCode).to.equal(200);
       await Promise.all([first.body.text(), other.body.text()]);
     });
+
     it('an open stream keeps its slot past the slot lease: its lease is renewed while it runs', async () => {
-      gw = await startTestGateway(upstream.url, `${workspaceWith('{ concurrent_streams: 1 }')}\nlimit_store:\n  slot_lease_ms: 1000\n`);
+      await start('{ concurrent_streams: 1 }', '\nlimit_store:\n  slot_lease_ms: 1000\n');
       slowStream(); // 16 events, 100 ms apart: the stream stays open ~1.6 s, well past the 1 s lease
       const first = await openStream();
       expect(first.statusCode).to.equal(200);
