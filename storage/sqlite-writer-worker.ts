@@ -3,6 +3,7 @@
  * (SqliteUsageStore, inline mode) for each request the main thread posts, one at a time, in order.
  */
 import { parentPort, workerData } from 'node:worker_threads';
+import { unpackRecords } from './packed-records';
 import { SqliteUsageStore } from './sqlite-store';
 import type { WriterRequest, WriterResponse, WriterThreadOptions } from './sqlite-writer';
 
@@ -17,6 +18,19 @@ function collectGarbage(): void {
   gc?.();
 }
 
+function run(msg: WriterRequest): unknown {
+  switch (msg.op) {
+    case 'insertPacked':
+      return store.insertBatch(unpackRecords(msg.packed));
+    case 'insertBatch':
+      return store.insertBatch(msg.records);
+    case 'touchKeys':
+      return store.touchKeys(msg.ids, msg.lastUsedAt);
+    case 'collectGarbage':
+      return collectGarbage();
+  }
+}
+
 port.on('message', async (msg: WriterRequest | { op: 'close' }) => {
   if (msg.op === 'close') {
     await store.close();
@@ -25,8 +39,7 @@ port.on('message', async (msg: WriterRequest | { op: 'close' }) => {
   }
   let response: WriterResponse;
   try {
-    const result = msg.op === 'insertBatch' ? await store.insertBatch(msg.records) : msg.op === 'touchKeys' ? await store.touchKeys(msg.ids, msg.lastUsedAt) : collectGarbage();
-    response = { id: msg.id, result };
+    response = { id: msg.id, result: await run(msg) };
   } catch (err) {
     const e = err as Error & { code?: unknown };
     response = { id: msg.id, error: { message: e.message, name: e.name, code: typeof e.code === 'string' ? e.code : undefined } };

@@ -4,20 +4,24 @@
  * own connection to the same file (WAL: readers on the main thread are never blocked) and runs the very same
  * SqliteUsageStore write code, so behaviour and errors are identical; only the thread differs.
  *
- * Records cross the thread boundary by structured clone (bigint costs survive it). The worker is started on
- * the first write, kept referenced only while a write is pending (it never holds the process open), and
- * restarted on the next write if it dies; a write in flight when it dies fails like any store error, and the
- * write queue retries it (inserts are idempotent by record id).
+ * Records cross the thread boundary packed by column (storage/packed-records.ts), or by structured clone when a
+ * batch does not fit the packed shape. The worker is started on the first write, kept referenced only while a
+ * write is pending (it never holds the process open), and restarted on the next write if it dies; a write in
+ * flight when it dies fails like any store error, and the write queue retries it (inserts are idempotent by
+ * record id).
  */
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { Worker } from 'node:worker_threads';
 import type { UsageRecord } from '../core/usage';
+import { packRecords, packedBuffers, type PackedRecords } from './packed-records';
 import type { InsertResult } from './store';
 
 /** What the main thread asks of the worker. */
 export type WriterRequest =
   | { id: number; op: 'insertBatch'; records: readonly UsageRecord[] }
+  /** The same, packed by column (storage/packed-records.ts): how every batch that fits the packed shape travels. */
+  | { id: number; op: 'insertPacked'; packed: PackedRecords }
   | { id: number; op: 'touchKeys'; ids: readonly string[]; lastUsedAt: number }
   /** Full GCs of the worker's own heap, asked for by the idle-memory release of the main thread (core/idle-memory.ts). */
   | { id: number; op: 'collectGarbage' };
@@ -55,7 +59,9 @@ export class SqliteWriterThread {
   constructor(private readonly options: WriterThreadOptions) {}
 
   insertBatch(records: readonly UsageRecord[]): Promise<InsertResult> {
-    return this.call({ id: this.nextId++, op: 'insertBatch', records }) as Promise<InsertResult>;
+    const packed = packRecords(records);
+    const request: WriterRequest = packed ? { id: this.nextId++, op: 'insertPacked', packed } : { id: this.nextId++, op: 'insertBatch', records };
+    return this.call(request, packed && packedBuffers(packed)) as Promise<InsertResult>;
   }
 
   async touchKeys(ids: readonly string[], lastUsedAt: number): Promise<void> {
@@ -76,12 +82,13 @@ export class SqliteWriterThread {
     await this.exited;
   }
 
-  private call(request: WriterRequest): Promise<unknown> {
+  /** Posts a request; `transfer` lists buffers handed over to the worker instead of copied. */
+  private call(request: WriterRequest, transfer?: ArrayBuffer[]): Promise<unknown> {
     const worker = this.worker ?? this.start();
     return new Promise((resolve, reject) => {
       this.pending.set(request.id, { resolve, reject });
       if (this.pending.size === 1) worker.ref();
-      worker.postMessage(request);
+      worker.postMessage(request, transfer);
     });
   }
 

@@ -1,4 +1,5 @@
 /** Pure parts of the storage layer: URL parsing, query planning, codecs, the record queue. */
+import { MessageChannel, receiveMessageOnPort } from 'node:worker_threads';
 import { expect } from 'chai';
 import type { UsageRecord } from '../../core/usage';
 import { COUNTERS, contribution, isZero, addTotals, zeroTotals } from '../../storage/counters';
@@ -6,6 +7,7 @@ import { postgresDialect, sqliteDialect } from '../../storage/dialect';
 import { parseStorageUrl } from '../../storage/open';
 import { decodeCursor, encodeCursor } from '../../storage/query/list';
 import { parseFilters, planUsageQuery } from '../../storage/query/plan';
+import { packRecords, packedBuffers, unpackRecords, type PackedRecords } from '../../storage/packed-records';
 import { RecordDeque } from '../../storage/record-deque';
 import { recordFromJson, recordToJson } from '../../storage/record-json';
 import { RollupAccumulator, floorHour } from '../../storage/rollup';
@@ -81,6 +83,57 @@ describe('storage (unit)', () => {
     expect(recordFromJson(recordToJson(rec({ costPico: null })))).to.deep.equal(rec({ costPico: null }));
     expect(() => recordFromJson('{"id":"x"}')).to.throw();
     expect(() => recordFromJson('{"id":"x","ts":1,"costPico":1.5}')).to.throw();
+  });
+
+  it('packs batches by column for the writer thread: what arrives through a real port unpacks to the same records', () => {
+    // rec()'s default cost is beyond 64 bits (a batch with it is not packed, below).
+    const r = (over: Partial<UsageRecord>): UsageRecord => rec({ costPico: 1_234_567n, searchContextSize: null, ...over });
+    const batch = [
+      r({}),
+      r({ id: 'r2', costPico: 0n, ttfbMs: 7, streamed: false, keyId: 'k1', tags: {} }),
+      r({ id: 'r3', costPico: null, provenance: 'unpriced', inputTokens: null, outputTokens: 0, errorCode: 'upstream_500', status: 500 }),
+      r({ id: 'r4', costPico: -(2n ** 63n), model: null, servedModel: null, endpoint: null, searchContextSize: 'high', searchQueries: 2 }),
+      r({ id: 'r5', costPico: 2n ** 63n - 1n, workspaceId: null, priceVersion: null, tags: { customer_id: 'ünïcode ✓', agent: '', 'a b': 'x"y' } }),
+      r({ id: 'r6', latencyMs: 1.5, ts: T0 - 1, cacheReadTokens: 3, cacheWriteTokens: 4, cacheWrite1hTokens: 5, reasoningTokens: 6, citationTokens: 7 }),
+    ];
+    const { port1, port2 } = new MessageChannel();
+    try {
+      const packed = packRecords(batch);
+      expect(packed, 'every record fits').to.not.equal(undefined);
+      port1.postMessage(packed, packedBuffers(packed!));
+      expect(packed!.numbers.byteLength, 'buffers are handed over, not copied').to.equal(0);
+      const got = unpackRecords(receiveMessageOnPort(port2)!.message as PackedRecords);
+      expect(got).to.deep.equal(batch);
+      // Tag order is kept: the tags column stores the object as JSON text.
+      expect(JSON.stringify(got[4].tags)).to.equal(JSON.stringify(batch[4].tags));
+    } finally {
+      port1.close();
+    }
+    // A record spilled before migration 003 has no searchContextSize: stored as NULL either way.
+    const old = r({});
+    delete old.searchContextSize;
+    expect(unpackRecords(packRecords([old])!)[0].searchContextSize).to.equal(null);
+  });
+
+  it('does not pack a batch with a value of an unexpected type: it travels as it is and the store judges it', () => {
+    const odd: Partial<Record<keyof UsageRecord, unknown>>[] = [
+      { costPico: 2n ** 63n },
+      { costPico: rec().costPico },
+      { costPico: -(2n ** 63n) - 1n },
+      { costPico: 5 },
+      { inputTokens: Number.NaN },
+      { inputTokens: '12' },
+      { ts: null },
+      { streamed: 1 },
+      { provenance: null },
+      { model: 42 },
+      { tags: { agent: 7 } },
+      { tags: JSON.parse('{"__proto__":"x"}') },
+      { tags: null },
+    ];
+    const fine = rec({ costPico: 1n, searchContextSize: null });
+    expect(packRecords([fine, fine])).to.not.equal(undefined);
+    for (const over of odd) expect(packRecords([fine, { ...fine, ...over } as UsageRecord]), JSON.stringify(over, (_, v) => (typeof v === 'bigint' ? `${v}n` : v))).to.equal(undefined);
   });
 
   it('encodes opaque cursors and rejects forged ones', () => {
