@@ -122,7 +122,7 @@ export function packRecords(records: readonly UsageRecord[]): PackedRecords | un
       hasCost[i] = 1;
     } else if (cost !== null) return undefined;
     const tags = r.tags as unknown;
-    if (typeof tags !== 'object' || tags === null) return undefined;
+    if (typeof tags !== 'object' || tags === null || Array.isArray(tags)) return undefined;
     const keys = Object.keys(tags);
     for (let k = 0; k < keys.length; k++) {
       const v = (tags as Record<string, unknown>)[keys[k]];

@@ -130,6 +130,7 @@ describe('storage (unit)', () => {
       { tags: { agent: 7 } },
       { tags: JSON.parse('{"__proto__":"x"}') },
       { tags: null },
+      { tags: ['a'] },
     ];
     const fine = rec({ costPico: 1n, searchContextSize: null });
     expect(packRecords([fine, fine])).to.not.equal(undefined);
