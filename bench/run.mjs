@@ -420,15 +420,16 @@ function summarise(r) {
 /**
  * The recorder's cost is a difference of a few % between two targets, smaller than how much this machine drifts
  * between two cases a minute apart. So it is also measured in alternating pairs (recorder off, on; then on, off;
- * ...), and the target reads the median of the pairs' ratios: five pairs (three pairs' medians ranged from -7.5% to
- * -20% between runs of the same build; single pairs from +8% to -28%).
+ * ...), and the target reads the median of the pairs' ratios. Nine pairs: with three, medians ranged from -7.5% to
+ * -20% between runs of one build; with five (to the thirteenth round), from +3.2% to -12.9% in six runs of two close
+ * builds, single pairs from -31.9% to +12.4% (docs/performance.md).
  */
 async function recorderAB(sc) {
   if (!targets.tollgate || !targets['tollgate-norec']) return undefined;
   const rounds = [];
   const duration = QUICK ? 1 : 4;
   const warmup = QUICK ? 0.2 : 1;
-  for (let i = 0; i < (QUICK ? 3 : 5); i++) {
+  for (let i = 0; i < (QUICK ? 3 : 9); i++) {
     const order = i % 2 === 0 ? ['tollgate-norec', 'tollgate'] : ['tollgate', 'tollgate-norec'];
     const rps = {};
     for (const target of order) {
