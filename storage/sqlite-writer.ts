@@ -59,8 +59,9 @@ export class SqliteWriterThread {
   constructor(private readonly options: WriterThreadOptions) {}
 
   insertBatch(records: readonly UsageRecord[]): Promise<InsertResult> {
+    const id = this.nextId++;
     const packed = packRecords(records);
-    const request: WriterRequest = packed ? { id: this.nextId++, op: 'insertPacked', packed } : { id: this.nextId++, op: 'insertBatch', records };
+    const request: WriterRequest = packed ? { id, op: 'insertPacked', packed } : { id, op: 'insertBatch', records };
     return this.call(request, packed && packedBuffers(packed)) as Promise<InsertResult>;
   }
 
