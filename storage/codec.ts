@@ -37,6 +37,31 @@ export const RECORD_COLUMNS = [
   'error_code',
 ] as const;
 
+/** The tags of a record without any (frozen: see memoLastFrozen). */
+export const NO_TAGS: Readonly<Record<string, string>> = Object.freeze({});
+
+/**
+ * `compute` with a one-entry memo for frozen objects (a frozen object's own properties cannot change, so the
+ * result cannot go stale). The SQLite writer thread unpacks a batch's records with one frozen tags object per run
+ * of records that share their tags (storage/packed-records.ts): their tags' texts are worked out once per run.
+ */
+export function memoLastFrozen<T extends object, R>(compute: (o: T) => R): (o: T) => R {
+  let lastIn: T | undefined;
+  let lastOut: R;
+  return (o) => {
+    if (o === lastIn) return lastOut;
+    const out = compute(o);
+    if (Object.isFrozen(o)) {
+      lastIn = o;
+      lastOut = out;
+    }
+    return out;
+  };
+}
+
+/** The tags column: the record's tags as JSON text. */
+const tagsJson = memoLastFrozen((tags: Readonly<Record<string, string>>) => JSON.stringify(tags));
+
 /** Values of one record in RECORD_COLUMNS order; tags as JSON text. */
 export function recordValues(r: UsageRecord): SqlValue[] {
   return [
@@ -64,7 +89,7 @@ export function recordValues(r: UsageRecord): SqlValue[] {
     r.priceVersion,
     r.latencyMs,
     r.ttfbMs,
-    JSON.stringify(r.tags ?? {}),
+    tagsJson(r.tags ?? NO_TAGS),
     r.errorCode,
   ];
 }
@@ -143,5 +168,9 @@ export function dedupeById(records: readonly UsageRecord[]): UsageRecord[] {
 
 /** The tags that make a record's tag set (string values only): what tag filters and groupings see. */
 export function tagEntries(r: UsageRecord): [string, string][] {
-  return Object.entries(r.tags ?? {}).filter((e): e is [string, string] => typeof e[1] === 'string');
+  return stringEntries(r.tags ?? NO_TAGS);
+}
+
+export function stringEntries(tags: Readonly<Record<string, string>>): [string, string][] {
+  return Object.entries(tags).filter((e): e is [string, string] => typeof e[1] === 'string');
 }

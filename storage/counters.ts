@@ -93,13 +93,28 @@ export function zeroTotals(): UsageTotals {
 
 /** What one record adds to every counter. */
 export function contribution(r: UsageRecord): UsageTotals {
-  const t = zeroTotals();
-  for (const c of COUNTERS) {
-    if (c.field === 'costPico') t.costPico = c.of(r) as bigint;
-    else t[c.field as CountField] = c.of(r) as number;
-  }
-  return t;
+  // One object literal, each value from its counter's `of` by name: the writer calls this for every record, and
+  // filling the fields in a loop over COUNTERS cost ~1,900 instructions a record (megamorphic keyed stores).
+  const of = COUNTER_OF;
+  return {
+    requests: of.requests(r) as number,
+    inputTokens: of.inputTokens(r) as number,
+    outputTokens: of.outputTokens(r) as number,
+    cacheReadTokens: of.cacheReadTokens(r) as number,
+    cacheWriteTokens: of.cacheWriteTokens(r) as number,
+    cacheWrite1hTokens: of.cacheWrite1hTokens(r) as number,
+    reasoningTokens: of.reasoningTokens(r) as number,
+    citationTokens: of.citationTokens(r) as number,
+    searchQueries: of.searchQueries(r) as number,
+    costPico: of.costPico(r) as bigint,
+    unknownCostCount: of.unknownCostCount(r) as number,
+    estimatedCount: of.estimatedCount(r) as number,
+    partialCount: of.partialCount(r) as number,
+    errorCount: of.errorCount(r) as number,
+  };
 }
+
+const COUNTER_OF = Object.fromEntries(COUNTERS.map((c) => [c.field, c.of])) as Record<keyof UsageTotals, CounterDef['of']>;
 
 /**
  * into += sign * delta (sign -1 subtracts). Written out field by field: the writer calls it for every rollup row of

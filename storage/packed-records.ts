@@ -143,12 +143,26 @@ export function unpackRecords(p: PackedRecords): UsageRecord[] {
   const { strings, numbers, refs } = p;
   const num = (at: number): number | null => (Number.isNaN(numbers[at]) ? null : numbers[at]);
   const str = (at: number): string | null => (refs[at] < 0 ? null : strings[refs[at]]);
+  const { tagStart, tagRefs } = p;
   const out = new Array<UsageRecord>(p.count);
+  // Consecutive records with the same tags share one frozen tags object: the store then works out its texts
+  // (the tags column, the tag set's canonical text) once per run of such records (codec.ts, memoLastFrozen).
+  let tags: Record<string, string> = {};
+  let lastFrom = 0;
+  let lastTo = -1;
   for (let i = 0; i < p.count; i++) {
     const b = i * NF;
     const s = i * SF;
-    const tags: Record<string, string> = {};
-    for (let t = p.tagStart[i]; t < p.tagStart[i + 1]; t++) tags[strings[p.tagRefs[2 * t]]] = strings[p.tagRefs[2 * t + 1]];
+    const from = tagStart[i];
+    const to = tagStart[i + 1];
+    if (sameRefs(tagRefs, lastFrom, lastTo, from, to)) {
+      if (!Object.isFrozen(tags)) Object.freeze(tags); // shared from now on (freezing costs: only shared ones are)
+    } else {
+      tags = {};
+      for (let t = from; t < to; t++) tags[strings[tagRefs[2 * t]]] = strings[tagRefs[2 * t + 1]];
+      lastFrom = from;
+      lastTo = to;
+    }
     // Field order as plugins/usage-recorder/record.ts builds it (one object shape).
     out[i] = {
       id: p.ids[i],
@@ -180,4 +194,11 @@ export function unpackRecords(p: PackedRecords): UsageRecord[] {
     };
   }
   return out;
+}
+
+/** Whether tag pairs a .. aEnd - 1 and b .. bEnd - 1 of `refs` are the same strings in the same order. */
+function sameRefs(refs: Int32Array, a: number, aEnd: number, b: number, bEnd: number): boolean {
+  if (aEnd - a !== bEnd - b) return false;
+  for (let k = 2 * a, j = 2 * b; k < 2 * aEnd; k++, j++) if (refs[k] !== refs[j]) return false;
+  return true;
 }

@@ -71,22 +71,31 @@ interface Entry {
  * the dimension values: JSON, or ids and numbers joined) are worked out once per shape, not once per record.
  */
 export class RollupAccumulator {
-  private readonly shapes = new Map<string, { r: UsageRecord; tagSetId: number; t: UsageTotals }>();
+  private readonly shapes = new Map<string, Shape>();
+  private last: Shape | undefined;
 
   /**
    * Adds `delta` (default: the record's own contribution) to every rollup row of the record; `tagSetId` is the
    * id of the record's tag set (storage/tag-sets.ts), which the store resolves first.
    */
   add(r: UsageRecord, tagSetId: number, delta: UsageTotals = contribution(r)): void {
+    // Consecutive records often have one shape (one client, one model): compared with the last one first, they
+    // need no key text.
+    const last = this.last;
+    if (last && last.tagSetId === tagSetId && sameShape(last.r, r)) {
+      addTotals(last.t, delta);
+      return;
+    }
     // Two records with the same tag set id have the same string tags, hence the same tag rows. Each part is
     // preceded by its length, so no value can pass for another (a model name may hold any character).
     let shape = `${floorHour(r.ts)} ${tagSetId} ${r.status}`;
     for (const part of [r.workspaceId, r.provider, r.model, r.servedModel, r.endpoint, r.keyId]) {
       shape += part === null ? ' -' : ` ${part.length}:${part}`;
     }
-    const hit = this.shapes.get(shape);
+    let hit = this.shapes.get(shape);
     if (hit) addTotals(hit.t, delta);
-    else this.shapes.set(shape, { r, tagSetId, t: addTotals(zeroTotals(), delta) });
+    else this.shapes.set(shape, (hit = { r, tagSetId, t: addTotals(zeroTotals(), delta) }));
+    this.last = hit;
   }
 
   /** Rows sorted by key: concurrent transactions then lock shared rollup rows in the same order (no deadlock). */
@@ -118,6 +127,27 @@ export class RollupAccumulator {
       tagSetDaily: rows(tagSetDaily, true),
     };
   }
+}
+
+interface Shape {
+  /** The first record of the shape. */
+  r: UsageRecord;
+  tagSetId: number;
+  t: UsageTotals;
+}
+
+/** Same hour and built-in dimensions (what the shape's key text holds besides the tag set). */
+function sameShape(a: UsageRecord, b: UsageRecord): boolean {
+  return (
+    floorHour(a.ts) === floorHour(b.ts) &&
+    a.status === b.status &&
+    a.workspaceId === b.workspaceId &&
+    a.provider === b.provider &&
+    a.model === b.model &&
+    a.servedModel === b.servedModel &&
+    a.endpoint === b.endpoint &&
+    a.keyId === b.keyId
+  );
 }
 
 function bump(into: Map<string, Entry>, key: string, delta: UsageTotals, dims: () => (string | number)[]): void {

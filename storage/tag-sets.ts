@@ -25,7 +25,7 @@
  */
 import { BoundedCache } from '../core/bounded-cache';
 import type { UsageRecord } from '../core/usage';
-import { tagEntries } from './codec';
+import { NO_TAGS, memoLastFrozen, stringEntries } from './codec';
 
 export const TAG_SETS_TABLE = 'tag_sets';
 export const TAG_SET_MEMBERS_TABLE = 'tag_set_members';
@@ -39,10 +39,14 @@ export const RECORD_TAG_SET_COLUMN = 'tag_set_id';
  * split its counters over two ids, which every query sums again: a mismatch costs a row, never a wrong total.
  */
 export function tagSetKey(r: UsageRecord): string {
-  const entries = tagEntries(r);
+  return canonicalText(r.tags ?? NO_TAGS);
+}
+
+const canonicalText = memoLastFrozen((tags: Readonly<Record<string, string>>): string => {
+  const entries = stringEntries(tags);
   if (entries.length > 1) entries.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
   return JSON.stringify(entries);
-}
+});
 
 /** The [key, value] pairs of a canonical text. */
 export function tagSetMembers(key: string): [string, string][] {

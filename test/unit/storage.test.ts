@@ -2,7 +2,8 @@
 import { MessageChannel, receiveMessageOnPort } from 'node:worker_threads';
 import { expect } from 'chai';
 import type { UsageRecord } from '../../core/usage';
-import { COUNTERS, contribution, isZero, addTotals, zeroTotals } from '../../storage/counters';
+import { COUNTERS, COUNTER_COLUMNS, contribution, isZero, addTotals, zeroTotals } from '../../storage/counters';
+import { RECORD_COLUMNS, recordValues } from '../../storage/codec';
 import { postgresDialect, sqliteDialect } from '../../storage/dialect';
 import { parseStorageUrl } from '../../storage/open';
 import { decodeCursor, encodeCursor } from '../../storage/query/list';
@@ -10,7 +11,7 @@ import { parseFilters, planUsageQuery } from '../../storage/query/plan';
 import { packRecords, packedBuffers, unpackRecords, type PackedRecords } from '../../storage/packed-records';
 import { RecordDeque } from '../../storage/record-deque';
 import { recordFromJson, recordToJson } from '../../storage/record-json';
-import { RollupAccumulator, floorHour } from '../../storage/rollup';
+import { ROLLUP_DIM_COLUMNS, RollupAccumulator, floorHour, rollupDims } from '../../storage/rollup';
 import { TagSetIds, tagSetKey, tagSetMembers } from '../../storage/tag-sets';
 
 const H = 3_600_000;
@@ -109,6 +110,12 @@ describe('storage (unit)', () => {
     } finally {
       port1.close();
     }
+    // Consecutive records with the same tags share one frozen object (the store works out its texts once).
+    const run = unpackRecords(packRecords([r({ id: 'a' }), r({ id: 'b' }), r({ id: 'c', tags: { agent: 'x' } }), r({ id: 'd', tags: { agent: 'x' } })])!);
+    expect(run[0].tags).to.equal(run[1].tags);
+    expect(run[2].tags).to.equal(run[3].tags).and.to.not.equal(run[1].tags);
+    expect(Object.isFrozen(run[0].tags) && Object.isFrozen(run[2].tags)).to.equal(true);
+    expect(run.map((x) => x.tags)).to.deep.equal([rec().tags, rec().tags, { agent: 'x' }, { agent: 'x' }]);
     // A record spilled before migration 003 has no searchContextSize: stored as NULL either way.
     const old = r({});
     delete old.searchContextSize;
@@ -186,6 +193,46 @@ describe('storage (unit)', () => {
     expect(Object.keys(sum).sort()).to.deep.equal(COUNTERS.map((c) => c.field).sort());
     addTotals(addTotals(sum, delta, -1), delta, -1);
     expect(isZero(sum)).to.equal(true);
+  });
+
+  it("reuses a tags object's texts only while it cannot change (frozen)", () => {
+    const tags: Record<string, string> = { agent: 'a' };
+    const r = rec({ tags });
+    const tagsColumn = (x: UsageRecord) => recordValues(x)[RECORD_COLUMNS.indexOf('tags')];
+    expect([tagSetKey(r), tagsColumn(r)]).to.deep.equal(['[["agent","a"]]', '{"agent":"a"}']);
+    tags.agent = 'b';
+    expect([tagSetKey(r), tagsColumn(r)]).to.deep.equal(['[["agent","b"]]', '{"agent":"b"}']);
+    const frozen = rec({ tags: Object.freeze({ feature: 'f', agent: 'c' }) });
+    for (let i = 0; i < 2; i++) expect([tagSetKey(frozen), tagsColumn(frozen)]).to.deep.equal(['[["agent","c"],["feature","f"]]', '{"feature":"f","agent":"c"}']);
+    expect([tagSetKey(rec({ tags: Object.freeze({}) })), tagSetKey(r)]).to.deep.equal(['[]', '[["agent","b"]]']);
+  });
+
+  it('sums consecutive records into the right rollup rows when they differ in one dimension only', () => {
+    const variants: Partial<UsageRecord>[] = [
+      { model: 'gpt-4o-mini' },
+      { ts: T0 + 2 * H },
+      { status: 500 },
+      { keyId: 'k' },
+      { workspaceId: null },
+      { provider: 'anthropic' },
+      { servedModel: 'gpt-4o-2024-08-06' },
+      { endpoint: 'embeddings' },
+      { tags: { agent: 'b' } },
+    ];
+    // Each record differs from the one before it in one field; runs of equal records in between.
+    const records = variants.flatMap((over, i) => [rec({ id: `b${i}` }), rec({ id: `b${i}'` }), rec({ id: `v${i}`, ...over })]);
+    const setOf = (x: UsageRecord) => (x.tags.agent === 'b' ? 2 : 1);
+    const acc = new RollupAccumulator();
+    for (const x of records) acc.add(x, setOf(x));
+    const { base, tagSetDaily } = acc.result();
+    const requests = (row: (string | number | bigint)[], dims: number) => row[dims + COUNTER_COLUMNS.indexOf('requests')];
+    const want = new Map<string, number>();
+    for (const x of records) want.set(JSON.stringify(rollupDims(x)), (want.get(JSON.stringify(rollupDims(x))) ?? 0) + 1);
+    expect(new Map(base.map((row) => [JSON.stringify(row.slice(0, ROLLUP_DIM_COLUMNS.length)), requests(row, ROLLUP_DIM_COLUMNS.length)]))).to.deep.equal(want);
+    expect(tagSetDaily.map((row) => [row[0], requests(row, 2)])).to.deep.equal([
+      [1, records.length - 1],
+      [2, 1],
+    ]);
   });
 
   it('names a tag set by its sorted string tags, unambiguously', () => {
