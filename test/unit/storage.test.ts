@@ -94,7 +94,7 @@ describe('storage (unit)', () => {
       r({ id: 'r2', costPico: 0n, ttfbMs: 7, streamed: false, keyId: 'k1', tags: {} }),
       r({ id: 'r3', costPico: null, provenance: 'unpriced', inputTokens: null, outputTokens: 0, errorCode: 'upstream_500', status: 500 }),
       r({ id: 'r4', costPico: -(2n ** 63n), model: null, servedModel: null, endpoint: null, searchContextSize: 'high', searchQueries: 2 }),
-      r({ id: 'r5', costPico: 2n ** 63n - 1n, workspaceId: null, priceVersion: null, tags: { customer_id: 'ünïcode ✓', agent: '', 'a b': 'x"y' } }),
+      r({ id: 'r5-ïd✓', costPico: 2n ** 63n - 1n, workspaceId: null, priceVersion: null, tags: { customer_id: 'ünïcode ✓', agent: '', 'a b': 'x"y' } }),
       r({ id: 'r6', latencyMs: 1.5, ts: T0 - 1, cacheReadTokens: 3, cacheWriteTokens: 4, cacheWrite1hTokens: 5, reasoningTokens: 6, citationTokens: 7 }),
     ];
     const { port1, port2 } = new MessageChannel();
