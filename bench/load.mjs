@@ -375,6 +375,8 @@ async function main() {
     loader_cpu_pct: Math.round(loaderPct * 10) / 10,
     machine_cpu_pct: Math.round(machinePct * 10) / 10,
     other_cpu_pct: Math.round(Math.max(0, machinePct - loaderPct - watchedPct) * 10) / 10,
+    // CPU time the hypervisor kept from this machine's virtual CPUs while they had work, in % of one core.
+    steal_pct: Math.round(((m1.steal_ms - m0.steal_ms) / windowMs) * 1000) / 10,
     procs: opts.watch.length ? procs : undefined,
   };
   if (STREAM) {

@@ -27,6 +27,7 @@ import { cpus, tmpdir, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
+import { createRequire } from 'node:module';
 import { groupStat, machineCpu } from './lib/proc.mjs';
 import { renderReport } from './lib/report.mjs';
 
@@ -65,6 +66,8 @@ const UPLOAD_BYTES = 20 * 1024 * 1024;
 const SLOW_CHUNK_MS = 20;
 
 const GATEWAY_KEY = 'tg_bench_' + randomBytes(16).toString('hex');
+/** The quiet period after which the gateway collects its memory (server.idle_gc_ms, left at its default by the bench config). */
+const idleGcMs = () => createRequire(import.meta.url)('../dist/config/schema.js').gatewayConfigSchema.shape.server.parse({}).idle_gc_ms;
 const TAG_HEADERS = ['X-Gateway-Metadata: {"agent":"bench","feature":"load-test"}', 'X-Gateway-Metadata-Customer-Id: acme'];
 
 function log(msg) {
@@ -416,32 +419,52 @@ function summarise(r) {
   return s;
 }
 
-// ------------------------------------------------------------------ recorder cost, paired
+// ------------------------------------------------------------------ recorder cost, alternating
 /**
  * The recorder's cost is a difference of a few % between two targets, smaller than how much this machine drifts
- * between two cases a minute apart. So it is also measured in alternating pairs (recorder off, on; then on, off;
- * ...), and the target reads the median of the pairs' ratios. Nine pairs: with three, medians ranged from -7.5% to
- * -20% between runs of one build; with five (to the thirteenth round), from +3.2% to -12.9% in six runs of two close
- * builds, single pairs from -31.9% to +12.4% (docs/performance.md).
+ * between two cases a minute apart. So it is measured in one sequence that alternates the two targets, recorder
+ * off first and last (off, on, off, on, ..., off), and each run with the recorder is compared with the mean of the
+ * two runs without it on either side: a drift that is linear over three runs cancels out. Strict alternation also
+ * keeps both targets warm. A target left without requests for server.idle_gc_ms runs its idle collection, and V8
+ * then recompiles the request path for the next few seconds (docs/performance.md, fourteenth round). The pairs used
+ * until then (off, on; on, off; ...) left each target idle for two runs in a row, and whether the collection fired
+ * moved single pairs by tens of %. Both targets first get one unmeasured run: their last case was minutes ago.
+ * The target reads the median of the ratios and its interval (bench/lib/report.mjs).
  */
 async function recorderAB(sc) {
   if (!targets.tollgate || !targets['tollgate-norec']) return undefined;
-  const rounds = [];
+  const n = QUICK ? 3 : 9;
   const duration = QUICK ? 1 : 4;
   const warmup = QUICK ? 0.2 : 1;
-  for (let i = 0; i < (QUICK ? 3 : 9); i++) {
-    const order = i % 2 === 0 ? ['tollgate-norec', 'tollgate'] : ['tollgate', 'tollgate-norec'];
-    const rps = {};
-    for (const target of order) {
-      await waitQuiet();
-      rps[target] = (await runLoad('chat_c32', sc, target, { duration, warmup, label: 'recorder_ab' }))?.rps;
-    }
-    if (rps.tollgate && rps['tollgate-norec']) rounds.push({ on_rps: rps.tollgate, off_rps: rps['tollgate-norec'], ratio: Math.round((rps.tollgate / rps['tollgate-norec']) * 1000) / 1000 });
+  const run = async (target, d = duration) => {
+    await waitQuiet();
+    return runLoad('chat_c32', sc, target, { duration: d, warmup, label: 'recorder_ab' });
+  };
+  for (const target of ['tollgate-norec', 'tollgate']) await run(target, QUICK ? 0.5 : 2);
+  const off = [await run('tollgate-norec')];
+  const rounds = [];
+  for (let i = 0; i < n; i++) {
+    const on = await run('tollgate');
+    off.push(await run('tollgate-norec'));
+    const [before, after] = off.slice(-2);
+    if (!on?.rps || !before?.rps || !after?.rps) continue;
+    const offRps = (before.rps + after.rps) / 2;
+    const cpu = (r) => r.procs?.gw?.cpu_us_per_req;
+    const offCpu = cpu(before) && cpu(after) ? (cpu(before) + cpu(after)) / 2 : undefined;
+    rounds.push({
+      on_rps: on.rps, off_rps: Math.round(offRps * 10) / 10, ratio: Math.round((on.rps / offRps) * 1000) / 1000,
+      on_cpu_us: cpu(on), off_cpu_us: offCpu && Math.round(offCpu), cpu_ratio: offCpu && cpu(on) ? Math.round((cpu(on) / offCpu) * 1000) / 1000 : undefined,
+    });
   }
   if (!rounds.length) return undefined;
-  const ratios = rounds.map((r) => r.ratio).sort((a, b) => a - b);
-  const res = { rounds, median_ratio: ratios[Math.floor(ratios.length / 2)], seconds_each: duration };
-  log(`recorder A/B (chat, 32 conn, ${rounds.length} pairs of ${duration} s): on/off ratios ${rounds.map((r) => r.ratio).join(', ')}; median ${res.median_ratio}`);
+  const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  const cpuRatios = rounds.map((r) => r.cpu_ratio).filter((x) => x != null);
+  const res = {
+    method: 'alternating', rounds, median_ratio: median(rounds.map((r) => r.ratio)), median_cpu_ratio: cpuRatios.length ? median(cpuRatios) : undefined,
+    seconds_each: duration,
+  };
+  log(`recorder A/B (chat, 32 conn, ${rounds.length} runs of ${duration} s with the recorder, each against the runs without it on either side): ` +
+    `req/s ratios ${rounds.map((r) => r.ratio).join(', ')}; median ${res.median_ratio}; CPU per request ratio, median ${res.median_cpu_ratio}`);
   return res;
 }
 
@@ -456,8 +479,10 @@ async function soak(runs) {
     runLoad('soak', defs.stream_c8, 'tollgate', { duration, warmup: 0, c: 4, label: `${label}_stream` }),
   ]);
   // "Before" and "after" are read in the same state: warm (code compiled, pools and caches filled by a short run
-  // of the same mix, which is not reported) and idle for as long after that load as after the soak.
-  const idle = QUICK ? 3000 : 30000;
+  // of the same mix, which is not reported) and idle for as long after that load as after the soak: 10 s past the
+  // gateway's idle collection (server.idle_gc_ms).
+  const idleGc = idleGcMs();
+  const idle = QUICK ? 3000 : idleGc + 10_000;
   await waitQuiet();
   await mixed(QUICK ? 1 : 5, 'soak_warmup');
   await sleep(idle);
@@ -471,7 +496,7 @@ async function soak(runs) {
   for (const r of [chat, stream]) if (r) runs.push(r);
   const peak = Math.max(max, groupStat(pgid).hwm_kb);
   // Settle: let timers flush the record queue. RSS is read at `settle` (the figure earlier runs reported) and at
-  // `idle`, after the gateway's own collection once it has been idle for server.idle_gc_ms (10 s).
+  // `idle`, after the gateway's own collection once it has been idle for server.idle_gc_ms.
   const settle = QUICK ? 1500 : 6000;
   await sleep(settle);
   const after = groupStat(pgid).rss_kb;
@@ -482,7 +507,7 @@ async function soak(runs) {
     seconds: SOAK, requests: (chat?.requests ?? 0) + (stream?.requests ?? 0), errors: (chat?.errors ?? 0) + (stream?.errors ?? 0) + (chat?.non2xx ?? 0) + (stream?.non2xx ?? 0),
     rss_before_mb: mib(before), rss_peak_mb: mib(peak), rss_after_mb: mib(after), settle_s: settle / 1000,
     after_vs_before: ratio(after),
-    rss_after_idle_mb: mib(afterIdle), idle_s: idle / 1000, after_idle_vs_before: ratio(afterIdle),
+    rss_after_idle_mb: mib(afterIdle), idle_s: idle / 1000, after_idle_vs_before: ratio(afterIdle), idle_gc_s: idleGc / 1000,
   };
   log(`soak: ${res.requests} requests, RSS before ${res.rss_before_mb} MiB, peak ${res.rss_peak_mb} MiB, ` +
     `${res.settle_s} s after ${res.rss_after_mb} MiB (${res.after_vs_before}x), ${res.idle_s} s after ${res.rss_after_idle_mb} MiB (${res.after_idle_vs_before}x)`);

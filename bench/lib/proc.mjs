@@ -30,15 +30,16 @@ export function groupStat(pgid) {
   return out;
 }
 
-// CPU time the whole machine spent busy (all cores, ms), from the first line of /proc/stat.
+// CPU time the whole machine spent busy (all cores, ms), from the first line of /proc/stat, and the time the
+// hypervisor ran other guests on our virtual CPUs while they had work (steal): time this machine did not get.
 export function machineCpu() {
   try {
     const f = readFileSync('/proc/stat', 'latin1').split('\n', 1)[0].trim().split(/\s+/).slice(1).map(Number);
-    // user nice system idle iowait irq softirq (steal, time the hypervisor gave to others, is not counted)
+    // user nice system idle iowait irq softirq steal
     const busy = f[0] + f[1] + f[2] + f[5] + f[6];
-    return { busy_ms: (busy * 1000) / CLK_TCK, idle_ms: ((f[3] + f[4]) * 1000) / CLK_TCK };
+    return { busy_ms: (busy * 1000) / CLK_TCK, idle_ms: ((f[3] + f[4]) * 1000) / CLK_TCK, steal_ms: ((f[7] || 0) * 1000) / CLK_TCK };
   } catch {
-    return { busy_ms: 0, idle_ms: 0 };
+    return { busy_ms: 0, idle_ms: 0, steal_ms: 0 };
   }
 }
 

@@ -31,6 +31,15 @@ const SCENARIO_TITLES = {
   upload_spooled_c1: '20 MiB multipart upload, file first (received whole, then sent), 1 connection',
 };
 
+/**
+ * What disturbed a case: CPU that other processes used, and CPU time the hypervisor kept from this machine (steal;
+ * runs from before it was read have none), both in % of one core.
+ */
+const NOISE_HEADERS = ['other CPU %', 'steal %'];
+const NOISE_LIMIT_PCT = 20;
+const noiseCells = (r) => [num(r.other_cpu_pct, 0), num(r.steal_pct, 0)];
+const disturbed = (r) => r.other_cpu_pct > NOISE_LIMIT_PCT || r.steal_pct > NOISE_LIMIT_PCT;
+
 function errorsOf(r) {
   return r.errors + r.non2xx + (r.bad_stream_end ?? 0);
 }
@@ -46,10 +55,10 @@ function plainTable(result, sc) {
       num(l.p50, 3), num(l.p90, 3), num(l.p99, 3),
       r.target === 'direct' ? '' : signed(direct && l.p50 - direct.latency_ms.p50, 3),
       r.target === 'direct' ? '' : signed(direct && l.p99 - direct.latency_ms.p99, 3),
-      gw ? thousands(gw.cpu_us_per_req) : '-', gw ? num(gw.cpu_pct, 0) : '-', gw ? num(gw.peak_rss_mb, 0) : '-', errorsOf(r), num(r.other_cpu_pct, 0),
+      gw ? thousands(gw.cpu_us_per_req) : '-', gw ? num(gw.cpu_pct, 0) : '-', gw ? num(gw.peak_rss_mb, 0) : '-', errorsOf(r), ...noiseCells(r),
     ];
   });
-  return table(['target', 'req/s', 'x direct', 'x bare', 'p50 ms', 'p90 ms', 'p99 ms', '+p50 ms', '+p99 ms', 'gw CPU µs/req', 'gw CPU %', 'peak RSS MiB', 'errors', 'other CPU %'], rows);
+  return table(['target', 'req/s', 'x direct', 'x bare', 'p50 ms', 'p90 ms', 'p99 ms', '+p50 ms', '+p99 ms', 'gw CPU µs/req', 'gw CPU %', 'peak RSS MiB', 'errors', ...NOISE_HEADERS], rows);
 }
 
 function streamTable(result, sc) {
@@ -64,10 +73,10 @@ function streamTable(result, sc) {
       r.target === 'direct' || r.target === 'bare' ? '' : signed(bare && r.ttfb_ms.p50 - bare.ttfb_ms.p50),
       num(r.latency_ms.p50, 2), num(r.latency_ms.p99, 2),
       gw ? thousands(gw.cpu_us_per_req) : '-', gw ? num(gw.peak_rss_mb, 0) : '-',
-      r.sse_events_per_response ? `${r.sse_events_per_response.min}-${r.sse_events_per_response.max}` : '-', errorsOf(r), num(r.other_cpu_pct, 0),
+      r.sse_events_per_response ? `${r.sse_events_per_response.min}-${r.sse_events_per_response.max}` : '-', errorsOf(r), ...noiseCells(r),
     ];
   });
-  return table(['target', 'streams/s', 'x direct', 'x bare', 'TTFB p50', 'TTFB p99', '+TTFB p50 vs direct', '+TTFB p50 vs bare', 'total p50', 'total p99', 'gw CPU µs/stream', 'peak RSS MiB', 'SSE events', 'errors', 'other CPU %'], rows);
+  return table(['target', 'streams/s', 'x direct', 'x bare', 'TTFB p50', 'TTFB p99', '+TTFB p50 vs direct', '+TTFB p50 vs bare', 'total p50', 'total p99', 'gw CPU µs/stream', 'peak RSS MiB', 'SSE events', 'errors', ...NOISE_HEADERS], rows);
 }
 
 /** Added delay per chunk: growth of the first-to-last-byte span over the direct call, spread over the gaps. */
@@ -86,9 +95,9 @@ function slowTable(result) {
     r.target, num(r.rps, 1), num(r.ttfb_ms.p50, 2), r.target === 'direct' ? '' : signed(direct && r.ttfb_ms.p50 - direct.ttfb_ms.p50),
     num(r.gap_ms?.p50, 2), num(r.gap_ms?.p99, 2), num(r.span_ms?.p50, 1), num(r.span_ms?.p99, 1),
     r.target === 'direct' ? '' : signed(perChunkAdded(result, r.target), 3),
-    r.procs?.gw ? thousands(r.procs.gw.cpu_us_per_req) : '-', errorsOf(r), num(r.other_cpu_pct, 0),
+    r.procs?.gw ? thousands(r.procs.gw.cpu_us_per_req) : '-', errorsOf(r), ...noiseCells(r),
   ]);
-  return table(['target', 'streams/s', 'TTFB p50', '+TTFB p50', 'chunk gap p50', 'chunk gap p99', 'first→last byte p50', 'p99', 'added per chunk ms', 'gw CPU µs/stream', 'errors', 'other CPU %'], rows);
+  return table(['target', 'streams/s', 'TTFB p50', '+TTFB p50', 'chunk gap p50', 'chunk gap p99', 'first→last byte p50', 'p99', 'added per chunk ms', 'gw CPU µs/stream', 'errors', ...NOISE_HEADERS], rows);
 }
 
 function uploadTable(result, sc) {
@@ -101,10 +110,10 @@ function uploadTable(result, sc) {
       r.target, num(r.rps, 1), num(r.latency_ms.p50, 2), num(r.latency_ms.p99, 2),
       r.target === 'direct' ? '' : signed(direct && r.latency_ms.p50 - direct.latency_ms.p50),
       gw ? num(r.rss_before_mb, 0) : '-', gw ? num(gw.peak_rss_mb, 0) : '-', rise == null ? '-' : num(rise, 0),
-      rise == null ? '-' : num(rise / size, 2), gw ? thousands(gw.cpu_us_per_req) : '-', errorsOf(r), num(r.other_cpu_pct, 0),
+      rise == null ? '-' : num(rise / size, 2), gw ? thousands(gw.cpu_us_per_req) : '-', errorsOf(r), ...noiseCells(r),
     ];
   });
-  return table(['target', 'uploads/s', 'p50 ms', 'p99 ms', '+p50 ms', 'RSS before MiB', 'peak RSS MiB', 'RSS rise MiB', 'rise / upload size', 'gw CPU µs/upload', 'errors', 'other CPU %'], rows);
+  return table(['target', 'uploads/s', 'p50 ms', 'p99 ms', '+p50 ms', 'RSS before MiB', 'peak RSS MiB', 'RSS rise MiB', 'rise / upload size', 'gw CPU µs/upload', 'errors', ...NOISE_HEADERS], rows);
 }
 
 function peakUnderLoad(result, target) {
@@ -112,6 +121,26 @@ function peakUnderLoad(result, target) {
   const soak = target === 'tollgate' ? result.memory?.soak?.rss_peak_mb : undefined;
   if (soak != null) peaks.push(soak);
   return peaks.length ? Math.max(...peaks) : null;
+}
+
+/**
+ * The median of `xs` and a distribution-free interval for it (sign test): the k-th smallest to the k-th largest
+ * value, with the largest k for which that interval holds the true median with at least 95% probability (9 values:
+ * the 2nd to the 8th, 96.1%). Below 6 values no k reaches 95%: the interval is then the smallest to the largest
+ * value, and `coverage` says how sure it is.
+ */
+export function medianInterval(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  const n = s.length;
+  const atMost = []; // atMost[j] = P(X <= j), X ~ Binomial(n, 1/2)
+  for (let j = 0, c = 1, sum = 0; j <= n; j++) {
+    sum += c / 2 ** n;
+    atMost.push(sum);
+    c = (c * (n - j)) / (j + 1);
+  }
+  let k = 1;
+  while (k + 1 <= n / 2 && 1 - 2 * atMost[k] >= 0.95) k++;
+  return { median: s[Math.floor(n / 2)], lo: s[k - 1], hi: s[n - k], coverage: 1 - 2 * atMost[k - 1] };
 }
 
 /** The targets of issue 7, each with its measured value. */
@@ -153,7 +182,7 @@ export function targets(result) {
     const rise = up?.procs?.gw && up.rss_before_mb != null ? up.procs.gw.peak_rss_mb - up.rss_before_mb : null;
     add(`${label}: RSS rise`, rise == null ? null : `${num(rise, 0)} MiB (${num(rise / size, 2)}x)`, '< 2x upload size', rise == null ? null : rise < 2 * size);
   }
-  // Once idle, the gateway gives memory back (server.idle_gc_ms, 10 s): the target reads RSS after that; runs
+  // Once idle, the gateway gives memory back (server.idle_gc_ms): the target reads RSS after that; runs
   // from before the idle read have only the figure at settle_s.
   const soak = result.memory?.soak;
   const soakIdle = soak?.after_idle_vs_before != null;
@@ -163,12 +192,22 @@ export function targets(result) {
     soak ? `${soak.seconds} s, ${thousands(soak.requests)} requests, peak ${num(soak.rss_peak_mb, 0)} MiB${soakIdle ? `, ${soak.settle_s} s after: ${num(soak.rss_after_mb, 0)} MiB` : ''}` : '');
   const norec = t('chat_c32', 'tollgate-norec');
   const onePair = ratio(c32?.rps, norec?.rps);
-  // Runs with the paired measurement (bench/run.mjs recorderAB) are judged on its median; older ones on one pair.
+  // Runs with the repeated measurement (bench/run.mjs recorderAB) are judged on its median and the median's interval:
+  // met when the whole interval is at or above -10%, not met when it is below, else inconclusive (the machine's noise
+  // is larger than the difference being judged). Older runs are judged on one pair.
   const ab = result.memory?.recorder_ab;
-  const rc = ab?.median_ratio ?? onePair;
-  add(`usage recorder cost (chat, 32 conn${ab ? `, median of ${ab.rounds.length} pairs` : ''})`, rc == null ? null : `${signed((rc - 1) * 100, 1)}% req/s`, '≥ -10%', rc == null ? null : rc >= 0.9,
-    ab ? `pairs: ${ab.rounds.map((r) => signed((r.ratio - 1) * 100, 1) + '%').join(', ')}; in the table above: ${signed((onePair - 1) * 100, 1)}%`
-      : norec ? `recorder off: ${thousands(norec.rps)} req/s` : '');
+  if (ab) {
+    const ci = medianInterval(ab.rounds.map((r) => r.ratio));
+    const pct = (x) => `${signed((x - 1) * 100, 1)}%`;
+    const alternating = ab.method === 'alternating';
+    add(`usage recorder cost (chat, 32 conn, median of ${ab.rounds.length} ${alternating ? 'alternating runs' : 'pairs'})`, `${pct(ci.median)} req/s`, '≥ -10%',
+      ci.lo >= 0.9 ? true : ci.hi < 0.9 ? false : 'inconclusive',
+      `${Math.round(ci.coverage * 100)}% interval of the median: ${pct(ci.lo)} to ${pct(ci.hi)}; ${alternating ? 'runs' : 'pairs'}: ${ab.rounds.map((r) => pct(r.ratio)).join(', ')}` +
+      (ab.median_cpu_ratio != null ? `; gateway CPU per request: ${pct(ab.median_cpu_ratio)} (median)` : '') + `; in the table above: ${pct(onePair)}`);
+  } else {
+    add('usage recorder cost (chat, 32 conn)', onePair == null ? null : `${signed((onePair - 1) * 100, 1)}% req/s`, '≥ -10%', onePair == null ? null : onePair >= 0.9,
+      norec ? `recorder off: ${thousands(norec.rps)} req/s` : '');
+  }
   const cluster = result.runs.find((r) => r.scenario === 'chat_c32' && /^tollgate-x\d+$/.test(r.target));
   const single = result.target_details?.[cluster?.target]?.limit_store === 'redis' ? t('chat_c32', 'tollgate-redis') : c32;
   const rw = ratio(cluster?.rps, single?.rps);
@@ -178,7 +217,8 @@ export function targets(result) {
 }
 
 function targetsTable(result) {
-  const rows = targets(result).map((x) => [x.name, x.measured ?? 'not measured', x.goal, x.met == null ? '-' : x.met ? 'yes' : 'NO', x.note]);
+  const verdict = (met) => (met == null ? '-' : met === 'inconclusive' ? '?' : met ? 'yes' : 'NO');
+  const rows = targets(result).map((x) => [x.name, x.measured ?? 'not measured', x.goal, verdict(x.met), x.note]);
   return table(['target (issue 7)', 'measured', 'goal', 'met', 'note'], rows);
 }
 
@@ -210,9 +250,10 @@ export function renderReport(result, previous, previousName) {
     `one after the other in one run against the same mock provider. Targets: ${result.targets.join(', ')}.`);
   out.push('`x direct` / `x bare`: the target\'s rate divided by the direct call\'s / the bare proxy\'s. `+p50`: added latency over the direct call. ' +
     '`gw CPU`: CPU time of the target\'s process group over the measured window, per request and as % of one core. Peak RSS: VmHWM during the case. ' +
-    '`other CPU %`: CPU that processes other than the loader, the mock and the target used during the case, in % of one core: anything above a few % means other jobs disturbed the figures.');
-  const noisy = result.runs.filter((r) => r.other_cpu_pct > 20 && !String(r.scenario).startsWith('soak'));
-  if (noisy.length) out.push(`**Warning:** other processes used more than 20% of a core during ${noisy.length} case(s) (${noisy.map((r) => `${r.scenario}/${r.target}`).join(', ')}); run again on a quiet machine before drawing conclusions.`);
+    '`other CPU %`: CPU that processes other than the loader, the mock and the target used during the case, in % of one core: anything above a few % means other jobs disturbed the figures. ' +
+    '`steal %`: CPU time the hypervisor gave to other guests while this virtual machine had work, in % of one core: time the case did not get.');
+  const noisy = result.runs.filter((r) => disturbed(r) && !String(r.scenario).startsWith('soak'));
+  if (noisy.length) out.push(`**Warning:** other processes used, or the hypervisor took, more than ${NOISE_LIMIT_PCT}% of a core during ${noisy.length} case(s) (${noisy.map((r) => `${r.scenario}/${r.target}`).join(', ')}); run again on a quieter machine before drawing conclusions.`);
   for (const sc of ['chat_c1', 'chat_c32', 'stream_c8', 'slow_stream_c8', 'upload_c1', 'upload_spooled_c1']) {
     if (!result.runs.some((r) => r.scenario === sc)) continue;
     out.push('');
@@ -234,7 +275,7 @@ export function renderReport(result, previous, previousName) {
     out.push('');
     out.push(`Soak (tollgate, ${s.seconds} s: chat at 16 connections + streams at 4): ${thousands(s.requests)} requests, ${s.errors} errors; ` +
       `RSS ${num(s.rss_before_mb, 1)} MiB before, peak ${num(s.rss_peak_mb, 1)} MiB, ${num(s.rss_after_mb, 1)} MiB ${s.settle_s} s after (${num(s.after_vs_before, 3)}x)` +
-      (s.rss_after_idle_mb == null ? '.' : `, ${num(s.rss_after_idle_mb, 1)} MiB ${s.idle_s} s after (${num(s.after_idle_vs_before, 3)}x; the gateway collects after 10 s idle).`));
+      (s.rss_after_idle_mb == null ? '.' : `, ${num(s.rss_after_idle_mb, 1)} MiB ${s.idle_s} s after (${num(s.after_idle_vs_before, 3)}x; the gateway collects after ${s.idle_gc_s ?? 10} s idle).`));
   }
   out.push('');
   out.push('### Targets');
