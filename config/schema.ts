@@ -102,8 +102,12 @@ export const gatewayConfigSchema = z.strictObject({
       shutdown_grace_ms: ms.default(30_000),
       /** Gateway processes sharing the port (node:cluster): 1 = a single process, `auto` = one per CPU core. */
       workers: fromText(z.union([z.number().int().min(1).max(256), z.literal('auto')])).default(1),
-      /** After this long without a request (and none in flight), full GCs give the last burst's memory back (core/idle-memory.ts); 0 = never. Needs node --expose-gc. */
-      idle_gc_ms: fromText(z.number().int().min(0)).default(10_000),
+      /**
+       * After this long without a request (and none in flight), full GCs give the last burst's memory back
+       * (core/idle-memory.ts); 0 = never. Needs node --expose-gc. Each one costs the next burst a recompilation of the
+       * request path, hence a quiet period well past the lulls of steady traffic.
+       */
+      idle_gc_ms: fromText(z.number().int().min(0)).default(30_000),
       /**
        * The old generation may grow this many percent over what the last full collection left live before V8
        * runs the next one (core/heap-growth.ts): bounds peak memory under load; 0 = V8's own factor (up to 4x).
