@@ -51,7 +51,7 @@ const DURATION = Number(value('--duration', QUICK ? 1 : 8));
 const WARMUP = Number(value('--warmup', QUICK ? 0.3 : 3));
 const SOAK = Number(value('--soak', QUICK ? 3 : 60));
 const WORKERS = Number(value('--workers', Math.min(2, cpus().length)));
-const MAX_SECONDS = Number(value('--max-seconds', QUICK ? 150 : 600));
+const MAX_SECONDS = Number(value('--max-seconds', QUICK ? 150 : 900));
 /** Other jobs on the machine distort every figure: wait (at most this long in all) for it to be quiet before a case. */
 let quietBudgetMs = Number(value('--quiet-wait', QUICK ? 3 : 30)) * 1000;
 const OUT_DIR = resolve(value('--out', join(HERE, 'results')));
