@@ -415,7 +415,7 @@ function summarise(r) {
   if (r.ttfb_ms) s += ` ttfb50=${r.ttfb_ms.p50}`;
   if (r.gap_ms) s += ` gap50=${r.gap_ms.p50}`;
   if (r.procs?.gw) s += ` gw=${r.procs.gw.cpu_pct}% ${r.procs.gw.cpu_us_per_req}us/req peak=${r.procs.gw.peak_rss_mb}MiB`;
-  s += ` other=${r.other_cpu_pct}%`;
+  s += ` other=${r.other_cpu_pct}% steal=${r.steal_pct}%`;
   return s;
 }
 
