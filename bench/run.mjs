@@ -29,7 +29,7 @@ import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { groupStat, machineCpu } from './lib/proc.mjs';
-import { renderReport } from './lib/report.mjs';
+import { medianInterval, renderReport } from './lib/report.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, '..');
@@ -457,10 +457,10 @@ async function recorderAB(sc) {
     });
   }
   if (!rounds.length) return undefined;
-  const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   const cpuRatios = rounds.map((r) => r.cpu_ratio).filter((x) => x != null);
   const res = {
-    method: 'alternating', rounds, median_ratio: median(rounds.map((r) => r.ratio)), median_cpu_ratio: cpuRatios.length ? median(cpuRatios) : undefined,
+    method: 'alternating', rounds, median_ratio: medianInterval(rounds.map((r) => r.ratio)).median,
+    median_cpu_ratio: cpuRatios.length ? medianInterval(cpuRatios).median : undefined,
     seconds_each: duration,
   };
   log(`recorder A/B (chat, 32 conn, ${rounds.length} runs of ${duration} s with the recorder, each against the runs without it on either side): ` +

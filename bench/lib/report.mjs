@@ -196,16 +196,16 @@ export function targets(result) {
   // met when the whole interval is at or above -10%, not met when it is below, else inconclusive (the machine's noise
   // is larger than the difference being judged). Older runs are judged on one pair.
   const ab = result.memory?.recorder_ab;
+  const pct = (x) => `${signed((x - 1) * 100, 1)}%`;
   if (ab) {
     const ci = medianInterval(ab.rounds.map((r) => r.ratio));
-    const pct = (x) => `${signed((x - 1) * 100, 1)}%`;
     const alternating = ab.method === 'alternating';
     add(`usage recorder cost (chat, 32 conn, median of ${ab.rounds.length} ${alternating ? 'alternating runs' : 'pairs'})`, `${pct(ci.median)} req/s`, '≥ -10%',
       ci.lo >= 0.9 ? true : ci.hi < 0.9 ? false : 'inconclusive',
       `${Math.round(ci.coverage * 100)}% interval of the median: ${pct(ci.lo)} to ${pct(ci.hi)}; ${alternating ? 'runs' : 'pairs'}: ${ab.rounds.map((r) => pct(r.ratio)).join(', ')}` +
       (ab.median_cpu_ratio != null ? `; gateway CPU per request: ${pct(ab.median_cpu_ratio)} (median)` : '') + `; in the table above: ${pct(onePair)}`);
   } else {
-    add('usage recorder cost (chat, 32 conn)', onePair == null ? null : `${signed((onePair - 1) * 100, 1)}% req/s`, '≥ -10%', onePair == null ? null : onePair >= 0.9,
+    add('usage recorder cost (chat, 32 conn)', onePair == null ? null : `${pct(onePair)} req/s`, '≥ -10%', onePair == null ? null : onePair >= 0.9,
       norec ? `recorder off: ${thousands(norec.rps)} req/s` : '');
   }
   const cluster = result.runs.find((r) => r.scenario === 'chat_c32' && /^tollgate-x\d+$/.test(r.target));
