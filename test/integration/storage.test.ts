@@ -1,5 +1,5 @@
 /**
- * One storage suite, run against SQLite (always) and PostgreSQL (when DATABASE_URL is set).
+ * One storage suite, run against SQLite (always) and PostgreSQL (DATABASE_URL; helpers/services.ts when it is unset).
  * Expected results are computed here, independently of storage/, from the generated records.
  */
 import { expect } from 'chai';
@@ -12,11 +12,11 @@ import { Client } from 'pg';
 import type { CostProvenance, EndpointKey, UsageRecord } from '../../core/usage';
 import { openStore, planUsageQuery, UsageWriteQueue, type UsageGroupRow, type UsageQuery, type UsageStore } from '../../storage/index';
 import { olderSchemaSql } from '../helpers/older-schema';
+import { requirePostgres } from '../helpers/services';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 const BASE = Date.UTC(2025, 2, 1); // hour-aligned
-const PG_URL = process.env.DATABASE_URL;
 
 // ---------------------------------------------------------------- deterministic data
 
@@ -862,25 +862,21 @@ describe('storage: SQLite', () => {
 
 describe('storage: PostgreSQL', function () {
   const schema = `tollgate_test_${process.pid}_${Date.now().toString(36)}`;
-  before(function () {
-    if (!PG_URL) {
-      console.log('\n  ********************************************************************************');
-      console.log('  SKIPPED: PostgreSQL storage suite (set DATABASE_URL=postgres://... to run it)');
-      console.log('  ********************************************************************************\n');
-      this.skip();
-    }
+  let pgUrl: string | undefined;
+  before(async function () {
+    pgUrl = await requirePostgres(this, 'PostgreSQL storage suite');
   });
   defineStorageSuite(() => ({
     dialect: 'postgres',
-    open: (opts) => openStore(PG_URL as string, { ...opts, schema }),
+    open: (opts) => openStore(pgUrl!, { ...opts, schema }),
     raw: async (sql) => {
-      const c = new Client({ connectionString: PG_URL, options: `-c search_path=${schema}` });
+      const c = new Client({ connectionString: pgUrl, options: `-c search_path=${schema}` });
       await c.connect();
       await c.query(sql);
       await c.end();
     },
     scalar: async (sql) => {
-      const c = new Client({ connectionString: PG_URL, options: `-c search_path=${schema}` });
+      const c = new Client({ connectionString: pgUrl, options: `-c search_path=${schema}` });
       await c.connect();
       try {
         return Number(Object.values((await c.query(sql)).rows[0])[0]);
@@ -890,13 +886,13 @@ describe('storage: PostgreSQL', function () {
     },
     openDown: () => {
       // Same database URL on a port nothing listens on.
-      const url = new URL(PG_URL as string);
+      const url = new URL(pgUrl!);
       url.port = '1';
       return openStore(url.toString(), { schema, migrate: false, connectTimeoutMs: 500 });
     },
     cleanup: async () => {
-      if (!PG_URL) return;
-      const c = new Client({ connectionString: PG_URL });
+      if (!pgUrl) return;
+      const c = new Client({ connectionString: pgUrl });
       await c.connect();
       await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
       await c.end();
