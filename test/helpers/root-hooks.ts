@@ -1,5 +1,6 @@
 /**
- * Mocha root hooks (loaded through .mocharc.json "require"): the suite-wide secret scan of issue 8.
+ * Mocha root hooks (loaded through .mocharc.json "require"): the suite-wide secret scan, and the list of the suites
+ * skipped for a missing service (helpers/services.ts) said again at the end of the run.
  *
  * Every gateway the test helpers start registers itself (helpers/secret-scan.ts); after the whole run this hook
  * scans every registered gateway's log lines, the admin answers read when it stopped (records, usage, keys,
@@ -20,6 +21,7 @@ import { recordFigures } from './figures';
 import { TEST_ADMIN_TOKEN } from './gateway';
 import { PLANTED_SECRETS } from './reliability';
 import { knownSecrets, rememberGeneratedKeys, rememberSecret, scanAll } from './secret-scan';
+import { announce, skippedSuites } from './services';
 
 for (const s of PLANTED_SECRETS) rememberSecret(s, 'planted secret');
 
@@ -83,6 +85,8 @@ cp.execFile = observedExecFile;
 export const mochaHooks = {
   async afterAll(this: Mocha.Context) {
     this.timeout(180_000);
+    // Said again at the end, where a reader of the run looks, not only where each suite was skipped.
+    if (skippedSuites.length) announce(`SKIPPED in this run: ${skippedSuites.length} suite(s)\n${skippedSuites.map((s) => `  - ${s}`).join('\n')}`);
     const started = Date.now();
     const { findings, stats } = await scanAll(TEST_ADMIN_TOKEN);
     const created = knownSecrets().length - PLANTED_SECRETS.length;

@@ -176,7 +176,13 @@ plugins:
     expect(await waitForCount(gw, before + 1)).to.equal(before + 1);
     const [latest] = (await request(`${gw.adminUrl}/api/requests?limit=1`, { headers: { authorization: `Bearer ${'test-admin-token-PLANTED-SECRET-0003'}` } }).then((r) => r.body.json()) as any).data;
     expect(latest).to.include({ status: 200, provenance: 'estimated' });
-    expect(latest.input_tokens).to.be.a('number');
+    // Counted by hand with the cookbook's framing (core/estimate.ts): 3 to prime the reply, 3 per message plus its
+    // role ("user": 1 token) for both, and "hello there" (2 tokens: "hello", " there"); content nested 200,000 deep
+    // is no text of any API and the 100,000-deep tool cannot be serialised, so neither counts: 3 + 2 * 4 + 2 = 13.
+    expect(latest.input_tokens).to.equal(13);
+    // The answer is the recorded stream without usage, "This is a test.": 5 content events, one token each (the
+    // same five open the recorded stream with usage, whose 12 content events report completion_tokens 12).
+    expect(latest.output_tokens).to.equal(5);
     sent++;
   });
 

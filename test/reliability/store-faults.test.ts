@@ -15,10 +15,9 @@ import {
   call, chatBody, expectNoSecrets, jsonHeaders, percentile, recordCount, round, runPool, sleep, startGateway, storedIds, streamBody, waitForCount,
 } from '../helpers/reliability';
 import { recordFigures } from '../helpers/figures';
+import { requirePostgres } from '../helpers/services';
 import { TcpProxy } from '../helpers/tcp-proxy';
 import { waitFor } from '../helpers/wait';
-
-const PG_URL = process.env.DATABASE_URL;
 
 function record(id: string, extra: Partial<UsageRecord> = {}): UsageRecord {
   return {
@@ -151,9 +150,9 @@ describe('reliability: the usage store fails, slows down, restarts', function ()
     });
 
     it('PostgreSQL: a NUL byte in a text value (SQLSTATE 22021) dead-letters that record only', async function () {
-      if (!PG_URL) this.skip();
+      const url = await requirePostgres(this, 'store faults: a NUL byte on PostgreSQL');
       const schema = `tg_poison_${process.pid}_${Date.now().toString(36)}`;
-      const pg = await openStore(PG_URL!, { schema });
+      const pg = await openStore(url, { schema });
       try {
         const recs = Array.from({ length: 50 }, (_, i) => record(`p5-${i}`, i === 17 ? { servedModel: 'gpt-4o\u0000-evil' } : {}));
         const q = new UsageWriteQueue(pg, { spillPath: join(dir, 'spill-5.jsonl'), deadLetterPath: join(dir, 'dead-5.jsonl'), batchSize: 50, flushIntervalMs: 10, logger });
@@ -166,7 +165,7 @@ describe('reliability: the usage store fails, slows down, restarts', function ()
         expect(logs.find((l) => l.level === 'error')?.obj.err.code).to.equal('22021');
       } finally {
         await pg.close();
-        const c = new Client({ connectionString: PG_URL });
+        const c = new Client({ connectionString: url });
         await c.connect();
         await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
         await c.end();
@@ -284,10 +283,11 @@ plugins:
     const appName = `tollgate-outage-${process.pid}`;
     const phases: Phase[] = [];
     let backendsKilled = 0;
+    let pgUrl: string | undefined;
 
     /** SELECT pg_terminate_backend(pid) for every backend of the gateway, from a separate connection; returns how many. */
     async function killGatewayBackends(): Promise<number> {
-      const c = new Client({ connectionString: PG_URL });
+      const c = new Client({ connectionString: pgUrl });
       await c.connect();
       try {
         const { rows } = await c.query('SELECT pg_terminate_backend(pid) AS killed FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()', [appName]);
@@ -299,7 +299,7 @@ plugins:
 
     /** After an outage the writer reconnects on its own schedule (backoff): wait until it holds a session again. */
     async function gatewaySessionOpen(timeoutMs = 20_000): Promise<void> {
-      const c = new Client({ connectionString: PG_URL });
+      const c = new Client({ connectionString: pgUrl });
       await c.connect();
       try {
         const sessions = async () => (await c.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1', [appName])).rows[0].n;
@@ -310,11 +310,8 @@ plugins:
     }
 
     before(async function () {
-      if (!PG_URL) {
-        console.log('      SKIPPED: PostgreSQL outage suite (set DATABASE_URL=postgres://... to run it)');
-        this.skip();
-      }
-      const target = new URL(PG_URL!);
+      pgUrl = await requirePostgres(this, 'store faults: PostgreSQL outage suite');
+      const target = new URL(pgUrl);
       relay = new TcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
       await relay.start();
       target.host = `127.0.0.1:${relay.port}`;
@@ -329,8 +326,8 @@ plugins:
       await gw?.stop();
       await upstream.stop();
       await relay?.stop();
-      if (PG_URL) {
-        const c = new Client({ connectionString: PG_URL });
+      if (pgUrl) {
+        const c = new Client({ connectionString: pgUrl });
         await c.connect();
         await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
         await c.end();
