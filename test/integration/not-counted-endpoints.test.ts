@@ -6,7 +6,7 @@ import { fixtureBytes } from '../helpers/fixtures';
 import { OPENAI_KEY, type TestGateway, useGateway } from '../helpers/gateway';
 import { TestUpstream } from '../helpers/upstream';
 
-const JSON_REPLY = (file: string) => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixtureBytes(file) });
+const jsonReply = (file: string) => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixtureBytes(file) });
 
 /**
  * Spec 8: image and audio requests are passed through and work, but are not counted toward cost totals. The
@@ -39,7 +39,7 @@ describe('images and transcriptions: relayed, recorded, not counted', () => {
 
   for (const c of cases) {
     it(`${c.endpoint}: the answer byte for byte, a record that is not counted and costs nothing`, async () => {
-      upstream.respondWith(() => JSON_REPLY(c.fixture));
+      upstream.respondWith(() => jsonReply(c.fixture));
       const res = await c.send();
       expect(res.status).to.equal(200);
       expect(Buffer.from(await res.arrayBuffer()).equals(fixtureBytes(c.fixture)), 'the provider answer, unchanged').to.equal(true);
