@@ -27,23 +27,8 @@ import { chatStreamEvents, FaultyUpstream, SSE_TYPE } from '../helpers/faulty-up
 import { recordFigures } from '../helpers/figures';
 import type { TestGateway } from '../helpers/gateway';
 import { admin, call, chatBody, expectNoSecrets, jsonHeaders, recordCount, round, sleep, startGateway, storedIds, waitForCount } from '../helpers/reliability';
+import { requirePostgres } from '../helpers/require-postgres';
 import { waitFor } from '../helpers/wait';
-
-/**
- * DATABASE_URL, or a SKIPPED line and the test skipped; with CI=true a FAILED line and an error instead, so that a
- * CI run cannot pass without PostgreSQL. (Same contract as requirePostgres of test/helpers/services.ts.)
- */
-async function requirePostgres(ctx: Mocha.Context, suite: string): Promise<string> {
-  const url = process.env.DATABASE_URL;
-  if (url) return url;
-  if (/^(true|1|yes)$/i.test(process.env.CI ?? '')) {
-    console.log(`\n  FAILED: ${suite}: DATABASE_URL is not set (CI=${process.env.CI})\n`);
-    throw new Error(`${suite} cannot run in CI without DATABASE_URL`);
-  }
-  console.log(`\n  SKIPPED: ${suite} (set DATABASE_URL=postgres://... to run it)\n`);
-  ctx.skip();
-  throw new Error('unreachable: skipped');
-}
 
 function record(id: string, extra: Partial<UsageRecord> = {}): UsageRecord {
   return {
