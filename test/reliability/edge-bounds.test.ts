@@ -161,7 +161,7 @@ describe('reliability: bounds at the edge', function () {
       expect(info.json.quarantined_records).to.equal(0);
       const bytes = Buffer.byteLength(model) + Buffer.byteLength(served) + tagKey.length + Buffer.byteLength(tagValue);
       console.log(`      stored on PostgreSQL: ${bytes} bytes of model, served model and tag in the tag rollup's key (B-tree limit 2,704 bytes per entry)`);
-      recordFigures('poison-records', 'bounds-postgres', { key_text_bytes: bytes, stored: true });
+      recordFigures('edge-bounds', 'postgres-key', { key_text_bytes: bytes, stored: true });
     });
   });
 });

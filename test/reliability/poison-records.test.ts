@@ -254,6 +254,23 @@ describe('reliability: poison records are quarantined, the records behind them a
         recordFigures('poison-records', `batch-${env.dialect}`, { records: 500, poison: 1, ms: round(ms), clean_ms: round(clean), insert_batch_calls: Math.max(...calls), error_code: env.poisonCode });
       });
 
+      it('a batch in which every record is refused: each one is quarantined, in 2 × 500 - 1 insertBatch calls', async () => {
+        const target = counted(env.store);
+        const q = new UsageWriteQueue(target, { spillPath: freshPath('spill'), batchSize: 500, flushIntervalMs: 60_000, logger });
+        const recs = Array.from({ length: 500 }, (_, i) => env.poison(`all-${env.dialect}-${i}`));
+        const started = performance.now();
+        for (const r of recs) q.enqueue(r);
+        await q.flush();
+        const ms = performance.now() - started;
+        await q.close();
+        expect(q.stats()).to.include({ written: 0, quarantined: 500, failures: 0 });
+        expect(target.calls.insert).to.equal(999);
+        const ids = new Set((await env.quarantined()).map((r) => r.record_id));
+        expect(recs.filter((r) => ids.has(r.id)).length).to.equal(500);
+        console.log(`      ${name}: 500 of 500 refused and quarantined in ${round(ms)} ms (${target.calls.insert} insertBatch calls)`);
+        recordFigures('poison-records', `all-${env.dialect}`, { records: 500, ms: round(ms), insert_batch_calls: target.calls.insert });
+      });
+
       it('records behind a poison record keep flowing (the queue is not blocked)', async () => {
         const q = new UsageWriteQueue(env.store, { spillPath: freshPath('spill'), batchSize: 10, maxInMemory: 20, flushIntervalMs: 10, logger });
         const first = env.poison(`behind-${env.dialect}-poison`);
