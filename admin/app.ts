@@ -3,6 +3,7 @@ import Router from '@koa/router';
 import Koa from 'koa';
 import type { Logger } from 'pino';
 import { asGatewayError, GatewayError } from '../core/errors';
+import { truncate } from '../core/truncate';
 import type { WorkspaceEntry } from '../config/schema';
 import { parseJsonBody, readBody } from '../core/body';
 import { createGatewayKey, keyJson } from '../plugins/auth/key-admin';
@@ -67,7 +68,7 @@ export function createAdminApp({ store, token, logger, workspaces, budgets, onKe
       if (ctx.status === 404 && ctx.body === undefined) throw new GatewayError('route_not_found', `Unknown admin route ${ctx.path.slice(0, 200)}`);
     } catch (err) {
       const error = asGatewayError(err);
-      if (error.status >= 500) logger.error({ err, path: ctx.path }, 'admin request failed');
+      if (error.status >= 500) logger.error({ err, path: truncate(ctx.path, 200) }, 'admin request failed');
       ctx.status = error.status;
       ctx.set(error.headers);
       ctx.type = 'application/json';

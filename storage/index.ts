@@ -4,4 +4,5 @@ export { openStore, parseStorageUrl, type OpenStoreOptions, type StorageTarget }
 export { SqliteUsageStore, type SqliteStoreOptions } from './sqlite-store';
 export { PostgresUsageStore, type PostgresStoreOptions } from './postgres-store';
 export { UsageWriteQueue, type WriteQueueOptions, type WriteQueueStats } from './write-queue';
+export type { QuarantinedRecord } from './quarantine';
 export { planUsageQuery, type QueryPath, type UsagePlan } from './query/plan';

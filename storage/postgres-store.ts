@@ -30,6 +30,7 @@ import {
   rollupUpsertSql,
   type RollupDeltas,
 } from './rollup';
+import type { QuarantinedRecord } from './quarantine';
 import { RECORD_TAG_SET_COLUMN, TagSetIds, tagSetKey } from './tag-sets';
 import type {
   GatewayKey,
@@ -137,6 +138,10 @@ WHERE u.id = v.id
   AND u.provenance = v.old_provenance
   AND u.price_version IS NOT DISTINCT FROM v.old_price_version
 RETURNING u.id`;
+
+const QUARANTINE = `INSERT INTO quarantined_records (digest, record_id, record_ts, quarantined_at, error_code, error_message, record_json)
+${unnest(['text', 'text', 'int8', 'int8', 'text', 'text', 'text'])}
+ON CONFLICT (digest) DO NOTHING`;
 
 /** Serialises migrations of concurrently starting instances (any stable 64-bit number). */
 const MIGRATION_LOCK = 7_162_022_001;
@@ -268,6 +273,16 @@ export class PostgresUsageStore implements UsageStore {
       return fresh.size;
     });
     return { inserted, duplicates: records.length - inserted };
+  }
+
+  async quarantine(entries: readonly QuarantinedRecord[]): Promise<void> {
+    if (entries.length === 0) return;
+    const rows = entries.map((e): SqlValue[] => [e.digest, e.recordId, e.recordTs, e.quarantinedAt, e.errorCode, e.errorMessage, e.recordJson]);
+    await this.pool.query(QUARANTINE, columns(rows, 7));
+  }
+
+  async countQuarantined(): Promise<number> {
+    return Number((await this.pool.query<{ n: string }>('SELECT count(*) AS n FROM quarantined_records')).rows[0].n);
   }
 
   queryUsage(query: UsageQuery): Promise<UsageGroupRow[]> {

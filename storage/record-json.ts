@@ -2,17 +2,34 @@
  * JSON form of a usage record for the spill file: one object per line, costPico as a decimal
  * string (JSON has no bigint, and a double would round pico-USD amounts above 2^53).
  */
+import { truncate } from '../core/truncate';
 import type { UsageRecord } from '../core/usage';
 
 export function recordToJson(r: UsageRecord): string {
   return JSON.stringify({ ...r, costPico: r.costPico === null ? null : r.costPico.toString() });
 }
 
-/** Parses one spill line; throws on anything that is not a record. */
+const TEXT_FIELDS = ['workspaceId', 'keyId', 'provider', 'model', 'servedModel', 'endpoint', 'searchContextSize', 'provenance', 'priceVersion', 'errorCode'] as const;
+const NUMBER_FIELDS = [
+  'status', 'inputTokens', 'outputTokens', 'cacheReadTokens', 'cacheWriteTokens', 'cacheWrite1hTokens', 'reasoningTokens', 'citationTokens',
+  'searchQueries', 'latencyMs', 'ttfbMs',
+] as const;
+
+/**
+ * Parses one spill line; throws on anything that is not a record. A field of the wrong JSON type (an object where a
+ * text belongs, a boolean where a number does: a hand-edited or corrupted file) is refused here, since the drivers
+ * would throw on it without a database error code. Values of the right type go to the store, which decides (a
+ * fractional token count, a null status: refused for their content, and quarantined).
+ */
 export function recordFromJson(line: string): UsageRecord {
   const o = JSON.parse(line) as Record<string, unknown>;
   if (typeof o !== 'object' || o === null || typeof o.id !== 'string' || !Number.isSafeInteger(o.ts)) throw new Error('not a usage record');
+  const bad = (field: string, what: string) => new Error(`record ${truncate(o.id as string, 100)}: ${field} is not ${what}`);
+  for (const f of TEXT_FIELDS) if (o[f] != null && typeof o[f] !== 'string') throw bad(f, 'a text');
+  for (const f of NUMBER_FIELDS) if (o[f] != null && typeof o[f] !== 'number') throw bad(f, 'a number');
+  if (o.streamed != null && typeof o.streamed !== 'boolean') throw bad('streamed', 'true or false');
+  if (o.tags != null && (typeof o.tags !== 'object' || Array.isArray(o.tags))) throw bad('tags', 'an object');
   const cost = o.costPico;
-  if (cost !== null && (typeof cost !== 'string' || !/^-?\d+$/.test(cost))) throw new Error(`record ${o.id}: bad costPico`);
+  if (cost !== null && (typeof cost !== 'string' || !/^-?\d+$/.test(cost))) throw bad('costPico', 'a decimal integer');
   return { ...(o as unknown as UsageRecord), costPico: cost === null ? null : BigInt(cost) };
 }

@@ -34,6 +34,7 @@ import {
   rollupUpsertSql,
   type RollupDeltas,
 } from './rollup';
+import type { QuarantinedRecord } from './quarantine';
 import { RECORD_TAG_SET_COLUMN, TagSetIds, tagSetKey, tagSetMembers } from './tag-sets';
 import type {
   GatewayKey,
@@ -184,7 +185,13 @@ export class SqliteUsageStore implements UsageStore {
       applyDeltas(repriceDeltas(done, done.map((c) => tagSets.id(c.old, found))).result());
       return done;
     });
-    return { insert, reprice };
+    const insertQuarantined = db.prepare(
+      'INSERT INTO quarantined_records (digest, record_id, record_ts, quarantined_at, error_code, error_message, record_json) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (digest) DO NOTHING',
+    );
+    const quarantine = db.transaction((entries: readonly QuarantinedRecord[]): void => {
+      for (const e of entries) insertQuarantined.run(e.digest, e.recordId, e.recordTs, e.quarantinedAt, e.errorCode, e.errorMessage, e.recordJson);
+    });
+    return { insert, reprice, quarantine };
   }
 
   /**
@@ -236,13 +243,28 @@ export class SqliteUsageStore implements UsageStore {
     if (records.length === 0) return { inserted: 0, duplicates: 0 };
     if (this.writer) return this.writer.insertBatch(records);
     const unique = dedupeById(records);
+    const inserted = this.withShortLockWait(() => this.withTagSets((found) => this.w.insert.immediate(unique, found)));
+    return { inserted, duplicates: records.length - inserted };
+  }
+
+  async quarantine(entries: readonly QuarantinedRecord[]): Promise<void> {
+    if (entries.length === 0) return;
+    if (this.writer) return this.writer.quarantine(entries);
+    this.withShortLockWait(() => this.w.quarantine.immediate(entries));
+  }
+
+  /** A write of the write queue: waits at most INSERT_BUSY_TIMEOUT_MS for another connection's lock. */
+  private withShortLockWait<T>(write: () => T): T {
     this.db.pragma(`busy_timeout = ${Math.min(INSERT_BUSY_TIMEOUT_MS, this.busyTimeoutMs)}`);
     try {
-      const inserted = this.withTagSets((found) => this.w.insert.immediate(unique, found));
-      return { inserted, duplicates: records.length - inserted };
+      return write();
     } finally {
       this.db.pragma(`busy_timeout = ${this.busyTimeoutMs}`);
     }
+  }
+
+  async countQuarantined(): Promise<number> {
+    return Number(this.db.prepare('SELECT count(*) FROM quarantined_records').pluck().get());
   }
 
   /** Read statements return integers as bigint (exact money); the shared decoders convert. */

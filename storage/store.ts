@@ -6,6 +6,7 @@
  * Times are epoch milliseconds; time buckets are UTC hours / UTC days.
  */
 import type { CostProvenance, PicoUsd, UsageRecord } from '../core/usage';
+import type { QuarantinedRecord } from './quarantine';
 
 /** Group value of a record that lacks the grouped tag key, and the filter value matching such records. */
 export const UNTAGGED = '(untagged)';
@@ -150,6 +151,13 @@ export interface UsageStore {
    * Idempotent on record id: already stored ids are skipped and add nothing to the rollups.
    */
   insertBatch(records: readonly UsageRecord[]): Promise<InsertResult>;
+  /**
+   * Keeps records refused for their content in quarantined_records (storage/quarantine.ts), in one transaction;
+   * an entry whose digest is already there is skipped.
+   */
+  quarantine(entries: readonly QuarantinedRecord[]): Promise<void>;
+  /** Rows in quarantined_records (every instance's, on a shared PostgreSQL). */
+  countQuarantined(): Promise<number>;
   /** Grouped totals (and time series when `interval` is set); see storage/query/plan.ts for the paths. */
   queryUsage(query: UsageQuery): Promise<UsageGroupRow[]>;
   /** Raw records, newest first, keyset-paged. */

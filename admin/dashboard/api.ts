@@ -1,7 +1,8 @@
 /**
  * Admin API routes added for the dashboard (all behind the admin token, like every /api route):
  *   GET /api/dimensions  built-in dimensions and every tag key in the data (the group-by picker)
- *   GET /api/info        proxy URL, workspaces, whether anything was recorded yet (the empty state)
+ *   GET /api/info        proxy URL, workspaces, whether anything was recorded yet (the empty state), and how many
+ *                        records the store refused for their content and holds in quarantine (storage/quarantine.ts)
  *   GET /api/usage.csv   the grouping of GET /api/usage (same parameters) as CSV
  *   GET /api/usage/series  cost and requests per UTC hour/day for a few groups (the chart's stacks) plus
  *                          "other" (everything else) and the total, without sending every group's series
@@ -30,12 +31,13 @@ export function registerDashboardRoutes(router: Router, { store, workspaces, pro
 
   router.get('/info', async (ctx) => {
     // Newest record over all time: one index seek on (ts, id).
-    const latest = await store.listRequests({ from: 0, to: Number.MAX_SAFE_INTEGER, limit: 1 });
+    const [latest, quarantined] = await Promise.all([store.listRequests({ from: 0, to: Number.MAX_SAFE_INTEGER, limit: 1 }), store.countQuarantined()]);
     ctx.body = {
       proxy_url: proxyUrl ?? null,
       workspaces: workspaces.map((w) => ({ id: w.id, name: w.name ?? null })),
       has_records: latest.records.length > 0,
       latest_record_at: latest.records[0] ? new Date(latest.records[0].ts).toISOString() : null,
+      quarantined_records: quarantined,
     };
   });
 

@@ -1,4 +1,5 @@
 import { GatewayError } from '../../core/errors';
+import { truncate } from '../../core/truncate';
 import { RESERVED_TAG_KEYS } from '../../storage/store';
 
 export interface TagLimits {
@@ -52,7 +53,7 @@ function utf8(value: string, source: string): string {
 function put(tags: Record<string, string>, rawKey: string, value: unknown, limits: TagLimits, source: string): string {
   const key = normaliseTagKey(rawKey);
   if (!KEY_SHAPE.test(key) || key.length > limits.maxKeyLength) {
-    throw invalid(`Invalid tag key "${rawKey.slice(0, 80)}" in ${source}: use letters, digits, _ . - (at most ${limits.maxKeyLength} characters).`);
+    throw invalid(`Invalid tag key "${truncate(rawKey, 80)}" in ${source}: use letters, digits, _ . - (at most ${limits.maxKeyLength} characters).`);
   }
   if (RESERVED_TAG_KEYS.has(key)) {
     throw invalid(`Tag key "${key}" in ${source} is reserved: it names a built-in dimension (${[...RESERVED_TAG_KEYS].join(', ')}) and could not be grouped by. Use another name, e.g. "${key}_tag".`);
@@ -90,11 +91,11 @@ function duplicatedKey(json: string): string {
 }
 
 function twice(key: string): GatewayError {
-  return invalid(`Tag "${key}" is given twice in X-Gateway-Metadata (keys are case-insensitive, "-" and "_" are the same).`);
+  return invalid(`Tag "${truncate(key, 80)}" is given twice in X-Gateway-Metadata (keys are case-insensitive, "-" and "_" are the same).`);
 }
 
 function refuseRepeated(h: TagHeaders, name: string): void {
-  if ((h.timesSent?.(name) ?? 1) > 1) throw invalid(`The header ${name} was sent more than once.`);
+  if ((h.timesSent?.(name) ?? 1) > 1) throw invalid(`The header ${truncate(name, 100)} was sent more than once.`);
 }
 
 /**
@@ -129,7 +130,7 @@ export function parseTags(h: TagHeaders, limits: TagLimits): Record<string, stri
   for (const name of h.names) {
     if (!name.startsWith(FLAT_PREFIX)) continue;
     refuseRepeated(h, name);
-    const source = `header ${name}`;
+    const source = `header ${truncate(name, 100)}`;
     const key = put(tags, name.slice(FLAT_PREFIX.length), utf8(h.header(name) ?? '', source), limits, source);
     if (flat.has(key)) throw invalid(`Tag "${key}" is given by two X-Gateway-Metadata-<Name> headers.`);
     flat.add(key);

@@ -4,6 +4,7 @@
  *   version 4  records without tag_set_id, one record_tags row per string tag (as migration 001 created it and the
  *              writer filled it until migration 005), usage_records_ts on (ts, id)
  *   version 3  the same, without the tag-set tables of migration 004
+ * Neither has the quarantine table of migration 006.
  */
 type Dialect = 'sqlite' | 'postgres';
 
@@ -33,6 +34,7 @@ export function olderSchemaSql(dialect: Dialect, version: 3 | 4): string {
     'ALTER TABLE usage_records DROP COLUMN tag_set_id;',
     'CREATE INDEX usage_records_ts ON usage_records (ts, id);',
     ...(version === 3 ? ['DROP TABLE usage_tag_set_daily;', 'DROP TABLE tag_set_members;', 'DROP TABLE tag_sets;'] : []),
+    'DROP TABLE quarantined_records;',
     `DELETE FROM schema_migrations WHERE version > ${version};`,
   ].join('\n');
 }

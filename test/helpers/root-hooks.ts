@@ -4,7 +4,7 @@
  *
  * Every gateway the test helpers start registers itself (helpers/secret-scan.ts); after the whole run this hook
  * scans every registered gateway's log lines, the admin answers read when it stopped (records, usage, keys,
- * budgets, info) and every file in its data folder (SQLite database and WAL, spill and dead-letter files) for the
+ * budgets, info) and every file in its data folder (SQLite database and WAL, spill and quarantine files) for the
  * planted secrets and for every gateway key created during the run, and fails the run naming where it found one.
  *
  * Gateway keys created during the run are collected as they are handed out: admin POST /api/keys answers (an

@@ -217,8 +217,8 @@ plugins:
       // A file part cut short. This one killed the gateway process before (an 'error' event on busboy's file
       // stream had no listener).
       ['multipart/form-data; boundary=XyZ', '--XyZ\r\nContent-Disposition: form-data; name="file"; filename="a.mp3"\r\n\r\nabcdef', 'invalid_body'],
-      // A well-formed 100,000-character model name: read, and no provider serves it.
-      ['multipart/form-data; boundary=XyZ', `--XyZ\r\nContent-Disposition: form-data; name="model"\r\n\r\n${'w'.repeat(100_000)}\r\n--XyZ--\r\n`, 'provider_not_determined'],
+      // A well-formed 100,000-character model name: read (up to the form's 64 KiB field limit) and refused as too long.
+      ['multipart/form-data; boundary=XyZ', `--XyZ\r\nContent-Disposition: form-data; name="model"\r\n\r\n${'w'.repeat(100_000)}\r\n--XyZ--\r\n`, 'invalid_model'],
     ];
     for (const [type, payload, code] of cases) {
       const res = await call(gw, '/v1/audio/transcriptions', { body: payload, headers: jsonHeaders(gw, { 'content-type': type }) });
