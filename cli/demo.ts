@@ -14,8 +14,8 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 import { request } from 'undici';
 import { parseConfig } from '../config/load';
-import { createLogger } from '../core/logger';
-import { startGateway, type RunningGateway } from '../core/server';
+import { createLogger } from '../runtime/logger';
+import { startGateway, type RunningGateway } from '../runtime/servers';
 import { createGatewayKey } from '../plugins/auth/key-admin';
 import { DemoUpstream } from './demo-upstream';
 

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { EndpointSpec } from './endpoints';
 import type { GatewayError } from './errors';
-import type { ProviderInstance } from './provider';
+import type { ProviderInstance } from './provider-contract';
 import type { Usage } from './usage';
 
 export interface Workspace {

@@ -1,8 +1,8 @@
 import type { RequestCost } from '../pricing/request-cost';
 import type { PricedUsage } from '../pricing/cost';
 import type { GatewayContext } from './context';
-import type { ProviderInstance } from './provider';
-import type { ProviderRegistry } from './provider-registry';
+import type { ProviderInstance } from './provider-contract';
+import type { ProviderRegistry } from './provider-routing';
 
 /**
  * The public views of the shared services a plugin may resolve from its container. They are deliberately

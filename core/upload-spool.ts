@@ -7,8 +7,8 @@ import { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import { multipartFieldReader, receiveBody, refuseDeclaredOverLimit } from './body';
 import { GatewayError } from './errors';
-import { holdForBulkBody } from './heap-growth';
-import { bodyBytesRelayed } from './young-collection';
+import { holdForBulkBody } from '../runtime/memory/heap-growth';
+import { bodyBytesRelayed } from '../runtime/memory/young-collection';
 
 /**
  * Large multipart uploads (audio to transcribe, images to edit). Routing needs the form's `model` field:

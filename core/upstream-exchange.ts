@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
-import { bodyBytesRelayed } from './young-collection';
+import { bodyBytesRelayed } from '../runtime/memory/young-collection';
 
 /** Where the body of an answer goes once the proxy knows what to do with it (collect it, or relay it). */
 interface BodySink {

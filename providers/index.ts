@@ -1,4 +1,4 @@
-import type { ProviderModule } from '../core/provider';
+import type { ProviderModule } from '../core/provider-contract';
 import { anthropic } from './anthropic';
 import { openai } from './openai';
 import { openrouter } from './openrouter';

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { fromText } from '../../config/from-text';
 import { credentialHeader, type GatewayContext } from '../../core/context';
 import { GatewayError } from '../../core/errors';
-import { definePlugin, type GatewayPlugin } from '../../core/plugin';
+import { definePlugin, type GatewayPlugin } from '../../core/plugin-contract';
 import { TOKENS } from '../../core/tokens';
 import type { KeyRing } from './key-ring';
 import { addressKey, FailedKeyTracker } from './lockout';

@@ -3,7 +3,7 @@ import type { BudgetConfig, WorkspaceLimits } from '../../config/limits';
 import type { GatewayContext } from '../../core/context';
 import { BoundedCache } from '../../core/bounded-cache';
 import { GatewayError } from '../../core/errors';
-import { definePlugin, type GatewayPlugin } from '../../core/plugin';
+import { definePlugin, type GatewayPlugin } from '../../core/plugin-contract';
 import { TOKENS } from '../../core/tokens';
 import { priceUsage } from '../../pricing/cost';
 import { formatUsd, parseUsd } from '../../pricing/money';

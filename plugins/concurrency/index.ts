@@ -1,6 +1,6 @@
 import type { GatewayContext } from '../../core/context';
 import { GatewayError } from '../../core/errors';
-import { definePlugin, type GatewayPlugin } from '../../core/plugin';
+import { definePlugin, type GatewayPlugin } from '../../core/plugin-contract';
 import { LeaseRenewer } from '../limits/lease-renewer';
 import { LimitsContext } from '../limits/workspace-limits';
 

@@ -1,6 +1,6 @@
 import type { GatewayContext } from '../../core/context';
 import { GatewayError } from '../../core/errors';
-import { definePlugin, type GatewayPlugin } from '../../core/plugin';
+import { definePlugin, type GatewayPlugin } from '../../core/plugin-contract';
 import type { Bucket, BucketState } from '../limits/limit-store';
 import type { LimitScope } from '../limits/scopes';
 import { LimitsContext } from '../limits/workspace-limits';

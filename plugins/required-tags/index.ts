@@ -1,6 +1,6 @@
 import type { GatewayContext } from '../../core/context';
 import { GatewayError } from '../../core/errors';
-import { definePlugin, type GatewayPlugin } from '../../core/plugin';
+import { definePlugin, type GatewayPlugin } from '../../core/plugin-contract';
 import { LimitsContext } from '../limits/workspace-limits';
 
 export const UNTAGGED = '(untagged)';

@@ -3,9 +3,9 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { fromText } from '../../config/from-text';
 import type { GatewayContext } from '../../core/context';
-import { definePlugin, type GatewayPlugin } from '../../core/plugin';
+import { definePlugin, type GatewayPlugin } from '../../core/plugin-contract';
 import { TOKENS } from '../../core/tokens';
-import { workerScopedPath } from '../../core/worker-slot';
+import { workerScopedPath } from '../../runtime/worker-slot';
 import { formatUsd } from '../../pricing/money';
 import type { RequestCost } from '../../pricing/request-cost';
 import type { UsageStore } from '../../storage/store';
@@ -71,7 +71,7 @@ export const usageRecorder = definePlugin({
   optionsSchema,
   create(container, options) {
     const configDir = container.resolve<string>(TOKENS.ConfigDir);
-    // Multi-core mode: each worker process has its own spill file (core/worker-slot.ts).
+    // Multi-core mode: each worker process has its own spill file (runtime/worker-slot.ts).
     const spillPath = workerScopedPath(isAbsolute(options.spill_path) ? options.spill_path : resolve(configDir, options.spill_path));
     const queue = new UsageWriteQueue(container.resolve<UsageStore>(TOKENS.UsageStore), {
       spillPath,

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { captureLogs } from '../../core/testing';
+import { captureLogs } from '../../testing';
 import { generateGatewayKey, hashGatewayKey, KeyRing } from '../../plugins/auth/key-ring';
 import { KeySync } from '../../plugins/auth/key-sync';
 import { SqliteUsageStore } from '../../storage/sqlite-store';

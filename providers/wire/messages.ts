@@ -1,6 +1,6 @@
 import type { SseEvent, Usage } from '../../core/usage';
 import { compact, num, obj, reported, str, type JsonObject } from './read';
-import { JsonStreamAccumulator, byEndpoint, type EndpointUsage } from './stream';
+import { JsonStreamAccumulator, byEndpoint, type EndpointUsage } from './sse-usage';
 
 /** The counts an Anthropic usage object can carry; undefined = not reported (yet). */
 interface Counts {

@@ -1,9 +1,9 @@
-import type { GatewayConfig } from '../config/schema';
-import { BUILTIN_PROVIDERS } from '../providers';
-import { authFromConfig, openaiCompatible } from '../providers/openai-compatible';
-import { USAGE_PARSERS } from '../providers/usage';
-import type { ProviderInstance, ProviderModule } from './provider';
-import { ProviderRegistry } from './provider-registry';
+import type { GatewayConfig } from '../../config/schema';
+import { BUILTIN_PROVIDERS } from '../../providers';
+import { authFromConfig, openaiCompatible } from '../../providers/openai-compatible';
+import { USAGE_PARSERS } from '../../providers/usage-parsers';
+import type { ProviderInstance, ProviderModule } from '../../core/provider-contract';
+import { ProviderRegistry } from '../../core/provider-routing';
 
 /**
  * Builds the deployed providers: every built-in module (unless disabled), with its YAML overrides applied,

@@ -1,7 +1,7 @@
-import { chatEndpoint, chatUsage } from './openai-chat';
-import { responsesEndpoint, responsesUsage } from './openai-responses';
-import { compact, costString, num, str, type UsageReader } from './read';
-import { byEndpoint } from './stream';
+import { chatEndpoint, chatUsage } from '../wire/chat-completions';
+import { responsesEndpoint, responsesUsage } from '../wire/responses';
+import { compact, costString, num, str, type UsageReader } from '../wire/read';
+import { byEndpoint } from '../wire/sse-usage';
 
 /**
  * Perplexity chat usage: the OpenAI shape plus search billing fields. Streams repeat a cumulative usage

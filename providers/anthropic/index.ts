@@ -1,5 +1,5 @@
-import { apiKeyHeader, defineProvider } from '../core/provider';
-import { USAGE_PARSERS } from './usage';
+import { apiKeyHeader, defineProvider } from '../../core/provider-contract';
+import { USAGE_PARSERS } from '../usage-parsers';
 
 /** Anthropic: the messages-style provider. /v1/messages always routes here (spec, Provider detection 2). */
 export const anthropic = defineProvider({

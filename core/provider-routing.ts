@@ -1,6 +1,6 @@
 import type { EndpointSpec } from './endpoints';
 import { GatewayError } from './errors';
-import type { ProviderInstance } from './provider';
+import type { ProviderInstance } from './provider-contract';
 import type { EndpointKey } from './usage';
 
 /**

@@ -1,9 +1,9 @@
 import type { Usage } from '../../core/usage';
-import { chatEndpoint, chatUsage, embeddingsEndpoint, embeddingsUsage } from './openai-chat';
-import { responsesEndpoint, responsesUsage } from './openai-responses';
+import { chatEndpoint, chatUsage, embeddingsEndpoint, embeddingsUsage } from '../wire/chat-completions';
+import { responsesEndpoint, responsesUsage } from '../wire/responses';
 import { addDecimal } from '../../pricing/decimal';
-import { at, compact, costString, str, type JsonObject, type UsageReader } from './read';
-import { byEndpoint } from './stream';
+import { at, compact, costString, str, type JsonObject, type UsageReader } from '../wire/read';
+import { byEndpoint } from '../wire/sse-usage';
 
 /**
  * What the request cost in USD. usage.cost is what OpenRouter billed; with BYOK (is_byok: true, the

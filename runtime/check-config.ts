@@ -1,9 +1,9 @@
 import type { LoadedConfig } from '../config/load';
 import { missingLimitPlugins } from '../plugins/limits/pipeline-check';
 import { PriceCatalog } from '../pricing/catalog';
-import { checkPlugins } from './plugin-loader';
-import { loadProviders } from './provider-loader';
-import { loadProviderModules } from './provider-modules';
+import { checkPlugins } from './loading/plugin-list';
+import { loadProviders } from './loading/deployed-providers';
+import { loadProviderModules } from './loading/provider-module-import';
 
 /**
  * Everything start-up would refuse, checked without opening a store or a port: provider modules load and

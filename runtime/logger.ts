@@ -12,7 +12,7 @@ export const REDACT_PATHS = [
  * The root logger. Lines are JSON and written asynchronously (SonicBoom), so logging never blocks a request;
  * `flush` is called on shutdown so the last lines are not lost. Lines are written in blocks of at least 4 KiB
  * (one write per line cost ~6% of the CPU under load), and at least every 200 ms when traffic is low
- * (core/log-destination.ts).
+ * (runtime/log-destination.ts).
  */
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
   // A silent logger (tests, benchmarks) writes nothing: it gets no destination, timer or exit hook of its own.

@@ -1,6 +1,6 @@
 import type { Usage } from '../../core/usage';
 import { arr, compact, minus, num, obj, reported, str, usageOf, type JsonObject, type UsageReader } from './read';
-import { JsonStreamAccumulator, NoUsageStream, type EndpointUsage } from './stream';
+import { JsonStreamAccumulator, NoUsageStream, type EndpointUsage } from './sse-usage';
 
 /**
  * OpenAI chat-completions usage, shared by every OpenAI-compatible provider.

@@ -1,5 +1,5 @@
-import { bearer, defineProvider } from '../core/provider';
-import { USAGE_PARSERS } from './usage';
+import { bearer, defineProvider } from '../../core/provider-contract';
+import { USAGE_PARSERS } from '../usage-parsers';
 
 /** OpenAI: the chat-completions family and every endpoint of the spec. */
 export const openai = defineProvider({

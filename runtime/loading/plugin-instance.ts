@@ -1,7 +1,7 @@
 import type { DependencyContainer } from 'tsyringe';
-import { apiVersionProblem } from './api-version';
-import type { GatewayPlugin, PluginDefinition } from './plugin';
-import { TOKENS } from './tokens';
+import { apiVersionProblem } from '../../core/api-version';
+import type { GatewayPlugin, PluginDefinition } from '../../core/plugin-contract';
+import { TOKENS } from '../../core/tokens';
 
 export class PluginConfigError extends Error {}
 

@@ -12,18 +12,18 @@ import { gatewayConfigSchema } from '../config/schema';
 import { PriceCatalog } from '../pricing/catalog';
 import { RequestCost } from '../pricing/request-cost';
 import { BUILTIN_PROVIDERS } from '../providers';
-import { openaiUsageParser } from '../providers/usage/openai';
-import { GatewayContext, type Workspace } from './context';
-import { endpointByKey } from './endpoints';
-import type { GatewayError } from './errors';
-import { forwardableRequestHeaders } from './headers';
-import { PluginPipeline } from './pipeline';
-import type { GatewayPlugin, PluginDefinition } from './plugin';
-import { instantiatePlugin } from './plugin-instantiate';
-import { bearer, type ProviderInstance, type ProviderModule } from './provider';
-import { ProviderRegistry } from './provider-registry';
-import { TOKENS } from './tokens';
-import type { EndpointKey, SseEvent, Usage } from './usage';
+import { openaiUsageParser } from '../providers/openai/usage';
+import { GatewayContext, type Workspace } from '../core/context';
+import { endpointByKey } from '../core/endpoints';
+import type { GatewayError } from '../core/errors';
+import { forwardableRequestHeaders } from '../core/headers';
+import { PluginPipeline } from '../core/plugin-pipeline';
+import type { GatewayPlugin, PluginDefinition } from '../core/plugin-contract';
+import { instantiatePlugin } from '../runtime/loading/plugin-instance';
+import { bearer, type ProviderInstance, type ProviderModule } from '../core/provider-contract';
+import { ProviderRegistry } from '../core/provider-routing';
+import { TOKENS } from '../core/tokens';
+import type { EndpointKey, SseEvent, Usage } from '../core/usage';
 
 /** What a fake request looks like; every field is optional. */
 export interface TestContextInit {

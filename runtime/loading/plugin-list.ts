@@ -1,9 +1,9 @@
 import type { DependencyContainer } from 'tsyringe';
-import type { PluginEntry } from '../config/schema';
-import { BUILTIN_PLUGINS, REQUIRED_PLUGINS } from '../plugins';
-import { importUserModule, ModuleLoadError, pickExport } from './module-import';
-import type { GatewayPlugin, PluginDefinition } from './plugin';
-import { instantiatePlugin, PluginConfigError, validatePluginOptions } from './plugin-instantiate';
+import type { PluginEntry } from '../../config/schema';
+import { BUILTIN_PLUGINS, REQUIRED_PLUGINS } from '../../plugins';
+import { importUserModule, ModuleLoadError, pickExport } from './user-module';
+import type { GatewayPlugin, PluginDefinition } from '../../core/plugin-contract';
+import { instantiatePlugin, PluginConfigError, validatePluginOptions } from './plugin-instance';
 
 export { PluginConfigError };
 

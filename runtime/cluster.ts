@@ -2,7 +2,7 @@ import cluster, { type Worker } from 'node:cluster';
 import { availableParallelism } from 'node:os';
 import type { LoadedConfig } from '../config/load';
 import { openStore, parseStorageUrl } from '../storage';
-import { storageUrlFrom } from './app';
+import { storageUrlFrom } from './gateway';
 import { bootstrapKeys } from './key-bootstrap';
 import { WORKER_INDEX_ENV } from './worker-slot';
 

@@ -1,10 +1,10 @@
 import { z } from 'zod';
-import type { GatewayConfig, ProviderEntry } from '../config/schema';
-import { apiVersionProblem } from './api-version';
-import { ENDPOINTS } from './endpoints';
-import { importUserModule, ModuleLoadError, pickExport } from './module-import';
-import type { ProviderModule } from './provider';
-import type { EndpointKey } from './usage';
+import type { GatewayConfig, ProviderEntry } from '../../config/schema';
+import { apiVersionProblem } from '../../core/api-version';
+import { ENDPOINTS } from '../../core/endpoints';
+import { importUserModule, ModuleLoadError, pickExport } from './user-module';
+import type { ProviderModule } from '../../core/provider-contract';
+import type { EndpointKey } from '../../core/usage';
 
 export class ProviderConfigError extends Error {}
 

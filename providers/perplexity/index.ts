@@ -1,5 +1,5 @@
-import { bearer, defineProvider } from '../core/provider';
-import { USAGE_PARSERS } from './usage';
+import { bearer, defineProvider } from '../../core/provider-contract';
+import { USAGE_PARSERS } from '../usage-parsers';
 
 /**
  * Perplexity: the search-engine provider. Its Sonar chat-completions endpoint lives at the host root

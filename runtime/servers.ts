@@ -3,9 +3,9 @@ import type { AddressInfo } from 'node:net';
 import type { LoadedConfig } from '../config/load';
 import { createAdminApp } from '../admin/app';
 import type { BudgetLedger } from '../plugins/budget/ledger';
-import { TOKENS } from './tokens';
-import { createGateway, type Gateway, type GatewayOptions } from './app';
-import { limitHeapGrowth } from './heap-growth';
+import { TOKENS } from '../core/tokens';
+import { createGateway, type Gateway, type GatewayOptions } from './gateway';
+import { limitHeapGrowth } from './memory/heap-growth';
 
 export interface RunningGateway {
   gateway: Gateway;

@@ -1,6 +1,6 @@
-import { chatEndpoint, embeddingsEndpoint } from './openai-chat';
-import { responsesEndpoint } from './openai-responses';
-import { byEndpoint } from './stream';
+import { chatEndpoint, embeddingsEndpoint } from '../wire/chat-completions';
+import { responsesEndpoint } from '../wire/responses';
+import { byEndpoint } from '../wire/sse-usage';
 
 /**
  * OpenAI's UsageParser, reused by OpenAI-compatible providers (gemini, mistral, deepseek, xai, groq ...).

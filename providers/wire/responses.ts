@@ -1,6 +1,6 @@
 import type { SseEvent, Usage } from '../../core/usage';
 import { compact, minus, num, obj, reported, str, usageOf, type JsonObject, type UsageReader } from './read';
-import { JsonStreamAccumulator, type EndpointUsage } from './stream';
+import { JsonStreamAccumulator, type EndpointUsage } from './sse-usage';
 
 /** Responses API usage: input_tokens INCLUDES input_tokens_details.cached_tokens, subtracted here. */
 export const responsesUsage: UsageReader = (u) => {

@@ -1,5 +1,5 @@
-import { bearer, defineProvider } from '../core/provider';
-import { USAGE_PARSERS } from './usage';
+import { bearer, defineProvider } from '../../core/provider-contract';
+import { USAGE_PARSERS } from '../usage-parsers';
 
 /**
  * OpenRouter: the aggregator. It has no model prefixes of its own (its ids look like vendor/model), so it is
