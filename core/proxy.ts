@@ -1,11 +1,11 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { multipartFields, parseJsonBody, readBody } from './body';
+import { bodyHeld } from './body-memory';
 import { ModelCatalog } from './catalog';
 import { GatewayContext, secretHeadersFor } from './context';
 import type { EndpointSpec } from './endpoints';
 import { asGatewayError, GatewayError } from './errors';
-import { BULK_BODY_BYTES, holdForBulkBody } from '../runtime/memory/heap-growth';
 import { forwardableRequestHeaders, forwardableResponseHeaders, headerValue } from './headers';
 import type { PluginPipeline } from './plugin-pipeline';
 import { describeAuthHeader } from './provider-contract';
@@ -134,10 +134,8 @@ export class Proxy {
 
   /**
    * Reads the request, then has it forwarded; an upload is disposed of (its spool file closed) once the call is
-   * over. A bulk body held in memory (1 MiB or more) widens the heap growth bound until then (core/heap-growth.ts):
-   * from the start when its length says so, once read when it was sent without one (chunked: most are small chat
-   * requests, which must leave the bound alone). The upload spool does the same for what it spools, never for an
-   * upload it streams.
+   * over. A body held whole in memory is reported to the memory policy (core/body-memory.ts) until then: from the
+   * start when its length is declared, once read when it was sent without one.
    */
   private async forward(
     gw: GatewayContext, req: IncomingMessage, res: ServerResponse, endpoint: EndpointSpec,
@@ -145,15 +143,15 @@ export class Proxy {
   ): Promise<void> {
     const contentType = req.headers['content-type'] ?? '';
     const spool = contentType.startsWith('multipart/form-data') && this.deps.uploads?.wants(req) ? this.deps.uploads : undefined;
-    let bulk = !spool && endpoint.body !== 'none' && Number(req.headers['content-length']) >= BULK_BODY_BYTES ? holdForBulkBody() : undefined;
+    let held = !spool && endpoint.body !== 'none' ? bodyHeld(Number(req.headers['content-length'])) : undefined;
     let upload: ReceivedUpload | undefined;
     try {
       upload = await this.readRequest(gw, req, endpoint, contentType, spool);
-      if (!spool && !bulk && gw.bodySize >= BULK_BODY_BYTES) bulk = holdForBulkBody();
+      if (!spool && !held) held = bodyHeld(gw.bodySize);
       await this.callAndRelay(gw, req, res, endpoint, explicit, upstream, setTap, upload);
     } finally {
       upload?.dispose(); // the upstream call is over: its body was sent, or never will be
-      bulk?.();
+      held?.();
     }
   }
 
@@ -240,12 +238,11 @@ export class Proxy {
   }
 
   /**
-   * A non-streamed JSON answer: read it whole (usage and cost can then go into headers), send it unchanged. One of
-   * 1 MiB or more (a batch of embeddings, generated images) widens the heap growth bound while it is held, as a
-   * bulk request body does (core/heap-growth.ts); a streamed answer, never held whole, leaves it as it is.
+   * A non-streamed JSON answer: read it whole (usage and cost can then go into headers), send it unchanged. While
+   * it is held it is reported to the memory policy, as a request body is.
    */
   private async relayWhole(gw: GatewayContext, res: ServerResponse, upstream: UpstreamExchange): Promise<void> {
-    const bulk = Number(headerValue(upstream.headers, 'content-length')) >= BULK_BODY_BYTES ? holdForBulkBody() : undefined;
+    const held = bodyHeld(Number(headerValue(upstream.headers, 'content-length')));
     try {
       let body: Buffer;
       try {
@@ -264,7 +261,7 @@ export class Proxy {
       res.writeHead(upstream.statusCode, this.responseHeaders(gw, forwardableResponseHeaders(upstream.headers)));
       res.end(body);
     } finally {
-      bulk?.();
+      held?.();
     }
   }
 

@@ -17,7 +17,8 @@ import type { UsageStore } from '../storage/store';
 import { ModelCatalog } from '../core/catalog';
 import { endpointAt } from '../core/endpoints';
 import { GatewayError } from '../core/errors';
-import { IdleMemoryRelease } from './memory/idle-memory';
+import { observeBodyMemory } from '../core/body-memory';
+import { bodyMemoryPolicy, IdleMemoryRelease, releaseHeapOf } from './memory-policy';
 import { bootstrapKeys } from './key-bootstrap';
 import { createLogger } from './logger';
 import { PluginPipeline } from '../core/plugin-pipeline';
@@ -57,6 +58,7 @@ export interface Gateway {
 export async function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}): Promise<Gateway> {
   const { config } = loaded;
   const logger = options.logger ?? createLogger(config.logging.level);
+  observeBodyMemory(bodyMemoryPolicy);
   const container = rootContainer.createChildContainer();
   container.register(TOKENS.Config, { useValue: config });
   container.register(TOKENS.Logger, { useValue: logger });
@@ -114,7 +116,7 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
     return proxy.handle(ctx.req, ctx.res, endpoint);
   });
   koa.use(refuseUnknownRoutes(logger));
-  const idleRelease = new IdleMemoryRelease(proxy, config.server.idle_gc_ms, logger, () => store!.releaseMemory?.());
+  const idleRelease = new IdleMemoryRelease(proxy, config.server.idle_gc_ms, logger, releaseHeapOf(store!));
   idleRelease.start();
 
   let closing: Promise<void> | undefined;

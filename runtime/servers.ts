@@ -5,7 +5,7 @@ import { createAdminApp } from '../admin/app';
 import type { BudgetLedger } from '../plugins/budget/ledger';
 import { TOKENS } from '../core/tokens';
 import { createGateway, type Gateway, type GatewayOptions } from './gateway';
-import { limitHeapGrowth } from './memory/heap-growth';
+import { limitHeapGrowth } from './memory-policy';
 
 export interface RunningGateway {
   gateway: Gateway;

@@ -167,9 +167,6 @@ export interface UsageStore {
   /** Batched last-used update; never moves last_used_at backwards. */
   touchKeys(ids: readonly string[], lastUsedAt: number): Promise<void>;
 
-  /** For a store with a thread of its own: full GCs there, when the gateway is idle (core/idle-memory.ts). */
-  releaseMemory?(): Promise<void>;
-
   close(): Promise<void>;
 }
 
