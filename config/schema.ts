@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ADMIN_LOCKOUT_DEFAULTS } from '../plugins/auth/lockout';
 import { pricingConfigSchema } from '../pricing/config';
+import { ENDPOINT_KEYS, USAGE_PARSER_NAMES } from '../providers/registry';
 import { fromText } from './from-text';
 import { limitStoreSchema, workspaceLimitsSchema } from './limits';
 
@@ -30,10 +31,7 @@ const timeouts = z.strictObject({
   idle_ms: ms.optional(),
 });
 
-const endpointKey = z.enum([
-  'chat.completions', 'messages', 'responses', 'embeddings', 'audio.speech', 'audio.transcriptions',
-  'audio.translations', 'images.generations', 'images.edits', 'images.variations', 'models',
-]);
+const endpointKey = z.enum(ENDPOINT_KEYS);
 
 const authScheme = z.union([
   z.enum(['bearer', 'x-api-key', 'none']),
@@ -59,7 +57,7 @@ const providerEntry = z.strictObject({
   auth: authScheme.optional(),
   endpoints: z.array(endpointKey).min(1).optional(),
   /** Which built-in usage parser reads this provider's responses. */
-  usage: z.enum(['openai', 'anthropic', 'perplexity', 'openrouter']).optional(),
+  usage: z.enum(USAGE_PARSER_NAMES).optional(),
   timeouts: timeouts.optional(),
 }).refine((p) => !(p.type && p.use), { message: 'give either type or use, not both', path: ['use'] });
 

@@ -1,5 +1,9 @@
 import type { EndpointKey, UsageParser } from './usage';
 
+/** What kind of API a provider is (informational, shown in the catalog and docs). */
+export const PROVIDER_FAMILIES = ['chat-completions', 'messages', 'search', 'aggregator'] as const;
+export type ProviderFamily = (typeof PROVIDER_FAMILIES)[number];
+
 /**
  * Where a provider accepts the client's own key (bring-your-own; forwarded verbatim, never stored): the
  * request headers that may carry it, lower-case, in order of preference. Empty for servers without auth.
@@ -33,7 +37,7 @@ export interface ProviderModule {
   apiVersion?: string;
   displayName: string;
   /** What kind of API it is (informational, shown in the catalog and docs). */
-  family: 'chat-completions' | 'messages' | 'search' | 'aggregator';
+  family: ProviderFamily;
   /** Default base URL including the version segment; YAML providers.<slug>.base_url overrides it. */
   baseUrl: string;
   /** Model-name prefixes routed here by default. Longest prefix wins across providers. */

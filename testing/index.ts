@@ -11,7 +11,7 @@ import { container as rootContainer } from 'tsyringe';
 import { gatewayConfigSchema } from '../config/schema';
 import { PriceCatalog } from '../pricing/catalog';
 import { RequestCost } from '../pricing/request-cost';
-import { BUILTIN_PROVIDERS } from '../providers';
+import { BUILTIN_PROVIDERS } from '../providers/registry';
 import { openaiUsageParser } from '../providers/openai/usage';
 import { GatewayContext, type Workspace } from '../core/context';
 import { endpointByKey } from '../core/endpoints';

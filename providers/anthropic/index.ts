@@ -1,5 +1,5 @@
 import { apiKeyHeader, defineProvider } from '../../core/provider-contract';
-import { USAGE_PARSERS } from '../usage-parsers';
+import { anthropicUsageParser } from '../wire/messages';
 
 /** Anthropic: the messages-style provider. /v1/messages always routes here (spec, Provider detection 2). */
 export const anthropic = defineProvider({
@@ -12,5 +12,5 @@ export const anthropic = defineProvider({
   auth: apiKeyHeader('x-api-key', 'authorization'),
   endpoints: ['messages', 'models'],
   ownsEndpoints: ['messages'],
-  usage: USAGE_PARSERS.anthropic,
+  usage: anthropicUsageParser,
 });

@@ -1,5 +1,5 @@
 import { bearer, defineProvider } from '../../core/provider-contract';
-import { USAGE_PARSERS } from '../usage-parsers';
+import { openaiUsageParser } from './usage';
 
 /** OpenAI: the chat-completions family and every endpoint of the spec. */
 export const openai = defineProvider({
@@ -16,5 +16,5 @@ export const openai = defineProvider({
     'chat.completions', 'responses', 'embeddings', 'audio.speech', 'audio.transcriptions', 'audio.translations',
     'images.generations', 'images.edits', 'images.variations', 'models',
   ],
-  usage: USAGE_PARSERS.openai,
+  usage: openaiUsageParser,
 });

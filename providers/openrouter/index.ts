@@ -1,5 +1,5 @@
 import { bearer, defineProvider } from '../../core/provider-contract';
-import { USAGE_PARSERS } from '../usage-parsers';
+import { openrouterUsageParser } from './usage';
 
 /**
  * OpenRouter: the aggregator. It has no model prefixes of its own (its ids look like vendor/model), so it is
@@ -13,5 +13,5 @@ export const openrouter = defineProvider({
   modelPrefixes: [],
   auth: bearer(),
   endpoints: ['chat.completions', 'responses', 'embeddings', 'models'],
-  usage: USAGE_PARSERS.openrouter,
+  usage: openrouterUsageParser,
 });

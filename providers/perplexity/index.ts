@@ -1,5 +1,5 @@
 import { bearer, defineProvider } from '../../core/provider-contract';
-import { USAGE_PARSERS } from '../usage-parsers';
+import { perplexityUsageParser } from './usage';
 
 /**
  * Perplexity: the search-engine provider. Its Sonar chat-completions endpoint lives at the host root
@@ -14,5 +14,5 @@ export const perplexity = defineProvider({
   auth: bearer(),
   endpoints: ['chat.completions', 'responses'],
   paths: { responses: '/v1/responses' },
-  usage: USAGE_PARSERS.perplexity,
+  usage: perplexityUsageParser,
 });

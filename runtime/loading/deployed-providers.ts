@@ -1,7 +1,6 @@
 import type { GatewayConfig } from '../../config/schema';
-import { BUILTIN_PROVIDERS } from '../../providers';
 import { authFromConfig, openaiCompatible } from '../../providers/openai-compatible';
-import { USAGE_PARSERS } from '../../providers/usage-parsers';
+import { BUILTIN_PROVIDERS, USAGE_PARSERS } from '../../providers/registry';
 import type { ProviderInstance, ProviderModule } from '../../core/provider-contract';
 import { ProviderRegistry } from '../../core/provider-routing';
 

@@ -1,15 +1,14 @@
 import { z } from 'zod';
 import type { GatewayConfig, ProviderEntry } from '../../config/schema';
 import { apiVersionProblem } from '../../core/api-version';
-import { ENDPOINTS } from '../../core/endpoints';
+import { ENDPOINT_KEYS, PROVIDER_FAMILIES } from '../../providers/registry';
 import { importUserModule, ModuleLoadError, pickExport } from './user-module';
 import type { ProviderModule } from '../../core/provider-contract';
-import type { EndpointKey } from '../../core/usage';
 
 export class ProviderConfigError extends Error {}
 
 const fn = z.custom<(...args: never[]) => unknown>((v) => typeof v === 'function', 'expected a function');
-const endpointKey = z.enum(ENDPOINTS.map((e) => e.key) as [EndpointKey, ...EndpointKey[]]);
+const endpointKey = z.enum(ENDPOINT_KEYS);
 const headerName = z.string().regex(/^[a-z0-9-]+$/, 'expected a lower-case header name (apiKeyHeader() lower-cases it)');
 
 /** The shape a module written in code must have (types are erased at run time, so it is checked here). */
@@ -17,7 +16,7 @@ const providerModuleSchema = z.object({
   apiVersion: z.string().optional(),
   slug: z.string().min(1),
   displayName: z.string().min(1),
-  family: z.enum(['chat-completions', 'messages', 'search', 'aggregator']),
+  family: z.enum(PROVIDER_FAMILIES),
   baseUrl: z.string().optional(),
   modelPrefixes: z.array(z.string().min(1)),
   auth: z.object({ headers: z.array(headerName) }),

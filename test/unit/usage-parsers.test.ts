@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { SseDecoder } from '../../core/sse';
 import type { EndpointKey, SseEvent, StreamUsageAccumulator, UsageParser } from '../../core/usage';
-import { USAGE_PARSERS } from '../../providers/usage-parsers';
+import { USAGE_PARSERS } from '../../providers/registry';
 import { decimalString } from '../../providers/wire/read';
 import { fixtureBytes, fixtureJson } from '../helpers/fixtures';
 
