@@ -16,7 +16,7 @@ import { request } from 'undici';
 import { parseConfig } from '../config/load';
 import { createLogger } from '../runtime/logger';
 import { startGateway, type RunningGateway } from '../runtime/servers';
-import { createGatewayKey } from '../plugins/auth/key-admin';
+import { createGatewayKey } from '../admin/key-admin';
 import { DemoUpstream } from './demo-upstream';
 
 const HOUR = 3_600_000;

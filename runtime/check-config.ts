@@ -1,5 +1,5 @@
 import type { LoadedConfig } from '../config/load';
-import { missingLimitPlugins } from '../plugins/limits/pipeline-check';
+import { missingLimitPlugins } from './limit-plugins-check';
 import { PriceCatalog } from '../pricing/catalog';
 import { checkPlugins } from './loading/plugin-list';
 import { loadProviders } from './loading/deployed-providers';

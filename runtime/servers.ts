@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { LoadedConfig } from '../config/load';
 import { createAdminApp } from '../admin/app';
-import type { BudgetLedger } from '../plugins/budget/ledger';
+import type { BudgetLedger } from './services/budget-ledger';
 import { TOKENS } from '../core/tokens';
 import { createGateway, type Gateway, type GatewayOptions } from './gateway';
 import { limitHeapGrowth } from './memory-policy';

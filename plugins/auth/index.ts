@@ -5,7 +5,7 @@ import { credentialHeader, type GatewayContext } from '../../core/context';
 import { GatewayError } from '../../core/errors';
 import { definePlugin, type GatewayPlugin } from '../../core/plugin-contract';
 import { TOKENS } from '../../core/tokens';
-import type { KeyRing } from './key-ring';
+import type { KeyRing } from '../../runtime/services/keys/key-ring';
 import { addressKey, FailedKeyTracker } from './lockout';
 
 const optionsSchema = z

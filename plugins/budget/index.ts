@@ -9,11 +9,11 @@ import { priceUsage } from '../../pricing/cost';
 import { formatUsd, parseUsd } from '../../pricing/money';
 import type { RequestCost } from '../../pricing/request-cost';
 import { UNTAGGED, type UsageStore } from '../../storage/store';
-import { LeaseRenewer } from '../limits/lease-renewer';
-import type { BudgetCheck, BudgetState } from '../limits/limit-store';
-import { LimitsContext, tagScope } from '../limits/workspace-limits';
+import { LeaseRenewer } from '../../runtime/services/lease-renewer';
+import type { BudgetCheck, BudgetState } from '../../core/limit-store';
+import { LimitsContext, tagScope } from '../../runtime/services/workspace-limits';
 import { requestedOutputTokens } from '../max-tokens';
-import { alertReached, type BudgetLedger, type BudgetSource, type BudgetStatus } from './ledger';
+import { alertReached, type BudgetLedger, type BudgetSource, type BudgetStatus } from '../../runtime/services/budget-ledger';
 import { periodAt, type Period } from './periods';
 
 const HELD = 'budget.reservation';

@@ -1,8 +1,8 @@
 import type { GatewayContext } from '../../core/context';
 import { GatewayError } from '../../core/errors';
 import { definePlugin, type GatewayPlugin } from '../../core/plugin-contract';
-import { LeaseRenewer } from '../limits/lease-renewer';
-import { LimitsContext } from '../limits/workspace-limits';
+import { LeaseRenewer } from '../../runtime/services/lease-renewer';
+import { LimitsContext } from '../../runtime/services/workspace-limits';
 
 const HELD = 'concurrency.held';
 

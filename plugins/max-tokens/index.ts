@@ -2,7 +2,7 @@ import type { GatewayContext } from '../../core/context';
 import { GatewayError } from '../../core/errors';
 import { definePlugin, type GatewayPlugin } from '../../core/plugin-contract';
 import type { EndpointKey } from '../../core/usage';
-import { LimitsContext } from '../limits/workspace-limits';
+import { LimitsContext } from '../../runtime/services/workspace-limits';
 
 /** The body fields that ask for output tokens, per endpoint. */
 export const OUTPUT_TOKEN_FIELDS: Partial<Record<EndpointKey, readonly string[]>> = {

@@ -1,9 +1,9 @@
 import type { GatewayContext } from '../../core/context';
 import { GatewayError } from '../../core/errors';
 import { definePlugin, type GatewayPlugin } from '../../core/plugin-contract';
-import type { Bucket, BucketState } from '../limits/limit-store';
-import type { LimitScope } from '../limits/scopes';
-import { LimitsContext } from '../limits/workspace-limits';
+import type { Bucket, BucketState } from '../../core/limit-store';
+import type { LimitScope } from '../../runtime/services/limit-scopes';
+import { LimitsContext } from '../../runtime/services/workspace-limits';
 
 const MINUTE = 60_000;
 const SCOPES = 'rate-limit.scopes';

@@ -1,7 +1,7 @@
 import type { GatewayContext } from '../../core/context';
 import { GatewayError } from '../../core/errors';
 import { definePlugin, type GatewayPlugin } from '../../core/plugin-contract';
-import { LimitsContext } from '../limits/workspace-limits';
+import { LimitsContext } from '../../runtime/services/workspace-limits';
 
 export const UNTAGGED = '(untagged)';
 

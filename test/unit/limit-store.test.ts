@@ -8,9 +8,9 @@ import { expect } from 'chai';
 import Redis from 'ioredis';
 import { freePort, HAS_REDIS_SERVER, startRedis } from '../helpers/redis-server';
 import { waitFor } from '../helpers/wait';
-import type { BudgetCheck, LimitStore } from '../../plugins/limits/limit-store';
-import { MemoryLimitStore } from '../../plugins/limits/memory-store';
-import { BUDGET_MAX_PICO, RedisLimitStore } from '../../plugins/limits/redis-store';
+import type { BudgetCheck, LimitStore } from '../../core/limit-store';
+import { MemoryLimitStore } from '../../runtime/services/limit-store/memory-store';
+import { BUDGET_MAX_PICO, RedisLimitStore } from '../../runtime/services/limit-store/redis-store';
 
 const REDIS_URL = process.env.REDIS_URL;
 /** Fixed caller clock, on a minute boundary, so the results do not depend on when the tests run. */

@@ -1,4 +1,4 @@
-import type { GatewayConfig } from '../../config/schema';
+import type { GatewayConfig } from '../config/schema';
 
 /** Which plugin enforces each limit setting: a limit whose plugin is not in the pipeline would silently do nothing. */
 const ENFORCED_BY: [string, (l: GatewayConfig['workspaces'][number]['limits']) => boolean][] = [

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { createRedis } from '../limits/redis-client';
+import { createRedis } from '../redis-client';
 
 /** A stored gateway key as shared through Redis: enough to verify it (its hash), never the key itself. */
 export interface SharedKey {

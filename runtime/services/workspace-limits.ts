@@ -6,8 +6,8 @@ import type { GatewayContext } from '../../core/context';
 import { GatewayError } from '../../core/errors';
 import { BoundedCache } from '../../core/bounded-cache';
 import { TOKENS } from '../../core/tokens';
-import type { LimitStore } from './limit-store';
-import { scopesOf, type LimitScope } from './scopes';
+import type { LimitStore } from '../../core/limit-store';
+import { scopesOf, type LimitScope } from './limit-scopes';
 
 /** One context per limit store, shared by every limit plugin of a gateway (so they share one log throttle). */
 const contexts = new WeakMap<LimitStore, LimitsContext>();

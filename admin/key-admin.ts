@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import type { WorkspaceEntry } from '../../config/schema';
-import { GatewayError } from '../../core/errors';
-import type { GatewayKey, UsageStore } from '../../storage/store';
-import { generateGatewayKey, hashGatewayKey } from './key-ring';
+import type { WorkspaceEntry } from '../config/schema';
+import { GatewayError } from '../core/errors';
+import type { GatewayKey, UsageStore } from '../storage/store';
+import { generateGatewayKey, hashGatewayKey } from '../runtime/services/keys/key-ring';
 
 /** Key management shared by the admin API and the CLI. The plain key is returned once and never stored. */
 export async function createGatewayKey(store: UsageStore, workspaces: readonly WorkspaceEntry[], input: { workspace?: string; label?: string }): Promise<{ key: string; record: GatewayKey }> {

@@ -1,5 +1,5 @@
 import { createHash, hash, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { Workspace } from '../../core/context';
+import type { Workspace } from '../../../core/context';
 
 /** Gateway keys look like tg_<43 base64url chars>: recognisable in a leak scan, 256 bits of randomness. */
 export const KEY_PREFIX = 'tg_';

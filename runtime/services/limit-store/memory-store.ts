@@ -1,4 +1,4 @@
-import type { Bucket, BucketState, BudgetCheck, BudgetReservation, BudgetState, LimitStore, TakeResult } from './limit-store';
+import type { Bucket, BucketState, BudgetCheck, BudgetReservation, BudgetState, LimitStore, TakeResult } from '../../../core/limit-store';
 
 interface BucketRecord {
   tokens: number;

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
-import { createRedis, isReplyError, replyError } from './redis-client';
+import { createRedis, isReplyError, replyError } from '../redis-client';
 import { CircuitBreaker } from './circuit-breaker';
-import type { Bucket, BucketState, BudgetCheck, BudgetReservation, BudgetState, LimitStore, TakeResult } from './limit-store';
+import type { Bucket, BucketState, BudgetCheck, BudgetReservation, BudgetState, LimitStore, TakeResult } from '../../../core/limit-store';
 import { LIMIT_BATCH, type LimitOp } from './redis-scripts';
 
 /**
