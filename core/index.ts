@@ -20,12 +20,17 @@ export { openrouterUsageParser } from '../providers/openrouter/usage';
 export { perplexityUsageParser } from '../providers/perplexity/usage';
 
 // The usage vocabulary shared by both
-export type { CostProvenance, EndpointKey, PicoUsd, SseEvent, StreamUsageAccumulator, Usage, UsageParser, UsageRecord } from './usage';
+export { UNTAGGED, type CostProvenance, type EndpointKey, type PicoUsd, type SseEvent, type StreamUsageAccumulator, type Usage, type UsageParser, type UsageRecord } from './usage';
+export { requestedOutputTokens } from './output-tokens';
 export { formatUsd } from '../pricing/money';
 
 // Dependency injection: tokens and the public views of the services behind them
-export { TOKENS } from './tokens';
-export type { PricedUsage, ProviderLookup, RequestCostService } from './services';
+export { registerService, resolveService, TOKENS, type ServiceOf, type Token } from './tokens';
+export type {
+  BudgetLedgerService, BudgetSource, BudgetStatus, KeyGrant, KeyRingService, PricedUsage, PriceLookup, ProviderLookup, RequestCostService,
+  UsageStoreService,
+} from './services';
+export type { Bucket, BucketState, BudgetCheck, BudgetState, LeaseRenewer, LimitScope, LimitStore, WorkspaceLimitsService } from './limit-store';
 export type { GatewayConfig } from '../config/schema';
 export type { DependencyContainer } from 'tsyringe';
 export type { Logger } from 'pino';

@@ -1,6 +1,9 @@
+import type { LimitStoreConfig, RateLimits, WorkspaceLimits } from '../config/limits';
+import type { GatewayContext } from './context';
+
 /**
- * Shared counters behind every limit: in memory for one instance (memory-store.ts), or in Redis so that all
- * instances behind a load balancer enforce one limit, not one each (redis-store.ts). Every operation is
+ * TOKENS.LimitStore: shared counters behind every limit, in memory for one instance, or in Redis so that all
+ * instances behind a load balancer enforce one limit, not one each (runtime/services/limit-store/). Every operation is
  * atomic per call: a check and its update happen together (a Lua script in Redis).
  */
 
@@ -93,4 +96,40 @@ export interface LimitStore {
   setMembers(key: string): Promise<string[]>;
 
   close(): Promise<void>;
+}
+
+/** One thing a limit applies to: the whole workspace, or one value of a tag within it. */
+export interface LimitScope {
+  /** Stable key fragment, e.g. "ws:default" or "ws:default:tag:customer_id=acme". */
+  key: string;
+  /** Human-readable, for error messages: "workspace default" or "customer_id=acme". */
+  label: string;
+  limits: RateLimits;
+}
+
+/** Keeps the leases of open requests renewed (stream slots, budget reservations) until remove(holder). */
+export interface LeaseRenewer<T> {
+  readonly leaseMs: number;
+  add(holder: string, held: T): void;
+  remove(holder: string): void;
+}
+
+/**
+ * TOKENS.WorkspaceLimits: what every limit plugin needs, in one place: the workspaces' limits, the shared counters
+ * (TOKENS.LimitStore), and the policy when the store cannot be reached.
+ */
+export interface WorkspaceLimitsService {
+  readonly byWorkspace: ReadonlyMap<string, WorkspaceLimits>;
+  readonly store: LimitStore;
+  readonly storeConfig: LimitStoreConfig;
+  /** The limits of the request's workspace (undefined before auth, or for a workspace without limits). */
+  limitsOf(ctx: GatewayContext): WorkspaceLimits | undefined;
+  /** The scopes a request falls under; the same array for the same workspace and tag values. */
+  scopesOf(ctx: GatewayContext, limits: WorkspaceLimits): readonly LimitScope[];
+  /** Runs a store operation under limit_store.on_error: `whenOpen` when failing open, 503 limits_unavailable when closed. */
+  guard<T>(what: string, op: () => Promise<T>, whenOpen: T): Promise<T>;
+  /** A renewer of leases held by open requests, renewed with `renew`. */
+  leases<T>(leaseMs: number, renew: (holder: string, held: T) => Promise<unknown>): LeaseRenewer<T>;
+  /** Key fragment for a tag value (tag values may hold any character). */
+  tagScope(key: string, value: string): string;
 }

@@ -79,6 +79,9 @@ export interface UsageParser {
 /** Stable names of the gateway's endpoints (core/endpoints.ts). */
 export type { EndpointKey } from './endpoints';
 
+/** The tag value a record carries for a required tag it was sent without (missing_tags: record_untagged). */
+export const UNTAGGED = '(untagged)';
+
 /**
  * Where a record's cost comes from.
  * - measured: provider-reported usage x catalog price (or the provider's own reported cost)

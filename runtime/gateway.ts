@@ -29,7 +29,9 @@ import { loadProviderModules } from './loading/provider-module-import';
 import type { ProviderRegistry } from '../core/provider-routing';
 import { Proxy } from '../core/proxy';
 import { newRequestId, REQUEST_ID_HEADER } from '../core/request-id';
-import { TOKENS } from '../core/tokens';
+import { registerService, TOKENS } from '../core/tokens';
+import { LimitsContext } from './services/workspace-limits';
+import { workerScopedPath } from './worker-slot';
 import { UploadSpool } from '../core/upload-spool';
 import { UpstreamPools } from '../core/upstream';
 
@@ -50,6 +52,8 @@ export interface Gateway {
   pools: UpstreamPools;
   logger: Logger;
   keySync: KeySync;
+  /** Budgets seen by this instance, for the admin API. */
+  budgets: BudgetLedger;
   /** Waits for in-flight requests (up to graceMs), then closes plugins, pools and the store. */
   close(graceMs?: number): Promise<void>;
 }
@@ -60,24 +64,27 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
   const logger = options.logger ?? createLogger(config.logging.level);
   observeBodyMemory(bodyMemoryPolicy);
   const container = rootContainer.createChildContainer();
-  container.register(TOKENS.Config, { useValue: config });
-  container.register(TOKENS.Logger, { useValue: logger });
-  container.register(TOKENS.ConfigDir, { useValue: loaded.dir });
+  registerService(container, TOKENS.Config, config);
+  registerService(container, TOKENS.Logger, logger);
+  registerService(container, TOKENS.ConfigDir, loaded.dir);
+  registerService(container, TOKENS.ProcessFilePath, workerScopedPath);
 
   const unenforced = missingLimitPlugins(config);
   if (unenforced.length) throw new Error(`limits configured without their plugin:\n  - ${unenforced.join('\n  - ')}`);
 
   const providers = loadProviders(config, { ...options.providers, ...(await loadProviderModules(config.providers, loaded.dir)) });
-  container.register(TOKENS.Providers, { useValue: providers });
+  registerService(container, TOKENS.Providers, providers);
 
   const prices = new PriceCatalog(config.pricing, { baseDir: loaded.dir });
-  container.register(TOKENS.PriceCatalog, { useValue: prices });
-  container.register(TOKENS.RequestCost, { useValue: new RequestCost(prices) });
+  registerService(container, TOKENS.PriceCatalog, prices);
+  registerService(container, TOKENS.RequestCost, new RequestCost(prices));
   const { upload_spool_from: spoolFrom, upload_spool_dir: spoolDir } = config.server;
   const uploads = spoolFrom === false ? undefined : UploadSpool.create(resolve(loaded.dir, spoolDir ?? join(tmpdir(), 'tollgate-uploads')), spoolFrom, logger);
   const limitStore = openLimitStore(config.limit_store, logger);
-  container.register(TOKENS.LimitStore, { useValue: limitStore });
-  container.register(TOKENS.BudgetLedger, { useValue: new BudgetLedger() });
+  registerService(container, TOKENS.LimitStore, limitStore);
+  registerService(container, TOKENS.WorkspaceLimits, new LimitsContext(config, limitStore, config.limit_store, logger));
+  const budgets = new BudgetLedger();
+  registerService(container, TOKENS.BudgetLedger, budgets);
 
   // From here on resources are open: a failed start closes them again instead of leaking them.
   let store: UsageStore | undefined;
@@ -85,10 +92,10 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
   let pipeline: PluginPipeline;
   try {
     store = await openStore(storageUrlFrom(config.storage.url, loaded.dir), { schema: config.storage.schema, logger });
-    container.register(TOKENS.UsageStore, { useValue: store });
+    registerService(container, TOKENS.UsageStore, store);
 
     const keys = await bootstrapKeys(config.workspaces, store, options.announce ?? ((m) => process.stderr.write(m)));
-    container.register(TOKENS.KeyRing, { useValue: keys });
+    registerService(container, TOKENS.KeyRing, keys);
     keySync = new KeySync(keys, store, config.workspaces, logger, { limitStore: config.limit_store });
     keySync.start();
 
@@ -133,7 +140,7 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
       logger.flush();
     })());
 
-  return { koa, proxy, container, providers, store: store!, pools, logger, keySync: keySync!, close };
+  return { koa, proxy, container, providers, store: store!, pools, logger, keySync: keySync!, budgets, close };
 }
 
 /** A relative SQLite path is relative to the config file, and its folder is created on first start. */

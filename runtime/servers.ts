@@ -2,8 +2,6 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { LoadedConfig } from '../config/load';
 import { createAdminApp } from '../admin/app';
-import type { BudgetLedger } from './services/budget-ledger';
-import { TOKENS } from '../core/tokens';
 import { createGateway, type Gateway, type GatewayOptions } from './gateway';
 import { limitHeapGrowth } from './memory-policy';
 
@@ -37,7 +35,7 @@ export async function startGateway(loaded: LoadedConfig, options: GatewayOptions
       token: config.admin.token,
       logger: gateway.logger,
       workspaces: config.workspaces,
-      budgets: gateway.container.resolve<BudgetLedger>(TOKENS.BudgetLedger),
+      budgets: gateway.budgets,
       onKeysChanged: () => gateway.keySync.refresh(),
       proxyUrl: url,
       lockout: lockout.enabled && { maxFailures: lockout.max_failures, windowMs: lockout.window_ms, blockMs: lockout.block_ms },

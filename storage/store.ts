@@ -8,7 +8,7 @@
 import type { CostProvenance, PicoUsd, UsageRecord } from '../core/usage';
 
 /** Group value of a record that lacks the grouped tag key, and the filter value matching such records. */
-export const UNTAGGED = '(untagged)';
+export { UNTAGGED } from '../core/usage';
 /**
  * Filter value matching a record whose built-in dimension is absent (null workspace, key, model...).
  * In result rows an absent built-in value is `null`.

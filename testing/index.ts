@@ -22,7 +22,8 @@ import type { GatewayPlugin, PluginDefinition } from '../core/plugin-contract';
 import { instantiatePlugin } from '../runtime/loading/plugin-instance';
 import { bearer, type ProviderInstance, type ProviderModule } from '../core/provider-contract';
 import { ProviderRegistry } from '../core/provider-routing';
-import { TOKENS } from '../core/tokens';
+import { registerService, TOKENS, type ServiceOf } from '../core/tokens';
+import { LimitsContext } from '../runtime/services/workspace-limits';
 import type { EndpointKey, SseEvent, Usage } from '../core/usage';
 
 /** What a fake request looks like; every field is optional. */
@@ -98,14 +99,18 @@ function testProvider(provider: TestContextInit['provider'], model: string | und
 /** Names of the shared services a test may replace (the keys of TOKENS, but PluginOptions). */
 export type ServiceName = Exclude<keyof typeof TOKENS, 'PluginOptions'>;
 
+/** Services by token name, each of the type its token carries. */
+export type Services = { [K in ServiceName]?: ServiceOf<(typeof TOKENS)[K]> };
+
 export interface PluginHarnessOptions {
   /** The plugin's YAML `options:` block, validated with its schema as at start-up. */
   options?: unknown;
   /**
    * Services to register, by token name. Defaults: Logger (silent), ConfigDir (cwd), Config (all defaults),
-   * Providers (the built-ins), PriceCatalog (the bundled prices) and RequestCost (over those prices).
+   * Providers (the built-ins), PriceCatalog (the bundled prices), RequestCost (over those prices), ProcessFilePath
+   * (paths unchanged) and, when a LimitStore is given, WorkspaceLimits over it and the Config's workspaces.
    */
-  services?: Partial<Record<ServiceName, unknown>>;
+  services?: Services;
 }
 
 export interface PluginHarness {
@@ -127,18 +132,22 @@ export interface PluginHarness {
 /** Builds a plugin from its definition as the loader does and wraps it in the gateway's phase runner. */
 export async function createPluginHarness<O>(definition: PluginDefinition<O>, opts: PluginHarnessOptions = {}): Promise<PluginHarness> {
   const container = rootContainer.createChildContainer();
-  const prices = (opts.services?.PriceCatalog as PriceCatalog | undefined) ?? new PriceCatalog();
-  const defaults: Partial<Record<ServiceName, unknown>> = {
-    Logger: silentLogger(),
+  const given = opts.services ?? {};
+  const prices = given.PriceCatalog ?? new PriceCatalog();
+  const config = given.Config ?? gatewayConfigSchema.parse({});
+  const logger = given.Logger ?? silentLogger();
+  const services: Services = {
+    Logger: logger,
     ConfigDir: process.cwd(),
-    Config: gatewayConfigSchema.parse({}),
+    Config: config,
     Providers: builtinRegistry,
     PriceCatalog: prices,
     RequestCost: new RequestCost(prices),
+    ProcessFilePath: (path) => path,
+    ...(given.LimitStore && { WorkspaceLimits: new LimitsContext(config, given.LimitStore, config.limit_store, logger) }),
+    ...given,
   };
-  for (const [name, value] of Object.entries({ ...defaults, ...opts.services })) {
-    container.register(TOKENS[name as ServiceName], { useValue: value });
-  }
+  for (const name of Object.keys(services) as ServiceName[]) registerService(container, TOKENS[name], services[name]);
   const plugin = await instantiatePlugin(definition as PluginDefinition<unknown>, opts.options, container, 'plugins[0]');
   const pipeline = new PluginPipeline([plugin]);
 

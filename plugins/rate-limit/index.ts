@@ -1,9 +1,5 @@
-import type { GatewayContext } from '../../core/context';
-import { GatewayError } from '../../core/errors';
-import { definePlugin, type GatewayPlugin } from '../../core/plugin-contract';
-import type { Bucket, BucketState } from '../../core/limit-store';
-import type { LimitScope } from '../../runtime/services/limit-scopes';
-import { LimitsContext } from '../../runtime/services/workspace-limits';
+import { definePlugin, GatewayError, resolveService, TOKENS, type GatewayContext, type GatewayPlugin, type WorkspaceLimitsService } from '../../core';
+import type { Bucket, BucketState, LimitScope } from '../../core';
 
 const MINUTE = 60_000;
 const SCOPES = 'rate-limit.scopes';
@@ -13,7 +9,7 @@ const REFUNDED_REFUSALS: ReadonlySet<string> = new Set(['concurrency_limited', '
 
 const seconds = (ms: number) => String(Math.max(1, Math.ceil(ms / 1000)));
 
-/** What the plugin checks for one set of scopes (LimitsContext.scopesOf gives the same array for the same set). */
+/** What the plugin checks for one set of scopes (WorkspaceLimitsService.scopesOf gives the same array for the same set). */
 interface RatePlan {
   scopes: LimitScope[];
   tokenScopes: LimitScope[];
@@ -45,7 +41,7 @@ export class RateLimitPlugin implements GatewayPlugin {
   /** Per scope set (null: none of its scopes has a rate limit). */
   private readonly plans = new WeakMap<readonly LimitScope[], RatePlan | null>();
 
-  constructor(private readonly limits: LimitsContext) {}
+  constructor(private readonly limits: WorkspaceLimitsService) {}
 
   async beforeUpstream(ctx: GatewayContext): Promise<void> {
     const l = this.limits.limitsOf(ctx);
@@ -127,5 +123,5 @@ function describe(state: BucketState, buckets: readonly Bucket[], scopes: readon
 
 export const rateLimit = definePlugin({
   name: 'rate-limit',
-  create: (container) => new RateLimitPlugin(LimitsContext.from(container)),
+  create: (container) => new RateLimitPlugin(resolveService(container, TOKENS.WorkspaceLimits)),
 });

@@ -1,7 +1,7 @@
 import type { DependencyContainer } from 'tsyringe';
 import { apiVersionProblem } from '../../core/api-version';
 import type { GatewayPlugin, PluginDefinition } from '../../core/plugin-contract';
-import { TOKENS } from '../../core/tokens';
+import { registerService, TOKENS } from '../../core/tokens';
 
 export class PluginConfigError extends Error {}
 
@@ -31,7 +31,7 @@ export async function instantiatePlugin(
   const label = `${where} (${definition.name})`;
   const options = validatePluginOptions(definition, rawOptions, where);
   const child = container.createChildContainer();
-  child.register(TOKENS.PluginOptions, { useValue: options });
+  registerService(child, TOKENS.PluginOptions, options);
   let plugin: GatewayPlugin;
   try {
     plugin = await definition.create(child, options);

@@ -1,3 +1,5 @@
+import type { LeaseRenewer } from '../../core/limit-store';
+
 /**
  * Renews the leases of open requests (stream slots, budget reservations) every third of the lease, so that a live
  * request keeps its lease through a missed renewal or two, while the leases of a dead instance lapse. One timer
@@ -9,7 +11,7 @@
  * --trace-gc-nvp under load: they were promoted to the old generation): with a closure that was ~3 KB per request and
  * a full collection every fraction of a second (docs/performance.md, twelfth round).
  */
-export class LeaseRenewer<T> {
+export class LeaseRenewals<T> implements LeaseRenewer<T> {
   private readonly open = new Map<string, T>();
   private timer: NodeJS.Timeout | undefined;
 

@@ -1,15 +1,7 @@
-import type { RateLimits, WorkspaceLimits } from '../../config/limits';
+import type { WorkspaceLimits } from '../../config/limits';
 import type { GatewayContext } from '../../core/context';
+import type { LimitScope } from '../../core/limit-store';
 import { tagScope } from './workspace-limits';
-
-/** One thing a limit applies to: the whole workspace, or one value of a tag within it. */
-export interface LimitScope {
-  /** Stable key fragment, e.g. "ws:default" or "ws:default:tag:customer_id=acme". */
-  key: string;
-  /** Human-readable, for error messages: "workspace default" or "customer_id=acme". */
-  label: string;
-  limits: RateLimits;
-}
 
 /**
  * The scopes a request falls under: its workspace, plus one per tag that has per-tag limits and is present.

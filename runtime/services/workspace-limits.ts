@@ -1,19 +1,18 @@
-import type { DependencyContainer } from 'tsyringe';
 import type { Logger } from 'pino';
 import type { LimitStoreConfig, WorkspaceLimits } from '../../config/limits';
 import type { GatewayConfig } from '../../config/schema';
 import type { GatewayContext } from '../../core/context';
 import { GatewayError } from '../../core/errors';
 import { BoundedCache } from '../../core/bounded-cache';
-import { TOKENS } from '../../core/tokens';
-import type { LimitStore } from '../../core/limit-store';
-import { scopesOf, type LimitScope } from './limit-scopes';
+import type { LeaseRenewer, LimitScope, LimitStore, WorkspaceLimitsService } from '../../core/limit-store';
+import { LeaseRenewals } from './lease-renewer';
+import { scopesOf } from './limit-scopes';
 
-/** One context per limit store, shared by every limit plugin of a gateway (so they share one log throttle). */
-const contexts = new WeakMap<LimitStore, LimitsContext>();
-
-/** What every limit plugin needs: the workspaces' limits, the shared counters, and the store-failure policy. */
-export class LimitsContext {
+/**
+ * What every limit plugin needs: the workspaces' limits, the shared counters, and the store-failure policy. One per
+ * gateway, registered by the runtime under TOKENS.WorkspaceLimits (so the limit plugins share one log throttle).
+ */
+export class LimitsContext implements WorkspaceLimitsService {
   readonly byWorkspace: ReadonlyMap<string, WorkspaceLimits>;
   /** Scopes by workspace and tag values (scopesOf). */
   private readonly scopes = new BoundedCache<string, readonly LimitScope[]>(1000);
@@ -28,15 +27,12 @@ export class LimitsContext {
     this.byWorkspace = new Map(config.workspaces.map((w) => [w.id, w.limits]));
   }
 
-  static from(container: DependencyContainer): LimitsContext {
-    const store = container.resolve<LimitStore>(TOKENS.LimitStore);
-    let context = contexts.get(store);
-    if (!context) {
-      const config = container.resolve<GatewayConfig>(TOKENS.Config);
-      context = new LimitsContext(config, store, config.limit_store, container.resolve<Logger>(TOKENS.Logger));
-      contexts.set(store, context);
-    }
-    return context;
+  leases<T>(leaseMs: number, renew: (holder: string, held: T) => Promise<unknown>): LeaseRenewer<T> {
+    return new LeaseRenewals(leaseMs, renew);
+  }
+
+  tagScope(key: string, value: string): string {
+    return tagScope(key, value);
   }
 
   limitsOf(ctx: GatewayContext): WorkspaceLimits | undefined {

@@ -1,5 +1,5 @@
 import { createHash, hash, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { Workspace } from '../../../core/context';
+import type { KeyGrant, KeyRingService } from '../../../core/services';
 
 /** Gateway keys look like tg_<43 base64url chars>: recognisable in a leak scan, 256 bits of randomness. */
 export const KEY_PREFIX = 'tg_';
@@ -13,10 +13,6 @@ export function hashGatewayKey(key: string): string {
   return createHash('sha256').update(key, 'utf8').digest('hex');
 }
 
-export interface KeyGrant {
-  keyId: string;
-  workspace: Workspace;
-}
 
 interface Entry extends KeyGrant {
   digest: Buffer;
@@ -35,7 +31,7 @@ export interface SyncedKey extends KeyGrant {
  * Two kinds of keys: configured ones (YAML, for the life of the process) and synced ones (usage store and
  * Redis), which the key sync replaces as a whole, so a key missing from its latest view stops working.
  */
-export class KeyRing {
+export class KeyRing implements KeyRingService {
   private readonly configured = new Map<string, Entry>();
   /** Configured and synced keys by hash; rebuilt when the synced keys change, so verify() is one lookup. */
   private byHash = new Map<string, Entry>();
