@@ -1,5 +1,4 @@
 import type { LoadedConfig } from '../config/load';
-import { missingLimitPlugins } from './limit-plugins-check';
 import { PriceCatalog } from '../pricing/catalog';
 import { checkPlugins } from './loading/plugin-list';
 import { loadProviders } from './loading/deployed-providers';
@@ -7,13 +6,12 @@ import { loadProviderModules } from './loading/provider-module-import';
 
 /**
  * Everything start-up would refuse, checked without opening a store or a port: provider modules load and
- * their prefixes do not clash, plugins load with valid options, limits have their plugins, prices parse.
+ * their prefixes do not clash, plugins load, fit together (their declared dependencies, order and limits) and
+ * have valid options, prices parse.
  */
 export async function checkWiring(loaded: LoadedConfig): Promise<void> {
   const { config } = loaded;
   loadProviders(config, await loadProviderModules(config.providers, loaded.dir));
-  await checkPlugins(config.plugins, loaded.dir);
-  const unenforced = missingLimitPlugins(config);
-  if (unenforced.length) throw new Error(`limits configured without their plugin: ${unenforced.join('; ')}`);
+  await checkPlugins(config, loaded.dir);
   new PriceCatalog(config.pricing, { baseDir: loaded.dir });
 }

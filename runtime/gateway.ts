@@ -10,7 +10,6 @@ import { PriceCatalog } from '../pricing/catalog';
 import { RequestCost } from '../pricing/request-cost';
 import { BudgetLedger } from './services/budget-ledger';
 import { openLimitStore } from './services/limit-store/open';
-import { missingLimitPlugins } from './limit-plugins-check';
 import { KeySync } from './services/keys/key-sync';
 import { openStore, parseStorageUrl } from '../storage';
 import type { UsageStore } from '../storage/store';
@@ -22,7 +21,7 @@ import { bodyMemoryPolicy, IdleMemoryRelease, releaseHeapOf } from './memory-pol
 import { bootstrapKeys } from './key-bootstrap';
 import { createLogger } from './logger';
 import { PluginPipeline } from '../core/plugin-pipeline';
-import { loadPlugins } from './loading/plugin-list';
+import { loadPlugins, planPipeline } from './loading/plugin-list';
 import type { ProviderModule } from '../core/provider-contract';
 import { loadProviders } from './loading/deployed-providers';
 import { loadProviderModules } from './loading/provider-module-import';
@@ -69,8 +68,7 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
   registerService(container, TOKENS.ConfigDir, loaded.dir);
   registerService(container, TOKENS.ProcessFilePath, workerScopedPath);
 
-  const unenforced = missingLimitPlugins(config);
-  if (unenforced.length) throw new Error(`limits configured without their plugin:\n  - ${unenforced.join('\n  - ')}`);
+  const planned = await planPipeline(config, loaded.dir);
 
   const providers = loadProviders(config, { ...options.providers, ...(await loadProviderModules(config.providers, loaded.dir)) });
   registerService(container, TOKENS.Providers, providers);
@@ -99,7 +97,7 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
     keySync = new KeySync(keys, store, config.workspaces, logger, { limitStore: config.limit_store });
     keySync.start();
 
-    pipeline = new PluginPipeline(await loadPlugins(config.plugins, container, loaded.dir));
+    pipeline = new PluginPipeline(await loadPlugins(planned, container));
   } catch (err) {
     await keySync?.stop().catch(() => undefined);
     await store?.close().catch(() => undefined);

@@ -88,6 +88,7 @@ function blocked(leftMs: number): GatewayError {
 
 export const auth = definePlugin({
   name: 'auth',
+  requires: { services: ['KeyRing'] },
   optionsSchema,
   create: (container, options) => new AuthPlugin(resolveService(container, TOKENS.KeyRing), options),
 });

@@ -260,6 +260,8 @@ function refusal(applied: Applied[], states: readonly BudgetState[], amountPico:
 
 export const budget = definePlugin({
   name: 'budget',
+  requires: { plugins: ['auth'], services: ['WorkspaceLimits', 'RequestCost', 'UsageStore', 'Logger', 'BudgetLedger'] },
+  enforces: ['budgets'],
   create: (container) => {
     const plugin = new BudgetPlugin(
       resolveService(container, TOKENS.WorkspaceLimits),

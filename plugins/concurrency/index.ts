@@ -50,5 +50,7 @@ export class ConcurrencyPlugin implements GatewayPlugin {
 
 export const concurrency = definePlugin({
   name: 'concurrency',
+  requires: { plugins: ['auth'], services: ['WorkspaceLimits'] },
+  enforces: ['concurrent_streams'],
   create: (container) => new ConcurrencyPlugin(resolveService(container, TOKENS.WorkspaceLimits)),
 });

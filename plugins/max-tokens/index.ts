@@ -34,5 +34,7 @@ export class MaxTokensPlugin implements GatewayPlugin {
 
 export const maxTokens = definePlugin({
   name: 'max-tokens',
+  requires: { plugins: ['auth'], services: ['WorkspaceLimits'] },
+  enforces: ['max_tokens'],
   create: (container) => new MaxTokensPlugin(resolveService(container, TOKENS.WorkspaceLimits)),
 });

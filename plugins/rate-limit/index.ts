@@ -123,5 +123,7 @@ function describe(state: BucketState, buckets: readonly Bucket[], scopes: readon
 
 export const rateLimit = definePlugin({
   name: 'rate-limit',
+  requires: { plugins: ['auth'], services: ['WorkspaceLimits'] },
+  enforces: ['requests_per_minute', 'requests_per_second', 'tokens_per_minute'],
   create: (container) => new RateLimitPlugin(resolveService(container, TOKENS.WorkspaceLimits)),
 });

@@ -32,5 +32,7 @@ const headerName = (key: string) => key.split('_').map((p) => p.charAt(0).toUppe
 
 export const requiredTags = definePlugin({
   name: 'required-tags',
+  requires: { plugins: ['auth'], services: ['WorkspaceLimits'] },
+  enforces: ['required_tags'],
   create: (container) => new RequiredTagsPlugin(resolveService(container, TOKENS.WorkspaceLimits)),
 });

@@ -64,6 +64,7 @@ export class UsageRecorderPlugin implements GatewayPlugin {
 
 export const usageRecorder = definePlugin({
   name: 'usage-recorder',
+  requires: { services: ['UsageStore', 'RequestCost', 'Logger', 'ConfigDir', 'ProcessFilePath'] },
   optionsSchema,
   create(container, options) {
     const configDir = resolveService(container, TOKENS.ConfigDir);

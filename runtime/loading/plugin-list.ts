@@ -1,32 +1,47 @@
 import type { DependencyContainer } from 'tsyringe';
-import type { PluginEntry } from '../../config/schema';
+import type { GatewayConfig, PluginEntry } from '../../config/schema';
 import { BUILTIN_PLUGINS, REQUIRED_PLUGINS } from '../../plugins';
 import { importUserModule, ModuleLoadError, pickExport } from './user-module';
 import type { GatewayPlugin, PluginDefinition } from '../../core/plugin-contract';
+import { checkPipeline, checkServices, type ResolvedPlugin } from './plugin-dependencies';
 import { instantiatePlugin, PluginConfigError, validatePluginOptions } from './plugin-instance';
 
 export { PluginConfigError };
 
+/** A YAML `plugins:` entry with its definition and where it stands in the YAML (for messages). */
+export interface PipelineEntry extends ResolvedPlugin {
+  entry: PluginEntry;
+}
+
 /**
- * Creates the plugin pipeline from the YAML `plugins:` list, in that order. Each plugin gets its own child
- * container holding its validated options, and resolves shared services from the root. The required
- * plugins (auth, header-strip) are put first when the list does not name them.
+ * The pipeline the YAML `plugins:` list describes, in that order (the required plugins, auth and header-strip,
+ * first when the list does not name them): every plugin module loaded, and what the plugins declare about each
+ * other checked (plugin-dependencies.ts). Nothing is created yet.
  */
-export async function loadPlugins(entries: readonly PluginEntry[], container: DependencyContainer, configDir: string): Promise<GatewayPlugin[]> {
+export async function planPipeline(config: GatewayConfig, configDir: string): Promise<PipelineEntry[]> {
+  const planned = await resolvePipeline(config.plugins, configDir);
+  checkPipeline(planned, config, Object.values(BUILTIN_PLUGINS));
+  return planned;
+}
+
+/**
+ * Creates the planned plugins, in order. Each gets its own child container holding its validated options, and
+ * resolves shared services from the root.
+ */
+export async function loadPlugins(planned: readonly PipelineEntry[], container: DependencyContainer): Promise<GatewayPlugin[]> {
+  checkServices(planned, container);
   const plugins: GatewayPlugin[] = [];
-  for (const { entry, where, definition } of await resolvePipeline(entries, configDir)) {
-    plugins.push(await instantiatePlugin(definition, entry.options, container, where));
-  }
+  for (const { entry, where, definition } of planned) plugins.push(await instantiatePlugin(definition, entry.options, container, where));
   return plugins;
 }
 
-/** What `tollgate check-config` checks without starting anything: every plugin loads and its options are valid. */
-export async function checkPlugins(entries: readonly PluginEntry[], configDir: string): Promise<void> {
-  for (const { entry, where, definition } of await resolvePipeline(entries, configDir)) validatePluginOptions(definition, entry.options, where);
+/** What `tollgate check-config` checks without starting anything: the pipeline fits together and every option is valid. */
+export async function checkPlugins(config: GatewayConfig, configDir: string): Promise<void> {
+  for (const { entry, where, definition } of await planPipeline(config, configDir)) validatePluginOptions(definition, entry.options, where);
 }
 
 /** The enabled entries in pipeline order (required built-ins first when not listed), with their definitions. */
-async function resolvePipeline(entries: readonly PluginEntry[], configDir: string) {
+async function resolvePipeline(entries: readonly PluginEntry[], configDir: string): Promise<PipelineEntry[]> {
   const listed = entries.filter((e) => e.enabled);
   const missing = REQUIRED_PLUGINS.filter((name) => !listed.some((e) => e.use === name));
   const ordered: PluginEntry[] = [...missing.map((use) => ({ use, enabled: true })), ...listed];
