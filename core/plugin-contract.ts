@@ -17,7 +17,8 @@ type Awaitable<T> = T | Promise<T>;
  *                  with ctx.responseHeaders. Nothing has been sent to the client yet.
  *  onStreamEvent   each SSE event of a streamed response, after its bytes were already written to the client:
  *                  synchronous, cheap, cannot delay or change the stream.
- *  onComplete      the exchange is over (answered, failed or aborted); usage known. Runs off the request path.
+ *  onComplete      the exchange is over (answered, failed or aborted); usage known. Runs off the request path, in
+ *                  reverse list order, for the plugins whose onRequest or beforeUpstream ran (or that have neither).
  *
  * Error policy: throwing a GatewayError in onRequest, beforeUpstream or onResponse answers the request with that
  * error; any other exception becomes a 500 plugin_error (the process stays up). Exceptions in onStreamEvent and

@@ -26,7 +26,7 @@ import type { ProviderModule } from '../core/provider-contract';
 import { loadProviders } from './loading/deployed-providers';
 import { loadProviderModules } from './loading/provider-module-import';
 import type { ProviderRegistry } from '../core/provider-routing';
-import { Proxy } from '../core/proxy';
+import { GatewayProxy } from '../core/proxy';
 import { newRequestId, REQUEST_ID_HEADER } from '../core/request-id';
 import { registerService, TOKENS } from '../core/tokens';
 import { LimitsContext } from './services/workspace-limits';
@@ -44,7 +44,7 @@ export interface GatewayOptions {
 
 export interface Gateway {
   koa: Koa;
-  proxy: Proxy;
+  proxy: GatewayProxy;
   container: DependencyContainer;
   providers: ProviderRegistry;
   store: UsageStore;
@@ -107,7 +107,7 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
   const pools = new UpstreamPools({ connections: config.upstream.connections, keepAliveMs: config.upstream.keep_alive_ms });
   const enabled = new Set(providers.list().map((p) => p.slug));
   const catalog = new ModelCatalog(prices.models().filter((m) => enabled.has(m.provider)));
-  const proxy = new Proxy({ providers, pipeline, pools, catalog, bodyLimit: config.server.body_limit, uploads, logger });
+  const proxy = new GatewayProxy({ providers, pipeline, pools, catalog, bodyLimit: config.server.body_limit, uploads, logger });
 
   // The proxy's Koa stack is kept to one middleware: a path lookup that hands the request to the proxy, which
   // writes the response itself (ctx.respond = false) so the upstream's bytes go out untouched. Everything else

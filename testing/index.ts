@@ -119,11 +119,11 @@ export interface PluginHarness {
   run(phase: 'onRequest' | 'beforeUpstream' | 'onResponse', ctx: GatewayContext): Promise<void>;
   /** Feeds one SSE event (or just its data) to onStreamEvent; exceptions are logged and dropped, as in production. */
   streamEvent(ctx: GatewayContext, event: SseEvent | string): void;
-  /** Runs onComplete; exceptions are logged and dropped, as in production. */
+  /** Runs onComplete whatever ran before; exceptions are logged and dropped, as in production. */
   complete(ctx: GatewayContext): Promise<void>;
   /**
    * A whole exchange: onRequest, beforeUpstream, onResponse, onComplete. A refusal ends it like the proxy does
-   * (ctx.error and ctx.status set, onComplete still runs) and is returned; undefined means the request went through.
+   * (ctx.error and ctx.status set, onComplete runs if the plugin's admission hook ran) and is returned; undefined means the request went through.
    */
   exchange(ctx: GatewayContext): Promise<GatewayError | undefined>;
   close(): Promise<void>;
@@ -156,6 +156,7 @@ export async function createPluginHarness<O>(definition: PluginDefinition<O>, op
     try {
       await pipeline.run('onRequest', ctx);
       await pipeline.run('beforeUpstream', ctx);
+      ctx.sentUpstream = true;
       ctx.status ??= 200;
       await pipeline.run('onResponse', ctx);
     } catch (err) {
@@ -171,7 +172,7 @@ export async function createPluginHarness<O>(definition: PluginDefinition<O>, op
     plugin,
     run: async (phase, ctx) => pipeline.run(phase, ctx),
     streamEvent: (ctx, event) => pipeline.streamEvent(ctx, typeof event === 'string' ? { data: event } : event),
-    complete: (ctx) => pipeline.complete(ctx),
+    complete: (ctx) => pipeline.complete(ctx, true),
     exchange,
     close: () => pipeline.close(),
   };

@@ -4,8 +4,6 @@ import type { Bucket, BucketState, LimitScope } from '../../core';
 const MINUTE = 60_000;
 const SCOPES = 'rate-limit.scopes';
 const TAKEN = 'rate-limit.taken';
-/** Refusals by the limits after this one: the request never went out, so its token is given back. */
-const REFUNDED_REFUSALS: ReadonlySet<string> = new Set(['concurrency_limited', 'budget_exceeded']);
 
 const seconds = (ms: number) => String(Math.max(1, Math.ceil(ms / 1000)));
 
@@ -31,9 +29,9 @@ function rateHeaders(states: readonly BucketState[]): Record<string, string> {
  * Request rate (per minute, per second burst) and tokens per minute, for the workspace and per tag value
  * (e.g. each customer_id), enforced at admission. Token usage is counted when the request completes, so
  * tokens_per_minute is a soft limit: requests in flight when the minute's total reaches it still finish.
- * A request that takes a token here but is then refused by the concurrency or budget limit gets its token
- * back: the rate limits count requests let through, and a client retrying a full stream limit is not also
- * pushed into a rate limit by its refused attempts.
+ * A request that takes a token here but never goes upstream (a plugin after this one refused it, such as the
+ * concurrency or budget limit) gets its token back: the rate limits count requests let through, and a client
+ * retrying a full stream limit is not also pushed into a rate limit by its refused attempts.
  */
 export class RateLimitPlugin implements GatewayPlugin {
   readonly name = 'rate-limit';
@@ -100,7 +98,7 @@ export class RateLimitPlugin implements GatewayPlugin {
 
   async onComplete(ctx: GatewayContext): Promise<void> {
     const taken = ctx.state.get(TAKEN) as Bucket[] | undefined;
-    if (taken && ctx.error && REFUNDED_REFUSALS.has(ctx.error.code)) {
+    if (taken && !ctx.sentUpstream) {
       await this.limits.guard('request rate refund', () => this.limits.store.refund(taken), undefined).catch(() => undefined);
       return;
     }
