@@ -33,9 +33,9 @@ import { join, resolve } from 'node:path';
 import { Pool } from 'pg';
 import { request } from 'undici';
 import { createAdminApp } from '../admin/app';
-import { createLogger } from '../core/logger';
+import { createLogger } from '../runtime/logger';
 import type { UsageRecord } from '../core/usage';
-import { BudgetLedger } from '../plugins/budget/ledger';
+import { BudgetLedger } from '../runtime/services/budget-ledger';
 import { openStore } from '../storage';
 import type { UsageStore } from '../storage/store';
 

@@ -15,7 +15,7 @@ const ROOT = resolve(HERE, '..');
 const require = createRequire(import.meta.url);
 require('reflect-metadata');
 const { loadConfigFile } = require(join(ROOT, 'dist/config/load.js'));
-const { createGateway } = require(join(ROOT, 'dist/core/app.js'));
+const { createGateway } = require(join(ROOT, 'dist/runtime/gateway.js'));
 const { GatewayContext } = require(join(ROOT, 'dist/core/context.js'));
 const { endpointAt } = require(join(ROOT, 'dist/core/endpoints.js'));
 const { newRequestId } = require(join(ROOT, 'dist/core/request-id.js'));

@@ -222,7 +222,7 @@ const mock = {};
 /**
  * Node's flags for Tollgate, as `npm start` passes them (package.json): a smaller young generation (less memory),
  * one V8 helper thread instead of four (docs/performance.md, twelfth round), and gc() for the full collection the
- * gateway runs once it is idle (core/idle-memory.ts). BENCH_TRACE_GC=1 adds --trace-gc: each collection goes to the
+ * gateway runs once it is idle (runtime/memory-policy.ts). BENCH_TRACE_GC=1 adds --trace-gc: each collection goes to the
  * target's log (kept with --keep-tmp).
  */
 const NODE_FLAGS = ['--max-semi-space-size=8', '--v8-pool-size=1', '--expose-gc', ...(process.env.BENCH_TRACE_GC ? ['--trace-gc'] : [])];

@@ -14,9 +14,9 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 import { request } from 'undici';
 import { parseConfig } from '../config/load';
-import { createLogger } from '../core/logger';
-import { startGateway, type RunningGateway } from '../core/server';
-import { createGatewayKey } from '../plugins/auth/key-admin';
+import { createLogger } from '../runtime/logger';
+import { startGateway, type RunningGateway } from '../runtime/servers';
+import { createGatewayKey } from '../admin/key-admin';
 import { DemoUpstream } from './demo-upstream';
 
 const HOUR = 3_600_000;

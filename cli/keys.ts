@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import type { LoadedConfig } from '../config/load';
-import { createGatewayKey, keyJson } from '../plugins/auth/key-admin';
-import { SharedKeys, type SharedKey } from '../plugins/auth/shared-keys';
+import { createGatewayKey, keyJson } from '../admin/key-admin';
+import { SharedKeys, type SharedKey } from '../runtime/services/keys/shared-keys';
 import type { GatewayKey } from '../storage/store';
 import { withStore } from './store';
 import { renderTable } from './table';

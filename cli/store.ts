@@ -1,5 +1,5 @@
 import type { LoadedConfig } from '../config/load';
-import { storageUrlFrom } from '../core/app';
+import { storageUrlFrom } from '../runtime/gateway';
 import { openStore } from '../storage';
 import type { UsageStore } from '../storage/store';
 

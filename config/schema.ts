@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ADMIN_LOCKOUT_DEFAULTS } from '../plugins/auth/lockout';
 import { pricingConfigSchema } from '../pricing/config';
+import { ENDPOINT_KEYS, USAGE_PARSER_NAMES } from '../providers/registry';
 import { fromText } from './from-text';
 import { limitStoreSchema, workspaceLimitsSchema } from './limits';
 
@@ -30,10 +31,7 @@ const timeouts = z.strictObject({
   idle_ms: ms.optional(),
 });
 
-const endpointKey = z.enum([
-  'chat.completions', 'messages', 'responses', 'embeddings', 'audio.speech', 'audio.transcriptions',
-  'audio.translations', 'images.generations', 'images.edits', 'images.variations', 'models',
-]);
+const endpointKey = z.enum(ENDPOINT_KEYS);
 
 const authScheme = z.union([
   z.enum(['bearer', 'x-api-key', 'none']),
@@ -59,7 +57,7 @@ const providerEntry = z.strictObject({
   auth: authScheme.optional(),
   endpoints: z.array(endpointKey).min(1).optional(),
   /** Which built-in usage parser reads this provider's responses. */
-  usage: z.enum(['openai', 'anthropic', 'perplexity', 'openrouter']).optional(),
+  usage: z.enum(USAGE_PARSER_NAMES).optional(),
   timeouts: timeouts.optional(),
 }).refine((p) => !(p.type && p.use), { message: 'give either type or use, not both', path: ['use'] });
 
@@ -104,13 +102,13 @@ export const gatewayConfigSchema = z.strictObject({
       workers: fromText(z.union([z.number().int().min(1).max(256), z.literal('auto')])).default(1),
       /**
        * After this long without a request (and none in flight), full GCs give the last burst's memory back
-       * (core/idle-memory.ts); 0 = never. Needs node --expose-gc. Each one costs the next burst a recompilation of the
+       * (runtime/memory-policy.ts); 0 = never. Needs node --expose-gc. Each one costs the next burst a recompilation of the
        * request path, hence a quiet period well past the lulls of steady traffic.
        */
       idle_gc_ms: fromText(z.number().int().min(0)).default(30_000),
       /**
        * The old generation may grow this many percent over what the last full collection left live before V8
-       * runs the next one (core/heap-growth.ts): bounds peak memory under load; 0 = V8's own factor (up to 4x).
+       * runs the next one (runtime/memory-policy.ts): bounds peak memory under load; 0 = V8's own factor (up to 4x).
        * While a body of 1 MiB or more is held whole (a spooled upload, an inlined image) the bound is 200% instead.
        */
       heap_growth_percent: fromText(z.number().int().min(0).max(1000)).default(35),

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { EndpointSpec } from './endpoints';
 import type { GatewayError } from './errors';
-import type { ProviderInstance } from './provider';
+import type { ProviderInstance } from './provider-contract';
 import type { Usage } from './usage';
 
 export interface Workspace {
@@ -55,6 +55,9 @@ export class GatewayContext {
    */
   readonly upstreamHeaders: Record<string, string | string[]> = Object.create(null);
 
+  /** Set by the core once every admission hook passed and the request went to the provider. */
+  sentUpstream = false;
+
   /** Set when the upstream answered (onResponse). */
   status: number | undefined;
   ttfbMs: number | undefined;
@@ -76,6 +79,9 @@ export class GatewayContext {
 
   /** Namespaced per-plugin state, e.g. state.set('ratelimit.slot', ...). */
   readonly state = new Map<string, unknown>();
+
+  /** @internal How far the admission phases got (PluginPipeline): whose onComplete runs. Not part of the plugin API. */
+  admission = -1;
 
   constructor(
     readonly requestId: string,

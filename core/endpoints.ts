@@ -1,4 +1,10 @@
-import type { EndpointKey } from './usage';
+/** Stable names of the gateway's endpoints; ENDPOINTS below gives each its path. */
+export const ENDPOINT_KEYS = [
+  'chat.completions', 'messages', 'responses', 'embeddings', 'audio.speech', 'audio.transcriptions',
+  'audio.translations', 'images.generations', 'images.edits', 'images.variations', 'models',
+] as const;
+
+export type EndpointKey = (typeof ENDPOINT_KEYS)[number];
 
 /** How the gateway reads a request body: only what routing and limits need, the bytes are forwarded as received. */
 export type BodyKind = 'json' | 'multipart' | 'none';

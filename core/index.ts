@@ -1,31 +1,36 @@
 /**
  * Tollgate's public API (`import ... from 'tollgate'`): everything a plugin or a provider module may use,
  * versioned by PLUGIN_API_VERSION. Anything not exported here is internal and may change in any release.
- * Guides: docs/plugins.md and docs/providers.md. Test helpers: 'tollgate/testing' (core/testing.ts).
+ * Guides: docs/plugins.md and docs/providers.md. Test helpers: 'tollgate/testing' (testing/index.ts).
  */
 
 export { PLUGIN_API_VERSION } from './api-version';
 
 // Plugins
-export { definePlugin, type GatewayPlugin, type PluginDefinition } from './plugin';
+export { definePlugin, type GatewayPlugin, type PluginDefinition } from './plugin-contract';
 export type { GatewayContext, Workspace } from './context';
 export { ERROR_CODES, GatewayError, type ErrorCode } from './errors';
 export type { EndpointSpec } from './endpoints';
 
 // Provider modules
-export { apiKeyHeader, bearer, defineProvider, noAuth, type AuthScheme, type ProviderInstance, type ProviderModule, type UpstreamTimeouts } from './provider';
-export { anthropicUsageParser } from '../providers/usage/anthropic-messages';
-export { openaiUsageParser } from '../providers/usage/openai';
-export { openrouterUsageParser } from '../providers/usage/openrouter';
-export { perplexityUsageParser } from '../providers/usage/perplexity';
+export { apiKeyHeader, bearer, defineProvider, noAuth, type AuthScheme, type ProviderInstance, type ProviderModule, type UpstreamTimeouts } from './provider-contract';
+export { anthropicUsageParser } from '../providers/wire/messages';
+export { openaiUsageParser } from '../providers/openai/usage';
+export { openrouterUsageParser } from '../providers/openrouter/usage';
+export { perplexityUsageParser } from '../providers/perplexity/usage';
 
 // The usage vocabulary shared by both
-export type { CostProvenance, EndpointKey, PicoUsd, SseEvent, StreamUsageAccumulator, Usage, UsageParser, UsageRecord } from './usage';
+export { UNTAGGED, type CostProvenance, type EndpointKey, type PicoUsd, type SseEvent, type StreamUsageAccumulator, type Usage, type UsageParser, type UsageRecord } from './usage';
+export { requestedOutputTokens } from './output-tokens';
 export { formatUsd } from '../pricing/money';
 
 // Dependency injection: tokens and the public views of the services behind them
-export { TOKENS } from './tokens';
-export type { PricedUsage, ProviderLookup, RequestCostService } from './services';
+export { registerService, resolveService, TOKENS, type ServiceOf, type Token } from './tokens';
+export type {
+  BudgetLedgerService, BudgetSource, BudgetStatus, KeyGrant, KeyRingService, PricedUsage, PriceLookup, ProviderLookup, RequestCostService,
+  UsageStoreService,
+} from './services';
+export type { Bucket, BucketState, BudgetCheck, BudgetState, LeaseRenewer, LimitScope, LimitStore, WorkspaceLimitsService } from './limit-store';
 export type { GatewayConfig } from '../config/schema';
 export type { DependencyContainer } from 'tsyringe';
 export type { Logger } from 'pino';

@@ -1,15 +1,15 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { modelField, multipartFields, parseJsonBody, readBody } from './body';
+import { bodyHeld } from './body-memory';
 import { ModelCatalog } from './catalog';
 import { GatewayContext, secretHeadersFor } from './context';
 import type { EndpointSpec } from './endpoints';
 import { asGatewayError, GatewayError } from './errors';
-import { BULK_BODY_BYTES, holdForBulkBody } from './heap-growth';
 import { forwardableRequestHeaders, forwardableResponseHeaders, headerValue } from './headers';
-import type { PluginPipeline } from './pipeline';
-import { describeAuthHeader } from './provider';
-import type { ProviderRegistry } from './provider-registry';
+import type { PluginPipeline } from './plugin-pipeline';
+import { describeAuthHeader } from './provider-contract';
+import type { ProviderRegistry } from './provider-routing';
 import { newRequestId, REQUEST_ID_HEADER } from './request-id';
 import { decodeBody } from './response-body';
 import { StreamTap } from './stream-tap';
@@ -58,12 +58,33 @@ function upstreamHeadersOf(edited: Record<string, string | string[]>, authHeader
   return headers;
 }
 
+/** One request on its way through the proxy: what its steps share, in one object instead of a list of parameters. */
+interface InFlight {
+  readonly gw: GatewayContext;
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly endpoint: EndpointSpec;
+  /** Created before anything is read, so a client that leaves at any point cancels the upstream call too. */
+  readonly upstream: UpstreamExchange;
+  /** The provider named by X-Gateway-Provider, when the client sent one. */
+  explicit: string | undefined;
+  /** A large multipart upload, received or streaming through (core/upload-spool.ts). */
+  upload: ReceivedUpload | undefined;
+  /** Watches a streamed answer for usage and the plugins' onStreamEvent. */
+  tap: StreamTap | undefined;
+  /** The client got the whole answer: the response finished on a live connection. */
+  delivered: boolean;
+}
+
 /**
  * The whole request flow, in one place:
  *   onRequest -> read body -> resolve provider -> beforeUpstream -> upstream call -> onResponse
- *   -> relay (stream piped chunk by chunk, or a JSON body in one piece) -> [client done] -> onComplete.
+ *   -> relay (stream piped chunk by chunk, or a JSON body in one piece) -> [client done] -> onComplete (in reverse).
+ *
+ * It writes the response on node:http itself rather than through Koa's response, so that the upstream's status,
+ * headers and bytes go out untouched and as they arrive, with no body buffering or header rewriting in between.
  */
-export class Proxy {
+export class GatewayProxy {
   /** Requests not yet completed (onComplete included); shutdown waits for zero. */
   inflight = 0;
   /** Requests begun since start (the idle-memory release watches it). */
@@ -90,19 +111,16 @@ export class Proxy {
     const id = newRequestId();
     const gw = new GatewayContext(id, req.method ?? 'GET', endpoint.path, endpoint, req.headers, this.deps.logger, this.secretHeaders, req.rawHeaders);
     gw.clientAddress = req.socket.remoteAddress;
-    // Created before anything is read, so a client that leaves at any point cancels the upstream call too.
-    const upstream = new UpstreamExchange();
-    let tap: StreamTap | undefined;
+    const flight: InFlight = { gw, req, res, endpoint, upstream: new UpstreamExchange(), explicit: undefined, upload: undefined, tap: undefined, delivered: false };
     this.started++;
     this.inflight++;
-    // The client got the whole answer when the response finished on a live connection. Node also reports finish
-    // (and writableFinished) for a response whose socket was already reset, although nothing more reached the client.
-    let delivered = false;
+    // Node also reports finish (and writableFinished) for a response whose socket was already reset, although
+    // nothing more reached the client: delivered needs the socket alive too.
     const socket = req.socket;
-    res.once('finish', () => (delivered = !socket.destroyed));
+    res.once('finish', () => (flight.delivered = !socket.destroyed));
     const closed = new Promise<void>((resolve) =>
       res.once('close', () => {
-        if (!delivered) upstream.cancel(new GatewayError('request_aborted', 'The client closed the request')); // client gone
+        if (!flight.delivered) flight.upstream.cancel(new GatewayError('request_aborted', 'The client closed the request')); // client gone
         resolve();
       }),
     );
@@ -110,14 +128,14 @@ export class Proxy {
     try {
       const pending = this.deps.pipeline.run('onRequest', gw);
       if (pending) await pending;
-      const explicit = gw.header('x-gateway-provider');
-      if (endpoint.key === 'models' && explicit === undefined) this.sendCatalog(gw, res);
-      else await this.forward(gw, req, res, endpoint, explicit, upstream, (t) => (tap = t));
+      flight.explicit = gw.header('x-gateway-provider');
+      if (endpoint.key === 'models' && flight.explicit === undefined) this.sendCatalog(gw, res);
+      else await this.forward(flight);
     } catch (err) {
       this.fail(gw, res, err);
     }
     await closed;
-    await this.finish(gw, delivered, tap);
+    await this.finish(flight);
   }
 
   /**
@@ -134,35 +152,28 @@ export class Proxy {
 
   /**
    * Reads the request, then has it forwarded; an upload is disposed of (its spool file closed) once the call is
-   * over. A bulk body held in memory (1 MiB or more) widens the heap growth bound until then (core/heap-growth.ts):
-   * from the start when its length says so, once read when it was sent without one (chunked: most are small chat
-   * requests, which must leave the bound alone). The upload spool does the same for what it spools, never for an
-   * upload it streams.
+   * over. A body held whole in memory is reported to the memory policy (core/body-memory.ts) until then: from the
+   * start when its length is declared, once read when it was sent without one.
    */
-  private async forward(
-    gw: GatewayContext, req: IncomingMessage, res: ServerResponse, endpoint: EndpointSpec,
-    explicit: string | undefined, upstream: UpstreamExchange, setTap: (tap: StreamTap) => void,
-  ): Promise<void> {
+  private async forward(flight: InFlight): Promise<void> {
+    const { gw, req, endpoint } = flight;
     const contentType = req.headers['content-type'] ?? '';
     const spool = contentType.startsWith('multipart/form-data') && this.deps.uploads?.wants(req) ? this.deps.uploads : undefined;
-    let bulk = !spool && endpoint.body !== 'none' && Number(req.headers['content-length']) >= BULK_BODY_BYTES ? holdForBulkBody() : undefined;
-    let upload: ReceivedUpload | undefined;
+    let held = !spool && endpoint.body !== 'none' ? bodyHeld(Number(req.headers['content-length'])) : undefined;
     try {
-      upload = await this.readRequest(gw, req, endpoint, contentType, spool);
-      if (!spool && !bulk && gw.bodySize >= BULK_BODY_BYTES) bulk = holdForBulkBody();
-      await this.callAndRelay(gw, req, res, endpoint, explicit, upstream, setTap, upload);
+      flight.upload = await this.readRequest(gw, req, endpoint, contentType, spool);
+      if (!spool && !held) held = bodyHeld(gw.bodySize);
+      await this.callAndRelay(flight);
     } finally {
-      upload?.dispose(); // the upstream call is over: its body was sent, or never will be
-      bulk?.();
+      flight.upload?.dispose(); // the upstream call is over: its body was sent, or never will be
+      held?.();
     }
   }
 
   /** Picks the provider, calls it and relays its answer. */
-  private async callAndRelay(
-    gw: GatewayContext, req: IncomingMessage, res: ServerResponse, endpoint: EndpointSpec,
-    explicit: string | undefined, upstream: UpstreamExchange, setTap: (tap: StreamTap) => void, upload: ReceivedUpload | undefined,
-  ): Promise<void> {
-    const provider = this.deps.providers.resolve(endpoint, explicit, gw.model);
+  private async callAndRelay(flight: InFlight): Promise<void> {
+    const { gw, req, res, endpoint, upstream, upload } = flight;
+    const provider = this.deps.providers.resolve(endpoint, flight.explicit, gw.model);
     gw.provider = provider;
 
     // The provider key is held back while plugins run, so no plugin can read or replace it.
@@ -187,6 +198,7 @@ export class Proxy {
       url.search = req.url!.slice(query);
     }
     if (upload) headers['content-length'] = String(upload.size);
+    gw.sentUpstream = true;
     await this.deps.pools.send({ url, method: endpoint.method, headers, body: upload ? upload.stream() : gw.body, timeouts: provider.timeouts }, upstream);
     gw.ttfbMs = gw.elapsedMs();
     gw.status = upstream.statusCode;
@@ -197,14 +209,12 @@ export class Proxy {
     if (isJsonDocument(contentType)) {
       await this.relayWhole(gw, res, upstream);
     } else {
-      let tap: StreamTap | undefined;
       if (contentType.startsWith('text/event-stream') && upstream.statusCode < 400) {
         const pipeline = this.deps.pipeline;
         const observe = pipeline.observesStreams ? (e: SseEvent) => pipeline.streamEvent(gw, e) : undefined;
-        tap = new StreamTap(provider.usage.createStreamAccumulator(endpoint.key), headerValue(upstream.headers, 'content-encoding'), observe);
-        setTap(tap);
+        flight.tap = new StreamTap(provider.usage.createStreamAccumulator(endpoint.key), headerValue(upstream.headers, 'content-encoding'), observe);
       }
-      await this.relayStream(gw, res, upstream, tap);
+      await this.relayStream(gw, res, upstream, flight.tap);
     }
   }
 
@@ -237,12 +247,11 @@ export class Proxy {
   }
 
   /**
-   * A non-streamed JSON answer: read it whole (usage and cost can then go into headers), send it unchanged. One of
-   * 1 MiB or more (a batch of embeddings, generated images) widens the heap growth bound while it is held, as a
-   * bulk request body does (core/heap-growth.ts); a streamed answer, never held whole, leaves it as it is.
+   * A non-streamed JSON answer: read it whole (usage and cost can then go into headers), send it unchanged. While
+   * it is held it is reported to the memory policy, as a request body is.
    */
   private async relayWhole(gw: GatewayContext, res: ServerResponse, upstream: UpstreamExchange): Promise<void> {
-    const bulk = Number(headerValue(upstream.headers, 'content-length')) >= BULK_BODY_BYTES ? holdForBulkBody() : undefined;
+    const held = bodyHeld(Number(headerValue(upstream.headers, 'content-length')));
     try {
       let body: Buffer;
       try {
@@ -261,7 +270,7 @@ export class Proxy {
       res.writeHead(upstream.statusCode, this.responseHeaders(gw, forwardableResponseHeaders(upstream.headers)));
       res.end(body);
     } finally {
-      bulk?.();
+      held?.();
     }
   }
 
@@ -319,7 +328,7 @@ export class Proxy {
   }
 
   /** After the client is done: settle usage, run onComplete and log, all off the request path. */
-  private async finish(gw: GatewayContext, delivered: boolean, tap: StreamTap | undefined): Promise<void> {
+  private async finish({ gw, delivered, tap }: InFlight): Promise<void> {
     gw.latencyMs = gw.elapsedMs();
     if (!delivered && !gw.error) {
       gw.streamCut = gw.status !== undefined;

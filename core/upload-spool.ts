@@ -7,8 +7,7 @@ import { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import { multipartFieldReader, receiveBody, refuseDeclaredOverLimit } from './body';
 import { GatewayError } from './errors';
-import { holdForBulkBody } from './heap-growth';
-import { bodyBytesRelayed } from './young-collection';
+import { bodyRelayed, bodySpooled } from './body-memory';
 
 /**
  * Large multipart uploads (audio to transcribe, images to edit). Routing needs the form's `model` field:
@@ -93,12 +92,10 @@ export class UploadSpool {
         // upload can stream through; dropped once it cannot.
         let head: Buffer[] | undefined = declared === undefined ? undefined : [];
         let headBytes = 0;
-        // An upload received whole widens the heap growth bound until it is disposed of (core/heap-growth.ts: its
-        // buffers, in and then back out of the file, would set off a full collection every few MiB). One that
-        // streams through has its buffers freed by young collections as they pass (core/young-collection.ts); with
-        // the bound widened instead, they raised RSS by 2.0-2.3x the upload's size in four benchmark runs.
+        // The memory policy hears of an upload received whole until it is disposed of, and of each chunk of one
+        // that streams through (core/body-memory.ts).
         let release: (() => void) | undefined;
-        const spooling = () => (release ??= holdForBulkBody());
+        const spooling = () => (release ??= bodySpooled());
         if (!head) spooling();
         const streamThrough = (size: number, chunks: Buffer[]) => {
           through = new Readable({ highWaterMark: 256 * 1024, read: control.resume });
@@ -111,7 +108,7 @@ export class UploadSpool {
           write(chunk) {
             // Once streaming, the form is no longer parsed; after dispose() the rest of the body is dropped.
             if (through) {
-              bodyBytesRelayed(chunk.length);
+              bodyRelayed(chunk.length);
               return through.destroyed || through.push(chunk);
             }
             fields.write(chunk);
@@ -203,7 +200,7 @@ class SpooledUpload implements ReceivedUpload {
     readonly size: number,
     readonly fields: Record<string, string>,
     private readonly removeLeftover: () => void,
-    /** Restores the heap growth bound (holdForBulkBody). */
+    /** Tells the memory policy the spooled body is gone (bodySpooled). */
     private readonly release: () => void,
   ) {}
 

@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
-import { bodyBytesRelayed } from './young-collection';
+import { bodyRelayed } from './body-memory';
 
 /** Where the body of an answer goes once the proxy knows what to do with it (collect it, or relay it). */
 interface BodySink {
@@ -94,7 +94,7 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
             res.once('drain', resume);
           }
           if (observe) process.nextTick(observe, chunk);
-          bodyBytesRelayed(chunk.length);
+          bodyRelayed(chunk.length);
         },
         end: () => {
           if (flush) flush = void clearImmediate(flush);

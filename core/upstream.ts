@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import { Pool, errors as undiciErrors } from 'undici';
 import { GatewayError } from './errors';
-import type { UpstreamTimeouts } from './provider';
+import type { UpstreamTimeouts } from './provider-contract';
 import type { UpstreamExchange } from './upstream-exchange';
 
 export interface UpstreamCall {

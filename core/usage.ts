@@ -1,3 +1,5 @@
+import type { EndpointKey } from './endpoints';
+
 /**
  * The provider-neutral usage vocabulary shared by provider modules, pricing, storage and plugins.
  *
@@ -74,19 +76,11 @@ export interface UsageParser {
   createStreamAccumulator(endpoint: EndpointKey): StreamUsageAccumulator;
 }
 
-/** Stable names of the gateway's endpoints (see core/endpoints.ts for the path table). */
-export type EndpointKey =
-  | 'chat.completions'
-  | 'messages'
-  | 'responses'
-  | 'embeddings'
-  | 'audio.speech'
-  | 'audio.transcriptions'
-  | 'audio.translations'
-  | 'images.generations'
-  | 'images.edits'
-  | 'images.variations'
-  | 'models';
+/** Stable names of the gateway's endpoints (core/endpoints.ts). */
+export type { EndpointKey } from './endpoints';
+
+/** The tag value a record carries for a required tag it was sent without (missing_tags: record_untagged). */
+export const UNTAGGED = '(untagged)';
 
 /**
  * Where a record's cost comes from.

@@ -1,15 +1,15 @@
 import type { GatewayContext } from '../core/context';
-import type { PriceCatalog } from './catalog';
+import type { PriceLookup, RequestCostService } from '../core/services';
 import { priceUsage, type PricedUsage } from './cost';
 
 /**
  * The cost of a request, computed once from its settled usage and shared by everyone who needs it (the cost
  * header, the usage recorder, budgets). Recomputed only if the usage object was replaced (stream settle).
  */
-export class RequestCost {
+export class RequestCost implements RequestCostService {
   private readonly memo = new WeakMap<GatewayContext, { usage: unknown; priced: PricedUsage }>();
 
-  constructor(readonly prices: PriceCatalog) {}
+  constructor(readonly prices: PriceLookup) {}
 
   of(ctx: GatewayContext): PricedUsage {
     const hit = this.memo.get(ctx);

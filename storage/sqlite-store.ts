@@ -327,6 +327,7 @@ export class SqliteUsageStore implements UsageStore {
     })();
   }
 
+  /** Full collections of the writer thread's heap, asked for by the idle release (runtime/memory-policy.ts). */
   async releaseMemory(): Promise<void> {
     await this.writer?.collectGarbage();
   }

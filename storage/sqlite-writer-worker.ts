@@ -11,7 +11,7 @@ const options = workerData as WriterThreadOptions;
 const store = new SqliteUsageStore(options.path, { busyTimeoutMs: options.busyTimeoutMs, cacheKib: options.cacheKib, writerThread: false });
 const port = parentPort!;
 
-/** Two full collections, as on the main thread (core/idle-memory.ts says why two); gc() exists with --expose-gc. */
+/** Two full collections, as on the main thread (runtime/memory-policy.ts says why two); gc() exists with --expose-gc. */
 function collectGarbage(): void {
   const gc = (globalThis as { gc?: () => void }).gc;
   gc?.();

@@ -25,7 +25,7 @@ export type WriterRequest =
   | { id: number; op: 'insertPacked'; packed: PackedRecords }
   | { id: number; op: 'touchKeys'; ids: readonly string[]; lastUsedAt: number }
   | { id: number; op: 'quarantine'; entries: readonly QuarantinedRecord[] }
-  /** Full GCs of the worker's own heap, asked for by the idle-memory release of the main thread (core/idle-memory.ts). */
+  /** Full GCs of the worker's own heap, asked for by the idle-memory release of the main thread (runtime/memory-policy.ts). */
   | { id: number; op: 'collectGarbage' };
 
 /** The worker's answer; an error keeps its code (SQLITE_CONSTRAINT... decides retry vs quarantine). */

@@ -9,7 +9,7 @@ import type { CostProvenance, PicoUsd, UsageRecord } from '../core/usage';
 import type { QuarantinedRecord } from './quarantine';
 
 /** Group value of a record that lacks the grouped tag key, and the filter value matching such records. */
-export const UNTAGGED = '(untagged)';
+export { UNTAGGED } from '../core/usage';
 /**
  * Filter value matching a record whose built-in dimension is absent (null workspace, key, model...).
  * In result rows an absent built-in value is `null`.
@@ -174,9 +174,6 @@ export interface UsageStore {
   revokeKey(id: string, at?: number): Promise<boolean>;
   /** Batched last-used update; never moves last_used_at backwards. */
   touchKeys(ids: readonly string[], lastUsedAt: number): Promise<void>;
-
-  /** For a store with a thread of its own: full GCs there, when the gateway is idle (core/idle-memory.ts). */
-  releaseMemory?(): Promise<void>;
 
   close(): Promise<void>;
 }

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { fromText } from '../../config/from-text';
 import type { GatewayContext } from '../../core/context';
-import { definePlugin, type GatewayPlugin } from '../../core/plugin';
+import { definePlugin, type GatewayPlugin } from '../../core/plugin-contract';
 import { BoundedCache } from '../../core/bounded-cache';
 import { FLAT_PREFIX, METADATA_HEADER, parseTags, type TagLimits } from './parse-tags';
 

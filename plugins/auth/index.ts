@@ -3,9 +3,8 @@ import { z } from 'zod';
 import { fromText } from '../../config/from-text';
 import { credentialHeader, type GatewayContext } from '../../core/context';
 import { GatewayError } from '../../core/errors';
-import { definePlugin, type GatewayPlugin } from '../../core/plugin';
-import { TOKENS } from '../../core/tokens';
-import type { KeyRing } from './key-ring';
+import { definePlugin, type GatewayPlugin } from '../../core/plugin-contract';
+import { resolveService, TOKENS, type KeyRingService } from '../../core';
 import { addressKey, FailedKeyTracker } from './lockout';
 
 const optionsSchema = z
@@ -39,7 +38,7 @@ export class AuthPlugin implements GatewayPlugin {
   readonly failures: FailedKeyTracker | undefined;
   private readonly addressHeader: string | undefined;
 
-  constructor(private readonly keys: KeyRing, options: Options = optionsSchema.parse({})) {
+  constructor(private readonly keys: KeyRingService, options: Options = optionsSchema.parse({})) {
     const o = options.lockout;
     this.failures = o.enabled ? new FailedKeyTracker({ maxFailures: o.max_failures, windowMs: o.window_ms, blockMs: o.block_ms, maxAddresses: o.max_addresses }) : undefined;
     this.addressHeader = o.client_address_header;
@@ -89,6 +88,7 @@ function blocked(leftMs: number): GatewayError {
 
 export const auth = definePlugin({
   name: 'auth',
+  requires: { services: ['KeyRing'] },
   optionsSchema,
-  create: (container, options) => new AuthPlugin(container.resolve<KeyRing>(TOKENS.KeyRing), options),
+  create: (container, options) => new AuthPlugin(resolveService(container, TOKENS.KeyRing), options),
 });

@@ -3,17 +3,14 @@ import type { BudgetConfig, WorkspaceLimits } from '../../config/limits';
 import type { GatewayContext } from '../../core/context';
 import { BoundedCache } from '../../core/bounded-cache';
 import { GatewayError } from '../../core/errors';
-import { definePlugin, type GatewayPlugin } from '../../core/plugin';
-import { TOKENS } from '../../core/tokens';
+import { definePlugin, type GatewayPlugin } from '../../core/plugin-contract';
 import { priceUsage } from '../../pricing/cost';
 import { formatUsd, parseUsd } from '../../pricing/money';
-import type { RequestCost } from '../../pricing/request-cost';
-import { UNTAGGED, type UsageStore } from '../../storage/store';
-import { LeaseRenewer } from '../limits/lease-renewer';
-import type { BudgetCheck, BudgetState } from '../limits/limit-store';
-import { LimitsContext, tagScope } from '../limits/workspace-limits';
-import { requestedOutputTokens } from '../max-tokens';
-import { alertReached, type BudgetLedger, type BudgetSource, type BudgetStatus } from './ledger';
+import {
+  requestedOutputTokens, resolveService, TOKENS, UNTAGGED, type BudgetCheck, type BudgetSource, type BudgetState, type BudgetStatus,
+  type LeaseRenewer, type RequestCostService, type UsageStoreService, type WorkspaceLimitsService,
+} from '../../core';
+import { alertReached } from './alert';
 import { periodAt, type Period } from './periods';
 
 const HELD = 'budget.reservation';
@@ -64,13 +61,13 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
   private readonly renewer: LeaseRenewer<readonly BudgetCheck[]>;
 
   constructor(
-    private readonly limits: LimitsContext,
-    private readonly cost: RequestCost,
-    private readonly usage: UsageStore,
+    private readonly limits: WorkspaceLimitsService,
+    private readonly cost: RequestCostService,
+    private readonly usage: UsageStoreService,
     private readonly log: Logger,
   ) {
     const lease = limits.storeConfig.reservation_lease_ms;
-    this.renewer = new LeaseRenewer(lease, (holder, checks) => limits.store.renewReservation(checks, holder, lease));
+    this.renewer = limits.leases(lease, (holder, checks) => limits.store.renewReservation(checks, holder, lease));
   }
 
   async beforeUpstream(ctx: GatewayContext): Promise<void> {
@@ -171,7 +168,7 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
 
     const tags: [string, string][] = value === undefined ? rule.tags : [[b.per_tag!, value]];
     const period = periodAt(b.period, now);
-    const a = describe(workspace, rule, tags, period, 0n);
+    const a = describe(this.limits, workspace, rule, tags, period, 0n);
     // Spend recorded before this process knew the budget (earlier runs, other instances) is read once.
     a.seeded = this.usage
       .queryUsage({ from: period.startMs, to: now + 1, groupBy: [], filters: { workspace, ...Object.fromEntries(tags) } })
@@ -190,7 +187,7 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     const range = { from: period.startMs, to: now + 1 };
     if (!b.per_tag) {
       const [total] = await this.usage.queryUsage({ ...range, groupBy: [], filters: { workspace, ...Object.fromEntries(rule.tags) } });
-      return [describe(workspace, rule, rule.tags, period, total?.costPico ?? 0n)];
+      return [describe(this.limits, workspace, rule, rule.tags, period, total?.costPico ?? 0n)];
     }
     const tag = b.per_tag;
     const seeds = new Map<string, bigint>();
@@ -200,7 +197,7 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     }
     const met = await readLimitStore(() => this.limits.store.setMembers(tagValuesKey(workspace, b, period)));
     for (const value of met) if (!seeds.has(value)) seeds.set(value, 0n);
-    return [...seeds].map(([value, seed]) => describe(workspace, rule, [[tag, value]], period, seed));
+    return [...seeds].map(([value, seed]) => describe(this.limits, workspace, rule, [[tag, value]], period, seed));
   }
 
   private alertIfCrossed(applied: Applied[], states: readonly BudgetState[]): void {
@@ -218,8 +215,8 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
 }
 
 /** The budget's identity in the limit store: workspace, scope, period kind and start. */
-function budgetKey(workspace: string, b: BudgetConfig, tags: readonly [string, string][], period: Period): string {
-  return `ws:${workspace}:${tags.map(([k, v]) => tagScope(k, v)).join(':') || 'all'}:${b.period}:${period.startMs}`;
+function budgetKey(limits: WorkspaceLimitsService, workspace: string, b: BudgetConfig, tags: readonly [string, string][], period: Period): string {
+  return `ws:${workspace}:${tags.map(([k, v]) => limits.tagScope(k, v)).join(':') || 'all'}:${b.period}:${period.startMs}`;
 }
 
 /** The set of tag values a per_tag budget met in a period. */
@@ -227,9 +224,9 @@ function tagValuesKey(workspace: string, b: BudgetConfig, period: Period): strin
   return `budget-tags:ws:${workspace}:${b.per_tag}:${b.period}:${period.startMs}`;
 }
 
-function describe(workspace: string, rule: Rule, tags: readonly [string, string][], period: Period, seedPico: bigint): Applied {
+function describe(limits: WorkspaceLimitsService, workspace: string, rule: Rule, tags: readonly [string, string][], period: Period, seedPico: bigint): Applied {
   const b = rule.config;
-  const key = budgetKey(workspace, b, tags, period);
+  const key = budgetKey(limits, workspace, b, tags, period);
   return {
     check: { key, limitPico: rule.limitPico, periodEndMs: period.endMs, seedPico },
     status: {
@@ -263,14 +260,16 @@ function refusal(applied: Applied[], states: readonly BudgetState[], amountPico:
 
 export const budget = definePlugin({
   name: 'budget',
+  requires: { plugins: ['auth'], services: ['WorkspaceLimits', 'RequestCost', 'UsageStore', 'Logger', 'BudgetLedger'] },
+  enforces: ['budgets'],
   create: (container) => {
     const plugin = new BudgetPlugin(
-      LimitsContext.from(container),
-      container.resolve<RequestCost>(TOKENS.RequestCost),
-      container.resolve<UsageStore>(TOKENS.UsageStore),
-      container.resolve<Logger>(TOKENS.Logger),
+      resolveService(container, TOKENS.WorkspaceLimits),
+      resolveService(container, TOKENS.RequestCost),
+      resolveService(container, TOKENS.UsageStore),
+      resolveService(container, TOKENS.Logger),
     );
-    container.resolve<BudgetLedger>(TOKENS.BudgetLedger).attach(plugin);
+    resolveService(container, TOKENS.BudgetLedger).attach(plugin);
     return plugin;
   },
 });

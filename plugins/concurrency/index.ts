@@ -1,8 +1,4 @@
-import type { GatewayContext } from '../../core/context';
-import { GatewayError } from '../../core/errors';
-import { definePlugin, type GatewayPlugin } from '../../core/plugin';
-import { LeaseRenewer } from '../limits/lease-renewer';
-import { LimitsContext } from '../limits/workspace-limits';
+import { definePlugin, GatewayError, resolveService, TOKENS, type GatewayContext, type GatewayPlugin, type LeaseRenewer, type WorkspaceLimitsService } from '../../core';
 
 const HELD = 'concurrency.held';
 
@@ -17,9 +13,9 @@ export class ConcurrencyPlugin implements GatewayPlugin {
   /** Renews the slot keys each open stream holds. */
   private readonly renewer: LeaseRenewer<readonly string[]>;
 
-  constructor(private readonly limits: LimitsContext) {
+  constructor(private readonly limits: WorkspaceLimitsService) {
     const lease = limits.storeConfig.slot_lease_ms;
-    this.renewer = new LeaseRenewer(lease, (holder, keys) => Promise.all(keys.map((k) => limits.store.renewSlot(k, holder, lease))));
+    this.renewer = limits.leases(lease, (holder, keys) => Promise.all(keys.map((k) => limits.store.renewSlot(k, holder, lease))));
   }
 
   async beforeUpstream(ctx: GatewayContext): Promise<void> {
@@ -54,5 +50,7 @@ export class ConcurrencyPlugin implements GatewayPlugin {
 
 export const concurrency = definePlugin({
   name: 'concurrency',
-  create: (container) => new ConcurrencyPlugin(LimitsContext.from(container)),
+  requires: { plugins: ['auth'], services: ['WorkspaceLimits'] },
+  enforces: ['concurrent_streams'],
+  create: (container) => new ConcurrencyPlugin(resolveService(container, TOKENS.WorkspaceLimits)),
 });

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { GatewayContext } from '../../core/context';
-import { definePlugin, type GatewayPlugin } from '../../core/plugin';
+import { definePlugin, type GatewayPlugin } from '../../core/plugin-contract';
 
 const optionsSchema = z
   .strictObject({

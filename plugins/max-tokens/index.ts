@@ -1,35 +1,5 @@
-import type { GatewayContext } from '../../core/context';
-import { GatewayError } from '../../core/errors';
-import { definePlugin, type GatewayPlugin } from '../../core/plugin';
-import type { EndpointKey } from '../../core/usage';
-import { LimitsContext } from '../limits/workspace-limits';
-
-/** The body fields that ask for output tokens, per endpoint. */
-export const OUTPUT_TOKEN_FIELDS: Partial<Record<EndpointKey, readonly string[]>> = {
-  'chat.completions': ['max_tokens', 'max_completion_tokens'],
-  messages: ['max_tokens'],
-  responses: ['max_output_tokens'],
-};
-
-/**
- * The largest output-token count a request asks for: undefined when it names none (absent or null), NaN when a
- * field holds anything but a non-negative integer (e.g. the string "100000").
- */
-export function requestedOutputTokens(ctx: GatewayContext): number | undefined {
-  const fields = ctx.endpoint ? OUTPUT_TOKEN_FIELDS[ctx.endpoint.key] : undefined;
-  let max: number | undefined;
-  for (const f of fields ?? []) {
-    const n = tokenCount(ctx.json?.[f]);
-    if (n !== undefined) max = Math.max(max ?? 0, n); // NaN wins
-  }
-  return max;
-}
-
-/** One output-token field: undefined when absent or null, NaN when not a non-negative integer. */
-function tokenCount(v: unknown): number | undefined {
-  if (v === undefined || v === null) return undefined;
-  return Number.isSafeInteger(v) && (v as number) >= 0 ? (v as number) : NaN;
-}
+import { definePlugin, GatewayError, resolveService, TOKENS, type GatewayContext, type GatewayPlugin, type WorkspaceLimitsService } from '../../core';
+import { OUTPUT_TOKEN_FIELDS, tokenCount } from '../../core/output-tokens';
 
 /**
  * Refuses a request that asks for more output tokens than the workspace's cap. It never rewrites the request.
@@ -40,7 +10,7 @@ function tokenCount(v: unknown): number | undefined {
 export class MaxTokensPlugin implements GatewayPlugin {
   readonly name = 'max-tokens';
 
-  constructor(private readonly limits: LimitsContext) {}
+  constructor(private readonly limits: WorkspaceLimitsService) {}
 
   beforeUpstream(ctx: GatewayContext): void {
     const cap = this.limits.limitsOf(ctx)?.max_tokens;
@@ -64,5 +34,7 @@ export class MaxTokensPlugin implements GatewayPlugin {
 
 export const maxTokens = definePlugin({
   name: 'max-tokens',
-  create: (container) => new MaxTokensPlugin(LimitsContext.from(container)),
+  requires: { plugins: ['auth'], services: ['WorkspaceLimits'] },
+  enforces: ['max_tokens'],
+  create: (container) => new MaxTokensPlugin(resolveService(container, TOKENS.WorkspaceLimits)),
 });

@@ -1,19 +1,13 @@
-import type { GatewayContext } from '../../core/context';
-import { GatewayError } from '../../core/errors';
-import { definePlugin, type GatewayPlugin } from '../../core/plugin';
-import type { Bucket, BucketState } from '../limits/limit-store';
-import type { LimitScope } from '../limits/scopes';
-import { LimitsContext } from '../limits/workspace-limits';
+import { definePlugin, GatewayError, resolveService, TOKENS, type GatewayContext, type GatewayPlugin, type WorkspaceLimitsService } from '../../core';
+import type { Bucket, BucketState, LimitScope } from '../../core';
 
 const MINUTE = 60_000;
 const SCOPES = 'rate-limit.scopes';
 const TAKEN = 'rate-limit.taken';
-/** Refusals by the limits after this one: the request never went out, so its token is given back. */
-const REFUNDED_REFUSALS: ReadonlySet<string> = new Set(['concurrency_limited', 'budget_exceeded']);
 
 const seconds = (ms: number) => String(Math.max(1, Math.ceil(ms / 1000)));
 
-/** What the plugin checks for one set of scopes (LimitsContext.scopesOf gives the same array for the same set). */
+/** What the plugin checks for one set of scopes (WorkspaceLimitsService.scopesOf gives the same array for the same set). */
 interface RatePlan {
   scopes: LimitScope[];
   tokenScopes: LimitScope[];
@@ -35,9 +29,9 @@ function rateHeaders(states: readonly BucketState[]): Record<string, string> {
  * Request rate (per minute, per second burst) and tokens per minute, for the workspace and per tag value
  * (e.g. each customer_id), enforced at admission. Token usage is counted when the request completes, so
  * tokens_per_minute is a soft limit: requests in flight when the minute's total reaches it still finish.
- * A request that takes a token here but is then refused by the concurrency or budget limit gets its token
- * back: the rate limits count requests let through, and a client retrying a full stream limit is not also
- * pushed into a rate limit by its refused attempts.
+ * A request that takes a token here but never goes upstream (a plugin after this one refused it, such as the
+ * concurrency or budget limit) gets its token back: the rate limits count requests let through, and a client
+ * retrying a full stream limit is not also pushed into a rate limit by its refused attempts.
  */
 export class RateLimitPlugin implements GatewayPlugin {
   readonly name = 'rate-limit';
@@ -45,7 +39,7 @@ export class RateLimitPlugin implements GatewayPlugin {
   /** Per scope set (null: none of its scopes has a rate limit). */
   private readonly plans = new WeakMap<readonly LimitScope[], RatePlan | null>();
 
-  constructor(private readonly limits: LimitsContext) {}
+  constructor(private readonly limits: WorkspaceLimitsService) {}
 
   async beforeUpstream(ctx: GatewayContext): Promise<void> {
     const l = this.limits.limitsOf(ctx);
@@ -104,7 +98,7 @@ export class RateLimitPlugin implements GatewayPlugin {
 
   async onComplete(ctx: GatewayContext): Promise<void> {
     const taken = ctx.state.get(TAKEN) as Bucket[] | undefined;
-    if (taken && ctx.error && REFUNDED_REFUSALS.has(ctx.error.code)) {
+    if (taken && !ctx.sentUpstream) {
       await this.limits.guard('request rate refund', () => this.limits.store.refund(taken), undefined).catch(() => undefined);
       return;
     }
@@ -127,5 +121,7 @@ function describe(state: BucketState, buckets: readonly Bucket[], scopes: readon
 
 export const rateLimit = definePlugin({
   name: 'rate-limit',
-  create: (container) => new RateLimitPlugin(LimitsContext.from(container)),
+  requires: { plugins: ['auth'], services: ['WorkspaceLimits'] },
+  enforces: ['requests_per_minute', 'requests_per_second', 'tokens_per_minute'],
+  create: (container) => new RateLimitPlugin(resolveService(container, TOKENS.WorkspaceLimits)),
 });

@@ -1,9 +1,5 @@
-import type { GatewayContext } from '../../core/context';
-import { GatewayError } from '../../core/errors';
-import { definePlugin, type GatewayPlugin } from '../../core/plugin';
-import { LimitsContext } from '../limits/workspace-limits';
+import { definePlugin, GatewayError, resolveService, TOKENS, type GatewayContext, type GatewayPlugin, type WorkspaceLimitsService, UNTAGGED } from '../../core';
 
-export const UNTAGGED = '(untagged)';
 
 /**
  * A workspace may require tag keys (e.g. agent and feature). A request missing one is refused with a 400,
@@ -13,7 +9,7 @@ export const UNTAGGED = '(untagged)';
 export class RequiredTagsPlugin implements GatewayPlugin {
   readonly name = 'required-tags';
 
-  constructor(private readonly limits: LimitsContext) {}
+  constructor(private readonly limits: WorkspaceLimitsService) {}
 
   beforeUpstream(ctx: GatewayContext): void {
     const l = this.limits.limitsOf(ctx);
@@ -36,5 +32,7 @@ const headerName = (key: string) => key.split('_').map((p) => p.charAt(0).toUppe
 
 export const requiredTags = definePlugin({
   name: 'required-tags',
-  create: (container) => new RequiredTagsPlugin(LimitsContext.from(container)),
+  requires: { plugins: ['auth'], services: ['WorkspaceLimits'] },
+  enforces: ['required_tags'],
+  create: (container) => new RequiredTagsPlugin(resolveService(container, TOKENS.WorkspaceLimits)),
 });

@@ -1,8 +1,8 @@
 import { join } from 'node:path';
 import { request } from 'undici';
 import { parseConfig } from '../../config/load';
-import { createGateway, type Gateway } from '../../core/app';
-import { createLogger } from '../../core/logger';
+import { createGateway, type Gateway } from '../../runtime/gateway';
+import { createLogger } from '../../runtime/logger';
 import { adminGet } from '../helpers/admin';
 import { PROJECT_ROOT } from '../helpers/fixtures';
 import { OPENAI_KEY, type TestGateway } from '../helpers/gateway';

@@ -7,8 +7,9 @@ import { GatewayError as CoreGatewayError } from '../../core/errors';
 describe('framework: the public API (tollgate, tollgate/testing)', () => {
   it('exports the two contracts and their helpers, and nothing else at run time', () => {
     expect(Object.keys(tollgate).sort()).to.deep.equal([
-      'ERROR_CODES', 'GatewayError', 'PLUGIN_API_VERSION', 'TOKENS', 'anthropicUsageParser', 'apiKeyHeader', 'bearer',
-      'definePlugin', 'defineProvider', 'formatUsd', 'fromText', 'noAuth', 'openaiUsageParser', 'openrouterUsageParser', 'perplexityUsageParser', 'z',
+      'ERROR_CODES', 'GatewayError', 'PLUGIN_API_VERSION', 'TOKENS', 'UNTAGGED', 'anthropicUsageParser', 'apiKeyHeader', 'bearer',
+      'definePlugin', 'defineProvider', 'formatUsd', 'fromText', 'noAuth', 'openaiUsageParser', 'openrouterUsageParser', 'perplexityUsageParser',
+      'registerService', 'requestedOutputTokens', 'resolveService', 'z',
     ]);
     expect(tollgate.PLUGIN_API_VERSION).to.equal('1');
   });

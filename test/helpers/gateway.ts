@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { parseConfig } from '../../config/load';
-import { createLogger } from '../../core/logger';
-import { startGateway, type RunningGateway } from '../../core/server';
+import { createLogger } from '../../runtime/logger';
+import { startGateway, type RunningGateway } from '../../runtime/servers';
 import { registerGateway, rememberGeneratedKeys, snapshotAdmin } from './secret-scan';
 import type { TestUpstream } from './upstream';
 

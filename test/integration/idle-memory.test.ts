@@ -43,7 +43,7 @@ function logged(gw: GatewayProcess, msg: string): Record<string, any>[] {
 
 /**
  * The real process, started with npm start's Node flags: once traffic stops, it gives the memory of the burst
- * back (core/idle-memory.ts), without touching requests in flight.
+ * back (runtime/memory-policy.ts), without touching requests in flight.
  */
 describe('tollgate start: memory is given back once traffic stops (server.idle_gc_ms)', () => {
   const upstream = new TestUpstream();

@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { workerCount } from '../../core/cluster';
+import { workerCount } from '../../runtime/cluster';
 import { openStore } from '../../storage';
 import { OPENAI_KEY, providerBlock, TEST_GATEWAY_KEY } from '../helpers/gateway';
 import { spawnGateway, type GatewayProcess } from '../helpers/process';

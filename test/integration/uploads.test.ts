@@ -6,8 +6,7 @@ import { PassThrough, Readable } from 'node:stream';
 import { expect } from 'chai';
 import OpenAI, { toFile } from 'openai';
 import { request } from 'undici';
-import { bulkBodiesInFlight } from '../../core/heap-growth';
-import { relayedBodyBytes } from '../../core/young-collection';
+import { bulkBodiesInFlight, relayedBodyBytes } from '../../runtime/memory-policy';
 import { waitForRecords } from '../helpers/admin';
 import { fixtureBytes, fixtureJson } from '../helpers/fixtures';
 import { OPENAI_KEY, type TestGateway, useGateway } from '../helpers/gateway';
@@ -39,7 +38,7 @@ describe('large uploads, spooled to a temporary file', () => {
   const nothingLeft = async () => {
     await waitFor(() => openSpoolFiles().length === 0 && gw.gateway.proxy.inflight === 0, 5000, 'spool files closed');
     expect(spoolFiles()).to.deep.equal([]);
-    expect(bulkBodiesInFlight(), 'the heap growth bound restored (core/heap-growth.ts)').to.equal(0);
+    expect(bulkBodiesInFlight(), 'the heap growth bound restored (runtime/memory-policy.ts)').to.equal(0);
   };
   /** A form with its file first (what the Node SDK sends for `{ file, model }`), or its fields first (Python's SDK). */
   const form = async (file: Buffer, fields: Record<string, string>, order: 'file first' | 'fields first' = 'file first') => {
@@ -185,7 +184,7 @@ describe('large uploads, spooled to a temporary file', () => {
       expect(seen.body.equals(bytes), 'the body, unchanged').to.equal(true);
       expect(seen.headers['content-length']).to.equal(String(bytes.length));
       expect(seen.headers['transfer-encoding']).to.equal(undefined);
-      // Counted for young collections (core/young-collection.ts): all but the chunks read before the file began.
+      // Counted for young collections (runtime/memory-policy.ts): all but the chunks read before the file began.
       const relayed = relayedBodyBytes() - relayedBefore;
       expect(relayed, 'bytes relayed as they arrived').to.be.within(bytes.length - 256 * 1024, bytes.length);
       await waitFor(async () => (await waitForRecords(gw, 1)).some((r: any) => r.id === requestId), 5000, 'its record');
@@ -229,7 +228,7 @@ describe('large uploads, spooled to a temporary file', () => {
     });
   });
 
-  describe('bulk bodies: the heap growth bound is widened while one is in flight (core/heap-growth.ts)', () => {
+  describe('bulk bodies: the heap growth bound is widened while one is in flight (runtime/memory-policy.ts)', () => {
     /** Counts bulk bodies in flight while the test upstream holds its answer back. */
     const heldDuring = async (send: () => Promise<{ statusCode: number; body: { dump(): Promise<void> } }>) => {
       const relayedBefore = relayedBodyBytes();
@@ -300,7 +299,7 @@ describe('large uploads, spooled to a temporary file', () => {
       }
       expect(during).to.equal(0);
       expect(Buffer.concat(chunks).equals(audio)).to.equal(true);
-      expect(relayedBodyBytes() - relayedBefore, 'the streamed answer, counted for young collections (core/young-collection.ts)').to.equal(audio.length);
+      expect(relayedBodyBytes() - relayedBefore, 'the streamed answer, counted for young collections (runtime/memory-policy.ts)').to.equal(audio.length);
       await nothingLeft();
     });
   });

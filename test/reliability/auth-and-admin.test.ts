@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import { expect } from 'chai';
 import { Agent, request } from 'undici';
-import { hashGatewayKey, KeyRing } from '../../plugins/auth/key-ring';
+import { hashGatewayKey, KeyRing } from '../../runtime/services/keys/key-ring';
 import { addressKey, ADMIN_LOCKOUT_DEFAULTS, FailedKeyTracker } from '../../plugins/auth/lockout';
 import type { AuthPlugin } from '../../plugins/auth';
 import { OPENAI_KEY, TEST_ADMIN_TOKEN, TEST_GATEWAY_KEY, type TestGateway } from '../helpers/gateway';

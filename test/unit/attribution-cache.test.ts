@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { GatewayContext } from '../../core/context';
 import { endpointByKey } from '../../core/endpoints';
 import { GatewayError } from '../../core/errors';
-import { captureLogs } from '../../core/testing';
+import { captureLogs } from '../../testing';
 import { AttributionPlugin } from '../../plugins/attribution';
 
 /** A request context with headers as Node gives them: the joined object and the raw name/value list. */

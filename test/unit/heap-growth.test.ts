@@ -52,7 +52,7 @@ step('NONE_HELD');
 `;
 
 function traced(script: string, args: string[], nodeFlags: string[] = []): string {
-  const argv = [...nodeFlags, '--max-semi-space-size=1', '--trace-gc-verbose', '-e', script, require.resolve('../../core/heap-growth'), ...args];
+  const argv = [...nodeFlags, '--max-semi-space-size=1', '--trace-gc-verbose', '-e', script, require.resolve('../../runtime/memory-policy'), ...args];
   return execFileSync(process.execPath, argv, { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
 }
 

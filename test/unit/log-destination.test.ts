@@ -8,7 +8,7 @@ import { expect } from 'chai';
  * The gateway's log destination, driven through the gateway's own logger (createLogger) in a child process
  * writing to a real file or pipe, as `npm start` writes to stdout. A line is `{"level":30,...,"n":<i>,...}`.
  */
-const LOGGER = require.resolve('../../core/logger');
+const LOGGER = require.resolve('../../runtime/logger');
 
 /** Writes `count` info lines (some long, some non-ASCII), then does `then` (exit | end | wait). */
 const WRITER = `
@@ -24,7 +24,7 @@ if (then === 'wait') setTimeout(() => {}, 1000); // the process stays up; only t
 // 'end': nothing more to do, the process ends when its event loop is empty
 `;
 
-const DESTINATION = require.resolve('../../core/log-destination');
+const DESTINATION = require.resolve('../../runtime/log-destination');
 
 function numbersIn(text: string): number[] {
   return text

@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { SseDecoder } from '../../core/sse';
 import type { EndpointKey, SseEvent, StreamUsageAccumulator, UsageParser } from '../../core/usage';
-import { USAGE_PARSERS } from '../../providers/usage';
-import { decimalString } from '../../providers/usage/read';
+import { USAGE_PARSERS } from '../../providers/registry';
+import { decimalString } from '../../providers/wire/read';
 import { fixtureBytes, fixtureJson } from '../helpers/fixtures';
 
 const { openai, anthropic, perplexity, openrouter } = USAGE_PARSERS as Record<

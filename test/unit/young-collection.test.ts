@@ -17,7 +17,7 @@ relay(5);
 
 /** The collections asked for in each step, each step's text ending with its marker (bytes counted so far). */
 function steps(nodeFlags: string[]): Record<string, string[]> {
-  const out = execFileSync(process.execPath, [...nodeFlags, '--trace-gc', '-e', RELAY, require.resolve('../../core/young-collection')], { encoding: 'utf8' });
+  const out = execFileSync(process.execPath, [...nodeFlags, '--trace-gc', '-e', RELAY, require.resolve('../../runtime/memory-policy')], { encoding: 'utf8' });
   const parts = out.split(/^@(\d+)$/m);
   const result: Record<string, string[]> = {};
   for (let i = 1; i < parts.length; i += 2) {
@@ -26,7 +26,7 @@ function steps(nodeFlags: string[]): Record<string, string[]> {
   return result;
 }
 
-describe('young collections after relayed bodies (core/young-collection.ts)', function () {
+describe('young collections after relayed bodies (runtime/memory-policy.ts)', function () {
   this.timeout(30_000);
 
   it('runs a young collection (a scavenge) after every 4 MiB relayed, and only then', () => {

@@ -1,0 +1,171 @@
+import 'reflect-metadata';
+import { mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import Koa from 'koa';
+import type { Logger } from 'pino';
+import { container as rootContainer, type DependencyContainer } from 'tsyringe';
+import type { LoadedConfig } from '../config/load';
+import { PriceCatalog } from '../pricing/catalog';
+import { RequestCost } from '../pricing/request-cost';
+import { BudgetLedger } from './services/budget-ledger';
+import { openLimitStore } from './services/limit-store/open';
+import { KeySync } from './services/keys/key-sync';
+import { openStore, parseStorageUrl } from '../storage';
+import type { UsageStore } from '../storage/store';
+import { ModelCatalog } from '../core/catalog';
+import { endpointAt } from '../core/endpoints';
+import { GatewayError } from '../core/errors';
+import { observeBodyMemory } from '../core/body-memory';
+import { bodyMemoryPolicy, IdleMemoryRelease, releaseHeapOf } from './memory-policy';
+import { bootstrapKeys } from './key-bootstrap';
+import { createLogger } from './logger';
+import { PluginPipeline } from '../core/plugin-pipeline';
+import { loadPlugins, planPipeline } from './loading/plugin-list';
+import type { ProviderModule } from '../core/provider-contract';
+import { loadProviders } from './loading/deployed-providers';
+import { loadProviderModules } from './loading/provider-module-import';
+import type { ProviderRegistry } from '../core/provider-routing';
+import { GatewayProxy } from '../core/proxy';
+import { newRequestId, REQUEST_ID_HEADER } from '../core/request-id';
+import { registerService, TOKENS } from '../core/tokens';
+import { LimitsContext } from './services/workspace-limits';
+import { workerScopedPath } from './worker-slot';
+import { UploadSpool } from '../core/upload-spool';
+import { UpstreamPools } from '../core/upstream';
+
+export interface GatewayOptions {
+  logger?: Logger;
+  /** Provider modules written in code, in addition to the built-ins. */
+  providers?: Record<string, ProviderModule>;
+  /** Where a bootstrap key is announced (default: stderr). */
+  announce?: (message: string) => void;
+}
+
+export interface Gateway {
+  koa: Koa;
+  proxy: GatewayProxy;
+  container: DependencyContainer;
+  providers: ProviderRegistry;
+  store: UsageStore;
+  pools: UpstreamPools;
+  logger: Logger;
+  keySync: KeySync;
+  /** Budgets seen by this instance, for the admin API. */
+  budgets: BudgetLedger;
+  /** Waits for in-flight requests (up to graceMs), then closes plugins, pools and the store. */
+  close(graceMs?: number): Promise<void>;
+}
+
+/** The composition root: everything is wired here, from the validated gateway.config.yaml. */
+export async function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}): Promise<Gateway> {
+  const { config } = loaded;
+  const logger = options.logger ?? createLogger(config.logging.level);
+  observeBodyMemory(bodyMemoryPolicy);
+  const container = rootContainer.createChildContainer();
+  registerService(container, TOKENS.Config, config);
+  registerService(container, TOKENS.Logger, logger);
+  registerService(container, TOKENS.ConfigDir, loaded.dir);
+  registerService(container, TOKENS.ProcessFilePath, workerScopedPath);
+
+  const planned = await planPipeline(config, loaded.dir);
+
+  const providers = loadProviders(config, { ...options.providers, ...(await loadProviderModules(config.providers, loaded.dir)) });
+  registerService(container, TOKENS.Providers, providers);
+
+  const prices = new PriceCatalog(config.pricing, { baseDir: loaded.dir });
+  registerService(container, TOKENS.PriceCatalog, prices);
+  registerService(container, TOKENS.RequestCost, new RequestCost(prices));
+  const { upload_spool_from: spoolFrom, upload_spool_dir: spoolDir } = config.server;
+  const uploads = spoolFrom === false ? undefined : UploadSpool.create(resolve(loaded.dir, spoolDir ?? join(tmpdir(), 'tollgate-uploads')), spoolFrom, logger);
+  const limitStore = openLimitStore(config.limit_store, logger);
+  registerService(container, TOKENS.LimitStore, limitStore);
+  registerService(container, TOKENS.WorkspaceLimits, new LimitsContext(config, limitStore, config.limit_store, logger));
+  const budgets = new BudgetLedger();
+  registerService(container, TOKENS.BudgetLedger, budgets);
+
+  // From here on resources are open: a failed start closes them again instead of leaking them.
+  let store: UsageStore | undefined;
+  let keySync: KeySync | undefined;
+  let pipeline: PluginPipeline;
+  try {
+    store = await openStore(storageUrlFrom(config.storage.url, loaded.dir), { schema: config.storage.schema, logger });
+    registerService(container, TOKENS.UsageStore, store);
+
+    const keys = await bootstrapKeys(config.workspaces, store, options.announce ?? ((m) => process.stderr.write(m)));
+    registerService(container, TOKENS.KeyRing, keys);
+    keySync = new KeySync(keys, store, config.workspaces, logger, { limitStore: config.limit_store });
+    keySync.start();
+
+    pipeline = new PluginPipeline(await loadPlugins(planned, container));
+  } catch (err) {
+    await keySync?.stop().catch(() => undefined);
+    await store?.close().catch(() => undefined);
+    await limitStore.close().catch(() => undefined);
+    throw err;
+  }
+  const pools = new UpstreamPools({ connections: config.upstream.connections, keepAliveMs: config.upstream.keep_alive_ms });
+  const enabled = new Set(providers.list().map((p) => p.slug));
+  const catalog = new ModelCatalog(prices.models().filter((m) => enabled.has(m.provider)));
+  const proxy = new GatewayProxy({ providers, pipeline, pools, catalog, bodyLimit: config.server.body_limit, uploads, logger });
+
+  // The proxy's Koa stack is kept to one middleware: a path lookup that hands the request to the proxy, which
+  // writes the response itself (ctx.respond = false) so the upstream's bytes go out untouched. Everything else
+  // (unknown paths, wrong methods, HEAD) is answered by the gateway and never proxied.
+  const koa = new Koa();
+  koa.silent = true; // errors are logged by the proxy with their request id
+  koa.use(function dispatchToProxy(ctx, next) {
+    const endpoint = endpointAt(ctx.path);
+    if (endpoint === undefined || endpoint.method !== ctx.method) return next();
+    ctx.respond = false;
+    return proxy.handle(ctx.req, ctx.res, endpoint);
+  });
+  koa.use(refuseUnknownRoutes(logger));
+  const idleRelease = new IdleMemoryRelease(proxy, config.server.idle_gc_ms, logger, releaseHeapOf(store!));
+  idleRelease.start();
+
+  let closing: Promise<void> | undefined;
+  const close = (graceMs = config.server.shutdown_grace_ms) =>
+    (closing ??= (async () => {
+      proxy.draining = true;
+      idleRelease.stop();
+      await Promise.race([proxy.idle(), new Promise((r) => setTimeout(r, graceMs).unref())]);
+      await keySync!.stop();
+      await pipeline.close();
+      await pools.close();
+      await limitStore.close();
+      await store!.close();
+      logger.flush();
+    })());
+
+  return { koa, proxy, container, providers, store: store!, pools, logger, keySync: keySync!, budgets, close };
+}
+
+/** A relative SQLite path is relative to the config file, and its folder is created on first start. */
+export function storageUrlFrom(url: string, configDir: string): string {
+  const target = parseStorageUrl(url);
+  if (target.kind !== 'sqlite' || target.path === ':memory:') return url;
+  const path = resolve(configDir, target.path);
+  mkdirSync(dirname(path), { recursive: true });
+  return `sqlite:${path}`;
+}
+
+/**
+ * Anything that is not one of the spec's endpoints is answered by the gateway itself and never proxied; it gets
+ * its log line like any request (no usage record: it reached no workspace).
+ */
+function refuseUnknownRoutes(logger: Logger): Koa.Middleware {
+  return function refuseUnknownRoute(ctx) {
+    const endpoint = endpointAt(ctx.path);
+    const error = endpoint
+      ? new GatewayError('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; use ${endpoint.method}.`, { headers: { allow: endpoint.method } })
+      : new GatewayError('route_not_found', `Unknown path ${ctx.path.slice(0, 200)}. Tollgate serves only the /v1 endpoints of its spec.`);
+    const requestId = newRequestId();
+    ctx.status = error.status;
+    ctx.set(error.headers);
+    ctx.set(REQUEST_ID_HEADER, requestId);
+    ctx.type = 'application/json';
+    ctx.body = error.toBody();
+    logger.info({ requestId, method: ctx.method, path: ctx.path.slice(0, 200), status: error.status, error: error.code }, 'request');
+  };
+}
