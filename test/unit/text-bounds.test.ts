@@ -5,7 +5,7 @@
 import { expect } from 'chai';
 import { modelField } from '../../core/body';
 import { GatewayError } from '../../core/errors';
-import { createTestContext } from '../../core/testing';
+import { createTestContext } from '../../testing';
 import { TRUNCATION_MARKER, truncate } from '../../core/truncate';
 import { buildRecord } from '../../plugins/usage-recorder/record';
 
