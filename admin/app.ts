@@ -10,7 +10,7 @@ import { addressKey, ADMIN_LOCKOUT_DEFAULTS, FailedKeyTracker, type LockoutOptio
 import type { BudgetLedger } from '../plugins/budget/ledger';
 import { formatUsd } from '../pricing/money';
 import type { UsageStore } from '../storage/store';
-import { filterFrom, groupByFrom, intervalFrom, limitFrom, queryValue } from './query-params';
+import { cursorFrom, filterFrom, groupByFrom, intervalFrom, limitFrom, queryValue } from './query-params';
 import { groupRowJson, recordJson, totalsJson } from './serialize';
 import { registerDashboardRoutes } from './dashboard/api';
 import { dashboardStatic } from './dashboard/serve';
@@ -95,7 +95,7 @@ export function createAdminApp({ store, token, logger, workspaces, budgets, onKe
   });
 
   router.get('/requests', async (ctx) => {
-    const page = await store.listRequests({ ...filterFrom(ctx.query), limit: limitFrom(ctx.query), cursor: queryValue(ctx.query, 'cursor') ?? null });
+    const page = await store.listRequests({ ...filterFrom(ctx.query), limit: limitFrom(ctx.query), cursor: cursorFrom(ctx.query) });
     ctx.body = { data: page.records.map(recordJson), next_cursor: page.nextCursor };
   });
 
