@@ -54,6 +54,7 @@ function reportAdminAnswers() {
   checkAdminAnswers();
   const seen = checkedAdminAnswers();
   const total = [...seen.values()].reduce((a, b) => a + b, 0);
+  if (total === 0) return;
   const kinds = [...seen.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, n]) => `${k}: ${n}`);
   process.stdout.write(`\n  admin answers checked against the OpenAPI document: ${total}, all valid (${kinds.join(', ')})\n`);
 }
