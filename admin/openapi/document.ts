@@ -174,7 +174,7 @@ const paths = {
     post: {
       operationId: 'createKey',
       summary: 'Create a gateway key',
-      description: 'The answer holds the key, once; only its hash is stored. Every instance sharing the store (or the Redis limit store) accepts it at once.',
+      description: 'The answer holds the key, once; only its hash is stored. Every instance sharing the store or the Redis limit store accepts it within a second.',
       tags: ['keys'],
       requestBody: { required: false, content: { 'application/json': { schema: schemaOf(CreateKeyRequest) } } },
       responses: {
