@@ -49,12 +49,12 @@ const error = (description: string, codes: ErrorCode[], headers?: Json) => ({
   content: { 'application/json': { schema: bare(z.toJSONSchema(errorBody(codes)) as Json) } },
 });
 
+const retryAfter = { description: 'Seconds to wait before trying again.', required: true, schema: { type: 'string', pattern: '^[0-9]+$' } };
+
 const responses = {
   InvalidQuery: error('A query parameter is malformed; param names it', ['invalid_body']),
   Unauthorized: error('Missing or invalid admin token', ['gateway_key_invalid']),
-  AuthBlocked: error('Too many wrong admin tokens from this client address: blocked for a while', ['auth_blocked'], {
-    'Retry-After': { description: 'Seconds until the address may try again.', required: true, schema: { type: 'string', pattern: '^[0-9]+$' } },
-  }),
+  AuthBlocked: error('Too many wrong admin tokens from this client address: blocked for a while', ['auth_blocked'], { 'Retry-After': retryAfter }),
   InternalError: error('The gateway failed (the store is unreachable...); details are in its log, never in the answer', ['internal_error']),
 };
 const ref = (name: keyof typeof responses) => ({ $ref: `#/components/responses/${name}` });
@@ -199,7 +199,11 @@ const paths = {
       operationId: 'listBudgets',
       summary: 'Every budget with its spend in the current period',
       tags: ['limits'],
-      responses: { '200': json(BudgetsAnswer, 'The budgets (empty without the budget plugin).'), ...guarded },
+      responses: {
+        '200': json(BudgetsAnswer, 'The budgets (empty without the budget plugin).'),
+        '503': error('The limit store (Redis) holding the budgets cannot be reached; try again shortly', ['limits_unavailable'], { 'Retry-After': retryAfter }),
+        ...guarded,
+      },
     },
   },
   '/api/dimensions': {
