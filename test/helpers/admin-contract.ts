@@ -5,9 +5,10 @@
  * error shape.
  *
  * observeAdminAnswers() puts the check on undici's global dispatcher, so every admin answer any test reads
- * (adminGet, the reliability helpers, the secret scan's snapshots, a test's own request()) is checked; the root
- * hooks (root-hooks.ts) fail the test during which a mismatch arrived, and the run for mismatches read in suite
- * hooks.
+ * (adminGet, the reliability helpers, the secret scan's snapshots, a test's own request()) is checked. An answer
+ * that does not match fails where its body is read, with the mismatch as the error; the root hooks
+ * (root-hooks.ts) fail the run at its end listing every mismatch and the test that read it, so one whose body
+ * was never read (or whose error a helper caught) is not lost.
  */
 import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
@@ -160,11 +161,19 @@ export interface ContractViolation {
   answer: string;
   request: string;
   problems: string[];
+  /** The test (or hook) running when it arrived. */
+  during: string;
 }
 
 let contract: AdminContract | undefined;
 const seen = new Map<string, number>();
 let pending: ContractViolation[] = [];
+let running = '(outside any test)';
+
+/** Names the test now running, for the report of mismatches. */
+export function adminAnswersDuring(title: string): void {
+  running = title;
+}
 
 /** Answers checked so far, by "METHOD /path STATUS". */
 export function checkedAdminAnswers(): ReadonlyMap<string, number> {
@@ -182,8 +191,16 @@ export function recordAdminAnswer(a: AdminAnswer): ContractCheck {
   contract ??= new AdminContract();
   const result = contract.check(a);
   seen.set(result.answer, (seen.get(result.answer) ?? 0) + 1);
-  if (result.problems.length) pending.push({ answer: result.answer, request: `${a.method} ${a.path.slice(0, 200)}`, problems: result.problems });
+  if (result.problems.length) pending.push({ answer: result.answer, request: `${a.method} ${a.path.slice(0, 200)}`, problems: result.problems, during: running });
   return result;
+}
+
+export function contractError(violations: readonly ContractViolation[]): Error {
+  const lines = violations.slice(0, 20).map((v) => `  - ${v.request} (${v.answer}), during "${v.during}": ${v.problems.join('; ')}`);
+  const more = violations.length > 20 ? `\n  ... and ${violations.length - 20} more` : '';
+  const error = new Error(`${violations.length} admin answer(s) do not match the OpenAPI document (admin/openapi):\n${lines.join('\n')}${more}`);
+  error.stack = `Error: ${error.message}`; // undici's frames would only hide what matters: the answer and the test
+  return error;
 }
 
 /** Whether a request goes to the admin API (/api/..., not the dashboard's static files) of a gateway the helpers started. */
@@ -195,5 +212,8 @@ function isAdminApi(opts: Dispatcher.DispatchOptions): boolean {
 
 /** Checks every answer from a registered gateway's admin listener read through undici from now on. */
 export function observeAdminAnswers(): void {
-  observeAnswers(isAdminApi, (opts, answer) => void recordAdminAnswer({ method: opts.method, path: opts.path, ...answer }));
+  observeAnswers(isAdminApi, (opts, answer) => {
+    const { answer: kind, problems } = recordAdminAnswer({ method: opts.method, path: opts.path, ...answer });
+    if (problems.length) return contractError([{ answer: kind, request: `${opts.method} ${opts.path.slice(0, 200)}`, problems, during: running }]);
+  });
 }

@@ -12,14 +12,14 @@
  * and keys created in the dashboard (the browser test). Anything shaped like a generated key counts too.
  *
  * Every admin answer read through undici is also checked against the OpenAPI document (helpers/admin-contract.ts):
- * a mismatch fails the test during which it arrived, or the run when it arrived in a suite hook.
+ * reading a mismatching answer fails, and the run fails at its end listing every mismatch and the test that read it.
  *
  * Focused runs with --no-config load it with: --require dist/test/helpers/root-hooks.js
  */
 import childProcess from 'node:child_process';
 import { promisify } from 'node:util';
 import type { Dispatcher } from 'undici';
-import { checkedAdminAnswers, observeAdminAnswers, takeContractViolations, type ContractViolation } from './admin-contract';
+import { adminAnswersDuring, checkedAdminAnswers, contractError, observeAdminAnswers, takeContractViolations } from './admin-contract';
 import { observeAnswers } from './answer-observer';
 import { recordFigures } from './figures';
 import { TEST_ADMIN_TOKEN } from './gateway';
@@ -40,18 +40,9 @@ observeAnswers(createsKey, (_opts, answer) => {
 
 observeAdminAnswers();
 
-function contractError(violations: ContractViolation[]): Error {
-  const lines = violations.slice(0, 20).map((v) => `  - ${v.request} (${v.answer}): ${v.problems.join('; ')}`);
-  return new Error(`${violations.length} admin answer(s) do not match the OpenAPI document (admin/openapi):\n${lines.join('\n')}${violations.length > 20 ? `\n  ... and ${violations.length - 20} more` : ''}`);
-}
-
-function checkAdminAnswers() {
+function reportAdminAnswers() {
   const violations = takeContractViolations();
   if (violations.length) throw contractError(violations);
-}
-
-function reportAdminAnswers() {
-  checkAdminAnswers();
   const seen = checkedAdminAnswers();
   const total = [...seen.values()].reduce((a, b) => a + b, 0);
   if (total === 0) return;
@@ -83,7 +74,12 @@ cp.execFile = observedExecFile;
 // ---------------------------------------------------------------- the scan
 
 export const mochaHooks = {
-  afterEach: checkAdminAnswers,
+  beforeEach(this: Mocha.Context) {
+    adminAnswersDuring(this.currentTest?.fullTitle() ?? '(a test)');
+  },
+  afterEach(this: Mocha.Context) {
+    adminAnswersDuring(`the hooks after "${this.currentTest?.fullTitle() ?? '(a test)'}"`);
+  },
   afterAll: [secretScan, reportAdminAnswers],
 };
 
