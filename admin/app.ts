@@ -11,16 +11,18 @@ import { addressKey, ADMIN_LOCKOUT_DEFAULTS, FailedKeyTracker, type LockoutOptio
 import type { BudgetLedger } from '../runtime/services/budget-ledger';
 import { formatUsd } from '../pricing/money';
 import type { UsageStore } from '../storage/store';
-import { filterFrom, groupByFrom, intervalFrom, limitFrom, queryValue } from './query-params';
+import { cursorFrom, filterFrom, groupByFrom, intervalFrom, limitFrom, queryValue } from './query-params';
 import { groupRowJson, recordJson, totalsJson } from './serialize';
 import { registerDashboardRoutes } from './dashboard/api';
 import { dashboardStatic } from './dashboard/serve';
+import { openApiRoutes } from './openapi/serve';
 
 const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
 
 /**
  * The admin API: usage grouped any way, raw records. It runs on its own listener (never on the proxy port)
- * and every route needs the admin token as `Authorization: Bearer <token>` or `X-Admin-Token`.
+ * and every route needs the admin token as `Authorization: Bearer <token>` or `X-Admin-Token`, except its
+ * OpenAPI description (GET /api/openapi.json, admin/openapi/) and the dashboard's static files.
  */
 export interface AdminDeps {
   store: UsageStore;
@@ -45,6 +47,7 @@ export function createAdminApp({ store, token, logger, workspaces, budgets, onKe
 
   // The dashboard page and its assets (no data in them); its API calls carry the token like any client.
   app.use(dashboardStatic());
+  app.use(openApiRoutes().routes());
   app.use(async (ctx, next) => {
     try {
       const address = addressKey(ctx.req.socket.remoteAddress);
@@ -96,7 +99,7 @@ export function createAdminApp({ store, token, logger, workspaces, budgets, onKe
   });
 
   router.get('/requests', async (ctx) => {
-    const page = await store.listRequests({ ...filterFrom(ctx.query), limit: limitFrom(ctx.query), cursor: queryValue(ctx.query, 'cursor') ?? null });
+    const page = await store.listRequests({ ...filterFrom(ctx.query), limit: limitFrom(ctx.query), cursor: cursorFrom(ctx.query) });
     ctx.body = { data: page.records.map(recordJson), next_cursor: page.nextCursor };
   });
 

@@ -24,6 +24,14 @@ export interface DashboardApiDeps {
   proxyUrl?: string;
 }
 
+/** Values one GET /api/usage/series may ask for. */
+export const SERIES_VALUES_MAX = 20;
+/**
+ * Buckets one answer may have: each is an entry of every array in it. Far beyond any range the dashboard asks
+ * for (hours up to 3 days, days beyond), it stops a range of millennia by the hour from filling the heap.
+ */
+export const SERIES_BUCKETS_MAX = 100_000;
+
 export function registerDashboardRoutes(router: Router, { store, workspaces, proxyUrl }: DashboardApiDeps): void {
   router.get('/dimensions', async (ctx) => {
     ctx.body = { builtin: [...BUILTIN_DIMENSIONS], tags: await store.listTagKeys() };
@@ -66,12 +74,16 @@ export function registerDashboardRoutes(router: Router, { store, workspaces, pro
     if (groupBy.length > 1) throw new GatewayError('invalid_body', 'group_by takes one dimension here', { param: 'group_by' });
     const interval = intervalFrom(ctx.query) ?? 'day';
     const raw = ctx.query.value;
-    let values = (Array.isArray(raw) ? raw : raw !== undefined ? [raw] : []).slice(0, 21);
-    if (values.length > 20) throw new GatewayError('invalid_body', 'at most 20 values', { param: 'value' });
+    let values = (Array.isArray(raw) ? raw : raw !== undefined ? [raw] : []).slice(0, SERIES_VALUES_MAX + 1);
+    if (values.length > SERIES_VALUES_MAX) throw new GatewayError('invalid_body', `at most ${SERIES_VALUES_MAX} values`, { param: 'value' });
     const dim = groupBy[0];
     const size = interval === 'hour' ? HOUR_MS : DAY_MS;
+    const first = Math.floor(filter.from / size) * size;
+    if (Math.ceil((filter.to - first) / size) > SERIES_BUCKETS_MAX) {
+      throw new GatewayError('invalid_body', `from..to holds more than ${SERIES_BUCKETS_MAX} ${interval} buckets: shorten the range or use a longer interval`, { param: 'from' });
+    }
     const buckets: number[] = [];
-    for (let b = Math.floor(filter.from / size) * size; b < filter.to; b += size) buckets.push(b);
+    for (let b = first; b < filter.to; b += size) buckets.push(b);
     const index = new Map(buckets.map((b, i) => [b, i]));
     const zeros = () => ({ cost: buckets.map(() => 0n), requests: buckets.map(() => 0) });
     const add = (into: ReturnType<typeof zeros>, r: UsageGroupRow, sign = 1) => {
