@@ -21,6 +21,8 @@ export default tseslint.config(
     rules: {
       '@typescript-eslint/no-explicit-any': 'off',
       '@typescript-eslint/no-unused-expressions': 'off',
+      // Tests resolve and load modules by path for child processes and fresh copies.
+      '@typescript-eslint/no-require-imports': 'off',
     },
   },
   {

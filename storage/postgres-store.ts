@@ -159,6 +159,7 @@ export class PostgresUsageStore implements UsageStore {
     this.schema = opts.schema;
     this.log = opts.logger;
     // pg is loaded here, on first use: SQLite deployments need not load it (~2 MiB of resident memory at start).
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded lazily, see above
     const { Pool } = require('pg') as typeof import('pg');
     this.pool = new Pool({
       connectionString: url,

@@ -14,7 +14,7 @@ import { formatUsd } from '../../pricing/money';
 import { planUsageQuery } from '../../storage/query/plan';
 import { DAY_MS, HOUR_MS } from '../../storage/rollup';
 import { BUILTIN_DIMENSIONS, NONE, type UsageGroupRow, type UsageStore } from '../../storage/store';
-import { filterFrom, groupByFrom, intervalFrom, queryValue } from '../query-params';
+import { filterFrom, groupByFrom, intervalFrom } from '../query-params';
 import { usageCsv } from './csv';
 
 export interface DashboardApiDeps {

@@ -62,6 +62,7 @@ function put(tags: Record<string, string>, rawKey: string, value: unknown, limit
   if (value.length === 0 || value.length > limits.maxValueLength) {
     throw invalid(`Tag "${key}" in ${source} must be 1 to ${limits.maxValueLength} characters long.`);
   }
+  // eslint-disable-next-line no-control-regex -- control characters are exactly what is refused
   if (/[\u0000-\u001f\u007f]/.test(value)) throw invalid(`Tag "${key}" in ${source} contains control characters.`);
   tags[key] = value;
   return key;

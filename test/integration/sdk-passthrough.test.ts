@@ -2,7 +2,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { expect } from 'chai';
 import OpenAI from 'openai';
 import { fixtureBytes } from '../helpers/fixtures';
-import { ANTHROPIC_KEY, OPENAI_KEY, startTestGateway, type TestGateway, useGateway } from '../helpers/gateway';
+import { ANTHROPIC_KEY, OPENAI_KEY, type TestGateway, useGateway } from '../helpers/gateway';
 import { TestUpstream, type ReceivedRequest } from '../helpers/upstream';
 
 /**
