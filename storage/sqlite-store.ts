@@ -61,6 +61,8 @@ export interface SqliteStoreOptions {
    * file; an in-memory database cannot be shared between threads and is always written inline.
    */
   writerThread?: boolean;
+  /** Open an existing database file only: create neither it nor its folder. */
+  mustExist?: boolean;
   logger?: StorageLogger;
 }
 
@@ -90,8 +92,8 @@ export class SqliteUsageStore implements UsageStore {
   private readonly tagSets = new TagSetIds();
 
   constructor(path: string, opts: SqliteStoreOptions = {}) {
-    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-    this.db = new Database(path);
+    if (path !== ':memory:' && !opts.mustExist) mkdirSync(dirname(path), { recursive: true });
+    this.db = new Database(path, { fileMustExist: opts.mustExist === true });
     this.log = opts.logger;
     this.db.pragma('journal_mode = WAL');
     this.busyTimeoutMs = Math.floor(opts.busyTimeoutMs ?? 5000);
@@ -108,6 +110,10 @@ export class SqliteUsageStore implements UsageStore {
     if (path !== ':memory:' && opts.writerThread !== false) {
       this.writer = new SqliteWriterThread({ path, busyTimeoutMs: this.busyTimeoutMs, cacheKib: WRITER_CACHE_KIB });
     }
+  }
+
+  async hasSchema(): Promise<boolean> {
+    return this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").get() !== undefined;
   }
 
   async migrate(): Promise<MigrateResult> {
