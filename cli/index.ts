@@ -26,7 +26,8 @@ const program = new Command()
   .option('-c, --config <file>', 'config file (default: $GATEWAY_CONFIG or ./gateway.config.yaml)')
   // Commander's own refusals (unknown option, missing or invalid argument) end as the others do: one line, exit 2.
   .exitOverride()
-  .configureOutput({ outputError: (text, write) => write(`tollgate: ${text.replace(/^error: /, '')}`) });
+  // (its suggestion, "(Did you mean usage?)", comes on a line of its own: joined to the message).
+  .configureOutput({ outputError: (text, write) => write(`tollgate: ${text.replace(/^error: /, '').replace(/\n(?=.)/g, ' ')}`) });
 
 /** The config file, or a one-line error (exit 2) naming what is wrong with it. */
 function loadOrExit(): LoadedConfig {

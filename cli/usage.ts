@@ -117,7 +117,9 @@ export function registerUsageCommands(program: Command, load: () => LoadedConfig
     .option('--from <time>', `start: ${TIME_HELP} (default: the first record)`)
     .option('--to <time>', 'end (default: now)')
     .option('--json', 'print the result as JSON')
-    .action(async (opts: { from?: string; to?: string; json?: boolean }) => {
+    .action(async function (this: Command) {
+      // Commander gives `usage reprice --from 7d` to the parent, which has a --from of its own: read both.
+      const opts = this.optsWithGlobals() as { from?: string; to?: string; json?: boolean };
       const range = timeRange(opts, () => 0);
       const loaded = load();
       const catalog = new PriceCatalog(loaded.config.pricing, { baseDir: loaded.dir });

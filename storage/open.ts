@@ -1,7 +1,7 @@
 /** Opens the store named by a storage URL (config storage.url, see ./url.ts) and brings its schema up to date. */
 import { existsSync } from 'node:fs';
 import { PostgresUsageStore, type PostgresStoreOptions } from './postgres-store';
-import { SqliteUsageStore, type SqliteStoreOptions } from './sqlite-store';
+import { sqliteFileHasSchema, SqliteUsageStore, type SqliteStoreOptions } from './sqlite-store';
 import type { UsageStore } from './store';
 import { parseStorageUrl, redactStorageUrl } from './url';
 
@@ -27,14 +27,14 @@ export class StoreNotFoundError extends Error {
 
 export async function openStore(url: string, opts: OpenStoreOptions = {}): Promise<UsageStore> {
   const target = parseStorageUrl(url);
-  if (opts.mustExist && target.kind === 'sqlite' && target.path !== ':memory:' && !existsSync(target.path)) {
-    throw new StoreNotFoundError(`no database at ${target.path}`);
+  if (opts.mustExist && target.kind === 'sqlite' && target.path !== ':memory:') {
+    if (!existsSync(target.path)) throw new StoreNotFoundError(`no database at ${target.path}`);
+    if (!sqliteFileHasSchema(target.path)) throw new StoreNotFoundError(`no Tollgate tables in ${target.path}`);
   }
   const store = target.kind === 'postgres' ? new PostgresUsageStore(target.url, opts) : new SqliteUsageStore(target.path, opts);
   try {
-    if (opts.mustExist && !(await store.hasSchema())) {
-      const where = target.kind === 'sqlite' ? target.path : `${redactStorageUrl(target.url)}${opts.schema ? ` (schema ${opts.schema})` : ''}`;
-      throw new StoreNotFoundError(`no Tollgate tables in ${where}`);
+    if (opts.mustExist && store instanceof PostgresUsageStore && !(await store.hasSchema())) {
+      throw new StoreNotFoundError(`no Tollgate tables in ${redactStorageUrl(url)}${opts.schema ? ` (schema ${opts.schema})` : ''}`);
     }
     if (opts.migrate !== false) await store.migrate();
   } catch (err) {

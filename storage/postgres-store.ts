@@ -190,7 +190,10 @@ export class PostgresUsageStore implements UsageStore {
 
   private readonly exec: Exec = async (q) => (await this.pool.query(q.sql, q.params as unknown[])).rows as Record<string, unknown>[];
 
-  /** to_regclass resolves through search_path, which holds the configured schema (and fails soft when it is absent). */
+  /**
+   * Whether Tollgate's tables exist here (a migration ran once), creating nothing. to_regclass resolves through
+   * search_path, which holds the configured schema, and answers null when that schema does not exist.
+   */
   async hasSchema(): Promise<boolean> {
     const { rows } = await this.pool.query<{ found: string | null }>("SELECT to_regclass('schema_migrations')::text AS found");
     return rows[0]?.found != null;

@@ -80,6 +80,19 @@ const WAL_AUTOCHECKPOINT_PAGES = 10_000;
 /** The writer's upserts touch recent pages only (time-ordered ids, hourly rollups): a small cache serves them. */
 const WRITER_CACHE_KIB = 4 * 1024;
 
+/**
+ * Whether the file holds Tollgate's tables (a migration ran once), read on a read-only connection: a file that
+ * is empty or another program's database is left byte for byte as it was.
+ */
+export function sqliteFileHasSchema(path: string): boolean {
+  const db = new Database(path, { readonly: true, fileMustExist: true });
+  try {
+    return db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").get() !== undefined;
+  } finally {
+    db.close();
+  }
+}
+
 export class SqliteUsageStore implements UsageStore {
   readonly dialect = 'sqlite' as const;
   private readonly db: Database.Database;
@@ -110,10 +123,6 @@ export class SqliteUsageStore implements UsageStore {
     if (path !== ':memory:' && opts.writerThread !== false) {
       this.writer = new SqliteWriterThread({ path, busyTimeoutMs: this.busyTimeoutMs, cacheKib: WRITER_CACHE_KIB });
     }
-  }
-
-  async hasSchema(): Promise<boolean> {
-    return this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").get() !== undefined;
   }
 
   async migrate(): Promise<MigrateResult> {

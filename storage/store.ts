@@ -145,8 +145,6 @@ export interface UsageStore {
   readonly dialect: 'sqlite' | 'postgres';
   /** Applies pending schema migrations in order; safe to call on every start and concurrently. */
   migrate(): Promise<MigrateResult>;
-  /** Whether Tollgate's tables exist here (a migration ran once), without creating anything. */
-  hasSchema(): Promise<boolean>;
   /**
    * Stores records in one transaction with their tags and rollup increments.
    * Idempotent on record id: already stored ids are skipped and add nothing to the rollups.
