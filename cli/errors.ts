@@ -20,7 +20,7 @@ export const EXIT_USER = 2;
 
 /** System errors about the machine around the gateway: files, ports, hosts. */
 const ENVIRONMENT_CODES = new Set([
-  'EADDRINUSE', 'EADDRNOTAVAIL', 'EACCES', 'EPERM', 'ENOENT', 'ENOTDIR', 'EISDIR', 'EROFS', 'ENOSPC',
+  'EADDRINUSE', 'EADDRNOTAVAIL', 'EACCES', 'EPERM', 'ENOENT', 'ENOTDIR', 'EISDIR', 'EEXIST', 'EROFS', 'ENOSPC', 'ENAMETOOLONG', 'ELOOP',
   'ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH',
 ]);
 /** better-sqlite3's codes for a file that is missing, unwritable, locked, full or not a database. */
@@ -83,7 +83,8 @@ export function exitWithError(err: unknown, context?: string): never {
 /** A listener that could not open its port, said in the user's terms (the rest is returned as is). */
 export function listenFailure(err: unknown): unknown {
   const e = err as { code?: string; syscall?: string; address?: string; port?: number };
-  if (!(err instanceof Error) || e.syscall !== 'listen' || e.port === undefined) return err;
+  // A cluster worker's port is bound by the primary on its behalf: the worker sees "bind", not "listen".
+  if (!(err instanceof Error) || (e.syscall !== 'listen' && e.syscall !== 'bind') || e.port === undefined) return err;
   const where = `${e.address ?? ''}:${e.port}`;
   if (e.code === 'EADDRINUSE') return new UserError(`port ${e.port} is in use (${where}): stop what listens there or choose another port`, { cause: err });
   if (e.code === 'EACCES') return new UserError(`no permission to listen on ${where} (ports below 1024 need privileges)`, { cause: err });

@@ -10,7 +10,7 @@ import { checkWiring } from '../core/check-wiring';
 import { startGateway } from '../core/server';
 import { exitQuietlyWhenOutputCloses } from './closed-output';
 import { registerDemoCommand } from './demo';
-import { errorLine, exitWithError, listenFailure, UserError } from './errors';
+import { errorLine, EXIT_INTERNAL, EXIT_USER, exitWithError, isUserError, listenFailure, UserError } from './errors';
 import { registerKeyCommands } from './keys';
 import { registerUsageCommands } from './usage';
 
@@ -61,7 +61,11 @@ program
     try {
       running = await startGateway(loaded);
     } catch (err) {
-      exitWithError(listenFailure(err), 'cannot start');
+      const failure = listenFailure(err);
+      // With several workers each fails alike (same config, same port): the first one says why, the others
+      // exit with the same code, and the primary stops (core/cluster.ts).
+      if (cluster.isWorker && cluster.worker?.id !== 1) process.exit(isUserError(failure) ? EXIT_USER : EXIT_INTERNAL);
+      exitWithError(failure, 'cannot start');
     }
     const { gateway, url, adminUrl, stop } = running;
     gateway.logger.info({ url, adminUrl, config: loaded.path, providers: gateway.providers.list().map((p) => p.slug) }, 'tollgate listening');

@@ -6,7 +6,7 @@ import { repriceRecord } from '../pricing/reprice';
 import { planUsageQuery, type UsagePlan } from '../storage';
 import { addTotals, costStatus, zeroTotals } from '../storage/counters';
 import type { UsageQuery, UsageStore, UsageTotals } from '../storage/store';
-import { UserError } from './errors';
+import { errorLine, UserError } from './errors';
 import { count, usdCents } from './format';
 import { startProgress } from './progress';
 import { withStore } from './store';
@@ -70,6 +70,15 @@ export function totalLine(t: UsageTotals): string {
 
 const right = (header: string): Column => ({ header, align: 'right' });
 
+/** The config's prices; a price file that is missing or unreadable is the config's fault, as check-config says. */
+function priceCatalog(loaded: LoadedConfig): PriceCatalog {
+  try {
+    return new PriceCatalog(loaded.config.pricing, { baseDir: loaded.dir });
+  } catch (err) {
+    throw new UserError(`${loaded.path}: pricing: ${errorLine(err)}`, { cause: err });
+  }
+}
+
 /** `tollgate usage` (grouped spend as a table) and `tollgate usage reprice`. */
 export function registerUsageCommands(program: Command, load: () => LoadedConfig): void {
   const usage = program
@@ -122,7 +131,7 @@ export function registerUsageCommands(program: Command, load: () => LoadedConfig
       const opts = this.optsWithGlobals() as { from?: string; to?: string; json?: boolean };
       const range = timeRange(opts, () => 0);
       const loaded = load();
-      const catalog = new PriceCatalog(loaded.config.pricing, { baseDir: loaded.dir });
+      const catalog = priceCatalog(loaded);
       const result = await withStore(loaded, async (store) => {
         // The rollups count the records of the range cheaply: the total of the progress.
         const [all] = await store.queryUsage({ ...range, groupBy: [] });

@@ -69,9 +69,10 @@ export async function runPrimary(loaded: LoadedConfig, count: number, write: (li
     worker.once('exit', (code, signal) => {
       if (stopping) return;
       if (!up) {
-        // A worker that cannot even start (port taken, bad plugin ...) would fail again: stop everything.
-        write(`tollgate: worker ${index} exited before it could serve (code ${code ?? signal}); stopping\n`);
-        void shutdown(1);
+        // A worker that cannot even start (port taken, bad plugin ...) would fail again: stop everything. Exit
+        // code 2 is the CLI's "the user can fix this", and that worker has said what (cli/errors.ts).
+        if (code !== 2) write(`tollgate: worker ${index} exited before it could serve (code ${code ?? signal}); stopping\n`);
+        void shutdown(code === 2 ? 2 : 1);
         return;
       }
       listening--;

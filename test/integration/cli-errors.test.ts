@@ -121,6 +121,14 @@ describe('tollgate CLI: errors are one line, exit 2 for what the user can fix', 
       expectUserError(await runCli(['usage', '--config', env], { env: { TOLLGATE_TEST_UNSET_VAR: '' } }), /storage\.url: environment variable TOLLGATE_TEST_UNSET_VAR is not set/);
     });
 
+    it('names the config file when its price file is missing', async () => {
+      const prices = file('prices.yaml', 'storage: { url: "sqlite:./data/tollgate.db" }\npricing: { litellm_file: ./no-prices.json }\n');
+      const missing = new RegExp(`ENOENT: no such file or directory, open '${join(dir, 'no-prices.json')}'$`);
+      expectUserError(await runCli(['check-config', '--config', prices]), new RegExp(`^tollgate: ${prices}: `));
+      expectUserError(await runCli(['check-config', '--config', prices]), missing);
+      expectUserError(await runCli(['usage', 'reprice', '--config', prices]), new RegExp(`^tollgate: ${prices}: pricing: `));
+    });
+
     it('refuses an unknown storage scheme in check-config, and start agrees', async () => {
       const mysql = file('mysql.yaml', 'storage: { url: "mysql://root@127.0.0.1/tollgate" }\n');
       const pattern = /mysql\.yaml is invalid: storage\.url: unsupported storage URL scheme "mysql": use sqlite:<path> or postgres:\/\/\.\.\.$/;
@@ -217,6 +225,14 @@ describe('tollgate CLI: errors are one line, exit 2 for what the user can fix', 
 
     it('start on a port in use: one line naming the port, exit 2', async () => {
       const config = file('port.yaml', `server: { host: 127.0.0.1, port: ${port} }\nstorage: { url: "sqlite:./port-data/tollgate.db" }\nworkspaces: [{ id: default, keys: [{ id: k, key: "\${GATEWAY_KEY}" }] }]\n`);
+      const run = await runCli(['start', '--config', config], { env: { GATEWAY_KEY: 'tg_cli_errors_test_key' } });
+      const shown = `exit ${run.code}, stderr:\n${run.stderr}`;
+      expect(run.code, shown).to.equal(2);
+      expect(run.stderr.trimEnd().split('\n'), shown).to.deep.equal([`tollgate: cannot start: port ${port} is in use (127.0.0.1:${port}): stop what listens there or choose another port`]);
+    });
+
+    it('the same with several workers: one line, not one per worker', async () => {
+      const config = file('port-workers.yaml', `server: { host: 127.0.0.1, port: ${port}, workers: 3 }\nstorage: { url: "sqlite:./port-workers/tollgate.db" }\nworkspaces: [{ id: default, keys: [{ id: k, key: "\${GATEWAY_KEY}" }] }]\n`);
       const run = await runCli(['start', '--config', config], { env: { GATEWAY_KEY: 'tg_cli_errors_test_key' } });
       const shown = `exit ${run.code}, stderr:\n${run.stderr}`;
       expect(run.code, shown).to.equal(2);
