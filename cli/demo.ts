@@ -263,7 +263,7 @@ export function registerDemoCommand(program: Command): void {
       const token = process.env.TOLLGATE_ADMIN_TOKEN || undefined;
       process.stderr.write(`Tollgate demo: sending ${count(o.requests)} requests through the gateway to a loopback mock provider...\n`);
       const t0 = Date.now();
-      const progress = startProgress('demo', o.requests, 'requests');
+      const progress = startProgress('demo', o.requests, 'requests', { realDateNow: false });
       let demo: RunningDemo;
       try {
         demo = await startDemo({ requests: o.requests, days: o.days, adminPort: o.adminPort, port: o.port, token, onProgress: (sent) => progress.update(sent) });
