@@ -64,6 +64,20 @@ describe('CLI progress without a terminal', () => {
     expect(lines).to.deep.equal(['demo: 40 requests\n']);
   });
 
+  it('keeps time while the demo moves Date.now along its simulated request times', async () => {
+    const { lines, out } = collect();
+    const realNow = Date.now;
+    try {
+      Date.now = () => 1_700_000_000_000; // stands still in the past, as a simulated clock may
+      const p = new LineProgress('demo', 100, 'requests', out, { intervalMs: 20 });
+      await new Promise((r) => setTimeout(r, 40));
+      p.update(50);
+      expect(lines[1]).to.match(/^demo: 50 of 100 requests \(50%\), 0 s\n$/);
+    } finally {
+      Date.now = realNow;
+    }
+  });
+
   it('more done than counted at the start (records written meanwhile) grows the total', () => {
     let now = 0;
     const { lines, out } = collect();
