@@ -37,8 +37,9 @@ export function isUserError(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
   if (/ConfigError$|ModuleLoadError$/.test(err.constructor.name)) return true;
   const code = (err as { code?: unknown }).code;
-  if (typeof code !== 'string') return false;
-  return ENVIRONMENT_CODES.has(code) || SQLITE_FILE_CODES.has(code) || POSTGRES_ACCESS.test(code);
+  if (typeof code === 'string' && (ENVIRONMENT_CODES.has(code) || SQLITE_FILE_CODES.has(code) || POSTGRES_ACCESS.test(code))) return true;
+  // "server.upload_spool_dir: cannot create ..." caused by ENOTDIR: the cause says whose it is.
+  return err.cause !== undefined && isUserError(err.cause);
 }
 
 /**

@@ -1,6 +1,6 @@
 import cluster, { type Worker } from 'node:cluster';
 import { availableParallelism } from 'node:os';
-import type { LoadedConfig } from '../config/load';
+import { ConfigError, type LoadedConfig } from '../config/load';
 import { openStore, parseStorageUrl } from '../storage';
 import { storageUrlFrom } from './app';
 import { bootstrapKeys } from './key-bootstrap';
@@ -44,7 +44,7 @@ export async function runPrimary(loaded: LoadedConfig, count: number, write: (li
   const { config } = loaded;
   const target = parseStorageUrl(config.storage.url);
   if (target.kind === 'sqlite' && target.path === ':memory:') {
-    throw new Error('server.workers > 1 needs a store the workers share: an SQLite file or PostgreSQL, not sqlite::memory:');
+    throw new ConfigError('server.workers > 1 needs a store the workers share: an SQLite file or PostgreSQL, not sqlite::memory:');
   }
   const store = await openStore(storageUrlFrom(config.storage.url, loaded.dir), { schema: config.storage.schema });
   try {

@@ -129,6 +129,16 @@ describe('tollgate CLI: errors are one line, exit 2 for what the user can fix', 
       expectUserError(await runCli(['usage', 'reprice', '--config', prices]), new RegExp(`^tollgate: ${prices}: pricing: `));
     });
 
+    it('start refuses what only start meets: workers without a shared store, an upload folder it cannot create', async () => {
+      const env = { GATEWAY_KEY: 'tg_cli_errors_test_key' };
+      const memory = file('memory.yaml', 'server: { port: 0, workers: 2 }\nstorage: { url: "sqlite::memory:" }\n');
+      expectUserError(await runCli(['start', '--config', memory], { env }), /^tollgate: cannot start: server\.workers > 1 needs a store the workers share/);
+      const spool = file('spool.yaml', `server: { host: 127.0.0.1, port: 0, upload_spool_dir: ${good}/uploads }\nstorage: { url: "sqlite:./spool-data/tollgate.db" }\n`);
+      const run = await runCli(['start', '--config', spool], { env });
+      expect(run.code, run.stderr).to.equal(2);
+      expect(run.stderr).to.equal(`tollgate: cannot start: server.upload_spool_dir: cannot create ${good}/uploads: ENOTDIR: not a directory, mkdir '${good}/uploads'\n`);
+    });
+
     it('refuses an unknown storage scheme in check-config, and start agrees', async () => {
       const mysql = file('mysql.yaml', 'storage: { url: "mysql://root@127.0.0.1/tollgate" }\n');
       const pattern = /mysql\.yaml is invalid: storage\.url: unsupported storage URL scheme "mysql": use sqlite:<path> or postgres:\/\/\.\.\.$/;
