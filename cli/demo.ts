@@ -272,6 +272,10 @@ export function registerDemoCommand(program: Command): void {
       } finally {
         progress.stop();
       }
+      // Before "Press Ctrl-C": a signal that came before its handler would end the process without the clean-up.
+      const stop = () => void demo.stop().then(() => process.exit(0), () => process.exit(1));
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
       process.stdout.write(
         [
           '',
@@ -285,8 +289,5 @@ export function registerDemoCommand(program: Command): void {
           '',
         ].join('\n'),
       );
-      const stop = () => void demo.stop().then(() => process.exit(0), () => process.exit(1));
-      process.once('SIGINT', stop);
-      process.once('SIGTERM', stop);
     });
 }
