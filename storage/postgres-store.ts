@@ -196,6 +196,15 @@ export class PostgresUsageStore implements UsageStore {
 
   private readonly exec: Exec = async (q) => (await this.pool.query(q.sql, q.params as unknown[])).rows as Record<string, unknown>[];
 
+  /**
+   * Whether Tollgate's tables exist here (a migration ran once), creating nothing. to_regclass resolves through
+   * search_path, which holds the configured schema, and answers null when that schema does not exist.
+   */
+  async hasSchema(): Promise<boolean> {
+    const { rows } = await this.pool.query<{ found: string | null }>("SELECT to_regclass('schema_migrations')::text AS found");
+    return rows[0]?.found != null;
+  }
+
   async migrate(): Promise<MigrateResult> {
     const { applied, done } = await this.tx(async (c) => {
       await c.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);

@@ -62,6 +62,8 @@ export interface SqliteStoreOptions {
    * file; an in-memory database cannot be shared between threads and is always written inline.
    */
   writerThread?: boolean;
+  /** Open an existing database file only: create neither it nor its folder. */
+  mustExist?: boolean;
   logger?: StorageLogger;
 }
 
@@ -79,6 +81,19 @@ const WAL_AUTOCHECKPOINT_PAGES = 10_000;
 /** The writer's upserts touch recent pages only (time-ordered ids, hourly rollups): a small cache serves them. */
 const WRITER_CACHE_KIB = 4 * 1024;
 
+/**
+ * Whether the file holds Tollgate's tables (a migration ran once), read on a read-only connection: a file that
+ * is empty or another program's database is left byte for byte as it was.
+ */
+export function sqliteFileHasSchema(path: string): boolean {
+  const db = new Database(path, { readonly: true, fileMustExist: true });
+  try {
+    return db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").get() !== undefined;
+  } finally {
+    db.close();
+  }
+}
+
 export class SqliteUsageStore implements UsageStore {
   readonly dialect = 'sqlite' as const;
   private readonly db: Database.Database;
@@ -91,8 +106,8 @@ export class SqliteUsageStore implements UsageStore {
   private readonly tagSets = new TagSetIds();
 
   constructor(path: string, opts: SqliteStoreOptions = {}) {
-    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-    this.db = new Database(path);
+    if (path !== ':memory:' && !opts.mustExist) mkdirSync(dirname(path), { recursive: true });
+    this.db = new Database(path, { fileMustExist: opts.mustExist === true });
     this.log = opts.logger;
     this.db.pragma('journal_mode = WAL');
     this.busyTimeoutMs = Math.floor(opts.busyTimeoutMs ?? 5000);
