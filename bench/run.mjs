@@ -15,11 +15,14 @@
 // Scenarios: chat_c1, chat_c32 (non-streamed chat), stream_c8 (SSE, 20 content chunks), slow_stream_c8
 // (20 ms between chunks), upload_c1 (20 MiB multipart transcription upload, its model field first: streamed
 // through), upload_spooled_c1 (the same with its file first: received whole, then sent), soak (60 s of mixed load on
-// tollgate, for memory). Everything binds and connects to 127.0.0.1 only, every step is bounded in time, and
-// only the process groups started here are stopped.
+// tollgate, for memory), admin_contention (chat at 2 connections while the heaviest dashboard query loops on a
+// seeded store: bench/admin-contention.mjs). Everything binds and connects to 127.0.0.1 only, every step is bounded
+// in time, and only the process groups started here are stopped.
 //
 // usage: node bench/run.mjs [--quick] [--no-portkey] [--targets a,b] [--scenarios a,b] [--duration S]
 //                           [--warmup S] [--soak S] [--workers N] [--compare FILE] [--out DIR]
+//                           [--admin-records N] [--admin-rounds N]
+//   --scenarios admin_contention alone starts only the mock and that scenario's gateway.
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync, openSync, closeSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
@@ -30,6 +33,7 @@ import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { groupStat, machineCpu } from './lib/proc.mjs';
 import { medianInterval, renderReport } from './lib/report.mjs';
+import { adminContention } from './admin-contention.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, '..');
@@ -43,7 +47,7 @@ const value = (name, dflt) => {
   return i >= 0 && i + 1 < argv.length ? argv[i + 1] : dflt;
 };
 if (flag('--help') || flag('-h')) {
-  console.log(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(1, 18).join('\n'));
+  console.log(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(1, 26).join('\n'));
   process.exit(0);
 }
 const QUICK = flag('--quick');
@@ -55,12 +59,13 @@ const MAX_SECONDS = Number(value('--max-seconds', QUICK ? 150 : 900));
 /** Other jobs on the machine distort every figure: wait (at most this long in all) for it to be quiet before a case. */
 let quietBudgetMs = Number(value('--quiet-wait', QUICK ? 3 : 30)) * 1000;
 const OUT_DIR = resolve(value('--out', join(HERE, 'results')));
-const ALL_SCENARIOS = ['chat_c1', 'chat_c32', 'stream_c8', 'slow_stream_c8', 'soak', 'upload_c1', 'upload_spooled_c1'];
+const ALL_SCENARIOS = ['chat_c1', 'chat_c32', 'stream_c8', 'slow_stream_c8', 'soak', 'upload_c1', 'upload_spooled_c1', 'admin_contention'];
 const SCENARIOS = value('--scenarios', ALL_SCENARIOS.join(',')).split(',').filter(Boolean);
 for (const s of SCENARIOS) if (!ALL_SCENARIOS.includes(s)) die(`unknown scenario ${s} (known: ${ALL_SCENARIOS.join(', ')})`);
 const CLUSTER = `tollgate-x${WORKERS}`;
 const ALL_TARGETS = ['direct', 'bare', 'bare-dispatch', 'tollgate', 'tollgate-norec', ...(WORKERS > 1 ? ['tollgate-redis', CLUSTER] : []), 'portkey'];
-let TARGETS = value('--targets', ALL_TARGETS.join(',')).split(',').filter(Boolean);
+const ADMIN_ONLY = SCENARIOS.length > 0 && SCENARIOS.every((s) => s === 'admin_contention');
+let TARGETS = value('--targets', ADMIN_ONLY ? '' : ALL_TARGETS.join(',')).split(',').filter(Boolean);
 if (flag('--no-portkey')) TARGETS = TARGETS.filter((t) => t !== 'portkey');
 const UPLOAD_BYTES = 20 * 1024 * 1024;
 const SLOW_CHUNK_MS = 20;
@@ -227,11 +232,13 @@ const mock = {};
  */
 const NODE_FLAGS = ['--max-semi-space-size=8', '--v8-pool-size=1', '--expose-gc', ...(process.env.BENCH_TRACE_GC ? ['--trace-gc'] : [])];
 
-async function startTollgate(name, port, { recorder = true, workers = 1, redisUrl } = {}) {
+/** `admin`: { port, token } turns the admin API on (admin_contention). */
+async function startTollgate(name, port, { recorder = true, workers = 1, redisUrl, admin } = {}) {
   const data = join(tmp, `${name}-data`);
   mkdirSync(data, { recursive: true });
   let yaml = readFileSync(join(HERE, 'tollgate.bench.yaml'), 'utf8');
   if (!recorder) yaml = yaml.replace(/\n  - use: usage-recorder\n(    .*\n)*/, '\n');
+  if (admin) yaml += `\nadmin:\n  host: 127.0.0.1\n  port: ${admin.port}\n  token: "${admin.token}"\n`;
   if (redisUrl) yaml += `\nlimit_store:\n  redis_url: ${redisUrl}\n  key_prefix: "tollgate-bench-${process.pid}-${name}:"\n`;
   const config = join(data, 'gateway.config.yaml');
   writeFileSync(config, yaml);
@@ -527,9 +534,17 @@ async function main() {
   scenarioDefs.cache = defs;
   const runs = [];
   const memory = { idle_rss_mb: idle };
+  let contention;
   for (const name of SCENARIOS) {
     if (name === 'soak') {
       memory.soak = await soak(runs);
+      continue;
+    }
+    if (name === 'admin_contention') {
+      contention = await adminContention({
+        quick: QUICK, records: Number(value('--admin-records', 100_000)), rounds: Number(value('--admin-rounds', QUICK ? 1 : 3)),
+        root: ROOT, tmp, log, freePort, startTollgate, runLoad, waitQuiet, chatBody: join(BODY_DIR, 'chat.json'),
+      });
       continue;
     }
     const sc = defs[name];
@@ -563,6 +578,7 @@ async function main() {
     target_details: Object.fromEntries(Object.entries(targets).filter(([, t]) => t.workers).map(([n, t]) => [n, { workers: t.workers, limit_store: t.limitStore }])),
     runs,
     memory,
+    admin_contention: contention,
     elapsed_s: Math.round((Date.now() - started) / 1000),
   };
   mkdirSync(OUT_DIR, { recursive: true });

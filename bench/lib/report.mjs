@@ -5,6 +5,7 @@
 //   node bench/lib/report.mjs bench/results/latest.json [bench/results/previous.json]
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { adminContentionSection, adminContentionTarget } from '../admin-contention.mjs';
 
 const num = (x, d = 1) => (x == null || !Number.isFinite(x) ? '-' : x.toFixed(d));
 const signed = (x, d = 2) => (x == null || !Number.isFinite(x) ? '-' : (x >= 0 ? '+' : '') + x.toFixed(d));
@@ -213,6 +214,12 @@ export function targets(result) {
   const rw = ratio(cluster?.rps, single?.rps);
   add(`multi-core (${cluster?.target ?? 'workers'}) vs one process`, rw == null ? null : `${num(rw, 2)}x`, '≥ 1.7x on 2 cores', rw == null ? null : rw >= 1.7,
     cluster ? `${thousands(cluster.rps)} vs ${thousands(single?.rps)} req/s (${single?.target}); loader, mock${single?.target === 'tollgate-redis' ? ', Redis' : ''} share the 2 cores` : '');
+  const ac = result.admin_contention;
+  if (ac) {
+    const goal = adminContentionTarget(ac);
+    add('chat p99 while the heaviest dashboard query loops', `${num(ac.contention.p99, 1)} ms (idle ${num(ac.idle.p99, 1)} ms, ${signed(goal.delta, 1)} ms)`, '≤ 2x idle and ≤ +25 ms', goal.met,
+      `2 connections, ${ac.records.toLocaleString('en-US')} records, median of ${ac.rounds.length} round(s)`);
+  }
   return out;
 }
 
@@ -264,6 +271,7 @@ export function renderReport(result, previous, previousName) {
     else if (sc.startsWith('stream')) out.push(streamTable(result, sc));
     else out.push(plainTable(result, sc));
   }
+  if (result.admin_contention) out.push('', ...adminContentionSection(result.admin_contention, table, num));
   const mem = result.memory ?? {};
   out.push('');
   out.push('### Memory');
