@@ -10,6 +10,8 @@ import { COUNTER_COLUMNS } from './counters';
 import { postgresDialect as d } from './dialect';
 import { KEY_COLUMNS, checkNewKey, keyFromRow, keyValues } from './keys';
 import { LATEST_VERSION, SCHEMA_MIGRATIONS_DDL, newerVersions, pendingMigrations } from './migrations/index';
+import { postgresPool } from './postgres-pool';
+import type { ReadSource } from './read-connection';
 import { listTagKeys } from './query/dimensions';
 import { listPage } from './query/list';
 import { runUsageQuery, type Exec } from './query/run';
@@ -154,23 +156,14 @@ export class PostgresUsageStore implements UsageStore {
   /** Ids of the tag sets this instance wrote lately (storage/tag-sets.ts). */
   private readonly tagSets = new TagSetIds();
 
-  constructor(url: string, opts: PostgresStoreOptions = {}) {
+  constructor(
+    private readonly url: string,
+    opts: PostgresStoreOptions = {},
+  ) {
     if (opts.schema !== undefined && !/^[a-z_][a-z0-9_]*$/.test(opts.schema)) throw new Error(`invalid schema name ${opts.schema}`);
     this.schema = opts.schema;
     this.log = opts.logger;
-    // pg is loaded here, on first use: SQLite deployments need not load it (~2 MiB of resident memory at start).
-    // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded lazily, see above
-    const { Pool } = require('pg') as typeof import('pg');
-    this.pool = new Pool({
-      connectionString: url,
-      max: opts.poolSize ?? 10,
-      connectionTimeoutMillis: opts.connectTimeoutMs ?? 5000,
-      // JIT compilation pays off for queries that run for seconds; the dashboard's run for tens to hundreds of ms,
-      // and a compile (~25 ms measured on the tag-set query at a million records) only adds to them.
-      options: [`-c jit=off`, ...(opts.schema ? [`-c search_path=${opts.schema}`] : [])].join(' '),
-    });
-    // An idle client losing its connection must not crash the process; the next query reconnects.
-    this.pool.on('error', (err) => this.log?.warn({ err }, 'postgres idle client error'));
+    this.pool = postgresPool(url, { size: opts.poolSize ?? 10, connectTimeoutMs: opts.connectTimeoutMs ?? 5000, schema: opts.schema, logger: opts.logger });
   }
 
   private async tx<T>(fn: (c: PoolClient) => Promise<T>): Promise<T> {
@@ -301,6 +294,11 @@ export class PostgresUsageStore implements UsageStore {
 
   listRequests(query: ListRequestsQuery): Promise<RequestPage> {
     return listPage(d, this.exec, query);
+  }
+
+  /** A pool of its own, in the same schema. */
+  readSource(): ReadSource {
+    return { kind: 'postgres', url: this.url, schema: this.schema };
   }
 
   listTagKeys(): Promise<string[]> {

@@ -17,6 +17,8 @@ import { listTagKeys } from './query/dimensions';
 import { listPage } from './query/list';
 import { runUsageQuery, type Exec } from './query/run';
 import { repriceDeltas, repriceRecords, type Change } from './reprice';
+import type { ReadSource } from './read-connection';
+import { sqliteExec } from './sqlite-exec';
 import { SqliteWriterThread } from './sqlite-writer';
 import {
   DAILY_COUNTER_COLUMNS,
@@ -74,8 +76,6 @@ const placeholders = (n: number): string => Array.from({ length: n }, () => '?')
  * (its only caller in the gateway) retries a failed batch with back-off anyway.
  */
 const INSERT_BUSY_TIMEOUT_MS = 50;
-/** Prepared query statements kept per SQL text (group-by shapes are few). */
-const STATEMENT_CACHE = 256;
 const DEFAULT_CACHE_KIB = 32 * 1024;
 const WAL_AUTOCHECKPOINT_PAGES = 10_000;
 /** The writer's upserts touch recent pages only (time-ordered ids, hourly rollups): a small cache serves them. */
@@ -97,7 +97,8 @@ export function sqliteFileHasSchema(path: string): boolean {
 export class SqliteUsageStore implements UsageStore {
   readonly dialect = 'sqlite' as const;
   private readonly db: Database.Database;
-  private readonly cache = new Map<string, Database.Statement>();
+  /** Read statements return integers as bigint (exact money); the shared decoders convert. */
+  private readonly exec: Exec;
   private readonly log?: StorageLogger;
   private writes?: ReturnType<SqliteUsageStore['prepareWrites']>;
   private readonly busyTimeoutMs: number;
@@ -105,9 +106,13 @@ export class SqliteUsageStore implements UsageStore {
   /** Tag set ids of the connection that writes (the writer thread has its own store and cache). */
   private readonly tagSets = new TagSetIds();
 
-  constructor(path: string, opts: SqliteStoreOptions = {}) {
+  constructor(
+    private readonly path: string,
+    opts: SqliteStoreOptions = {},
+  ) {
     if (path !== ':memory:' && !opts.mustExist) mkdirSync(dirname(path), { recursive: true });
     this.db = new Database(path, { fileMustExist: opts.mustExist === true });
+    this.exec = sqliteExec(this.db);
     this.log = opts.logger;
     this.db.pragma('journal_mode = WAL');
     this.busyTimeoutMs = Math.floor(opts.busyTimeoutMs ?? 5000);
@@ -282,23 +287,17 @@ export class SqliteUsageStore implements UsageStore {
     return Number(this.db.prepare('SELECT count(*) FROM quarantined_records').pluck().get());
   }
 
-  /** Read statements return integers as bigint (exact money); the shared decoders convert. */
-  private readonly exec: Exec = async (q) => {
-    let stmt = this.cache.get(q.sql);
-    if (!stmt) {
-      stmt = this.db.prepare(q.sql).safeIntegers(true);
-      if (this.cache.size >= STATEMENT_CACHE) this.cache.delete(this.cache.keys().next().value as string);
-      this.cache.set(q.sql, stmt);
-    }
-    return stmt.all(...q.params) as Record<string, unknown>[];
-  };
-
   queryUsage(query: UsageQuery): Promise<UsageGroupRow[]> {
     return runUsageQuery(d, this.exec, query);
   }
 
   listRequests(query: ListRequestsQuery): Promise<RequestPage> {
     return listPage(d, this.exec, query);
+  }
+
+  /** A read-only connection of its own to the file; an in-memory database is only reachable through this one. */
+  readSource(): ReadSource {
+    return this.path === ':memory:' ? { kind: 'inline', dialect: d, exec: this.exec } : { kind: 'sqlite', path: this.path };
   }
 
   listTagKeys(): Promise<string[]> {

@@ -7,6 +7,7 @@
  */
 import type { CostProvenance, PicoUsd, UsageRecord } from '../core/usage';
 import type { QuarantinedRecord } from './quarantine';
+import type { ReadSource } from './read-connection';
 
 /** Group value of a record that lacks the grouped tag key, and the filter value matching such records. */
 export { UNTAGGED } from '../core/usage';
@@ -164,6 +165,8 @@ export interface UsageStore {
   listRequests(query: ListRequestsQuery): Promise<RequestPage>;
   /** Every tag key that appears in the data, sorted (read cheaply from the tag rollup). */
   listTagKeys(): Promise<string[]>;
+  /** Where a connection of its own reads this store's data: the admin API's reads (admin/reads/) run there. */
+  readSource(): ReadSource;
   /** Recomputes stored costs (e.g. after a price was added) and corrects the rollups by the difference. */
   repriceAll(fn: RepriceFn, filter?: Partial<UsageFilter>): Promise<RepriceResult>;
 
