@@ -7,12 +7,13 @@ import { truncate } from '../core/truncate';
 import type { WorkspaceEntry } from '../config/schema';
 import { parseJsonBody, readBody } from '../core/body';
 import { createGatewayKey, keyJson } from './key-admin';
+import { keyListPage } from './key-list';
+import { budgetListPage } from './budget-list';
 import { addressKey, ADMIN_LOCKOUT_DEFAULTS, FailedKeyTracker, type LockoutOptions } from '../plugins/auth/lockout';
 import type { BudgetLedger } from '../runtime/services/budget-ledger';
-import { formatUsd } from '../pricing/money';
 import type { UsageStore } from '../storage/store';
-import { cursorFrom, filterFrom, groupByFrom, intervalFrom, limitFrom, queryValue } from './query-params';
-import { groupRowJson, recordJson, totalsJson } from './serialize';
+import { cursorFrom, filterFrom, limitFrom, queryValue, usageParamsFrom } from './query-params';
+import type { AdminReads } from './reads/admin-reads';
 import { registerDashboardRoutes } from './dashboard/api';
 import { dashboardStatic } from './dashboard/serve';
 import { openApiRoutes } from './openapi/serve';
@@ -23,9 +24,13 @@ const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
  * The admin API: usage grouped any way, raw records. It runs on its own listener (never on the proxy port)
  * and every route needs the admin token as `Authorization: Bearer <token>` or `X-Admin-Token`, except its
  * OpenAPI description (GET /api/openapi.json, admin/openapi/) and the dashboard's static files.
+ * Every read goes through `reads` (admin/reads/): off the proxy's event loop, within the query time limit, and each
+ * answer bounded (a page of groups, records, keys or budgets).
  */
 export interface AdminDeps {
+  /** Writes (keys created or revoked). */
   store: UsageStore;
+  reads: AdminReads;
   token: string;
   logger: Logger;
   workspaces: readonly WorkspaceEntry[];
@@ -38,7 +43,7 @@ export interface AdminDeps {
   lockout?: Partial<LockoutOptions> | false;
 }
 
-export function createAdminApp({ store, token, logger, workspaces, budgets, onKeysChanged, proxyUrl, lockout }: AdminDeps): Koa {
+export function createAdminApp({ store, reads, token, logger, workspaces, budgets, onKeysChanged, proxyUrl, lockout }: AdminDeps): Koa {
   const expected = digest(token);
   const failures = lockout === false ? undefined : new FailedKeyTracker({ ...ADMIN_LOCKOUT_DEFAULTS, ...lockout });
   const app = new Koa();
@@ -80,40 +85,19 @@ export function createAdminApp({ store, token, logger, workspaces, budgets, onKe
   });
 
   router.get('/usage', async (ctx) => {
-    const filter = filterFrom(ctx.query);
-    const groupBy = groupByFrom(ctx.query);
-    const interval = intervalFrom(ctx.query);
-    const [rows, [total]] = await Promise.all([
-      store.queryUsage({ ...filter, groupBy, interval }),
-      store.queryUsage({ ...filter, groupBy: [] }),
-    ]);
-    ctx.body = {
-      from: new Date(filter.from).toISOString(),
-      to: new Date(filter.to).toISOString(),
-      group_by: groupBy,
-      interval: interval ?? null,
-      filters: filter.filters,
-      rows: rows.map(groupRowJson),
-      total: total ? totalsJson(total) : null,
-    };
+    ctx.type = 'application/json';
+    ctx.body = await reads.usage(usageParamsFrom(ctx.query));
   });
 
   router.get('/requests', async (ctx) => {
-    const page = await store.listRequests({ ...filterFrom(ctx.query), limit: limitFrom(ctx.query), cursor: cursorFrom(ctx.query) });
-    ctx.body = { data: page.records.map(recordJson), next_cursor: page.nextCursor };
+    const query = { ...filterFrom(ctx.query), limit: limitFrom(ctx.query), cursor: cursorFrom(ctx.query) };
+    ctx.type = 'application/json';
+    ctx.body = await reads.requests(query);
   });
 
   router.get('/keys', async (ctx) => {
-    const workspace = queryValue(ctx.query, 'workspace');
-    const stored = (await store.listKeys(workspace)).map((k) => ({ ...keyJson(k), source: 'store' as const }));
-    // Keys declared in gateway.config.yaml carry traffic too (their id is the records' key_id): listed read-only,
-    // without the key or its hash, and without dates (they live in the file, not in the store).
-    const declared = workspaces
-      .filter((w) => workspace === undefined || w.id === workspace)
-      .flatMap((w) => w.keys.filter((k) => k.key || k.sha256).map((k) => ({
-        id: k.id, workspace: w.id, label: k.label ?? '', created_at: null, last_used_at: null, revoked: false, revoked_at: null, source: 'config' as const,
-      })));
-    ctx.body = { data: [...stored, ...declared] };
+    const query = { workspace: queryValue(ctx.query, 'workspace'), limit: limitFrom(ctx.query), cursor: queryValue(ctx.query, 'cursor') || null };
+    ctx.body = await keyListPage(reads, workspaces, query);
   });
 
   router.post('/keys', async (ctx) => {
@@ -132,24 +116,10 @@ export function createAdminApp({ store, token, logger, workspaces, budgets, onKe
   });
 
   router.get('/budgets', async (ctx) => {
-    ctx.body = {
-      data: (await budgets.list()).map((b) => ({
-        workspace: b.workspace,
-        scope: b.scope,
-        period: b.period,
-        period_start: new Date(b.periodStart).toISOString(),
-        period_end: new Date(b.periodEnd).toISOString(),
-        limit_usd: formatUsd(b.limitPico),
-        spent_usd: formatUsd(b.spentPico),
-        reserved_usd: formatUsd(b.reservedPico),
-        used_share: Number((b.spentPico * 10_000n) / (b.limitPico === 0n ? 1n : b.limitPico)) / 10_000,
-        alert_at: b.alertAt,
-        alerted: b.alerted,
-      })),
-    };
+    ctx.body = await budgetListPage(budgets, reads, { limit: limitFrom(ctx.query), cursor: queryValue(ctx.query, 'cursor') || null });
   });
 
-  registerDashboardRoutes(router, { store, workspaces, proxyUrl });
+  registerDashboardRoutes(router, { reads, workspaces, proxyUrl });
   app.use(router.routes());
   return app;
 }

@@ -2,15 +2,25 @@ import type { ParsedUrlQuery } from 'node:querystring';
 import { GatewayError } from '../core/errors';
 import { decodeCursor } from '../storage/query/list';
 import { parseFilters, planUsageQuery } from '../storage/query/plan';
+import { DAY_MS, HOUR_MS } from '../storage/rollup';
 import type { Interval, UsageFilter } from '../storage/store';
+import type { UsageParams } from './reads/read-ops';
 
 const DAY = 24 * 3600 * 1000;
-/** The largest time a Date holds (ECMAScript: 100,000,000 days either side of 1970). */
-const LAST_DATE_MS = 8.64e15;
+/** The times an answer can write back as RFC 3339 date-times (four-digit years): years 0000 to 9999. */
+const FIRST_TIME_MS = Date.parse('0000-01-01T00:00:00.000Z');
+const LAST_TIME_MS = Date.parse('9999-12-31T23:59:59.999Z');
 
-/** Page size of GET /api/requests: default and largest. */
+/** Page size (records, groups, keys, budgets): default and largest. */
 export const LIMIT_DEFAULT = 100;
 export const LIMIT_MAX = 1000;
+/**
+ * Time buckets one answer may have (an interval's hours or days from..to, empty ones included): far beyond any range
+ * the dashboard asks for (hours up to 3 days, days beyond), it stops a range of millennia from filling the heap.
+ */
+export const BUCKETS_MAX = 10_000;
+/** Rows one grouped answer with an interval may have: its page of groups times its buckets. */
+export const INTERVAL_ROWS_MAX = 100_000;
 /** Dimensions one usage query may group by. */
 export const GROUP_BY_MAX = 3;
 
@@ -35,7 +45,8 @@ function time(q: ParsedUrlQuery, name: string, fallback: number): number {
   const raw = one(q, name);
   if (raw === undefined || raw === '') return fallback;
   const n = /^\d+$/.test(raw) ? Number(raw) : Date.parse(raw);
-  if (!Number.isFinite(n) || Math.abs(n) > LAST_DATE_MS) throw bad(name, `${name} must be epoch milliseconds or an ISO 8601 date`);
+  if (!Number.isFinite(n)) throw bad(name, `${name} must be epoch milliseconds or an ISO 8601 date`);
+  if (n < FIRST_TIME_MS || n > LAST_TIME_MS) throw bad(name, `${name} must be within the years 0000 to 9999 (epoch milliseconds ${FIRST_TIME_MS} to ${LAST_TIME_MS})`);
   return n;
 }
 
@@ -70,11 +81,60 @@ export function intervalFrom(q: ParsedUrlQuery): Interval | undefined {
   return raw;
 }
 
+/** Start buckets of an interval over [from, to): the first is the one holding `from`. */
+export function bucketStarts(filter: UsageFilter, interval: Interval): { first: number; size: number; count: number } {
+  const size = interval === 'hour' ? HOUR_MS : DAY_MS;
+  const first = Math.floor(filter.from / size) * size;
+  return { first, size, count: Math.ceil((filter.to - first) / size) };
+}
+
+/** Refuses a range holding more than BUCKETS_MAX buckets of `interval` (400 range_too_large, naming the limit). */
+export function checkBuckets(filter: UsageFilter, interval: Interval): number {
+  const { count } = bucketStarts(filter, interval);
+  if (count > BUCKETS_MAX) {
+    throw new GatewayError('range_too_large', `from..to holds ${count} ${interval} buckets, more than the ${BUCKETS_MAX} one answer may have: shorten the range or use a longer interval`, { param: 'from' });
+  }
+  return count;
+}
+
+/** The first group of the page: offset=<n> (default 0), the next_offset of the previous page. */
+export function offsetFrom(q: ParsedUrlQuery): number {
+  const raw = one(q, 'offset');
+  if (raw === undefined || raw === '') return 0;
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(n)) throw bad('offset', 'offset must be a non-negative integer');
+  return n;
+}
+
 export function limitFrom(q: ParsedUrlQuery): number {
   const raw = one(q, 'limit');
   const n = raw === undefined ? LIMIT_DEFAULT : Number(raw);
   if (!Number.isInteger(n) || n < 1 || n > LIMIT_MAX) throw bad('limit', `limit must be an integer from 1 to ${LIMIT_MAX}`);
   return n;
+}
+
+/**
+ * GET /api/usage and /api/usage.csv: range, filters, group_by, interval, and the page of groups (limit, offset). With
+ * an interval the range holds at most BUCKETS_MAX buckets, and the page's rows (limit x buckets) INTERVAL_ROWS_MAX.
+ */
+export function usageParamsFrom(q: ParsedUrlQuery): UsageParams {
+  const filter = filterFrom(q);
+  const groupBy = groupByFrom(q);
+  const interval = intervalFrom(q);
+  const limit = limitFrom(q);
+  const offset = offsetFrom(q);
+  if (interval) {
+    const buckets = checkBuckets(filter, interval);
+    const groups = groupBy.length ? limit : 1;
+    if (groups * buckets > INTERVAL_ROWS_MAX) {
+      throw new GatewayError(
+        'range_too_large',
+        `${groups} groups x ${buckets} ${interval} buckets would be up to ${groups * buckets} rows, more than the ${INTERVAL_ROWS_MAX} one answer may have: shorten the range, use a longer interval or a smaller limit`,
+        { param: 'limit' },
+      );
+    }
+  }
+  return { filter, groupBy, interval, limit, offset };
 }
 
 /** The next_cursor of a previous page of GET /api/requests, or null for the first page. */

@@ -33,6 +33,7 @@ import { join, resolve } from 'node:path';
 import { Pool } from 'pg';
 import { request } from 'undici';
 import { createAdminApp } from '../admin/app';
+import { AdminReads } from '../admin/reads/admin-reads';
 import { createLogger } from '../runtime/logger';
 import type { UsageRecord } from '../core/usage';
 import { BudgetLedger } from '../runtime/services/budget-ledger';
@@ -214,9 +215,11 @@ interface Timing {
   rows?: number;
 }
 
-async function serve(store: UsageStore): Promise<{ url: string; server: Server }> {
+async function serve(store: UsageStore): Promise<{ url: string; server: Server; reads: AdminReads }> {
+  const reads = AdminReads.open(store.readSource(), { timeoutMs: 60_000 });
   const app = createAdminApp({
     store,
+    reads,
     token: TOKEN,
     logger: createLogger('silent'),
     workspaces: [{ id: 'default', keys: [], limits: {} } as never],
@@ -226,7 +229,7 @@ async function serve(store: UsageStore): Promise<{ url: string; server: Server }
   });
   const server = createServer(app.callback());
   await new Promise<void>((res) => server.listen(0, '127.0.0.1', res));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server, reads };
 }
 
 async function get(base: string, path: string): Promise<{ ms: number; rows?: number }> {
@@ -341,7 +344,7 @@ function views(now: number, topCustomer: string, firstCursor: string | null): { 
 }
 
 async function measure(store: UsageStore, label: string, now: number): Promise<Timing[]> {
-  const { url, server } = await serve(store);
+  const { url, server, reads } = await serve(store);
   const out: Timing[] = [];
   try {
     const first = await request(`${url}/api/requests?limit=50&from=${now - 30 * DAY}&to=${now}`, { headers: { authorization: `Bearer ${TOKEN}` } });
@@ -379,6 +382,7 @@ async function measure(store: UsageStore, label: string, now: number): Promise<T
     }
   } finally {
     server.close();
+    await reads.close();
   }
   return out;
 }

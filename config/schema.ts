@@ -129,6 +129,8 @@ export const gatewayConfigSchema = z.strictObject({
       port: port.default(8081),
       /** Required for the admin listener to start; without it the admin API is off. */
       token: z.string().optional(),
+      /** An admin or dashboard query still running after this long is cancelled and answered 503 query_timeout. */
+      query_timeout_ms: ms.default(10_000),
       /** Admin-token guessing from one client address: after max_failures different wrong tokens within window_ms, blocked for block_ms. */
       lockout: z
         .strictObject({

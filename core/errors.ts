@@ -42,6 +42,12 @@ export const ERROR_CODES = {
   shutting_down: { status: 503, type: 'gateway_error' },
   /** A large upload could not be written to the spool directory (disk full, not writable): server.upload_spool_dir. */
   upload_storage_failed: { status: 503, type: 'gateway_error' },
+  /** An admin query ran past admin.query_timeout_ms and was cancelled. */
+  query_timeout: { status: 503, type: 'gateway_error' },
+  /** An admin query needed more memory than its reader thread may use, and was stopped. */
+  query_too_large: { status: 503, type: 'gateway_error' },
+  /** An admin query's range holds more time buckets (or rows) than one answer may; the message names the limit. */
+  range_too_large: { status: 400, type: 'invalid_request_error' },
 } as const satisfies Record<string, { status: number; type: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

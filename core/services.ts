@@ -75,7 +75,8 @@ export interface BudgetStatus {
 
 /** Whatever can list the budgets: the budget plugin, reading the limit store (Redis when configured). */
 export interface BudgetSource {
-  statuses(now: number): Promise<BudgetStatus[]>;
+  /** `usage`: where the spend recorded this period is read (the admin API's reader thread); the usage store by default. */
+  statuses(now: number, usage?: Pick<UsageStoreService, 'queryUsage'>): Promise<BudgetStatus[]>;
 }
 
 /** TOKENS.BudgetLedger: where the admin API reads budgets from; the budget plugin attaches itself to it. */

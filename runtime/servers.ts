@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { LoadedConfig } from '../config/load';
 import { createAdminApp } from '../admin/app';
+import { AdminReads } from '../admin/reads/admin-reads';
 import { createGateway, type Gateway, type GatewayOptions } from './gateway';
 import { limitHeapGrowth } from './memory-policy';
 
@@ -28,10 +29,13 @@ export async function startGateway(loaded: LoadedConfig, options: GatewayOptions
 
   let admin: Server | undefined;
   let adminUrl: string | undefined;
+  let reads: AdminReads | undefined;
   if (config.admin.token) {
     const { lockout } = config.admin;
+    reads = AdminReads.open(gateway.store.readSource(), { timeoutMs: config.admin.query_timeout_ms });
     const app = createAdminApp({
       store: gateway.store,
+      reads,
       token: config.admin.token,
       logger: gateway.logger,
       workspaces: config.workspaces,
@@ -55,6 +59,7 @@ export async function startGateway(loaded: LoadedConfig, options: GatewayOptions
       }
       const closed = new Promise((resolve) => server.close(resolve));
       server.closeIdleConnections();
+      await reads?.close();
       await gateway.close();
       server.closeAllConnections();
       await closed;

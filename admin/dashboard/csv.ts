@@ -56,14 +56,28 @@ function counters(t: UsageTotals, total: UsageTotals | undefined): string[] {
   ];
 }
 
-/** Header line, then the rows in the order given (the API's: most expensive first). CRLF line ends. */
-export function usageCsv(groupBy: readonly string[], rows: readonly UsageGroupRow[], total: UsageTotals | undefined, withBucket: boolean): string {
+/**
+ * Header line, then the rows in the order given (the API's: most expensive first), then `other` when the rows are one
+ * page of the groups: the groups not on it, summed over the range, its first group cell "(N other groups)" and its
+ * bucket cell empty. CRLF line ends.
+ */
+export function usageCsv(
+  groupBy: readonly string[],
+  rows: readonly UsageGroupRow[],
+  total: UsageTotals | undefined,
+  withBucket: boolean,
+  other?: UsageTotals & { groups: number },
+): string {
   const header = [...groupBy, ...(withBucket ? ['bucket'] : []), ...CSV_COUNTER_COLUMNS];
   const lines = [header.map(csvCell).join(',')];
   for (const row of rows) {
     const groups = groupBy.map((name) => row.group[name] ?? NONE);
     const bucket = withBucket && row.bucket !== undefined ? [new Date(row.bucket).toISOString()] : [];
     lines.push([...groups, ...bucket, ...counters(row, total)].map(csvCell).join(','));
+  }
+  if (other) {
+    const groups = groupBy.map((_, i) => (i === 0 ? `(${other.groups} other groups)` : ''));
+    lines.push([...groups, ...(withBucket ? [''] : []), ...counters(other, total)].map(csvCell).join(','));
   }
   return `${lines.join('\r\n')}\r\n`;
 }

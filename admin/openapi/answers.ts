@@ -79,8 +79,16 @@ export const UsageAnswer = named(
     group_by: z.array(z.string()),
     interval: interval.nullable(),
     filters,
-    rows: z.array(UsageRow).meta({ description: 'Most expensive first.' }),
+    rows: z.array(UsageRow).meta({ description: 'The groups of this page, most expensive first (by bucket first, with interval).' }),
+    other: z
+      .object({ groups: count('Groups not on this page.'), ...Totals.shape })
+      .nullable()
+      .meta({ description: 'Every group not on this page, summed over the range: rows plus other add up to total. Null when the page holds every group.' }),
     total: Totals.nullable().meta({ description: 'Everything in range and filters, ungrouped.' }),
+    groups: count('Groups in all pages.'),
+    limit: count('Groups per page.'),
+    offset: count('Rank of the first group of this page.'),
+    next_offset: count('Offset of the next page; null on the last.').nullable(),
   }),
 );
 
@@ -166,7 +174,9 @@ export const GatewayKeyJson = named(
     .meta({ description: 'A gateway key as listed: never the key or its hash.' }),
 );
 
-export const KeysAnswer = named('KeysAnswer', z.object({ data: z.array(GatewayKeyJson) }));
+const nextCursor = z.string().nullable().meta({ description: 'Pass as cursor for the next page; null on the last page.' });
+
+export const KeysAnswer = named('KeysAnswer', z.object({ data: z.array(GatewayKeyJson), next_cursor: nextCursor }));
 
 export const CreatedKeyAnswer = named(
   'CreatedKey',
@@ -205,6 +215,7 @@ export const BudgetsAnswer = named(
         alerted: z.boolean().meta({ description: 'Whether spend reached alert_at x limit in this period.' }),
       }),
     ),
+    next_cursor: nextCursor,
   }),
 );
 

@@ -8,8 +8,8 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import type { ErrorCode } from '../../core/errors';
-import { GROUP_BY_MAX, LIMIT_DEFAULT, LIMIT_MAX } from '../query-params';
-import { SERIES_BUCKETS_MAX, SERIES_VALUES_MAX } from '../dashboard/api';
+import { BUCKETS_MAX, GROUP_BY_MAX, INTERVAL_ROWS_MAX, LIMIT_DEFAULT, LIMIT_MAX } from '../query-params';
+import { SERIES_VALUES_MAX } from '../dashboard/api';
 import {
   answerSchemas,
   BudgetsAnswer,
@@ -53,6 +53,14 @@ const retryAfter = { description: 'Seconds to wait before trying again.', requir
 
 const responses = {
   InvalidQuery: error('A query parameter is malformed; param names it', ['invalid_body']),
+  InvalidUsageQuery: error(
+    `A query parameter is malformed, or the range holds more than ${BUCKETS_MAX} buckets of the interval (or, grouped, more than ${INTERVAL_ROWS_MAX} rows: limit x buckets); param names it, the message the limit`,
+    ['invalid_body', 'range_too_large'],
+  ),
+  QueryFailed: error(
+    'The query ran past admin.query_timeout_ms, or needed more memory than the admin reader thread may use: it was cancelled, and the gateway serves on. Narrow the range or the filters',
+    ['query_timeout', 'query_too_large'],
+  ),
   Unauthorized: error('Missing or invalid admin token', ['gateway_key_invalid']),
   AuthBlocked: error('Too many wrong admin tokens from this client address: blocked for a while', ['auth_blocked'], { 'Retry-After': retryAfter }),
   InternalError: error('The gateway failed (the store is unreachable...); details are in its log, never in the answer', ['internal_error']),
@@ -61,6 +69,8 @@ const ref = (name: keyof typeof responses) => ({ $ref: `#/components/responses/$
 
 /** Errors any token-protected route may answer. */
 const guarded = { '401': ref('Unauthorized'), '429': ref('AuthBlocked'), '500': ref('InternalError') };
+/** ...and those of a route that reads the store (on the admin API's reader thread, within the time limit). */
+const reading = { ...guarded, '503': ref('QueryFailed') };
 
 // ---------------------------------------------------------------- parameters
 
@@ -92,7 +102,18 @@ const intervalParam = (description: string) => param('interval', z.enum(['hour',
 
 // ---------------------------------------------------------------- paths
 
-const usageQuery = [...rangeParams, groupBy(GROUP_BY_MAX), intervalParam('Also split every group by UTC hour or day (rows then carry bucket).')];
+const pageParams = (what: string) => [
+  param('limit', z.number().int().min(1).max(LIMIT_MAX).default(LIMIT_DEFAULT), `Page size: ${what} in one answer.`),
+  param('cursor', z.string(), 'next_cursor of the previous page.'),
+];
+
+const usageQuery = [
+  ...rangeParams,
+  groupBy(GROUP_BY_MAX),
+  intervalParam(`Also split every group by UTC hour or day (rows then carry bucket): at most ${BUCKETS_MAX} buckets in the range.`),
+  param('limit', z.number().int().min(1).max(LIMIT_MAX).default(LIMIT_DEFAULT), 'Groups in one answer: the most expensive, from offset; the others are summed in other.'),
+  param('offset', z.number().int().min(0).default(0), 'Rank of the first group of the page (next_offset of the previous page).'),
+];
 
 const paths = {
   '/api/openapi.json': {
@@ -111,14 +132,18 @@ const paths = {
       summary: 'Usage and cost grouped by any dimension',
       tags: ['usage'],
       parameters: usageQuery,
-      responses: { '200': json(UsageAnswer, 'The groups, most expensive first, and the total.'), '400': ref('InvalidQuery'), ...guarded },
+      responses: {
+        '200': json(UsageAnswer, 'A page of the groups, most expensive first, the others summed, and the total.'),
+        '400': ref('InvalidUsageQuery'),
+        ...reading,
+      },
     },
   },
   '/api/usage.csv': {
     get: {
       operationId: 'getUsageCsv',
       summary: 'The grouping of GET /api/usage as CSV',
-      description: 'Same parameters and numbers as GET /api/usage. One line per group (and bucket), CRLF line ends; columns: the group_by dimensions, bucket (with interval), then requests, tokens, cost_usd, cost_status, cost_share_pct and the record counts. A cell that a spreadsheet would run as a formula starts with an apostrophe.',
+      description: 'Same parameters, page and numbers as GET /api/usage. One line per group (and bucket), then, when groups were left out of the page, one line "(N other groups)" summing them; CRLF line ends; columns: the group_by dimensions, bucket (with interval), then requests, tokens, cost_usd, cost_status, cost_share_pct and the record counts. A cell that a spreadsheet would run as a formula starts with an apostrophe.',
       tags: ['usage'],
       parameters: usageQuery,
       responses: {
@@ -127,8 +152,8 @@ const paths = {
           headers: { 'Content-Disposition': { description: 'attachment; filename="usage-<group_by>-<interval>.csv"', required: true, schema: { type: 'string' } } },
           content: { 'text/csv': { schema: { type: 'string' } } },
         },
-        '400': ref('InvalidQuery'),
-        ...guarded,
+        '400': ref('InvalidUsageQuery'),
+        ...reading,
       },
     },
   },
@@ -136,7 +161,7 @@ const paths = {
     get: {
       operationId: 'getUsageSeries',
       summary: 'Cost and requests per hour or day for a few groups, "other" and the total (the dashboard chart)',
-      description: `Every UTC hour or day from \`from\` to \`to\` is a bucket, empty ones included: at most ${SERIES_BUCKETS_MAX} buckets.`,
+      description: `Every UTC hour or day from \`from\` to \`to\` is a bucket, empty ones included: at most ${BUCKETS_MAX} buckets.`,
       tags: ['usage'],
       parameters: [
         ...rangeParams,
@@ -147,7 +172,7 @@ const paths = {
           explode: true,
         }),
       ],
-      responses: { '200': json(SeriesAnswer, 'One series per value, other and total, bucket by bucket.'), '400': ref('InvalidQuery'), ...guarded },
+      responses: { '200': json(SeriesAnswer, 'One series per value, other and total, bucket by bucket.'), '400': ref('InvalidUsageQuery'), ...reading },
     },
   },
   '/api/requests': {
@@ -155,12 +180,8 @@ const paths = {
       operationId: 'listRequests',
       summary: 'Raw request records, newest first, page by page',
       tags: ['usage'],
-      parameters: [
-        ...rangeParams,
-        param('limit', z.number().int().min(1).max(LIMIT_MAX).default(LIMIT_DEFAULT), 'Page size.'),
-        param('cursor', z.string(), 'next_cursor of the previous page.'),
-      ],
-      responses: { '200': json(RequestsAnswer, 'A page of records.'), '400': ref('InvalidQuery'), ...guarded },
+      parameters: [...rangeParams, ...pageParams('records')],
+      responses: { '200': json(RequestsAnswer, 'A page of records.'), '400': ref('InvalidQuery'), ...reading },
     },
   },
   '/api/keys': {
@@ -168,8 +189,9 @@ const paths = {
       operationId: 'listKeys',
       summary: 'Gateway keys: created through the API or CLI, and declared in the config file',
       tags: ['keys'],
-      parameters: [param('workspace', z.string(), 'Only the keys of this workspace.')],
-      responses: { '200': json(KeysAnswer, 'The keys, never a key or its hash.'), ...guarded },
+      description: 'The keys of the store, oldest first, then those of the config file.',
+      parameters: [param('workspace', z.string(), 'Only the keys of this workspace.'), ...pageParams('keys')],
+      responses: { '200': json(KeysAnswer, 'A page of the keys, never a key or its hash.'), '400': ref('InvalidQuery'), ...reading },
     },
     post: {
       operationId: 'createKey',
@@ -198,11 +220,18 @@ const paths = {
     get: {
       operationId: 'listBudgets',
       summary: 'Every budget with its spend in the current period',
+      description: 'In the order of their keys, page by page.',
       tags: ['limits'],
+      parameters: pageParams('budgets'),
       responses: {
-        '200': json(BudgetsAnswer, 'The budgets (empty without the budget plugin).'),
-        '503': error('The limit store (Redis) holding the budgets cannot be reached; try again shortly', ['limits_unavailable'], { 'Retry-After': retryAfter }),
+        '200': json(BudgetsAnswer, 'A page of the budgets (none without the budget plugin).'),
+        '400': ref('InvalidQuery'),
         ...guarded,
+        '503': error(
+          'The limit store (Redis) holding the budgets cannot be reached, try again shortly (limits_unavailable, with Retry-After); or the spend query ran past admin.query_timeout_ms or needed more memory than the reader thread may use',
+          ['limits_unavailable', 'query_timeout', 'query_too_large'],
+          { 'Retry-After': { ...retryAfter, required: false } },
+        ),
       },
     },
   },
@@ -211,7 +240,7 @@ const paths = {
       operationId: 'listDimensions',
       summary: 'Built-in dimensions and every tag key in the data',
       tags: ['usage'],
-      responses: { '200': json(DimensionsAnswer, 'What group_by and filter[] accept.'), ...guarded },
+      responses: { '200': json(DimensionsAnswer, 'What group_by and filter[] accept.'), ...reading },
     },
   },
   '/api/info': {
@@ -219,7 +248,7 @@ const paths = {
       operationId: 'getInfo',
       summary: 'Proxy URL, workspaces, and whether anything was recorded yet',
       tags: ['meta'],
-      responses: { '200': json(InfoAnswer, 'About this gateway.'), ...guarded },
+      responses: { '200': json(InfoAnswer, 'About this gateway.'), ...reading },
     },
   },
 };

@@ -111,10 +111,10 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
    * fixed-tag budgets always, per_tag budgets for each value with spend recorded this period or met by any
    * instance. A budget the limit store has not seen yet shows the spend recorded in the usage store.
    */
-  async statuses(now: number): Promise<BudgetStatus[]> {
+  async statuses(now: number, usage: Pick<UsageStoreService, 'queryUsage'> = this.usage): Promise<BudgetStatus[]> {
     const found: Applied[] = [];
     for (const [workspace, limits] of this.limits.byWorkspace) {
-      for (const rule of this.rulesOf(limits)) found.push(...(await this.known(workspace, rule, now)));
+      for (const rule of this.rulesOf(limits)) found.push(...(await this.known(workspace, rule, now, usage)));
     }
     const states = await readLimitStore(() => this.limits.store.budgetStates(found.map((a) => a.check)));
     return found.map((a, i) => {
@@ -181,17 +181,17 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
   }
 
   /** A rule's budget instances this period, seeded from the usage store: one, or one per known tag value. */
-  private async known(workspace: string, rule: Rule, now: number): Promise<Applied[]> {
+  private async known(workspace: string, rule: Rule, now: number, usage: Pick<UsageStoreService, 'queryUsage'>): Promise<Applied[]> {
     const b = rule.config;
     const period = periodAt(b.period, now);
     const range = { from: period.startMs, to: now + 1 };
     if (!b.per_tag) {
-      const [total] = await this.usage.queryUsage({ ...range, groupBy: [], filters: { workspace, ...Object.fromEntries(rule.tags) } });
+      const [total] = await usage.queryUsage({ ...range, groupBy: [], filters: { workspace, ...Object.fromEntries(rule.tags) } });
       return [describe(this.limits, workspace, rule, rule.tags, period, total?.costPico ?? 0n)];
     }
     const tag = b.per_tag;
     const seeds = new Map<string, bigint>();
-    for (const row of await this.usage.queryUsage({ ...range, groupBy: [tag], filters: { workspace } })) {
+    for (const row of await usage.queryUsage({ ...range, groupBy: [tag], filters: { workspace } })) {
       const value = row.group[tag];
       if (value !== null && value !== UNTAGGED) seeds.set(value, row.costPico);
     }

@@ -1,4 +1,4 @@
-import type { BudgetLedgerService, BudgetSource, BudgetStatus } from '../../core/services';
+import type { BudgetLedgerService, BudgetSource, BudgetStatus, UsageStoreService } from '../../core/services';
 
 export type { BudgetSource, BudgetStatus };
 
@@ -13,8 +13,9 @@ export class BudgetLedger implements BudgetLedgerService {
     this.source = source;
   }
 
-  async list(now = Date.now()): Promise<BudgetStatus[]> {
-    const statuses = this.source ? await this.source.statuses(now) : [];
-    return statuses.sort((a, b) => a.key.localeCompare(b.key));
+  /** By key, in code-unit order (the admin API's cursor compares keys the same way). */
+  async list(now = Date.now(), usage?: Pick<UsageStoreService, 'queryUsage'>): Promise<BudgetStatus[]> {
+    const statuses = this.source ? await this.source.statuses(now, usage) : [];
+    return statuses.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   }
 }

@@ -91,8 +91,8 @@ export function snapshotAdmin(g: RegisteredGateway, token: string): Promise<void
   return (g.snapshot ??= (async () => {
     const range = `from=0&to=${FAR_FUTURE()}`;
     const paths = [
-      `/api/usage?${range}`, `/api/usage?${range}&group_by=key_id`, `/api/usage?${range}&group_by=model,provider`, `/api/usage.csv?${range}&group_by=workspace`,
-      '/api/keys', '/api/budgets', '/api/info', '/api/dimensions',
+      `/api/usage?${range}&limit=1000`, `/api/usage?${range}&group_by=key_id&limit=1000`, `/api/usage?${range}&group_by=model,provider&limit=1000`,
+      `/api/usage.csv?${range}&group_by=workspace&limit=1000`, '/api/info', '/api/dimensions',
     ];
     const get = async (path: string): Promise<AdminAnswer | undefined> => {
       try {
@@ -106,15 +106,18 @@ export function snapshotAdmin(g: RegisteredGateway, token: string): Promise<void
         return undefined;
       }
     };
-    await Promise.all(paths.map(get));
-    // Every record, page by page.
-    let cursor: string | null = null;
-    for (let page = 0; page < 200; page++) {
-      const answer = await get(`/api/requests?${range}&limit=1000${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
-      if (answer?.status !== 200) break;
-      cursor = (JSON.parse(answer.text) as { next_cursor: string | null }).next_cursor;
-      if (!cursor) break;
-    }
+    /** Every page of a list that answers next_cursor. */
+    const allPages = async (path: string) => {
+      let cursor: string | null = null;
+      for (let page = 0; page < 200; page++) {
+        const answer = await get(`${path}${path.includes('?') ? '&' : '?'}limit=1000${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+        if (answer?.status !== 200) break;
+        cursor = (JSON.parse(answer.text) as { next_cursor: string | null }).next_cursor;
+        if (!cursor) break;
+      }
+    };
+    // Every record, key and budget, page by page.
+    await Promise.all([...paths.map(get), allPages(`/api/requests?${range}`), allPages('/api/keys'), allPages('/api/budgets')]);
   })());
 }
 

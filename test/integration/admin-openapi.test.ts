@@ -7,6 +7,7 @@ import { expect } from 'chai';
 import { Client } from 'pg';
 import { request } from 'undici';
 import { createAdminApp } from '../../admin/app';
+import { AdminReads } from '../../admin/reads/admin-reads';
 import { adminOpenApiDocument } from '../../admin/openapi/document';
 import { createLogger } from '../../runtime/logger';
 import { BudgetLedger } from '../../runtime/services/budget-ledger';
@@ -43,9 +44,11 @@ describe('admin API: OpenAPI description', () => {
   it('lists exactly the routes of the admin app', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'tollgate-openapi-'));
     const store = await openStore(`sqlite:${join(dir, 'tollgate.db')}`);
+    const reads = AdminReads.open(store.readSource(), { timeoutMs: 10_000 });
     try {
       const app = createAdminApp({
         store,
+        reads,
         token: TEST_ADMIN_TOKEN,
         logger: createLogger('silent', new Writable({ write: (_c, _e, cb) => cb() })),
         workspaces: [],
@@ -59,6 +62,7 @@ describe('admin API: OpenAPI description', () => {
       expect(routed.length).to.be.greaterThan(8);
       expect([...routed].sort()).to.deep.equal(new AdminContract().operations().sort());
     } finally {
+      await reads.close();
       await store.close();
     }
   });
@@ -142,8 +146,17 @@ describe('admin API: OpenAPI description', () => {
       expect((await adminGet(gw, '/api/info')).workspaces.map((w: any) => w.id)).to.deep.equal(['default', WORKSPACE]);
     });
 
+    /** Each path answers 400 with this code, `param` naming the parameter at fault. */
+    const refusedWith = async (code: string, cases: [path: string, param: string][]) => {
+      for (const [path, param] of cases) {
+        const res = await call('GET', path);
+        expect(res.status, `${path}: ${res.text}`).to.equal(400);
+        expect(res.json.error, path).to.include({ code, param });
+      }
+    };
+
     it('refuses each malformed parameter with 400 invalid_body naming it', async () => {
-      const cases: [string, string][] = [
+      await refusedWith('invalid_body', [
         ['/api/usage?from=yesterday', 'from'],
         ['/api/usage?from=2025-02-01&to=2025-01-01', 'from'],
         ['/api/usage?to=99999999999999999999', 'to'],
@@ -155,17 +168,26 @@ describe('admin API: OpenAPI description', () => {
         ['/api/usage.csv?interval=minute', 'interval'],
         ['/api/usage/series?group_by=model,provider', 'group_by'],
         [`/api/usage/series?group_by=model&${Array.from({ length: 21 }, (_, i) => `value=m${i}`).join('&')}`, 'value'],
-        ['/api/usage/series?from=0&to=8640000000000000&interval=hour', 'from'],
+        ['/api/usage/series?from=0&to=8640000000000000&interval=hour', 'to'],
         ['/api/requests?limit=0', 'limit'],
         ['/api/requests?limit=1001', 'limit'],
         ['/api/requests?cursor=not-a-cursor', 'cursor'],
         ['/api/requests?filter[status]=2xx', 'filter[status]'],
-      ];
-      for (const [path, param] of cases) {
-        const res = await call('GET', path);
-        expect(res.status, `${path}: ${res.text}`).to.equal(400);
-        expect(res.json.error, path).to.include({ code: 'invalid_body', param });
-      }
+        ['/api/usage?offset=-1', 'offset'],
+        ['/api/keys?limit=0', 'limit'],
+        ['/api/keys?cursor=not-a-cursor', 'cursor'],
+        ['/api/budgets?limit=1001', 'limit'],
+        ['/api/budgets?cursor=not-a-cursor', 'cursor'],
+      ]);
+    });
+
+    it('refuses a range holding too many buckets (or rows) with 400 range_too_large', async () => {
+      await refusedWith('range_too_large', [
+        ['/api/usage/series?from=0&to=2000000000000&interval=hour', 'from'],
+        ['/api/usage?from=0&to=2000000000000&interval=day', 'from'],
+        ['/api/usage.csv?from=0&to=2000000000000&interval=day', 'from'],
+        ['/api/usage?from=0&to=2000000000&interval=hour&group_by=model&limit=1000', 'limit'],
+      ]);
     });
 
     it('its documented errors: key body refused, unknown key, no token, unknown route', async () => {
@@ -206,6 +228,23 @@ describe('admin API: OpenAPI description', () => {
       expect(contract.check({ ...answer, path: '/api/usage-everything' }).problems[0]).to.match(/no such operation/);
       expect(contract.check({ ...answer, status: 401, body: '{"error":{"message":"no","type":"authentication_error","param":null,"code":"rate_limited"}}' }).problems).to.have.length.greaterThan(0);
     });
+  });
+
+  it('503 query_timeout when a read runs past admin.query_timeout_ms', async () => {
+    const upstream = new TestUpstream();
+    await upstream.start();
+    // 1 ms: no read can be answered in that time, the reader thread has yet to start.
+    const gw = await startTestGateway(upstream.url, 'admin: { query_timeout_ms: 1 }');
+    try {
+      const res = await request(`${gw.adminUrl}/api/usage?group_by=model`, { headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` } });
+      const body = (await res.body.json()) as any;
+      expect(res.statusCode, JSON.stringify(body)).to.equal(503);
+      expect(body.error).to.include({ code: 'query_timeout', type: 'gateway_error', param: null });
+      expect(body.error.message).to.include('1 ms');
+    } finally {
+      await gw.stop();
+      await upstream.stop();
+    }
   });
 
   it('429 auth_blocked with Retry-After once an address sent too many wrong tokens', async () => {
@@ -309,11 +348,11 @@ workspaces: [{ id: default, keys: [{ id: test, key: "\${GATEWAY_KEY}" }], limits
   describe('coverage', () => {
     it('the answers of this suite cover every answer the document describes, and each was checked against it', () => {
       const seen = checkedAdminAnswers();
-      // Every route's 401, 429 and 500 come from the same middleware: one of each (above) stands for all. The 500
-      // and the budgets' 503 need PostgreSQL and Redis to cut.
-      const shared = ['401', '429', ...(process.env.DATABASE_URL ? ['500'] : [])];
-      const needsRedis = (a: string) => a === 'GET /api/budgets 503' && !process.env.REDIS_URL;
-      const perRoute = new AdminContract().documentedAnswers().filter((a) => !/ (401|429|500)$/.test(a) && !needsRedis(a) && !seen.has(a));
+      // Every route's 401, 429 and 500 come from the same middleware, and every read's 503 query_timeout from the same
+      // reader thread: one of each (above) stands for all. The 500 and the budgets' 503 limits_unavailable need
+      // PostgreSQL and Redis to cut.
+      const shared = ['401', '429', '503', ...(process.env.DATABASE_URL ? ['500'] : [])];
+      const perRoute = new AdminContract().documentedAnswers().filter((a) => !/ (401|429|500|503)$/.test(a) && !seen.has(a));
       expect(perRoute, 'documented answers never produced').to.deep.equal([]);
       for (const status of shared) expect([...seen.keys()].some((a) => a.endsWith(` ${status}`)), `some ${status} answer`).to.equal(true);
     });

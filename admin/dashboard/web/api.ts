@@ -53,8 +53,16 @@ export interface UsageResponse {
   group_by: string[];
   interval: 'hour' | 'day' | null;
   filters: Record<string, string>;
+  /** The page's groups, most expensive first. */
   rows: GroupRow[];
+  /** Every group not on the page, summed: rows + other = total; null when the page holds every group. */
+  other: (Totals & { groups: number }) | null;
   total: Totals | null;
+  /** Groups in all pages. */
+  groups: number;
+  limit: number;
+  offset: number;
+  next_offset: number | null;
 }
 
 export interface RecordJson {
@@ -183,7 +191,8 @@ export const api = {
     if (p.cursor) q.set('cursor', p.cursor);
     return json<{ data: RecordJson[]; next_cursor: string | null }>(`requests?${q}`);
   },
-  keys: () => json<{ data: KeyJson[] }>('keys'),
+  /** A page of the keys (the store's oldest first, then the config file's): next_cursor fetches the next. */
+  keys: (cursor?: string | null) => json<{ data: KeyJson[]; next_cursor: string | null }>(`keys?limit=1000${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`),
   createKey: (body: { label?: string; workspace?: string }) =>
     json<KeyJson & { key: string }>('keys', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
   revokeKey: (id: string) => json<{ id: string; revoked: boolean }>(`keys/${encodeURIComponent(id)}`, { method: 'DELETE' }),

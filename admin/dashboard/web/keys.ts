@@ -41,26 +41,44 @@ export async function renderKeys(root: HTMLElement, ctx: AppCtx, isCurrent: () =
     h('section', { class: 'panel' }, h('header', { class: 'panel-head' }, h('h2', {}, 'API keys')), tableHost),
   );
 
-  const { data } = await api.keys();
+  let { data, next_cursor: next } = await api.keys();
   if (!isCurrent()) return;
   if (data.length === 0) {
     replace(tableHost, h('div', { class: 'empty-inline' }, 'No keys yet: create one above, or declare one under workspaces[].keys in gateway.config.yaml.'));
     return;
   }
-  // Active keys first (newest first), then the revoked ones, then the read-only keys of gateway.config.yaml.
-  const fromConfig = (k: KeyJson) => k.source === 'config';
-  const rows = [...data].sort(
-    (a, b) => Number(fromConfig(a)) - Number(fromConfig(b)) || Number(a.revoked) - Number(b.revoked) || (b.created_at ?? '').localeCompare(a.created_at ?? '') || a.id.localeCompare(b.id),
-  );
-  replace(
-    tableHost,
-    h(
-      'table',
-      { class: 'grid', id: 'keys' },
-      h('thead', {}, h('tr', {}, ['Label', 'Key id', 'Workspace', 'Created', 'Last used', 'Status', ''].map((t) => h('th', {}, t)))),
-      h('tbody', {}, rows.map((k) => keyRow(ctx, k))),
-    ),
-  );
+  // The API answers a page at a time: further pages are fetched on demand and join the table.
+  const more = h('button', { type: 'button', class: 'btn small', id: 'more-keys' }, 'Show more keys');
+  more.addEventListener('click', async () => {
+    more.disabled = true;
+    try {
+      const page = await api.keys(next);
+      data = [...data, ...page.data];
+      next = page.next_cursor;
+      render();
+    } catch (err) {
+      ctx.fail(err);
+    }
+  });
+  const render = () => {
+    // Active keys first (newest first), then the revoked ones, then the read-only keys of gateway.config.yaml.
+    const fromConfig = (k: KeyJson) => k.source === 'config';
+    const rows = [...data].sort(
+      (a, b) => Number(fromConfig(a)) - Number(fromConfig(b)) || Number(a.revoked) - Number(b.revoked) || (b.created_at ?? '').localeCompare(a.created_at ?? '') || a.id.localeCompare(b.id),
+    );
+    more.disabled = false;
+    replace(
+      tableHost,
+      h(
+        'table',
+        { class: 'grid', id: 'keys' },
+        h('thead', {}, h('tr', {}, ['Label', 'Key id', 'Workspace', 'Created', 'Last used', 'Status', ''].map((t) => h('th', {}, t)))),
+        h('tbody', {}, rows.map((k) => keyRow(ctx, k))),
+      ),
+      next ? more : null,
+    );
+  };
+  render();
 }
 
 function newKeyBanner(k: KeyJson & { key: string }, dismiss: () => void): HTMLElement {

@@ -141,8 +141,8 @@ export async function renderUsage(root: HTMLElement, ctx: AppCtx, isCurrent: () 
   const topValues = ranked.slice(0, topCount).map((r) => groupValue(r, dim));
   const top = new Map(topValues.map((v, i) => [v, i]));
 
-  tableTitle.textContent = `${grouped.rows.length} ${grouped.rows.length === 1 ? 'group' : 'groups'} by ${dimLabel(dim)}`;
-  const renderTable = () => replace(tableHost, groupTable(ctx, dim, grouped.rows, total, top, renderTable));
+  tableTitle.textContent = `${grouped.groups} ${grouped.groups === 1 ? 'group' : 'groups'} by ${dimLabel(dim)}${grouped.other ? ` (the ${grouped.rows.length} most expensive, then the others together)` : ''}`;
+  const renderTable = () => replace(tableHost, groupTable(ctx, dim, grouped.rows, total, top, renderTable, grouped.other));
   renderTable();
 
   exportBtn.disabled = grouped.rows.length === 0;
@@ -212,8 +212,11 @@ function overviewCards(t: Totals, p: Totals, label: string): HTMLElement[] {
   ];
 }
 
-/** `colors`: group value -> palette index of its series in the chart (the rest are "other"). */
-function groupTable(ctx: AppCtx, dim: string, rows: GroupRow[], total: Totals, colors: Map<string, number>, rerender: () => void): HTMLElement {
+/**
+ * `colors`: group value -> palette index of its series in the chart (the rest are "other"). `other`: the groups the
+ * API left out of its page, summed, shown as the last line of the body (never sorted among the groups).
+ */
+function groupTable(ctx: AppCtx, dim: string, rows: GroupRow[], total: Totals, colors: Map<string, number>, rerender: () => void, other: (Totals & { groups: number }) | null): HTMLElement {
   if (rows.length === 0) return h('div', { class: 'empty-inline' }, 'No requests in this range', ctx.state.filters.length ? ' with these filters' : '', '.');
   const cols = COLUMNS.filter((c) => !c.optional || rows.some((r) => c.sort(r, total) !== 0n));
   const groupSort = (a: GroupRow, b: GroupRow) => groupValue(a, dim).localeCompare(groupValue(b, dim));
@@ -257,6 +260,16 @@ function groupTable(ctx: AppCtx, dim: string, rows: GroupRow[], total: Totals, c
     });
     return tr;
   });
+  if (other) {
+    body.push(
+      h(
+        'tr',
+        { class: 'other', dataset: { group: '(other)', groups: String(other.groups) } },
+        h('td', { dataset: { col: 'group' } }, h('span', { class: 'swatch c-other' }), `${other.groups} other ${other.groups === 1 ? 'group' : 'groups'}`),
+        cols.map((c) => h('td', { class: 'num', dataset: { col: c.key, value: c.value(other, total) } }, c.show(other, total))),
+      ),
+    );
+  }
   const foot = h(
     'tr',
     { class: 'total' },

@@ -1,0 +1,114 @@
+/**
+ * Every store read of the admin API and dashboard, off the proxy's event loop and within a time limit
+ * (admin.query_timeout_ms): on the reader thread (storage/reader-thread.ts) with its own connection, SQLite's
+ * read-only one or PostgreSQL's own pool of READ_POOL_SIZE. An in-memory SQLite store cannot be opened twice: its
+ * reads run inline, on the store's own connection.
+ *
+ * A read past its time limit answers 503 query_timeout, one that needs more memory than the reader thread may use
+ * 503 query_too_large; the gateway keeps serving either way.
+ */
+import { join } from 'node:path';
+import { GatewayError } from '../../core/errors';
+import type { KeyPage, KeyPageQuery } from '../../storage/query/key-page';
+import { READ_POOL_SIZE, type ReadSource } from '../../storage/read-connection';
+import { QueryTimeoutError, QueryTooLargeError, ReaderThread } from '../../storage/reader-thread';
+import type { ListRequestsQuery, UsageGroupRow, UsageQuery } from '../../storage/store';
+import type { SeriesParams } from '../dashboard/series';
+import { readOps, type ReadOps, type UsageParams } from './read-ops';
+import type { ReaderWorkerData } from './reader-worker';
+
+export interface AdminReadsOptions {
+  /** admin.query_timeout_ms. */
+  timeoutMs: number;
+  /** Old-generation heap of the reader thread, MiB (READER_HEAP_MB by default). */
+  heapMb?: number;
+}
+
+/**
+ * What the reader thread's heap may hold: the rows of a grouping before its page is cut and the answer being built. A
+ * read needing more stops with 503 query_too_large instead of growing the process; with a cancelled read's thread still
+ * finishing beside a new one (storage/reader-thread.ts), the reads hold at most twice this.
+ */
+export const READER_HEAP_MB = 384;
+/** Time PostgreSQL gets to answer a statement it cancelled at the limit, before the reader thread is terminated. */
+const POSTGRES_CANCEL_GRACE_MS = 1000;
+
+type Op = keyof ReadOps;
+type Arg<K extends Op> = Parameters<ReadOps[K]>[0];
+type Result<K extends Op> = Awaited<ReturnType<ReadOps[K]>>;
+
+export class AdminReads {
+  private constructor(
+    private readonly call: <K extends Op>(op: K, arg: Arg<K>) => Promise<Result<K>>,
+    private readonly stop: () => Promise<void>,
+  ) {}
+
+  static open(source: ReadSource, opts: AdminReadsOptions): AdminReads {
+    if (source.kind === 'inline') {
+      const ops = readOps(source) as unknown as Record<Op, (arg: unknown) => Promise<unknown>>;
+      return new AdminReads(<K extends Op>(op: K, arg: Arg<K>) => ops[op](arg) as Promise<Result<K>>, async () => undefined);
+    }
+    const heapMb = opts.heapMb ?? READER_HEAP_MB;
+    const workerData: ReaderWorkerData = { source, timeoutMs: opts.timeoutMs };
+    const thread = new ReaderThread({
+      script: join(__dirname, 'reader-worker.js'),
+      workerData,
+      timeoutMs: opts.timeoutMs,
+      concurrency: source.kind === 'postgres' ? READ_POOL_SIZE : 1,
+      // PostgreSQL cancels a statement itself at the limit (statement_timeout): its answer comes first.
+      graceMs: source.kind === 'postgres' ? POSTGRES_CANCEL_GRACE_MS : 0,
+      heapMb,
+    });
+    const call = async <K extends Op>(op: K, arg: Arg<K>): Promise<Result<K>> => {
+      try {
+        return await thread.run<Result<K>>(op, arg);
+      } catch (err) {
+        if (err instanceof QueryTimeoutError) throw new GatewayError('query_timeout', `${err.message} (admin.query_timeout_ms): narrow the range or the filters`, { cause: err });
+        if (err instanceof QueryTooLargeError) throw new GatewayError('query_too_large', `${err.message}: narrow the range or the filters`, { cause: err });
+        throw err;
+      }
+    };
+    return new AdminReads(call, () => thread.close());
+  }
+
+  /** The JSON body of GET /api/usage. */
+  usage(p: UsageParams): Promise<Buffer> {
+    return this.call('usage', p);
+  }
+
+  /** The CSV body of GET /api/usage.csv. */
+  usageCsv(p: UsageParams): Promise<Buffer> {
+    return this.call('usageCsv', p);
+  }
+
+  /** The JSON body of GET /api/usage/series. */
+  series(p: SeriesParams): Promise<Buffer> {
+    return this.call('series', p);
+  }
+
+  /** The JSON body of GET /api/requests. */
+  requests(q: ListRequestsQuery): Promise<Buffer> {
+    return this.call('requests', q);
+  }
+
+  info(): Promise<{ latestTs: number | null; quarantined: number }> {
+    return this.call('info', undefined);
+  }
+
+  tagKeys(): Promise<string[]> {
+    return this.call('tagKeys', undefined);
+  }
+
+  keys(q: KeyPageQuery): Promise<KeyPage> {
+    return this.call('keys', q);
+  }
+
+  /** Grouped totals (UsageStore.queryUsage): what the budgets' spend is read with for GET /api/budgets. */
+  queryUsage(q: UsageQuery): Promise<UsageGroupRow[]> {
+    return this.call('usageRows', q);
+  }
+
+  close(): Promise<void> {
+    return this.stop();
+  }
+}

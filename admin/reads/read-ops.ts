@@ -1,0 +1,88 @@
+/**
+ * The reads of the admin API and dashboard, as they run on the reader thread (admin/reads/reader-worker.ts), or
+ * inline for an in-memory store. A large answer (a grouping, a page of records, a series, a CSV) is built here to
+ * the bytes of its body: the proxy's thread then only writes them out, never decodes rows nor serialises JSON.
+ */
+import { toNumber } from '../../storage/codec';
+import { groupPage } from '../../storage/query/group-page';
+import { keyPage, type KeyPageQuery } from '../../storage/query/key-page';
+import { listTagKeys } from '../../storage/query/dimensions';
+import { listPage } from '../../storage/query/list';
+import { runUsageQuery } from '../../storage/query/run';
+import type { ReadConnection } from '../../storage/read-connection';
+import type { Interval, ListRequestsQuery, UsageFilter, UsageQuery } from '../../storage/store';
+import { usageCsv } from '../dashboard/csv';
+import { seriesAnswer, type SeriesParams } from '../dashboard/series';
+import { groupRowJson, recordJson, totalsJson } from '../serialize';
+
+/** GET /api/usage and /api/usage.csv, parsed (admin/query-params.ts). */
+export interface UsageParams {
+  filter: UsageFilter;
+  groupBy: string[];
+  interval?: Interval;
+  /** Groups on the page, and the first of them in the ranking by cost. */
+  limit: number;
+  offset: number;
+}
+
+const jsonBytes = (body: unknown): Buffer => Buffer.from(JSON.stringify(body));
+
+export function readOps({ dialect: d, exec }: Pick<ReadConnection, 'dialect' | 'exec'>) {
+  const queryUsage = (q: UsageQuery) => runUsageQuery(d, exec, q);
+
+  /** The grouping's page of groups (by cost), "other" for the rest, and the total. */
+  async function usagePage(p: UsageParams) {
+    const [rows, [total]] = await Promise.all([queryUsage({ ...p.filter, groupBy: p.groupBy, interval: p.interval }), queryUsage({ ...p.filter, groupBy: [] })]);
+    return { page: groupPage(rows, p.groupBy, p.limit, p.offset), total };
+  }
+
+  return {
+    async usage(p: UsageParams): Promise<Buffer> {
+      const { page, total } = await usagePage(p);
+      return jsonBytes({
+        from: new Date(p.filter.from).toISOString(),
+        to: new Date(p.filter.to).toISOString(),
+        group_by: p.groupBy,
+        interval: p.interval ?? null,
+        filters: p.filter.filters,
+        rows: page.rows.map(groupRowJson),
+        other: page.other && { groups: page.other.groups, ...totalsJson(page.other) },
+        total: total ? totalsJson(total) : null,
+        groups: page.groups,
+        limit: p.limit,
+        offset: p.offset,
+        next_offset: page.nextOffset,
+      });
+    },
+
+    async usageCsv(p: UsageParams): Promise<Buffer> {
+      const { page, total } = await usagePage(p);
+      return Buffer.from(usageCsv(p.groupBy, page.rows, total, p.interval !== undefined, page.other ?? undefined));
+    },
+
+    async series(p: SeriesParams): Promise<Buffer> {
+      return jsonBytes(await seriesAnswer(queryUsage, p));
+    },
+
+    async requests(q: ListRequestsQuery): Promise<Buffer> {
+      const page = await listPage(d, exec, q);
+      return jsonBytes({ data: page.records.map(recordJson), next_cursor: page.nextCursor });
+    },
+
+    /** The newest record's time (over all time: one index seek on (ts, id)) and the quarantined records. */
+    async info(): Promise<{ latestTs: number | null; quarantined: number }> {
+      const [latest, [quarantined]] = await Promise.all([
+        listPage(d, exec, { from: 0, to: Number.MAX_SAFE_INTEGER, limit: 1 }),
+        exec({ sql: 'SELECT count(*) AS n FROM quarantined_records', params: [] }),
+      ]);
+      return { latestTs: latest.records[0]?.ts ?? null, quarantined: toNumber(quarantined?.n) };
+    },
+
+    tagKeys: () => listTagKeys(d, exec),
+    keys: (q: KeyPageQuery) => keyPage(d, exec, q),
+    /** Grouped totals as rows (the budgets' spend: a total, or one row per tag value). */
+    usageRows: queryUsage,
+  };
+}
+
+export type ReadOps = ReturnType<typeof readOps>;
