@@ -396,6 +396,41 @@ describe('dashboard in a real browser (Chromium, playwright-core)', function () 
     expect(order.filter((s) => s === 'store').length).to.equal(listed.data.length - 1);
   });
 
+  it('beyond 100 groups the table shows the 100 most expensive and one line summing the others, as the API answers them', async () => {
+    // 105 values of a tag, a dollar each and the later ones a pico-dollar dearer: s-005 to s-104 make the page, s-000 to
+    // s-004 go to "other" with the seeded records, which carry no such tag (the cheaper "(untagged)" group).
+    const now = Date.now();
+    await gw.gateway.store.insertBatch(
+      Array.from({ length: 105 }, (_, i) => ({
+        id: `shard-${now}-${i}`, ts: now - 60_000 - i, workspaceId: 'default', keyId: 'test', provider: 'openai', model: 'gpt-4o-mini', servedModel: 'gpt-4o-mini',
+        endpoint: 'chat.completions', status: 200, streamed: false, inputTokens: 3, outputTokens: 2, cacheReadTokens: 0, cacheWriteTokens: 0,
+        cacheWrite1hTokens: null, reasoningTokens: null, citationTokens: null, searchQueries: null, costPico: 1_000_000_000_000n + BigInt(i), provenance: 'measured',
+        priceVersion: null, latencyMs: 5, ttfbMs: 2, tags: { shard: `s-${String(i).padStart(3, '0')}` }, errorCode: null,
+      }) satisfies UsageRecord),
+    );
+    await page.click('a[data-view="usage"]');
+    await page.reload(); // the group-by picker and the range are read again
+    await ready('usage');
+    await page.selectOption('#group-by', 'shard');
+    await ready('usage');
+    const { from, to } = await range();
+    const api = await adminGet(gw, `/api/usage?group_by=shard&from=${from}&to=${to}`);
+    const top = Array.from({ length: 100 }, (_, i) => `s-${String(i + 5).padStart(3, '0')}`);
+    expect(api.rows.map((r: any) => r.group.shard).sort()).to.deep.equal(top);
+    expect(api.rows.map((r: any) => r.cost_pico).sort()).to.deep.equal(top.map((v) => String(1_000_000_000_000n + BigInt(Number(v.slice(2))))).sort());
+    expect(api.other.groups).to.equal(6);
+    expect(BigInt(api.other.cost_pico) > 5_000_000_000_000n, 'other holds the five cheapest values').to.equal(true);
+    const shown = await page.$$eval('#groups tbody tr', (trs) => trs.map((tr) => (tr as HTMLElement).dataset.group));
+    expect(shown.slice(0, 100).sort()).to.deep.equal(top);
+    expect(shown.slice(100)).to.deep.equal(['(other)']);
+    const other = '#groups tbody tr.other';
+    expect(await page.getAttribute(other, 'data-groups')).to.equal('6');
+    expect(await page.getAttribute(`${other} td[data-col="requests"]`, 'data-value')).to.equal(String(api.other.requests));
+    expect(await page.getAttribute(`${other} td[data-col="cost_usd"]`, 'data-value')).to.equal(api.other.cost_usd);
+    expect(await page.textContent(other)).to.include('6 other groups');
+    expect(await page.$$eval('.panel-head h2', (hs) => hs.map((h) => h.textContent ?? '').join(' | '))).to.include('106 groups by shard (the 100 most expensive, then the others together)');
+  });
+
   it('in the requests view, a tag named like a built-in dimension filters on tag:<key>, not on the built-in', async () => {
     // Older records (or a plugin) may carry a tag named "model"; attribution refuses such keys from clients now.
     const id = `zz-shadow-${Date.now()}`;
