@@ -36,6 +36,12 @@ export interface Usage {
    * cost_details.upstream_inference_cost for a BYOK request (whose usage.cost is only OpenRouter's fee).
    */
   providerCostUsd?: string;
+  /**
+   * The token buckets of each sampling iteration when the provider reports them (Anthropic usage.iterations:
+   * a compaction step, server-tool loops). The buckets above are their sum; pricing uses the iterations to
+   * pick a long-context rate per iteration, as the provider bills it.
+   */
+  iterations?: readonly IterationUsage[];
   /** The model that actually served the request, when the response names it (aggregators). */
   servedModel?: string;
   /**
@@ -45,6 +51,9 @@ export interface Usage {
    */
   streamError?: string;
 }
+
+/** The token buckets of one sampling iteration (see Usage.iterations). */
+export type IterationUsage = Pick<Usage, 'inputTokens' | 'outputTokens' | 'cacheReadTokens' | 'cacheWriteTokens' | 'cacheWrite1hTokens'>;
 
 /** One Server-Sent Event, as framed by core/sse.ts. `data` joins multi-line data with "\n". */
 export interface SseEvent {

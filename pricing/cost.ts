@@ -24,10 +24,11 @@
  *                     documented default search_context_size); an unknown size is unpriced
  * Long context: when inputTokens + all cache tokens exceed a tier's above_input_tokens, every bucket uses
  * the highest such tier's rate, and the base rate for a bucket the tier does not list (as LiteLLM does).
+ * When the usage carries per-iteration counts (Usage.iterations), the tier is chosen per iteration.
  * Exactness: all bundled rates are integer pico-USD per token; a rate with more than 6 decimals is kept as
  * a fraction and the total is rounded once, half away from zero (money.ts).
  */
-import type { EndpointKey, PicoUsd, Usage } from '../core/usage';
+import type { EndpointKey, IterationUsage, PicoUsd, Usage } from '../core/usage';
 import type { LongContextTier, ModelPrice } from './model-price';
 import { ExactSum, parseUsd, rateFromPerMillion, rateFromUsd, type Rate } from './money';
 
@@ -116,6 +117,25 @@ const COUNT_FIELDS = [
   'reasoningTokens',
 ] as const;
 
+type Line = [units: number | undefined, rate: Rate | undefined, name: string];
+
+/** The rates of the highest long-context tier the prompt (input plus every cache bucket) exceeds, else the base. */
+function tierRates(c: Compiled, u: IterationUsage): Rates {
+  const prompt = (u.inputTokens ?? 0) + (u.cacheReadTokens ?? 0) + (u.cacheWriteTokens ?? 0) + (u.cacheWrite1hTokens ?? 0);
+  return c.tiers.find((t) => prompt > t.above)?.rates ?? c.base;
+}
+
+/** The token buckets of a request or of one iteration, each with its rate (and the fallbacks of the header). */
+function tokenBucketLines(u: IterationUsage, output: number | undefined, r: Rates): Line[] {
+  return [
+    [u.inputTokens, r.input, 'input'],
+    [output, r.output, 'output'],
+    [u.cacheReadTokens, r.cache_read ?? r.input, 'cache_read'],
+    [u.cacheWriteTokens, r.cache_write ?? r.input, 'cache_write'],
+    [u.cacheWrite1hTokens, r.cache_write_1h, 'cache_write_1h'],
+  ];
+}
+
 const unpriced = (reason: string): PricedUsage => ({ costPico: null, provenanceHint: 'unpriced', reason });
 
 /** Prices one request's usage; never throws on bad input (a record must always be written). */
@@ -137,6 +157,11 @@ export function priceUsage(price: ModelPrice | undefined, usage: Usage | undefin
     const v = usage[f];
     if (v !== undefined && !(Number.isSafeInteger(v) && v >= 0)) return unpriced(`invalid ${f}: ${v}`);
   }
+  for (const it of usage.iterations ?? []) {
+    for (const v of Object.values(it)) {
+      if (v !== undefined && !(Number.isSafeInteger(v) && v >= 0)) return unpriced(`invalid iteration count: ${v}`);
+    }
+  }
   let c: Compiled;
   try {
     c = compile(price);
@@ -145,9 +170,7 @@ export function priceUsage(price: ModelPrice | undefined, usage: Usage | undefin
   }
   if (!c.hasAnyRate) return unpriced(`${price.provider}/${price.model} has no token or request price`);
 
-  const prompt =
-    (usage.inputTokens ?? 0) + (usage.cacheReadTokens ?? 0) + (usage.cacheWriteTokens ?? 0) + (usage.cacheWrite1hTokens ?? 0);
-  const r = c.tiers.find((t) => prompt > t.above)?.rates ?? c.base;
+  const r = tierRates(c, usage);
   const byRequest = c.requestFee !== undefined;
 
   // Split outputTokens only when reasoning has its own rate; otherwise reasoning is just output.
@@ -161,13 +184,14 @@ export function priceUsage(price: ModelPrice | undefined, usage: Usage | undefin
     output -= reasoning;
   }
 
-  const lines: [number | undefined, Rate | undefined, string][] = [
-    [usage.inputTokens, r.input, 'input'],
-    [output, r.output, 'output'],
+  // With per-iteration counts (Anthropic compaction, server-tool loops) each iteration is priced at its own
+  // long-context tier; the sums above only decide the rates of what is not per iteration.
+  const tokenLines = usage.iterations && c.tiers.length > 0 && reasoning === undefined
+    ? usage.iterations.flatMap((it) => tokenBucketLines(it, it.outputTokens, tierRates(c, it)))
+    : tokenBucketLines(usage, output, r);
+  const lines: Line[] = [
+    ...tokenLines,
     [reasoning, r.reasoning, 'reasoning'],
-    [usage.cacheReadTokens, r.cache_read ?? r.input, 'cache_read'],
-    [usage.cacheWriteTokens, r.cache_write ?? r.input, 'cache_write'],
-    [usage.cacheWrite1hTokens, r.cache_write_1h, 'cache_write_1h'],
     [usage.citationTokens, r.citation ?? (byRequest ? ZERO : undefined), 'citation'],
     [usage.searchQueries, c.searchFee ?? (byRequest ? ZERO : undefined), 'search_query_fee'],
   ];

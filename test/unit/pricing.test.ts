@@ -3,7 +3,10 @@ import fc from 'fast-check';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { SseDecoder } from '../../core/sse';
 import type { Usage } from '../../core/usage';
+import { USAGE_PARSERS } from '../../providers/registry';
+import { fixtureBytes, fixtureJson } from '../helpers/fixtures';
 import bundledJson from '../../pricing/catalog.json';
 import { PriceCatalog, bundledCatalog } from '../../pricing/catalog';
 import { pricingConfigSchema } from '../../pricing/config';
@@ -205,6 +208,27 @@ describe('pricing', () => {
       const r = cost('openai', 'gpt-4o-mini', { inputTokens: 1000, outputTokens: 200 });
       expect(r).to.deep.equal({ costPico: 270_000_000n, provenanceHint: 'priced' });
       expect(formatUsd(r.costPico!)).to.equal('0.00027');
+    });
+
+    it('Anthropic compaction: every iteration is billed (messages_compaction_built.json and its stream)', () => {
+      const anthropic = USAGE_PARSERS['anthropic'];
+      // claude-opus-4-8: $5 input, $25 output, $0.50 cache read per 1M.
+      // JSON: (180,000 + 23,000) input x $5/1M = $1.015; (3,500 + 1,000) output x $25/1M = $0.1125; total $1.1275.
+      const json = anthropic.fromJson('messages', fixtureJson('anthropic/messages_compaction_built.json'));
+      expect(cost('anthropic', 'claude-opus-4-8', json!).costPico).to.equal(1_127_500_000_000n);
+      // Stream: (30,000 + 23,000) input x $5/1M = $0.265; 150,000 cache read x $0.50/1M = $0.075;
+      // (3,500 + 1,000) output x $25/1M = $0.1125; total $0.4525 (the top-level counts alone: $0.14).
+      const acc = anthropic.createStreamAccumulator('messages');
+      for (const e of new SseDecoder().push(fixtureBytes('anthropic/messages_compaction_stream_built.sse'))) acc.push(e);
+      expect(cost('anthropic', 'claude-opus-4-8', acc.result()!).costPico).to.equal(452_500_000_000n);
+    });
+
+    it('picks the long-context tier per iteration, not from the summed prompt', () => {
+      // claude-sonnet-4-5: $3 / $15 per 1M, above 200,000 prompt tokens $6 / $22.50. The iterations (180,000 and
+      // 23,000 input) are each under 200,000 although their sum is not: 203,000 x $3/1M = $0.609 and
+      // 4,500 x $15/1M = $0.0675, total $0.6765 (the summed prompt at the long-context rates would be $1.31925).
+      const json = USAGE_PARSERS['anthropic'].fromJson('messages', fixtureJson('anthropic/messages_compaction_built.json'));
+      expect(cost('anthropic', 'claude-sonnet-4-5', json!).costPico).to.equal(676_500_000_000n);
     });
 
     it('prices cached tokens at the cache rate, not the input rate', () => {
