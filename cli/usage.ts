@@ -5,7 +5,10 @@ import { PriceCatalog } from '../pricing/catalog';
 import { formatUsd } from '../pricing/money';
 import { repriceRecord } from '../pricing/reprice';
 import { addTotals, costStatus, zeroTotals } from '../storage/counters';
-import type { UsageTotals } from '../storage/store';
+import type { UsageRecord } from '../core/usage';
+import type { Repricing, UsageTotals } from '../storage/store';
+import { repricingChanges } from '../storage/reprice';
+import { progressReporter } from './progress';
 import { withStore } from './store';
 import { renderTable } from './table';
 
@@ -90,11 +93,72 @@ export function registerUsageCommands(program: Command, load: () => LoadedConfig
     .description('recompute the cost of stored records with the current price catalog (after a price was added or fixed)')
     .option('--from <time>', 'start: 24h, 7d, an ISO date or epoch ms', '3650d')
     .option('--to <time>', 'end (default now)')
-    .action(async (opts: { from: string; to?: string }) => {
+    .option('--dry-run', 'change nothing: print the old and new totals by model, and how many records would change')
+    .action(async (opts: { from: string; to?: string; dryRun?: boolean }) => {
       const loaded = load();
       const catalog = new PriceCatalog(loaded.config.pricing, { baseDir: loaded.dir });
-      const to = parseTime(opts.to, Date.now());
-      const result = await withStore(loaded, (store) => store.repriceAll((r) => repriceRecord(catalog, r), { from: parseTime(opts.from, 0), to }));
-      process.stdout.write(`repriced with catalog ${catalog.version}: ${result.updated} of ${result.scanned} records changed\n`);
+      const range = { from: parseTime(opts.from, 0), to: parseTime(opts.to, Date.now()) };
+      await withStore(loaded, async (store) => {
+        const [all] = await store.queryUsage({ ...range, groupBy: [] });
+        const progress = progressReporter(opts.dryRun ? 'checking' : 'repricing', all?.requests ?? 0);
+        const diff = new RepriceDiff();
+        let seen = 0;
+        const result = await store.repriceAll((r) => {
+          progress.tick(++seen);
+          const next = repriceRecord(catalog, r);
+          diff.add(r, next);
+          return opts.dryRun ? undefined : next;
+        }, range);
+        if (opts.dryRun) {
+          process.stdout.write(`${renderTable(['model', 'records', 'changed', 'old cost', 'new cost'], diff.rows())}\n`);
+          process.stdout.write(`\ndry run with catalog ${catalog.version}: ${diff.changed} of ${result.scanned} records would change; nothing was written\n`);
+        } else {
+          process.stdout.write(`repriced with catalog ${catalog.version}: ${result.updated} of ${result.scanned} records changed\n`);
+        }
+      });
     });
+}
+
+/** Old and new cost totals by model, for `usage reprice --dry-run`; unknown costs are counted apart, never as $0. */
+export class RepriceDiff {
+  private readonly byModel = new Map<string, { records: number; changed: number; old: Side; next: Side }>();
+  changed = 0;
+
+  add(r: UsageRecord, next: Repricing | undefined): void {
+    const model = r.servedModel ?? r.model ?? '(none)';
+    let m = this.byModel.get(model);
+    if (!m) this.byModel.set(model, (m = { records: 0, changed: 0, old: new Side(), next: new Side() }));
+    m.records++;
+    m.old.add(r.costPico, r.provenance);
+    const after = next ?? r;
+    m.next.add(after.costPico, after.provenance);
+    if (next && repricingChanges(r, next)) {
+      m.changed++;
+      this.changed++;
+    }
+  }
+
+  rows(): (string | number)[][] {
+    return [...this.byModel].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([model, m]) => [model, m.records, m.changed, m.old.cell(), m.next.cell()]);
+  }
+}
+
+/** One side of the diff: the known costs summed, and how many records have none (unpriced). */
+class Side {
+  private pico = 0n;
+  private unknown = 0;
+  private counted = 0;
+
+  add(cost: bigint | null, provenance: string): void {
+    if (provenance === 'not_counted') return;
+    this.counted++;
+    if (cost === null) this.unknown++;
+    else this.pico += cost;
+  }
+
+  cell(): string {
+    if (this.counted === 0) return 'not counted';
+    if (this.unknown === this.counted) return 'unknown';
+    return `${this.unknown > 0 ? '>=' : ''}$${formatUsd(this.pico)}${this.unknown > 0 ? ` (${this.unknown} unpriced)` : ''}`;
+  }
 }

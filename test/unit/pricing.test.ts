@@ -206,7 +206,7 @@ describe('pricing', () => {
       // 1,000 input x $0.15/1M (150,000 pico) + 200 output x $0.60/1M (600,000 pico)
       // = 150,000,000 + 120,000,000 = 270,000,000 pico = $0.00027
       const r = cost('openai', 'gpt-4o-mini', { inputTokens: 1000, outputTokens: 200 });
-      expect(r).to.deep.equal({ costPico: 270_000_000n, provenanceHint: 'priced' });
+      expect(r).to.deep.equal({ costPico: 270_000_000n, provenanceHint: 'priced', priceId: 'openai/gpt-4o-mini' });
       expect(formatUsd(r.costPico!)).to.equal('0.00027');
     });
 
@@ -294,9 +294,48 @@ describe('pricing', () => {
       expect(cost('openai', 'gpt-5-nano', { outputTokens: 1000, reasoningTokens: 800 }).costPico).to.equal(400_000_000n);
     });
 
+    describe('provider-reported cost, checked', () => {
+      const sonarBody = () => fixtureJson('perplexity/sonar_chat_completion_cost_built.json');
+      const sonarUsage = (totalCost?: number): Usage => {
+        const body = sonarBody();
+        if (totalCost !== undefined) body.usage.cost.total_cost = totalCost;
+        return USAGE_PARSERS['perplexity'].fromJson('chat.completions', body)!;
+      };
+
+      it('Perplexity: the rounded usage.cost gives way to tokens + request fee, and is kept beside it', () => {
+        // sonar: 11 input + 392 output tokens x $1/1M = $0.000403, plus the low request fee $0.005: $0.005403.
+        // usage.cost.total_cost is 0.005 (Perplexity rounds to the tenth of a cent): as rounded, both say $0.005.
+        const r = cost('perplexity', 'sonar', sonarUsage());
+        expect(r).to.include({ costPico: 5_403_000_000n, provenanceHint: 'priced', providerCostPico: 5_000_000_000n, computedCostPico: 5_403_000_000n, costDisagrees: false });
+      });
+
+      it('flags a disagreement over 1%, after rounding the computed cost as the provider rounds', () => {
+        // $0.0066 (4 decimals) vs $0.005403 rounded to 4 decimals, $0.0054: 22% apart.
+        expect(cost('perplexity', 'sonar', sonarUsage(0.0066))).to.include({ costPico: 5_403_000_000n, costDisagrees: true });
+        // $0.00545 vs $0.0054: 0.93% apart, within 1%.
+        expect(cost('perplexity', 'sonar', sonarUsage(0.00545))).to.include({ costPico: 5_403_000_000n, costDisagrees: false });
+      });
+
+      it('uses the provider figure when it is as precise as the computed one', () => {
+        expect(cost('perplexity', 'sonar', sonarUsage(0.005403))).to.include({ costPico: 5_403_000_000n, provenanceHint: 'provider_reported', costDisagrees: false });
+      });
+
+      it('OpenRouter stays provider-reported, and agrees with the vendor list price (chat_completion_anthropic_cache_write.json)', () => {
+        // usage.cost 0.01355025; the vendor's price for claude-sonnet-4-5: 3 input x $3/1M + 3,211 cache writes x
+        // $3.75/1M + 100 output x $15/1M = $0.000009 + $0.01204125 + $0.0015 = $0.01355025.
+        const usage = USAGE_PARSERS['openrouter'].fromJson('chat.completions', fixtureJson('openrouter/chat_completion_anthropic_cache_write.json'))!;
+        const r = priceUsage(catalog.lookup('openrouter', 'anthropic/claude-sonnet-4.5'), usage, CHAT);
+        expect(r).to.include({ costPico: 13_550_250_000n, provenanceHint: 'provider_reported', costDisagrees: false });
+        // Priced by another seller's list price, the computed cost never replaces OpenRouter's bill, even when that
+        // bill has fewer decimals: $0.02 is kept, and flagged ($0.01355025 rounded to 2 decimals is $0.01).
+        const rounded = priceUsage(catalog.lookup('openrouter', 'anthropic/claude-sonnet-4.5'), { ...usage, providerCostUsd: '0.02' }, CHAT);
+        expect(rounded).to.include({ costPico: 20_000_000_000n, provenanceHint: 'provider_reported', costDisagrees: true });
+      });
+    });
+
     it('uses the cost OpenRouter reported, exactly', () => {
       const usage: Usage = { inputTokens: 3, cacheWriteTokens: 3211, outputTokens: 100, providerCostUsd: '0.01355025' };
-      expect(priceUsage(undefined, usage, CHAT)).to.deep.equal({ costPico: 13_550_250_000n, provenanceHint: 'provider_reported' });
+      expect(priceUsage(undefined, usage, CHAT)).to.include({ costPico: 13_550_250_000n, provenanceHint: 'provider_reported', providerCostPico: 13_550_250_000n });
       expect(priceUsage(catalog.lookup('openrouter', 'anthropic/claude-sonnet-4.5'), usage, CHAT).costPico).to.equal(13_550_250_000n);
       expect(priceUsage(undefined, { providerCostUsd: '1.5e-7' }, CHAT).costPico).to.equal(150_000n);
     });
