@@ -19,6 +19,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import bundledJson from './catalog.json';
+import toolFeesJson from './tool-fees.json';
 import { normalizeProviderSlug, pricingConfigSchema, type ModelOverride, type PricingConfig } from './config';
 import { mulDecimal, subDecimal } from './decimal';
 import { importLiteLlm } from './litellm';
@@ -64,7 +65,8 @@ const PRICE_FIELDS = [
 let bundledCache: CatalogFile | undefined;
 /** The committed catalog, validated once (a malformed price fails loudly at startup, never as $0). */
 export function bundledCatalog(): CatalogFile {
-  bundledCache ??= catalogFileSchema.parse(bundledJson);
+  // Tool and server call fees live in their own file: scripts/build-price-catalog.ts rewrites catalog.json.
+  bundledCache ??= catalogFileSchema.parse({ ...bundledJson, tool_fees: toolFeesJson });
   return bundledCache;
 }
 

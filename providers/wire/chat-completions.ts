@@ -6,7 +6,7 @@ import { JsonStreamAccumulator, NoUsageStream, type EndpointUsage } from './sse-
  * OpenAI chat-completions usage, shared by every OpenAI-compatible provider.
  * prompt_tokens INCLUDES cached reads and cache writes; they are subtracted so the buckets are disjoint.
  */
-export const chatUsage: UsageReader = (u) => {
+export const chatUsage: UsageReader = (u, root) => {
   const prompt = num(u, 'prompt_tokens');
   const completion = num(u, 'completion_tokens');
   // DeepSeek reports cache hits as prompt_cache_hit_tokens (also part of prompt_tokens).
@@ -18,8 +18,20 @@ export const chatUsage: UsageReader = (u) => {
     cacheReadTokens: cached,
     cacheWriteTokens: cacheWrite,
     reasoningTokens: num(u, 'completion_tokens_details', 'reasoning_tokens'),
+    toolCalls: chatSearchCalls(root),
   });
 };
+
+/**
+ * OpenAI's chat search models (gpt-4o-search-preview, gpt-4o-mini-search-preview) search the web on every request
+ * and bill it as one web-search-preview call; their answers report no count. Other models: none.
+ */
+function chatSearchCalls(root: JsonObject | undefined): Record<string, number> | undefined {
+  const model = str(root, 'model');
+  return model !== undefined && SEARCH_MODEL.test(model) ? { web_search_preview: 1 } : undefined;
+}
+
+const SEARCH_MODEL = /^(openai\/)?gpt-4o(-mini)?-search-preview\b/;
 
 /**
  * Output tokens counted in total_tokens but not in completion_tokens. OpenAI always has total = prompt +

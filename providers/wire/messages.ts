@@ -11,6 +11,7 @@ interface Counts {
   cache1h?: number;
   cache5m?: number;
   webSearches?: number;
+  codeExecutions?: number;
 }
 
 function readCounts(u: JsonObject): Counts {
@@ -22,6 +23,7 @@ function readCounts(u: JsonObject): Counts {
     cache1h: num(u, 'cache_creation', 'ephemeral_1h_input_tokens'),
     cache5m: num(u, 'cache_creation', 'ephemeral_5m_input_tokens'),
     webSearches: num(u, 'server_tool_use', 'web_search_requests'),
+    codeExecutions: num(u, 'server_tool_use', 'code_execution_requests'),
   };
 }
 
@@ -54,6 +56,8 @@ function toUsage(top: Counts, iterations: readonly Counts[] | undefined): Usage 
     ...tokenBuckets(billed),
     // Server-side web search is billed per request; only the top level reports it.
     searchQueries: top.webSearches,
+    // Counted, not priced per request: billed by container-hour beyond a monthly free allowance (docs/pricing.md).
+    toolCalls: top.codeExecutions ? { code_execution: top.codeExecutions } : undefined,
     iterations: iterations && iterations.length > 1 ? iterations.map(tokenBuckets) : undefined,
   });
 }

@@ -294,6 +294,57 @@ describe('pricing', () => {
       expect(cost('openai', 'gpt-5-nano', { outputTokens: 1000, reasoningTokens: 800 }).costPico).to.equal(400_000_000n);
     });
 
+    describe('tool and server call fees', () => {
+      const openai = USAGE_PARSERS['openai'];
+      const toolsBody = () => fixtureJson('openai/responses_tools_built.json');
+
+      it('OpenAI Responses: web searches, file searches and code interpreter containers (responses_tools_built.json)', () => {
+        const usage = openai.fromJson('responses', toolsBody())!;
+        // Two web_search_call items, one file_search_call, two code_interpreter_call items in one container.
+        expect(usage.toolCalls).to.deep.equal({ web_search: 2, file_search: 1, code_interpreter: 1 });
+        // gpt-5.5: 11 input x $5/1M = $0.000055, 5 output x $30/1M = $0.00015; web search 2 x $0.01, file search
+        // $0.0025, one 1 GB container $0.03: $0.000205 + $0.0525 = $0.052705. The container fee is an estimate.
+        expect(cost('openai', 'gpt-5.5-2026-04-23', usage)).to.include({ costPico: 52_705_000_000n, estimated: true });
+      });
+
+      it('web_search_preview on a non-reasoning model: $25 per 1K calls', () => {
+        const body = toolsBody();
+        body.model = 'gpt-4o-2024-08-06';
+        body.tools[0].type = 'web_search_preview';
+        const usage = openai.fromJson('responses', body)!;
+        expect(usage.toolCalls).to.deep.equal({ web_search_preview: 2, file_search: 1, code_interpreter: 1 });
+        // gpt-4o: 11 x $2.50/1M + 5 x $10/1M = $0.0000775; 2 x $0.025 + $0.0025 + $0.03 = $0.0825; total $0.0825775.
+        expect(cost('openai', 'gpt-4o-2024-08-06', usage).costPico).to.equal(82_577_500_000n);
+      });
+
+      it('chat search models bill one web search per request', () => {
+        const body = fixtureJson('openai/chat_completion_cached_tokens.json');
+        body.model = 'gpt-4o-mini-search-preview-2025-03-11';
+        expect(openai.fromJson('chat.completions', body)!.toolCalls).to.deep.equal({ web_search_preview: 1 });
+        body.model = 'gpt-4o-mini';
+        expect(openai.fromJson('chat.completions', body)!.toolCalls).to.equal(undefined);
+      });
+
+      it('Anthropic code execution is counted, not priced per request (its free hours are per organization)', () => {
+        // The usage of Anthropic's code execution example: 105 input, 239 output, one code execution request.
+        // claude-opus-4-8: 105 x $5/1M + 239 x $25/1M = $0.000525 + $0.005975 = $0.0065.
+        const usage = USAGE_PARSERS['anthropic'].fromJson('messages', { usage: { input_tokens: 105, output_tokens: 239, server_tool_use: { code_execution_requests: 1 } } })!;
+        expect(usage.toolCalls).to.deep.equal({ code_execution: 1 });
+        expect(cost('anthropic', 'claude-opus-4-8', usage)).to.include({ costPico: 6_500_000_000n, provenanceHint: 'priced' }).and.to.deep.include({ unpricedCalls: { code_execution: 1 } });
+      });
+
+      it('a call the catalog has no fee for leaves the cost unknown, never a guessed zero', () => {
+        const r = cost('gemini', 'gemini-2.5-flash', { inputTokens: 10, outputTokens: 1, toolCalls: { web_search: 1 } });
+        expect(r.costPico).to.equal(null);
+        expect(r.reason).to.match(/no fee for 1 web_search calls/);
+      });
+
+      it('every fee in the catalog names its source and date', () => {
+        expect(catalog.fees().length).to.be.greaterThan(5);
+        for (const f of catalog.fees()) expect(f.source.length > 20 && f.retrieved.length >= 10, f.tool).to.equal(true);
+      });
+    });
+
     describe('provider-reported cost, checked', () => {
       const sonarBody = () => fixtureJson('perplexity/sonar_chat_completion_cost_built.json');
       const sonarUsage = (totalCost?: number): Usage => {
