@@ -12,12 +12,14 @@ export const chatUsage: UsageReader = (u, root) => {
   // DeepSeek reports cache hits as prompt_cache_hit_tokens (also part of prompt_tokens).
   const cached = num(u, 'prompt_tokens_details', 'cached_tokens') ?? num(u, 'prompt_cache_hit_tokens');
   const cacheWrite = num(u, 'prompt_tokens_details', 'cache_write_tokens');
+  const unreported = completion === undefined ? 0 : unreportedOutput(u, prompt, completion);
   return compact({
     inputTokens: minus(prompt, cached, cacheWrite),
-    outputTokens: completion === undefined ? undefined : completion + unreportedOutput(u, prompt, completion),
+    outputTokens: completion === undefined ? undefined : completion + unreported,
     cacheReadTokens: cached,
     cacheWriteTokens: cacheWrite,
-    reasoningTokens: num(u, 'completion_tokens_details', 'reasoning_tokens'),
+    // The output missing from completion_tokens is the thinking (Gemini, xAI): it is the reasoning count.
+    reasoningTokens: num(u, 'completion_tokens_details', 'reasoning_tokens') ?? (unreported > 0 ? unreported : undefined),
     toolCalls: chatSearchCalls(root),
   });
 };

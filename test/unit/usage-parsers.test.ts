@@ -82,9 +82,10 @@ describe('usage parsers', () => {
 
     it('counts thinking tokens missing from completion_tokens as output (gemini/openai_compat_chat_completion)', () => {
       // usage: prompt 66, completion 6, total 100: the 28 tokens of total not in prompt + completion are thinking
-      // tokens (billed as output), so outputTokens = 6 + 28 = 34. No details objects: no cache/reasoning fields.
+      // tokens (billed as output), so outputTokens = 6 + 28 = 34, and reasoningTokens = 28. No details objects:
+      // no cache fields.
       const u = openai.fromJson('chat.completions', fixtureJson('gemini/openai_compat_chat_completion.json'));
-      expect(u).to.deep.equal({ inputTokens: 66, outputTokens: 34 });
+      expect(u).to.deep.equal({ inputTokens: 66, outputTokens: 34, reasoningTokens: 28 });
     });
 
     it('reads DeepSeek prompt_cache_hit_tokens as cache reads', () => {
