@@ -8,7 +8,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { UsageRecord } from '../core/usage';
-import { RECORD_COLUMNS, dedupeById, recordValues } from './codec';
+import { RECORD_COLUMNS, dedupeById, flag, recordValues } from './codec';
 import { COUNTER_COLUMNS } from './counters';
 import { sqliteDialect as d } from './dialect';
 import { KEY_COLUMNS, checkNewKey, keyFromRow, keyValues } from './keys';
@@ -190,12 +190,17 @@ export class SqliteUsageStore implements UsageStore {
     });
     // Compare-and-set: only a record still carrying the old values is changed (and corrected in the rollups).
     const updateCost = db.prepare(
-      'UPDATE usage_records SET cost_pico = ?, provenance = ?, price_version = ? WHERE id = ? AND cost_pico IS ? AND provenance = ? AND price_version IS ?',
+      'UPDATE usage_records SET cost_pico = ?, provenance = ?, price_version = ?, usage_source = ?, price_id = ?, cost_disagrees = ? ' +
+        'WHERE id = ? AND cost_pico IS ? AND provenance = ? AND price_version IS ?',
     );
     const reprice = db.transaction((changes: Change[], found: Map<string, number>): Change[] => {
       tagSets.checkSchema();
       const done = changes.filter(
-        ({ old, next }) => updateCost.run(next.costPico, next.provenance, next.priceVersion, old.id, old.costPico, old.provenance, old.priceVersion).changes === 1,
+        ({ old, next }) =>
+          updateCost.run(
+            next.costPico, next.provenance, next.priceVersion, next.usageSource ?? null, next.priceId ?? null, flag(next.costDisagrees),
+            old.id, old.costPico, old.provenance, old.priceVersion,
+          ).changes === 1,
       );
       applyDeltas(repriceDeltas(done, done.map((c) => tagSets.id(c.old, found))).result());
       return done;

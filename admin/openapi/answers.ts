@@ -56,6 +56,9 @@ export const Totals = named(
       estimated_count: count('Records whose usage was estimated (the provider reported none).'),
       partial_count: count('Records of streams that did not complete.'),
       error_count: count('Records of failed requests.'),
+      cost_disagreement_count: count(
+        'Records whose provider-reported cost and the cost computed from tokens and prices differ by more than 1%.',
+      ),
     })
     .meta({ description: 'Usage counters of a group (or of everything in range).' }),
 );
@@ -136,6 +139,20 @@ export const UsageRecordJson = named(
     ttfb_ms: z.number().nonnegative().nullable().meta({ description: 'Time to the first upstream byte; null when none arrived.' }),
     tags: z.record(z.string(), z.string()),
     error_code: z.string().nullable().meta({ description: 'Gateway error code, or upstream_<status>; null on success.' }),
+    usage_source: z
+      .enum(['provider', 'tokenizer', 'none'])
+      .nullable()
+      .meta({ description: 'How the token counts were obtained; null for records stored before it was kept.' }),
+    provider_cost_usd: usd('The cost the provider reported itself, beside the computed one; null when none.').nullable(),
+    cost_disagrees: z
+      .boolean()
+      .nullable()
+      .meta({ description: 'The provider-reported and computed costs differ by more than 1%; null when not both known.' }),
+    tool_calls: z
+      .record(z.string(), z.number().int().nonnegative())
+      .nullable()
+      .meta({ description: 'Billed tool and server calls by kind (web_search, file_search, ...); null when none.' }),
+    price_id: z.string().nullable().meta({ description: 'The catalog entry the cost was priced with.' }),
   }),
 );
 

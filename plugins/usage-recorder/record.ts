@@ -1,7 +1,7 @@
 import { MAX_MODEL_LENGTH } from '../../core/body';
 import type { GatewayContext } from '../../core/context';
 import { truncate } from '../../core/truncate';
-import type { CostProvenance, UsageRecord } from '../../core/usage';
+import type { CostProvenance, UsageRecord, UsageSource } from '../../core/usage';
 import { streamIncomplete } from '../../core/usage-settle';
 import type { PricedUsage } from '../../pricing/cost';
 import { PROVIDER_REPORTED } from '../../pricing/reprice';
@@ -52,8 +52,17 @@ export function provenanceOf(ctx: GatewayContext, priced: PricedUsage | undefine
   if (ctx.error || status >= 400) return 'failed';
   if (!ctx.endpoint?.costCounted) return 'not_counted';
   if (!priced || priced.costPico === null) return 'unpriced';
-  return ctx.usageEstimated ? 'estimated' : 'measured';
+  return ctx.usageEstimated || priced.estimated ? 'estimated' : 'measured';
 }
+
+/** How the token counts were obtained, whatever became of their price (UsageRecord.usageSource). */
+export function usageSourceOf(ctx: GatewayContext): UsageSource {
+  const u = ctx.usage;
+  if (!u || TOKEN_FIELDS.every((f) => u[f] === undefined)) return 'none';
+  return ctx.usageEstimated ? 'tokenizer' : 'provider';
+}
+
+const TOKEN_FIELDS = ['inputTokens', 'outputTokens', 'cacheReadTokens', 'cacheWriteTokens', 'cacheWrite1hTokens'] as const;
 
 /**
  * The stored record of one request: ids, routing, token counts, cost and its provenance, tags. Never a key or a body;
@@ -92,5 +101,10 @@ export function buildRecord(ctx: GatewayContext, priced: PricedUsage | undefined
     ttfbMs: ctx.ttfbMs === undefined ? null : Math.round(ctx.ttfbMs),
     tags: boundedTags(ctx.tags),
     errorCode: bounded(error, RECORD_TEXT_LIMITS.errorCode),
+    usageSource: usageSourceOf(ctx),
+    providerCostPico: priced?.providerCostPico ?? null,
+    costDisagrees: priced?.costDisagrees ?? null,
+    toolCalls: u?.toolCalls && Object.keys(u.toolCalls).length > 0 ? { ...u.toolCalls } : null,
+    priceId: priced?.priceId ?? null,
   };
 }

@@ -90,6 +90,12 @@ pricing:
     expect(before.map((r) => r.provenance)).to.deep.equal(['unpriced', 'unpriced']);
     const sonar = record('sonar');
     expect(sonar.search_context_size).to.equal('high');
+    // --dry-run first: old and new totals by model and how many would change, and nothing written.
+    const dry = await cli('reprice', '--dry-run');
+    expect(dry, dry).to.match(/^model\s+records\s+changed\s+old cost\s+new cost$/m);
+    expect(dry, dry).to.match(/^codestral-late-priced\s+2\s+2\s+unknown\s+\$[0-9.]+$/m);
+    expect(dry, dry).to.match(/: 4 of 4 records would change; nothing was written$/m);
+    expect(JSON.parse(await cli('--group-by', 'model', '--json')).find((r: any) => r.group.model === 'codestral-late-priced')).to.include({ cost_status: 'unknown' });
     const repriced = await cli('reprice');
     expect(repriced, repriced).to.match(/: 4 of 4 records changed/); // new costs for 3, a new catalog version for all
 

@@ -43,6 +43,10 @@ const MODELS: [string, string, string | null][] = [
 ];
 const ENDPOINTS: (EndpointKey | null)[] = ['chat.completions', 'chat.completions', 'messages', 'responses', 'embeddings', null];
 
+/** A record as migration 008 leaves one written before it: nothing known of what its cost rests on. */
+const before008 = (r: UsageRecord): UsageRecord => ({ ...r, usageSource: null, providerCostPico: null, costDisagrees: null, toolCalls: null, priceId: null });
+const rowsBefore008 = (rows: UsageGroupRow[]): UsageGroupRow[] => rows.map((r) => ({ ...r, costDisagreementCount: 0 }));
+
 function makeRecords(n: number, seed: number, from: number, span: number, idPrefix: string): UsageRecord[] {
   const rnd = prng(seed);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)];
@@ -85,6 +89,12 @@ function makeRecords(n: number, seed: number, from: number, span: number, idPref
       ttfbMs: maybe(0.9, () => Math.floor(rnd() * 2_000)),
       tags,
       errorCode: status >= 400 ? `upstream_${status}` : provenance === 'partial' && rnd() < 0.5 ? 'client_disconnect' : null,
+      // From the index, not from rnd(): the other fields stay what they were before migration 008 added these.
+      usageSource: (['provider', 'provider', 'tokenizer', 'none'] as const)[i % 4],
+      providerCostPico: i % 10 === 0 ? BigInt(i) * 1_000_000_007n : null,
+      costDisagrees: i % 10 === 0 ? i % 30 === 0 : null,
+      toolCalls: i % 7 === 0 ? { web_search: 1 + (i % 3) } : null,
+      priceId: i % 5 === 0 ? null : `${provider}/${model}`,
     });
   }
   return out;
@@ -150,6 +160,7 @@ function totalsOf(rs: UsageRecord[]): Totals {
     estimatedCount: count((r) => r.provenance === 'estimated'),
     partialCount: count((r) => r.provenance === 'partial'),
     errorCount: count((r) => r.errorCode !== null || r.status >= 400),
+    costDisagreementCount: count((r) => r.costDisagrees === true),
   };
 }
 
@@ -276,7 +287,7 @@ function defineStorageSuite(env: () => SuiteEnv): void {
 
   it('applies migrations once and is idempotent when run again', async () => {
     const first = await store.migrate();
-    expect(first.applied).to.deep.equal([1, 2, 3, 4, 5, 6]);
+    expect(first.applied).to.deep.equal([1, 2, 3, 4, 5, 6, 8]);
     const second = await store.migrate();
     expect(second.applied).to.deep.equal([]);
     expect(second.version).to.equal(first.version);
@@ -559,12 +570,14 @@ function defineStorageSuite(env: () => SuiteEnv): void {
   it('migration 005 gives every stored record its tag set: filters, groupings and listings answer as before', async () => {
     const listings: Record<string, string>[] = [{ agent: 'coder' }, { customer_id: 'acme', feature: 'chat' }, { feature: '(untagged)', agent: 'planner' }];
     const list = (filters: Record<string, string>) => store.listRequests({ ...ragged, filters, limit: 1000 });
-    const want = await Promise.all([...MULTI_TAG_SHAPES.map((shape) => store.queryUsage({ ...ragged, ...shape, filters: { ...shape.filters, workspace: 'ws-a' } }))]);
-    const wantLists = await Promise.all(listings.map(list));
+    // What the downgrade below forgets (migration 008's columns) is not what these tests look at.
+    const want = (await Promise.all([...MULTI_TAG_SHAPES.map((shape) => store.queryUsage({ ...ragged, ...shape, filters: { ...shape.filters, workspace: 'ws-a' } }))])).map(rowsBefore008);
+    const wantLists = (await Promise.all(listings.map(list))).map((page) => ({ ...page, records: page.records.map(before008) }));
     // Back to schema version 4, as a database written by an older build: record_tags rows, no set on the records.
     await env().raw(olderSchemaSql(env().dialect, 4));
     const sets = await env().scalar('SELECT COUNT(*) FROM tag_sets');
-    expect((await store.migrate()).applied).to.deep.equal([5, 6]);
+    expect((await store.migrate()).applied).to.deep.equal([5, 6, 8]);
+    records = records.map(before008);
     expect(await env().scalar('SELECT COUNT(*) FROM usage_records WHERE tag_set_id IS NULL')).to.equal(0);
     expect(await env().scalar('SELECT COUNT(*) FROM tag_sets')).to.equal(sets); // every record's set was there already
     // The built-in workspace filter sends these shapes to the raw records, which now match tags through the sets.
@@ -581,10 +594,11 @@ function defineStorageSuite(env: () => SuiteEnv): void {
     }));
     await store.insertBatch(odd);
     records.push(...odd);
-    const want = await Promise.all(MULTI_TAG_SHAPES.map((shape) => store.queryUsage({ ...ragged, ...shape })));
+    const want = (await Promise.all(MULTI_TAG_SHAPES.map((shape) => store.queryUsage({ ...ragged, ...shape })))).map(rowsBefore008);
     // Back to schema version 3, as a database written by an older build, with every record in it.
     await env().raw(olderSchemaSql(env().dialect, 3));
-    expect((await store.migrate()).applied).to.deep.equal([4, 5, 6]);
+    expect((await store.migrate()).applied).to.deep.equal([4, 5, 6, 8]);
+    records = records.map(before008);
     expect(await env().scalar('SELECT COUNT(*) FROM usage_records WHERE tag_set_id IS NULL')).to.equal(0);
     const distinct = new Set(records.map((r) => JSON.stringify(Object.entries(r.tags).sort()))).size;
     expect(await env().scalar('SELECT COUNT(*) FROM tag_sets')).to.equal(distinct);
