@@ -95,7 +95,10 @@ export async function maintainPartitions(c: PoolClient, opts: MaintenanceOptions
   const result: MaintenanceResult = { deleted: 0, deleteStatements: 0, droppedPartitions: [], createdPartitions: [] };
   const months = await listMonthPartitions(c);
   for (const from of [monthStart(opts.now), monthStart(opts.now, 1)]) {
-    if (!months.some((p) => p.from <= from && from < p.to)) result.createdPartitions.push(await createMonth(c, from));
+    if (months.some((p) => p.from <= from && from < p.to)) continue;
+    const name = await createMonth(c, from);
+    months.push({ name, from, to: monthStart(from, 1) });
+    result.createdPartitions.push(name);
   }
   const retention = opts.retention;
   if (!retention) return result;
