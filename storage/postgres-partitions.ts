@@ -8,9 +8,10 @@
  *   2. with retention: each month that ends at or before the cut-off is dropped as a whole table; the month the
  *      cut-off falls in, and the DEFAULT partition, are deleted from in batches (storage/retention.ts).
  *
- * Creating or dropping a partition takes an ACCESS EXCLUSIVE lock on it (and on the DEFAULT partition), which
- * waits for the queries reading it: each such statement gives up after LOCK_TIMEOUT and is tried again at the next
- * run, rather than queueing every later insert and query behind it.
+ * Dropping a partition takes an ACCESS EXCLUSIVE lock on usage_records itself and on the DEFAULT partition, and
+ * creating one on the DEFAULT partition: the change takes milliseconds, but its lock waits for the queries already
+ * reading the table, and every insert and query asked after it waits behind it. So such a transaction gives up
+ * after LOCK_TIMEOUT, and is tried again after a pause of the same length, a few times, then at the next run.
  */
 import type { PoolClient } from 'pg';
 import { deleteInBatches } from './retention';
@@ -18,7 +19,10 @@ import type { MaintenanceOptions, MaintenanceResult } from './store';
 
 export const RECORDS_TABLE = 'usage_records';
 export const DEFAULT_PARTITION = 'usage_records_default';
-const LOCK_TIMEOUT = '5s';
+const LOCK_TIMEOUT_MS = 1000;
+const LOCK_ATTEMPTS = 5;
+/** SQLSTATE lock_not_available: lock_timeout ran out. */
+const LOCK_NOT_AVAILABLE = '55P03';
 
 export interface MonthPartition {
   name: string;
@@ -53,16 +57,20 @@ export async function listMonthPartitions(c: PoolClient): Promise<MonthPartition
   return out.sort((a, b) => a.from - b.from);
 }
 
+/** Runs `fn` in a transaction whose locks wait at most LOCK_TIMEOUT_MS, tried up to LOCK_ATTEMPTS times. */
 async function inTransaction<T>(c: PoolClient, fn: () => Promise<T>): Promise<T> {
-  await c.query('BEGIN');
-  try {
-    await c.query(`SET LOCAL lock_timeout = '${LOCK_TIMEOUT}'`);
-    const out = await fn();
-    await c.query('COMMIT');
-    return out;
-  } catch (err) {
-    await c.query('ROLLBACK').catch(() => undefined);
-    throw err;
+  for (let attempt = 1; ; attempt++) {
+    await c.query('BEGIN');
+    try {
+      await c.query(`SET LOCAL lock_timeout = ${LOCK_TIMEOUT_MS}`);
+      const out = await fn();
+      await c.query('COMMIT');
+      return out;
+    } catch (err) {
+      await c.query('ROLLBACK').catch(() => undefined);
+      if ((err as { code?: string }).code !== LOCK_NOT_AVAILABLE || attempt === LOCK_ATTEMPTS) throw err;
+    }
+    await new Promise((r) => setTimeout(r, LOCK_TIMEOUT_MS));
   }
 }
 
