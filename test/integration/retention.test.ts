@@ -392,7 +392,7 @@ describe(`retention: ${backend.name} store`, function () {
         ...makeRecords('m3', 20, Date.UTC(2025, 6, 1), Date.UTC(2025, 7, 1), 11),
       ];
       await store.insertBatch(records);
-      await raw(olderSchemaSql('postgres', 5));
+      await raw(olderSchemaSql('postgres', 6));
       expect(await scalar("SELECT COUNT(*) FROM pg_partitioned_table WHERE partrelid = 'usage_records'::regclass")).to.equal(0);
       expect((await store.migrate()).applied).to.deep.equal([7]);
 
