@@ -442,6 +442,35 @@ describe(`retention: ${backend.name} store`, function () {
       expect(await scalar('SELECT COUNT(*) FROM usage_records_y2025m10')).to.equal(3);
     });
 
+    it('a partition drop waiting behind a long query gives up within a second, lets inserts through, and succeeds later', async () => {
+      const { store, schema } = await fresh();
+      await store.maintain({ now: Date.UTC(2025, 0, 10) }); // January's and February's partitions
+      await store.insertBatch(makeRecords('jan', 10, Date.UTC(2025, 0, 1), Date.UTC(2025, 0, 31), 15));
+      // A long report holds its read lock on usage_records for 3 s.
+      const reader = new Client({ connectionString: PG_URL, options: `-c search_path=${schema}` });
+      await reader.connect();
+      await reader.query('BEGIN');
+      await reader.query('SELECT COUNT(*) FROM usage_records');
+      const t0 = performance.now();
+      const released = new Promise<number>((resolve) =>
+        setTimeout(async () => {
+          await reader.query('COMMIT');
+          await reader.end();
+          resolve(performance.now() - t0);
+        }, 3000),
+      );
+      const run = store.maintain({ now: NOW, retention: { before: Date.UTC(2025, 1, 1), batchSize: 100, pauseMs: 0 } });
+      await new Promise((r) => setTimeout(r, 300));
+      // Queued behind the waiting drop, an insert goes in when the drop's lock wait gives up, not when the report ends.
+      await store.insertBatch(makeRecords('feb', 5, Date.UTC(2025, 1, 1), Date.UTC(2025, 1, 2), 16));
+      const inserted = performance.now() - t0;
+      const result = await run;
+      const releasedAt = await released;
+      expect(inserted).to.be.below(releasedAt);
+      expect(result.droppedPartitions).to.deep.equal(['usage_records_y2025m01']);
+      expect(await store.listRequests({ from: Date.UTC(2025, 0, 1), to: Date.UTC(2025, 2, 1), limit: 100 })).to.have.nested.property('records.length', 5);
+    });
+
     it('one instance at a time: a second store on the same database skips its run while the first holds the lock', async () => {
       const { store, schema } = await fresh();
       const other = await openStore(PG_URL as string, { schema });
