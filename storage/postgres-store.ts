@@ -15,7 +15,7 @@ import { listTagKeys } from './query/dimensions';
 import { listPage } from './query/list';
 import { runUsageQuery, type Exec } from './query/run';
 import { repriceDeltas, repriceRecords, type Change } from './reprice';
-import { RAISE_MARK_SQL, READ_MARK_SQL, RECORDS_KEPT_FROM } from './retention';
+import { MaintenanceRuns, RAISE_MARK_SQL, READ_MARK_SQL, RECORDS_KEPT_FROM } from './retention';
 import {
   DAILY_COUNTER_COLUMNS,
   DAILY_DIM_COLUMNS,
@@ -160,9 +160,7 @@ export class PostgresUsageStore implements UsageStore {
   private readonly log?: StorageLogger;
   /** Ids of the tag sets this instance wrote lately (storage/tag-sets.ts). */
   private readonly tagSets = new TagSetIds();
-  /** The maintenance run in progress, which close() stops at its next batch and waits for. */
-  private maintaining: Promise<unknown> | undefined;
-  private closing = false;
+  private readonly maintenance = new MaintenanceRuns();
 
   constructor(url: string, opts: PostgresStoreOptions = {}) {
     if (opts.schema !== undefined && !/^[a-z_][a-z0-9_]*$/.test(opts.schema)) throw new Error(`invalid schema name ${opts.schema}`);
@@ -363,14 +361,12 @@ export class PostgresUsageStore implements UsageStore {
   }
 
   maintain(opts: MaintenanceOptions): Promise<MaintenanceResult> {
-    const run = this.maintainOnOneClient(opts);
-    this.maintaining = run.catch(() => undefined);
-    return run;
+    return this.maintenance.track(this.maintainOnOneClient(opts));
   }
 
   private async maintainOnOneClient(opts: MaintenanceOptions): Promise<MaintenanceResult> {
     const nothing: MaintenanceResult = { deleted: 0, deleteStatements: 0, droppedPartitions: [], createdPartitions: [] };
-    if (this.closing) return { ...nothing, skipped: 'closing' };
+    if (this.maintenance.closing) return { ...nothing, skipped: 'closing' };
     const c = await this.pool.connect();
     let broken: Error | undefined;
     const onError = (err: Error) => (broken = err);
@@ -381,7 +377,7 @@ export class PostgresUsageStore implements UsageStore {
       if (!ok) return { ...nothing, skipped: 'locked' };
       try {
         if (opts.retention) await c.query(d.sql(RAISE_MARK_SQL), [RECORDS_KEPT_FROM, opts.retention.before]);
-        return await maintainPartitions(c, opts, () => this.closing);
+        return await maintainPartitions(c, opts, () => this.maintenance.closing);
       } finally {
         await c.query('SELECT pg_advisory_unlock($1)', [MAINTENANCE_LOCK]).catch((e: Error) => (broken = e));
       }
@@ -400,8 +396,7 @@ export class PostgresUsageStore implements UsageStore {
   }
 
   async close(): Promise<void> {
-    this.closing = true;
-    await this.maintaining;
+    await this.maintenance.stop();
     if (!this.pool.ended) await this.pool.end();
   }
 }

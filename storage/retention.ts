@@ -51,3 +51,20 @@ export async function deleteInBatches(job: BatchedDelete): Promise<{ deleted: nu
     if (job.pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, job.pauseMs));
   }
 }
+
+/** A store's maintenance run in progress, which the store's close() stops at its next batch and waits for. */
+export class MaintenanceRuns {
+  /** True once the store is closing: no run starts, a running one stops before its next batch. */
+  closing = false;
+  private current: Promise<unknown> | undefined;
+
+  track<T>(run: Promise<T>): Promise<T> {
+    this.current = run.catch(() => undefined);
+    return run;
+  }
+
+  async stop(): Promise<void> {
+    this.closing = true;
+    await this.current;
+  }
+}

@@ -17,7 +17,7 @@ import { listTagKeys } from './query/dimensions';
 import { listPage } from './query/list';
 import { runUsageQuery, type Exec } from './query/run';
 import { repriceDeltas, repriceRecords, type Change } from './reprice';
-import { RAISE_MARK_SQL, READ_MARK_SQL, RECORDS_KEPT_FROM, deleteInBatches } from './retention';
+import { MaintenanceRuns, RAISE_MARK_SQL, READ_MARK_SQL, RECORDS_KEPT_FROM, deleteInBatches } from './retention';
 import { SqliteWriterThread } from './sqlite-writer';
 import {
   DAILY_COUNTER_COLUMNS,
@@ -107,9 +107,7 @@ export class SqliteUsageStore implements UsageStore {
   private readonly writer?: SqliteWriterThread;
   /** Tag set ids of the connection that writes (the writer thread has its own store and cache). */
   private readonly tagSets = new TagSetIds();
-  /** The maintenance run in progress on this connection, which close() stops at its next batch and waits for. */
-  private maintaining: Promise<unknown> | undefined;
-  private closing = false;
+  private readonly maintenance = new MaintenanceRuns();
 
   constructor(path: string, opts: SqliteStoreOptions = {}) {
     if (path !== ':memory:' && !opts.mustExist) mkdirSync(dirname(path), { recursive: true });
@@ -355,20 +353,18 @@ export class SqliteUsageStore implements UsageStore {
    */
   maintain(opts: MaintenanceOptions): Promise<MaintenanceResult> {
     if (this.writer) return this.writer.maintain(opts);
-    const run = this.maintainInline(opts);
-    this.maintaining = run.catch(() => undefined);
-    return run;
+    return this.maintenance.track(this.maintainInline(opts));
   }
 
   private async maintainInline(opts: MaintenanceOptions): Promise<MaintenanceResult> {
     const result: MaintenanceResult = { deleted: 0, deleteStatements: 0, droppedPartitions: [], createdPartitions: [] };
-    if (this.closing) return { ...result, skipped: 'closing' };
+    if (this.maintenance.closing) return { ...result, skipped: 'closing' };
     if (!opts.retention) return result;
     const { before } = opts.retention;
     this.db.prepare(RAISE_MARK_SQL).run(RECORDS_KEPT_FROM, before);
     // Oldest first through the (ts, id, tag_set_id) index, which carries each row's rowid.
     const del = this.db.prepare('DELETE FROM usage_records WHERE rowid IN (SELECT rowid FROM usage_records WHERE ts < ? ORDER BY ts LIMIT ?)');
-    const run = await deleteInBatches({ ...opts.retention, stopped: () => this.closing, deleteBatch: (limit) => del.run(before, limit).changes });
+    const run = await deleteInBatches({ ...opts.retention, stopped: () => this.maintenance.closing, deleteBatch: (limit) => del.run(before, limit).changes });
     return { ...result, deleted: run.deleted, deleteStatements: run.statements, ...(run.stopped ? { skipped: 'closing' as const } : {}) };
   }
 
@@ -384,8 +380,7 @@ export class SqliteUsageStore implements UsageStore {
 
   async close(): Promise<void> {
     if (!this.db.open) return;
-    this.closing = true;
-    await this.maintaining;
+    await this.maintenance.stop();
     await this.writer?.close();
     this.db.pragma('optimize'); // refreshes planner statistics where useful (cheap)
     this.db.close();
