@@ -20,6 +20,7 @@ import { uncountedRanges } from '../../storage/query/coverage';
 import { adminGet } from '../helpers/admin';
 import { startTestGateway, type TestGateway } from '../helpers/gateway';
 import { olderSchemaSql } from '../helpers/older-schema';
+import { prng } from '../helpers/prng';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -27,17 +28,6 @@ const PG_URL = process.env.DATABASE_URL;
 const IN_CI = process.env.CI === 'true';
 
 // ---------------------------------------------------------------- records and independent sums
-
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const MODELS: [string, string][] = [
   ['openai', 'gpt-4o'],
