@@ -22,11 +22,12 @@ const byteSize = fromText(z.union([
 
 const ms = fromText(z.number().int().positive());
 
+const port = fromText(z.number().int().min(0).max(65535));
+
 /** Defaults of storage.retention (docs/configuration.md; measured in docs/operations.md). */
 export const RETENTION_DEFAULTS = { batchSize: 2000, pauseMs: 100 };
 /** Records a monthly budget on two tag keys reads: from the first of the month, whatever day it is. */
 const MONTH_BUDGET_RECORD_DAYS = 30;
-const port = fromText(z.number().int().min(0).max(65535));
 
 const timeouts = z.strictObject({
   /** TCP+TLS connect. */
