@@ -21,7 +21,6 @@ const byteSize = fromText(z.union([
 ]));
 
 const ms = fromText(z.number().int().positive());
-
 const port = fromText(z.number().int().min(0).max(65535));
 
 /** Defaults of storage.retention (docs/configuration.md; measured in docs/operations.md). */
