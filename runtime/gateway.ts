@@ -12,6 +12,7 @@ import { BudgetLedger } from './services/budget-ledger';
 import { openLimitStore } from './services/limit-store/open';
 import { KeySync } from './services/keys/key-sync';
 import { openStore, parseStorageUrl } from '../storage';
+import { StoreMaintenance } from '../storage/maintenance';
 import type { UsageStore } from '../storage/store';
 import { ModelCatalog } from '../core/catalog';
 import { endpointAt } from '../core/endpoints';
@@ -123,12 +124,16 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
   koa.use(refuseUnknownRoutes(logger));
   const idleRelease = new IdleMemoryRelease(proxy, config.server.idle_gc_ms, logger, releaseHeapOf(store!));
   idleRelease.start();
+  const { records_days: recordsDays, batch_size: batchSize, pause_ms: pauseMs } = config.storage.retention;
+  const maintenance = new StoreMaintenance(store!, { recordsDays, batchSize, pauseMs }, logger);
+  maintenance.start();
 
   let closing: Promise<void> | undefined;
   const close = (graceMs = config.server.shutdown_grace_ms) =>
     (closing ??= (async () => {
       proxy.draining = true;
       idleRelease.stop();
+      maintenance.stop();
       await Promise.race([proxy.idle(), new Promise((r) => setTimeout(r, graceMs).unref())]);
       await keySync!.stop();
       await pipeline.close();

@@ -122,6 +122,37 @@ export interface InsertResult {
   duplicates: number;
 }
 
+/**
+ * One run of the store's background maintenance (storage/maintenance.ts): on PostgreSQL it keeps the month partitions
+ * of usage_records ahead of time; with `retention` it also deletes the records older than the cut-off, in batches,
+ * and keeps every rollup (storage/retention.ts).
+ */
+export interface MaintenanceOptions {
+  /** The current time (epoch ms): PostgreSQL keeps this month's and the next month's partitions ready. */
+  now: number;
+  retention?: {
+    /** Records with ts before this are deleted (a UTC day start, retentionCutoff). */
+    before: number;
+    /** Rows one DELETE statement removes at the most. */
+    batchSize: number;
+    /** Pause between two DELETE statements, ms: inserts get the database in between. */
+    pauseMs: number;
+  };
+}
+
+export interface MaintenanceResult {
+  /** Records removed by the batched DELETE statements. */
+  deleted: number;
+  /** Batched DELETE statements run (each removes at most batchSize rows). */
+  deleteStatements: number;
+  /** PostgreSQL: month partitions dropped whole (every record in them was older than the cut-off). */
+  droppedPartitions: string[];
+  /** PostgreSQL: month partitions created ahead of time. */
+  createdPartitions: string[];
+  /** Why the run did nothing or stopped early: another instance held the maintenance lock, or the store closed. */
+  skipped?: 'locked' | 'closing';
+}
+
 export interface MigrateResult {
   /** Versions applied by this call (empty when the schema was current). */
   applied: number[];
@@ -182,6 +213,18 @@ export interface UsageStore {
   revokeKey(id: string, at?: number): Promise<boolean>;
   /** Batched last-used update; never moves last_used_at backwards. */
   touchKeys(ids: readonly string[], lastUsedAt: number): Promise<void>;
+
+  /**
+   * Background maintenance (storage/maintenance.ts runs it at start and every hour), on the store's own connection:
+   * the SQLite writer thread, a PostgreSQL pool client. Never on a request's path.
+   */
+  maintain(opts: MaintenanceOptions): Promise<MaintenanceResult>;
+  /**
+   * The retention's cut-off: records before it were deleted (the rollups keep their totals); null while none were.
+   * listRequests has nothing before it, and queryUsage leaves out the parts of a range that it could only read from
+   * records there (storage/query/coverage.ts says which).
+   */
+  recordsKeptFrom(): Promise<number | null>;
 
   close(): Promise<void>;
 }
