@@ -9,7 +9,7 @@ export interface Workspace {
   name: string;
 }
 
-/** Key of the raw request headers on a context; internal to the core and the built-in auth plugin. */
+/** Key of the raw request headers on a context; internal to the core. */
 export const RAW_HEADERS = Symbol('tollgate.rawHeaders');
 
 /** Headers a plugin may never read or write: the client's credentials. */
@@ -129,7 +129,7 @@ export class GatewayContext {
   }
 }
 
-/** A credential header (first value), for the core and the built-in auth plugin only. */
+/** A credential header (first value), for the core only: plugins learn what a gateway key grants from KeyRingService.check. */
 export function credentialHeader(ctx: GatewayContext, name: string): string | undefined {
   const v = ctx[RAW_HEADERS][name];
   return Array.isArray(v) ? v[0] : v;

@@ -1,4 +1,4 @@
-import type { PluginDefinition } from '../core/plugin-contract';
+import type { PluginDefinition } from '../core';
 import { attribution } from './attribution';
 import { auth } from './auth';
 import { headerStrip } from './header-strip';

@@ -1,11 +1,10 @@
 import { endpointByKey } from '../core/endpoints';
-import type { UsageRecord } from '../core/usage';
+import { PROVIDER_REPORTED, type UsageRecord } from '../core/usage';
 import type { Repricing } from '../storage/store';
 import type { PriceCatalog } from './catalog';
 import { priceUsage } from './cost';
 
-/** Price version written on records whose cost is the provider's own figure (an aggregator's usage.cost). */
-export const PROVIDER_REPORTED = 'provider-reported';
+export { PROVIDER_REPORTED } from '../core/usage';
 
 /**
  * The cost a stored record has under today's catalog, from its raw token counts. Records that carry no

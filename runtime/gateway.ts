@@ -9,6 +9,8 @@ import type { LoadedConfig } from '../config/load';
 import { PriceCatalog } from '../pricing/catalog';
 import { RequestCost } from '../pricing/request-cost';
 import { BudgetLedger } from './services/budget-ledger';
+import { recordQueuesOver } from './services/record-queues';
+import { systemClock } from '../core/clock';
 import { openLimitStore } from './services/limit-store/open';
 import { KeySync } from './services/keys/key-sync';
 import { openStore, parseStorageUrl } from '../storage';
@@ -67,6 +69,7 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
   registerService(container, TOKENS.Logger, logger);
   registerService(container, TOKENS.ConfigDir, loaded.dir);
   registerService(container, TOKENS.ProcessFilePath, workerScopedPath);
+  registerService(container, TOKENS.Clock, systemClock);
 
   const planned = await planPipeline(config, loaded.dir);
 
@@ -91,6 +94,7 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
   try {
     store = await openStore(storageUrlFrom(config.storage.url, loaded.dir), { schema: config.storage.schema, logger });
     registerService(container, TOKENS.UsageStore, store);
+    registerService(container, TOKENS.RecordQueues, recordQueuesOver(store, logger));
 
     const keys = await bootstrapKeys(config.workspaces, store, options.announce ?? ((m) => process.stderr.write(m)));
     registerService(container, TOKENS.KeyRing, keys);

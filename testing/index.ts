@@ -24,6 +24,8 @@ import { bearer, type ProviderInstance, type ProviderModule } from '../core/prov
 import { ProviderRegistry } from '../core/provider-routing';
 import { registerService, TOKENS, type ServiceOf } from '../core/tokens';
 import { LimitsContext } from '../runtime/services/workspace-limits';
+import { recordQueuesOver } from '../runtime/services/record-queues';
+import { systemClock } from '../core/clock';
 import type { EndpointKey, SseEvent, Usage } from '../core/usage';
 
 /** What a fake request looks like; every field is optional. */
@@ -108,7 +110,8 @@ export interface PluginHarnessOptions {
   /**
    * Services to register, by token name. Defaults: Logger (silent), ConfigDir (cwd), Config (all defaults),
    * Providers (the built-ins), PriceCatalog (the bundled prices), RequestCost (over those prices), ProcessFilePath
-   * (paths unchanged) and, when a LimitStore is given, WorkspaceLimits over it and the Config's workspaces.
+   * (paths unchanged), Clock (the wall clock); when a LimitStore is given, WorkspaceLimits over it and the Config's
+   * workspaces; when a UsageStore is given, RecordQueues writing to it.
    */
   services?: Services;
 }
@@ -144,7 +147,9 @@ export async function createPluginHarness<O>(definition: PluginDefinition<O>, op
     PriceCatalog: prices,
     RequestCost: new RequestCost(prices),
     ProcessFilePath: (path) => path,
+    Clock: systemClock,
     ...(given.LimitStore && { WorkspaceLimits: new LimitsContext(config, given.LimitStore, config.limit_store, logger) }),
+    ...(given.UsageStore && { RecordQueues: recordQueuesOver(given.UsageStore, logger) }),
     ...given,
   };
   for (const name of Object.keys(services) as ServiceName[]) registerService(container, TOKENS[name], services[name]);

@@ -7,9 +7,10 @@ import { GatewayError as CoreGatewayError } from '../../core/errors';
 describe('framework: the public API (tollgate, tollgate/testing)', () => {
   it('exports the two contracts and their helpers, and nothing else at run time', () => {
     expect(Object.keys(tollgate).sort()).to.deep.equal([
-      'ERROR_CODES', 'GatewayError', 'PLUGIN_API_VERSION', 'TOKENS', 'UNTAGGED', 'anthropicUsageParser', 'apiKeyHeader', 'bearer',
-      'definePlugin', 'defineProvider', 'formatUsd', 'fromText', 'noAuth', 'openaiUsageParser', 'openrouterUsageParser', 'perplexityUsageParser',
-      'registerService', 'requestedOutputTokens', 'resolveService', 'z',
+      'BoundedCache', 'ERROR_CODES', 'FailedKeyTracker', 'GatewayError', 'MAX_MODEL_LENGTH', 'OUTPUT_TOKEN_FIELDS', 'PLUGIN_API_VERSION',
+      'PROVIDER_REPORTED', 'RESERVED_TAG_KEYS', 'TOKENS', 'TRUNCATION_MARKER', 'UNTAGGED', 'addressKey', 'anthropicUsageParser', 'apiKeyHeader',
+      'bearer', 'definePlugin', 'defineProvider', 'formatUsd', 'fromText', 'noAuth', 'openaiUsageParser', 'openrouterUsageParser', 'parseUsd',
+      'perplexityUsageParser', 'registerService', 'requestedOutputTokens', 'resolveService', 'streamIncomplete', 'tokenCount', 'truncate', 'z',
     ]);
     expect(tollgate.PLUGIN_API_VERSION).to.equal('1');
   });
