@@ -5,7 +5,7 @@ import { Command } from 'commander';
 import { ConfigError, configPath, loadConfigFile, type LoadedConfig } from '../config/load';
 import { GatewayError } from '../core/errors';
 import { onPrimaryShutdown, runPrimary, workerCount } from '../runtime/cluster';
-import { checkWiring } from '../runtime/check-config';
+import { prepareWiring } from '../runtime/wiring';
 import { startGateway } from '../runtime/servers';
 import { registerDemoCommand } from './demo';
 import { registerKeyCommands } from './keys';
@@ -84,7 +84,7 @@ program
     const loaded = loadOrExit();
     const c = loaded.config;
     try {
-      await checkWiring(loaded);
+      await prepareWiring(loaded);
     } catch (err) {
       process.stderr.write(`tollgate: ${loaded.path}: ${(err as Error).message}\n`);
       process.exit(2);

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { groupRowJson } from '../admin/serialize';
 import type { LoadedConfig } from '../config/load';
-import { PriceCatalog } from '../pricing/catalog';
+import { deployProviders } from '../runtime/wiring';
 import { formatUsd } from '../pricing/money';
 import { repriceRecord } from '../pricing/reprice';
 import { addTotals, costStatus, zeroTotals } from '../storage/counters';
@@ -92,7 +92,7 @@ export function registerUsageCommands(program: Command, load: () => LoadedConfig
     .option('--to <time>', 'end (default now)')
     .action(async (opts: { from: string; to?: string }) => {
       const loaded = load();
-      const catalog = new PriceCatalog(loaded.config.pricing, { baseDir: loaded.dir });
+      const catalog = (await deployProviders(loaded)).prices; // the prices start-up uses, provider modules' included
       const to = parseTime(opts.to, Date.now());
       const result = await withStore(loaded, (store) => store.repriceAll((r) => repriceRecord(catalog, r), { from: parseTime(opts.from, 0), to }));
       process.stdout.write(`repriced with catalog ${catalog.version}: ${result.updated} of ${result.scanned} records changed\n`);

@@ -61,7 +61,10 @@ export class GatewayContext {
   /** Set when the upstream answered (onResponse). */
   status: number | undefined;
   ttfbMs: number | undefined;
-  /** Extra response headers plugins add in onResponse (e.g. x-gateway-cost); the upstream's are never changed. */
+  /**
+   * Extra response headers plugins add (e.g. x-gateway-cost in onResponse); set in any gating phase, they go out with
+   * every answer, refusals included. A header the answer already carries is never replaced.
+   */
   readonly responseHeaders: Record<string, string> = Object.create(null);
   /** Complete body of a non-streamed JSON response (available in onResponse and onComplete). */
   responseBody: Buffer | undefined;

@@ -17,7 +17,10 @@ export { BoundedCache } from './bounded-cache';
 export { addressKey, FailedKeyTracker, type LockoutOptions } from './lockout';
 
 // Provider modules
-export { apiKeyHeader, bearer, defineProvider, noAuth, type AuthScheme, type ProviderInstance, type ProviderModule, type UpstreamTimeouts } from './provider-contract';
+export {
+  apiKeyHeader, bearer, defineProvider, noAuth, type AuthScheme, type ProviderInstance, type ProviderModelPrice, type ProviderModule,
+  type UpstreamTimeouts,
+} from './provider-contract';
 export { anthropicUsageParser } from '../providers/wire/messages';
 export { openaiUsageParser } from '../providers/openai/usage';
 export { openrouterUsageParser } from '../providers/openrouter/usage';

@@ -6,7 +6,6 @@ import Koa from 'koa';
 import type { Logger } from 'pino';
 import { container as rootContainer, type DependencyContainer } from 'tsyringe';
 import type { LoadedConfig } from '../config/load';
-import { PriceCatalog } from '../pricing/catalog';
 import { RequestCost } from '../pricing/request-cost';
 import { BudgetLedger } from './services/budget-ledger';
 import { recordQueuesOver } from './services/record-queues';
@@ -22,11 +21,10 @@ import { observeBodyMemory } from '../core/body-memory';
 import { bodyMemoryPolicy, IdleMemoryRelease, releaseHeapOf } from './memory-policy';
 import { bootstrapKeys } from './key-bootstrap';
 import { createLogger } from './logger';
-import { PluginPipeline } from '../core/plugin-pipeline';
-import { loadPlugins, planPipeline } from './loading/plugin-list';
+import type { PluginPipeline } from '../core/plugin-pipeline';
+import { createPipeline } from './loading/plugin-list';
 import type { ProviderModule } from '../core/provider-contract';
-import { loadProviders } from './loading/deployed-providers';
-import { loadProviderModules } from './loading/provider-module-import';
+import { prepareWiring } from './wiring';
 import type { ProviderRegistry } from '../core/provider-routing';
 import { GatewayProxy } from '../core/proxy';
 import { newRequestId, REQUEST_ID_HEADER } from '../core/request-id';
@@ -62,6 +60,8 @@ export interface Gateway {
 /** The composition root: everything is wired here, from the validated gateway.config.yaml. */
 export async function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}): Promise<Gateway> {
   const { config } = loaded;
+  // Everything that could refuse the configuration is checked before anything is opened (the store, a key).
+  const { providers, prices, pipeline: planned } = await prepareWiring(loaded, options.providers);
   const logger = options.logger ?? createLogger(config.logging.level);
   observeBodyMemory(bodyMemoryPolicy);
   const container = rootContainer.createChildContainer();
@@ -71,12 +71,7 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
   registerService(container, TOKENS.ProcessFilePath, workerScopedPath);
   registerService(container, TOKENS.Clock, systemClock);
 
-  const planned = await planPipeline(config, loaded.dir);
-
-  const providers = loadProviders(config, { ...options.providers, ...(await loadProviderModules(config.providers, loaded.dir)) });
   registerService(container, TOKENS.Providers, providers);
-
-  const prices = new PriceCatalog(config.pricing, { baseDir: loaded.dir });
   registerService(container, TOKENS.PriceCatalog, prices);
   registerService(container, TOKENS.RequestCost, new RequestCost(prices));
   const { upload_spool_from: spoolFrom, upload_spool_dir: spoolDir } = config.server;
@@ -101,7 +96,7 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
     keySync = new KeySync(keys, store, config.workspaces, logger, { limitStore: config.limit_store });
     keySync.start();
 
-    pipeline = new PluginPipeline(await loadPlugins(planned, container));
+    pipeline = await createPipeline(planned, container);
   } catch (err) {
     await keySync?.stop().catch(() => undefined);
     await store?.close().catch(() => undefined);
