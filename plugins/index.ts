@@ -10,7 +10,7 @@ import { requiredTags } from './required-tags';
 import { usageRecorder } from './usage-recorder';
 
 /** Plugins that ship with Tollgate, by the name used in gateway.config.yaml (`use: <name>`). */
-export const BUILTIN_PLUGINS: Readonly<Record<string, PluginDefinition<any>>> = {
+export const BUILTIN_PLUGINS: Readonly<Record<string, PluginDefinition<unknown>>> = {
   auth,
   'header-strip': headerStrip,
   attribution,
