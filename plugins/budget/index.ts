@@ -1,14 +1,7 @@
-import type { Logger } from 'pino';
-import type { BudgetConfig, WorkspaceLimits } from '../../config/limits';
-import type { GatewayContext } from '../../core/context';
-import { BoundedCache } from '../../core/bounded-cache';
-import { GatewayError } from '../../core/errors';
-import { definePlugin, type GatewayPlugin } from '../../core/plugin-contract';
-import { priceUsage } from '../../pricing/cost';
-import { formatUsd, parseUsd } from '../../pricing/money';
 import {
-  requestedOutputTokens, resolveService, TOKENS, UNTAGGED, type BudgetCheck, type BudgetSource, type BudgetState, type BudgetStatus,
-  type LeaseRenewer, type RequestCostService, type UsageStoreService, type WorkspaceLimitsService,
+  BoundedCache, definePlugin, formatUsd, GatewayError, parseUsd, requestedOutputTokens, resolveService, TOKENS, UNTAGGED, type BudgetCheck,
+  type BudgetConfig, type BudgetSource, type BudgetState, type BudgetStatus, type Clock, type GatewayContext, type GatewayPlugin, type LeaseRenewer,
+  type Logger, type RequestCostService, type UsageStoreService, type WorkspaceLimits, type WorkspaceLimitsService,
 } from '../../core';
 import { alertReached } from './alert';
 import { periodAt, type Period } from './periods';
@@ -65,6 +58,7 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     private readonly cost: RequestCostService,
     private readonly usage: UsageStoreService,
     private readonly log: Logger,
+    private readonly clock: Clock,
   ) {
     const lease = limits.storeConfig.reservation_lease_ms;
     this.renewer = limits.leases(lease, (holder, checks) => limits.store.renewReservation(checks, holder, lease));
@@ -73,7 +67,7 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
   async beforeUpstream(ctx: GatewayContext): Promise<void> {
     const l = this.limits.limitsOf(ctx);
     if (!l || l.budgets.length === 0) return;
-    const now = Date.now();
+    const now = this.clock.now();
     const applied: Applied[] = [];
     for (const rule of this.rulesOf(l)) {
       const a = this.instance(ctx, rule, now);
@@ -137,8 +131,7 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     const perAnswer = asked === undefined || Number.isNaN(asked) ? (price.max_output_tokens ?? DEFAULT_MAX_OUTPUT) : asked;
     const n = ctx.endpoint.key === 'chat.completions' ? ctx.json?.n : undefined;
     const answers = Number.isSafeInteger(n) && (n as number) > 1 ? (n as number) : 1;
-    const priced = priceUsage(price, { inputTokens, outputTokens: perAnswer * answers }, { endpoint: ctx.endpoint.key, counted: ctx.endpoint.costCounted });
-    return priced.costPico ?? 0n;
+    return this.cost.price(ctx, { inputTokens, outputTokens: perAnswer * answers }).costPico ?? 0n;
   }
 
   private rulesOf(l: WorkspaceLimits): Rule[] {
@@ -260,7 +253,7 @@ function refusal(applied: Applied[], states: readonly BudgetState[], amountPico:
 
 export const budget = definePlugin({
   name: 'budget',
-  requires: { plugins: ['auth'], services: ['WorkspaceLimits', 'RequestCost', 'UsageStore', 'Logger', 'BudgetLedger'] },
+  requires: { plugins: ['auth'], services: ['WorkspaceLimits', 'RequestCost', 'UsageStore', 'Logger', 'BudgetLedger', 'Clock'] },
   enforces: ['budgets'],
   create: (container) => {
     const plugin = new BudgetPlugin(
@@ -268,6 +261,7 @@ export const budget = definePlugin({
       resolveService(container, TOKENS.RequestCost),
       resolveService(container, TOKENS.UsageStore),
       resolveService(container, TOKENS.Logger),
+      resolveService(container, TOKENS.Clock),
     );
     resolveService(container, TOKENS.BudgetLedger).attach(plugin);
     return plugin;

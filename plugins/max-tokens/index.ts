@@ -1,5 +1,6 @@
-import { definePlugin, GatewayError, resolveService, TOKENS, type GatewayContext, type GatewayPlugin, type WorkspaceLimitsService } from '../../core';
-import { OUTPUT_TOKEN_FIELDS, tokenCount } from '../../core/output-tokens';
+import {
+  definePlugin, GatewayError, OUTPUT_TOKEN_FIELDS, resolveService, tokenCount, TOKENS, type GatewayContext, type GatewayPlugin, type WorkspaceLimitsService,
+} from '../../core';
 
 /**
  * Refuses a request that asks for more output tokens than the workspace's cap. It never rewrites the request.
