@@ -35,10 +35,10 @@ plugins:
   const problem = 'plugins[1] (usage-recorder): options.batch_size: Too small: expected number to be >=1';
 
   for (const workers of ['1', '2']) {
-    it(`bad plugin options: start --workers ${workers} exits 1 naming them; no store file, no key created`, () => {
+    it(`bad plugin options: start --workers ${workers} exits 2 (the config's fault) naming them; no store file, no key created`, () => {
       const dir = configDir(yaml);
       const r = tollgate(dir, 'start', '--workers', workers);
-      expect(r.status).to.equal(1);
+      expect(r.status).to.equal(2);
       expect(r.stderr).to.equal(`tollgate: cannot start: ${problem}\n`);
       expect(r.stdout).to.equal('');
       expect(existsSync(join(dir, 'data')), 'the store folder').to.equal(false);
