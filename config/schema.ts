@@ -3,6 +3,7 @@ import { ADMIN_LOCKOUT_DEFAULTS } from '../plugins/auth/lockout';
 import { pricingConfigSchema } from '../pricing/config';
 import { ENDPOINT_KEYS, USAGE_PARSER_NAMES } from '../providers/registry';
 import { fromText } from './from-text';
+import { refuseWeakSecrets } from './key-strength';
 import { limitStoreSchema, workspaceLimitsSchema } from './limits';
 
 
@@ -172,7 +173,13 @@ export const gatewayConfigSchema = z.strictObject({
   plugins: z
     .array(pluginEntry)
     .default(DEFAULT_PIPELINE.map((use) => ({ use, enabled: true }))),
-});
+  security: z
+    .strictObject({
+      /** Accept gateway keys and an admin token shorter than 24 characters (tests and demos only). */
+      allow_weak_keys: fromText(z.boolean()).default(false),
+    })
+    .prefault({}),
+}).superRefine(refuseWeakSecrets);
 
 export type GatewayConfig = z.output<typeof gatewayConfigSchema>;
 export type ProviderEntry = z.output<typeof providerEntry>;
