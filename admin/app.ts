@@ -43,7 +43,7 @@ export function createAdminApp({ store, token, logger, workspaces, budgets, onKe
   const router = new Router({ prefix: '/api' });
 
   // The dashboard page and its assets (no data in them); its API calls carry the token like any client.
-  app.use(dashboardStatic());
+  app.use(dashboardStatic(logger));
   app.use(async (ctx, next) => {
     try {
       const address = addressKey(ctx.req.socket.remoteAddress);

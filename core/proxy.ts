@@ -200,7 +200,7 @@ export class GatewayProxy {
     }
     if (upload) headers['content-length'] = String(upload.size);
     gw.sentUpstream = true;
-    await this.deps.pools.send({ url, method: endpoint.method, headers, body: upload ? upload.stream() : gw.body, timeouts: provider.timeouts }, upstream);
+    await this.deps.pools.send({ url, method: endpoint.method, headers, body: upload ? upload.stream() : gw.body, timeouts: provider.timeouts, provider: provider.slug }, upstream);
     gw.ttfbMs = gw.elapsedMs();
     gw.status = upstream.statusCode;
 
@@ -261,7 +261,7 @@ export class GatewayProxy {
       try {
         body = await upstream.readAll();
       } catch (err) {
-        throw upstreamFailure(err, gw.provider!.baseUrl);
+        throw upstreamFailure(err, gw.provider!.slug);
       }
       gw.responseBody = body;
       if (upstream.statusCode < 400) {
@@ -294,7 +294,7 @@ export class GatewayProxy {
       gw.streamCut = true;
       // Headers are out: the client sees the stream end early (the socket is cut); the record says why.
       res.destroy();
-      gw.error = upstream.cancelled ? new GatewayError('request_aborted', 'The client disconnected mid-stream') : upstreamFailure(err, gw.provider!.baseUrl);
+      gw.error = upstream.cancelled ? new GatewayError('request_aborted', 'The client disconnected mid-stream') : upstreamFailure(err, gw.provider!.slug);
     }
   }
 
