@@ -41,6 +41,11 @@ const budget = z
 export const workspaceLimitsSchema = z.strictObject({
   /** Upper cap on max_tokens / max_completion_tokens / max_output_tokens; a larger value is refused, never rewritten. */
   max_tokens: positiveInt.optional(),
+  /**
+   * With max_tokens set, a request that names no output-token field: cap (the provider's own output-limit field is
+   * set to max_tokens), reject (400 max_tokens_required) or allow (sent as is, uncapped).
+   */
+  max_tokens_when_absent: z.enum(['cap', 'reject', 'allow']).default('cap'),
   ...rateLimits,
   /** The same limits for each value of a tag, e.g. { customer_id: { concurrent_streams: 5 } }. */
   per_tag: z.record(tagKey, z.strictObject(rateLimits)).optional(),

@@ -57,6 +57,8 @@ const providerEntry = z.strictObject({
   prefixes: z.array(z.string().min(1)).optional(),
   auth: authScheme.optional(),
   endpoints: z.array(endpointKey).min(1).optional(),
+  /** The chat-completions field a max_tokens cap is written to when a request names none (default: the module's, max_tokens in YAML). */
+  output_limit_field: z.enum(['max_tokens', 'max_completion_tokens']).optional(),
   /** Which built-in usage parser reads this provider's responses. */
   usage: z.enum(USAGE_PARSER_NAMES).optional(),
   timeouts: timeouts.optional(),

@@ -50,13 +50,16 @@ export function checkServices(pipeline: readonly ResolvedPlugin[], container: De
   }
 }
 
+/** Settings that only say how another limit behaves (each has a default): they need no plugin of their own. */
+const MODIFIERS: ReadonlySet<string> = new Set(['missing_tags', 'max_tokens_when_absent']);
+
 /** The limit settings a workspace uses (per_tag settings count as their own names). */
 function limitSettingsOf(limits: WorkspaceLimits): (keyof WorkspaceLimits)[] {
   const used = new Set<keyof WorkspaceLimits>();
   const scopes: Partial<WorkspaceLimits>[] = [limits, ...Object.values(limits.per_tag ?? {})];
   for (const scope of scopes) {
     for (const [name, value] of Object.entries(scope) as [keyof WorkspaceLimits, unknown][]) {
-      if (name === 'per_tag' || name === 'missing_tags') continue;
+      if (name === 'per_tag' || MODIFIERS.has(name)) continue;
       if (Array.isArray(value) ? value.length > 0 : value !== undefined) used.add(name);
     }
   }
