@@ -85,3 +85,14 @@ export type WorkspaceLimits = z.output<typeof workspaceLimitsSchema>;
 export type RateLimits = Pick<WorkspaceLimits, keyof typeof rateLimits>;
 export type BudgetConfig = z.output<typeof budget>;
 export type LimitStoreConfig = z.output<typeof limitStoreSchema>;
+
+/**
+ * budgets: how budgets treat a model without a price (its cost cannot be reserved or known). refuse (default): a
+ * request for it is refused wherever a budget applies (403 model_unpriced); allow: it passes, reserving and
+ * counting nothing; { price_as: <model> }: it is reserved and counted at that model's price.
+ */
+export const budgetPolicySchema = z.strictObject({
+  unpriced: z.union([z.enum(['refuse', 'allow']), z.strictObject({ price_as: z.string().min(1) })]).default('refuse'),
+});
+
+export type BudgetPolicy = z.output<typeof budgetPolicySchema>;

@@ -4,7 +4,7 @@ import { pricingConfigSchema } from '../pricing/config';
 import { ENDPOINT_KEYS, USAGE_PARSER_NAMES } from '../providers/registry';
 import { fromText } from './from-text';
 import { refuseWeakSecrets } from './key-strength';
-import { limitStoreSchema, workspaceLimitsSchema } from './limits';
+import { budgetPolicySchema, limitStoreSchema, workspaceLimitsSchema } from './limits';
 
 
 /** Sizes may be given as bytes or with a unit: 512kb, 32mb, 1gb. */
@@ -169,6 +169,8 @@ export const gatewayConfigSchema = z.strictObject({
   pricing: pricingConfigSchema.optional(),
   /** Where limit counters live (memory, or Redis for several instances). */
   limit_store: limitStoreSchema.prefault({}),
+  /** How every workspace's budgets treat models without a price. */
+  budgets: budgetPolicySchema.prefault({}),
   providers: z.record(z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, 'provider slugs are lower-case'), providerEntry).default({}),
   workspaces: z.array(workspace).prefault([{ id: 'default' }]),
   /** Pipeline order. auth and header-strip are always present (added first when not listed). */

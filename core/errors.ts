@@ -32,6 +32,8 @@ export const ERROR_CODES = {
   /** Too many invalid gateway keys from one client address (auth plugin, lockout options). */
   auth_blocked: { status: 429, type: 'rate_limit_error' },
   budget_exceeded: { status: 429, type: 'rate_limit_error' },
+  /** A budget applies and the model has no price, so its cost can be neither reserved nor counted (budgets.unpriced). */
+  model_unpriced: { status: 403, type: 'permission_error' },
   limits_unavailable: { status: 503, type: 'gateway_error' },
   request_aborted: { status: 499, type: 'gateway_error' },
   upstream_unreachable: { status: 502, type: 'gateway_error' },

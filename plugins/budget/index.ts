@@ -10,10 +10,14 @@ import {
   requestedOutputTokens, resolveService, TOKENS, UNTAGGED, type BudgetCheck, type BudgetSource, type BudgetState, type BudgetStatus,
   type LeaseRenewer, type RequestCostService, type UsageStoreService, type WorkspaceLimitsService,
 } from '../../core';
+import type { ModelPrice } from '../../pricing/model-price';
 import { alertReached } from './alert';
 import { periodAt, type Period } from './periods';
+import { BudgetPricing } from './unpriced';
 
 const HELD = 'budget.reservation';
+/** The price_as stand-in price of a request for an unpriced model (budgets.unpriced), for its settlement. */
+const STAND_IN = 'budget.stand-in-price';
 /** Output tokens assumed per answer when the request names no maximum and the catalog knows none for the model. */
 export const DEFAULT_MAX_OUTPUT = 4096;
 /** Input is estimated from the body size without a tokenizer (cheap on the request path): ~3 bytes a token. */
@@ -65,6 +69,7 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     private readonly cost: RequestCostService,
     private readonly usage: UsageStoreService,
     private readonly log: Logger,
+    private readonly pricing: BudgetPricing,
   ) {
     const lease = limits.storeConfig.reservation_lease_ms;
     this.renewer = limits.leases(lease, (holder, checks) => limits.store.renewReservation(checks, holder, lease));
@@ -82,7 +87,8 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
       applied.push(a);
     }
     if (applied.length === 0) return;
-    const amountPico = this.worstCase(ctx);
+    const priced = this.pricing.of(ctx);
+    const amountPico = this.worstCase(ctx, priced?.price);
     const checks = applied.map((a) => a.check);
     const store = this.limits.store;
     const result = await this.limits.guard('budget', () => store.reserve(checks, ctx.requestId, amountPico, this.renewer.leaseMs), undefined);
@@ -90,6 +96,7 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     // Settled even when the store failed open: the spend is added, and a reserve that ran in Redis after its
     // reply timed out is released by request id.
     ctx.state.set(HELD, applied);
+    if (priced?.standIn) ctx.state.set(STAND_IN, priced.price);
     if (!result) return;
     if (amountPico > 0n) this.renewer.add(ctx.requestId, checks);
     this.alertIfCrossed(applied, result.states);
@@ -100,10 +107,17 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     if (!applied) return;
     this.renewer.remove(ctx.requestId);
     const failed = ctx.error !== undefined && !ctx.streamCut;
-    const actual = failed || (ctx.status ?? 500) >= 400 ? 0n : (this.cost.of(ctx).costPico ?? 0n);
+    const actual = failed || (ctx.status ?? 500) >= 400 ? 0n : (this.actualCost(ctx) ?? 0n);
     const checks = applied.map((a) => a.check);
     const after = await this.limits.guard('budget settle', () => this.limits.store.settle(checks, ctx.requestId, actual), undefined);
     if (after) this.alertIfCrossed(applied, after);
+  }
+
+  /** The request's cost: the one every plugin shares, or at the price_as stand-in's price for an unpriced model. */
+  private actualCost(ctx: GatewayContext): bigint | null {
+    const standIn = ctx.state.get(STAND_IN) as ModelPrice | undefined;
+    if (!standIn) return this.cost.of(ctx).costPico;
+    return priceUsage(standIn, ctx.usage, { endpoint: ctx.endpoint!.key, counted: ctx.endpoint!.costCounted }).costPico;
   }
 
   /**
@@ -124,13 +138,12 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
   }
 
   /**
-   * Worst-case cost of the request; zero for a model without a price (its cost cannot be known in advance).
-   * Output: the maximum the request asks for, else the model's maximum output (a request without max_tokens is
-   * not capped by the workspace's max_tokens: the gateway never rewrites it), times `n` answers on chat
-   * completions. Input: body bytes / 3, at most the model's context window (base64 images are bytes, not tokens).
+   * Worst-case cost of the request at `price` (BudgetPricing); zero without one (budgets.unpriced: allow).
+   * Output: the maximum the request asks for (max-tokens, before this plugin, may have written the workspace's
+   * cap into it), else the model's maximum output, times `n` answers on chat completions. Input: body bytes / 3,
+   * at most the model's context window (base64 images are bytes, not tokens).
    */
-  private worstCase(ctx: GatewayContext): bigint {
-    const price = ctx.provider && ctx.model ? this.cost.prices.lookup(ctx.provider.slug, ctx.model) : undefined;
+  private worstCase(ctx: GatewayContext, price: ModelPrice | undefined): bigint {
     if (!price || !ctx.endpoint) return 0n;
     const inputTokens = Math.min(Math.ceil(ctx.bodySize / BYTES_PER_TOKEN), price.context_window ?? Infinity);
     const asked = requestedOutputTokens(ctx);
@@ -260,14 +273,17 @@ function refusal(applied: Applied[], states: readonly BudgetState[], amountPico:
 
 export const budget = definePlugin({
   name: 'budget',
-  requires: { plugins: ['auth'], services: ['WorkspaceLimits', 'RequestCost', 'UsageStore', 'Logger', 'BudgetLedger'] },
+  requires: { plugins: ['auth'], services: ['WorkspaceLimits', 'RequestCost', 'UsageStore', 'Logger', 'BudgetLedger', 'Config', 'Providers'] },
   enforces: ['budgets'],
   create: (container) => {
+    const cost = resolveService(container, TOKENS.RequestCost);
+    const policy = resolveService(container, TOKENS.Config).budgets.unpriced;
     const plugin = new BudgetPlugin(
       resolveService(container, TOKENS.WorkspaceLimits),
-      resolveService(container, TOKENS.RequestCost),
+      cost,
       resolveService(container, TOKENS.UsageStore),
       resolveService(container, TOKENS.Logger),
+      new BudgetPricing(cost.prices, policy, resolveService(container, TOKENS.Providers)),
     );
     resolveService(container, TOKENS.BudgetLedger).attach(plugin);
     return plugin;
