@@ -89,8 +89,14 @@ const pluginEntry = z.strictObject({
   enabled: z.boolean().default(true),
 });
 
-/** The pipeline when the config lists no plugins. Limit plugins do nothing for workspaces without limits. */
-export const DEFAULT_PIPELINE = ['auth', 'header-strip', 'attribution', 'required-tags', 'max-tokens', 'rate-limit', 'concurrency', 'budget', 'usage-recorder'];
+/**
+ * The pipeline when the config lists no plugins. Limit plugins do nothing for workspaces without limits.
+ * concurrency comes before rate-limit: a request refused for a full stream limit never takes a rate-limit token,
+ * so a burst of streams against a shared Redis is not refused as rate_limited while its tokens are on their way
+ * back. budget comes after rate-limit: its refusal says Retry-After until the period ends, which a request held
+ * back by the rate limit must not get.
+ */
+export const DEFAULT_PIPELINE = ['auth', 'header-strip', 'attribution', 'required-tags', 'max-tokens', 'concurrency', 'rate-limit', 'budget', 'usage-recorder'];
 
 export const gatewayConfigSchema = z.strictObject({
   server: z

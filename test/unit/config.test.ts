@@ -20,7 +20,7 @@ describe('config loading', () => {
     const c = parseConfig('');
     expect(c.server).to.include({ host: '127.0.0.1', port: 8080 });
     expect(c.storage.url).to.equal('sqlite:./data/tollgate.db');
-    expect(c.plugins.map((p) => p.use)).to.deep.equal(['auth', 'header-strip', 'attribution', 'required-tags', 'max-tokens', 'rate-limit', 'concurrency', 'budget', 'usage-recorder']);
+    expect(c.plugins.map((p) => p.use)).to.deep.equal(['auth', 'header-strip', 'attribution', 'required-tags', 'max-tokens', 'concurrency', 'rate-limit', 'budget', 'usage-recorder']);
   });
 
   it('interpolates ${VAR} and ${VAR:-default} in values', () => {
