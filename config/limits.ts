@@ -93,6 +93,12 @@ export type LimitStoreConfig = z.output<typeof limitStoreSchema>;
  */
 export const budgetPolicySchema = z.strictObject({
   unpriced: z.union([z.enum(['refuse', 'allow']), z.strictObject({ price_as: z.string().min(1) })]).default('refuse'),
+  /**
+   * Input tokens a reservation counts at least for a request that references context the body does not hold
+   * (previous_response_id, a conversation, file ids, image URLs, file or web search): a number, or context_window
+   * (default: the model's whole context window, the bound that makes such a request unable to overshoot).
+   */
+  referenced_input_tokens: z.union([z.literal('context_window'), positiveInt]).default('context_window'),
 });
 
 export type BudgetPolicy = z.output<typeof budgetPolicySchema>;

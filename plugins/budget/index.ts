@@ -7,21 +7,18 @@ import { definePlugin, type GatewayPlugin } from '../../core/plugin-contract';
 import { priceUsage } from '../../pricing/cost';
 import { formatUsd, parseUsd } from '../../pricing/money';
 import {
-  requestedOutputTokens, resolveService, TOKENS, UNTAGGED, type BudgetCheck, type BudgetSource, type BudgetState, type BudgetStatus,
+  resolveService, TOKENS, UNTAGGED, type BudgetCheck, type BudgetSource, type BudgetState, type BudgetStatus,
   type LeaseRenewer, type RequestCostService, type UsageStoreService, type WorkspaceLimitsService,
 } from '../../core';
 import type { ModelPrice } from '../../pricing/model-price';
 import { alertReached } from './alert';
 import { periodAt, type Period } from './periods';
 import { BudgetPricing } from './unpriced';
+import { worstCaseCost, type ReferencedInput } from './worst-case';
 
 const HELD = 'budget.reservation';
 /** The price_as stand-in price of a request for an unpriced model (budgets.unpriced), for its settlement. */
 const STAND_IN = 'budget.stand-in-price';
-/** Output tokens assumed per answer when the request names no maximum and the catalog knows none for the model. */
-export const DEFAULT_MAX_OUTPUT = 4096;
-/** Input is estimated from the body size without a tokenizer (cheap on the request path): ~3 bytes a token. */
-const BYTES_PER_TOKEN = 3;
 /** Budget instances (budget x workspace x tag value) kept ready per budget; beyond that the oldest are dropped. */
 const MAX_CACHED = 10_000;
 const PERIOD_ADJECTIVE = { day: 'daily', month: 'monthly' } as const;
@@ -48,9 +45,10 @@ interface Rule {
 
 /**
  * Spend limits per period (day, month) for a workspace, a tag value, or each value of a tag. Streams cannot
- * overshoot unnoticed: admission reserves the worst case (estimated input + the output tokens the request may
- * produce, priced from the catalog), completion settles against the real cost. A request whose reservation
- * does not fit is refused. Crossing alert_at (default 80%) is logged once per period and shown in the admin API.
+ * overshoot unnoticed: admission reserves the worst case (worst-case.ts: estimated input, at least
+ * budgets.referenced_input_tokens when the body references context stored elsewhere, plus the output tokens the
+ * request may produce, priced from the catalog), completion settles against the real cost. A request whose
+ * reservation does not fit is refused. Crossing alert_at (default 80%) is logged once per period and shown in the admin API.
  *
  * A reservation is a lease held by the request id and renewed while the request is open: if the settlement never
  * comes (the instance died, or the reserve's reply was lost to a time-out while Redis ran it) it lapses after
@@ -70,6 +68,7 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     private readonly usage: UsageStoreService,
     private readonly log: Logger,
     private readonly pricing: BudgetPricing,
+    private readonly referencedInput: ReferencedInput,
   ) {
     const lease = limits.storeConfig.reservation_lease_ms;
     this.renewer = limits.leases(lease, (holder, checks) => limits.store.renewReservation(checks, holder, lease));
@@ -88,7 +87,7 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     }
     if (applied.length === 0) return;
     const priced = this.pricing.of(ctx);
-    const amountPico = this.worstCase(ctx, priced?.price);
+    const amountPico = priced ? worstCaseCost(ctx, priced.price, this.referencedInput) : 0n;
     const checks = applied.map((a) => a.check);
     const store = this.limits.store;
     const result = await this.limits.guard('budget', () => store.reserve(checks, ctx.requestId, amountPico, this.renewer.leaseMs), undefined);
@@ -135,23 +134,6 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
       const { spentPico, reservedPico } = states[i];
       return { ...a.status, spentPico, reservedPico, alerted: alertReached(spentPico, a.status.limitPico, a.status.alertAt) };
     });
-  }
-
-  /**
-   * Worst-case cost of the request at `price` (BudgetPricing); zero without one (budgets.unpriced: allow).
-   * Output: the maximum the request asks for (max-tokens, before this plugin, may have written the workspace's
-   * cap into it), else the model's maximum output, times `n` answers on chat completions. Input: body bytes / 3,
-   * at most the model's context window (base64 images are bytes, not tokens).
-   */
-  private worstCase(ctx: GatewayContext, price: ModelPrice | undefined): bigint {
-    if (!price || !ctx.endpoint) return 0n;
-    const inputTokens = Math.min(Math.ceil(ctx.bodySize / BYTES_PER_TOKEN), price.context_window ?? Infinity);
-    const asked = requestedOutputTokens(ctx);
-    const perAnswer = asked === undefined || Number.isNaN(asked) ? (price.max_output_tokens ?? DEFAULT_MAX_OUTPUT) : asked;
-    const n = ctx.endpoint.key === 'chat.completions' ? ctx.json?.n : undefined;
-    const answers = Number.isSafeInteger(n) && (n as number) > 1 ? (n as number) : 1;
-    const priced = priceUsage(price, { inputTokens, outputTokens: perAnswer * answers }, { endpoint: ctx.endpoint.key, counted: ctx.endpoint.costCounted });
-    return priced.costPico ?? 0n;
   }
 
   private rulesOf(l: WorkspaceLimits): Rule[] {
@@ -277,13 +259,14 @@ export const budget = definePlugin({
   enforces: ['budgets'],
   create: (container) => {
     const cost = resolveService(container, TOKENS.RequestCost);
-    const policy = resolveService(container, TOKENS.Config).budgets.unpriced;
+    const policy = resolveService(container, TOKENS.Config).budgets;
     const plugin = new BudgetPlugin(
       resolveService(container, TOKENS.WorkspaceLimits),
       cost,
       resolveService(container, TOKENS.UsageStore),
       resolveService(container, TOKENS.Logger),
-      new BudgetPricing(cost.prices, policy, resolveService(container, TOKENS.Providers)),
+      new BudgetPricing(cost.prices, policy.unpriced, resolveService(container, TOKENS.Providers)),
+      policy.referenced_input_tokens,
     );
     resolveService(container, TOKENS.BudgetLedger).attach(plugin);
     return plugin;
