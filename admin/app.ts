@@ -3,6 +3,7 @@ import Router from '@koa/router';
 import Koa from 'koa';
 import type { Logger } from 'pino';
 import { asGatewayError, GatewayError } from '../core/errors';
+import { truncate } from '../core/truncate';
 import type { WorkspaceEntry } from '../config/schema';
 import { parseJsonBody, readBody } from '../core/body';
 import { createGatewayKey, keyJson } from './key-admin';
@@ -10,16 +11,18 @@ import { addressKey, ADMIN_LOCKOUT_DEFAULTS, FailedKeyTracker, type LockoutOptio
 import type { BudgetLedger } from '../runtime/services/budget-ledger';
 import { formatUsd } from '../pricing/money';
 import type { UsageStore } from '../storage/store';
-import { filterFrom, groupByFrom, intervalFrom, limitFrom, queryValue } from './query-params';
+import { cursorFrom, filterFrom, groupByFrom, intervalFrom, limitFrom, queryValue } from './query-params';
 import { groupRowJson, recordJson, totalsJson } from './serialize';
 import { registerDashboardRoutes } from './dashboard/api';
 import { dashboardStatic } from './dashboard/serve';
+import { openApiRoutes } from './openapi/serve';
 
 const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
 
 /**
  * The admin API: usage grouped any way, raw records. It runs on its own listener (never on the proxy port)
- * and every route needs the admin token as `Authorization: Bearer <token>` or `X-Admin-Token`.
+ * and every route needs the admin token as `Authorization: Bearer <token>` or `X-Admin-Token`, except its
+ * OpenAPI description (GET /api/openapi.json, admin/openapi/) and the dashboard's static files.
  */
 export interface AdminDeps {
   store: UsageStore;
@@ -44,6 +47,7 @@ export function createAdminApp({ store, token, logger, workspaces, budgets, onKe
 
   // The dashboard page and its assets (no data in them); its API calls carry the token like any client.
   app.use(dashboardStatic(logger));
+  app.use(openApiRoutes().routes());
   app.use(async (ctx, next) => {
     try {
       const address = addressKey(ctx.req.socket.remoteAddress);
@@ -67,7 +71,7 @@ export function createAdminApp({ store, token, logger, workspaces, budgets, onKe
       if (ctx.status === 404 && ctx.body === undefined) throw new GatewayError('route_not_found', `Unknown admin route ${ctx.path.slice(0, 200)}`);
     } catch (err) {
       const error = asGatewayError(err);
-      if (error.status >= 500) logger.error({ err, path: ctx.path }, 'admin request failed');
+      if (error.status >= 500) logger.error({ err, path: truncate(ctx.path, 200) }, 'admin request failed');
       ctx.status = error.status;
       ctx.set(error.headers);
       ctx.type = 'application/json';
@@ -95,7 +99,7 @@ export function createAdminApp({ store, token, logger, workspaces, budgets, onKe
   });
 
   router.get('/requests', async (ctx) => {
-    const page = await store.listRequests({ ...filterFrom(ctx.query), limit: limitFrom(ctx.query), cursor: queryValue(ctx.query, 'cursor') ?? null });
+    const page = await store.listRequests({ ...filterFrom(ctx.query), limit: limitFrom(ctx.query), cursor: cursorFrom(ctx.query) });
     ctx.body = { data: page.records.map(recordJson), next_cursor: page.nextCursor };
   });
 

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { WorkspaceEntry } from '../config/schema';
 import { GatewayError } from '../core/errors';
+import { truncate } from '../core/truncate';
 import type { GatewayKey, UsageStore } from '../storage/store';
 import { generateGatewayKey, hashGatewayKey } from '../runtime/services/keys/key-ring';
 
@@ -8,7 +9,7 @@ import { generateGatewayKey, hashGatewayKey } from '../runtime/services/keys/key
 export async function createGatewayKey(store: UsageStore, workspaces: readonly WorkspaceEntry[], input: { workspace?: string; label?: string }): Promise<{ key: string; record: GatewayKey }> {
   const workspace = input.workspace ?? workspaces[0]?.id ?? 'default';
   if (!workspaces.some((w) => w.id === workspace)) {
-    throw new GatewayError('invalid_body', `Unknown workspace "${workspace}"; workspaces are declared in gateway.config.yaml (${workspaces.map((w) => w.id).join(', ')}).`, { param: 'workspace' });
+    throw new GatewayError('invalid_body', `Unknown workspace "${truncate(String(workspace), 64)}"; workspaces are declared in gateway.config.yaml (${workspaces.map((w) => w.id).join(', ')}).`, { param: 'workspace' });
   }
   if (input.label !== undefined && (typeof input.label !== 'string' || input.label.length > 200)) {
     throw new GatewayError('invalid_body', 'label must be a string of at most 200 characters', { param: 'label' });

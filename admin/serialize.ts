@@ -29,6 +29,8 @@ export function totalsJson(t: UsageTotals) {
     estimated_count: t.estimatedCount,
     partial_count: t.partialCount,
     error_count: t.errorCount,
+    // Records whose provider-reported cost and the cost computed from tokens and prices differ by more than 1%.
+    cost_disagreement_count: t.costDisagreementCount,
   };
 }
 
@@ -65,5 +67,10 @@ export function recordJson(r: UsageRecord) {
     ttfb_ms: r.ttfbMs,
     tags: r.tags,
     error_code: r.errorCode,
+    usage_source: r.usageSource ?? null,
+    provider_cost_usd: r.providerCostPico === undefined || r.providerCostPico === null ? null : formatUsd(r.providerCostPico),
+    cost_disagrees: r.costDisagrees ?? null,
+    tool_calls: r.toolCalls ?? null,
+    price_id: r.priceId ?? null,
   };
 }

@@ -18,6 +18,10 @@ import { createLogger } from '../runtime/logger';
 import { startGateway, type RunningGateway } from '../runtime/servers';
 import { createGatewayKey } from '../admin/key-admin';
 import { DemoUpstream } from './demo-upstream';
+import { listenFailure } from './errors';
+import { count } from './format';
+import { wholeNumber } from './number-option';
+import { startProgress } from './progress';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -87,6 +91,8 @@ export interface DemoOptions {
   seed?: number;
   /** Progress lines (default: none). */
   log?: (line: string) => void;
+  /** Called after each request with the count sent so far and the total. */
+  onProgress?: (sent: number, total: number) => void;
 }
 
 export interface RunningDemo {
@@ -124,6 +130,9 @@ function requestTimes(r: () => number, count: number, days: number, now: number)
 export async function startDemo(opts: DemoOptions = {}): Promise<RunningDemo> {
   const count = opts.requests ?? 5000;
   const days = opts.days ?? 14;
+  // requestTimes trims its list down to `count`: a negative count would never get there.
+  if (!Number.isSafeInteger(count) || count < 0) throw new RangeError(`requests must be a whole number >= 0, got ${count}`);
+  if (!(days > 0)) throw new RangeError(`days must be > 0, got ${days}`);
   const log = opts.log ?? (() => {});
   const r = rng(opts.seed ?? 42);
   const token = opts.token ?? `demo-${randomBytes(12).toString('hex')}`;
@@ -213,6 +222,7 @@ providers:
           const res = await request(`${running.url}${messages ? '/v1/messages' : '/v1/chat/completions'}`, { method: 'POST', headers, body: JSON.stringify(body) });
           await res.body.text();
           sent++;
+          opts.onProgress?.(sent, times.length);
           if (sent % 1000 === 0) log(`  ${sent} / ${times.length} requests sent`);
         }
       };
@@ -238,23 +248,38 @@ providers:
   }
 }
 
+/** More would take long through one loopback gateway and prove nothing more on the dashboard. */
+const MAX_DEMO_REQUESTS = 1_000_000;
+
 export function registerDemoCommand(program: Command): void {
   program
     .command('demo')
     .description('start a throw-away gateway filled with realistic demo usage (through a loopback mock provider) to explore the dashboard')
-    .option('-n, --requests <n>', 'requests to send through the proxy', '5000')
-    .option('--days <n>', 'spread them over this many past days', '14')
-    .option('--admin-port <port>', 'dashboard / admin API port', '8081')
-    .option('--port <port>', 'proxy port (default: any free port)', '0')
-    .action(async (o: { requests: string; days: string; adminPort: string; port: string }) => {
+    .option('-n, --requests <n>', 'requests to send through the proxy', wholeNumber(1, MAX_DEMO_REQUESTS), 5000)
+    .option('--days <n>', 'spread them over this many past days', wholeNumber(1, 365), 14)
+    .option('--admin-port <port>', 'dashboard / admin API port', wholeNumber(0, 65535), 8081)
+    .option('--port <port>', 'proxy port (default: any free port)', wholeNumber(0, 65535), 0)
+    .action(async (o: { requests: number; days: number; adminPort: number; port: number }) => {
       const token = process.env.TOLLGATE_ADMIN_TOKEN || undefined;
-      process.stderr.write(`Tollgate demo: sending ${o.requests} requests through the gateway to a loopback mock provider...\n`);
+      process.stderr.write(`Tollgate demo: sending ${count(o.requests)} requests through the gateway to a loopback mock provider...\n`);
       const t0 = Date.now();
-      const demo = await startDemo({ requests: Number(o.requests), days: Number(o.days), adminPort: Number(o.adminPort), port: Number(o.port), token, log: (l) => process.stderr.write(`${l}\n`) });
+      const progress = startProgress('demo', o.requests, 'requests', { realDateNow: false });
+      let demo: RunningDemo;
+      try {
+        demo = await startDemo({ requests: o.requests, days: o.days, adminPort: o.adminPort, port: o.port, token, onProgress: (sent) => progress.update(sent) });
+      } catch (err) {
+        throw listenFailure(err);
+      } finally {
+        progress.stop();
+      }
+      // Before "Press Ctrl-C": a signal that came before its handler would end the process without the clean-up.
+      const stop = () => void demo.stop().then(() => process.exit(0), () => process.exit(1));
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
       process.stdout.write(
         [
           '',
-          `Recorded ${demo.sent} requests over the past ${o.days} days in ${((Date.now() - t0) / 1000).toFixed(1)} s.`,
+          `Recorded ${count(demo.sent)} requests over the past ${o.days} days in ${((Date.now() - t0) / 1000).toFixed(1)} s.`,
           '',
           `  Dashboard:    ${demo.adminUrl}/`,
           `  Admin token:  ${demo.token}${token ? ' (from TOLLGATE_ADMIN_TOKEN)' : ''}`,
@@ -264,8 +289,5 @@ export function registerDemoCommand(program: Command): void {
           '',
         ].join('\n'),
       );
-      const stop = () => void demo.stop().then(() => process.exit(0), () => process.exit(1));
-      process.once('SIGINT', stop);
-      process.once('SIGTERM', stop);
     });
 }

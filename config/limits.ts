@@ -81,6 +81,9 @@ export const limitStoreSchema = z.strictObject({
   circuit_breaker_ms: fromText(z.number().int().min(100)).default(1000),
 });
 
+/** Settings that only say how another limit behaves: each has a default, so every workspace holds them. */
+export const LIMIT_MODIFIERS: ReadonlySet<string> = new Set(['missing_tags', 'max_tokens_when_absent']);
+
 export type WorkspaceLimits = z.output<typeof workspaceLimitsSchema>;
 export type RateLimits = Pick<WorkspaceLimits, keyof typeof rateLimits>;
 export type BudgetConfig = z.output<typeof budget>;

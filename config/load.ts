@@ -52,7 +52,8 @@ function plainTextKeys(text: string): string[] {
 /** YAML text -> validated config. Interpolation runs on parsed string values, so an env value can never inject YAML. */
 export function parseConfig(text: string, env: NodeJS.ProcessEnv = process.env, source = 'config'): GatewayConfig {
   const doc = parseDocument(text);
-  if (doc.errors.length > 0) throw new ConfigError(`${source}: invalid YAML: ${doc.errors[0].message}`);
+  // The parser's message goes on with a code frame of the line after "at line L, column C:"; the first line says it all.
+  if (doc.errors.length > 0) throw new ConfigError(`${source}: invalid YAML: ${doc.errors[0].message.split('\n')[0].replace(/:$/, '')}`);
   const raw = interpolate(doc.toJS() ?? {}, env, []);
   return validate(raw, source);
 }

@@ -5,6 +5,7 @@ import { ENDPOINT_KEYS, USAGE_PARSER_NAMES } from '../providers/registry';
 import { fromText } from './from-text';
 import { refuseWeakSecrets } from './key-strength';
 import { budgetPolicySchema, limitStoreSchema, workspaceLimitsSchema } from './limits';
+import { parseStorageUrl } from '../storage/url';
 
 
 /** Sizes may be given as bytes or with a unit: 512kb, 32mb, 1gb. */
@@ -166,7 +167,13 @@ export const gatewayConfigSchema = z.strictObject({
   storage: z
     .strictObject({
       /** sqlite:<path> (default, embedded) or postgres://... (shared by several instances). */
-      url: z.string().default('sqlite:./data/tollgate.db'),
+      url: z.string().default('sqlite:./data/tollgate.db').superRefine((url, ctx) => {
+        try {
+          parseStorageUrl(url);
+        } catch (err) {
+          ctx.addIssue({ code: 'custom', message: (err as Error).message });
+        }
+      }),
       /** PostgreSQL only: the schema holding Tollgate's tables (default: the connection's search_path). */
       schema: z.string().regex(/^[a-z_][a-z0-9_]*$/, 'lower-case letters, digits and _').optional(),
     })

@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import busboy from 'busboy';
 import { GatewayError } from './errors';
+import { truncate } from './truncate';
 
 /** Bodies from this size on, with a declared length, are copied into one buffer as they arrive. */
 const PREALLOCATE_FROM = 256 * 1024;
@@ -122,6 +123,22 @@ function tooLarge(limit: number): GatewayError {
   return new GatewayError('body_too_large', `The request body exceeds the gateway's limit of ${limit} bytes.`);
 }
 
+/**
+ * Longest model name accepted, in characters. Real names are far shorter; a longer one is refused before anything is
+ * logged or stored (stored, it made a PostgreSQL rollup key over its 2,704-byte B-tree limit).
+ */
+export const MAX_MODEL_LENGTH = 256;
+
+/** The "model" field of a JSON body or a form: a string of at most MAX_MODEL_LENGTH characters, or absent. */
+export function modelField(value: unknown): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string') throw new GatewayError('invalid_body', 'The "model" field must be a string.', { param: 'model' });
+  if (value.length > MAX_MODEL_LENGTH) {
+    throw new GatewayError('invalid_model', `The "model" field is ${value.length} characters long; a model name has at most ${MAX_MODEL_LENGTH}.`, { param: 'model' });
+  }
+  return value;
+}
+
 /** Parses a JSON request body; routing needs an object. */
 export function parseJsonBody(body: Buffer): Record<string, unknown> {
   if (body.length === 0) throw new GatewayError('invalid_json', 'The request body is empty; a JSON object is expected.');
@@ -129,7 +146,7 @@ export function parseJsonBody(body: Buffer): Record<string, unknown> {
   try {
     value = JSON.parse(body.toString('utf8'));
   } catch (err) {
-    throw new GatewayError('invalid_json', `The request body is not valid JSON: ${(err as Error).message}`, { cause: err });
+    throw new GatewayError('invalid_json', `The request body is not valid JSON: ${truncate((err as Error).message, 200)}`, { cause: err });
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw new GatewayError('invalid_body', 'The request body must be a JSON object.');
@@ -205,5 +222,5 @@ export function multipartFields(body: Buffer, contentType: string): Promise<Reco
 }
 
 function malformed(err: unknown): GatewayError {
-  return new GatewayError('invalid_body', `Malformed multipart/form-data body: ${(err as Error).message}`, { cause: err });
+  return new GatewayError('invalid_body', `Malformed multipart/form-data body: ${truncate((err as Error).message, 200)}`, { cause: err });
 }

@@ -16,6 +16,8 @@ export const ERROR_CODES = {
   model_provider_mismatch: { status: 400, type: 'invalid_request_error' },
   endpoint_not_supported: { status: 400, type: 'invalid_request_error' },
   model_missing: { status: 400, type: 'invalid_request_error' },
+  /** A model name longer than MAX_MODEL_LENGTH (core/body.ts). */
+  invalid_model: { status: 400, type: 'invalid_request_error' },
   invalid_json: { status: 400, type: 'invalid_request_error' },
   invalid_body: { status: 400, type: 'invalid_request_error' },
   invalid_metadata: { status: 400, type: 'invalid_request_error' },

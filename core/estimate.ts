@@ -30,9 +30,12 @@ const loaded = new Map<Encoding, Bpe>();
 function bpe(name: Encoding): Bpe {
   let enc = loaded.get(name);
   if (!enc) {
+    // Loaded on first use so that the multi-megabyte rank tables stay out of start-up.
+    /* eslint-disable @typescript-eslint/no-require-imports */
     const data = (
       name === 'o200k_base' ? require('js-tiktoken/ranks/o200k_base') : require('js-tiktoken/ranks/cl100k_base')
     ) as TiktokenBPE;
+    /* eslint-enable @typescript-eslint/no-require-imports */
     const ranks = new Map<string, number>();
     for (const line of data.bpe_ranks.split('\n')) {
       const fields = line.split(' '); // "<tag> <first rank> <base64 token> <base64 token> ..."

@@ -1,6 +1,7 @@
 import type { EndpointSpec } from './endpoints';
 import { GatewayError } from './errors';
 import type { ProviderInstance } from './provider-contract';
+import { truncate } from './truncate';
 import type { EndpointKey } from './usage';
 
 /**
@@ -52,7 +53,7 @@ export class ProviderRegistry {
     if (explicitSlug !== undefined) {
       const p = this.bySlug.get(explicitSlug.trim().toLowerCase());
       if (!p) {
-        throw new GatewayError('provider_unknown', `Unknown provider "${explicitSlug}" in X-Gateway-Provider. Known providers: ${[...this.bySlug.keys()].join(', ')}.`, { param: 'X-Gateway-Provider' });
+        throw new GatewayError('provider_unknown', `Unknown provider "${truncate(explicitSlug, 64)}" in X-Gateway-Provider. Known providers: ${[...this.bySlug.keys()].join(', ')}.`, { param: 'X-Gateway-Provider' });
       }
       return supporting(p, endpoint);
     }
@@ -62,7 +63,7 @@ export class ProviderRegistry {
       if (!owner.modelPrefixes.some((prefix) => model.startsWith(prefix))) {
         throw new GatewayError(
           'model_provider_mismatch',
-          `${endpoint.path} is served by ${owner.displayName}; model "${model}" must begin with ${owner.modelPrefixes.map((x) => `"${x}"`).join(' or ')}. Send X-Gateway-Provider to use another provider.`,
+          `${endpoint.path} is served by ${owner.displayName}; model "${truncate(model, 100)}" must begin with ${owner.modelPrefixes.map((x) => `"${x}"`).join(' or ')}. Send X-Gateway-Provider to use another provider.`,
           { param: 'model' },
         );
       }
@@ -73,7 +74,7 @@ export class ProviderRegistry {
     if (!p) {
       throw new GatewayError(
         'provider_not_determined',
-        `Cannot determine the provider for model "${model}". Send the X-Gateway-Provider header (one of: ${[...this.bySlug.keys()].join(', ')}) or use a model name with a known prefix.`,
+        `Cannot determine the provider for model "${truncate(model, 100)}". Send the X-Gateway-Provider header (one of: ${[...this.bySlug.keys()].join(', ')}) or use a model name with a known prefix.`,
         { param: 'model' },
       );
     }

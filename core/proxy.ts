@@ -1,6 +1,6 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import { multipartFields, parseJsonBody, readBody } from './body';
+import { modelField, multipartFields, parseJsonBody, readBody } from './body';
 import { bodyHeld } from './body-memory';
 import { ModelCatalog } from './catalog';
 import { GatewayContext, secretHeadersFor } from './context';
@@ -242,10 +242,7 @@ export class GatewayProxy {
       return undefined;
     }
     gw.json = parseJsonBody(gw.body);
-    if (gw.json.model !== undefined && typeof gw.json.model !== 'string') {
-      throw new GatewayError('invalid_body', 'The "model" field must be a string.', { param: 'model' });
-    }
-    gw.model = gw.json.model as string | undefined;
+    gw.model = modelField(gw.json.model);
     gw.stream = gw.json.stream === true;
     return undefined;
   }
@@ -385,6 +382,6 @@ export class GatewayProxy {
 
 /** Model and stream flag from a multipart form's plain fields. */
 function routeByForm(gw: GatewayContext, fields: Record<string, string>): void {
-  gw.model = fields.model;
+  gw.model = modelField(fields.model);
   gw.stream = fields.stream === 'true';
 }

@@ -2,7 +2,6 @@ import { StringDecoder } from 'node:string_decoder';
 import type { SseEvent } from './usage';
 
 const LF = 10;
-const CR = 13;
 const COLON = 58;
 const SPACE = 32;
 

@@ -41,7 +41,7 @@ export class UploadSpool {
     try {
       mkdirSync(dir, { recursive: true, mode: 0o700 });
     } catch (err) {
-      throw new Error(`server.upload_spool_dir: cannot create ${dir}: ${(err as Error).message}`);
+      throw new Error(`server.upload_spool_dir: cannot create ${dir}: ${(err as Error).message}`, { cause: err });
     }
     return new UploadSpool(dir, fromBytes, log);
   }

@@ -29,6 +29,12 @@ export interface Usage {
   citationTokens?: number;
   /** Number of web searches the provider ran and bills per query. */
   searchQueries?: number;
+  /**
+   * Billable tool and server calls by kind, priced by the catalog's tool fees: web_search and web_search_preview
+   * (OpenAI web search calls), file_search (OpenAI file search calls), code_interpreter (OpenAI containers used),
+   * code_execution (Anthropic code execution tool calls). Anthropic web searches stay in searchQueries.
+   */
+  toolCalls?: Readonly<Record<string, number>>;
   /** Perplexity request-fee tier (low | medium | high search context size) when reported. */
   searchContextSize?: string;
   /**
@@ -36,6 +42,12 @@ export interface Usage {
    * cost_details.upstream_inference_cost for a BYOK request (whose usage.cost is only OpenRouter's fee).
    */
   providerCostUsd?: string;
+  /**
+   * The token buckets of each sampling iteration when the provider reports them (Anthropic usage.iterations:
+   * a compaction step, server-tool loops). The buckets above are their sum; pricing uses the iterations to
+   * pick a long-context rate per iteration, as the provider bills it.
+   */
+  iterations?: readonly IterationUsage[];
   /** The model that actually served the request, when the response names it (aggregators). */
   servedModel?: string;
   /**
@@ -45,6 +57,9 @@ export interface Usage {
    */
   streamError?: string;
 }
+
+/** The token buckets of one sampling iteration (see Usage.iterations). */
+export type IterationUsage = Pick<Usage, 'inputTokens' | 'outputTokens' | 'cacheReadTokens' | 'cacheWriteTokens' | 'cacheWrite1hTokens'>;
 
 /** One Server-Sent Event, as framed by core/sse.ts. `data` joins multi-line data with "\n". */
 export interface SseEvent {
@@ -94,6 +109,9 @@ export const UNTAGGED = '(untagged)';
  */
 export type CostProvenance = 'measured' | 'estimated' | 'partial' | 'unpriced' | 'not_counted' | 'failed';
 
+/** How a record's token counts were obtained (UsageRecord.usageSource). */
+export type UsageSource = 'provider' | 'tokenizer' | 'none';
+
 /**
  * Money is an integer count of pico-dollars (1e-12 USD), carried as bigint in code.
  * Catalog prices are USD per 1M tokens; a price of P USD/1M tokens is exactly P*1e6 pico-USD per token
@@ -135,6 +153,22 @@ export interface UsageRecord {
   provenance: CostProvenance;
   /** Price catalog version the cost was computed with (null when no price was used). */
   priceVersion: string | null;
+  /**
+   * How the token counts were obtained, apart from whether they were priced (`provenance`): from the provider's
+   * usage, counted by the tokenizer, or not at all. Absent on records written before migration 008.
+   */
+  usageSource?: UsageSource | null;
+  /** The cost the provider itself reported (OpenRouter, Perplexity usage.cost), whichever figure costPico uses. */
+  providerCostPico?: PicoUsd | null;
+  /**
+   * True when the provider's figure and the one computed from tokens and prices differ by more than 1%, false
+   * when both are known and agree, null when there was nothing to compare.
+   */
+  costDisagrees?: boolean | null;
+  /** Billable tool and server calls by kind (web_search, file_search, code_interpreter ...), null when none. */
+  toolCalls?: Readonly<Record<string, number>> | null;
+  /** provider/model of the catalog entry whose prices were used (a dated snapshot names its family's entry). */
+  priceId?: string | null;
   latencyMs: number;
   /** Time to first byte from upstream, ms; null if no byte arrived. */
   ttfbMs: number | null;

@@ -10,6 +10,8 @@ import { requiredTags } from './required-tags';
 import { usageRecorder } from './usage-recorder';
 
 /** Plugins that ship with Tollgate, by the name used in gateway.config.yaml (`use: <name>`). */
+// Each built-in has its own options type, validated by its own schema when it loads.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export const BUILTIN_PLUGINS: Readonly<Record<string, PluginDefinition<any>>> = {
   auth,
   'header-strip': headerStrip,

@@ -19,6 +19,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import bundledJson from './catalog.json';
+import toolFeesJson from './tool-fees.json';
 import { normalizeProviderSlug, pricingConfigSchema, type ModelOverride, type PricingConfig } from './config';
 import { mulDecimal, subDecimal } from './decimal';
 import { importLiteLlm } from './litellm';
@@ -31,6 +32,7 @@ import {
   type MatchRule,
   type ModelPrice,
   type SkippedEntry,
+  type ToolFee,
 } from './model-price';
 
 export interface PriceCatalogOptions {
@@ -63,7 +65,8 @@ const PRICE_FIELDS = [
 let bundledCache: CatalogFile | undefined;
 /** The committed catalog, validated once (a malformed price fails loudly at startup, never as $0). */
 export function bundledCatalog(): CatalogFile {
-  bundledCache ??= catalogFileSchema.parse(bundledJson);
+  // Tool and server call fees live in their own file: scripts/build-price-catalog.ts rewrites catalog.json.
+  bundledCache ??= catalogFileSchema.parse({ ...bundledJson, tool_fees: toolFeesJson });
   return bundledCache;
 }
 
@@ -85,6 +88,8 @@ export class PriceCatalog {
   private readonly derived = new Map<string, ModelPrice>();
   private readonly lookups = new Map<string, ModelPrice | undefined>();
   private readonly defaultCreated: number;
+  /** Tool-call fees by provider: model-specific entries first (bundled catalog, tool_fees). */
+  private readonly toolFees = new Map<string, ToolFee[]>();
 
   /** Builds a catalog from an already validated `pricing:` block (see fromConfig for raw YAML values). */
   constructor(config?: PricingConfig, options: PriceCatalogOptions = {}) {
@@ -94,6 +99,13 @@ export class PriceCatalog {
     if (!Number.isSafeInteger(this.defaultCreated)) throw new Error(`catalog retrieved date unreadable: ${bundled.retrieved}`);
 
     for (const m of bundled.models) this.put(m, 'bundled');
+    for (const f of bundled.tool_fees ?? []) {
+      const list = this.toolFees.get(f.provider) ?? [];
+      list.push(f);
+      // Model-specific entries before the provider-wide ones, so the first match is the most specific.
+      list.sort((a, b) => (a.models ? 0 : 1) - (b.models ? 0 : 1));
+      this.toolFees.set(f.provider, list);
+    }
     const skipped: SkippedEntry[] = [...bundled.skipped];
 
     let imported: CatalogModel[] = [];
@@ -195,6 +207,8 @@ export class PriceCatalog {
       origin: e.origin,
     };
     if (d !== undefined) price.discount = d;
+    const fees = this.feesFor(e.price.provider, e.price.model, d);
+    if (fees) price.toolFees = fees;
     if (via !== 'exact') {
       price.match = {
         via,
@@ -207,6 +221,23 @@ export class PriceCatalog {
     Object.freeze(price);
     this.derived.set(cacheKey, price);
     return price;
+  }
+
+  /** The tool fees that apply to a model: per tool, the first entry naming the model, else the provider-wide one. */
+  private feesFor(provider: string, model: string, discount: string | undefined): Record<string, ToolFee> | undefined {
+    const list = this.toolFees.get(provider);
+    if (!list) return undefined;
+    const out: Record<string, ToolFee> = {};
+    for (const f of list) {
+      if (out[f.tool] || (f.models && !f.models.includes(model))) continue;
+      out[f.tool] = discount === undefined || f.usd === undefined ? f : { ...f, usd: mulDecimal(f.usd, subDecimal('1', discount)) };
+    }
+    return Object.keys(out).length > 0 ? Object.freeze(out) : undefined;
+  }
+
+  /** Every tool-fee entry of the catalog, as the docs and GET /v1/models may list them. */
+  fees(): ToolFee[] {
+    return [...this.toolFees.values()].flat();
   }
 
   private put(m: CatalogModel, origin: Entry['origin']): void {

@@ -1,6 +1,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import { availableParallelism } from 'node:os';
-import type { LoadedConfig } from '../config/load';
+import { ConfigError, type LoadedConfig } from '../config/load';
+import { LIMIT_MODIFIERS } from '../config/limits';
 import { openStore, parseStorageUrl } from '../storage';
 import { storageUrlFrom } from './gateway';
 import { bootstrapKeys } from './key-bootstrap';
@@ -44,7 +45,7 @@ export async function runPrimary(loaded: LoadedConfig, count: number, write: (li
   const { config } = loaded;
   const target = parseStorageUrl(config.storage.url);
   if (target.kind === 'sqlite' && target.path === ':memory:') {
-    throw new Error('server.workers > 1 needs a store the workers share: an SQLite file or PostgreSQL, not sqlite::memory:');
+    throw new ConfigError('server.workers > 1 needs a store the workers share: an SQLite file or PostgreSQL, not sqlite::memory:');
   }
   const store = await openStore(storageUrlFrom(config.storage.url, loaded.dir), { schema: config.storage.schema });
   try {
@@ -69,9 +70,10 @@ export async function runPrimary(loaded: LoadedConfig, count: number, write: (li
     worker.once('exit', (code, signal) => {
       if (stopping) return;
       if (!up) {
-        // A worker that cannot even start (port taken, bad plugin ...) would fail again: stop everything.
-        write(`tollgate: worker ${index} exited before it could serve (code ${code ?? signal}); stopping\n`);
-        void shutdown(1);
+        // A worker that cannot even start (port taken, bad plugin ...) would fail again: stop everything. Exit
+        // code 2 is the CLI's "the user can fix this", and that worker has said what (cli/errors.ts).
+        if (code !== 2) write(`tollgate: worker ${index} exited before it could serve (code ${code ?? signal}); stopping\n`);
+        void shutdown(code === 2 ? 2 : 1);
         return;
       }
       listening--;
@@ -121,5 +123,5 @@ export async function runPrimary(loaded: LoadedConfig, count: number, write: (li
 
 function hasLimits(l: Record<string, unknown> | undefined): boolean {
   if (!l) return false;
-  return Object.entries(l).some(([k, v]) => k !== 'required_tags' && k !== 'missing_tags' && k !== 'max_tokens' && v !== undefined && !(Array.isArray(v) && v.length === 0));
+  return Object.entries(l).some(([k, v]) => k !== 'required_tags' && k !== 'max_tokens' && !LIMIT_MODIFIERS.has(k) && v !== undefined && !(Array.isArray(v) && v.length === 0));
 }

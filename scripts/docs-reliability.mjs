@@ -40,7 +40,11 @@ const sigterm = get('process-signals', 'sigterm');
 const sigkill = get('process-signals', 'sigkill');
 const sqlite = get('store-faults', 'sqlite');
 const pg = get('store-faults', 'postgres');
-const poison = get('store-faults', 'poison');
+const poisonSqlite = get('poison-records', 'batch-sqlite');
+const poisonPg = get('poison-records', 'batch-postgres');
+const allPoisonSqlite = get('poison-records', 'all-sqlite');
+const allPoisonPg = get('poison-records', 'all-postgres');
+const boundsPg = get('edge-bounds', 'postgres-key');
 const disconnects = get('client-disconnects', 'repeat');
 const disconnectRecords = get('client-disconnects', 'records');
 const soak = get('soak', 'ci');
@@ -59,6 +63,11 @@ const dates = entries.map((e) => e.measured_at).sort();
 const machines = [...new Set(entries.map((e) => e.machine))];
 const day = (iso) => iso?.slice(0, 10) ?? '?';
 
+const poisonCell = (store, p) =>
+  p
+    ? `${store}: **${n(p.records - p.poison)} of ${n(p.records)} stored**, ${n(p.poison)} quarantined (\`${p.error_code}\`) in ${ms(p.ms)} (the same batch without poison: ${ms(p.clean_ms)}), at most ${n(p.insert_batch_calls)} insertBatch calls`
+    : `${store}: not measured`;
+const allPoisonCell = (store, p) => (p ? `${store}: **${n(p.records)} quarantined** in ${ms(p.ms)}, ${n(p.insert_batch_calls)} insertBatch calls` : `${store}: not measured`);
 const phase = (p, name) => p?.phases?.find((x) => x.name === name);
 const latencyTable = (p) => (p?.phases ?? []).map((x) => `| ${x.name} | ${x.n} | ${x.p50} | ${x.p95} | ${x.max} | ${x.errors} |`).join('\n');
 const maxOf = (p) => Math.max(...(p?.phases ?? []).map((x) => x.max));
@@ -76,7 +85,8 @@ out.push('### Guaranteed (exact in every run)', '', '| check | last run |', '|--
 out.push(`| SIGTERM mid-load (real process, 16 clients) | ${n(sigterm?.answered)} answered (${n(sigterm?.streams)} streams), **${n(sigterm?.cut)} cut**; ${n(sigterm?.in_flight_at_signal)} answers (${n(sigterm?.in_flight_streams_at_signal)} streams) were in flight when the drain began and all finished; ${n(sigterm?.refused_503)} refused with 503 while draining; **${n(sigterm?.stored)} records of ${n(sigterm?.answered)}** (${n(sigterm?.spilled)} spilled); exit ${n(sigterm?.exit_code)} |`);
 out.push(`| SQLite store down, slow, locked, back | **${n(sqlite?.stored)} of ${n(sqlite?.expected)} records**, each phase's count exact |`);
 out.push(`| PostgreSQL cut, slow, restarted, sessions killed (pg_terminate_backend ended ${n(pg?.backends_killed)}) | **${n(pg?.stored)} of ${n(pg?.expected)} records**, each phase's count exact |`);
-out.push(`| Poison records | 3 of ${n(poison?.records)} dead-lettered, the other ${n((poison?.records ?? 0) - 3)} stored, in ${n(poison?.insert_batch_calls)} insertBatch calls |`);
+out.push(`| Poison records: one in a batch of 500 (median of 3 runs) | ${poisonCell('SQLite', poisonSqlite)}; ${poisonCell('PostgreSQL', poisonPg)} |`);
+out.push(`| Poison records: every record of a batch of 500 | ${allPoisonCell('SQLite', allPoisonSqlite)}; ${allPoisonCell('PostgreSQL', allPoisonPg)} |`);
 out.push(`| Client disconnects (${n(disconnects?.disconnects)} mixed, ${n(disconnects?.concurrency)} at a time) | **${n(disconnectRecords?.stored)} records of ${n(disconnectRecords?.disconnects)}**, ${n(disconnects?.in_flight)} in flight afterwards, ${n(disconnects?.upstream_open_sockets)} sockets open at the provider = ${n(disconnects?.pool_sockets)} in the gateway's pool |`);
 out.push(`| Soak (${n(soak?.requests)} mixed requests, ${n(soak?.concurrency)} at a time) | **${n(soak?.stored)} records of ${n(soak?.requests)}**, ${n(soak?.in_flight)} in flight afterwards, ${n(soak?.requests)} requests in ${n(soak?.seconds)} s (${n(soak?.per_s)}/s) |`);
 if (longSoak) out.push(`| Long soak (\`npm run soak\`, ${n(longSoak.requests)} requests) | **${n(longSoak.stored)} records of ${n(longSoak.requests)}**, ${n(longSoak.per_s)}/s, heap ${mb(longSoak.heap_baseline_mb)} → ${mb(longSoak.heap_after_mb)} (peak sampled ${mb(longSoak.heap_peak_sampled_mb)}) |`);
@@ -96,6 +106,7 @@ out.push(`| Huge provider answers (${n(huge?.json_mb)} MB JSON, ${n(huge?.stream
 out.push(`| Requests beside a ${bigBody ? (bigBody.body_bytes / 2 ** 20).toFixed(1) : '?'} MiB body estimated by the tokenizer | < 1 s each | slowest ${ms(bigBody?.slowest_ms)} |`);
 out.push(`| Upstream sockets after ${n(disconnects?.disconnects)} disconnects, ${n(disconnects?.concurrency)} at a time | concurrency + 4 | ${n(disconnects?.pool_sockets)} |`);
 out.push(`| Soak upstream sockets | 2 × concurrency | ${n(soak?.upstream_sockets)} |`);
+out.push(`| A record at every default text bound on PostgreSQL (model and served model 256 random CJK characters, tag key 64, tag value 256 CJK) | a B-tree entry holds 2,704 bytes | ${boundsPg ? `${n(boundsPg.key_text_bytes)} bytes of text in the tag rollup's key: stored, nothing quarantined` : 'not measured'} |`);
 out.push(`| Lockout memory | \`max_addresses\` | ${n(lockout?.tracked)} tracked after failures from ${n(lockout?.failing_addresses)} addresses (max_addresses ${n(lockout?.max_addresses)}) |`);
 out.push('');
 out.push('### Proxied latency under store faults (ms)', '', '240 mixed requests per phase (70% JSON, 30% streams), 8 at a time, through a real gateway; records are counted afterwards.', '');

@@ -68,6 +68,13 @@ export const COUNTERS: readonly CounterDef[] = [
     rawSql: 'CASE WHEN r.error_code IS NOT NULL OR r.status >= 400 THEN 1 ELSE 0 END',
     of: (r) => flag(isError(r)),
   },
+  {
+    // The provider's own cost figure and the computed one differ by more than 1% (migration 008).
+    field: 'costDisagreementCount',
+    column: 'cost_disagreement_count',
+    rawSql: 'CASE WHEN r.cost_disagrees = 1 THEN 1 ELSE 0 END',
+    of: (r) => flag(r.costDisagrees === true),
+  },
 ];
 
 export const COUNTER_COLUMNS: readonly string[] = COUNTERS.map((c) => c.column);
@@ -88,6 +95,7 @@ export function zeroTotals(): UsageTotals {
     estimatedCount: 0,
     partialCount: 0,
     errorCount: 0,
+    costDisagreementCount: 0,
   };
 }
 
@@ -111,6 +119,7 @@ export function contribution(r: UsageRecord): UsageTotals {
     estimatedCount: of.estimatedCount(r) as number,
     partialCount: of.partialCount(r) as number,
     errorCount: of.errorCount(r) as number,
+    costDisagreementCount: of.costDisagreementCount(r) as number,
   };
 }
 
@@ -136,6 +145,7 @@ export function addTotals(into: UsageTotals, delta: UsageTotals, sign: 1 | -1 = 
   into.estimatedCount += sign * delta.estimatedCount;
   into.partialCount += sign * delta.partialCount;
   into.errorCount += sign * delta.errorCount;
+  into.costDisagreementCount += sign * delta.costDisagreementCount;
   return into;
 }
 

@@ -12,11 +12,11 @@
  * hold, a cost outside 64 bits, a `__proto__` tag key) is not packed: the caller sends its records as they are,
  * so the writer sees exactly what it was given and the store decides, as before, whether a value is bad.
  */
-import type { CostProvenance, EndpointKey, UsageRecord } from '../core/usage';
+import type { CostProvenance, EndpointKey, UsageRecord, UsageSource } from '../core/usage';
 
 /** Slots of a record in `numbers` (NaN stands for null) and in `refs` (string indexes, -1 stands for null). */
-const NUM = { ts: 0, status: 1, inputTokens: 2, outputTokens: 3, cacheReadTokens: 4, cacheWriteTokens: 5, cacheWrite1hTokens: 6, reasoningTokens: 7, citationTokens: 8, searchQueries: 9, latencyMs: 10, ttfbMs: 11 };
-const STR = { workspaceId: 0, keyId: 1, provider: 2, model: 3, servedModel: 4, endpoint: 5, searchContextSize: 6, provenance: 7, priceVersion: 8, errorCode: 9 };
+const NUM = { ts: 0, status: 1, inputTokens: 2, outputTokens: 3, cacheReadTokens: 4, cacheWriteTokens: 5, cacheWrite1hTokens: 6, reasoningTokens: 7, citationTokens: 8, searchQueries: 9, latencyMs: 10, ttfbMs: 11, costDisagrees: 12 };
+const STR = { workspaceId: 0, keyId: 1, provider: 2, model: 3, servedModel: 4, endpoint: 5, searchContextSize: 6, provenance: 7, priceVersion: 8, errorCode: 9, usageSource: 10, providerCost: 11, toolCalls: 12, priceId: 13 };
 const NF = Object.keys(NUM).length;
 const SF = Object.keys(STR).length;
 const INT64_MIN = -(2n ** 63n);
@@ -116,7 +116,13 @@ export function packRecords(records: readonly UsageRecord[]): PackedRecords | un
       string(s + STR.searchContextSize, r.searchContextSize ?? null, true) &&
       string(s + STR.provenance, r.provenance, false) &&
       string(s + STR.priceVersion, r.priceVersion, true) &&
-      string(s + STR.errorCode, r.errorCode, true);
+      string(s + STR.errorCode, r.errorCode, true) &&
+      // The fields of migration 008 are absent on records spilled before it; stored as null either way.
+      number(b + NUM.costDisagrees, r.costDisagrees === undefined || r.costDisagrees === null ? null : r.costDisagrees ? 1 : 0, true) &&
+      string(s + STR.usageSource, r.usageSource ?? null, true) &&
+      string(s + STR.providerCost, typeof r.providerCostPico === 'bigint' ? r.providerCostPico.toString() : (r.providerCostPico ?? null), true) &&
+      string(s + STR.toolCalls, r.toolCalls ? JSON.stringify(r.toolCalls) : null, true) &&
+      string(s + STR.priceId, r.priceId ?? null, true);
     if (!fits) return undefined;
     ids[i] = r.id;
     idEnd[i] = idChars += r.id.length;
@@ -168,6 +174,9 @@ export function unpackRecords(p: PackedRecords): UsageRecord[] {
       lastFrom = from;
       lastTo = to;
     }
+    const providerCost = str(s + STR.providerCost);
+    const disagrees = num(b + NUM.costDisagrees);
+    const toolCalls = str(s + STR.toolCalls);
     // Field order as plugins/usage-recorder/record.ts builds it (one object shape).
     out[i] = {
       id: p.ids.slice(i === 0 ? 0 : p.idEnd[i - 1], p.idEnd[i]),
@@ -196,6 +205,11 @@ export function unpackRecords(p: PackedRecords): UsageRecord[] {
       ttfbMs: num(b + NUM.ttfbMs),
       tags,
       errorCode: str(s + STR.errorCode),
+      usageSource: str(s + STR.usageSource) as UsageSource | null,
+      providerCostPico: providerCost === null ? null : BigInt(providerCost),
+      costDisagrees: disagrees === null ? null : disagrees === 1,
+      toolCalls: toolCalls === null ? null : (JSON.parse(toolCalls) as Record<string, number>),
+      priceId: str(s + STR.priceId),
     };
   }
   return out;

@@ -5,7 +5,7 @@
  */
 import type { Pool, PoolClient } from 'pg';
 import type { UsageRecord } from '../core/usage';
-import { RECORD_COLUMNS, dedupeById, recordValues, type SqlValue } from './codec';
+import { RECORD_COLUMNS, dedupeById, flag, recordValues, type SqlValue } from './codec';
 import { COUNTER_COLUMNS } from './counters';
 import { postgresDialect as d } from './dialect';
 import { KEY_COLUMNS, checkNewKey, keyFromRow, keyValues } from './keys';
@@ -30,6 +30,7 @@ import {
   rollupUpsertSql,
   type RollupDeltas,
 } from './rollup';
+import type { QuarantinedRecord } from './quarantine';
 import { RECORD_TAG_SET_COLUMN, TagSetIds, tagSetKey } from './tag-sets';
 import type {
   GatewayKey,
@@ -85,6 +86,11 @@ const RECORD_TYPES: Record<(typeof RECORD_COLUMNS)[number], string> = {
   ttfb_ms: 'int4',
   tags: 'jsonb',
   error_code: 'text',
+  usage_source: 'text',
+  provider_cost_pico: 'int8',
+  cost_disagrees: 'int4',
+  tool_calls: 'text',
+  price_id: 'text',
 };
 const DIM_TYPES: Record<string, string> = { hour: 'int8', day: 'int8', status: 'int4', set_id: 'int8' };
 const rollupTypes = (dims: readonly string[]): string[] => [...dims.map((c) => DIM_TYPES[c] ?? 'text'), ...COUNTER_COLUMNS.map(() => 'int8')];
@@ -129,14 +135,19 @@ SELECT id, canon FROM created`;
 const FIND_TAG_SETS = `SELECT id, canon FROM tag_sets WHERE digest IN (SELECT sha256(convert_to(c, 'UTF8')) FROM unnest($1::text[]) AS u (c))`;
 // Compare-and-set: only records still carrying the old values change (and are corrected in the rollups).
 const REPRICE = `UPDATE usage_records u
-SET cost_pico = v.cost_pico, provenance = v.provenance, price_version = v.price_version
-FROM unnest($1::text[], $2::int8[], $3::text[], $4::text[], $5::int8[], $6::text[], $7::text[])
-  AS v (id, cost_pico, provenance, price_version, old_cost_pico, old_provenance, old_price_version)
+SET cost_pico = v.cost_pico, provenance = v.provenance, price_version = v.price_version,
+  usage_source = v.usage_source, price_id = v.price_id, cost_disagrees = v.cost_disagrees
+FROM unnest($1::text[], $2::int8[], $3::text[], $4::text[], $5::int8[], $6::text[], $7::text[], $8::text[], $9::text[], $10::int4[])
+  AS v (id, cost_pico, provenance, price_version, old_cost_pico, old_provenance, old_price_version, usage_source, price_id, cost_disagrees)
 WHERE u.id = v.id
   AND u.cost_pico IS NOT DISTINCT FROM v.old_cost_pico
   AND u.provenance = v.old_provenance
   AND u.price_version IS NOT DISTINCT FROM v.old_price_version
 RETURNING u.id`;
+
+const QUARANTINE = `INSERT INTO quarantined_records (digest, record_id, record_ts, quarantined_at, error_code, error_message, record_json)
+${unnest(['text', 'text', 'int8', 'int8', 'text', 'text', 'text'])}
+ON CONFLICT (digest) DO NOTHING`;
 
 /** Serialises migrations of concurrently starting instances (any stable 64-bit number). */
 const MIGRATION_LOCK = 7_162_022_001;
@@ -154,6 +165,7 @@ export class PostgresUsageStore implements UsageStore {
     this.schema = opts.schema;
     this.log = opts.logger;
     // pg is loaded here, on first use: SQLite deployments need not load it (~2 MiB of resident memory at start).
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded lazily, see above
     const { Pool } = require('pg') as typeof import('pg');
     this.pool = new Pool({
       connectionString: url,
@@ -189,6 +201,15 @@ export class PostgresUsageStore implements UsageStore {
   }
 
   private readonly exec: Exec = async (q) => (await this.pool.query(q.sql, q.params as unknown[])).rows as Record<string, unknown>[];
+
+  /**
+   * Whether Tollgate's tables exist here (a migration ran once), creating nothing. to_regclass resolves through
+   * search_path, which holds the configured schema, and answers null when that schema does not exist.
+   */
+  async hasSchema(): Promise<boolean> {
+    const { rows } = await this.pool.query<{ found: string | null }>("SELECT to_regclass('schema_migrations')::text AS found");
+    return rows[0]?.found != null;
+  }
 
   async migrate(): Promise<MigrateResult> {
     const { applied, done } = await this.tx(async (c) => {
@@ -270,6 +291,16 @@ export class PostgresUsageStore implements UsageStore {
     return { inserted, duplicates: records.length - inserted };
   }
 
+  async quarantine(entries: readonly QuarantinedRecord[]): Promise<void> {
+    if (entries.length === 0) return;
+    const rows = entries.map((e): SqlValue[] => [e.digest, e.recordId, e.recordTs, e.quarantinedAt, e.errorCode, e.errorMessage, e.recordJson]);
+    await this.pool.query(QUARANTINE, columns(rows, 7));
+  }
+
+  async countQuarantined(): Promise<number> {
+    return Number((await this.pool.query<{ n: string }>('SELECT count(*) AS n FROM quarantined_records')).rows[0].n);
+  }
+
   queryUsage(query: UsageQuery): Promise<UsageGroupRow[]> {
     return runUsageQuery(d, this.exec, query);
   }
@@ -285,8 +316,11 @@ export class PostgresUsageStore implements UsageStore {
   repriceAll(fn: RepriceFn, filter?: Partial<UsageFilter>): Promise<RepriceResult> {
     const apply = (changes: Change[]): Promise<Change[]> =>
       this.withTagSets(async (c, found) => {
-        const rows = changes.map(({ old, next }): SqlValue[] => [old.id, next.costPico, next.provenance, next.priceVersion, old.costPico, old.provenance, old.priceVersion]);
-        const res = await c.query<{ id: string }>(REPRICE, columns(rows, 7));
+        const rows = changes.map(({ old, next }): SqlValue[] => [
+          old.id, next.costPico, next.provenance, next.priceVersion, old.costPico, old.provenance, old.priceVersion,
+          next.usageSource ?? null, next.priceId ?? null, flag(next.costDisagrees),
+        ]);
+        const res = await c.query<{ id: string }>(REPRICE, columns(rows, 10));
         const updated = new Set(res.rows.map((r) => r.id));
         const done = changes.filter((ch) => updated.has(ch.old.id));
         await this.applyDeltas(c, repriceDeltas(done, await this.tagSetIds(c, done.map((ch) => ch.old), found)).result());

@@ -9,9 +9,17 @@ import type { SqlDialect } from './dialect';
 import { scanRecords } from './query/list';
 import type { Exec } from './query/run';
 import { RollupAccumulator } from './rollup';
-import type { RepriceFn, RepriceResult, UsageFilter } from './store';
+import type { RepriceFn, RepriceResult, Repricing, UsageFilter } from './store';
 
 export const REPRICE_CHUNK = 1000;
+
+/** The fields a repricing may change (storage/store.ts Repricing); a record whose fields all stay is not rewritten. */
+const REPRICED_FIELDS = ['costPico', 'provenance', 'priceVersion', 'usageSource', 'priceId', 'costDisagrees'] as const;
+
+/** Whether a repricing changes anything stored on the record. */
+export function repricingChanges(old: UsageRecord, p: Repricing): boolean {
+  return REPRICED_FIELDS.some((f) => f in p && (p[f] ?? null) !== (old[f] ?? null));
+}
 
 export interface Change {
   old: UsageRecord;
@@ -30,8 +38,8 @@ export async function repriceRecords(d: SqlDialect, exec: Exec, apply: ApplyChan
     for (const old of records) {
       const p = fn(old);
       if (!p) continue;
-      if (p.costPico === old.costPico && p.provenance === old.provenance && p.priceVersion === old.priceVersion) continue;
-      changes.push({ old, next: { ...old, costPico: p.costPico, provenance: p.provenance, priceVersion: p.priceVersion } });
+      if (!repricingChanges(old, p)) continue;
+      changes.push({ old, next: { ...old, ...p } });
     }
     if (changes.length) updated += (await apply(changes)).length;
   }

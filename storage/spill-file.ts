@@ -15,6 +15,13 @@ import type { UsageRecord } from '../core/usage';
 import { recordFromJson, recordToJson } from './record-json';
 import type { StorageLogger } from './store';
 
+/** Lines of a spill file, read back. */
+export interface SpillBatch {
+  records: UsageRecord[];
+  /** Lines that are not usage records, and why. */
+  unreadable: { line: string; err: unknown }[];
+}
+
 export class SpillFile {
   private stream: WriteStream | null = null;
   /** Records appended to the active file since it was last moved aside (or found non-empty at start). */
@@ -87,28 +94,28 @@ export class SpillFile {
     return [...this.replayFiles].sort();
   }
 
-  /** Records of a replay file in batches; unreadable lines (e.g. a torn last line after a crash) are skipped. */
-  async *read(file: string, batchSize: number): AsyncGenerator<UsageRecord[]> {
+  /**
+   * Records of a replay file in batches of at most `batchSize` lines. A line that is not a record (a torn last line
+   * after a crash, a corrupted or hand-edited line) comes in `unreadable`, with the reason, for the quarantine.
+   */
+  async *read(file: string, batchSize: number): AsyncGenerator<SpillBatch> {
     const input = createReadStream(file, { encoding: 'utf8' });
     const lines = createInterface({ input, crlfDelay: Infinity });
-    let batch: UsageRecord[] = [];
-    let lineNo = 0;
+    let batch: SpillBatch = { records: [], unreadable: [] };
     try {
       for await (const line of lines) {
-        lineNo++;
         if (!line.trim()) continue;
         try {
-          batch.push(recordFromJson(line));
+          batch.records.push(recordFromJson(line));
         } catch (err) {
-          this.log?.warn({ err, file, line: lineNo }, 'skipping unreadable usage spill line');
-          continue;
+          batch.unreadable.push({ line, err });
         }
-        if (batch.length >= batchSize) {
+        if (batch.records.length + batch.unreadable.length >= batchSize) {
           yield batch;
-          batch = [];
+          batch = { records: [], unreadable: [] };
         }
       }
-      if (batch.length) yield batch;
+      if (batch.records.length + batch.unreadable.length) yield batch;
     } finally {
       lines.close();
       input.destroy();

@@ -8,7 +8,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { UsageRecord } from '../core/usage';
-import { RECORD_COLUMNS, dedupeById, recordValues } from './codec';
+import { RECORD_COLUMNS, dedupeById, flag, recordValues } from './codec';
 import { COUNTER_COLUMNS } from './counters';
 import { sqliteDialect as d } from './dialect';
 import { KEY_COLUMNS, checkNewKey, keyFromRow, keyValues } from './keys';
@@ -34,6 +34,7 @@ import {
   rollupUpsertSql,
   type RollupDeltas,
 } from './rollup';
+import type { QuarantinedRecord } from './quarantine';
 import { RECORD_TAG_SET_COLUMN, TagSetIds, tagSetKey, tagSetMembers } from './tag-sets';
 import type {
   GatewayKey,
@@ -61,6 +62,8 @@ export interface SqliteStoreOptions {
    * file; an in-memory database cannot be shared between threads and is always written inline.
    */
   writerThread?: boolean;
+  /** Open an existing database file only: create neither it nor its folder. */
+  mustExist?: boolean;
   logger?: StorageLogger;
 }
 
@@ -78,6 +81,19 @@ const WAL_AUTOCHECKPOINT_PAGES = 10_000;
 /** The writer's upserts touch recent pages only (time-ordered ids, hourly rollups): a small cache serves them. */
 const WRITER_CACHE_KIB = 4 * 1024;
 
+/**
+ * Whether the file holds Tollgate's tables (a migration ran once), read on a read-only connection: a file that
+ * is empty or another program's database is left byte for byte as it was.
+ */
+export function sqliteFileHasSchema(path: string): boolean {
+  const db = new Database(path, { readonly: true, fileMustExist: true });
+  try {
+    return db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").get() !== undefined;
+  } finally {
+    db.close();
+  }
+}
+
 export class SqliteUsageStore implements UsageStore {
   readonly dialect = 'sqlite' as const;
   private readonly db: Database.Database;
@@ -90,8 +106,8 @@ export class SqliteUsageStore implements UsageStore {
   private readonly tagSets = new TagSetIds();
 
   constructor(path: string, opts: SqliteStoreOptions = {}) {
-    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-    this.db = new Database(path);
+    if (path !== ':memory:' && !opts.mustExist) mkdirSync(dirname(path), { recursive: true });
+    this.db = new Database(path, { fileMustExist: opts.mustExist === true });
     this.log = opts.logger;
     this.db.pragma('journal_mode = WAL');
     this.busyTimeoutMs = Math.floor(opts.busyTimeoutMs ?? 5000);
@@ -174,17 +190,28 @@ export class SqliteUsageStore implements UsageStore {
     });
     // Compare-and-set: only a record still carrying the old values is changed (and corrected in the rollups).
     const updateCost = db.prepare(
-      'UPDATE usage_records SET cost_pico = ?, provenance = ?, price_version = ? WHERE id = ? AND cost_pico IS ? AND provenance = ? AND price_version IS ?',
+      'UPDATE usage_records SET cost_pico = ?, provenance = ?, price_version = ?, usage_source = ?, price_id = ?, cost_disagrees = ? ' +
+        'WHERE id = ? AND cost_pico IS ? AND provenance = ? AND price_version IS ?',
     );
     const reprice = db.transaction((changes: Change[], found: Map<string, number>): Change[] => {
       tagSets.checkSchema();
       const done = changes.filter(
-        ({ old, next }) => updateCost.run(next.costPico, next.provenance, next.priceVersion, old.id, old.costPico, old.provenance, old.priceVersion).changes === 1,
+        ({ old, next }) =>
+          updateCost.run(
+            next.costPico, next.provenance, next.priceVersion, next.usageSource ?? null, next.priceId ?? null, flag(next.costDisagrees),
+            old.id, old.costPico, old.provenance, old.priceVersion,
+          ).changes === 1,
       );
       applyDeltas(repriceDeltas(done, done.map((c) => tagSets.id(c.old, found))).result());
       return done;
     });
-    return { insert, reprice };
+    const insertQuarantined = db.prepare(
+      'INSERT INTO quarantined_records (digest, record_id, record_ts, quarantined_at, error_code, error_message, record_json) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (digest) DO NOTHING',
+    );
+    const quarantine = db.transaction((entries: readonly QuarantinedRecord[]): void => {
+      for (const e of entries) insertQuarantined.run(e.digest, e.recordId, e.recordTs, e.quarantinedAt, e.errorCode, e.errorMessage, e.recordJson);
+    });
+    return { insert, reprice, quarantine };
   }
 
   /**
@@ -236,13 +263,28 @@ export class SqliteUsageStore implements UsageStore {
     if (records.length === 0) return { inserted: 0, duplicates: 0 };
     if (this.writer) return this.writer.insertBatch(records);
     const unique = dedupeById(records);
+    const inserted = this.withShortLockWait(() => this.withTagSets((found) => this.w.insert.immediate(unique, found)));
+    return { inserted, duplicates: records.length - inserted };
+  }
+
+  async quarantine(entries: readonly QuarantinedRecord[]): Promise<void> {
+    if (entries.length === 0) return;
+    if (this.writer) return this.writer.quarantine(entries);
+    this.withShortLockWait(() => this.w.quarantine.immediate(entries));
+  }
+
+  /** A write of the write queue: waits at most INSERT_BUSY_TIMEOUT_MS for another connection's lock. */
+  private withShortLockWait<T>(write: () => T): T {
     this.db.pragma(`busy_timeout = ${Math.min(INSERT_BUSY_TIMEOUT_MS, this.busyTimeoutMs)}`);
     try {
-      const inserted = this.withTagSets((found) => this.w.insert.immediate(unique, found));
-      return { inserted, duplicates: records.length - inserted };
+      return write();
     } finally {
       this.db.pragma(`busy_timeout = ${this.busyTimeoutMs}`);
     }
+  }
+
+  async countQuarantined(): Promise<number> {
+    return Number(this.db.prepare('SELECT count(*) FROM quarantined_records').pluck().get());
   }
 
   /** Read statements return integers as bigint (exact money); the shared decoders convert. */

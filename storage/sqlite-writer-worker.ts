@@ -24,6 +24,8 @@ function run(msg: WriterRequest): unknown {
       return store.insertBatch(unpackRecords(msg.packed));
     case 'insertBatch':
       return store.insertBatch(msg.records);
+    case 'quarantine':
+      return store.quarantine(msg.entries);
     case 'touchKeys':
       return store.touchKeys(msg.ids, msg.lastUsedAt);
     case 'collectGarbage':

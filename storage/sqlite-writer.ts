@@ -15,6 +15,7 @@ import { setFlagsFromString } from 'node:v8';
 import { Worker } from 'node:worker_threads';
 import type { UsageRecord } from '../core/usage';
 import { packRecords, packedBuffers, type PackedRecords } from './packed-records';
+import type { QuarantinedRecord } from './quarantine';
 import type { InsertResult } from './store';
 
 /** What the main thread asks of the worker. */
@@ -23,10 +24,11 @@ export type WriterRequest =
   /** The same, packed by column (storage/packed-records.ts): how every batch that fits the packed shape travels. */
   | { id: number; op: 'insertPacked'; packed: PackedRecords }
   | { id: number; op: 'touchKeys'; ids: readonly string[]; lastUsedAt: number }
+  | { id: number; op: 'quarantine'; entries: readonly QuarantinedRecord[] }
   /** Full GCs of the worker's own heap, asked for by the idle-memory release of the main thread (runtime/memory-policy.ts). */
   | { id: number; op: 'collectGarbage' };
 
-/** The worker's answer; an error keeps its code (SQLITE_CONSTRAINT... decides retry vs dead letter). */
+/** The worker's answer; an error keeps its code (SQLITE_CONSTRAINT... decides retry vs quarantine). */
 export type WriterResponse = { id: number; result: unknown } | { id: number; error: { message: string; name: string; code?: string } };
 
 export interface WriterThreadOptions {
@@ -63,6 +65,10 @@ export class SqliteWriterThread {
     const packed = packRecords(records);
     const request: WriterRequest = packed ? { id, op: 'insertPacked', packed } : { id, op: 'insertBatch', records };
     return this.call(request, packed && packedBuffers(packed)) as Promise<InsertResult>;
+  }
+
+  async quarantine(entries: readonly QuarantinedRecord[]): Promise<void> {
+    await this.call({ id: this.nextId++, op: 'quarantine', entries });
   }
 
   async touchKeys(ids: readonly string[], lastUsedAt: number): Promise<void> {

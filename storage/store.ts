@@ -5,7 +5,8 @@
  * Money is bigint pico-USD everywhere (core/usage.ts); counts and token sums are plain numbers.
  * Times are epoch milliseconds; time buckets are UTC hours / UTC days.
  */
-import type { CostProvenance, PicoUsd, UsageRecord } from '../core/usage';
+import type { CostProvenance, PicoUsd, UsageRecord, UsageSource } from '../core/usage';
+import type { QuarantinedRecord } from './quarantine';
 
 /** Group value of a record that lacks the grouped tag key, and the filter value matching such records. */
 export { UNTAGGED } from '../core/usage';
@@ -66,6 +67,8 @@ export interface UsageTotals {
   partialCount: number;
   /** Records with an errorCode or an HTTP status >= 400. */
   errorCount: number;
+  /** Records whose provider-reported cost and computed cost differ by more than 1%. */
+  costDisagreementCount: number;
 }
 
 export interface UsageGroupRow extends UsageTotals {
@@ -94,6 +97,12 @@ export interface Repricing {
   costPico: PicoUsd | null;
   provenance: CostProvenance;
   priceVersion: string | null;
+  /** How the record's counts were obtained (inferred for a record written before migration 008). */
+  usageSource?: UsageSource | null;
+  /** The catalog entry now used. */
+  priceId?: string | null;
+  /** The provider's figure compared again with the recomputed cost. */
+  costDisagrees?: boolean | null;
 }
 
 /** Returns the new cost of a record, or undefined to leave it alone. */
@@ -150,6 +159,13 @@ export interface UsageStore {
    * Idempotent on record id: already stored ids are skipped and add nothing to the rollups.
    */
   insertBatch(records: readonly UsageRecord[]): Promise<InsertResult>;
+  /**
+   * Keeps records refused for their content in quarantined_records (storage/quarantine.ts), in one transaction;
+   * an entry whose digest is already there is skipped.
+   */
+  quarantine(entries: readonly QuarantinedRecord[]): Promise<void>;
+  /** Rows in quarantined_records (every instance's, on a shared PostgreSQL). */
+  countQuarantined(): Promise<number>;
   /** Grouped totals (and time series when `interval` is set); see storage/query/plan.ts for the paths. */
   queryUsage(query: UsageQuery): Promise<UsageGroupRow[]>;
   /** Raw records, newest first, keyset-paged. */

@@ -1,7 +1,8 @@
 /**
  * Admin API routes added for the dashboard (all behind the admin token, like every /api route):
  *   GET /api/dimensions  built-in dimensions and every tag key in the data (the group-by picker)
- *   GET /api/info        proxy URL, workspaces, whether anything was recorded yet (the empty state)
+ *   GET /api/info        proxy URL, workspaces, whether anything was recorded yet (the empty state), and how many
+ *                        records the store refused for their content and holds in quarantine (storage/quarantine.ts)
  *   GET /api/usage.csv   the grouping of GET /api/usage (same parameters) as CSV
  *   GET /api/usage/series  cost and requests per UTC hour/day for a few groups (the chart's stacks) plus
  *                          "other" (everything else) and the total, without sending every group's series
@@ -13,7 +14,7 @@ import { formatUsd } from '../../pricing/money';
 import { planUsageQuery } from '../../storage/query/plan';
 import { DAY_MS, HOUR_MS } from '../../storage/rollup';
 import { BUILTIN_DIMENSIONS, NONE, type UsageGroupRow, type UsageStore } from '../../storage/store';
-import { filterFrom, groupByFrom, intervalFrom, queryValue } from '../query-params';
+import { filterFrom, groupByFrom, intervalFrom } from '../query-params';
 import { usageCsv } from './csv';
 
 export interface DashboardApiDeps {
@@ -23,6 +24,14 @@ export interface DashboardApiDeps {
   proxyUrl?: string;
 }
 
+/** Values one GET /api/usage/series may ask for. */
+export const SERIES_VALUES_MAX = 20;
+/**
+ * Buckets one answer may have: each is an entry of every array in it. Far beyond any range the dashboard asks
+ * for (hours up to 3 days, days beyond), it stops a range of millennia by the hour from filling the heap.
+ */
+export const SERIES_BUCKETS_MAX = 100_000;
+
 export function registerDashboardRoutes(router: Router, { store, workspaces, proxyUrl }: DashboardApiDeps): void {
   router.get('/dimensions', async (ctx) => {
     ctx.body = { builtin: [...BUILTIN_DIMENSIONS], tags: await store.listTagKeys() };
@@ -30,12 +39,13 @@ export function registerDashboardRoutes(router: Router, { store, workspaces, pro
 
   router.get('/info', async (ctx) => {
     // Newest record over all time: one index seek on (ts, id).
-    const latest = await store.listRequests({ from: 0, to: Number.MAX_SAFE_INTEGER, limit: 1 });
+    const [latest, quarantined] = await Promise.all([store.listRequests({ from: 0, to: Number.MAX_SAFE_INTEGER, limit: 1 }), store.countQuarantined()]);
     ctx.body = {
       proxy_url: proxyUrl ?? null,
       workspaces: workspaces.map((w) => ({ id: w.id, name: w.name ?? null })),
       has_records: latest.records.length > 0,
       latest_record_at: latest.records[0] ? new Date(latest.records[0].ts).toISOString() : null,
+      quarantined_records: quarantined,
     };
   });
 
@@ -64,12 +74,16 @@ export function registerDashboardRoutes(router: Router, { store, workspaces, pro
     if (groupBy.length > 1) throw new GatewayError('invalid_body', 'group_by takes one dimension here', { param: 'group_by' });
     const interval = intervalFrom(ctx.query) ?? 'day';
     const raw = ctx.query.value;
-    let values = (Array.isArray(raw) ? raw : raw !== undefined ? [raw] : []).slice(0, 21);
-    if (values.length > 20) throw new GatewayError('invalid_body', 'at most 20 values', { param: 'value' });
+    let values = (Array.isArray(raw) ? raw : raw !== undefined ? [raw] : []).slice(0, SERIES_VALUES_MAX + 1);
+    if (values.length > SERIES_VALUES_MAX) throw new GatewayError('invalid_body', `at most ${SERIES_VALUES_MAX} values`, { param: 'value' });
     const dim = groupBy[0];
     const size = interval === 'hour' ? HOUR_MS : DAY_MS;
+    const first = Math.floor(filter.from / size) * size;
+    if (Math.ceil((filter.to - first) / size) > SERIES_BUCKETS_MAX) {
+      throw new GatewayError('invalid_body', `from..to holds more than ${SERIES_BUCKETS_MAX} ${interval} buckets: shorten the range or use a longer interval`, { param: 'from' });
+    }
     const buckets: number[] = [];
-    for (let b = Math.floor(filter.from / size) * size; b < filter.to; b += size) buckets.push(b);
+    for (let b = first; b < filter.to; b += size) buckets.push(b);
     const index = new Map(buckets.map((b, i) => [b, i]));
     const zeros = () => ({ cost: buckets.map(() => 0n), requests: buckets.map(() => 0) });
     const add = (into: ReturnType<typeof zeros>, r: UsageGroupRow, sign = 1) => {

@@ -1,4 +1,5 @@
 import { GatewayError } from '../../core/errors';
+import { truncate } from '../../core/truncate';
 import { RESERVED_TAG_KEYS } from '../../storage/store';
 
 export interface TagLimits {
@@ -54,7 +55,7 @@ function utf8(value: string, source: string): string {
 function put(tags: Record<string, string>, rawKey: string, value: unknown, limits: TagLimits, source: string): string {
   const key = normaliseTagKey(rawKey);
   if (!KEY_SHAPE.test(key) || key.length > limits.maxKeyLength) {
-    throw invalid(`Invalid tag key "${rawKey.slice(0, 80)}" in ${source}: use letters, digits, _ . - (at most ${limits.maxKeyLength} characters).`);
+    throw invalid(`Invalid tag key "${truncate(rawKey, 80)}" in ${source}: use letters, digits, _ . - (at most ${limits.maxKeyLength} characters).`);
   }
   if (key.startsWith(GATEWAY_TAG_PREFIX)) {
     throw invalid(`Tag key "${key}" in ${source} is reserved: keys starting with "${GATEWAY_TAG_PREFIX}" are set by the gateway itself.`);
@@ -66,6 +67,7 @@ function put(tags: Record<string, string>, rawKey: string, value: unknown, limit
   if (value.length === 0 || value.length > limits.maxValueLength) {
     throw invalid(`Tag "${key}" in ${source} must be 1 to ${limits.maxValueLength} characters long.`);
   }
+  // eslint-disable-next-line no-control-regex -- control characters are exactly what is refused
   if (/[\u0000-\u001f\u007f]/.test(value)) throw invalid(`Tag "${key}" in ${source} contains control characters.`);
   tags[key] = value;
   return key;
@@ -95,11 +97,11 @@ function duplicatedKey(json: string): string {
 }
 
 function twice(key: string): GatewayError {
-  return invalid(`Tag "${key}" is given twice in X-Gateway-Metadata (keys are case-insensitive, "-" and "_" are the same).`);
+  return invalid(`Tag "${truncate(key, 80)}" is given twice in X-Gateway-Metadata (keys are case-insensitive, "-" and "_" are the same).`);
 }
 
 function refuseRepeated(h: TagHeaders, name: string): void {
-  if ((h.timesSent?.(name) ?? 1) > 1) throw invalid(`The header ${name} was sent more than once.`);
+  if ((h.timesSent?.(name) ?? 1) > 1) throw invalid(`The header ${truncate(name, 100)} was sent more than once.`);
 }
 
 /**
@@ -134,7 +136,7 @@ export function parseTags(h: TagHeaders, limits: TagLimits): Record<string, stri
   for (const name of h.names) {
     if (!name.startsWith(FLAT_PREFIX)) continue;
     refuseRepeated(h, name);
-    const source = `header ${name}`;
+    const source = `header ${truncate(name, 100)}`;
     const key = put(tags, name.slice(FLAT_PREFIX.length), utf8(h.header(name) ?? '', source), limits, source);
     if (flat.has(key)) throw invalid(`Tag "${key}" is given by two X-Gateway-Metadata-<Name> headers.`);
     flat.add(key);

@@ -17,10 +17,13 @@ export function at(v: unknown, ...path: string[]): unknown {
   return cur;
 }
 
-/** A finite number at a key path; null, strings and NaN read as "not reported". */
+/**
+ * A count or a cost at a key path: a finite number, never negative. null, strings, NaN and negative numbers
+ * (nothing a provider bills is below zero) read as "not reported".
+ */
 export function num(v: unknown, ...path: string[]): number | undefined {
   const x = at(v, ...path);
-  return typeof x === 'number' && Number.isFinite(x) ? x : undefined;
+  return typeof x === 'number' && Number.isFinite(x) && x >= 0 ? x : undefined;
 }
 
 export function str(v: unknown, ...path: string[]): string | undefined {

@@ -5,6 +5,7 @@ let ioredis: IoRedis | undefined;
 
 /** ioredis, loaded on first use: it costs ~6 MB of memory, which deployments without Redis need not pay. */
 function load(): IoRedis {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded lazily, see above
   return (ioredis ??= require('ioredis') as IoRedis);
 }
 

@@ -96,7 +96,7 @@ describe('dashboard in a real browser (Chromium, playwright-core)', function () 
   before(async function () {
     this.timeout(15 * 60_000); // a first run may install Chromium
     const chromium = await ensureChromium();
-    if (!chromium) return this.skip();
+    if (!chromium) return this.skip(); // ensureChromium said why: a SKIPPED line (in CI it threw instead)
     this.timeout(60_000);
     await upstream.start();
     gw = await startTestGateway(upstream.url);

@@ -1,8 +1,8 @@
 /**
- * Storage added for the dashboard, on SQLite and PostgreSQL (when DATABASE_URL is set): the tag-key list
- * (listTagKeys), the daily rollups and the tag-set rollup (answers equal to the hourly rollups, or to the raw
- * records for two or more tag keys, also after repricing), their backfill by migrations 002, 004 and 005, and
- * tag-driven request listing.
+ * Storage added for the dashboard, on SQLite and PostgreSQL (DATABASE_URL; helpers/services.ts when it is unset):
+ * the tag-key list (listTagKeys), the daily rollups and the tag-set rollup (answers equal to the hourly rollups, or
+ * to the raw records for two or more tag keys, also after repricing), their backfill by migrations 002, 004 and 005,
+ * and tag-driven request listing.
  */
 import { expect } from 'chai';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -11,12 +11,12 @@ import { join } from 'node:path';
 import { Client } from 'pg';
 import type { UsageRecord } from '../../core/usage';
 import { openStore, planUsageQuery, type UsageQuery, type UsageStore } from '../../storage';
-import { olderSchemaSql } from '../helpers/older-schema';
+import { olderSchemaSql, undo008Sql } from '../helpers/older-schema';
+import { requirePostgres } from '../helpers/services';
 
 const DAY = 86_400_000;
 const HOUR = 3_600_000;
 const BASE = Date.UTC(2026, 0, 5);
-const PG_URL = process.env.DATABASE_URL;
 
 function records(n: number): UsageRecord[] {
   const out: UsageRecord[] = [];
@@ -100,17 +100,14 @@ async function viaDaily(store: UsageStore, q: UsageQuery): Promise<Map<string, s
   return new Map(rows.map((r) => [JSON.stringify([r.bucket ?? null, r.group]), `${r.requests}/${r.costPico}/${r.unknownCostCount}/${r.inputTokens}`]));
 }
 
-function suite(name: string, open: () => Promise<UsageStore>, raw: (store: UsageStore, sql: string) => Promise<void>, cleanup: () => Promise<void>): void {
+/** `open` runs in the suite's first hook, with its context (to skip or fail when the store's service is missing). */
+function suite(name: string, open: (ctx: Mocha.Context) => Promise<UsageStore>, raw: (store: UsageStore, sql: string) => Promise<void>, cleanup: () => Promise<void>): void {
   describe(`dashboard storage: ${name}`, function () {
     this.timeout(60_000);
     let store: UsageStore;
     const data = records(1500);
     before(async function () {
-      if (name === 'PostgreSQL' && !PG_URL) {
-        console.log('\n  SKIPPED: dashboard storage on PostgreSQL (set DATABASE_URL=postgres://... to run it)\n');
-        return this.skip();
-      }
-      store = await open();
+      store = await open(this);
     });
     after(async () => {
       await store?.close();
@@ -138,8 +135,9 @@ function suite(name: string, open: () => Promise<UsageStore>, raw: (store: Usage
     it('migration 002 fills the daily rollups from the hourly ones', async () => {
       const before = await Promise.all(QUERIES.map((q) => viaDaily(store, q)));
       await raw(store, 'DROP TABLE usage_rollup_daily; DROP TABLE usage_tag_rollup_daily; DELETE FROM schema_migrations WHERE version = 2');
+      await raw(store, undo008Sql(['usage_rollup_daily', 'usage_tag_rollup_daily']));
       const migrated = await store.migrate();
-      expect(migrated.applied).to.deep.equal([2]);
+      expect(migrated.applied).to.deep.equal([2, 8]);
       const after = await Promise.all(QUERIES.map((q) => viaDaily(store, q)));
       expect(after).to.deep.equal(before);
     });
@@ -147,7 +145,7 @@ function suite(name: string, open: () => Promise<UsageStore>, raw: (store: Usage
     it('migrations 004 and 005 fill the tag-set rollup and the records\' sets from the stored records (money beyond 2^63 per day kept exact)', async () => {
       const before = await Promise.all(QUERIES.map((q) => viaDaily(store, q)));
       await raw(store, olderSchemaSql(store.dialect, 3));
-      expect((await store.migrate()).applied).to.deep.equal([4, 5]);
+      expect((await store.migrate()).applied).to.deep.equal([4, 5, 6, 8]);
       const after = await Promise.all(QUERIES.map((q) => viaDaily(store, q)));
       expect(after).to.deep.equal(before);
       for (const q of QUERIES) expect(after[QUERIES.indexOf(q)], JSON.stringify(q)).to.deep.equal(await viaHourly(store, q));
@@ -187,18 +185,22 @@ suite(
 );
 
 const schema = `tollgate_dash_${process.pid}_${Date.now().toString(36)}`;
+let pgUrl: string | undefined;
 suite(
   'PostgreSQL',
-  () => openStore(PG_URL as string, { schema }),
+  async (ctx) => {
+    pgUrl = await requirePostgres(ctx, 'dashboard storage on PostgreSQL');
+    return openStore(pgUrl, { schema });
+  },
   async (_store, sql) => {
-    const c = new Client({ connectionString: PG_URL, options: `-c search_path=${schema}` });
+    const c = new Client({ connectionString: pgUrl, options: `-c search_path=${schema}` });
     await c.connect();
     await c.query(sql);
     await c.end();
   },
   async () => {
-    if (!PG_URL) return;
-    const c = new Client({ connectionString: PG_URL });
+    if (!pgUrl) return;
+    const c = new Client({ connectionString: pgUrl });
     await c.connect();
     await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
     await c.end();

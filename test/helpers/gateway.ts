@@ -97,13 +97,14 @@ const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typ
 
 /**
  * Mocha hooks shared by the integration suites: start the test upstream and a gateway in front of it once,
- * clear what the upstream recorded before each test, stop both at the end.
+ * clear what the upstream recorded before each test, stop both at the end. `extraYaml` may be a function of the
+ * upstream's URL (known once it started), for providers of the test's own.
  */
-export function useGateway(upstream: TestUpstream, set: (gw: TestGateway) => void, extraYaml = ''): void {
+export function useGateway(upstream: TestUpstream, set: (gw: TestGateway) => void, extraYaml: string | ((upstreamUrl: string) => string) = ''): void {
   let gw: TestGateway | undefined;
   before(async () => {
     await upstream.start();
-    gw = await startTestGateway(upstream.url, extraYaml);
+    gw = await startTestGateway(upstream.url, typeof extraYaml === 'function' ? extraYaml(upstream.url) : extraYaml);
     set(gw);
   });
   after(async () => {

@@ -4,8 +4,23 @@
  *   version 4  records without tag_set_id, one record_tags row per string tag (as migration 001 created it and the
  *              writer filled it until migration 005), usage_records_ts on (ts, id)
  *   version 3  the same, without the tag-set tables of migration 004
+ * Neither has the quarantine table of migration 006, nor the columns of migration 008.
  */
 type Dialect = 'sqlite' | 'postgres';
+
+/**
+ * Migration 008's columns dropped, records and rollups as every earlier build left them, and 008 no longer
+ * recorded as applied; `droppedTables` are rollup tables the caller drops itself.
+ */
+export function undo008Sql(droppedTables: readonly string[] = []): string {
+  return [
+    ...['usage_source', 'provider_cost_pico', 'cost_disagrees', 'tool_calls', 'price_id'].map((c) => `ALTER TABLE usage_records DROP COLUMN ${c};`),
+    ...['usage_rollup_hourly', 'usage_tag_rollup_hourly', 'usage_rollup_daily', 'usage_tag_rollup_daily', 'usage_tag_set_daily']
+      .filter((t) => !droppedTables.includes(t))
+      .map((t) => `ALTER TABLE ${t} DROP COLUMN cost_disagreement_count;`),
+    'DELETE FROM schema_migrations WHERE version = 8;',
+  ].join('\n');
+}
 
 const RECORD_TAGS: Record<Dialect, string> = {
   sqlite: `CREATE TABLE record_tags (
@@ -26,6 +41,7 @@ SELECT r.id, e.key, e.value #>> '{}', r.ts FROM usage_records r, jsonb_each(r.ta
 
 export function olderSchemaSql(dialect: Dialect, version: 3 | 4): string {
   return [
+    undo008Sql(),
     RECORD_TAGS[dialect],
     'CREATE INDEX record_tags_key_value_ts ON record_tags (key, value, ts);',
     'DROP INDEX usage_records_tag_set_ts;',
@@ -33,6 +49,7 @@ export function olderSchemaSql(dialect: Dialect, version: 3 | 4): string {
     'ALTER TABLE usage_records DROP COLUMN tag_set_id;',
     'CREATE INDEX usage_records_ts ON usage_records (ts, id);',
     ...(version === 3 ? ['DROP TABLE usage_tag_set_daily;', 'DROP TABLE tag_set_members;', 'DROP TABLE tag_sets;'] : []),
+    'DROP TABLE quarantined_records;',
     `DELETE FROM schema_migrations WHERE version > ${version};`,
   ].join('\n');
 }

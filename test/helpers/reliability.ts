@@ -126,7 +126,7 @@ export function expectNoSecretsIn(texts: readonly string[], what: string): void 
 export async function expectNoSecrets(gw: TestGateway, extra: string[] = []): Promise<{ logLines: number; records: number; adminAnswers: number; files: number }> {
   const records = await allRecords(gw);
   const answers = adminAnswers.get(gw) ?? [];
-  // Files at rest too: the SQLite database and its WAL, the spill and dead-letter files.
+  // Files at rest too: the SQLite database and its WAL, the spill and quarantine files.
   const files = readdirSync(gw.dataDir).map((f) => join(gw.dataDir, f)).filter((f) => statSync(f).isFile()).map((f) => readFileSync(f).toString('latin1'));
   const sources: [string, string[]][] = [
     ['log line', gw.logs], ['stored record', records.map((r) => JSON.stringify(r))], ['admin answer', answers], ['client-visible text', extra], ['file in the data folder', files],

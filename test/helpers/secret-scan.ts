@@ -133,7 +133,7 @@ export interface Finding {
 /** Files a test wrote into the folder (configs, plugin code) are its input, not the gateway's output. */
 const TEST_INPUT = /\.(ya?ml|m?js|cjs|ts)$/;
 
-/** Files in the data folder (recursively) the gateway wrote: the SQLite database and its WAL, spill and dead-letter files. */
+/** Files in the data folder (recursively) the gateway wrote: the SQLite database and its WAL, spill and quarantine files. */
 export function dataFiles(dir: string): string[] {
   let entries;
   try {

@@ -302,6 +302,21 @@ describe('workspace limits', () => {
       expect(gw.logs.some((l) => l.includes('budget alert'))).to.equal(true);
     });
 
+    it('the alert fires when the spend reaches exactly alert_at of the limit, not a pico-dollar before', async () => {
+      // One answer costs `actual`: exactly half of the daily limit, and a pico-dollar short of half the monthly one.
+      const daily = actual * 2n;
+      await start(`{ budgets: [{ period: day, usd: "${usd(daily)}", alert_at: 0.5 }, { period: month, usd: "${usd(daily + 2n)}", alert_at: 0.5 }] }`);
+      expect((await post('/v1/chat/completions', body)).status).to.equal(200);
+      await waitForRecords(gw, 1); // the budget settles in onComplete, before usage-recorder stores the record
+      const budgets = (await adminGet(gw, '/api/budgets')).data;
+      expect(budgets.map((b: any) => [b.period, b.spent_usd, b.alerted])).to.have.deep.members([
+        ['day', trim(usd(actual)), true],
+        ['month', trim(usd(actual)), false],
+      ]);
+      const alerts = gw.logs.filter((l) => l.includes('budget alert')).map((l) => JSON.parse(l));
+      expect(alerts.map((a) => [a.msg, a.spentUsd, a.limitUsd])).to.deep.equal([['budget alert: 50% of the daily budget used', trim(usd(actual)), trim(usd(daily))]]);
+    });
+
     it('reserves the worst case for open streams, so concurrent streams cannot overshoot', async () => {
       const limit = worst * 2n + worst / 2n; // two reservations fit, a third does not
       await start(`{ budgets: [{ period: month, usd: "${usd(limit)}" }] }`);

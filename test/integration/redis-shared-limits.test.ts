@@ -6,10 +6,10 @@ import { request } from 'undici';
 import { fixtureBytes, PROJECT_ROOT } from '../helpers/fixtures';
 import { OPENAI_KEY, providerBlock, startTestGateway, TEST_ADMIN_TOKEN, TEST_GATEWAY_KEY } from '../helpers/gateway';
 import { spawnGateway, stopGateway, type GatewayProcess } from '../helpers/process';
-import { freePort, HAS_REDIS_SERVER, startRedis } from '../helpers/redis-server';
+import { freePort, startRedis } from '../helpers/redis-server';
+import { requireRedis, requireRedisServer } from '../helpers/services';
 import { sleep, sseChunks, TestUpstream } from '../helpers/upstream';
 
-const REDIS_URL = process.env.REDIS_URL;
 const run = promisify(execFile);
 
 const headers = { 'content-type': 'application/json', 'x-gateway-key': TEST_GATEWAY_KEY, authorization: `Bearer ${OPENAI_KEY}` };
@@ -52,10 +52,12 @@ async function adminCall(i: Instance, method: 'GET' | 'POST' | 'DELETE', path: s
   return json;
 }
 
-if (!REDIS_URL) {
-  console.log('\n  SKIPPED: two gateway processes sharing limits through Redis (set REDIS_URL=redis://127.0.0.1:6379 to run it)\n');
-  describe.skip('limits shared through Redis (set REDIS_URL to run)', () => it('needs REDIS_URL'));
-} else {
+describe('limits, keys and budgets shared through one Redis (REDIS_URL)', () => {
+  let redisUrl: string;
+  before(async function () {
+    redisUrl = await requireRedis(this, 'limits, keys and budgets shared through Redis');
+  });
+
   describe('two gateway processes sharing one Redis enforce one limit', () => {
     const upstream = new TestUpstream();
     let a: GatewayProcess;
@@ -66,7 +68,7 @@ if (!REDIS_URL) {
       const yaml = `
 server: { host: 127.0.0.1, port: 0 }
 storage: { url: "sqlite:./tollgate.db" }
-limit_store: { redis_url: "${REDIS_URL}", key_prefix: "tollgate-test:${process.pid}:${Date.now()}:" }
+limit_store: { redis_url: "${redisUrl}", key_prefix: "tollgate-test:${process.pid}:${Date.now()}:" }
 workspaces:
   - id: default
     keys: [{ id: ci, key: "\${GATEWAY_KEY}" }]
@@ -98,7 +100,7 @@ ${providerBlock(upstream.url)}`;
       const yaml = `
 server: { host: 127.0.0.1, port: 0 }
 storage: { url: "sqlite:./tollgate.db" }
-limit_store: { redis_url: "${REDIS_URL}", key_prefix: "tollgate-test:${process.pid}:${Date.now()}:c:" }
+limit_store: { redis_url: "${redisUrl}", key_prefix: "tollgate-test:${process.pid}:${Date.now()}:c:" }
 workspaces:
   - id: default
     keys: [{ id: ci, key: "\${GATEWAY_KEY}" }]
@@ -128,7 +130,7 @@ ${providerBlock(upstream.url)}`;
     before(async () => {
       await upstream.start();
       const body = `
-limit_store: { redis_url: "${REDIS_URL}", key_prefix: "tollgate-test:${process.pid}:${Date.now()}:keys:" }
+limit_store: { redis_url: "${redisUrl}", key_prefix: "tollgate-test:${process.pid}:${Date.now()}:keys:" }
 workspaces: [{ id: default, keys: [{ id: ci, key: "\${GATEWAY_KEY}" }] }]
 ${providerBlock(upstream.url)}`;
       [a, b] = await Promise.all([spawnWithAdmin(body), spawnWithAdmin(body)]);
@@ -175,7 +177,7 @@ ${providerBlock(upstream.url)}`;
       // 16 events, 250 ms apart: the stream stays open about 4 s.
       upstream.respondWith(() => ({ headers: { 'content-type': 'text/event-stream' }, body: sseChunks(fixtureBytes('openai/chat_stream_with_usage.sse')), delayMs: 250 }));
       const body = `
-limit_store: { redis_url: "${REDIS_URL}", key_prefix: "tollgate-test:${process.pid}:${Date.now()}:lease:", reservation_lease_ms: 1000 }
+limit_store: { redis_url: "${redisUrl}", key_prefix: "tollgate-test:${process.pid}:${Date.now()}:lease:", reservation_lease_ms: 1000 }
 workspaces: [{ id: default, keys: [{ id: ci, key: "\${GATEWAY_KEY}" }], limits: { budgets: [{ period: day, usd: "100" }] } }]
 ${providerBlock(upstream.url)}`;
       const [a, b] = await Promise.all([spawnWithAdmin(body), spawnWithAdmin(body)]);
@@ -202,72 +204,72 @@ ${providerBlock(upstream.url)}`;
       }
     });
   });
+});
 
-  describe('when Redis hangs', () => {
-    const upstream = new TestUpstream();
-    before(() => upstream.start());
-    after(() => upstream.stop());
+describe('when Redis hangs', () => {
+  const upstream = new TestUpstream();
+  before(() => upstream.start());
+  after(() => upstream.stop());
 
-    it('a request pays one command time-out at most, then the circuit breaker answers at once', async function () {
-      if (!HAS_REDIS_SERVER) return this.skip(); // needs a private server to stop
-      this.timeout(20_000);
-      const port = await freePort();
-      const server = await startRedis(port);
+  it('a request pays one command time-out at most, then the circuit breaker answers at once', async function () {
+    requireRedisServer(this, 'a hung Redis (the test stops a private redis-server)');
+    this.timeout(20_000);
+    const port = await freePort();
+    const server = await startRedis(port);
+    const gw = await startTestGateway(
+      upstream.url,
+      `limit_store: { redis_url: "redis://127.0.0.1:${port}", on_error: open, circuit_breaker_ms: 2000 }
+workspaces: [{ id: default, keys: [{ id: test, key: "\${GATEWAY_KEY}" }], limits: { requests_per_minute: 1000, tokens_per_minute: 10000000, concurrent_streams: 5, budgets: [{ period: day, usd: "100" }] } }]`,
+    );
+    const timed = async () => {
+      const t0 = Date.now();
+      const res = await chat(gw.url);
+      await res.body.text();
+      expect(res.statusCode).to.equal(200);
+      return Date.now() - t0;
+    };
+    try {
+      await timed();
+      server.kill('SIGSTOP');
+      const first = await timed(); // the token check waits out the 500 ms time-out; the rest fail fast
+      const next = [await timed(), await timed(), await timed()];
+      console.log(`      (hung Redis: first request ${first} ms, next ${next.join(', ')} ms)`);
+      expect(first).to.be.within(400, 1_000);
+      for (const ms of next) expect(ms).to.be.below(150);
+    } finally {
+      server.kill('SIGCONT');
+      server.kill('SIGKILL');
+      await gw.stop();
+    }
+  });
+});
+
+describe('when Redis is unreachable', () => {
+  const upstream = new TestUpstream();
+  before(() => upstream.start());
+  after(() => upstream.stop());
+
+  for (const policy of ['open', 'closed'] as const) {
+    it(`on_error: ${policy} ${policy === 'open' ? 'keeps serving and logs it' : 'refuses with 503 limits_unavailable'}`, async () => {
       const gw = await startTestGateway(
         upstream.url,
-        `limit_store: { redis_url: "redis://127.0.0.1:${port}", on_error: open, circuit_breaker_ms: 2000 }
-workspaces: [{ id: default, keys: [{ id: test, key: "\${GATEWAY_KEY}" }], limits: { requests_per_minute: 1000, tokens_per_minute: 10000000, concurrent_streams: 5, budgets: [{ period: day, usd: "100" }] } }]`,
+        `limit_store: { redis_url: "redis://127.0.0.1:1", on_error: ${policy} }\nworkspaces: [{ id: default, keys: [{ id: test, key: "\${GATEWAY_KEY}" }], limits: { requests_per_minute: 100 } }]`,
       );
-      const timed = async () => {
-        const t0 = Date.now();
-        const res = await chat(gw.url);
-        await res.body.text();
-        expect(res.statusCode).to.equal(200);
-        return Date.now() - t0;
-      };
       try {
-        await timed();
-        server.kill('SIGSTOP');
-        const first = await timed(); // the token check waits out the 500 ms time-out; the rest fail fast
-        const next = [await timed(), await timed(), await timed()];
-        console.log(`      (hung Redis: first request ${first} ms, next ${next.join(', ')} ms)`);
-        expect(first).to.be.within(400, 1_000);
-        for (const ms of next) expect(ms).to.be.below(150);
+        const started = Date.now();
+        const res = await chat(gw.url);
+        const body = (await res.body.json()) as any;
+        expect(Date.now() - started, 'fails fast, no hang').to.be.lessThan(3000);
+        if (policy === 'open') {
+          expect(res.statusCode).to.equal(200);
+          expect(gw.logs.some((l) => l.includes('limit store unavailable: failing open'))).to.equal(true);
+        } else {
+          expect(res.statusCode).to.equal(503);
+          expect(body.error.code).to.equal('limits_unavailable');
+        }
       } finally {
-        server.kill('SIGCONT');
-        server.kill('SIGKILL');
         await gw.stop();
       }
     });
-  });
-
-  describe('when Redis is unreachable', () => {
-    const upstream = new TestUpstream();
-    before(() => upstream.start());
-    after(() => upstream.stop());
-
-    for (const policy of ['open', 'closed'] as const) {
-      it(`on_error: ${policy} ${policy === 'open' ? 'keeps serving and logs it' : 'refuses with 503 limits_unavailable'}`, async () => {
-        const gw = await startTestGateway(
-          upstream.url,
-          `limit_store: { redis_url: "redis://127.0.0.1:1", on_error: ${policy} }\nworkspaces: [{ id: default, keys: [{ id: test, key: "\${GATEWAY_KEY}" }], limits: { requests_per_minute: 100 } }]`,
-        );
-        try {
-          const started = Date.now();
-          const res = await chat(gw.url);
-          const body = (await res.body.json()) as any;
-          expect(Date.now() - started, 'fails fast, no hang').to.be.lessThan(3000);
-          if (policy === 'open') {
-            expect(res.statusCode).to.equal(200);
-            expect(gw.logs.some((l) => l.includes('limit store unavailable: failing open'))).to.equal(true);
-          } else {
-            expect(res.statusCode).to.equal(503);
-            expect(body.error.code).to.equal('limits_unavailable');
-          }
-        } finally {
-          await gw.stop();
-        }
-      });
-    }
-  });
-}
+  }
+});

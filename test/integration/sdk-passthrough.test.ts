@@ -2,7 +2,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { expect } from 'chai';
 import OpenAI from 'openai';
 import { fixtureBytes } from '../helpers/fixtures';
-import { ANTHROPIC_KEY, OPENAI_KEY, startTestGateway, type TestGateway, useGateway } from '../helpers/gateway';
+import { ANTHROPIC_KEY, OPENAI_KEY, type TestGateway, useGateway } from '../helpers/gateway';
 import { TestUpstream, type ReceivedRequest } from '../helpers/upstream';
 
 /**
@@ -71,7 +71,7 @@ describe('official SDKs through the gateway', () => {
     const r = await both(call(openaiDirect()), call(openaiGateway()));
     expect(r.gateway.length).to.be.greaterThan(2);
     expect(r.gateway).to.deep.equal(r.direct);
-    expect(r.gateway.at(-1)?.usage?.total_tokens).to.be.a('number');
+    expect(r.gateway.at(-1)?.usage?.total_tokens, 'the recorded stream\'s usage').to.equal(24);
     expectCleanForward(r.seen, r.directSeen, '/openai/v1/chat/completions', 'authorization');
   });
 

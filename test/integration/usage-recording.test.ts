@@ -4,6 +4,7 @@ import OpenAI from 'openai';
 import { request } from 'undici';
 import { fixtureBytes, fixtureJson, PROJECT_ROOT } from '../helpers/fixtures';
 import { ANTHROPIC_KEY, OPENAI_KEY, startTestGateway, TEST_ADMIN_TOKEN, type TestGateway } from '../helpers/gateway';
+import { requirePostgres } from '../helpers/services';
 import { TestUpstream } from '../helpers/upstream';
 
 /**
@@ -107,25 +108,27 @@ function expectOpenRouter(tags: Record<string, string>): Expected {
 
 // ---- the test --------------------------------------------------------------------------------------------
 
-const PG_URL = process.env.DATABASE_URL;
-const backends: { name: string; yaml: () => string; cleanup?: (schema: string) => Promise<void> }[] = [{ name: 'SQLite', yaml: () => '' }];
 const pgSchema = `tg_e2e_${process.pid}_${Date.now()}`;
-if (PG_URL) {
-  backends.push({
+let pgUrl: string | undefined;
+/** Each backend's store: SQLite always; PostgreSQL from DATABASE_URL (helpers/services.ts: skipped, or failed in CI, without it). */
+const backends: { name: string; storageYaml: (ctx: Mocha.Context) => Promise<string>; cleanup?: () => Promise<void> }[] = [
+  { name: 'SQLite', storageYaml: async () => '' },
+  {
     name: 'PostgreSQL',
-    yaml: () => `storage: { url: "${PG_URL}", schema: ${pgSchema} }`,
-    cleanup: async (schema) => {
+    storageYaml: async (ctx) => {
+      pgUrl = await requirePostgres(ctx, 'usage recording end to end on PostgreSQL');
+      return `storage: { url: "${pgUrl}", schema: ${pgSchema} }`;
+    },
+    cleanup: async () => {
+      if (!pgUrl) return;
       const { Client } = await import('pg');
-      const c = new Client({ connectionString: PG_URL });
+      const c = new Client({ connectionString: pgUrl });
       await c.connect();
-      await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      await c.query(`DROP SCHEMA IF EXISTS ${pgSchema} CASCADE`);
       await c.end();
     },
-  });
-} else {
-  console.log('\n  SKIPPED: usage recording end to end on PostgreSQL (set DATABASE_URL=postgres://... to run it)\n');
-  describe.skip('usage recording and attribution, end to end (PostgreSQL: set DATABASE_URL to run)', () => it('needs DATABASE_URL'));
-}
+  },
+];
 
 for (const backend of backends)
 describe(`usage recording and attribution, end to end (${backend.name})`, () => {
@@ -144,9 +147,10 @@ describe(`usage recording and attribution, end to end (${backend.name})`, () => 
   const anthropic = (tags: Record<string, string>) =>
     new Anthropic({ apiKey: ANTHROPIC_KEY, baseURL: gw.url, maxRetries: 0, defaultHeaders: { 'X-Gateway-Key': gw.key, 'X-Gateway-Metadata': JSON.stringify(tags) } });
 
-  before(async () => {
+  before(async function () {
+    const storage = await backend.storageYaml(this);
     await upstream.start();
-    gw = await startTestGateway(upstream.url, backend.yaml());
+    gw = await startTestGateway(upstream.url, storage);
 
     const t1 = { agent: 'support-bot', feature: 'triage', customer_id: 'acme' };
     const t2 = { agent: 'search-agent', customer_id: 'globex' };
@@ -194,9 +198,9 @@ describe(`usage recording and attribution, end to end (${backend.name})`, () => 
   });
 
   after(async () => {
-    await gw.stop();
+    await gw?.stop();
     await upstream.stop();
-    await backend.cleanup?.(pgSchema);
+    await backend.cleanup?.();
   });
 
   const dimensionOf = (e: Expected, dim: string): string => {

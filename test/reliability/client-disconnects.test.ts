@@ -112,6 +112,8 @@ describe('reliability: client disconnects', function () {
     upstream.respondWith((req, body) => {
       if (req.headers['x-trace']?.toString().startsWith('before-')) return { fault: 'stall-before-headers' };
       if (req.headers['x-trace']?.toString().startsWith('unread-')) return { status: 200, headers: { 'content-type': 'application/json' }, body: HUGE };
+      // The single mid-stream test: events far apart, so that exactly the two the client read were sent when it left.
+      if (req.headers['x-trace']?.toString().startsWith('stream-')) return { status: 200, headers: SSE_TYPE, body: events, delayMs: 1000 };
       if (body?.stream) return { status: 200, headers: SSE_TYPE, body: events, delayMs: 40 };
       return undefined;
     });
@@ -136,7 +138,9 @@ describe('reliability: client disconnects', function () {
     await abortMidStream(trace);
     const record = await recordOf(trace);
     expect(record).to.include({ status: 200, streamed: true, provenance: 'partial', error_code: 'request_aborted' });
-    expect(record.output_tokens).to.be.a('number');
+    // The client read the role event and "This". The recorded stream says one token per content event: 12 events
+    // ("This", " is", ... "?"), usage.completion_tokens 12. So what was streamed is 1 token.
+    expect(record.output_tokens).to.equal(1);
   });
 
   it('after the upstream answered, before the client read it: a partial record', async () => {

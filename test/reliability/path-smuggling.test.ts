@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { ERROR_CODES } from '../../core/errors';
 import { ANTHROPIC_KEY, OPENAI_KEY, type TestGateway } from '../helpers/gateway';
 import { FaultyUpstream } from '../helpers/faulty-upstream';
-import { chatBody, expectNoSecrets, expectWellFormed, rawExchange, startGateway } from '../helpers/reliability';
+import { chatBody, expectNoSecrets, expectWellFormed, rawExchange, startGateway, type ParsedResponse } from '../helpers/reliability';
 
 /** Every upstream request must be one of these: a configured provider base path plus an allow-listed endpoint path. */
 const ALLOWED = /^\/(openai\/v1|anthropic\/v1|perplexity|openrouter\/api\/v1|mistral\/v1)\/(chat\/completions|messages|responses|embeddings|audio\/speech|audio\/transcriptions|audio\/translations|images\/generations|images\/edits|images\/variations|models)$/;
@@ -37,10 +37,15 @@ describe('reliability: path traversal and request smuggling', function () {
   const req = (target: string, extra = '', body = chatBody(), method = 'POST', host = 'gateway.test') =>
     Buffer.from(`${method} ${target} HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\n${auth()}${extra}Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`, 'latin1');
 
-  async function send(label: string, bytes: Buffer): Promise<number> {
+  /** The one well-formed answer to `bytes`. */
+  async function answer(label: string, bytes: Buffer): Promise<ParsedResponse> {
     const ex = await rawExchange(gw.url, bytes, 5000);
-    return expectWellFormed(ex, label, ERROR_CODES).status;
+    return expectWellFormed(ex, label, ERROR_CODES);
   }
+  const send = async (label: string, bytes: Buffer): Promise<number> => (await answer(label, bytes)).status;
+  /** The gateway's error code in an answer, or undefined for a success or an answer of Node's parser (no body). */
+  const codeOf = (r: ParsedResponse): string | undefined => (r.status >= 400 && r.body.length ? JSON.parse(r.body.toString()).error.code : undefined);
+  const hasHeader = (r: ParsedResponse, name: string) => r.headers.some(([k]) => k.toLowerCase() === name);
 
   afterEach(() => {
     expect(evil.received.map((r) => r.url), 'the evil server was reached').to.deep.equal([]);
@@ -77,16 +82,16 @@ describe('reliability: path traversal and request smuggling', function () {
   });
 
   it('absolute-form request targets never choose the upstream', async () => {
-    const statuses = [
-      await send('absolute to evil', req(`http://${evilHost}/v1/chat/completions`)),
-      await send('absolute https to evil', req(`https://${evilHost}/v1/chat/completions`)),
-      await send('absolute with userinfo', req(`http://user:pass@${evilHost}/v1/chat/completions`)),
-      await send('absolute to evil, other path', req(`http://${evilHost}/admin`)),
-      await send('absolute to the gateway itself', req(`${gw.url}/v1/chat/completions`)),
+    // The host in the target is ignored: its path is routed like any other, to the configured provider.
+    const cases: [string, string, number][] = [
+      ['absolute to evil', `http://${evilHost}/v1/chat/completions`, 200],
+      ['absolute https to evil', `https://${evilHost}/v1/chat/completions`, 200],
+      ['absolute with userinfo', `http://user:pass@${evilHost}/v1/chat/completions`, 200],
+      ['absolute to evil, other path', `http://${evilHost}/admin`, 404],
+      ['absolute to the gateway itself', `${gw.url}/v1/chat/completions`, 200],
     ];
-    // Either routed to the configured provider like a normal request, or refused: never sent to the named host.
-    console.log(`      absolute-form answers: ${statuses.join(', ')}`);
-    for (const s of statuses) expect([200, 400, 404]).to.include(s);
+    for (const [label, target, status] of cases) expect(await send(label, req(target)), label).to.equal(status);
+    expect(upstream.received.map((r) => r.url)).to.deep.equal(Array(4).fill('/openai/v1/chat/completions'));
   });
 
   it('a Host header (or forwarding headers) naming another server changes nothing', async () => {
@@ -96,30 +101,46 @@ describe('reliability: path traversal and request smuggling', function () {
   });
 
   it('provider and model names cannot carry a URL or a path', async () => {
-    const cases: [string, string, string][] = [
-      ['provider header is a URL', `X-Gateway-Provider: http://${evilHost}\r\n`, chatBody()],
-      ['provider header with a path', 'X-Gateway-Provider: openai/../../evil\r\n', chatBody()],
-      ['model is a URL', '', chatBody({ model: `http://${evilHost}/v1` })],
-      ['model with dot segments', '', chatBody({ model: 'gpt-4o/../../../../admin' })],
-      ['model with an encoded slash', '', chatBody({ model: 'gpt-4o%2F..%2F..%2Fx' })],
-      ['model with CRLF', '', chatBody({ model: 'gpt-4o\r\nHost: evil' })],
+    // A provider name that is no configured provider is refused; a model is text in the body: one whose name starts
+    // like an OpenAI model goes to OpenAI unchanged, one that names no provider's models is refused.
+    const cases: [string, string, string, number, string | undefined][] = [
+      ['provider header is a URL', `X-Gateway-Provider: http://${evilHost}\r\n`, chatBody(), 400, 'provider_unknown'],
+      ['provider header with a path', 'X-Gateway-Provider: openai/../../evil\r\n', chatBody(), 400, 'provider_unknown'],
+      ['model is a URL', '', chatBody({ model: `http://${evilHost}/v1` }), 400, 'provider_not_determined'],
+      ['model with dot segments', '', chatBody({ model: 'gpt-4o/../../../../admin' }), 200, undefined],
+      ['model with an encoded slash', '', chatBody({ model: 'gpt-4o%2F..%2F..%2Fx' }), 200, undefined],
+      ['model with CRLF', '', chatBody({ model: 'gpt-4o\r\nHost: evil' }), 200, undefined],
     ];
-    for (const [label, extra, body] of cases) {
-      const status = await send(label, req('/v1/chat/completions', extra, body));
-      expect([200, 400], label).to.include(status);
+    for (const [label, extra, body, status, code] of cases) {
+      const r = await answer(label, req('/v1/chat/completions', extra, body));
+      expect([r.status, codeOf(r)], label).to.deep.equal([status, code]);
     }
-    // The model travels in the body only; the upstream path never changes.
-    for (const r of upstream.received) expect(r.url).to.equal('/openai/v1/chat/completions');
+    // The model travels in the body only, as the client wrote it; the upstream path never changes.
+    expect(upstream.received.map((r) => r.url)).to.deep.equal(Array(3).fill('/openai/v1/chat/completions'));
+    expect(upstream.received.map((r) => JSON.parse(r.body.toString()).model)).to.deep.equal(['gpt-4o/../../../../admin', 'gpt-4o%2F..%2F..%2Fx', 'gpt-4o\r\nHost: evil']);
   });
 
   it('CR and LF inside header values are refused by the parser or stay inside one header', async () => {
-    const variants = [
+    // A lone CR, a bare LF, a folded line, a NUL: Node's parser refuses the request (a bare 400 before the gateway
+    // sees it, so no request id) and nothing goes upstream.
+    const refused = [
       `X-Custom: a\rX-Injected: b\r\n`, `X-Custom: a\nX-Injected: b\r\n`, `X-Custom: a\r\n Host: ${evilHost}\r\n`, `X-Custom: a\u0000b\r\n`,
-      `X-Gateway-Metadata-Agent: a\rb\r\n`, `Authorization: Bearer ${OPENAI_KEY}\r\nHost: ${evilHost}\r\n`, `X-Custom: %0d%0aX-Injected:%20b\r\n`,
+      `X-Gateway-Metadata-Agent: a\rb\r\n`,
     ];
-    const statuses: number[] = [];
-    for (const v of variants) statuses.push(await send(JSON.stringify(v), req('/v1/chat/completions', v)));
-    console.log(`      CR/LF variants answered: ${statuses.join(', ')}`);
+    for (const v of refused) {
+      const r = await answer(JSON.stringify(v), req('/v1/chat/completions', v));
+      expect([r.status, hasHeader(r, 'x-gateway-request-id')], JSON.stringify(v)).to.deep.equal([400, false]);
+    }
+    expect(upstream.received, 'a refused request went upstream').to.have.length(0);
+
+    // Well-formed lines: a second Authorization and a second Host after the request's own (the first of each counts),
+    // and a CR/LF written as %0d%0a, which is plain text. Both are proxied; no line of theirs becomes a header.
+    const twice = await answer('second Authorization and Host lines', req('/v1/chat/completions', `Authorization: Bearer ${OPENAI_KEY}\r\nHost: ${evilHost}\r\n`));
+    const encoded = await answer('encoded CR/LF', req('/v1/chat/completions', 'X-Custom: %0d%0aX-Injected:%20b\r\n'));
+    for (const r of [twice, encoded]) expect([r.status, hasHeader(r, 'x-injected')]).to.deep.equal([200, false]);
+    expect(upstream.received).to.have.length(2);
+    expect(upstream.received[0].headers.authorization).to.equal(`Bearer ${OPENAI_KEY}`);
+    expect(upstream.received[1].headers['x-custom']).to.equal('%0d%0aX-Injected:%20b');
     for (const r of upstream.received) expect(Object.keys(r.headers)).to.not.include('x-injected');
   });
 

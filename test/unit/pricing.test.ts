@@ -3,7 +3,10 @@ import fc from 'fast-check';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { SseDecoder } from '../../core/sse';
 import type { Usage } from '../../core/usage';
+import { USAGE_PARSERS } from '../../providers/registry';
+import { fixtureBytes, fixtureJson } from '../helpers/fixtures';
 import bundledJson from '../../pricing/catalog.json';
 import { PriceCatalog, bundledCatalog } from '../../pricing/catalog';
 import { pricingConfigSchema } from '../../pricing/config';
@@ -203,8 +206,29 @@ describe('pricing', () => {
       // 1,000 input x $0.15/1M (150,000 pico) + 200 output x $0.60/1M (600,000 pico)
       // = 150,000,000 + 120,000,000 = 270,000,000 pico = $0.00027
       const r = cost('openai', 'gpt-4o-mini', { inputTokens: 1000, outputTokens: 200 });
-      expect(r).to.deep.equal({ costPico: 270_000_000n, provenanceHint: 'priced' });
+      expect(r).to.deep.equal({ costPico: 270_000_000n, provenanceHint: 'priced', priceId: 'openai/gpt-4o-mini' });
       expect(formatUsd(r.costPico!)).to.equal('0.00027');
+    });
+
+    it('Anthropic compaction: every iteration is billed (messages_compaction_built.json and its stream)', () => {
+      const anthropic = USAGE_PARSERS['anthropic'];
+      // claude-opus-4-8: $5 input, $25 output, $0.50 cache read per 1M.
+      // JSON: (180,000 + 23,000) input x $5/1M = $1.015; (3,500 + 1,000) output x $25/1M = $0.1125; total $1.1275.
+      const json = anthropic.fromJson('messages', fixtureJson('anthropic/messages_compaction_built.json'));
+      expect(cost('anthropic', 'claude-opus-4-8', json!).costPico).to.equal(1_127_500_000_000n);
+      // Stream: (30,000 + 23,000) input x $5/1M = $0.265; 150,000 cache read x $0.50/1M = $0.075;
+      // (3,500 + 1,000) output x $25/1M = $0.1125; total $0.4525 (the top-level counts alone: $0.14).
+      const acc = anthropic.createStreamAccumulator('messages');
+      for (const e of new SseDecoder().push(fixtureBytes('anthropic/messages_compaction_stream_built.sse'))) acc.push(e);
+      expect(cost('anthropic', 'claude-opus-4-8', acc.result()!).costPico).to.equal(452_500_000_000n);
+    });
+
+    it('picks the long-context tier per iteration, not from the summed prompt', () => {
+      // claude-sonnet-4-5: $3 / $15 per 1M, above 200,000 prompt tokens $6 / $22.50. The iterations (180,000 and
+      // 23,000 input) are each under 200,000 although their sum is not: 203,000 x $3/1M = $0.609 and
+      // 4,500 x $15/1M = $0.0675, total $0.6765 (the summed prompt at the long-context rates would be $1.31925).
+      const json = USAGE_PARSERS['anthropic'].fromJson('messages', fixtureJson('anthropic/messages_compaction_built.json'));
+      expect(cost('anthropic', 'claude-sonnet-4-5', json!).costPico).to.equal(676_500_000_000n);
     });
 
     it('prices cached tokens at the cache rate, not the input rate', () => {
@@ -270,9 +294,99 @@ describe('pricing', () => {
       expect(cost('openai', 'gpt-5-nano', { outputTokens: 1000, reasoningTokens: 800 }).costPico).to.equal(400_000_000n);
     });
 
+    describe('tool and server call fees', () => {
+      const openai = USAGE_PARSERS['openai'];
+      const toolsBody = () => fixtureJson('openai/responses_tools_built.json');
+
+      it('OpenAI Responses: web searches, file searches and code interpreter containers (responses_tools_built.json)', () => {
+        const usage = openai.fromJson('responses', toolsBody())!;
+        // Two web_search_call items, one file_search_call, two code_interpreter_call items in one container.
+        expect(usage.toolCalls).to.deep.equal({ web_search: 2, file_search: 1, code_interpreter: 1 });
+        // gpt-5.5: 11 input x $5/1M = $0.000055, 5 output x $30/1M = $0.00015; web search 2 x $0.01, file search
+        // $0.0025, one 1 GB container $0.03: $0.000205 + $0.0525 = $0.052705. The container fee is an estimate.
+        expect(cost('openai', 'gpt-5.5-2026-04-23', usage)).to.include({ costPico: 52_705_000_000n, estimated: true });
+      });
+
+      it('web_search_preview on a non-reasoning model: $25 per 1K calls', () => {
+        const body = toolsBody();
+        body.model = 'gpt-4o-2024-08-06';
+        body.tools[0].type = 'web_search_preview';
+        const usage = openai.fromJson('responses', body)!;
+        expect(usage.toolCalls).to.deep.equal({ web_search_preview: 2, file_search: 1, code_interpreter: 1 });
+        // gpt-4o: 11 x $2.50/1M + 5 x $10/1M = $0.0000775; 2 x $0.025 + $0.0025 + $0.03 = $0.0825; total $0.0825775.
+        expect(cost('openai', 'gpt-4o-2024-08-06', usage).costPico).to.equal(82_577_500_000n);
+      });
+
+      it('chat search models bill one web search per request', () => {
+        const body = fixtureJson('openai/chat_completion_cached_tokens.json');
+        body.model = 'gpt-4o-mini-search-preview-2025-03-11';
+        expect(openai.fromJson('chat.completions', body)!.toolCalls).to.deep.equal({ web_search_preview: 1 });
+        body.model = 'gpt-4o-mini';
+        expect(openai.fromJson('chat.completions', body)!.toolCalls).to.equal(undefined);
+      });
+
+      it('Anthropic code execution is counted, not priced per request (its free hours are per organization)', () => {
+        // The usage of Anthropic's code execution example: 105 input, 239 output, one code execution request.
+        // claude-opus-4-8: 105 x $5/1M + 239 x $25/1M = $0.000525 + $0.005975 = $0.0065.
+        const usage = USAGE_PARSERS['anthropic'].fromJson('messages', { usage: { input_tokens: 105, output_tokens: 239, server_tool_use: { code_execution_requests: 1 } } })!;
+        expect(usage.toolCalls).to.deep.equal({ code_execution: 1 });
+        expect(cost('anthropic', 'claude-opus-4-8', usage)).to.include({ costPico: 6_500_000_000n, provenanceHint: 'priced' }).and.to.deep.include({ unpricedCalls: { code_execution: 1 } });
+      });
+
+      it('a call the catalog has no fee for leaves the cost unknown, never a guessed zero', () => {
+        const r = cost('gemini', 'gemini-2.5-flash', { inputTokens: 10, outputTokens: 1, toolCalls: { web_search: 1 } });
+        expect(r.costPico).to.equal(null);
+        expect(r.reason).to.match(/no fee for 1 web_search calls/);
+      });
+
+      it('every fee in the catalog names its source and date', () => {
+        expect(catalog.fees().length).to.be.greaterThan(5);
+        for (const f of catalog.fees()) expect(f.source.length > 20 && f.retrieved.length >= 10, f.tool).to.equal(true);
+      });
+    });
+
+    describe('provider-reported cost, checked', () => {
+      const sonarBody = () => fixtureJson('perplexity/sonar_chat_completion_cost_built.json');
+      const sonarUsage = (totalCost?: number): Usage => {
+        const body = sonarBody();
+        if (totalCost !== undefined) body.usage.cost.total_cost = totalCost;
+        return USAGE_PARSERS['perplexity'].fromJson('chat.completions', body)!;
+      };
+
+      it('Perplexity: the rounded usage.cost gives way to tokens + request fee, and is kept beside it', () => {
+        // sonar: 11 input + 392 output tokens x $1/1M = $0.000403, plus the low request fee $0.005: $0.005403.
+        // usage.cost.total_cost is 0.005 (Perplexity rounds to the tenth of a cent): as rounded, both say $0.005.
+        const r = cost('perplexity', 'sonar', sonarUsage());
+        expect(r).to.include({ costPico: 5_403_000_000n, provenanceHint: 'priced', providerCostPico: 5_000_000_000n, computedCostPico: 5_403_000_000n, costDisagrees: false });
+      });
+
+      it('flags a disagreement over 1%, after rounding the computed cost as the provider rounds', () => {
+        // $0.0066 (4 decimals) vs $0.005403 rounded to 4 decimals, $0.0054: 22% apart.
+        expect(cost('perplexity', 'sonar', sonarUsage(0.0066))).to.include({ costPico: 5_403_000_000n, costDisagrees: true });
+        // $0.00545 vs $0.0054: 0.93% apart, within 1%.
+        expect(cost('perplexity', 'sonar', sonarUsage(0.00545))).to.include({ costPico: 5_403_000_000n, costDisagrees: false });
+      });
+
+      it('uses the provider figure when it is as precise as the computed one', () => {
+        expect(cost('perplexity', 'sonar', sonarUsage(0.005403))).to.include({ costPico: 5_403_000_000n, provenanceHint: 'provider_reported', costDisagrees: false });
+      });
+
+      it('OpenRouter stays provider-reported, and agrees with the vendor list price (chat_completion_anthropic_cache_write.json)', () => {
+        // usage.cost 0.01355025; the vendor's price for claude-sonnet-4-5: 3 input x $3/1M + 3,211 cache writes x
+        // $3.75/1M + 100 output x $15/1M = $0.000009 + $0.01204125 + $0.0015 = $0.01355025.
+        const usage = USAGE_PARSERS['openrouter'].fromJson('chat.completions', fixtureJson('openrouter/chat_completion_anthropic_cache_write.json'))!;
+        const r = priceUsage(catalog.lookup('openrouter', 'anthropic/claude-sonnet-4.5'), usage, CHAT);
+        expect(r).to.include({ costPico: 13_550_250_000n, provenanceHint: 'provider_reported', costDisagrees: false });
+        // Priced by another seller's list price, the computed cost never replaces OpenRouter's bill, even when that
+        // bill has fewer decimals: $0.02 is kept, and flagged ($0.01355025 rounded to 2 decimals is $0.01).
+        const rounded = priceUsage(catalog.lookup('openrouter', 'anthropic/claude-sonnet-4.5'), { ...usage, providerCostUsd: '0.02' }, CHAT);
+        expect(rounded).to.include({ costPico: 20_000_000_000n, provenanceHint: 'provider_reported', costDisagrees: true });
+      });
+    });
+
     it('uses the cost OpenRouter reported, exactly', () => {
       const usage: Usage = { inputTokens: 3, cacheWriteTokens: 3211, outputTokens: 100, providerCostUsd: '0.01355025' };
-      expect(priceUsage(undefined, usage, CHAT)).to.deep.equal({ costPico: 13_550_250_000n, provenanceHint: 'provider_reported' });
+      expect(priceUsage(undefined, usage, CHAT)).to.include({ costPico: 13_550_250_000n, provenanceHint: 'provider_reported', providerCostPico: 13_550_250_000n });
       expect(priceUsage(catalog.lookup('openrouter', 'anthropic/claude-sonnet-4.5'), usage, CHAT).costPico).to.equal(13_550_250_000n);
       expect(priceUsage(undefined, { providerCostUsd: '1.5e-7' }, CHAT).costPico).to.equal(150_000n);
     });

@@ -23,7 +23,8 @@ function rec(over: Partial<UsageRecord> = {}): UsageRecord {
     endpoint: 'chat.completions', status: 200, streamed: true, inputTokens: 10, outputTokens: 5, cacheReadTokens: null,
     cacheWriteTokens: null, cacheWrite1hTokens: null, reasoningTokens: null, citationTokens: null, searchQueries: null,
     costPico: 12_345_678_901_234_567_890n, provenance: 'measured', priceVersion: 'v1', latencyMs: 12, ttfbMs: null,
-    tags: { agent: 'a', '12': '007' }, errorCode: null, ...over,
+    tags: { agent: 'a', '12': '007' }, errorCode: null, usageSource: 'provider', providerCostPico: null, costDisagrees: null,
+    toolCalls: null, priceId: 'openai/gpt-4o', ...over,
   };
 }
 
@@ -96,6 +97,8 @@ describe('storage (unit)', () => {
       r({ id: 'r4', costPico: -(2n ** 63n), model: null, servedModel: null, endpoint: null, searchContextSize: 'high', searchQueries: 2 }),
       r({ id: 'r5-ïd✓', costPico: 2n ** 63n - 1n, workspaceId: null, priceVersion: null, tags: { customer_id: 'ünïcode ✓', agent: '', 'a b': 'x"y' } }),
       r({ id: 'r6', latencyMs: 1.5, ts: T0 - 1, cacheReadTokens: 3, cacheWriteTokens: 4, cacheWrite1hTokens: 5, reasoningTokens: 6, citationTokens: 7 }),
+      r({ id: 'r7', usageSource: 'tokenizer', providerCostPico: 5_000_000_000n, costDisagrees: false, toolCalls: { web_search: 2, file_search: 1 }, priceId: null }),
+      r({ id: 'r8', usageSource: 'none', providerCostPico: 0n, costDisagrees: true, inputTokens: null, outputTokens: null }),
     ];
     const { port1, port2 } = new MessageChannel();
     try {
@@ -120,6 +123,10 @@ describe('storage (unit)', () => {
     const old = r({});
     delete old.searchContextSize;
     expect(unpackRecords(packRecords([old])!)[0].searchContextSize).to.equal(null);
+    // Nor, before migration 008, what the counts and the cost rest on.
+    const older = r({});
+    for (const f of ['usageSource', 'providerCostPico', 'costDisagrees', 'toolCalls', 'priceId'] as const) delete older[f];
+    expect(unpackRecords(packRecords([older])!)[0]).to.include({ usageSource: null, providerCostPico: null, costDisagrees: null, toolCalls: null, priceId: null });
   });
 
   it('does not pack a batch with a value of an unexpected type: it travels as it is and the store judges it', () => {

@@ -82,9 +82,10 @@ describe('usage parsers', () => {
 
     it('counts thinking tokens missing from completion_tokens as output (gemini/openai_compat_chat_completion)', () => {
       // usage: prompt 66, completion 6, total 100: the 28 tokens of total not in prompt + completion are thinking
-      // tokens (billed as output), so outputTokens = 6 + 28 = 34. No details objects: no cache/reasoning fields.
+      // tokens (billed as output), so outputTokens = 6 + 28 = 34, and reasoningTokens = 28. No details objects:
+      // no cache fields.
       const u = openai.fromJson('chat.completions', fixtureJson('gemini/openai_compat_chat_completion.json'));
-      expect(u).to.deep.equal({ inputTokens: 66, outputTokens: 34 });
+      expect(u).to.deep.equal({ inputTokens: 66, outputTokens: 34, reasoningTokens: 28 });
     });
 
     it('reads DeepSeek prompt_cache_hit_tokens as cache reads', () => {
@@ -389,6 +390,52 @@ describe('usage parsers', () => {
       const acc = stream(anthropic, 'messages', events);
       expect(acc.result()).to.include({ inputTokens: 17, outputTokens: 1 });
       expect(acc.text()).to.equal('- Captain');
+    });
+
+    describe('context compaction (usage.iterations)', () => {
+      it('bills the sum over iterations, not the top-level counts (messages_compaction_built.json)', () => {
+        // Anthropic's compaction doc example: top level input 23000 / output 1000 (the message iteration only);
+        // iterations: compaction 180000 / 3500, message 23000 / 1000. Billed: 180000 + 23000 = 203000 input,
+        // 3500 + 1000 = 4500 output.
+        expect(anthropic.fromJson('messages', fixtureJson('anthropic/messages_compaction_built.json'))).to.deep.equal({
+          inputTokens: 203_000,
+          outputTokens: 4_500,
+          iterations: [
+            { inputTokens: 180_000, outputTokens: 3_500 },
+            { inputTokens: 23_000, outputTokens: 1_000 },
+          ],
+        });
+      });
+
+      it('sums the iterations of a stream; the delta\'s cache read of 0 does not hide the real one', () => {
+        // message_delta iterations: compaction input 30000, cache read 150000, output 3500; message input 23000,
+        // cache read 0, output 1000. Sum: input 53000, cache read 150000, cache write 0, output 4500.
+        const acc = streamFixture(anthropic, 'messages', 'anthropic/messages_compaction_stream_built.sse');
+        expect(acc.result()).to.deep.include({
+          inputTokens: 53_000,
+          outputTokens: 4_500,
+          cacheReadTokens: 150_000,
+          cacheWriteTokens: 0,
+        });
+      });
+
+      it('without iterations, keeps message_start\'s cache read when the final delta restates it as 0', () => {
+        const events = sseEvents(fixtureBytes('anthropic/messages_compaction_stream_built.sse')).map((e) =>
+          e.event === 'message_delta' ? { ...e, data: e.data.replace(/,"iterations":\[.*\]\}\}$/, '}}') } : e,
+        );
+        expect(events.find((e) => e.event === 'message_delta')!.data).not.to.contain('iterations');
+        const acc = stream(anthropic, 'messages', events);
+        // message_start: input 30000, cache read 150000; delta: input 23000 (latest wins), cache read 0 (ignored), output 1000.
+        expect(acc.result()).to.deep.equal({ inputTokens: 23_000, outputTokens: 1_000, cacheReadTokens: 150_000, cacheWriteTokens: 0 });
+      });
+
+      it('a stream cut after the compaction block reports message_start and relays the summary as text', () => {
+        // Events: message_start, compaction block start, its one compaction_delta, block stop.
+        const events = sseEvents(fixtureBytes('anthropic/messages_compaction_stream_built.sse')).slice(0, 4);
+        const acc = stream(anthropic, 'messages', events);
+        expect(acc.result()).to.deep.equal({ inputTokens: 30_000, outputTokens: 1, cacheReadTokens: 150_000, cacheWriteTokens: 0 });
+        expect(acc.text()).to.match(/^Summary of the conversation: the user is building a website/);
+      });
     });
 
     it('returns undefined for an error body and for other endpoints', () => {
