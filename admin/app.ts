@@ -4,15 +4,15 @@ import Koa from 'koa';
 import type { Logger } from 'pino';
 import { asGatewayError, GatewayError } from '../core/errors';
 import { truncate } from '../core/truncate';
-import type { WorkspaceEntry } from '../config/schema';
+import { ADMIN_LOCKOUT_DEFAULTS, type WorkspaceEntry } from '../config/schema';
 import { parseJsonBody, readBody } from '../core/body';
 import { createGatewayKey, keyJson } from './key-admin';
-import { addressKey, ADMIN_LOCKOUT_DEFAULTS, FailedKeyTracker, type LockoutOptions } from '../plugins/auth/lockout';
+import { addressKey, FailedKeyTracker, type LockoutOptions } from '../core/lockout';
 import type { BudgetLedger } from '../runtime/services/budget-ledger';
 import { formatUsd } from '../pricing/money';
 import type { UsageStore } from '../storage/store';
 import { cursorFrom, filterFrom, groupByFrom, intervalFrom, limitFrom, queryValue } from './query-params';
-import { groupRowJson, recordJson, totalsJson } from './serialize';
+import { groupRowJson, recordJson, retentionJson, totalsJson } from './serialize';
 import { registerDashboardRoutes } from './dashboard/api';
 import { dashboardStatic } from './dashboard/serve';
 import { openApiRoutes } from './openapi/serve';
@@ -83,10 +83,8 @@ export function createAdminApp({ store, token, logger, workspaces, budgets, onKe
     const filter = filterFrom(ctx.query);
     const groupBy = groupByFrom(ctx.query);
     const interval = intervalFrom(ctx.query);
-    const [rows, [total]] = await Promise.all([
-      store.queryUsage({ ...filter, groupBy, interval }),
-      store.queryUsage({ ...filter, groupBy: [] }),
-    ]);
+    const queries = [{ ...filter, groupBy, interval }, { ...filter, groupBy: [] }];
+    const [rows, [total], retention] = await Promise.all([store.queryUsage(queries[0]), store.queryUsage(queries[1]), retentionJson(store, queries)]);
     ctx.body = {
       from: new Date(filter.from).toISOString(),
       to: new Date(filter.to).toISOString(),
@@ -95,6 +93,7 @@ export function createAdminApp({ store, token, logger, workspaces, budgets, onKe
       filters: filter.filters,
       rows: rows.map(groupRowJson),
       total: total ? totalsJson(total) : null,
+      ...retention,
     };
   });
 

@@ -4,10 +4,9 @@ import cluster from 'node:cluster';
 import { Command } from 'commander';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ConfigError, configPath, loadConfigFile, type LoadedConfig } from '../config/load';
-import { GatewayError } from '../core/errors';
+import { configPath, loadConfigFile, type LoadedConfig } from '../config/load';
 import { onPrimaryShutdown, runPrimary, workerCount } from '../runtime/cluster';
-import { checkWiring } from '../runtime/check-config';
+import { prepareWiring } from '../runtime/wiring';
 import { startGateway } from '../runtime/servers';
 import { exitQuietlyWhenOutputCloses } from './closed-output';
 import { registerDemoCommand } from './demo';
@@ -96,7 +95,7 @@ program
     const loaded = loadOrExit();
     const c = loaded.config;
     try {
-      await checkWiring(loaded);
+      await prepareWiring(loaded);
     } catch (err) {
       exitWithError(new UserError(`${loaded.path}: ${errorLine(err)}`, { cause: err }));
     }

@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
 import { groupRowJson } from '../admin/serialize';
 import type { LoadedConfig } from '../config/load';
-import { PriceCatalog } from '../pricing/catalog';
+import type { PriceCatalog } from '../pricing/catalog';
+import { deployProviders } from '../runtime/wiring';
 import { repriceRecord } from '../pricing/reprice';
 import { planUsageQuery, type UsagePlan } from '../storage';
 import { addTotals, costStatus, zeroTotals } from '../storage/counters';
@@ -73,10 +74,13 @@ export function totalLine(t: UsageTotals): string {
 
 const right = (header: string): Column => ({ header, align: 'right' });
 
-/** The config's prices; a price file that is missing or unreadable is the config's fault, as check-config says. */
-function priceCatalog(loaded: LoadedConfig): PriceCatalog {
+/**
+ * The prices start-up uses, provider modules' included; a price file or module that is missing or unreadable is the
+ * config's fault, as check-config says.
+ */
+async function priceCatalog(loaded: LoadedConfig): Promise<PriceCatalog> {
   try {
-    return new PriceCatalog(loaded.config.pricing, { baseDir: loaded.dir });
+    return (await deployProviders(loaded)).prices;
   } catch (err) {
     throw new UserError(`${loaded.path}: pricing: ${errorLine(err)}`, { cause: err });
   }
@@ -135,7 +139,7 @@ export function registerUsageCommands(program: Command, load: () => LoadedConfig
       const opts = this.optsWithGlobals() as { from?: string; to?: string; json?: boolean; dryRun?: boolean };
       const range = timeRange(opts, () => 0);
       const loaded = load();
-      const catalog = priceCatalog(loaded);
+      const catalog = await priceCatalog(loaded);
       const diff = new RepriceDiff();
       const result = await withStore(loaded, async (store) => {
         // The rollups count the records of the range cheaply: the total of the progress.

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ADMIN_LOCKOUT_DEFAULTS } from '../plugins/auth/lockout';
+import type { LockoutOptions } from '../core/lockout';
 import { pricingConfigSchema } from '../pricing/config';
 import { ENDPOINT_KEYS, USAGE_PARSER_NAMES } from '../providers/registry';
 import { fromText } from './from-text';
@@ -7,6 +7,13 @@ import { refuseWeakSecrets } from './key-strength';
 import { budgetPolicySchema, limitStoreSchema, workspaceLimitsSchema } from './limits';
 import { parseStorageUrl } from '../storage/url';
 
+
+/**
+ * Admin-token guessing from one client address (the TCP peer): 10 different wrong tokens within 10 minutes block
+ * the address for 15 minutes (429 auth_blocked with Retry-After, even for the right token). The same wrong token
+ * repeated (a dashboard tab holding an old token) counts once; a missing token is not counted. YAML: admin.lockout.
+ */
+export const ADMIN_LOCKOUT_DEFAULTS: LockoutOptions = { maxFailures: 10, windowMs: 600_000, blockMs: 900_000, maxAddresses: 10_000 };
 
 /** Sizes may be given as bytes or with a unit: 512kb, 32mb, 1gb. */
 const byteSize = fromText(z.union([
@@ -23,6 +30,11 @@ const byteSize = fromText(z.union([
 
 const ms = fromText(z.number().int().positive());
 const port = fromText(z.number().int().min(0).max(65535));
+
+/** Defaults of storage.retention (docs/configuration.md; measured in docs/operations.md). */
+export const RETENTION_DEFAULTS = { batchSize: 2000, pauseMs: 100 };
+/** Records a monthly budget on two tag keys reads: from the first of the month, whatever day it is. */
+const MONTH_BUDGET_RECORD_DAYS = 30;
 
 const timeouts = z.strictObject({
   /** TCP+TLS connect. */
@@ -176,6 +188,17 @@ export const gatewayConfigSchema = z.strictObject({
       }),
       /** PostgreSQL only: the schema holding Tollgate's tables (default: the connection's search_path). */
       schema: z.string().regex(/^[a-z_][a-z0-9_]*$/, 'lower-case letters, digits and _').optional(),
+      /** Deletion of old usage records (storage/retention.ts); the rollups, and so every total, are kept. */
+      retention: z
+        .strictObject({
+          /** Keep per-request records this many days (whole UTC days); unset keeps them forever. */
+          records_days: fromText(z.number().int().min(1).max(36_500)).optional(),
+          /** Rows one DELETE statement removes at the most. */
+          batch_size: fromText(z.number().int().min(1).max(100_000)).default(RETENTION_DEFAULTS.batchSize),
+          /** Pause between two DELETE statements, ms. */
+          pause_ms: fromText(z.number().int().min(0).max(60_000)).default(RETENTION_DEFAULTS.pauseMs),
+        })
+        .prefault({}),
     })
     .prefault({}),
   /** Price overrides: extra models, changed prices, discounts, a LiteLLM price file (see pricing/config.ts). */
@@ -196,7 +219,24 @@ export const gatewayConfigSchema = z.strictObject({
       allow_weak_keys: fromText(z.boolean()).default(false),
     })
     .prefault({}),
-}).superRefine(refuseWeakSecrets);
+}).superRefine((c, ctx) => {
+  refuseWeakSecrets(c, ctx);
+  // A budget on two or more tag keys is read from the per-request records of its whole period when it is first met
+  // (no rollup holds two tags and the workspace): a month needs 30 days of records (storage/query/plan.ts).
+  const days = c.storage.retention.records_days;
+  if (days === undefined || days >= MONTH_BUDGET_RECORD_DAYS) return;
+  for (const w of c.workspaces) {
+    for (const b of w.limits.budgets) {
+      if (b.period !== 'month' || Object.keys(b.tag ?? {}).length < 2) continue;
+      ctx.addIssue({
+        code: 'custom',
+        path: ['storage', 'retention', 'records_days'],
+        message: `workspace ${w.id} has a monthly budget on ${Object.keys(b.tag ?? {}).join(' and ')}: it counts from the records of the whole month, so records_days must be at least ${MONTH_BUDGET_RECORD_DAYS}`,
+      });
+      return;
+    }
+  }
+});
 
 export type GatewayConfig = z.output<typeof gatewayConfigSchema>;
 export type ProviderEntry = z.output<typeof providerEntry>;

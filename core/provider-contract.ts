@@ -1,3 +1,4 @@
+import type { PricingConfigInput } from '../pricing/config';
 import type { EndpointKey, UsageParser } from './usage';
 
 /** What kind of API a provider is (informational, shown in the catalog and docs). */
@@ -60,7 +61,16 @@ export interface ProviderModule {
   outputLimitFields?: Partial<Record<EndpointKey, string>>;
   /** Reads usage from this provider's JSON bodies and SSE streams. */
   usage: UsageParser;
+  /**
+   * Prices of the provider's models, written as gateway.config.yaml's pricing.models entries without `provider`
+   * (USD per 1M tokens, e.g. `{ model: 'acme-large', input: '2', output: '6' }`), checked at start-up. They apply
+   * under every slug the module is deployed as, above the bundled catalog; the deployment's pricing block wins.
+   */
+  prices?: readonly ProviderModelPrice[];
 }
+
+/** One model's prices in a provider module: a pricing.models entry without `provider` (the deployed slug is used). */
+export type ProviderModelPrice = Omit<NonNullable<PricingConfigInput['models']>[number], 'provider'>;
 
 /** A provider as deployed: the module plus its YAML overrides. */
 export interface ProviderInstance extends ProviderModule {

@@ -98,6 +98,22 @@ export type { EndpointKey } from './endpoints';
 export const UNTAGGED = '(untagged)';
 
 /**
+ * Built-in dimensions. `model` is the model that served the request: the one the response names when the
+ * provider reports it (an aggregator such as OpenRouter), else the requested model; `requested_model` is the
+ * model the client asked for. Any other name is a tag key (`tag:<key>` reaches a tag stored under a built-in's
+ * name before such keys were refused).
+ */
+export const BUILTIN_DIMENSIONS = ['provider', 'model', 'requested_model', 'endpoint', 'workspace', 'key_id', 'status'] as const;
+export type BuiltinDimension = (typeof BUILTIN_DIMENSIONS)[number];
+/** Former name of `model` (the served model), still accepted in group_by and filters. */
+export const SERVED_MODEL_ALIAS = 'served_model';
+/** Names a tag key may not take (the attribution plugin refuses them): group_by would read the built-in instead. */
+export const RESERVED_TAG_KEYS: ReadonlySet<string> = new Set<string>([...BUILTIN_DIMENSIONS, SERVED_MODEL_ALIAS]);
+
+/** UsageRecord.priceVersion of a record whose cost is the provider's own figure (an aggregator's usage.cost). */
+export const PROVIDER_REPORTED = 'provider-reported';
+
+/**
  * Where a record's cost comes from.
  * - measured: provider-reported usage x catalog price (or the provider's own reported cost)
  * - estimated: usage counted by the tokenizer because the provider reported none

@@ -1,10 +1,10 @@
 /**
  * The price catalog: the bundled pricing/catalog.json plus the deployment's overrides (pricing: block).
  *
- * Precedence: bundled < litellm_file < models overrides; an override replaces ALL price fields of an
- * entry (a partial merge could pair a negotiated input price with a stale cache price) and keeps its
- * metadata (kind, context window, aliases) unless given. Discounts are applied last, by the provider that
- * bills the request, exactly (decimal multiplication by 1 - discount).
+ * Precedence: bundled < the provider modules' own prices < litellm_file < models overrides; an override
+ * replaces ALL price fields of an entry (a partial merge could pair a negotiated input price with a stale cache
+ * price) and keeps its metadata (kind, context window, aliases) unless given. Discounts are applied last, by the
+ * provider that bills the request, exactly (decimal multiplication by 1 - discount).
  *
  * lookup() matching, first hit wins, nothing fuzzy:
  *   1. exact (provider, id);
@@ -40,12 +40,21 @@ export interface PriceCatalogOptions {
   baseDir?: string;
   /** Replaces the bundled catalog (tests). */
   bundled?: CatalogFile;
+  /** Prices the deployed provider modules declare (ProviderModule.prices): above the bundled ones, below the rest. */
+  providerPrices?: readonly ModelOverride[];
 }
 
 interface Entry {
   price: CatalogModel;
   origin: ModelPrice['origin'];
 }
+
+/** Where an override's prices come from, for the entry's source note. */
+const SOURCE_OF: Record<Exclude<Entry['origin'], 'bundled'>, string> = {
+  provider: 'the provider module',
+  litellm: 'pricing.litellm_file',
+  override: 'pricing.models',
+};
 
 /** Fields that are prices: an override replaces these as a whole. */
 const PRICE_FIELDS = [
@@ -106,6 +115,8 @@ export class PriceCatalog {
       list.sort((a, b) => (a.models ? 0 : 1) - (b.models ? 0 : 1));
       this.toolFees.set(f.provider, list);
     }
+    const fromProviders = options.providerPrices ?? [];
+    for (const m of fromProviders) this.override(m, 'provider');
     const skipped: SkippedEntry[] = [...bundled.skipped];
 
     let imported: CatalogModel[] = [];
@@ -121,9 +132,10 @@ export class PriceCatalog {
     this.discounts = Object.freeze({ ...(config?.discounts ?? {}) });
     this.skipped = Object.freeze(skipped);
 
-    const changed = overrides.length > 0 || imported.length > 0 || Object.keys(this.discounts).length > 0;
+    const changed = overrides.length > 0 || imported.length > 0 || Object.keys(this.discounts).length > 0 || fromProviders.length > 0;
+    const providers = fromProviders.length > 0 ? fromProviders : undefined; // absent: versions without them unchanged
     this.version = changed
-      ? `${bundled.version}+${digest({ litellm: imported, models: overrides, discounts: this.discounts })}`
+      ? `${bundled.version}+${digest({ litellm: imported, models: overrides, discounts: this.discounts, providers })}`
       : bundled.version;
   }
 
@@ -251,13 +263,15 @@ export class PriceCatalog {
   }
 
   /** Adds an entry, or replaces all price fields of an existing one (metadata kept unless given). */
-  private override(m: ModelOverride, origin: Entry['origin']): void {
-    const existing = this.entries.get(keyOf(m.provider, m.model))?.price;
+  private override(m: ModelOverride, origin: Exclude<Entry['origin'], 'bundled'>): void {
+    const replaced = this.entries.get(keyOf(m.provider, m.model));
+    const existing = replaced?.price;
     const merged: CatalogModel = { ...(existing ?? {}), kind: existing?.kind ?? 'chat', ...m } as CatalogModel;
     if (existing) {
       for (const f of PRICE_FIELDS) if (!(f in m)) delete merged[f];
       merged.aliases = [...new Set([...(existing.aliases ?? []), ...(m.aliases ?? [])])];
-      merged.source_note = `prices from ${origin === 'litellm' ? 'pricing.litellm_file' : 'pricing.models'} (bundled entry replaced)`;
+      const whose = replaced!.origin === 'provider' ? "the provider module's" : 'bundled';
+      merged.source_note = `prices from ${SOURCE_OF[origin]} (${whose} entry replaced)`;
     }
     this.put(merged, origin);
     this.derived.clear();

@@ -1,12 +1,11 @@
 import { endpointByKey } from '../core/endpoints';
-import type { Usage, UsageRecord, UsageSource } from '../core/usage';
+import { PROVIDER_REPORTED, type Usage, type UsageRecord, type UsageSource } from '../core/usage';
 import type { Repricing } from '../storage/store';
 import type { PriceCatalog } from './catalog';
 import { priceUsage } from './cost';
 import { formatUsd } from './money';
 
-/** Price version written on records whose cost is the provider's own figure (an aggregator's usage.cost). */
-export const PROVIDER_REPORTED = 'provider-reported';
+export { PROVIDER_REPORTED } from '../core/usage';
 
 const TOKEN_COLUMNS = ['inputTokens', 'outputTokens', 'cacheReadTokens', 'cacheWriteTokens', 'cacheWrite1hTokens'] as const;
 

@@ -5,6 +5,7 @@ import { LIMIT_MODIFIERS } from '../config/limits';
 import { openStore, parseStorageUrl } from '../storage';
 import { storageUrlFrom } from './gateway';
 import { bootstrapKeys } from './key-bootstrap';
+import { prepareWiring } from './wiring';
 import { WORKER_INDEX_ENV } from './worker-slot';
 
 export { workerIndex, workerScopedPath } from './worker-slot';
@@ -47,6 +48,7 @@ export async function runPrimary(loaded: LoadedConfig, count: number, write: (li
   if (target.kind === 'sqlite' && target.path === ':memory:') {
     throw new ConfigError('server.workers > 1 needs a store the workers share: an SQLite file or PostgreSQL, not sqlite::memory:');
   }
+  await prepareWiring(loaded); // what every worker would refuse, refused before the store is touched
   const store = await openStore(storageUrlFrom(config.storage.url, loaded.dir), { schema: config.storage.schema });
   try {
     await bootstrapKeys(config.workspaces, store, write);

@@ -6,12 +6,14 @@ import Koa from 'koa';
 import type { Logger } from 'pino';
 import { container as rootContainer, type DependencyContainer } from 'tsyringe';
 import type { LoadedConfig } from '../config/load';
-import { PriceCatalog } from '../pricing/catalog';
 import { RequestCost } from '../pricing/request-cost';
 import { BudgetLedger } from './services/budget-ledger';
+import { recordQueuesOver } from './services/record-queues';
+import { systemClock } from '../core/clock';
 import { openLimitStore } from './services/limit-store/open';
 import { KeySync } from './services/keys/key-sync';
 import { openStore, parseStorageUrl } from '../storage';
+import { StoreMaintenance } from '../storage/maintenance';
 import type { UsageStore } from '../storage/store';
 import { ModelCatalog } from '../core/catalog';
 import { endpointAt } from '../core/endpoints';
@@ -22,11 +24,10 @@ import { bootstrapKeys } from './key-bootstrap';
 import { gatewaySecretCheck } from './gateway-secrets';
 import type { KeyRing } from './services/keys/key-ring';
 import { createLogger } from './logger';
-import { PluginPipeline } from '../core/plugin-pipeline';
-import { loadPlugins, planPipeline } from './loading/plugin-list';
+import type { PluginPipeline } from '../core/plugin-pipeline';
+import { createPipeline } from './loading/plugin-list';
 import type { ProviderModule } from '../core/provider-contract';
-import { loadProviders } from './loading/deployed-providers';
-import { loadProviderModules } from './loading/provider-module-import';
+import { prepareWiring } from './wiring';
 import type { ProviderRegistry } from '../core/provider-routing';
 import { GatewayProxy } from '../core/proxy';
 import { newRequestId, REQUEST_ID_HEADER } from '../core/request-id';
@@ -62,6 +63,8 @@ export interface Gateway {
 /** The composition root: everything is wired here, from the validated gateway.config.yaml. */
 export async function createGateway(loaded: LoadedConfig, options: GatewayOptions = {}): Promise<Gateway> {
   const { config } = loaded;
+  // Everything that could refuse the configuration is checked before anything is opened (the store, a key).
+  const { providers, prices, pipeline: planned } = await prepareWiring(loaded, options.providers);
   const logger = options.logger ?? createLogger(config.logging.level);
   observeBodyMemory(bodyMemoryPolicy);
   const container = rootContainer.createChildContainer();
@@ -69,13 +72,9 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
   registerService(container, TOKENS.Logger, logger);
   registerService(container, TOKENS.ConfigDir, loaded.dir);
   registerService(container, TOKENS.ProcessFilePath, workerScopedPath);
+  registerService(container, TOKENS.Clock, systemClock);
 
-  const planned = await planPipeline(config, loaded.dir);
-
-  const providers = loadProviders(config, { ...options.providers, ...(await loadProviderModules(config.providers, loaded.dir)) });
   registerService(container, TOKENS.Providers, providers);
-
-  const prices = new PriceCatalog(config.pricing, { baseDir: loaded.dir });
   registerService(container, TOKENS.PriceCatalog, prices);
   registerService(container, TOKENS.RequestCost, new RequestCost(prices));
   const { upload_spool_from: spoolFrom, upload_spool_dir: spoolDir } = config.server;
@@ -94,13 +93,14 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
   try {
     store = await openStore(storageUrlFrom(config.storage.url, loaded.dir), { schema: config.storage.schema, logger });
     registerService(container, TOKENS.UsageStore, store);
+    registerService(container, TOKENS.RecordQueues, recordQueuesOver(store, logger));
 
     keys = await bootstrapKeys(config.workspaces, store, options.announce ?? ((m) => process.stderr.write(m)));
     registerService(container, TOKENS.KeyRing, keys);
     keySync = new KeySync(keys, store, config.workspaces, logger, { limitStore: config.limit_store });
     keySync.start();
 
-    pipeline = new PluginPipeline(await loadPlugins(planned, container));
+    pipeline = await createPipeline(planned, container);
   } catch (err) {
     await keySync?.stop().catch(() => undefined);
     await store?.close().catch(() => undefined);
@@ -127,12 +127,16 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
   koa.use(refuseUnknownRoutes(logger));
   const idleRelease = new IdleMemoryRelease(proxy, config.server.idle_gc_ms, logger, releaseHeapOf(store!));
   idleRelease.start();
+  const { records_days: recordsDays, batch_size: batchSize, pause_ms: pauseMs } = config.storage.retention;
+  const maintenance = new StoreMaintenance(store!, { recordsDays, batchSize, pauseMs }, logger);
+  maintenance.start();
 
   let closing: Promise<void> | undefined;
   const close = (graceMs = config.server.shutdown_grace_ms) =>
     (closing ??= (async () => {
       proxy.draining = true;
       idleRelease.stop();
+      maintenance.stop();
       await Promise.race([proxy.idle(), new Promise((r) => setTimeout(r, graceMs).unref())]);
       await keySync!.stop();
       await pipeline.close();

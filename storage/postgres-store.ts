@@ -5,15 +5,17 @@
  */
 import type { Pool, PoolClient } from 'pg';
 import type { UsageRecord } from '../core/usage';
-import { RECORD_COLUMNS, dedupeById, flag, recordValues, type SqlValue } from './codec';
+import { RECORD_COLUMNS, dedupeById, flag, recordValues, toNumber, type SqlValue } from './codec';
 import { COUNTER_COLUMNS } from './counters';
 import { postgresDialect as d } from './dialect';
 import { KEY_COLUMNS, checkNewKey, keyFromRow, keyValues } from './keys';
 import { LATEST_VERSION, SCHEMA_MIGRATIONS_DDL, newerVersions, pendingMigrations } from './migrations/index';
+import { maintainPartitions } from './postgres-partitions';
 import { listTagKeys } from './query/dimensions';
 import { listPage } from './query/list';
 import { runUsageQuery, type Exec } from './query/run';
 import { repriceDeltas, repriceRecords, type Change } from './reprice';
+import { MaintenanceRuns, RAISE_MARK_SQL, READ_MARK_SQL, RECORDS_KEPT_FROM } from './retention';
 import {
   DAILY_COUNTER_COLUMNS,
   DAILY_DIM_COLUMNS,
@@ -36,6 +38,8 @@ import type {
   GatewayKey,
   InsertResult,
   ListRequestsQuery,
+  MaintenanceOptions,
+  MaintenanceResult,
   MigrateResult,
   NewGatewayKey,
   RepriceFn,
@@ -109,7 +113,7 @@ function columns(rows: readonly (readonly SqlValue[])[], width: number): unknown
 
 const INSERT_RECORDS = `INSERT INTO usage_records (${RECORD_COLUMNS.join(', ')}, ${RECORD_TAG_SET_COLUMN})
 ${unnest([...RECORD_COLUMNS.map((c) => RECORD_TYPES[c]), 'int8'])}
-ON CONFLICT (id) DO NOTHING
+ON CONFLICT (id, ts) DO NOTHING
 RETURNING id`;
 const UPSERT_BASE = rollupUpsertSql(ROLLUP_TABLE, ROLLUP_DIM_COLUMNS, unnest(rollupTypes(ROLLUP_DIM_COLUMNS)));
 const UPSERT_TAGS = rollupUpsertSql(TAG_ROLLUP_TABLE, TAG_ROLLUP_DIM_COLUMNS, unnest(rollupTypes(TAG_ROLLUP_DIM_COLUMNS)));
@@ -133,13 +137,14 @@ const CREATE_TAG_SETS = `WITH created AS (
 )
 SELECT id, canon FROM created`;
 const FIND_TAG_SETS = `SELECT id, canon FROM tag_sets WHERE digest IN (SELECT sha256(convert_to(c, 'UTF8')) FROM unnest($1::text[]) AS u (c))`;
-// Compare-and-set: only records still carrying the old values change (and are corrected in the rollups).
+// Compare-and-set: only records still carrying the old values change (and are corrected in the rollups). Found by
+// their primary key (id, ts): the ts also picks the month partition (migration 007).
 const REPRICE = `UPDATE usage_records u
 SET cost_pico = v.cost_pico, provenance = v.provenance, price_version = v.price_version,
   usage_source = v.usage_source, price_id = v.price_id, cost_disagrees = v.cost_disagrees
-FROM unnest($1::text[], $2::int8[], $3::text[], $4::text[], $5::int8[], $6::text[], $7::text[], $8::text[], $9::text[], $10::int4[])
-  AS v (id, cost_pico, provenance, price_version, old_cost_pico, old_provenance, old_price_version, usage_source, price_id, cost_disagrees)
-WHERE u.id = v.id
+FROM unnest($1::text[], $2::int8[], $3::int8[], $4::text[], $5::text[], $6::int8[], $7::text[], $8::text[], $9::text[], $10::text[], $11::int4[])
+  AS v (id, ts, cost_pico, provenance, price_version, old_cost_pico, old_provenance, old_price_version, usage_source, price_id, cost_disagrees)
+WHERE u.id = v.id AND u.ts = v.ts
   AND u.cost_pico IS NOT DISTINCT FROM v.old_cost_pico
   AND u.provenance = v.old_provenance
   AND u.price_version IS NOT DISTINCT FROM v.old_price_version
@@ -151,6 +156,8 @@ ON CONFLICT (digest) DO NOTHING`;
 
 /** Serialises migrations of concurrently starting instances (any stable 64-bit number). */
 const MIGRATION_LOCK = 7_162_022_001;
+/** Held by the instance running the background maintenance; the others skip their run. */
+const MAINTENANCE_LOCK = 7_162_022_002;
 
 export class PostgresUsageStore implements UsageStore {
   readonly dialect = 'postgres' as const;
@@ -159,6 +166,7 @@ export class PostgresUsageStore implements UsageStore {
   private readonly log?: StorageLogger;
   /** Ids of the tag sets this instance wrote lately (storage/tag-sets.ts). */
   private readonly tagSets = new TagSetIds();
+  private readonly maintenance = new MaintenanceRuns();
 
   constructor(url: string, opts: PostgresStoreOptions = {}) {
     if (opts.schema !== undefined && !/^[a-z_][a-z0-9_]*$/.test(opts.schema)) throw new Error(`invalid schema name ${opts.schema}`);
@@ -317,10 +325,10 @@ export class PostgresUsageStore implements UsageStore {
     const apply = (changes: Change[]): Promise<Change[]> =>
       this.withTagSets(async (c, found) => {
         const rows = changes.map(({ old, next }): SqlValue[] => [
-          old.id, next.costPico, next.provenance, next.priceVersion, old.costPico, old.provenance, old.priceVersion,
+          old.id, old.ts, next.costPico, next.provenance, next.priceVersion, old.costPico, old.provenance, old.priceVersion,
           next.usageSource ?? null, next.priceId ?? null, flag(next.costDisagrees),
         ]);
-        const res = await c.query<{ id: string }>(REPRICE, columns(rows, 10));
+        const res = await c.query<{ id: string }>(REPRICE, columns(rows, 11));
         const updated = new Set(res.rows.map((r) => r.id));
         const done = changes.filter((ch) => updated.has(ch.old.id));
         await this.applyDeltas(c, repriceDeltas(done, await this.tagSetIds(c, done.map((ch) => ch.old), found)).result());
@@ -361,7 +369,43 @@ export class PostgresUsageStore implements UsageStore {
     ]);
   }
 
+  maintain(opts: MaintenanceOptions): Promise<MaintenanceResult> {
+    return this.maintenance.track(this.maintainOnOneClient(opts));
+  }
+
+  private async maintainOnOneClient(opts: MaintenanceOptions): Promise<MaintenanceResult> {
+    const nothing: MaintenanceResult = { deleted: 0, deleteStatements: 0, droppedPartitions: [], createdPartitions: [] };
+    if (this.maintenance.closing) return { ...nothing, skipped: 'closing' };
+    const c = await this.pool.connect();
+    let broken: Error | undefined;
+    const onError = (err: Error) => (broken = err);
+    c.on('error', onError);
+    try {
+      // A session lock: held across the run's transactions and autocommit batches, released with the connection.
+      const { ok } = (await c.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [MAINTENANCE_LOCK])).rows[0];
+      if (!ok) return { ...nothing, skipped: 'locked' };
+      try {
+        if (opts.retention) await c.query(d.sql(RAISE_MARK_SQL), [RECORDS_KEPT_FROM, opts.retention.before]);
+        return await maintainPartitions(c, opts, () => this.maintenance.closing);
+      } finally {
+        await c.query('SELECT pg_advisory_unlock($1)', [MAINTENANCE_LOCK]).catch((e: Error) => (broken = e));
+      }
+    } catch (err) {
+      broken ??= err as Error;
+      throw err;
+    } finally {
+      c.off('error', onError);
+      c.release(broken);
+    }
+  }
+
+  async recordsKeptFrom(): Promise<number | null> {
+    const [row] = await this.exec({ sql: d.sql(READ_MARK_SQL), params: [RECORDS_KEPT_FROM] });
+    return row ? toNumber(row.value) : null;
+  }
+
   async close(): Promise<void> {
+    await this.maintenance.stop();
     if (!this.pool.ended) await this.pool.end();
   }
 }

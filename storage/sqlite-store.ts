@@ -8,7 +8,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { UsageRecord } from '../core/usage';
-import { RECORD_COLUMNS, dedupeById, flag, recordValues } from './codec';
+import { RECORD_COLUMNS, dedupeById, flag, recordValues, toNumber } from './codec';
 import { COUNTER_COLUMNS } from './counters';
 import { sqliteDialect as d } from './dialect';
 import { KEY_COLUMNS, checkNewKey, keyFromRow, keyValues } from './keys';
@@ -17,6 +17,7 @@ import { listTagKeys } from './query/dimensions';
 import { listPage } from './query/list';
 import { runUsageQuery, type Exec } from './query/run';
 import { repriceDeltas, repriceRecords, type Change } from './reprice';
+import { MaintenanceRuns, RAISE_MARK_SQL, READ_MARK_SQL, RECORDS_KEPT_FROM, deleteInBatches } from './retention';
 import { SqliteWriterThread } from './sqlite-writer';
 import {
   DAILY_COUNTER_COLUMNS,
@@ -40,6 +41,8 @@ import type {
   GatewayKey,
   InsertResult,
   ListRequestsQuery,
+  MaintenanceOptions,
+  MaintenanceResult,
   MigrateResult,
   NewGatewayKey,
   RepriceFn,
@@ -104,6 +107,7 @@ export class SqliteUsageStore implements UsageStore {
   private readonly writer?: SqliteWriterThread;
   /** Tag set ids of the connection that writes (the writer thread has its own store and cache). */
   private readonly tagSets = new TagSetIds();
+  private readonly maintenance = new MaintenanceRuns();
 
   constructor(path: string, opts: SqliteStoreOptions = {}) {
     if (path !== ':memory:' && !opts.mustExist) mkdirSync(dirname(path), { recursive: true });
@@ -347,6 +351,33 @@ export class SqliteUsageStore implements UsageStore {
     })();
   }
 
+  /**
+   * On the writer thread when there is one (its connection writes; this thread only posts the request). SQLite has
+   * no partitions: retention deletes in batches, each DELETE its own short write transaction, so the writer's
+   * inserts queued meanwhile go in between two batches.
+   */
+  maintain(opts: MaintenanceOptions): Promise<MaintenanceResult> {
+    if (this.writer) return this.writer.maintain(opts);
+    return this.maintenance.track(this.maintainInline(opts));
+  }
+
+  private async maintainInline(opts: MaintenanceOptions): Promise<MaintenanceResult> {
+    const result: MaintenanceResult = { deleted: 0, deleteStatements: 0, droppedPartitions: [], createdPartitions: [] };
+    if (this.maintenance.closing) return { ...result, skipped: 'closing' };
+    if (!opts.retention) return result;
+    const { before } = opts.retention;
+    this.db.prepare(RAISE_MARK_SQL).run(RECORDS_KEPT_FROM, before);
+    // Oldest first through the (ts, id, tag_set_id) index, which carries each row's rowid.
+    const del = this.db.prepare('DELETE FROM usage_records WHERE rowid IN (SELECT rowid FROM usage_records WHERE ts < ? ORDER BY ts LIMIT ?)');
+    const run = await deleteInBatches({ ...opts.retention, stopped: () => this.maintenance.closing, deleteBatch: (limit) => del.run(before, limit).changes });
+    return { ...result, deleted: run.deleted, deleteStatements: run.statements, ...(run.stopped ? { skipped: 'closing' as const } : {}) };
+  }
+
+  async recordsKeptFrom(): Promise<number | null> {
+    const [row] = await this.exec({ sql: READ_MARK_SQL, params: [RECORDS_KEPT_FROM] });
+    return row ? toNumber(row.value) : null;
+  }
+
   /** Full collections of the writer thread's heap, asked for by the idle release (runtime/memory-policy.ts). */
   async releaseMemory(): Promise<void> {
     await this.writer?.collectGarbage();
@@ -354,6 +385,7 @@ export class SqliteUsageStore implements UsageStore {
 
   async close(): Promise<void> {
     if (!this.db.open) return;
+    await this.maintenance.stop();
     await this.writer?.close();
     this.db.pragma('optimize'); // refreshes planner statistics where useful (cheap)
     this.db.close();

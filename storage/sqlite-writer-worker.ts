@@ -1,6 +1,7 @@
 /**
  * The worker side of storage/sqlite-writer.ts: one SQLite connection that runs the store's own write code
- * (SqliteUsageStore, inline mode) for each request the main thread posts, one at a time, in order.
+ * (SqliteUsageStore, inline mode) for each request the main thread posts, in order. Each write is synchronous and
+ * runs whole; a maintenance run pauses between its batches, and the writes posted meanwhile run in those pauses.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { unpackRecords } from './packed-records';
@@ -30,6 +31,8 @@ function run(msg: WriterRequest): unknown {
       return store.touchKeys(msg.ids, msg.lastUsedAt);
     case 'collectGarbage':
       return collectGarbage();
+    case 'maintain':
+      return store.maintain(msg.opts);
   }
 }
 

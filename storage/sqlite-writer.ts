@@ -16,7 +16,7 @@ import { Worker } from 'node:worker_threads';
 import type { UsageRecord } from '../core/usage';
 import { packRecords, packedBuffers, type PackedRecords } from './packed-records';
 import type { QuarantinedRecord } from './quarantine';
-import type { InsertResult } from './store';
+import type { InsertResult, MaintenanceOptions, MaintenanceResult } from './store';
 
 /** What the main thread asks of the worker. */
 export type WriterRequest =
@@ -26,7 +26,9 @@ export type WriterRequest =
   | { id: number; op: 'touchKeys'; ids: readonly string[]; lastUsedAt: number }
   | { id: number; op: 'quarantine'; entries: readonly QuarantinedRecord[] }
   /** Full GCs of the worker's own heap, asked for by the idle-memory release of the main thread (runtime/memory-policy.ts). */
-  | { id: number; op: 'collectGarbage' };
+  | { id: number; op: 'collectGarbage' }
+  /** The background maintenance (storage/maintenance.ts): retention's batched deletes run on this connection. */
+  | { id: number; op: 'maintain'; opts: MaintenanceOptions };
 
 /** The worker's answer; an error keeps its code (SQLITE_CONSTRAINT... decides retry vs quarantine). */
 export type WriterResponse = { id: number; result: unknown } | { id: number; error: { message: string; name: string; code?: string } };
@@ -73,6 +75,11 @@ export class SqliteWriterThread {
 
   async touchKeys(ids: readonly string[], lastUsedAt: number): Promise<void> {
     await this.call({ id: this.nextId++, op: 'touchKeys', ids, lastUsedAt });
+  }
+
+  /** Runs on the worker, between the inserts posted meanwhile (its batches pause, and each is one short transaction). */
+  maintain(opts: MaintenanceOptions): Promise<MaintenanceResult> {
+    return this.call({ id: this.nextId++, op: 'maintain', opts }) as Promise<MaintenanceResult>;
   }
 
   /** Runs full GCs in the worker after the writes already posted; nothing when no worker runs. */

@@ -8,7 +8,7 @@ import 'reflect-metadata';
 import { Writable } from 'node:stream';
 import pino, { type Logger } from 'pino';
 import { container as rootContainer } from 'tsyringe';
-import { gatewayConfigSchema } from '../config/schema';
+import { validate } from '../config/load';
 import { PriceCatalog } from '../pricing/catalog';
 import { RequestCost } from '../pricing/request-cost';
 import { BUILTIN_PROVIDERS } from '../providers/registry';
@@ -19,11 +19,17 @@ import type { GatewayError } from '../core/errors';
 import { forwardableRequestHeaders } from '../core/headers';
 import { PluginPipeline } from '../core/plugin-pipeline';
 import type { GatewayPlugin, PluginDefinition } from '../core/plugin-contract';
+import { keepsV1Completion } from '../core/api-version';
 import { instantiatePlugin } from '../runtime/loading/plugin-instance';
+import { loadProviders } from '../runtime/loading/deployed-providers';
+import { deployedProviderPrices } from '../runtime/loading/provider-prices';
 import { bearer, type ProviderInstance, type ProviderModule } from '../core/provider-contract';
 import { ProviderRegistry } from '../core/provider-routing';
 import { registerService, TOKENS, type ServiceOf } from '../core/tokens';
 import { LimitsContext } from '../runtime/services/workspace-limits';
+import { recordQueuesOver } from '../runtime/services/record-queues';
+import { BudgetLedger } from '../runtime/services/budget-ledger';
+import { systemClock } from '../core/clock';
 import type { EndpointKey, SseEvent, Usage } from '../core/usage';
 
 /** What a fake request looks like; every field is optional. */
@@ -106,9 +112,18 @@ export interface PluginHarnessOptions {
   /** The plugin's YAML `options:` block, validated with its schema as at start-up. */
   options?: unknown;
   /**
-   * Services to register, by token name. Defaults: Logger (silent), ConfigDir (cwd), Config (all defaults),
-   * Providers (the built-ins), PriceCatalog (the bundled prices), RequestCost (over those prices), ProcessFilePath
-   * (paths unchanged) and, when a LimitStore is given, WorkspaceLimits over it and the Config's workspaces.
+   * The gateway's configuration, as gateway.config.yaml would give it (an object), validated as at start-up: its
+   * pricing block prices requests, its providers and workspaces are deployed. Default: every setting's default.
+   */
+  config?: unknown;
+  /** Provider modules written in code, deployed with the built-ins under these slugs; their own prices count too. */
+  providers?: Record<string, ProviderModule>;
+  /**
+   * Services to register, by token name. Defaults: Logger (silent), ConfigDir (cwd), Config (`config`, validated),
+   * Providers (the built-ins, the config's and `providers`), PriceCatalog (the bundled prices, the providers' own
+   * and the config's pricing block, as at start-up), RequestCost (over those prices), ProcessFilePath
+   * (paths unchanged), Clock (the wall clock), BudgetLedger (one of its own); when a LimitStore is given, WorkspaceLimits over it and the Config's
+   * workspaces; when a UsageStore is given, RecordQueues writing to it.
    */
   services?: Services;
 }
@@ -133,23 +148,28 @@ export interface PluginHarness {
 export async function createPluginHarness<O>(definition: PluginDefinition<O>, opts: PluginHarnessOptions = {}): Promise<PluginHarness> {
   const container = rootContainer.createChildContainer();
   const given = opts.services ?? {};
-  const prices = given.PriceCatalog ?? new PriceCatalog();
-  const config = given.Config ?? gatewayConfigSchema.parse({});
+  const config = given.Config ?? validate(opts.config ?? {}, 'createPluginHarness config');
+  const configDir = given.ConfigDir ?? process.cwd();
+  const providers = loadProviders(config, opts.providers);
+  const prices = given.PriceCatalog ?? new PriceCatalog(config.pricing, { baseDir: configDir, providerPrices: deployedProviderPrices(providers.list()) });
   const logger = given.Logger ?? silentLogger();
   const services: Services = {
     Logger: logger,
-    ConfigDir: process.cwd(),
+    ConfigDir: configDir,
     Config: config,
-    Providers: builtinRegistry,
+    Providers: providers,
     PriceCatalog: prices,
     RequestCost: new RequestCost(prices),
     ProcessFilePath: (path) => path,
+    Clock: systemClock,
+    BudgetLedger: new BudgetLedger(),
     ...(given.LimitStore && { WorkspaceLimits: new LimitsContext(config, given.LimitStore, config.limit_store, logger) }),
+    ...(given.UsageStore && { RecordQueues: recordQueuesOver(given.UsageStore, logger) }),
     ...given,
   };
   for (const name of Object.keys(services) as ServiceName[]) registerService(container, TOKENS[name], services[name]);
   const plugin = await instantiatePlugin(definition as PluginDefinition<unknown>, opts.options, container, 'plugins[0]');
-  const pipeline = new PluginPipeline([plugin]);
+  const pipeline = new PluginPipeline([plugin], keepsV1Completion(definition) ? new Set([plugin]) : undefined);
 
   const exchange = async (ctx: GatewayContext): Promise<GatewayError | undefined> => {
     let refusal: GatewayError | undefined;

@@ -15,6 +15,7 @@ import { planUsageQuery } from '../../storage/query/plan';
 import { DAY_MS, HOUR_MS } from '../../storage/rollup';
 import { BUILTIN_DIMENSIONS, NONE, type UsageGroupRow, type UsageStore } from '../../storage/store';
 import { filterFrom, groupByFrom, intervalFrom } from '../query-params';
+import { retentionJson } from '../serialize';
 import { usageCsv } from './csv';
 
 export interface DashboardApiDeps {
@@ -39,13 +40,18 @@ export function registerDashboardRoutes(router: Router, { store, workspaces, pro
 
   router.get('/info', async (ctx) => {
     // Newest record over all time: one index seek on (ts, id).
-    const [latest, quarantined] = await Promise.all([store.listRequests({ from: 0, to: Number.MAX_SAFE_INTEGER, limit: 1 }), store.countQuarantined()]);
+    const [latest, quarantined, keptFrom] = await Promise.all([
+      store.listRequests({ from: 0, to: Number.MAX_SAFE_INTEGER, limit: 1 }),
+      store.countQuarantined(),
+      store.recordsKeptFrom(),
+    ]);
     ctx.body = {
       proxy_url: proxyUrl ?? null,
       workspaces: workspaces.map((w) => ({ id: w.id, name: w.name ?? null })),
       has_records: latest.records.length > 0,
       latest_record_at: latest.records[0] ? new Date(latest.records[0].ts).toISOString() : null,
       quarantined_records: quarantined,
+      records_kept_from: keptFrom === null ? null : new Date(keptFrom).toISOString(),
     };
   });
 
@@ -134,6 +140,8 @@ export function registerDashboardRoutes(router: Router, { store, workspaces, pro
       series: [...series.entries()].map(([group, s]) => ({ group, ...json(s) })),
       other: dim ? json(other) : null,
       total: json(total),
+      // A series read one value at a time takes the same path as the grouping.
+      ...(await retentionJson(store, [{ ...filter, groupBy: [], interval }, { ...filter, groupBy: dim ? [dim] : [], interval }])),
     };
   });
 }

@@ -12,7 +12,7 @@ import type { CostProvenance, EndpointKey } from '../../core/usage';
 import type { keyJson } from '../key-admin';
 import type { CostStatus } from '../../storage/counters';
 import { BUILTIN_DIMENSIONS } from '../../storage/store';
-import type { groupRowJson, recordJson, totalsJson } from '../serialize';
+import type { groupRowJson, recordJson, retentionJson, totalsJson } from '../serialize';
 
 /** Every schema given an id here becomes #/components/schemas/<id>. */
 export const answerSchemas = z.registry<{ id: string }>();
@@ -74,6 +74,14 @@ export const UsageRow = named(
   }),
 );
 
+/** retentionJson's fields (storage.retention.records_days), in the usage answers. */
+const retentionFields = {
+  records_kept_from: time('Per-request records before this time were deleted by retention; the totals still count them, from the rollups. Null while none were.').nullable(),
+  uncounted: z
+    .array(z.object({ from: time('Start (inclusive).'), to: time('End (exclusive).') }))
+    .meta({ description: 'Parts of the range that only the deleted records could answer, and that this answer leaves out; empty when nothing is missing.' }),
+};
+
 export const UsageAnswer = named(
   'UsageAnswer',
   z.object({
@@ -84,6 +92,7 @@ export const UsageAnswer = named(
     filters,
     rows: z.array(UsageRow).meta({ description: 'Most expensive first.' }),
     total: Totals.nullable().meta({ description: 'Everything in range and filters, ungrouped.' }),
+    ...retentionFields,
   }),
 );
 
@@ -106,6 +115,7 @@ export const SeriesAnswer = named(
     series: z.array(z.object({ group: z.string().meta({ description: 'The value of the group_by dimension ("(none)" for an absent built-in).' }), ...seriesValues.shape })),
     other: SeriesValues.nullable().meta({ description: 'The total minus the series shown; null without group_by.' }),
     total: SeriesValues,
+    ...retentionFields,
   }),
 );
 
@@ -245,6 +255,7 @@ export const InfoAnswer = named(
       .int()
       .min(0)
       .meta({ description: 'Usage records the store refused for their content, kept in quarantined_records with the error.' }),
+    records_kept_from: retentionFields.records_kept_from,
   }),
 );
 
@@ -277,5 +288,6 @@ const sameShapes: [
   Same<ReturnType<typeof keyJson>, z.output<z.ZodObject<typeof storedKeyFields>>>,
   Same<z.output<typeof provenance>, CostProvenance>,
   Same<z.output<typeof costStatus>, CostStatus>,
-] = [true, true, true, true, true, true];
+  Same<Awaited<ReturnType<typeof retentionJson>>, z.output<z.ZodObject<typeof retentionFields>>>,
+] = [true, true, true, true, true, true, true];
 void sameShapes;

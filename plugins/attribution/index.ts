@@ -1,8 +1,4 @@
-import { z } from 'zod';
-import { fromText } from '../../config/from-text';
-import type { GatewayContext } from '../../core/context';
-import { definePlugin, type GatewayPlugin } from '../../core/plugin-contract';
-import { BoundedCache } from '../../core/bounded-cache';
+import { BoundedCache, definePlugin, fromText, z, type GatewayContext, type GatewayPlugin } from '../../core';
 import { FLAT_PREFIX, METADATA_HEADER, parseTags, type TagLimits } from './parse-tags';
 
 const optionsSchema = z

@@ -1,6 +1,4 @@
-import { GatewayError } from '../../core/errors';
-import { truncate } from '../../core/truncate';
-import { RESERVED_TAG_KEYS } from '../../storage/store';
+import { GatewayError, RESERVED_TAG_KEYS, truncate } from '../../core';
 
 export interface TagLimits {
   maxKeys: number;

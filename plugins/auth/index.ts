@@ -1,11 +1,7 @@
-import { hash } from 'node:crypto';
-import { z } from 'zod';
-import { fromText } from '../../config/from-text';
-import { credentialHeader, type GatewayContext } from '../../core/context';
-import { GatewayError } from '../../core/errors';
-import { definePlugin, type GatewayPlugin } from '../../core/plugin-contract';
-import { resolveService, TOKENS, type KeyRingService } from '../../core';
-import { addressKey, FailedKeyTracker } from './lockout';
+import {
+  addressKey, definePlugin, FailedKeyTracker, fromText, GatewayError, resolveService, TOKENS, z, type GatewayContext, type GatewayPlugin,
+  type KeyRingService,
+} from '../../core';
 
 const optionsSchema = z
   .strictObject({
@@ -49,25 +45,23 @@ export class AuthPlugin implements GatewayPlugin {
   }
 
   onRequest(ctx: GatewayContext): void {
-    const presented = credentialHeader(ctx, 'x-gateway-key');
-    if (!presented) {
+    const presented = this.keys.check(ctx);
+    if (presented.status === 'missing') {
       throw new GatewayError('gateway_key_missing', 'Missing gateway key: send your Tollgate key in the X-Gateway-Key header.', { param: 'X-Gateway-Key' });
     }
-    const grant = this.keys.verify(presented);
-    if (grant) {
-      // A valid key is always accepted, whatever other clients behind the same address did.
-      ctx.workspace = grant.workspace;
-      ctx.keyId = grant.keyId;
-      return;
+    if (presented.status === 'invalid') {
+      if (this.failures) {
+        const address = this.addressOf(ctx);
+        const left = this.failures.blockedFor(address);
+        if (left > 0) throw blocked(left);
+        const blockMs = this.failures.fail(address, presented.fingerprint);
+        if (blockMs > 0) ctx.log.warn({ address, blockMs }, 'too many invalid gateway keys: invalid keys from this client address blocked');
+      }
+      throw new GatewayError('gateway_key_invalid', 'Invalid gateway key in X-Gateway-Key.', { param: 'X-Gateway-Key' });
     }
-    if (this.failures) {
-      const address = this.addressOf(ctx);
-      const left = this.failures.blockedFor(address);
-      if (left > 0) throw blocked(left);
-      const blockMs = this.failures.fail(address, hash('sha256', presented, 'base64').slice(0, 12));
-      if (blockMs > 0) ctx.log.warn({ address, blockMs }, 'too many invalid gateway keys: invalid keys from this client address blocked');
-    }
-    throw new GatewayError('gateway_key_invalid', 'Invalid gateway key in X-Gateway-Key.', { param: 'X-Gateway-Key' });
+    // A valid key is always accepted, whatever other clients behind the same address did.
+    ctx.workspace = presented.grant.workspace;
+    ctx.keyId = presented.grant.keyId;
   }
 
   /** The tracked form of the client's address: the TCP peer, or the trusted proxy's header when configured. */

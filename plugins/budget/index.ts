@@ -1,24 +1,16 @@
-import type { Logger } from 'pino';
-import type { BudgetConfig, WorkspaceLimits } from '../../config/limits';
-import type { GatewayContext } from '../../core/context';
-import { BoundedCache } from '../../core/bounded-cache';
-import { GatewayError } from '../../core/errors';
-import { definePlugin, type GatewayPlugin } from '../../core/plugin-contract';
-import { priceUsage } from '../../pricing/cost';
-import { formatUsd, parseUsd } from '../../pricing/money';
 import {
-  resolveService, TOKENS, UNTAGGED, type BudgetCheck, type BudgetSource, type BudgetState, type BudgetStatus,
-  type LeaseRenewer, type RequestCostService, type UsageStoreService, type WorkspaceLimitsService,
+  BoundedCache, definePlugin, formatUsd, GatewayError, parseUsd, resolveService, TOKENS, UNTAGGED, type BudgetCheck,
+  type BudgetConfig, type BudgetSource, type BudgetState, type BudgetStatus, type Clock, type GatewayContext, type GatewayPlugin, type LeaseRenewer,
+  type Logger, type RequestCostService, type UsageStoreService, type WorkspaceLimits, type WorkspaceLimitsService,
 } from '../../core';
-import type { ModelPrice } from '../../pricing/model-price';
 import { alertReached } from './alert';
 import { periodAt, type Period } from './periods';
-import { BudgetPricing } from './unpriced';
+import { BudgetPricing, type BudgetPrice } from './unpriced';
 import { worstCaseCost, type ReferencedInput } from './worst-case';
 
 const HELD = 'budget.reservation';
-/** The price_as stand-in price of a request for an unpriced model (budgets.unpriced), for its settlement. */
-const STAND_IN = 'budget.stand-in-price';
+/** The price_as stand-in of a request for an unpriced model (budgets.unpriced), for its settlement. */
+const STAND_IN = 'budget.stand-in';
 /** Budget instances (budget x workspace x tag value) kept ready per budget; beyond that the oldest are dropped. */
 const MAX_CACHED = 10_000;
 const PERIOD_ADJECTIVE = { day: 'daily', month: 'monthly' } as const;
@@ -67,6 +59,7 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     private readonly cost: RequestCostService,
     private readonly usage: UsageStoreService,
     private readonly log: Logger,
+    private readonly clock: Clock,
     private readonly pricing: BudgetPricing,
     private readonly referencedInput: ReferencedInput,
   ) {
@@ -77,7 +70,7 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
   async beforeUpstream(ctx: GatewayContext): Promise<void> {
     const l = this.limits.limitsOf(ctx);
     if (!l || l.budgets.length === 0) return;
-    const now = Date.now();
+    const now = this.clock.now();
     const applied: Applied[] = [];
     for (const rule of this.rulesOf(l)) {
       const a = this.instance(ctx, rule, now);
@@ -87,7 +80,7 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     }
     if (applied.length === 0) return;
     const priced = this.pricing.of(ctx);
-    const amountPico = priced ? worstCaseCost(ctx, priced.price, this.referencedInput) : 0n;
+    const amountPico = priced ? worstCaseCost(ctx, this.cost, priced, this.referencedInput) : 0n;
     const checks = applied.map((a) => a.check);
     const store = this.limits.store;
     const result = await this.limits.guard('budget', () => store.reserve(checks, ctx.requestId, amountPico, this.renewer.leaseMs), undefined);
@@ -95,7 +88,7 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     // Settled even when the store failed open: the spend is added, and a reserve that ran in Redis after its
     // reply timed out is released by request id.
     ctx.state.set(HELD, applied);
-    if (priced?.standIn) ctx.state.set(STAND_IN, priced.price);
+    if (priced?.standIn) ctx.state.set(STAND_IN, priced.standIn);
     if (!result) return;
     if (amountPico > 0n) this.renewer.add(ctx.requestId, checks);
     this.alertIfCrossed(applied, result.states);
@@ -114,9 +107,9 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
 
   /** The request's cost: the one every plugin shares, or at the price_as stand-in's price for an unpriced model. */
   private actualCost(ctx: GatewayContext): bigint | null {
-    const standIn = ctx.state.get(STAND_IN) as ModelPrice | undefined;
+    const standIn = ctx.state.get(STAND_IN) as BudgetPrice['standIn'];
     if (!standIn) return this.cost.of(ctx).costPico;
-    return priceUsage(standIn, ctx.usage, { endpoint: ctx.endpoint!.key, counted: ctx.endpoint!.costCounted }).costPico;
+    return ctx.usage ? this.cost.price(ctx, ctx.usage, standIn).costPico : null;
   }
 
   /**
@@ -255,7 +248,7 @@ function refusal(applied: Applied[], states: readonly BudgetState[], amountPico:
 
 export const budget = definePlugin({
   name: 'budget',
-  requires: { plugins: ['auth'], services: ['WorkspaceLimits', 'RequestCost', 'UsageStore', 'Logger', 'BudgetLedger', 'Config', 'Providers'] },
+  requires: { plugins: ['auth'], services: ['WorkspaceLimits', 'RequestCost', 'UsageStore', 'Logger', 'BudgetLedger', 'Clock', 'Config', 'Providers'] },
   enforces: ['budgets'],
   create: (container) => {
     const cost = resolveService(container, TOKENS.RequestCost);
@@ -265,6 +258,7 @@ export const budget = definePlugin({
       cost,
       resolveService(container, TOKENS.UsageStore),
       resolveService(container, TOKENS.Logger),
+      resolveService(container, TOKENS.Clock),
       new BudgetPricing(cost.prices, policy.unpriced, resolveService(container, TOKENS.Providers)),
       policy.referenced_input_tokens,
     );

@@ -1,7 +1,14 @@
-import type { BudgetPolicy } from '../../config/limits';
-import { GatewayError, type GatewayContext, type ProviderLookup } from '../../core';
-import type { PriceLookup } from '../../core/services';
-import type { ModelPrice } from '../../pricing/model-price';
+import { GatewayError, type BudgetPolicy, type GatewayContext, type PriceLookup, type ProviderLookup } from '../../core';
+
+/** A model's catalog entry, as the price lookup gives it. */
+export type ModelPrice = NonNullable<ReturnType<PriceLookup['lookup']>>;
+
+/** What a budget counts a request at: the catalog entry, and the model to price as when it is a stand-in's. */
+export interface BudgetPrice {
+  price: ModelPrice;
+  /** price_as: the stand-in model and the provider pricing it (the request's own model has no price). */
+  standIn?: { provider: string; model: string };
+}
 
 /**
  * The price a budget counts a request at, under budgets.unpriced: the model's own; for a model without one,
@@ -9,26 +16,29 @@ import type { ModelPrice } from '../../pricing/model-price';
  * the choice of model could bypass would not be a budget, hence refuse by default.
  */
 export class BudgetPricing {
-  /** price_as: the stand-in's price under each provider that prices it, the first such provider's as a fallback. */
-  private readonly standIn: { model: string; fallback: ModelPrice } | undefined;
+  /** price_as: the stand-in model, checked at start to have a price under some deployed provider. */
+  private readonly standIn: string | undefined;
 
-  constructor(private readonly prices: PriceLookup, private readonly policy: BudgetPolicy['unpriced'], providers: ProviderLookup) {
+  constructor(private readonly prices: PriceLookup, private readonly policy: BudgetPolicy['unpriced'], private readonly providers: ProviderLookup) {
     if (typeof policy !== 'object') return;
-    const model = policy.price_as;
-    const fallback = providers.list().map((p) => prices.lookup(p.slug, model)).find((p) => p !== undefined);
-    if (!fallback) throw new Error(`budgets.unpriced.price_as: no deployed provider has a price for model "${model}"; name a model of the price catalog or of pricing.models`);
-    this.standIn = { model, fallback };
+    if (!this.standInOf(undefined, policy.price_as)) {
+      throw new Error(`budgets.unpriced.price_as: no deployed provider has a price for model "${policy.price_as}"; name a model of the price catalog or of pricing.models`);
+    }
+    this.standIn = policy.price_as;
   }
 
   /**
-   * The price to reserve and settle the request at (standIn: another model's, price_as); undefined when nothing
-   * is counted (allow, or an endpoint whose cost is not counted). Throws model_unpriced under refuse.
+   * What to reserve and settle the request at; undefined when nothing is counted (allow, or an endpoint whose cost
+   * is not counted). Throws model_unpriced under refuse.
    */
-  of(ctx: GatewayContext): { price: ModelPrice; standIn: boolean } | undefined {
+  of(ctx: GatewayContext): BudgetPrice | undefined {
     if (!ctx.provider || !ctx.model || !ctx.endpoint?.costCounted) return undefined;
     const own = this.prices.lookup(ctx.provider.slug, ctx.model);
-    if (own) return { price: own, standIn: false };
-    if (this.standIn) return { price: this.prices.lookup(ctx.provider.slug, this.standIn.model) ?? this.standIn.fallback, standIn: true };
+    if (own) return { price: own };
+    if (this.standIn) {
+      const standIn = this.standInOf(ctx.provider.slug, this.standIn)!;
+      return { price: standIn.price, standIn: { provider: standIn.provider, model: this.standIn } };
+    }
     if (this.policy === 'allow') return undefined;
     const slug = ctx.provider.slug;
     throw new GatewayError(
@@ -38,5 +48,14 @@ export class BudgetPricing {
         'or set budgets.unpriced to price_as: <a priced model> or allow.',
       { param: 'model' },
     );
+  }
+
+  /** The stand-in's price under the request's provider, else under the first deployed provider that prices it. */
+  private standInOf(slug: string | undefined, model: string): { provider: string; price: ModelPrice } | undefined {
+    for (const provider of [...(slug === undefined ? [] : [slug]), ...this.providers.list().map((p) => p.slug)]) {
+      const price = this.prices.lookup(provider, model);
+      if (price) return { provider, price };
+    }
+    return undefined;
   }
 }

@@ -1,6 +1,4 @@
-import { z } from 'zod';
-import type { GatewayContext } from '../../core/context';
-import { definePlugin, type GatewayPlugin } from '../../core/plugin-contract';
+import { definePlugin, z, type GatewayContext, type GatewayPlugin } from '../../core';
 
 const optionsSchema = z
   .strictObject({

@@ -1,5 +1,4 @@
-import type { GatewayContext } from '../../core';
-import { withJsonField } from '../../core/body-field';
+import { withJsonField, type GatewayContext } from '../../core';
 
 /** The response header that says a cap was written into the request, with its value. */
 export const CAP_APPLIED_HEADER = 'x-gateway-max-tokens-applied';

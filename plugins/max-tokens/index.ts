@@ -1,5 +1,7 @@
-import { definePlugin, GatewayError, resolveService, TOKENS, type GatewayContext, type GatewayPlugin, type WorkspaceLimitsService } from '../../core';
-import { OUTPUT_TOKEN_FIELDS, outputLimitField, tokenCount } from '../../core/output-tokens';
+import {
+  definePlugin, GatewayError, OUTPUT_TOKEN_FIELDS, outputLimitField, resolveService, tokenCount, TOKENS, type GatewayContext, type GatewayPlugin,
+  type WorkspaceLimitsService,
+} from '../../core';
 import { capOutput } from './cap-output';
 
 /**

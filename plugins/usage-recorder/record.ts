@@ -1,10 +1,7 @@
-import { MAX_MODEL_LENGTH } from '../../core/body';
-import type { GatewayContext } from '../../core/context';
-import { truncate } from '../../core/truncate';
-import type { CostProvenance, UsageRecord, UsageSource } from '../../core/usage';
-import { streamIncomplete } from '../../core/usage-settle';
-import type { PricedUsage } from '../../pricing/cost';
-import { PROVIDER_REPORTED } from '../../pricing/reprice';
+import {
+  MAX_MODEL_LENGTH, PROVIDER_REPORTED, streamIncomplete, truncate, type CostProvenance, type GatewayContext, type PricedUsage, type UsageRecord,
+  type UsageSource,
+} from '../../core';
 
 const count = (n: number | undefined): number | null => (n === undefined ? null : n);
 

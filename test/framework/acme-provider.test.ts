@@ -43,9 +43,11 @@ providers:
   acme: { use: "${ACME}", base_url: "${upstream.url}/acme/v1" }
   # The same module deployed twice: the YAML key is the slug, the other keys override the module's.
   acme-eu: { use: "${ACME}", base_url: "${upstream.url}/acme-eu/v1", prefixes: [acme-eu-], display_name: Acme EU }
+# Acme's prices ship with the module (acme-large: input 2, output 6, cache_read 0.5 USD per 1M tokens). This
+# deployment's own price for acme-large under acme-eu wins over them.
 pricing:
   models:
-    - { provider: acme, model: acme-large, input: "2", output: "6", cache_read: "0.5" }
+    - { provider: acme-eu, model: acme-large, input: "1", output: "3", cache_read: "0.25" }
 `);
   });
   after(async () => {
@@ -65,7 +67,7 @@ pricing:
     expect(sent.url).to.equal('/acme/v1/chat/completions');
     expect(sent.headers['x-acme-key']).to.equal(ACME_KEY);
     expect(sent.headers.authorization).to.equal(undefined);
-    // 20 input x $2 + 100 cached x $0.5 + 30 output x $6 per 1M tokens = $0.00027, exactly.
+    // With the module's own prices: 20 input x $2 + 100 cached x $0.5 + 30 output x $6 per 1M tokens = $0.00027.
     expect(r.headers['x-gateway-cost']).to.equal('0.00027');
     const record = await waitForRecord(gw, r.headers['x-gateway-request-id']);
     expect(record).to.include({ provider: 'acme', input_tokens: 20, cache_read_tokens: 100, output_tokens: 30, cost_usd: '0.00027', provenance: 'measured' });
@@ -103,6 +105,16 @@ pricing:
     expect(viaHeader.status).to.equal(200);
   });
 
+  it("prices with the module's own prices under every slug, and the deployment's pricing.models wins", async () => {
+    const viaEu = await call(gw, '/v1/chat/completions', chat('acme-large'), { ...acmeHeaders, 'x-gateway-provider': 'acme-eu' });
+    // The deployment's price for acme-eu: 20 input x $1 + 100 cached x $0.25 + 30 output x $3 per 1M = $0.000135.
+    expect(viaEu.headers['x-gateway-cost']).to.equal('0.000135');
+    expect(await waitForRecord(gw, viaEu.headers['x-gateway-request-id'])).to.include({ provider: 'acme-eu', cost_usd: '0.000135', provenance: 'measured' });
+    const { json: models } = await call(gw, '/v1/models', undefined);
+    const large = models.data.find((m: { id: string; owned_by: string }) => m.id === 'acme-large' && m.owned_by === 'acme');
+    expect(large, 'acme-large in the catalog, from the module').to.not.equal(undefined);
+  });
+
   it('leaves YAML-only openai-compatible providers working alongside', async () => {
     const r = await call(gw, '/v1/chat/completions', chat('mistral-large-latest'));
     expect(r.status).to.equal(200);
@@ -136,10 +148,19 @@ describe('provider modules: loading from YAML', () => {
     );
   });
 
+  it('a module whose prices are not valid stops start-up, naming the provider and the price', async () => {
+    const path = join(FIXTURES_DIR, 'badly-priced-provider');
+    const message = await bootError(`providers:\n  cheap: { use: "${path}" }\n`);
+    expect(message).to.equal(
+      'providers.cheap: the module\'s prices are not valid: prices.0.input: must be a decimal number, got "cheap"; ' +
+        "prices.1.provider: not allowed: a module's prices apply to the slug it is deployed as",
+    );
+  });
+
   it('a module that needs another plugin API version', async () => {
     const path = join(FIXTURES_DIR, 'future-provider');
     const message = await bootError(`providers:\n  future: { use: "${path}" }\n`);
-    expect(message).to.equal(`providers.future: "${path}": it needs plugin API version "2", but this Tollgate provides version "1"`);
+    expect(message).to.equal(`providers.future: "${path}": it needs plugin API version "3", but this Tollgate provides version "2" (and still runs "1")`);
   });
 
   it('a module that is missing or exports no provider', async () => {

@@ -1,10 +1,12 @@
 /**
  * SQL turning a store at the latest schema back into what an earlier build left, with the same records in it, so
  * that a test can run the migrations that upgrade it:
+ *   version 6  no storage_marks; on PostgreSQL usage_records one plain table with primary key (id), as migration 007
+ *              found it
  *   version 4  records without tag_set_id, one record_tags row per string tag (as migration 001 created it and the
  *              writer filled it until migration 005), usage_records_ts on (ts, id)
  *   version 3  the same, without the tag-set tables of migration 004
- * Neither has the quarantine table of migration 006, nor the columns of migration 008.
+ * Versions 3 and 4 have no quarantine table (migration 006) either; none has the columns of migration 008.
  */
 type Dialect = 'sqlite' | 'postgres';
 
@@ -39,9 +41,26 @@ INSERT INTO record_tags (record_id, key, value, ts)
 SELECT r.id, e.key, e.value #>> '{}', r.ts FROM usage_records r, jsonb_each(r.tags) e WHERE jsonb_typeof(e.value) = 'string';`,
 };
 
-export function olderSchemaSql(dialect: Dialect, version: 3 | 4): string {
+const BEFORE_RETENTION: Record<Dialect, string> = {
+  sqlite: 'DROP TABLE storage_marks;',
+  postgres: `DROP TABLE storage_marks;
+ALTER TABLE usage_records RENAME TO usage_records_partitioned;
+CREATE TABLE usage_records (LIKE usage_records_partitioned INCLUDING DEFAULTS);
+INSERT INTO usage_records SELECT * FROM usage_records_partitioned;
+DROP TABLE usage_records_partitioned;
+ALTER TABLE usage_records ADD PRIMARY KEY (id);
+CREATE INDEX usage_records_ts ON usage_records (ts, id, tag_set_id);
+CREATE INDEX usage_records_workspace_ts ON usage_records (workspace_id, ts, id);
+CREATE INDEX usage_records_tag_set_ts ON usage_records (tag_set_id, ts);`,
+};
+
+export function olderSchemaSql(dialect: Dialect, version: 3 | 4 | 6): string {
+  if (version === 6) return `${undo008Sql()}
+${BEFORE_RETENTION[dialect]}
+DELETE FROM schema_migrations WHERE version > 6;`;
   return [
     undo008Sql(),
+    BEFORE_RETENTION[dialect],
     RECORD_TAGS[dialect],
     'CREATE INDEX record_tags_key_value_ts ON record_tags (key, value, ts);',
     'DROP INDEX usage_records_tag_set_ts;',

@@ -173,9 +173,9 @@ providers:
         // An error event after the 200 means the answer did not complete: partial, with the error in the record.
         const failedMidStream = name === 'an error event mid-stream';
         expect(record.error_code).to.equal(failedMidStream ? 'upstream_stream_error' : null);
-        // No usage in the stream: counted by the tokenizer, 'estimated'. Usage the provider reported in a form that
-        // cannot be priced (a negative count) is still the provider's: the cost is unknown, never $0 nor a guess.
-        const expected = failedMidStream ? 'partial' : name === 'usage with wrong types' ? 'unpriced' : 'estimated';
+        // No usage in the stream, or usage in a form that cannot be a count (a string, a negative number, which
+        // counts as not reported): counted by the tokenizer, 'estimated'.
+        const expected = failedMidStream ? 'partial' : 'estimated';
         expect(record.provenance).to.equal(expected);
       });
     }

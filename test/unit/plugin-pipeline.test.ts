@@ -47,4 +47,12 @@ describe('plugin hooks are symmetric: onComplete in reverse, only where admissio
     await exchange(new PluginPipeline(plugins));
     expect(seen).to.deep.equal(['a.onRequest', 'b.onRequest', 'obs.onComplete', 'b.onComplete', 'a.onComplete']);
   });
+
+  it('completes every request for a plugin written for plugin API 1, as that version did, in the same reverse order', async () => {
+    const seen: string[] = [];
+    const v1 = recorder('v1', seen, ['onRequest', 'beforeUpstream']);
+    const plugins = [recorder('a', seen, ['onRequest'], 'onRequest'), v1, recorder('v2', seen, ['onRequest']), recorder('obs', seen, [])];
+    await exchange(new PluginPipeline(plugins, new Set([v1])));
+    expect(seen).to.deep.equal(['a.onRequest', 'obs.onComplete', 'v1.onComplete', 'a.onComplete']);
+  });
 });

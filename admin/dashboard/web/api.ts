@@ -55,6 +55,10 @@ export interface UsageResponse {
   filters: Record<string, string>;
   rows: GroupRow[];
   total: Totals | null;
+  /** Per-request records before this were deleted by retention (null: none were); totals stay exact from the rollups. */
+  records_kept_from: string | null;
+  /** Parts of the range only those deleted records could have answered: not counted. */
+  uncounted: { from: string; to: string }[];
 }
 
 export interface RecordJson {

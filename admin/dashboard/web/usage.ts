@@ -3,7 +3,7 @@ import { api, type GroupRow, type Totals, type UsageParams } from './api.js';
 import { destroyChart, drawChart, OTHER_COLOR, PALETTE, type Series } from './chart.js';
 import { addFilter, dimLabel, type AppCtx } from './context.js';
 import { h, replace } from './dom.js';
-import { change, costSharePct, int, money, pct } from './format.js';
+import { change, costSharePct, dateTime, int, money, pct } from './format.js';
 import { resolveRange } from './state.js';
 import { toolbar } from './toolbar.js';
 
@@ -125,10 +125,12 @@ export async function renderUsage(root: HTMLElement, ctx: AppCtx, isCurrent: () 
   root.dataset.from = String(range.from);
   root.dataset.to = String(range.to);
   root.dataset.groupBy = dim;
-  replace(root, toolbar(ctx, { groupBy: true }), cards, chartCard, tableCard);
+  const retention = h('p', { class: 'muted small hidden', id: 'retention-note' });
+  replace(root, toolbar(ctx, { groupBy: true }), retention, cards, chartCard, tableCard);
 
   const [grouped, prev] = await Promise.all([api.usage(base), api.usage({ groupBy: [], from: prevFrom, to: range.from, filters: s.filters })]);
   if (!isCurrent()) return;
+  showUncounted(retention, [...grouped.uncounted, ...prev.uncounted], grouped.records_kept_from);
 
   const total = grouped.total ?? ZERO;
   const before = prev.total ?? ZERO;
@@ -270,4 +272,13 @@ function groupTable(ctx: AppCtx, dim: string, rows: GroupRow[], total: Totals, c
     h('tbody', {}, body),
     h('tfoot', {}, foot),
   );
+}
+
+/** Says which parts of the shown ranges (this period and the previous one) retention left uncounted, if any. */
+function showUncounted(note: HTMLElement, parts: { from: string; to: string }[], keptFrom: string | null): void {
+  if (parts.length === 0 || keptFrom === null) return;
+  note.classList.remove('hidden');
+  note.textContent =
+    `Per-request records before ${dateTime(keptFrom)} were deleted (storage.retention); totals come from the hourly and daily rollups, ` +
+    `except ${parts.map((p) => `${dateTime(p.from)} → ${dateTime(p.to)}`).join(', ')}, which only those records could answer and which are not counted.`;
 }

@@ -37,7 +37,7 @@ export class ModelPolicyPlugin implements GatewayPlugin {
 
 export default definePlugin({
   name: 'model-policy',
-  apiVersion: '1',
+  apiVersion: '2',
   optionsSchema,
   create: (_container, options) => new ModelPolicyPlugin(options),
 });

@@ -38,7 +38,7 @@ export class UsageWebhookPlugin implements GatewayPlugin {
 
 export default definePlugin({
   name: 'usage-webhook',
-  apiVersion: '1',
+  apiVersion: '2',
   optionsSchema,
   create(container, o) {
     const log = resolveService(container, TOKENS.Logger);

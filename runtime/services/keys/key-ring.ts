@@ -1,4 +1,6 @@
 import { createHash, hash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { GatewayContext } from '../../../core/context';
+import { checkPresentedKey, type PresentedKey } from '../../../core/presented-key';
 import type { KeyGrant, KeyRingService } from '../../../core/services';
 
 /** Gateway keys look like tg_<43 base64url chars>: recognisable in a leak scan, 256 bits of randomness. */
@@ -79,6 +81,10 @@ export class KeyRing implements KeyRingService {
     if (!entry || !timingSafeEqual(entry.digest, digest)) return undefined;
     this.used.add(entry.keyId);
     return entry;
+  }
+
+  check(ctx: GatewayContext): PresentedKey {
+    return checkPresentedKey(ctx, this);
   }
 }
 
