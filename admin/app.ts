@@ -46,7 +46,7 @@ export function createAdminApp({ store, token, logger, workspaces, budgets, onKe
   const router = new Router({ prefix: '/api' });
 
   // The dashboard page and its assets (no data in them); its API calls carry the token like any client.
-  app.use(dashboardStatic());
+  app.use(dashboardStatic(logger));
   app.use(openApiRoutes().routes());
   app.use(async (ctx, next) => {
     try {

@@ -47,7 +47,7 @@ const BATCH = Number(process.env.BENCH_BATCH ?? 5000);
 const BUDGET_MS = Number(process.env.BENCH_BUDGET_MS ?? 500);
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);
 const STORES = new Set((process.env.BENCH_STORES ?? 'sqlite,postgres').split(','));
-const TOKEN = 'bench-admin-token';
+const TOKEN = 'bench-admin-token-for-the-dashboard-bench';
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 

@@ -3,7 +3,8 @@ import type { LockoutOptions } from '../core/lockout';
 import { pricingConfigSchema } from '../pricing/config';
 import { ENDPOINT_KEYS, USAGE_PARSER_NAMES } from '../providers/registry';
 import { fromText } from './from-text';
-import { limitStoreSchema, workspaceLimitsSchema } from './limits';
+import { refuseWeakSecrets } from './key-strength';
+import { budgetPolicySchema, limitStoreSchema, workspaceLimitsSchema } from './limits';
 import { parseStorageUrl } from '../storage/url';
 
 
@@ -69,6 +70,8 @@ const providerEntry = z.strictObject({
   prefixes: z.array(z.string().min(1)).optional(),
   auth: authScheme.optional(),
   endpoints: z.array(endpointKey).min(1).optional(),
+  /** The chat-completions field a max_tokens cap is written to when a request names none (default: the module's, max_tokens in YAML). */
+  output_limit_field: z.enum(['max_tokens', 'max_completion_tokens']).optional(),
   /** Which built-in usage parser reads this provider's responses. */
   usage: z.enum(USAGE_PARSER_NAMES).optional(),
   timeouts: timeouts.optional(),
@@ -99,8 +102,14 @@ const pluginEntry = z.strictObject({
   enabled: z.boolean().default(true),
 });
 
-/** The pipeline when the config lists no plugins. Limit plugins do nothing for workspaces without limits. */
-export const DEFAULT_PIPELINE = ['auth', 'header-strip', 'attribution', 'required-tags', 'max-tokens', 'rate-limit', 'concurrency', 'budget', 'usage-recorder'];
+/**
+ * The pipeline when the config lists no plugins. Limit plugins do nothing for workspaces without limits.
+ * concurrency comes before rate-limit: a request refused for a full stream limit never takes a rate-limit token,
+ * so a burst of streams against a shared Redis is not refused as rate_limited while its tokens are on their way
+ * back. budget comes after rate-limit: its refusal says Retry-After until the period ends, which a request held
+ * back by the rate limit must not get.
+ */
+export const DEFAULT_PIPELINE = ['auth', 'header-strip', 'attribution', 'required-tags', 'max-tokens', 'concurrency', 'rate-limit', 'budget', 'usage-recorder'];
 
 export const gatewayConfigSchema = z.strictObject({
   server: z
@@ -196,13 +205,22 @@ export const gatewayConfigSchema = z.strictObject({
   pricing: pricingConfigSchema.optional(),
   /** Where limit counters live (memory, or Redis for several instances). */
   limit_store: limitStoreSchema.prefault({}),
+  /** How every workspace's budgets treat models without a price. */
+  budgets: budgetPolicySchema.prefault({}),
   providers: z.record(z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, 'provider slugs are lower-case'), providerEntry).default({}),
   workspaces: z.array(workspace).prefault([{ id: 'default' }]),
   /** Pipeline order. auth and header-strip are always present (added first when not listed). */
   plugins: z
     .array(pluginEntry)
     .default(DEFAULT_PIPELINE.map((use) => ({ use, enabled: true }))),
+  security: z
+    .strictObject({
+      /** Accept gateway keys and an admin token shorter than 24 characters (tests and demos only). */
+      allow_weak_keys: fromText(z.boolean()).default(false),
+    })
+    .prefault({}),
 }).superRefine((c, ctx) => {
+  refuseWeakSecrets(c, ctx);
   // A budget on two or more tag keys is read from the per-request records of its whole period when it is first met
   // (no rollup holds two tags and the workspace): a month needs 30 days of records (storage/query/plan.ts).
   const days = c.storage.retention.records_days;

@@ -12,8 +12,8 @@ export interface Workspace {
 /** Key of the raw request headers on a context; internal to the core. */
 export const RAW_HEADERS = Symbol('tollgate.rawHeaders');
 
-/** Headers a plugin may never read or write: the client's credentials. */
-export const SECRET_HEADERS: ReadonlySet<string> = new Set(['authorization', 'x-api-key', 'x-gateway-key', 'proxy-authorization', 'cookie']);
+/** Headers a plugin may never read or write: the client's credentials (the admin token included, should a client send it here). */
+export const SECRET_HEADERS: ReadonlySet<string> = new Set(['authorization', 'x-api-key', 'x-gateway-key', 'x-admin-token', 'proxy-authorization', 'cookie']);
 
 /** SECRET_HEADERS plus every auth header a deployed provider reads its key from (e.g. x-goog-api-key). */
 export function secretHeadersFor(providerAuthHeaders: Iterable<string>): ReadonlySet<string> {

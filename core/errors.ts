@@ -24,6 +24,8 @@ export const ERROR_CODES = {
   unsupported_media_type: { status: 415, type: 'invalid_request_error' },
   body_too_large: { status: 413, type: 'invalid_request_error' },
   max_tokens_exceeded: { status: 400, type: 'invalid_request_error' },
+  /** The workspace caps output tokens and refuses requests that name no limit (limits.max_tokens_when_absent: reject). */
+  max_tokens_required: { status: 400, type: 'invalid_request_error' },
   required_tag_missing: { status: 400, type: 'invalid_request_error' },
   /** A policy plugin refused the request (e.g. a model not allowed for the workspace); the message says why. */
   policy_denied: { status: 403, type: 'permission_error' },
@@ -32,6 +34,8 @@ export const ERROR_CODES = {
   /** Too many invalid gateway keys from one client address (auth plugin, lockout options). */
   auth_blocked: { status: 429, type: 'rate_limit_error' },
   budget_exceeded: { status: 429, type: 'rate_limit_error' },
+  /** A budget applies and the model has no price, so its cost can be neither reserved nor counted (budgets.unpriced). */
+  model_unpriced: { status: 403, type: 'permission_error' },
   limits_unavailable: { status: 503, type: 'gateway_error' },
   request_aborted: { status: 499, type: 'gateway_error' },
   upstream_unreachable: { status: 502, type: 'gateway_error' },

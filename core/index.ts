@@ -31,7 +31,8 @@ export {
   PROVIDER_REPORTED, RESERVED_TAG_KEYS, UNTAGGED, type CostProvenance, type EndpointKey, type PicoUsd, type SseEvent, type StreamUsageAccumulator,
   type Usage, type UsageParser, type UsageRecord, type UsageSource,
 } from './usage';
-export { OUTPUT_TOKEN_FIELDS, requestedOutputTokens, tokenCount } from './output-tokens';
+export { OUTPUT_TOKEN_FIELDS, outputLimitField, requestedOutputTokens, tokenCount } from './output-tokens';
+export { withJsonField } from './body-field';
 export { streamIncomplete } from './usage-settle';
 export { formatUsd, parseUsd } from '../pricing/money';
 
@@ -44,7 +45,7 @@ export type {
 export type { Clock } from './clock';
 export type { Bucket, BucketState, BudgetCheck, BudgetState, LeaseRenewer, LimitScope, LimitStore, WorkspaceLimitsService } from './limit-store';
 export type { GatewayConfig } from '../config/schema';
-export type { BudgetConfig, RateLimits, WorkspaceLimits } from '../config/limits';
+export type { BudgetConfig, BudgetPolicy, RateLimits, WorkspaceLimits } from '../config/limits';
 export type { DependencyContainer } from 'tsyringe';
 export type { Logger } from 'pino';
 

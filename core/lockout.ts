@@ -1,10 +1,11 @@
 /**
  * Slows down key guessing (gateway keys in the auth plugin, admin tokens in the admin API): distinct invalid keys
  * are counted per client address, and an address that sends `maxFailures` different invalid keys within `windowMs`
- * is blocked for `blockMs`. While blocked, every request from it is refused (429 auth_blocked with Retry-After),
- * valid key or not: a block that let a correct guess through would not stop the guessing. Guessing means trying
- * many keys; a client that repeats one wrong key (a typo, a revoked key, a new key polled until it is live) learns
- * nothing new and is not blocked. Missing keys are not counted either.
+ * is blocked for `blockMs`. Guessing means trying many keys; a client that repeats one wrong key (a typo, a revoked
+ * key, a new key polled until it is live) learns nothing new and is not blocked. Missing keys are not counted
+ * either. What a block refuses is the caller's choice: the gateway-key check (plugins/auth) refuses only invalid
+ * keys from a blocked address, so a valid key behind the same NAT keeps working; the admin API refuses every token
+ * from it (admin/app.ts).
  *
  * In memory and bounded: at most `maxAddresses` addresses are tracked, each with at most `maxFailures` short
  * fingerprints of the keys it tried; beyond that the address that failed least recently is forgotten first.

@@ -53,6 +53,12 @@ export interface ProviderModule {
   ownsEndpoints?: readonly EndpointKey[];
   /** Upstream path per endpoint when it differs from the gateway path minus /v1. */
   paths?: Partial<Record<EndpointKey, string>>;
+  /**
+   * The body field that limits output tokens, per endpoint: the gateway sets it to the workspace's cap when a
+   * request names none (limits.max_tokens_when_absent: cap). An endpoint left out uses its wire format's field:
+   * max_tokens on chat completions and messages, max_output_tokens on responses.
+   */
+  outputLimitFields?: Partial<Record<EndpointKey, string>>;
   /** Reads usage from this provider's JSON bodies and SSE streams. */
   usage: UsageParser;
   /**

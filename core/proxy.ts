@@ -4,11 +4,11 @@ import { modelField, multipartFields, parseJsonBody, readBody } from './body';
 import { bodyHeld } from './body-memory';
 import { ModelCatalog } from './catalog';
 import { GatewayContext, secretHeadersFor } from './context';
+import { UpstreamCredentials, type GatewaySecretCheck } from './credentials';
 import type { EndpointSpec } from './endpoints';
 import { asGatewayError, GatewayError } from './errors';
 import { forwardableRequestHeaders, forwardableResponseHeaders, headerValue } from './headers';
 import type { PluginPipeline } from './plugin-pipeline';
-import { describeAuthHeader } from './provider-contract';
 import type { ProviderRegistry } from './provider-routing';
 import { newRequestId, REQUEST_ID_HEADER } from './request-id';
 import { decodeBody } from './response-body';
@@ -30,6 +30,8 @@ export interface ProxyDeps {
   /** Where large multipart uploads are received; absent: in memory. */
   uploads?: UploadSpool;
   logger: Logger;
+  /** True for a gateway key or the admin token: never sent upstream, even in a provider's credential header. */
+  isGatewaySecret?: GatewaySecretCheck;
 }
 
 /** application/json, or a +json type such as application/problem+json. */
@@ -45,14 +47,14 @@ const EXPECTED_FAILURES: ReadonlySet<string> = new Set(['upstream_timeout', 'ups
 
 /**
  * The headers of the upstream call: the plugins' edited copy, without any X-Gateway-* header (whatever the
- * plugin list, the provider never sees the gateway's own headers: spec, Authentication 2) and without a provider
- * key header a plugin may have added (the client's own key is added by the caller).
+ * plugin list, the provider never sees the gateway's own headers: spec, Authentication 2) and without any
+ * credential header a plugin may have added (the client's own key is added by the caller).
  */
-function upstreamHeadersOf(edited: Record<string, string | string[]>, authHeaders: readonly string[]): Record<string, string | string[]> {
+function upstreamHeadersOf(edited: Record<string, string | string[]>, credentialHeaders: readonly string[]): Record<string, string | string[]> {
   const headers: Record<string, string | string[]> = {};
   for (const name in edited) {
     const lower = name.toLowerCase(); // a plugin may have added a header in any case
-    if (lower.startsWith('x-gateway-') || authHeaders.includes(lower)) continue;
+    if (lower.startsWith('x-gateway-') || credentialHeaders.includes(lower)) continue;
     headers[name] = edited[name];
   }
   return headers;
@@ -100,10 +102,13 @@ export class GatewayProxy {
 
   /** Request headers no plugin may read: credentials, and the key header of every deployed provider. */
   private readonly secretHeaders: ReadonlySet<string>;
+  /** Which credential header goes to which provider. */
+  private readonly credentials: UpstreamCredentials;
 
   constructor(private readonly deps: ProxyDeps) {
     this.requestLog = deps.logger.child({}, { redact: [] });
     this.secretHeaders = secretHeadersFor(deps.providers.list().flatMap((p) => p.auth.headers));
+    this.credentials = new UpstreamCredentials(deps.providers.list(), deps.isGatewaySecret);
   }
 
   async handle(req: IncomingMessage, res: ServerResponse, endpoint: EndpointSpec): Promise<void> {
@@ -176,18 +181,14 @@ export class GatewayProxy {
     const provider = this.deps.providers.resolve(endpoint, flight.explicit, gw.model);
     gw.provider = provider;
 
-    // The provider key is held back while plugins run, so no plugin can read or replace it.
-    const credentials = provider.auth.headers.filter((h) => req.headers[h]);
-    if (provider.auth.headers.length > 0 && credentials.length === 0) {
-      const forms = provider.auth.headers.map(describeAuthHeader).join(' or ');
-      throw new GatewayError('provider_key_missing', `${provider.displayName} needs your provider key in the ${forms} header. It is forwarded as is and never stored.`);
-    }
-    // The gateway key is never forwarded; held back here, plugins listed before header-strip cannot read it either.
-    forwardableRequestHeaders(req.headers, gw.upstreamHeaders, [...provider.auth.headers, 'x-gateway-key']);
+    // The provider key is held back while plugins run, so no plugin can read or replace it; every other
+    // credential (another provider's key, the gateway key, the admin token) is never forwarded (core/credentials.ts).
+    const credential = this.credentials.pick(provider, req.headers);
+    forwardableRequestHeaders(req.headers, gw.upstreamHeaders, this.credentials.withheld);
     const pending = this.deps.pipeline.run('beforeUpstream', gw);
     if (pending) await pending;
-    const headers = upstreamHeadersOf(gw.upstreamHeaders, provider.auth.headers);
-    for (const h of credentials) headers[h] = req.headers[h]!;
+    const headers = upstreamHeadersOf(gw.upstreamHeaders, this.credentials.withheld);
+    if (credential) headers[credential.header] = credential.value;
 
     const target = provider.baseUrl + (provider.paths?.[endpoint.key] ?? endpoint.upstreamPath);
     let url = this.upstreamUrls.get(target);
@@ -199,7 +200,7 @@ export class GatewayProxy {
     }
     if (upload) headers['content-length'] = String(upload.size);
     gw.sentUpstream = true;
-    await this.deps.pools.send({ url, method: endpoint.method, headers, body: upload ? upload.stream() : gw.body, timeouts: provider.timeouts }, upstream);
+    await this.deps.pools.send({ url, method: endpoint.method, headers, body: upload ? upload.stream() : gw.body, timeouts: provider.timeouts, provider: provider.slug }, upstream);
     gw.ttfbMs = gw.elapsedMs();
     gw.status = upstream.statusCode;
 
@@ -257,7 +258,7 @@ export class GatewayProxy {
       try {
         body = await upstream.readAll();
       } catch (err) {
-        throw upstreamFailure(err, gw.provider!.baseUrl);
+        throw upstreamFailure(err, gw.provider!.slug);
       }
       gw.responseBody = body;
       if (upstream.statusCode < 400) {
@@ -290,7 +291,7 @@ export class GatewayProxy {
       gw.streamCut = true;
       // Headers are out: the client sees the stream end early (the socket is cut); the record says why.
       res.destroy();
-      gw.error = upstream.cancelled ? new GatewayError('request_aborted', 'The client disconnected mid-stream') : upstreamFailure(err, gw.provider!.baseUrl);
+      gw.error = upstream.cancelled ? new GatewayError('request_aborted', 'The client disconnected mid-stream') : upstreamFailure(err, gw.provider!.slug);
     }
   }
 

@@ -31,8 +31,12 @@ export interface PriceLookup {
 export interface RequestCostService {
   /** Cost in pico-USD (1e-12 USD; format with formatUsd), or null when unknown, with where it came from. */
   of(ctx: GatewayContext): PricedUsage;
-  /** What the request would cost with `usage` instead of its own, e.g. its worst case at admission. Not kept. */
-  price(ctx: GatewayContext, usage: Usage): PricedUsage;
+  /**
+   * What the request would cost with `usage` instead of its own, e.g. its worst case at admission; priced as
+   * `as` when given (a budget's stand-in for a model without a price), else as the served or requested model of
+   * the request's provider. Not kept.
+   */
+  price(ctx: GatewayContext, usage: Usage, as?: { provider: string; model: string }): PricedUsage;
   /** The prices it computes with. */
   readonly prices: PriceLookup;
 }

@@ -22,9 +22,9 @@ export class RequestCost implements RequestCostService {
     return priced;
   }
 
-  price(ctx: GatewayContext, usage: Usage | undefined): PricedUsage {
+  price(ctx: GatewayContext, usage: Usage | undefined, as?: { provider: string; model: string }): PricedUsage {
     const model = usage?.servedModel ?? ctx.model;
-    const price = ctx.provider && model ? this.prices.lookup(ctx.provider.slug, model) : undefined;
+    const price = as ? this.prices.lookup(as.provider, as.model) : ctx.provider && model ? this.prices.lookup(ctx.provider.slug, model) : undefined;
     const endpoint = ctx.endpoint;
     return endpoint
       ? priceUsage(price, usage, { endpoint: endpoint.key, counted: endpoint.costCounted })

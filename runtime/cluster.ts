@@ -1,6 +1,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import { availableParallelism } from 'node:os';
 import { ConfigError, type LoadedConfig } from '../config/load';
+import { LIMIT_MODIFIERS } from '../config/limits';
 import { openStore, parseStorageUrl } from '../storage';
 import { storageUrlFrom } from './gateway';
 import { bootstrapKeys } from './key-bootstrap';
@@ -124,5 +125,5 @@ export async function runPrimary(loaded: LoadedConfig, count: number, write: (li
 
 function hasLimits(l: Record<string, unknown> | undefined): boolean {
   if (!l) return false;
-  return Object.entries(l).some(([k, v]) => k !== 'required_tags' && k !== 'missing_tags' && k !== 'max_tokens' && v !== undefined && !(Array.isArray(v) && v.length === 0));
+  return Object.entries(l).some(([k, v]) => k !== 'required_tags' && k !== 'max_tokens' && !LIMIT_MODIFIERS.has(k) && v !== undefined && !(Array.isArray(v) && v.length === 0));
 }

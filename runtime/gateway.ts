@@ -21,6 +21,8 @@ import { GatewayError } from '../core/errors';
 import { observeBodyMemory } from '../core/body-memory';
 import { bodyMemoryPolicy, IdleMemoryRelease, releaseHeapOf } from './memory-policy';
 import { bootstrapKeys } from './key-bootstrap';
+import { gatewaySecretCheck } from './gateway-secrets';
+import type { KeyRing } from './services/keys/key-ring';
 import { createLogger } from './logger';
 import type { PluginPipeline } from '../core/plugin-pipeline';
 import { createPipeline } from './loading/plugin-list';
@@ -87,12 +89,13 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
   let store: UsageStore | undefined;
   let keySync: KeySync | undefined;
   let pipeline: PluginPipeline;
+  let keys: KeyRing;
   try {
     store = await openStore(storageUrlFrom(config.storage.url, loaded.dir), { schema: config.storage.schema, logger });
     registerService(container, TOKENS.UsageStore, store);
     registerService(container, TOKENS.RecordQueues, recordQueuesOver(store, logger));
 
-    const keys = await bootstrapKeys(config.workspaces, store, options.announce ?? ((m) => process.stderr.write(m)));
+    keys = await bootstrapKeys(config.workspaces, store, options.announce ?? ((m) => process.stderr.write(m)));
     registerService(container, TOKENS.KeyRing, keys);
     keySync = new KeySync(keys, store, config.workspaces, logger, { limitStore: config.limit_store });
     keySync.start();
@@ -107,7 +110,8 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
   const pools = new UpstreamPools({ connections: config.upstream.connections, keepAliveMs: config.upstream.keep_alive_ms });
   const enabled = new Set(providers.list().map((p) => p.slug));
   const catalog = new ModelCatalog(prices.models().filter((m) => enabled.has(m.provider)));
-  const proxy = new GatewayProxy({ providers, pipeline, pools, catalog, bodyLimit: config.server.body_limit, uploads, logger });
+  const isGatewaySecret = gatewaySecretCheck(keys, config.admin.token);
+  const proxy = new GatewayProxy({ providers, pipeline, pools, catalog, bodyLimit: config.server.body_limit, uploads, logger, isGatewaySecret });
 
   // The proxy's Koa stack is kept to one middleware: a path lookup that hands the request to the proxy, which
   // writes the response itself (ctx.respond = false) so the upstream's bytes go out untouched. Everything else

@@ -15,6 +15,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import type Koa from 'koa';
+import type { Logger } from 'pino';
 
 interface Asset {
   body: Buffer;
@@ -70,8 +71,11 @@ function loadAssets(): Map<string, Asset> {
   return out;
 }
 
-/** Koa middleware: answers GET/HEAD / and /assets/*, passes everything else on. */
-export function dashboardStatic(): Koa.Middleware {
+/**
+ * Koa middleware: answers GET/HEAD / and /assets/*, passes everything else on. When the files cannot be read the
+ * page says so without their location (the admin listener answers this before any token check); the log has it.
+ */
+export function dashboardStatic(logger?: Logger): Koa.Middleware {
   let assets: Map<string, Asset> | undefined;
   return async (ctx, next) => {
     const isPage = ctx.path === '/' || ctx.path === '/index.html' || ctx.path.startsWith('/assets/');
@@ -81,7 +85,8 @@ export function dashboardStatic(): Koa.Middleware {
     } catch (err) {
       ctx.status = 503;
       ctx.type = 'text/plain';
-      ctx.body = `Tollgate dashboard unavailable: ${(err as Error).message}\n`;
+      ctx.body = 'Tollgate dashboard unavailable: its files could not be read (run npm run build; the gateway log says which).\n';
+      logger?.error({ err }, 'dashboard files could not be read');
       return;
     }
     const a = assets.get(ctx.path === '/index.html' ? '/' : ctx.path);

@@ -22,6 +22,8 @@ export interface TagHeaders {
 export const METADATA_HEADER = 'x-gateway-metadata';
 export const FLAT_PREFIX = 'x-gateway-metadata-';
 const KEY_SHAPE = /^[a-z0-9_][a-z0-9_.]*$/;
+/** Tags the gateway writes itself (e.g. gateway.max_tokens_applied): a client cannot send one to forge a record. */
+export const GATEWAY_TAG_PREFIX = 'gateway.';
 const NON_ASCII = /[\u0080-\uffff]/;
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
 
@@ -52,6 +54,9 @@ function put(tags: Record<string, string>, rawKey: string, value: unknown, limit
   const key = normaliseTagKey(rawKey);
   if (!KEY_SHAPE.test(key) || key.length > limits.maxKeyLength) {
     throw invalid(`Invalid tag key "${truncate(rawKey, 80)}" in ${source}: use letters, digits, _ . - (at most ${limits.maxKeyLength} characters).`);
+  }
+  if (key.startsWith(GATEWAY_TAG_PREFIX)) {
+    throw invalid(`Tag key "${key}" in ${source} is reserved: keys starting with "${GATEWAY_TAG_PREFIX}" are set by the gateway itself.`);
   }
   if (RESERVED_TAG_KEYS.has(key)) {
     throw invalid(`Tag key "${key}" in ${source} is reserved: it names a built-in dimension (${[...RESERVED_TAG_KEYS].join(', ')}) and could not be grouped by. Use another name, e.g. "${key}_tag".`);

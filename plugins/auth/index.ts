@@ -5,7 +5,7 @@ import {
 
 const optionsSchema = z
   .strictObject({
-    /** Distinct invalid gateway keys from one client address: after max_failures within window_ms it is blocked for block_ms. */
+    /** Distinct invalid gateway keys from one client address: after max_failures within window_ms its invalid keys get 429 for block_ms (valid keys never do). */
     lockout: z
       .strictObject({
         enabled: fromText(z.boolean()).default(true),
@@ -26,7 +26,11 @@ const optionsSchema = z
 
 type Options = z.output<typeof optionsSchema>;
 
-/** Validates X-Gateway-Key and sets the request's workspace and key id. Every request needs it (spec, Authentication). */
+/**
+ * Validates X-Gateway-Key and sets the request's workspace and key id. Every request needs it (spec, Authentication).
+ * The lockout refuses only invalid keys: behind a NAT or a shared egress proxy, one client guessing keys never locks
+ * out the others, and keys of at least 24 characters (config security.allow_weak_keys) leave nothing to guess.
+ */
 export class AuthPlugin implements GatewayPlugin {
   readonly name = 'auth';
 
@@ -41,25 +45,21 @@ export class AuthPlugin implements GatewayPlugin {
   }
 
   onRequest(ctx: GatewayContext): void {
-    // Nothing is tracked in the usual case (no invalid key lately): the address is only worked out when needed.
-    const tracked = this.failures !== undefined && this.failures.size > 0;
-    let address = tracked ? this.addressOf(ctx) : undefined;
-    if (address !== undefined) {
-      const left = this.failures!.blockedFor(address);
-      if (left > 0) throw blocked(left);
-    }
     const presented = this.keys.check(ctx);
     if (presented.status === 'missing') {
       throw new GatewayError('gateway_key_missing', 'Missing gateway key: send your Tollgate key in the X-Gateway-Key header.', { param: 'X-Gateway-Key' });
     }
     if (presented.status === 'invalid') {
-      if (this.failures) address ??= this.addressOf(ctx);
-      if (address !== undefined) {
-        const blockMs = this.failures!.fail(address, presented.fingerprint);
-        if (blockMs > 0) ctx.log.warn({ address, blockMs }, 'too many invalid gateway keys: client address blocked');
+      if (this.failures) {
+        const address = this.addressOf(ctx);
+        const left = this.failures.blockedFor(address);
+        if (left > 0) throw blocked(left);
+        const blockMs = this.failures.fail(address, presented.fingerprint);
+        if (blockMs > 0) ctx.log.warn({ address, blockMs }, 'too many invalid gateway keys: invalid keys from this client address blocked');
       }
       throw new GatewayError('gateway_key_invalid', 'Invalid gateway key in X-Gateway-Key.', { param: 'X-Gateway-Key' });
     }
+    // A valid key is always accepted, whatever other clients behind the same address did.
     ctx.workspace = presented.grant.workspace;
     ctx.keyId = presented.grant.keyId;
   }
@@ -76,7 +76,7 @@ export class AuthPlugin implements GatewayPlugin {
 
 function blocked(leftMs: number): GatewayError {
   const seconds = Math.max(1, Math.ceil(leftMs / 1000));
-  return new GatewayError('auth_blocked', `Too many invalid gateway keys from this address: blocked for ${seconds} more seconds.`, {
+  return new GatewayError('auth_blocked', `Too many invalid gateway keys from this address: invalid keys are refused for ${seconds} more seconds.`, {
     param: 'X-Gateway-Key', headers: { 'retry-after': String(seconds) },
   });
 }

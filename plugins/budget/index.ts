@@ -1,16 +1,16 @@
 import {
-  BoundedCache, definePlugin, formatUsd, GatewayError, parseUsd, requestedOutputTokens, resolveService, TOKENS, UNTAGGED, type BudgetCheck,
+  BoundedCache, definePlugin, formatUsd, GatewayError, parseUsd, resolveService, TOKENS, UNTAGGED, type BudgetCheck,
   type BudgetConfig, type BudgetSource, type BudgetState, type BudgetStatus, type Clock, type GatewayContext, type GatewayPlugin, type LeaseRenewer,
   type Logger, type RequestCostService, type UsageStoreService, type WorkspaceLimits, type WorkspaceLimitsService,
 } from '../../core';
 import { alertReached } from './alert';
 import { periodAt, type Period } from './periods';
+import { BudgetPricing, type BudgetPrice } from './unpriced';
+import { worstCaseCost, type ReferencedInput } from './worst-case';
 
 const HELD = 'budget.reservation';
-/** Output tokens assumed per answer when the request names no maximum and the catalog knows none for the model. */
-export const DEFAULT_MAX_OUTPUT = 4096;
-/** Input is estimated from the body size without a tokenizer (cheap on the request path): ~3 bytes a token. */
-const BYTES_PER_TOKEN = 3;
+/** The price_as stand-in of a request for an unpriced model (budgets.unpriced), for its settlement. */
+const STAND_IN = 'budget.stand-in';
 /** Budget instances (budget x workspace x tag value) kept ready per budget; beyond that the oldest are dropped. */
 const MAX_CACHED = 10_000;
 const PERIOD_ADJECTIVE = { day: 'daily', month: 'monthly' } as const;
@@ -37,9 +37,10 @@ interface Rule {
 
 /**
  * Spend limits per period (day, month) for a workspace, a tag value, or each value of a tag. Streams cannot
- * overshoot unnoticed: admission reserves the worst case (estimated input + the output tokens the request may
- * produce, priced from the catalog), completion settles against the real cost. A request whose reservation
- * does not fit is refused. Crossing alert_at (default 80%) is logged once per period and shown in the admin API.
+ * overshoot unnoticed: admission reserves the worst case (worst-case.ts: estimated input, at least
+ * budgets.referenced_input_tokens when the body references context stored elsewhere, plus the output tokens the
+ * request may produce, priced from the catalog), completion settles against the real cost. A request whose
+ * reservation does not fit is refused. Crossing alert_at (default 80%) is logged once per period and shown in the admin API.
  *
  * A reservation is a lease held by the request id and renewed while the request is open: if the settlement never
  * comes (the instance died, or the reserve's reply was lost to a time-out while Redis ran it) it lapses after
@@ -59,6 +60,8 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     private readonly usage: UsageStoreService,
     private readonly log: Logger,
     private readonly clock: Clock,
+    private readonly pricing: BudgetPricing,
+    private readonly referencedInput: ReferencedInput,
   ) {
     const lease = limits.storeConfig.reservation_lease_ms;
     this.renewer = limits.leases(lease, (holder, checks) => limits.store.renewReservation(checks, holder, lease));
@@ -76,7 +79,8 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
       applied.push(a);
     }
     if (applied.length === 0) return;
-    const amountPico = this.worstCase(ctx);
+    const priced = this.pricing.of(ctx);
+    const amountPico = priced ? worstCaseCost(ctx, this.cost, priced, this.referencedInput) : 0n;
     const checks = applied.map((a) => a.check);
     const store = this.limits.store;
     const result = await this.limits.guard('budget', () => store.reserve(checks, ctx.requestId, amountPico, this.renewer.leaseMs), undefined);
@@ -84,6 +88,7 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     // Settled even when the store failed open: the spend is added, and a reserve that ran in Redis after its
     // reply timed out is released by request id.
     ctx.state.set(HELD, applied);
+    if (priced?.standIn) ctx.state.set(STAND_IN, priced.standIn);
     if (!result) return;
     if (amountPico > 0n) this.renewer.add(ctx.requestId, checks);
     this.alertIfCrossed(applied, result.states);
@@ -94,10 +99,17 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     if (!applied) return;
     this.renewer.remove(ctx.requestId);
     const failed = ctx.error !== undefined && !ctx.streamCut;
-    const actual = failed || (ctx.status ?? 500) >= 400 ? 0n : (this.cost.of(ctx).costPico ?? 0n);
+    const actual = failed || (ctx.status ?? 500) >= 400 ? 0n : (this.actualCost(ctx) ?? 0n);
     const checks = applied.map((a) => a.check);
     const after = await this.limits.guard('budget settle', () => this.limits.store.settle(checks, ctx.requestId, actual), undefined);
     if (after) this.alertIfCrossed(applied, after);
+  }
+
+  /** The request's cost: the one every plugin shares, or at the price_as stand-in's price for an unpriced model. */
+  private actualCost(ctx: GatewayContext): bigint | null {
+    const standIn = ctx.state.get(STAND_IN) as BudgetPrice['standIn'];
+    if (!standIn) return this.cost.of(ctx).costPico;
+    return ctx.usage ? this.cost.price(ctx, ctx.usage, standIn).costPico : null;
   }
 
   /**
@@ -115,23 +127,6 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
       const { spentPico, reservedPico } = states[i];
       return { ...a.status, spentPico, reservedPico, alerted: alertReached(spentPico, a.status.limitPico, a.status.alertAt) };
     });
-  }
-
-  /**
-   * Worst-case cost of the request; zero for a model without a price (its cost cannot be known in advance).
-   * Output: the maximum the request asks for, else the model's maximum output (a request without max_tokens is
-   * not capped by the workspace's max_tokens: the gateway never rewrites it), times `n` answers on chat
-   * completions. Input: body bytes / 3, at most the model's context window (base64 images are bytes, not tokens).
-   */
-  private worstCase(ctx: GatewayContext): bigint {
-    const price = ctx.provider && ctx.model ? this.cost.prices.lookup(ctx.provider.slug, ctx.model) : undefined;
-    if (!price || !ctx.endpoint) return 0n;
-    const inputTokens = Math.min(Math.ceil(ctx.bodySize / BYTES_PER_TOKEN), price.context_window ?? Infinity);
-    const asked = requestedOutputTokens(ctx);
-    const perAnswer = asked === undefined || Number.isNaN(asked) ? (price.max_output_tokens ?? DEFAULT_MAX_OUTPUT) : asked;
-    const n = ctx.endpoint.key === 'chat.completions' ? ctx.json?.n : undefined;
-    const answers = Number.isSafeInteger(n) && (n as number) > 1 ? (n as number) : 1;
-    return this.cost.price(ctx, { inputTokens, outputTokens: perAnswer * answers }).costPico ?? 0n;
   }
 
   private rulesOf(l: WorkspaceLimits): Rule[] {
@@ -253,15 +248,19 @@ function refusal(applied: Applied[], states: readonly BudgetState[], amountPico:
 
 export const budget = definePlugin({
   name: 'budget',
-  requires: { plugins: ['auth'], services: ['WorkspaceLimits', 'RequestCost', 'UsageStore', 'Logger', 'BudgetLedger', 'Clock'] },
+  requires: { plugins: ['auth'], services: ['WorkspaceLimits', 'RequestCost', 'UsageStore', 'Logger', 'BudgetLedger', 'Clock', 'Config', 'Providers'] },
   enforces: ['budgets'],
   create: (container) => {
+    const cost = resolveService(container, TOKENS.RequestCost);
+    const policy = resolveService(container, TOKENS.Config).budgets;
     const plugin = new BudgetPlugin(
       resolveService(container, TOKENS.WorkspaceLimits),
-      resolveService(container, TOKENS.RequestCost),
+      cost,
       resolveService(container, TOKENS.UsageStore),
       resolveService(container, TOKENS.Logger),
       resolveService(container, TOKENS.Clock),
+      new BudgetPricing(cost.prices, policy.unpriced, resolveService(container, TOKENS.Providers)),
+      policy.referenced_input_tokens,
     );
     resolveService(container, TOKENS.BudgetLedger).attach(plugin);
     return plugin;

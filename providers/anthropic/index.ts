@@ -12,5 +12,6 @@ export const anthropic = defineProvider({
   auth: apiKeyHeader('x-api-key', 'authorization'),
   endpoints: ['messages', 'models'],
   ownsEndpoints: ['messages'],
+  outputLimitFields: { messages: 'max_tokens' },
   usage: anthropicUsageParser,
 });

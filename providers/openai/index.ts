@@ -16,5 +16,7 @@ export const openai = defineProvider({
     'chat.completions', 'responses', 'embeddings', 'audio.speech', 'audio.transcriptions', 'audio.translations',
     'images.generations', 'images.edits', 'images.variations', 'models',
   ],
+  // Its reasoning models refuse max_tokens on chat completions; max_completion_tokens works for every model.
+  outputLimitFields: { 'chat.completions': 'max_completion_tokens', responses: 'max_output_tokens' },
   usage: openaiUsageParser,
 });

@@ -27,6 +27,7 @@ export function loadProviders(config: GatewayConfig, extra: Readonly<Record<stri
       modelPrefixes: entry?.prefixes ?? base.modelPrefixes,
       auth: entry?.auth ? authFromConfig(entry.auth) : base.auth,
       endpoints: entry?.endpoints ?? base.endpoints,
+      outputLimitFields: entry?.output_limit_field ? { ...base.outputLimitFields, 'chat.completions': entry.output_limit_field } : base.outputLimitFields,
       usage: entry?.usage ? USAGE_PARSERS[entry.usage] : base.usage,
       timeouts: {
         connectMs: entry?.timeouts?.connect_ms ?? defaults.connectMs,

@@ -1,5 +1,5 @@
 import type { DependencyContainer } from 'tsyringe';
-import type { WorkspaceLimits } from '../../config/limits';
+import { LIMIT_MODIFIERS, type WorkspaceLimits } from '../../config/limits';
 import type { GatewayConfig } from '../../config/schema';
 import type { PluginDefinition } from '../../core/plugin-contract';
 import { TOKENS } from '../../core/tokens';
@@ -56,7 +56,7 @@ function limitSettingsOf(limits: WorkspaceLimits): (keyof WorkspaceLimits)[] {
   const scopes: Partial<WorkspaceLimits>[] = [limits, ...Object.values(limits.per_tag ?? {})];
   for (const scope of scopes) {
     for (const [name, value] of Object.entries(scope) as [keyof WorkspaceLimits, unknown][]) {
-      if (name === 'per_tag' || name === 'missing_tags') continue;
+      if (name === 'per_tag' || LIMIT_MODIFIERS.has(name)) continue; // modifiers need no plugin of their own
       if (Array.isArray(value) ? value.length > 0 : value !== undefined) used.add(name);
     }
   }

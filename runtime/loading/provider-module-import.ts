@@ -23,6 +23,7 @@ const providerModuleSchema = z.object({
   endpoints: z.array(endpointKey).min(1),
   ownsEndpoints: z.array(endpointKey).optional(),
   paths: z.record(endpointKey, z.string().startsWith('/')).optional(),
+  outputLimitFields: z.partialRecord(endpointKey, z.string().min(1)).optional(),
   usage: z.object({ fromJson: fn, createStreamAccumulator: fn }),
 });
 

@@ -106,8 +106,10 @@ describe('framework: the plugin contract', () => {
       await call(gw, '/v1/chat/completions', chat('gpt-4o-mini'));
       const sent = upstream.last().headers;
       expect(sent.authorization).to.not.include(STOLEN);
-      // x-api-key is not OpenAI's credential header: a plain header as far as OpenAI is concerned.
-      expect(sent['x-api-key']).to.equal(STOLEN);
+      // x-api-key carries Anthropic's key: no provider gets a credential header but its own, whoever wrote it.
+      expect(sent['x-api-key']).to.equal(undefined);
+      // x-acme-key is no deployed provider's credential header here: a plain header, forwarded.
+      expect(sent['x-acme-key']).to.equal(STOLEN);
     });
   });
 

@@ -10,8 +10,9 @@ describe('framework: the public API (tollgate, tollgate/testing)', () => {
     expect(Object.keys(tollgate).sort()).to.deep.equal([
       'BoundedCache', 'ERROR_CODES', 'FailedKeyTracker', 'GatewayError', 'MAX_MODEL_LENGTH', 'OUTPUT_TOKEN_FIELDS', 'PLUGIN_API_VERSION',
       'PROVIDER_REPORTED', 'RESERVED_TAG_KEYS', 'TOKENS', 'TRUNCATION_MARKER', 'UNTAGGED', 'addressKey', 'anthropicUsageParser', 'apiKeyHeader',
-      'bearer', 'definePlugin', 'defineProvider', 'formatUsd', 'fromText', 'noAuth', 'openaiUsageParser', 'openrouterUsageParser', 'parseUsd',
-      'perplexityUsageParser', 'registerService', 'requestedOutputTokens', 'resolveService', 'streamIncomplete', 'tokenCount', 'truncate', 'z',
+      'bearer', 'definePlugin', 'defineProvider', 'formatUsd', 'fromText', 'noAuth', 'openaiUsageParser', 'openrouterUsageParser', 'outputLimitField',
+      'parseUsd', 'perplexityUsageParser', 'registerService', 'requestedOutputTokens', 'resolveService', 'streamIncomplete', 'tokenCount', 'truncate',
+      'withJsonField', 'z',
     ]);
     expect(tollgate.PLUGIN_API_VERSION).to.equal('2');
   });

@@ -53,8 +53,8 @@ plugins:
   - use: attribution
   - use: required-tags
   - use: max-tokens
-  - use: rate-limit
   - use: concurrency
+  - use: rate-limit
   - use: budget
   - use: usage-recorder
     options: { flush_interval_ms: 20, spill_path: "${dataDir}/spill.jsonl" }

@@ -130,7 +130,7 @@ describe('tollgate CLI: errors are one line, exit 2 for what the user can fix', 
     });
 
     it('start refuses what only start meets: workers without a shared store, an upload folder it cannot create', async () => {
-      const env = { GATEWAY_KEY: 'tg_cli_errors_test_key' };
+      const env = { GATEWAY_KEY: 'tg_cli_errors_test_key_00000000001' };
       const memory = file('memory.yaml', 'server: { port: 0, workers: 2 }\nstorage: { url: "sqlite::memory:" }\n');
       expectUserError(await runCli(['start', '--config', memory], { env }), /^tollgate: cannot start: server\.workers > 1 needs a store the workers share/);
       const spool = file('spool.yaml', `server: { host: 127.0.0.1, port: 0, upload_spool_dir: ${good}/uploads }\nstorage: { url: "sqlite:./spool-data/tollgate.db" }\n`);
@@ -170,7 +170,7 @@ describe('tollgate CLI: errors are one line, exit 2 for what the user can fix', 
       const run = await runCli(['usage', '--config', config]);
       expectUserError(run, /^tollgate: cannot open the database postgres:\/\/tollgate:\*\*\*@127\.0\.0\.1:1\/tollgate: connect ECONNREFUSED 127\.0\.0\.1:1$/);
       expect(run.stderr).to.not.include('hunter2');
-      const start = await runCli(['start', '--config', config], { env: { GATEWAY_KEY: 'tg_cli_errors_test' } });
+      const start = await runCli(['start', '--config', config], { env: { GATEWAY_KEY: 'tg_cli_errors_test_key_00000000001' } });
       expectUserError(start, /^tollgate: cannot start: connect ECONNREFUSED 127\.0\.0\.1:1$/);
     });
 
@@ -235,7 +235,7 @@ describe('tollgate CLI: errors are one line, exit 2 for what the user can fix', 
 
     it('start on a port in use: one line naming the port, exit 2', async () => {
       const config = file('port.yaml', `server: { host: 127.0.0.1, port: ${port} }\nstorage: { url: "sqlite:./port-data/tollgate.db" }\nworkspaces: [{ id: default, keys: [{ id: k, key: "\${GATEWAY_KEY}" }] }]\n`);
-      const run = await runCli(['start', '--config', config], { env: { GATEWAY_KEY: 'tg_cli_errors_test_key' } });
+      const run = await runCli(['start', '--config', config], { env: { GATEWAY_KEY: 'tg_cli_errors_test_key_00000000001' } });
       const shown = `exit ${run.code}, stderr:\n${run.stderr}`;
       expect(run.code, shown).to.equal(2);
       expect(run.stderr.trimEnd().split('\n'), shown).to.deep.equal([`tollgate: cannot start: port ${port} is in use (127.0.0.1:${port}): stop what listens there or choose another port`]);
@@ -243,7 +243,7 @@ describe('tollgate CLI: errors are one line, exit 2 for what the user can fix', 
 
     it('the same with several workers: one line, not one per worker', async () => {
       const config = file('port-workers.yaml', `server: { host: 127.0.0.1, port: ${port}, workers: 3 }\nstorage: { url: "sqlite:./port-workers/tollgate.db" }\nworkspaces: [{ id: default, keys: [{ id: k, key: "\${GATEWAY_KEY}" }] }]\n`);
-      const run = await runCli(['start', '--config', config], { env: { GATEWAY_KEY: 'tg_cli_errors_test_key' } });
+      const run = await runCli(['start', '--config', config], { env: { GATEWAY_KEY: 'tg_cli_errors_test_key_00000000001' } });
       const shown = `exit ${run.code}, stderr:\n${run.stderr}`;
       expect(run.code, shown).to.equal(2);
       expect(run.stderr.trimEnd().split('\n'), shown).to.deep.equal([`tollgate: cannot start: port ${port} is in use (127.0.0.1:${port}): stop what listens there or choose another port`]);

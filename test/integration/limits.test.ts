@@ -86,13 +86,13 @@ describe('workspace limits', () => {
       });
     }
 
-    it('/v1/messages without max_tokens is refused naming it (the spec makes it required there)', async () => {
-      const r = await post('/v1/messages', { model: 'claude-sonnet-4-5', messages: [] });
-      expect(r.status).to.equal(400);
-      expect(r.json.error).to.include({ code: 'invalid_body', param: 'max_tokens' });
-      expect(r.json.error.message).to.include('required');
-      expect((await post('/v1/chat/completions', { model: 'gpt-4o-mini', messages: [] })).status, 'optional on chat completions').to.equal(200);
-      expect(upstream.received).to.have.length(1);
+    it('a request naming no limit gets the cap in the provider\'s own field (max_tokens_when_absent: cap, the default)', async () => {
+      expect((await post('/v1/messages', { model: 'claude-sonnet-4-5', messages: [] })).status).to.equal(200);
+      expect((await post('/v1/chat/completions', { model: 'gpt-4o-mini', messages: [] })).status).to.equal(200);
+      expect(upstream.received.map((r) => JSON.parse(r.body.toString()))).to.deep.equal([
+        { model: 'claude-sonnet-4-5', messages: [], max_tokens: 100 },
+        { model: 'gpt-4o-mini', messages: [], max_completion_tokens: 100 },
+      ]);
     });
   });
 
@@ -348,12 +348,12 @@ describe('workspace limits', () => {
       expect(refused.json.error.message).to.include('daily budget').and.include('for customer_id=acme in workspace default');
     });
 
-    it('without max_tokens the worst case is the model\'s maximum output, not the workspace cap (the request is not capped)', async () => {
+    it('without max_tokens, and the cap not applied (max_tokens_when_absent: allow), the worst case is the model\'s maximum output', async () => {
       const bare = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] };
       const capped = reservation(bare, 100);
       const uncapped = reservation(bare, gpt4oMini.max_output_tokens);
       expect(uncapped > capped).to.equal(true);
-      await start(`{ max_tokens: 100, budgets: [{ period: day, usd: "${usd(uncapped - 1n)}" }] }`);
+      await start(`{ max_tokens: 100, max_tokens_when_absent: allow, budgets: [{ period: day, usd: "${usd(uncapped - 1n)}" }] }`);
       const r = await post('/v1/chat/completions', bare);
       expect(r.status).to.equal(429);
       expect(r.json.error.message).to.include(`may cost up to $${trim(usd(uncapped))}`);

@@ -20,7 +20,7 @@ describe('config loading', () => {
     const c = parseConfig('');
     expect(c.server).to.include({ host: '127.0.0.1', port: 8080 });
     expect(c.storage.url).to.equal('sqlite:./data/tollgate.db');
-    expect(c.plugins.map((p) => p.use)).to.deep.equal(['auth', 'header-strip', 'attribution', 'required-tags', 'max-tokens', 'rate-limit', 'concurrency', 'budget', 'usage-recorder']);
+    expect(c.plugins.map((p) => p.use)).to.deep.equal(['auth', 'header-strip', 'attribution', 'required-tags', 'max-tokens', 'concurrency', 'rate-limit', 'budget', 'usage-recorder']);
   });
 
   it('interpolates ${VAR} and ${VAR:-default} in values', () => {
@@ -40,7 +40,7 @@ describe('config loading', () => {
       '      - { id: hashed, sha256: 5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8 }',
       '      - { id: plain, key: tg_written_into_the_file_0001 }',
     ].join('\n'));
-    const loaded = loadConfigFile(file, { KEY_A: 'tg_from_env_0001' });
+    const loaded = loadConfigFile(file, { KEY_A: 'tg_from_the_environment_0000000001' });
     expect(loaded.warnings).to.deep.equal(['workspaces[0].keys[2].key is written in the config file as plain text: use an ${ENV} reference or its sha256']);
   });
 
@@ -86,11 +86,31 @@ describe('config loading', () => {
     expect(() => loadProviders(clash)).to.throw(/prefix "gpt-" is claimed by both/);
   });
 
+  describe('key strength', () => {
+    const keyed = (key: string, token = 'an-admin-token-of-24-chars') =>
+      `admin: { token: "${token}" }\nworkspaces:\n  - id: a\n    keys: [{ id: k, key: "${key}" }, { id: h, sha256: ${'ab'.repeat(32)} }]\n`;
+    it('refuses a gateway key or an admin token shorter than 24 characters, each named with its length', () => {
+      expectConfigError(keyed('a'), /workspaces\[0\]\.keys\[0\]\.key: this gateway key has 1 characters: at least 24 characters are required/);
+      expectConfigError(keyed('x'.repeat(23)), /this gateway key has 23 characters/);
+      expectConfigError(keyed('x'.repeat(24), 'b'), /admin\.token: the admin token has 1 characters: at least 24/);
+    });
+    it('accepts 24 characters, an empty key (an unset ${GATEWAY_KEY:-}), a sha256 key and no admin token', () => {
+      expect(parseConfig(keyed('x'.repeat(24), 'y'.repeat(24))).workspaces[0].keys).to.have.length(2);
+      expect(() => parseConfig('admin: { token: "" }\nworkspaces: [{ id: a, keys: [{ id: k, key: "${K:-}" }] }]')).to.not.throw();
+    });
+    it('security.allow_weak_keys: true accepts short ones (default false)', () => {
+      expect(parseConfig('').security.allow_weak_keys).to.equal(false);
+      const c = parseConfig(`security: { allow_weak_keys: true }\n${keyed('a', 'b')}`);
+      expect(c.admin.token).to.equal('b');
+      expect(c.workspaces[0].keys[0].key).to.equal('a');
+    });
+  });
+
   it('the shipped gateway.config.yaml is valid and takes GATEWAY_KEY from the environment', () => {
     const text = require('node:fs').readFileSync(resolve(PROJECT_ROOT, 'gateway.config.yaml'), 'utf8');
-    const c = parseConfig(text, { GATEWAY_KEY: 'tg_from_env' });
+    const c = parseConfig(text, { GATEWAY_KEY: 'tg_from_the_environment_0000000001' });
     const keys = c.workspaces.flatMap((w) => w.keys);
-    expect(keys.some((k) => k.key === 'tg_from_env')).to.equal(true);
+    expect(keys.some((k) => k.key === 'tg_from_the_environment_0000000001')).to.equal(true);
     const registry = loadProviders(c);
     for (const slug of ['openai', 'anthropic', 'perplexity', 'openrouter', 'gemini', 'mistral', 'deepseek', 'xai', 'groq']) {
       expect(registry.get(slug), slug).to.not.equal(undefined);
@@ -102,8 +122,14 @@ describe('config loading', () => {
   describe('tollgate check-config', () => {
     const cli = resolve(PROJECT_ROOT, 'dist/cli/index.js');
     it('exits 0 on a valid file', () => {
-      const out = execFileSync(process.execPath, [cli, 'check-config', '--config', resolve(PROJECT_ROOT, 'gateway.config.yaml')], { env: { ...process.env, GATEWAY_KEY: 'x' } });
+      const out = execFileSync(process.execPath, [cli, 'check-config', '--config', resolve(PROJECT_ROOT, 'gateway.config.yaml')], { env: { ...process.env, GATEWAY_KEY: 'tg_from_the_environment_0000000001' } });
       expect(out.toString()).to.match(/is valid/);
+    });
+    it('exits 2 on a short gateway key from the environment, naming the key and the remedy', () => {
+      const r = spawnSync(process.execPath, [cli, 'check-config', '--config', resolve(PROJECT_ROOT, 'gateway.config.yaml')], { env: { ...process.env, GATEWAY_KEY: 'a' } });
+      expect(r.status).to.equal(2);
+      expect(r.stderr.toString()).to.include('workspaces[0].keys[0].key: this gateway key has 1 characters: at least 24 characters are required');
+      expect(r.stderr.toString()).to.include('security.allow_weak_keys');
     });
     it('exits 2 on bad plugin options, naming the plugin and the key, without starting anything', () => {
       const dir = mkdtempSync(join(tmpdir(), 'tollgate-cfg-'));
@@ -112,6 +138,14 @@ describe('config loading', () => {
       const r = spawnSync(process.execPath, [cli, 'check-config', '--config', file]);
       expect(r.status).to.equal(2);
       expect(r.stderr.toString()).to.match(/plugins\[0\] \(attribution\): options\.max_keys/);
+    });
+    it('tollgate start refuses a short admin token before it listens: exit 2, naming admin.token', () => {
+      const dir = mkdtempSync(join(tmpdir(), 'tollgate-cfg-'));
+      const file = join(dir, 'weak.yaml');
+      writeFileSync(file, 'server: { port: 0 }\nadmin: { port: 0, token: b }\nstorage: { url: "sqlite::memory:" }\n');
+      const r = spawnSync(process.execPath, [cli, 'start', '--config', file], { timeout: 15_000 });
+      expect(r.status).to.equal(2);
+      expect(r.stderr.toString()).to.include('admin.token: the admin token has 1 characters: at least 24 characters are required');
     });
     it('exits 2 naming the key on an invalid file (also through GATEWAY_CONFIG)', () => {
       const dir = mkdtempSync(join(tmpdir(), 'tollgate-cfg-'));

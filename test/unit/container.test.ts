@@ -61,7 +61,7 @@ describe('container recipe', () => {
   const runtime = all[all.length - 1];
   const imageEnv = envOf(runtime);
   /** gateway.config.yaml as the image runs it: its own environment, the file at /app/gateway.config.yaml. */
-  const config = parseConfig(read('gateway.config.yaml'), { ...imageEnv, TOLLGATE_ADMIN_TOKEN: 'token' }, 'gateway.config.yaml');
+  const config = parseConfig(read('gateway.config.yaml'), { ...imageEnv, TOLLGATE_ADMIN_TOKEN: 'an-admin-token-of-at-least-24-characters' }, 'gateway.config.yaml');
 
   it('Dockerfile: no problem found by the linter (dockerfile-utils, every check an error)', () => {
     const everything: ValidatorSettings = {
@@ -192,7 +192,7 @@ describe('container recipe', () => {
 
     it('configures the gateway through the variables gateway.config.yaml reads: PostgreSQL store, Redis limit store', () => {
       expect(() => gatewayEnv({}), 'no admin token').to.throw(/TOLLGATE_ADMIN_TOKEN/);
-      const env = gatewayEnv({ TOLLGATE_ADMIN_TOKEN: 'an-admin-token' });
+      const env = gatewayEnv({ TOLLGATE_ADMIN_TOKEN: 'an-admin-token-of-at-least-24-characters' });
       const referenced = new Set([...read('gateway.config.yaml').matchAll(/\$\{(\w+)/g)].map((m) => m[1]));
       for (const name of Object.keys(env)) expect(referenced.has(name), `${name} is read by gateway.config.yaml`).to.equal(true);
       const running = parseConfig(read('gateway.config.yaml'), { ...imageEnv, ...env }, 'gateway.config.yaml');
@@ -201,7 +201,7 @@ describe('container recipe', () => {
       expect(store.username).to.equal(compose.services.postgres.environment.POSTGRES_USER);
       expect(decodeURIComponent(store.password)).to.equal(interpolate(compose.services.postgres.environment.POSTGRES_PASSWORD, {}));
       expect(running.limit_store.redis_url).to.equal('redis://redis:6379');
-      expect(running.admin.token).to.equal('an-admin-token');
+      expect(running.admin.token).to.equal('an-admin-token-of-at-least-24-characters');
       // Published: the proxy port, and the admin port on the host's loopback only.
       expect(compose.services.gateway.ports).to.deep.equal([`${running.server.port}:${running.server.port}`, `127.0.0.1:${running.admin.port}:${running.admin.port}`]);
     });

@@ -68,6 +68,13 @@ export class KeyRing implements KeyRingService {
     return this.byHash.size;
   }
 
+  /** True when `presented` is a valid gateway key; unlike verify() it does not count as the key's use. */
+  holds(presented: string): boolean {
+    const digest = hash('sha256', presented, 'buffer');
+    const entry = this.byHash.get(digest.toString('hex'));
+    return entry !== undefined && timingSafeEqual(entry.digest, digest);
+  }
+
   verify(presented: string): KeyGrant | undefined {
     const digest = hash('sha256', presented, 'buffer'); // one-shot: no Hash object per request
     const entry = this.byHash.get(digest.toString('hex'));
