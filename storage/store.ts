@@ -175,6 +175,12 @@ export interface UsageStore {
   /** Batched last-used update; never moves last_used_at backwards. */
   touchKeys(ids: readonly string[], lastUsedAt: number): Promise<void>;
 
+  /**
+   * Rejects when the store could not take a write now (readiness, GET /readyz). Cheap, and writes nothing: SQLite
+   * checks that its files and folder are writable, PostgreSQL that the server answers and is not read-only.
+   */
+  checkWritable(): Promise<void>;
+
   close(): Promise<void>;
 }
 

@@ -5,7 +5,7 @@ import type { GatewayContext } from '../../core/context';
 import { definePlugin, type GatewayPlugin } from '../../core/plugin-contract';
 import { resolveService, TOKENS, type RequestCostService } from '../../core';
 import { formatUsd } from '../../pricing/money';
-import { UsageWriteQueue } from '../../storage/write-queue';
+import { UsageWriteQueue, type WriteQueueStats } from '../../storage/write-queue';
 import { buildRecord } from './record';
 
 export const COST_HEADER = 'x-gateway-cost';
@@ -55,6 +55,11 @@ export class UsageRecorderPlugin implements GatewayPlugin {
   onComplete(ctx: GatewayContext): void {
     const priced = ctx.usage ? this.cost.of(ctx) : undefined;
     this.queue.enqueue(buildRecord(ctx, priced, this.cost.prices.version));
+  }
+
+  /** The write queue's counters and depth (the store metrics of GET /metrics). */
+  queueStats(): WriteQueueStats {
+    return this.queue.stats();
   }
 
   async close(): Promise<void> {
