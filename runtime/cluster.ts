@@ -4,6 +4,7 @@ import type { LoadedConfig } from '../config/load';
 import { openStore, parseStorageUrl } from '../storage';
 import { storageUrlFrom } from './gateway';
 import { bootstrapKeys } from './key-bootstrap';
+import { serveWorkerMetrics } from './observability/open-metrics';
 import { WORKER_INDEX_ENV } from './worker-slot';
 
 export { workerIndex, workerScopedPath } from './worker-slot';
@@ -115,6 +116,7 @@ export async function runPrimary(loaded: LoadedConfig, count: number, write: (li
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  serveWorkerMetrics(config.metrics);
   for (let i = 1; i <= count; i++) fork(i);
   return finished;
 }

@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
+import type Router from '@koa/router';
 import Koa from 'koa';
 import type { Logger } from 'pino';
 import { container as rootContainer, type DependencyContainer } from 'tsyringe';
@@ -33,6 +34,14 @@ import { LimitsContext } from './services/workspace-limits';
 import { workerScopedPath } from './worker-slot';
 import { UploadSpool } from '../core/upload-spool';
 import { UpstreamPools } from '../core/upstream';
+import type { GatewayPlugin } from '../core/plugin-contract';
+import { UsageRecorderPlugin } from '../plugins/usage-recorder';
+import { RedisLimitStore } from './services/limit-store/redis-store';
+import type { GatewayMetrics } from './observability/metrics';
+import { openMetrics } from './observability/open-metrics';
+import { probeRoutes } from './observability/probes';
+import { Readiness } from './observability/readiness';
+import { openTracing } from './observability/tracing';
 
 export interface GatewayOptions {
   logger?: Logger;
@@ -40,6 +49,8 @@ export interface GatewayOptions {
   providers?: Record<string, ProviderModule>;
   /** Where a bootstrap key is announced (default: stderr). */
   announce?: (message: string) => void;
+  /** Where the OTEL_* variables are read (default: process.env). */
+  env?: NodeJS.ProcessEnv;
 }
 
 export interface Gateway {
@@ -53,7 +64,14 @@ export interface Gateway {
   keySync: KeySync;
   /** Budgets seen by this instance, for the admin API. */
   budgets: BudgetLedger;
-  /** Waits for in-flight requests (up to graceMs), then closes plugins, pools and the store. */
+  /** GET /healthz and /readyz, for the admin listener (the proxy's Koa app answers them already). */
+  probes: Router;
+  readiness: Readiness;
+  /** The Prometheus metrics; undefined when metrics.enabled is false. */
+  metrics: GatewayMetrics | undefined;
+  /** Refuses new requests (readiness says draining) and waits for those in flight, up to graceMs. */
+  drain(graceMs?: number): Promise<void>;
+  /** Drains, then closes plugins, pools and the store. */
   close(graceMs?: number): Promise<void>;
 }
 
@@ -75,7 +93,11 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
 
   const prices = new PriceCatalog(config.pricing, { baseDir: loaded.dir });
   registerService(container, TOKENS.PriceCatalog, prices);
-  registerService(container, TOKENS.RequestCost, new RequestCost(prices));
+  const requestCost = new RequestCost(prices);
+  registerService(container, TOKENS.RequestCost, requestCost);
+  // Both load their libraries only when on (prom-client; the OpenTelemetry SDK).
+  const metrics = openMetrics(config.metrics, requestCost);
+  const tracing = openTracing(options.env ?? process.env, requestCost, logger);
   const { upload_spool_from: spoolFrom, upload_spool_dir: spoolDir } = config.server;
   const uploads = spoolFrom === false ? undefined : UploadSpool.create(resolve(loaded.dir, spoolDir ?? join(tmpdir(), 'tollgate-uploads')), spoolFrom, logger);
   const limitStore = openLimitStore(config.limit_store, logger);
@@ -97,7 +119,14 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
     keySync = new KeySync(keys, store, config.workspaces, logger, { limitStore: config.limit_store });
     keySync.start();
 
-    pipeline = new PluginPipeline(await loadPlugins(planned, container));
+    const plugins = await loadPlugins(planned, container);
+    // The observers: tracing first (its span starts before any plugin runs), metrics with onComplete only (it sees
+    // every request, refused ones too). Neither is in the YAML list; off, neither is in the pipeline.
+    const observers: { first: GatewayPlugin[]; last: GatewayPlugin[] } = { first: tracing ? [tracing.observer()] : [], last: metrics ? [metrics.observer()] : [] };
+    pipeline = new PluginPipeline([...observers.first, ...plugins, ...observers.last]);
+    const recorder = plugins.find((p): p is UsageRecorderPlugin => p instanceof UsageRecorderPlugin);
+    if (metrics && recorder) metrics.watchWriteQueue(() => recorder.queueStats());
+    if (metrics && limitStore instanceof RedisLimitStore) metrics.watchRedis(() => limitStore.connected);
   } catch (err) {
     await keySync?.stop().catch(() => undefined);
     await store?.close().catch(() => undefined);
@@ -112,6 +141,14 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
   // The proxy's Koa stack is kept to one middleware: a path lookup that hands the request to the proxy, which
   // writes the response itself (ctx.respond = false) so the upstream's bytes go out untouched. Everything else
   // (unknown paths, wrong methods, HEAD) is answered by the gateway and never proxied.
+  const readiness = new Readiness({
+    storeWritable: () => store!.checkWritable(),
+    limitStorePing: limitStore instanceof RedisLimitStore ? () => limitStore.ping() : undefined,
+    draining: () => proxy.draining,
+    logger,
+  });
+  const probes = probeRoutes(readiness);
+
   const koa = new Koa();
   koa.silent = true; // errors are logged by the proxy with their request id
   koa.use(function dispatchToProxy(ctx, next) {
@@ -120,16 +157,23 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
     ctx.respond = false;
     return proxy.handle(ctx.req, ctx.res, endpoint);
   });
+  // After the proxy's own paths, so proxied requests never look at them: the one exception to "/v1 paths only".
+  koa.use(probes.routes());
   koa.use(refuseUnknownRoutes(logger));
   const idleRelease = new IdleMemoryRelease(proxy, config.server.idle_gc_ms, logger, releaseHeapOf(store!));
   idleRelease.start();
 
-  let closing: Promise<void> | undefined;
-  const close = (graceMs = config.server.shutdown_grace_ms) =>
-    (closing ??= (async () => {
+  let draining: Promise<void> | undefined;
+  const drain = (graceMs = config.server.shutdown_grace_ms) =>
+    (draining ??= (async () => {
       proxy.draining = true;
       idleRelease.stop();
       await Promise.race([proxy.idle(), new Promise((r) => setTimeout(r, graceMs).unref())]);
+    })());
+  let closing: Promise<void> | undefined;
+  const close = (graceMs = config.server.shutdown_grace_ms) =>
+    (closing ??= (async () => {
+      await drain(graceMs);
       await keySync!.stop();
       await pipeline.close();
       await pools.close();
@@ -138,7 +182,7 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
       logger.flush();
     })());
 
-  return { koa, proxy, container, providers, store: store!, pools, logger, keySync: keySync!, budgets, close };
+  return { koa, proxy, container, providers, store: store!, pools, logger, keySync: keySync!, budgets, probes, readiness, metrics, drain, close };
 }
 
 /** A relative SQLite path is relative to the config file, and its folder is created on first start. */
