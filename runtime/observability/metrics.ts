@@ -122,7 +122,10 @@ export class GatewayMetrics {
     const u = ctx.usage;
     if (!u) return;
     const labels: Record<string, string> = { provider, model, workspace: ctx.workspace?.id ?? NONE };
-    for (const t of this.tagKeys) labels[t.label] = t.values.of(ctx.tags[t.key] ?? UNTAGGED);
+    for (const t of this.tagKeys) {
+      const value = ctx.tags[t.key];
+      labels[t.label] = value === undefined ? UNTAGGED : t.values.of(value); // "(untagged)" takes none of the cap
+    }
     this.addTokens(labels, 'input', u.inputTokens);
     this.addTokens(labels, 'cache_read', u.cacheReadTokens);
     this.addTokens(labels, 'cache_write', (u.cacheWriteTokens ?? 0) + (u.cacheWrite1hTokens ?? 0));
