@@ -6,13 +6,14 @@
  * OTLP/HTTP (JSON) on their own timer, never on the request path; shutdown flushes them.
  *
  * The gateway keeps its tracer provider to itself (no global registration): the standard OTEL_* variables configure
- * the sampler (OTEL_TRACES_SAMPLER, parent-based by default), the batch (OTEL_BSP_*), the exporter's headers,
- * time-out and compression (OTEL_EXPORTER_OTLP_*) and the resource (OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES).
+ * the endpoint and the resource (./tracing.ts), and, read by the SDK itself, the sampler (OTEL_TRACES_SAMPLER,
+ * parent-based by default), the batch (OTEL_BSP_*) and the exporter's headers, time-out and compression
+ * (OTEL_EXPORTER_OTLP_*).
  */
 import { diag, DiagLogLevel, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Span, type TextMapGetter, type TextMapSetter, type Tracer } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
+import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { Logger } from 'pino';
 import type { GatewayContext } from '../../core/context';
@@ -56,8 +57,7 @@ export class OtelRequestTracing implements RequestTracing {
       { error: (m, ...a) => logger.warn({ detail: a.map(String) }, `opentelemetry: ${m}`), warn: (m) => logger.warn(`opentelemetry: ${m}`), info: () => {}, debug: () => {}, verbose: () => {} },
       { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true },
     );
-    const resource = resourceFromAttributes({ 'service.name': 'tollgate' }).merge(detectResources({ detectors: [envDetector] }));
-    this.provider = new BasicTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: settings.url }))] });
+    this.provider = new BasicTracerProvider({ resource: resourceFromAttributes(settings.resource), spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: settings.url }))] });
     this.tracer = this.provider.getTracer('tollgate');
   }
 

@@ -14,6 +14,8 @@ import type { RequestCostService } from '../../core/services';
 export interface TracingSettings {
   /** Where spans are sent: OTLP over HTTP, JSON encoded. */
   url: string;
+  /** The resource of every span: OTEL_RESOURCE_ATTRIBUTES, and service.name from OTEL_SERVICE_NAME (default tollgate). */
+  resource: Record<string, string>;
   /** Why a setting was not followed, for the start log. */
   warnings: string[];
 }
@@ -34,7 +36,25 @@ export function tracingSettings(env: NodeJS.ProcessEnv): TracingSettings | undef
   if (protocol && protocol !== 'http/json') warnings.push(`OTEL_EXPORTER_OTLP_PROTOCOL=${protocol}: Tollgate exports OTLP over HTTP as JSON (http/json)`);
   // The signal-specific endpoint is used as given; the general one gets the traces path (OTLP exporter spec).
   const url = specific || `${(base || DEFAULT_ENDPOINT).replace(/\/+$/, '')}/v1/traces`;
-  return { url, warnings };
+  const resource = resourceAttributes(env.OTEL_RESOURCE_ATTRIBUTES ?? '', warnings);
+  resource['service.name'] = env.OTEL_SERVICE_NAME?.trim() || resource['service.name'] || 'tollgate';
+  return { url, resource, warnings };
+}
+
+/** OTEL_RESOURCE_ATTRIBUTES: key=value pairs separated by commas, values percent-encoded. */
+function resourceAttributes(text: string, warnings: string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const pair of text.split(',')) {
+    if (!pair.trim()) continue;
+    const at = pair.indexOf('=');
+    try {
+      if (at <= 0) throw new Error('no key');
+      out[pair.slice(0, at).trim()] = decodeURIComponent(pair.slice(at + 1).trim());
+    } catch {
+      warnings.push(`OTEL_RESOURCE_ATTRIBUTES: ignored "${pair.trim().slice(0, 100)}" (expected key=value)`);
+    }
+  }
+  return out;
 }
 
 /** The tracing observer: first in the pipeline, it starts a span per request and continues its W3C trace context upstream. */
