@@ -16,6 +16,7 @@ import { UNTAGGED } from '../../core/usage';
 import type { WriteQueueStats } from '../../storage/write-queue';
 import { BoundedLabel, OTHER } from './bounded-labels';
 import { recordedCost } from './recorded-cost';
+import { SeriesTable } from './series-table';
 
 /** The label value when a request has no such thing (no provider resolved, no workspace: refused early). */
 const NONE = 'none';
@@ -28,33 +29,51 @@ const OVERHEAD_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0
 /** Upstream time to first byte: from a fast embedding to a long non-streamed reasoning answer. */
 const TTFB_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 
+/** What one series of the usage counters holds: tokens by type, the known cost, the answers of unknown cost. */
+interface UsageValues {
+  input: number;
+  cache_read: number;
+  cache_write: number;
+  output: number;
+  costUsd: number;
+  unpriced: number;
+}
+const TOKEN_TYPES = ['input', 'cache_read', 'cache_write', 'output'] as const;
+const STATUS_CLASSES = ['0xx', '1xx', '2xx', '3xx', '4xx', '5xx'];
+
 export class GatewayMetrics {
   readonly registry = new Registry();
   private readonly models: BoundedLabel;
-  private readonly tagKeys: readonly { key: string; label: string; values: BoundedLabel }[];
+  private readonly tagKeys: readonly { key: string; values: BoundedLabel }[];
 
-  private readonly requests: Counter;
+  /** Counted per request in plain maps, read by the counters when scraped (./series-table.ts). */
+  private readonly requestRows = new SeriesTable<{ n: number }>(['provider', 'model', 'endpoint', 'status_class'], () => ({ n: 0 }));
+  private readonly usageRows: SeriesTable<UsageValues>;
+
   private readonly errors: Counter;
   private readonly limitRefusals: Counter;
   private readonly overhead: Histogram;
   private readonly ttfb: Histogram;
-  private readonly tokens: Counter;
-  private readonly cost: Counter;
-  private readonly unpriced: Counter;
 
   constructor(
     config: MetricsConfig,
     private readonly prices: RequestCostService,
   ) {
     this.models = new BoundedLabel(config.models_max);
-    this.tagKeys = config.tag_keys.map((key) => ({ key, label: tagLabelName(key), values: new BoundedLabel(config.tag_values_max) }));
-    const tagLabels = this.tagKeys.map((t) => t.label);
+    this.tagKeys = config.tag_keys.map((key) => ({ key, values: new BoundedLabel(config.tag_values_max) }));
+    const usageLabels = ['provider', 'model', 'workspace', ...config.tag_keys.map(tagLabelName)];
+    const usageRows = (this.usageRows = new SeriesTable<UsageValues>(usageLabels, () => ({ input: 0, cache_read: 0, cache_write: 0, output: 0, costUsd: 0, unpriced: 0 })));
+    const requestRows = this.requestRows;
     const registers = [this.registry];
-    this.requests = new Counter({
+    new Counter({
       name: 'tollgate_requests_total',
       help: 'Requests that reached the proxy, by provider, model ("other": unpriced or beyond metrics.models_max), endpoint and status class.',
       labelNames: ['provider', 'model', 'endpoint', 'status_class'],
       registers,
+      collect() {
+        this.reset();
+        for (const { labels, values } of requestRows.entries()) this.inc(labels, values.n);
+      },
     });
     this.errors = new Counter({ name: 'tollgate_errors_total', help: 'Requests answered with a gateway error, by its code.', labelNames: ['code'], registers });
     this.limitRefusals = new Counter({
@@ -77,23 +96,35 @@ export class GatewayMetrics {
       buckets: TTFB_BUCKETS,
       registers,
     });
-    this.tokens = new Counter({
+    new Counter({
       name: 'tollgate_tokens_total',
       help: 'Tokens as recorded (reported by the provider, or estimated), by type: input (at the normal rate), cache_read, cache_write, output.',
-      labelNames: ['provider', 'model', 'workspace', 'type', ...tagLabels],
+      labelNames: [...usageLabels, 'type'],
       registers,
+      collect() {
+        this.reset();
+        for (const { labels, values } of usageRows.entries()) for (const type of TOKEN_TYPES) if (values[type] > 0) this.inc({ ...labels, type }, values[type]);
+      },
     });
-    this.cost = new Counter({
+    new Counter({
       name: 'tollgate_cost_usd_total',
       help: 'Known cost in USD, as recorded (requests whose cost is unknown are counted in tollgate_unpriced_requests_total).',
-      labelNames: ['provider', 'model', 'workspace', ...tagLabels],
+      labelNames: usageLabels,
       registers,
+      collect() {
+        this.reset();
+        for (const { labels, values } of usageRows.entries()) if (values.costUsd > 0) this.inc(labels, values.costUsd);
+      },
     });
-    this.unpriced = new Counter({
+    new Counter({
       name: 'tollgate_unpriced_requests_total',
       help: 'Answered requests whose cost is unknown (no price for the model): missing from tollgate_cost_usd_total, never counted as $0.',
       labelNames: ['provider', 'workspace'],
       registers,
+      collect() {
+        this.reset();
+        for (const { labels, values } of usageRows.entries()) if (values.unpriced > 0) this.inc({ provider: labels.provider, workspace: labels.workspace }, values.unpriced);
+      },
     });
     collectDefaultMetrics({ register: this.registry });
   }
@@ -108,7 +139,7 @@ export class GatewayMetrics {
     const model = this.modelLabel(ctx, ctx.provider?.slug);
     const endpoint = ctx.endpoint?.key ?? NONE;
     const status = ctx.status ?? ctx.error?.status ?? 500;
-    this.requests.inc({ provider, model, endpoint, status_class: `${Math.floor(status / 100)}xx` });
+    this.requestRows.row([provider, model, endpoint, STATUS_CLASSES[Math.floor(status / 100)] ?? OTHER]).n++;
     const code = ctx.error?.code;
     if (code !== undefined) {
       this.errors.inc({ code });
@@ -121,18 +152,19 @@ export class GatewayMetrics {
     }
     const u = ctx.usage;
     if (!u) return;
-    const labels: Record<string, string> = { provider, model, workspace: ctx.workspace?.id ?? NONE };
+    const labelValues = [provider, model, ctx.workspace?.id ?? NONE];
     for (const t of this.tagKeys) {
       const value = ctx.tags[t.key];
-      labels[t.label] = value === undefined ? UNTAGGED : t.values.of(value); // "(untagged)" takes none of the cap
+      labelValues.push(value === undefined ? UNTAGGED : t.values.of(value)); // "(untagged)" takes none of the cap
     }
-    this.addTokens(labels, 'input', u.inputTokens);
-    this.addTokens(labels, 'cache_read', u.cacheReadTokens);
-    this.addTokens(labels, 'cache_write', (u.cacheWriteTokens ?? 0) + (u.cacheWrite1hTokens ?? 0));
-    this.addTokens(labels, 'output', u.outputTokens);
+    const row = this.usageRows.row(labelValues);
+    row.input += u.inputTokens ?? 0;
+    row.cache_read += u.cacheReadTokens ?? 0;
+    row.cache_write += (u.cacheWriteTokens ?? 0) + (u.cacheWrite1hTokens ?? 0);
+    row.output += u.outputTokens ?? 0;
     const cost = recordedCost(ctx, this.prices)!;
-    if (cost.usd !== null) this.cost.inc(labels, cost.usd);
-    else if (cost.provenance === 'unpriced') this.unpriced.inc({ provider, workspace: labels.workspace });
+    if (cost.usd !== null) row.costUsd += cost.usd;
+    else if (cost.provenance === 'unpriced') row.unpriced++;
   }
 
   /** The usage recorder's write queue: depth, spill and quarantine, read at each scrape. */
@@ -181,10 +213,6 @@ export class GatewayMetrics {
     if (model === undefined) return NONE;
     if (provider === undefined || !this.prices.prices.lookup(provider, model)) return OTHER;
     return this.models.of(`${provider}\u0000${model}`) === OTHER ? OTHER : model;
-  }
-
-  private addTokens(labels: Record<string, string>, type: string, n: number | undefined): void {
-    if (n) this.tokens.inc({ ...labels, type }, n);
   }
 }
 
