@@ -33,7 +33,10 @@ export function metricsRoutes(metrics: AdminMetrics, logger: Logger): Router {
       ctx.body = text;
     } catch (err) {
       logger.error({ err }, 'metrics scrape failed');
-      const error = new GatewayError('internal_error', 'The metrics could not be gathered; details are in the gateway log.');
+      const error = new GatewayError(
+        'internal_error',
+        'The metrics could not be gathered; details are in the gateway log.',
+      );
       ctx.status = error.status;
       ctx.type = 'application/json';
       ctx.body = error.toBody();

@@ -44,8 +44,10 @@ export function metricsScrape(metrics: GatewayMetrics): () => Promise<MetricsScr
       waiting.set(id, (answer) => {
         clearTimeout(timer);
         waiting.delete(id);
-        if (answer.error !== undefined || answer.text === undefined) reject(new Error(`gathering the workers' metrics failed: ${answer.error}`));
-        else resolve({ text: answer.text, contentType: answer.contentType ?? 'text/plain; version=0.0.4; charset=utf-8' });
+        if (answer.error !== undefined || answer.text === undefined)
+          reject(new Error(`gathering the workers' metrics failed: ${answer.error}`));
+        else
+          resolve({ text: answer.text, contentType: answer.contentType ?? 'text/plain; version=0.0.4; charset=utf-8' });
       });
       process.send!({ type: ASK, id });
     });

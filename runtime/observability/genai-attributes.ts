@@ -43,7 +43,10 @@ export function modelNamedIn(json: string): string | undefined {
  */
 export function modelOfAnswer(body: Buffer): string | undefined {
   const head = modelNamedIn(body.subarray(0, 4096).toString('utf8'));
-  return head ?? (body.length > 4096 ? modelNamedIn(body.subarray(Math.max(4096, body.length - 1024)).toString('utf8')) : undefined);
+  return (
+    head ??
+    (body.length > 4096 ? modelNamedIn(body.subarray(Math.max(4096, body.length - 1024)).toString('utf8')) : undefined)
+  );
 }
 
 export function operationOf(ctx: GatewayContext): string {
@@ -63,8 +66,16 @@ export function spanNameOf(ctx: GatewayContext): string {
  * conventions count them); the cost is the recorded one (recorded-cost.ts), absent when unknown. Tags are attributes
  * too: a span is not a time series, so their values need no cap.
  */
-export function completedAttributes(ctx: GatewayContext, cost: RequestCostService, answeredModel: string | undefined): SpanAttributes {
-  const a: SpanAttributes = { 'gen_ai.operation.name': operationOf(ctx), 'tollgate.request_id': ctx.requestId, 'tollgate.stream': ctx.stream };
+export function completedAttributes(
+  ctx: GatewayContext,
+  cost: RequestCostService,
+  answeredModel: string | undefined,
+): SpanAttributes {
+  const a: SpanAttributes = {
+    'gen_ai.operation.name': operationOf(ctx),
+    'tollgate.request_id': ctx.requestId,
+    'tollgate.stream': ctx.stream,
+  };
   const provider = ctx.provider?.slug;
   if (provider !== undefined) {
     a['gen_ai.system'] = SYSTEMS[provider] ?? provider;

@@ -22,7 +22,13 @@ import { SeriesTable } from './series-table';
 const NONE = 'none';
 
 /** Refusals by the limit plugins (and by the limit store's fail-closed policy). */
-const LIMIT_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['rate_limited', 'concurrency_limited', 'budget_exceeded', 'max_tokens_exceeded', 'limits_unavailable']);
+const LIMIT_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  'rate_limited',
+  'concurrency_limited',
+  'budget_exceeded',
+  'max_tokens_exceeded',
+  'limits_unavailable',
+]);
 
 /** Gateway overhead: most requests spend well under a millisecond in the gateway itself. */
 const OVERHEAD_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1];
@@ -47,7 +53,10 @@ export class GatewayMetrics {
   private readonly tagKeys: readonly { key: string; values: BoundedLabel }[];
 
   /** Counted per request in plain maps, read by the counters when scraped (./series-table.ts). */
-  private readonly requestRows = new SeriesTable<{ n: number }>(['provider', 'model', 'endpoint', 'status_class'], () => ({ n: 0 }));
+  private readonly requestRows = new SeriesTable<{ n: number }>(
+    ['provider', 'model', 'endpoint', 'status_class'],
+    () => ({ n: 0 }),
+  );
   private readonly usageRows: SeriesTable<UsageValues>;
 
   private readonly errors: Counter;
@@ -62,7 +71,14 @@ export class GatewayMetrics {
     this.models = new BoundedLabel(config.models_max);
     this.tagKeys = config.tag_keys.map((key) => ({ key, values: new BoundedLabel(config.tag_values_max) }));
     const usageLabels = ['provider', 'model', 'workspace', ...config.tag_keys.map(tagLabelName)];
-    const usageRows = (this.usageRows = new SeriesTable<UsageValues>(usageLabels, () => ({ input: 0, cache_read: 0, cache_write: 0, output: 0, costUsd: 0, unpriced: 0 })));
+    const usageRows = (this.usageRows = new SeriesTable<UsageValues>(usageLabels, () => ({
+      input: 0,
+      cache_read: 0,
+      cache_write: 0,
+      output: 0,
+      costUsd: 0,
+      unpriced: 0,
+    })));
     const requestRows = this.requestRows;
     const registers = [this.registry];
     new Counter({
@@ -75,7 +91,12 @@ export class GatewayMetrics {
         for (const { labels, values } of requestRows.entries()) this.inc(labels, values.n);
       },
     });
-    this.errors = new Counter({ name: 'tollgate_errors_total', help: 'Requests answered with a gateway error, by its code.', labelNames: ['code'], registers });
+    this.errors = new Counter({
+      name: 'tollgate_errors_total',
+      help: 'Requests answered with a gateway error, by its code.',
+      labelNames: ['code'],
+      registers,
+    });
     this.limitRefusals = new Counter({
       name: 'tollgate_limit_refusals_total',
       help: 'Requests refused by a limit (rate, concurrency, budget, max_tokens, or the limit store unavailable), by error code.',
@@ -103,7 +124,8 @@ export class GatewayMetrics {
       registers,
       collect() {
         this.reset();
-        for (const { labels, values } of usageRows.entries()) for (const type of TOKEN_TYPES) if (values[type] > 0) this.inc({ ...labels, type }, values[type]);
+        for (const { labels, values } of usageRows.entries())
+          for (const type of TOKEN_TYPES) if (values[type] > 0) this.inc({ ...labels, type }, values[type]);
       },
     });
     new Counter({
@@ -123,7 +145,9 @@ export class GatewayMetrics {
       registers,
       collect() {
         this.reset();
-        for (const { labels, values } of usageRows.entries()) if (values.unpriced > 0) this.inc({ provider: labels.provider, workspace: labels.workspace }, values.unpriced);
+        for (const { labels, values } of usageRows.entries())
+          if (values.unpriced > 0)
+            this.inc({ provider: labels.provider, workspace: labels.workspace }, values.unpriced);
       },
     });
     collectDefaultMetrics({ register: this.registry });
@@ -148,7 +172,8 @@ export class GatewayMetrics {
     const sent = ctx.upstreamSentMs;
     if (sent !== undefined) {
       if (ctx.ttfbMs !== undefined) this.ttfb.observe({ provider, model }, (ctx.ttfbMs - sent) / 1000);
-      if (ctx.upstreamDoneMs !== undefined) this.overhead.observe({ endpoint }, Math.max(0, ctx.latencyMs - (ctx.upstreamDoneMs - sent)) / 1000);
+      if (ctx.upstreamDoneMs !== undefined)
+        this.overhead.observe({ endpoint }, Math.max(0, ctx.latencyMs - (ctx.upstreamDoneMs - sent)) / 1000);
     }
     const u = ctx.usage;
     if (!u) return;
@@ -186,8 +211,18 @@ export class GatewayMetrics {
         this.set(stats().spillBytes);
       },
     });
-    monotonic('tollgate_store_quarantined_records_total', 'Usage records the store refused for their content, quarantined (since this process started).', () => stats().quarantined, registers);
-    monotonic('tollgate_store_write_failures_total', 'Failed or timed-out batch writes to the usage store (each is retried).', () => stats().failures, registers);
+    monotonic(
+      'tollgate_store_quarantined_records_total',
+      'Usage records the store refused for their content, quarantined (since this process started).',
+      () => stats().quarantined,
+      registers,
+    );
+    monotonic(
+      'tollgate_store_write_failures_total',
+      'Failed or timed-out batch writes to the usage store (each is retried).',
+      () => stats().failures,
+      registers,
+    );
   }
 
   /** Whether the Redis limit store is connected, read at each scrape. */

@@ -10,7 +10,18 @@
  * parent-based by default), the batch (OTEL_BSP_*) and the exporter's headers, time-out and compression
  * (OTEL_EXPORTER_OTLP_*).
  */
-import { diag, DiagLogLevel, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Span, type TextMapGetter, type TextMapSetter, type Tracer } from '@opentelemetry/api';
+import {
+  diag,
+  DiagLogLevel,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Span,
+  type TextMapGetter,
+  type TextMapSetter,
+  type Tracer,
+} from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
@@ -54,10 +65,19 @@ export class OtelRequestTracing implements RequestTracing {
   ) {
     // Export failures (collector down...) are reported by the SDK through diag: to the log, at warn.
     diag.setLogger(
-      { error: (m, ...a) => logger.warn({ detail: a.map(String) }, `opentelemetry: ${m}`), warn: (m) => logger.warn(`opentelemetry: ${m}`), info: () => {}, debug: () => {}, verbose: () => {} },
+      {
+        error: (m, ...a) => logger.warn({ detail: a.map(String) }, `opentelemetry: ${m}`),
+        warn: (m) => logger.warn(`opentelemetry: ${m}`),
+        info: () => {},
+        debug: () => {},
+        verbose: () => {},
+      },
       { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true },
     );
-    this.provider = new BasicTracerProvider({ resource: resourceFromAttributes(settings.resource), spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: settings.url }))] });
+    this.provider = new BasicTracerProvider({
+      resource: resourceFromAttributes(settings.resource),
+      spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: settings.url }))],
+    });
     this.tracer = this.provider.getTracer('tollgate');
   }
 
@@ -67,7 +87,8 @@ export class OtelRequestTracing implements RequestTracing {
       onRequest: (ctx) => this.start(ctx),
       beforeUpstream: (ctx) => this.continueUpstream(ctx),
       onStreamEvent: (ctx, event) => {
-        if (!ctx.state.has(ANSWERED_MODEL) && event.data.includes('"model"')) ctx.state.set(ANSWERED_MODEL, modelNamedIn(event.data));
+        if (!ctx.state.has(ANSWERED_MODEL) && event.data.includes('"model"'))
+          ctx.state.set(ANSWERED_MODEL, modelNamedIn(event.data));
       },
       onComplete: (ctx) => this.end(ctx),
       close: () => this.provider.shutdown(),
@@ -78,7 +99,11 @@ export class OtelRequestTracing implements RequestTracing {
     const parent = this.propagator.extract(ROOT_CONTEXT, ctx, requestHeaders);
     const span = this.tracer.startSpan(
       spanNameOf(ctx),
-      { kind: SpanKind.CLIENT, startTime: epochMs(ctx, 0), attributes: { 'http.request.method': ctx.method, 'url.path': ctx.path } },
+      {
+        kind: SpanKind.CLIENT,
+        startTime: epochMs(ctx, 0),
+        attributes: { 'http.request.method': ctx.method, 'url.path': ctx.path },
+      },
       parent,
     );
     ctx.state.set(SPAN, span);
@@ -95,11 +120,16 @@ export class OtelRequestTracing implements RequestTracing {
     span.updateName(spanNameOf(ctx));
     // A JSON answer is read here, off the request path; a stream's model was picked from its events.
     const ok = ctx.status !== undefined && ctx.status < 400;
-    const answered = !ok ? undefined : ctx.responseBody ? modelOfAnswer(ctx.responseBody) : (ctx.state.get(ANSWERED_MODEL) as string | undefined);
+    const answered = !ok
+      ? undefined
+      : ctx.responseBody
+        ? modelOfAnswer(ctx.responseBody)
+        : (ctx.state.get(ANSWERED_MODEL) as string | undefined);
     const attributes = completedAttributes(ctx, this.cost, answered);
     span.setAttributes(attributes);
     // A client span: any failed request is an error, a 4xx included (the HTTP conventions for clients).
-    if (attributes['error.type'] !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: String(attributes['error.type']) });
+    if (attributes['error.type'] !== undefined)
+      span.setStatus({ code: SpanStatusCode.ERROR, message: String(attributes['error.type']) });
     span.end(epochMs(ctx, ctx.latencyMs));
   }
 }

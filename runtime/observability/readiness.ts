@@ -37,7 +37,8 @@ export class Readiness {
     { ttlMs = 1000, timeoutMs = 2000 }: { ttlMs?: number; timeoutMs?: number } = {},
   ) {
     this.store = new CachedCheck('usage store', deps.storeWritable, ttlMs, timeoutMs, deps.logger);
-    this.limitStore = deps.limitStorePing && new CachedCheck('limit store (Redis)', deps.limitStorePing, ttlMs, timeoutMs, deps.logger);
+    this.limitStore =
+      deps.limitStorePing && new CachedCheck('limit store (Redis)', deps.limitStorePing, ttlMs, timeoutMs, deps.logger);
   }
 
   async report(): Promise<ReadinessReport> {
@@ -47,7 +48,9 @@ export class Readiness {
       limit_store: limitStore === undefined ? 'not_configured' : limitStore ? 'ok' : 'failed',
       shutdown: this.deps.draining() ? 'draining' : 'ok',
     };
-    const failed = (Object.keys(checks) as (keyof ReadinessChecks)[]).filter((k) => checks[k] !== 'ok' && checks[k] !== 'not_configured');
+    const failed = (Object.keys(checks) as (keyof ReadinessChecks)[]).filter(
+      (k) => checks[k] !== 'ok' && checks[k] !== 'not_configured',
+    );
     return { ready: failed.length === 0, checks, failed };
   }
 }
@@ -81,7 +84,11 @@ class CachedCheck {
     } catch (err) {
       ok = false;
       // The reason goes to the log only: the probe's answer names the check, never a path or an address.
-      if (this.last?.ok !== false) this.logger.warn({ check: this.what, err: err instanceof Error ? err.message : String(err) }, 'readiness check failed');
+      if (this.last?.ok !== false)
+        this.logger.warn(
+          { check: this.what, err: err instanceof Error ? err.message : String(err) },
+          'readiness check failed',
+        );
     } finally {
       clearTimeout(timer);
     }

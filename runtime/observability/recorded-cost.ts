@@ -8,7 +8,10 @@ import { provenanceOf } from '../../plugins/usage-recorder/record';
  * only where the record has one (none for a failed request; audio and images are not counted; unknown when the
  * model has no price). USD as a float: exact sums stay the store's (pico-USD, admin API).
  */
-export function recordedCost(ctx: GatewayContext, cost: RequestCostService): { usd: number | null; provenance: CostProvenance } | undefined {
+export function recordedCost(
+  ctx: GatewayContext,
+  cost: RequestCostService,
+): { usd: number | null; provenance: CostProvenance } | undefined {
   if (!ctx.usage) return undefined;
   const priced = cost.of(ctx);
   const provenance = provenanceOf(ctx, priced);

@@ -24,7 +24,10 @@ const DEFAULT_ENDPOINT = 'http://localhost:4318';
 
 export function tracingSettings(env: NodeJS.ProcessEnv): TracingSettings | undefined {
   if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return undefined;
-  const exporters = (env.OTEL_TRACES_EXPORTER ?? '').split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
+  const exporters = (env.OTEL_TRACES_EXPORTER ?? '')
+    .split(',')
+    .map((s) => s.trim().toLowerCase())
+    .filter(Boolean);
   const specific = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim();
   const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
   const wanted = exporters.length > 0 ? exporters.includes('otlp') : Boolean(specific || base);
@@ -33,7 +36,8 @@ export function tracingSettings(env: NodeJS.ProcessEnv): TracingSettings | undef
   const others = exporters.filter((e) => e !== 'otlp' && e !== 'none');
   if (others.length) warnings.push(`OTEL_TRACES_EXPORTER: only otlp is supported; ignored ${others.join(', ')}`);
   const protocol = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? env.OTEL_EXPORTER_OTLP_PROTOCOL)?.trim();
-  if (protocol && protocol !== 'http/json') warnings.push(`OTEL_EXPORTER_OTLP_PROTOCOL=${protocol}: Tollgate exports OTLP over HTTP as JSON (http/json)`);
+  if (protocol && protocol !== 'http/json')
+    warnings.push(`OTEL_EXPORTER_OTLP_PROTOCOL=${protocol}: Tollgate exports OTLP over HTTP as JSON (http/json)`);
   // The signal-specific endpoint is used as given; the general one gets the traces path (OTLP exporter spec).
   const url = specific || `${(base || DEFAULT_ENDPOINT).replace(/\/+$/, '')}/v1/traces`;
   const resource = resourceAttributes(env.OTEL_RESOURCE_ATTRIBUTES ?? '', warnings);
@@ -62,10 +66,15 @@ export interface RequestTracing {
   observer(): GatewayPlugin;
 }
 
-export function openTracing(env: NodeJS.ProcessEnv, cost: RequestCostService, logger: Logger): RequestTracing | undefined {
+export function openTracing(
+  env: NodeJS.ProcessEnv,
+  cost: RequestCostService,
+  logger: Logger,
+): RequestTracing | undefined {
   const settings = tracingSettings(env);
   if (!settings) return undefined;
   for (const warning of settings.warnings) logger.warn(warning);
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- the SDK is loaded only when tracing is on
   const { OtelRequestTracing } = require('./otel-tracer') as typeof import('./otel-tracer');
   logger.info({ traces: settings.url.replace(/\/\/[^/@]*@/, '//') }, 'OpenTelemetry tracing on');
   return new OtelRequestTracing(settings, cost, logger);

@@ -20,7 +20,8 @@ export function parseMetrics(text: string): Sample[] {
     const m = SAMPLE.exec(line);
     if (!m) throw new Error(`not a sample line: ${line}`);
     const labels: Record<string, string> = {};
-    for (const [, k, v] of (m[2] ?? '').matchAll(LABEL)) labels[k] = v.replace(/\\n/g, '\n').replace(/\\"/g, '"').replace(/\\\\/g, '\\');
+    for (const [, k, v] of (m[2] ?? '').matchAll(LABEL))
+      labels[k] = v.replace(/\\n/g, '\n').replace(/\\"/g, '"').replace(/\\\\/g, '\\');
     samples.push({ name: m[1], labels, value: Number(m[3]) });
   }
   return samples;
@@ -28,7 +29,9 @@ export function parseMetrics(text: string): Sample[] {
 
 /** The sum of the samples of `name` whose labels include `match` (0 when there is none). */
 export function total(samples: readonly Sample[], name: string, match: Record<string, string> = {}): number {
-  return samples.filter((s) => s.name === name && Object.entries(match).every(([k, v]) => s.labels[k] === v)).reduce((n, s) => n + s.value, 0);
+  return samples
+    .filter((s) => s.name === name && Object.entries(match).every(([k, v]) => s.labels[k] === v))
+    .reduce((n, s) => n + s.value, 0);
 }
 
 /** The samples of `name` whose labels include `match`. */
@@ -38,7 +41,9 @@ export function samplesOf(samples: readonly Sample[], name: string, match: Recor
 
 /** GET /metrics on the admin listener with the admin token (or `token`); asserts 200 and parses the answer. */
 export async function scrape(adminUrl: string, token: string | null = TEST_ADMIN_TOKEN): Promise<Sample[]> {
-  const res = await request(`${adminUrl}/metrics`, { headers: token === null ? {} : { authorization: `Bearer ${token}` } });
+  const res = await request(`${adminUrl}/metrics`, {
+    headers: token === null ? {} : { authorization: `Bearer ${token}` },
+  });
   const text = await res.body.text();
   expect(res.statusCode, text.slice(0, 300)).to.equal(200);
   expect(res.headers['content-type']).to.equal('text/plain; version=0.0.4; charset=utf-8');

@@ -83,17 +83,31 @@ describe('probes: GET /healthz and /readyz on the proxy port and the admin port'
     after(() => gw.stop());
 
     it('answer 200 on both ports without any key, and tell nothing of the deployment', async () => {
-      const versions = Object.values(JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')).dependencies as Record<string, string>);
+      const versions = Object.values(
+        JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')).dependencies as Record<string, string>,
+      );
       for (const base of [gw.url, gw.adminUrl!]) {
         const health = await probe(base, '/healthz');
         expect(health.status, base).to.equal(200);
         expect(health.json).to.deep.equal({ status: 'ok' });
         const ready = await probe(base, '/readyz');
         expect(ready.status, base).to.equal(200);
-        expect(ready.json).to.deep.equal({ status: 'ready', checks: { store: 'ok', limit_store: 'not_configured', shutdown: 'ok' }, failed: [] });
+        expect(ready.json).to.deep.equal({
+          status: 'ready',
+          checks: { store: 'ok', limit_store: 'not_configured', shutdown: 'ok' },
+          failed: [],
+        });
         for (const answer of [health, ready]) {
           expect(answer.headers['cache-control']).to.equal('no-store');
-          for (const secret of [gw.dataDir, 'sqlite', new URL(gw.url).port, new URL(gw.adminUrl!).port, upstream.url, process.version, ...versions]) {
+          for (const secret of [
+            gw.dataDir,
+            'sqlite',
+            new URL(gw.url).port,
+            new URL(gw.adminUrl!).port,
+            upstream.url,
+            process.version,
+            ...versions,
+          ]) {
             expect(answer.text).to.not.include(secret);
           }
         }
@@ -106,7 +120,8 @@ describe('probes: GET /healthz and /readyz on the proxy port and the admin port'
       const before = await scrape(gw.adminUrl!);
       const logLines = gw.logs.length;
       for (let i = 0; i < 10; i++) {
-        for (const base of [gw.url, gw.adminUrl!]) for (const path of ['/healthz', '/readyz']) expect((await probe(base, path)).status).to.equal(200);
+        for (const base of [gw.url, gw.adminUrl!])
+          for (const path of ['/healthz', '/readyz']) expect((await probe(base, path)).status).to.equal(200);
       }
       const res = await chat(gw);
       expect(res.statusCode).to.equal(200);
@@ -137,13 +152,19 @@ describe('probes: GET /healthz and /readyz on the proxy port and the admin port'
     const undo = makeUnwritable(dbFile);
     try {
       if (!undo) {
-        console.log('      SKIPPED: the database file could not be made unwritable here (needs chattr +i as root, or a non-root user)');
+        console.log(
+          '      SKIPPED: the database file could not be made unwritable here (needs chattr +i as root, or a non-root user)',
+        );
         this.skip();
       }
       for (const base of [gw.url, gw.adminUrl!]) {
         const ready = await probeUntil(base, 503);
         expect(ready.status, base).to.equal(503);
-        expect(ready.json).to.deep.equal({ status: 'not_ready', checks: { store: 'failed', limit_store: 'not_configured', shutdown: 'ok' }, failed: ['store'] });
+        expect(ready.json).to.deep.equal({
+          status: 'not_ready',
+          checks: { store: 'failed', limit_store: 'not_configured', shutdown: 'ok' },
+          failed: ['store'],
+        });
         expect(ready.text).to.not.include(gw.dataDir);
         expect((await probe(base, '/healthz')).status, 'alive all the same').to.equal(200);
       }
@@ -152,7 +173,8 @@ describe('probes: GET /healthz and /readyz on the proxy port and the admin port'
       expect(failures).to.have.length(1);
       expect(JSON.parse(failures[0])).to.include({ check: 'usage store' });
       undo!();
-      for (const base of [gw.url, gw.adminUrl!]) expect((await probeUntil(base, 200)).json.status, base).to.equal('ready');
+      for (const base of [gw.url, gw.adminUrl!])
+        expect((await probeUntil(base, 200)).json.status, base).to.equal('ready');
     } finally {
       undo?.();
       await gw.stop();
@@ -166,7 +188,11 @@ describe('probes: GET /healthz and /readyz on the proxy port and the admin port'
       for (const base of [gw.url, gw.adminUrl!]) {
         const ready = await probe(base, '/readyz');
         expect(ready.status, base).to.equal(503);
-        expect(ready.json).to.deep.equal({ status: 'not_ready', checks: { store: 'ok', limit_store: 'failed', shutdown: 'ok' }, failed: ['limit_store'] });
+        expect(ready.json).to.deep.equal({
+          status: 'not_ready',
+          checks: { store: 'ok', limit_store: 'failed', shutdown: 'ok' },
+          failed: ['limit_store'],
+        });
         expect(ready.text).to.not.include(String(port));
         expect((await probe(base, '/healthz')).status).to.equal(200);
       }
@@ -180,7 +206,10 @@ describe('probes: GET /healthz and /readyz on the proxy port and the admin port'
       console.log('      SKIPPED: needs Redis (set REDIS_URL=redis://...)');
       this.skip();
     }
-    const gw = await startTestGateway(upstream.url, `limit_store: { redis_url: "${process.env.REDIS_URL}", key_prefix: "tg-probes-${process.pid}:" }`);
+    const gw = await startTestGateway(
+      upstream.url,
+      `limit_store: { redis_url: "${process.env.REDIS_URL}", key_prefix: "tg-probes-${process.pid}:" }`,
+    );
     try {
       const ready = await probeUntil(gw.adminUrl!, 200);
       expect(ready.json.checks).to.deep.equal({ store: 'ok', limit_store: 'ok', shutdown: 'ok' });
@@ -191,7 +220,16 @@ describe('probes: GET /healthz and /readyz on the proxy port and the admin port'
 
   it('/readyz: 503 draining on the admin port while shutdown waits for a request in flight; the proxy port takes no new connection', async () => {
     const gw = await startTestGateway(upstream.url);
-    upstream.respondWith((req) => (req.url.endsWith('/chat/completions') ? { status: 200, headers: { 'content-type': 'application/json' }, body: Buffer.from('{"id":"x","usage":{"prompt_tokens":1,"completion_tokens":1}}'), headerDelayMs: 1500 } : undefined));
+    upstream.respondWith((req) =>
+      req.url.endsWith('/chat/completions')
+        ? {
+            status: 200,
+            headers: { 'content-type': 'application/json' },
+            body: Buffer.from('{"id":"x","usage":{"prompt_tokens":1,"completion_tokens":1}}'),
+            headerDelayMs: 1500,
+          }
+        : undefined,
+    );
     const client = new Client(gw.url);
     try {
       expect((await probe(gw.adminUrl!, '/readyz')).status).to.equal(200);
@@ -199,7 +237,11 @@ describe('probes: GET /healthz and /readyz on the proxy port and the admin port'
       while (upstream.received.length === 0) await sleep(10);
       const stopped = gw.stop();
       const draining = await probeUntil(gw.adminUrl!, 503, 3000);
-      expect(draining.json).to.deep.equal({ status: 'not_ready', checks: { store: 'ok', limit_store: 'not_configured', shutdown: 'draining' }, failed: ['shutdown'] });
+      expect(draining.json).to.deep.equal({
+        status: 'not_ready',
+        checks: { store: 'ok', limit_store: 'not_configured', shutdown: 'draining' },
+        failed: ['shutdown'],
+      });
       expect((await probe(gw.adminUrl!, '/healthz')).status, 'alive while draining').to.equal(200);
       const refused = await client.request({ method: 'GET', path: '/readyz' }).then(
         () => 'answered',

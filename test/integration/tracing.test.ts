@@ -24,9 +24,20 @@ interface ExportedSpan {
   resource: Record<string, string | number | boolean>;
 }
 
-type OtlpAttribute = { key: string; value: { stringValue?: string; intValue?: number | string; doubleValue?: number; boolValue?: boolean } };
+type OtlpAttribute = {
+  key: string;
+  value: { stringValue?: string; intValue?: number | string; doubleValue?: number; boolValue?: boolean };
+};
 const flatten = (list: OtlpAttribute[] = []) =>
-  Object.fromEntries(list.map(({ key, value }) => [key, value.stringValue ?? (value.intValue !== undefined ? Number(value.intValue) : undefined) ?? value.doubleValue ?? value.boolValue!]));
+  Object.fromEntries(
+    list.map(({ key, value }) => [
+      key,
+      value.stringValue ??
+        (value.intValue !== undefined ? Number(value.intValue) : undefined) ??
+        value.doubleValue ??
+        value.boolValue!,
+    ]),
+  );
 
 /** An OTLP/HTTP receiver on the loopback: keeps every span of every JSON export it is sent. */
 class OtlpReceiver {
@@ -43,7 +54,12 @@ class OtlpReceiver {
         const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
         for (const rs of body.resourceSpans ?? []) {
           for (const ss of rs.scopeSpans ?? []) {
-            for (const span of ss.spans ?? []) this.spans.push({ ...span, attributes: flatten(span.attributes), resource: flatten(rs.resource?.attributes) });
+            for (const span of ss.spans ?? [])
+              this.spans.push({
+                ...span,
+                attributes: flatten(span.attributes),
+                resource: flatten(rs.resource?.attributes),
+              });
           }
         }
         res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
@@ -65,17 +81,30 @@ const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-(0[01])$/;
 
 /** The usage of a recorded Anthropic stream: input from message_start, output from the last message_delta. */
 function streamedUsage(file: string): { input: number; output: number; model: string } {
-  const events = fixtureBytes(file).toString('utf8').split('\n').filter((l) => l.startsWith('data: ')).map((l) => JSON.parse(l.slice(6)));
+  const events = fixtureBytes(file)
+    .toString('utf8')
+    .split('\n')
+    .filter((l) => l.startsWith('data: '))
+    .map((l) => JSON.parse(l.slice(6)));
   const start = events.find((e) => e.type === 'message_start').message;
   const deltas = events.filter((e) => e.type === 'message_delta');
-  return { input: start.usage.input_tokens + start.usage.cache_read_input_tokens + start.usage.cache_creation_input_tokens, output: deltas.at(-1).usage.output_tokens, model: start.model };
+  return {
+    input: start.usage.input_tokens + start.usage.cache_read_input_tokens + start.usage.cache_creation_input_tokens,
+    output: deltas.at(-1).usage.output_tokens,
+    model: start.model,
+  };
 }
 
 /** A chat request with the gateway key (unless `headers` replace it); resolves with the status once the answer is read. */
 async function chat(gw: TestGateway, headers: Record<string, string>): Promise<number> {
   const res = await request(`${gw.url}/v1/chat/completions`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-gateway-key': gw.key, authorization: `Bearer ${OPENAI_KEY}`, ...headers },
+    headers: {
+      'content-type': 'application/json',
+      'x-gateway-key': gw.key,
+      authorization: `Bearer ${OPENAI_KEY}`,
+      ...headers,
+    },
     body: JSON.stringify({ model: 'gpt-4o-mini', messages: [] }),
   });
   await res.body.text();
@@ -100,18 +129,31 @@ describe('OpenTelemetry tracing (opt-in through OTEL_* variables)', () => {
   });
 
   /** A gateway exporting to the receiver; its stop() flushes the spans still batched. */
-  const traced = (extraEnv: NodeJS.ProcessEnv = {}) => startTestGateway(upstream.url, 'metrics: { enabled: false }', { OTEL_EXPORTER_OTLP_ENDPOINT: otlpUrl, ...extraEnv });
+  const traced = (extraEnv: NodeJS.ProcessEnv = {}) =>
+    startTestGateway(upstream.url, 'metrics: { enabled: false }', {
+      OTEL_EXPORTER_OTLP_ENDPOINT: otlpUrl,
+      ...extraEnv,
+    });
 
-  it('one span per request with the GenAI attributes, the cost and the tags, continuing the client\'s trace to the provider', async () => {
+  it("one span per request with the GenAI attributes, the cost and the tags, continuing the client's trace to the provider", async () => {
     const gw = await traced({ OTEL_SERVICE_NAME: 'gateway-under-test' });
-    let cost: string | null = null;
-    let requestId: string | null = null;
+    let cost: string | null | undefined;
+    let requestId: string | null | undefined;
     try {
       const client = new OpenAI({
-        apiKey: OPENAI_KEY, baseURL: `${gw.url}/v1`, maxRetries: 0,
-        defaultHeaders: { 'X-Gateway-Key': gw.key, traceparent: `00-${TRACE_ID}-${CLIENT_SPAN}-01`, tracestate: 'vendor=abc', 'X-Gateway-Metadata-Feature': 'search' },
+        apiKey: OPENAI_KEY,
+        baseURL: `${gw.url}/v1`,
+        maxRetries: 0,
+        defaultHeaders: {
+          'X-Gateway-Key': gw.key,
+          traceparent: `00-${TRACE_ID}-${CLIENT_SPAN}-01`,
+          tracestate: 'vendor=abc',
+          'X-Gateway-Metadata-Feature': 'search',
+        },
       });
-      const { response } = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }).withResponse();
+      const { response } = await client.chat.completions
+        .create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] })
+        .withResponse();
       cost = response.headers.get('x-gateway-cost');
       requestId = response.headers.get('x-gateway-request-id');
     } finally {
@@ -154,8 +196,18 @@ describe('OpenTelemetry tracing (opt-in through OTEL_* variables)', () => {
   it('a streamed request without a client trace starts a trace; the provider gets the gateway span as its parent', async () => {
     const gw = await traced();
     try {
-      const client = new Anthropic({ apiKey: ANTHROPIC_KEY, baseURL: gw.url, maxRetries: 0, defaultHeaders: { 'X-Gateway-Key': gw.key } });
-      const stream = await client.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }], stream: true });
+      const client = new Anthropic({
+        apiKey: ANTHROPIC_KEY,
+        baseURL: gw.url,
+        maxRetries: 0,
+        defaultHeaders: { 'X-Gateway-Key': gw.key },
+      });
+      const stream = await client.messages.create({
+        model: 'claude-sonnet-4-5',
+        max_tokens: 100,
+        messages: [{ role: 'user', content: 'hi' }],
+        stream: true,
+      });
       for await (const _event of stream);
     } finally {
       await gw.stop();
@@ -198,7 +250,7 @@ describe('OpenTelemetry tracing (opt-in through OTEL_* variables)', () => {
     expect(flags).to.equal('00');
   });
 
-  it('off without OTEL_* variables: the client\'s traceparent reaches the provider untouched, and nothing is exported', async () => {
+  it("off without OTEL_* variables: the client's traceparent reaches the provider untouched, and nothing is exported", async () => {
     const gw = await startTestGateway(upstream.url);
     try {
       expect(await chat(gw, { traceparent: `00-${TRACE_ID}-${CLIENT_SPAN}-01` })).to.equal(200);
@@ -243,6 +295,10 @@ workspaces: [{ id: default, keys: [{ id: k, key: "\${GATEWAY_KEY}" }] }]
 `;
     expect(await loaded(yaml(false), {})).to.deep.equal({ status: 200, otel: false, prom: false });
     expect(await loaded(yaml(true), {})).to.deep.equal({ status: 200, otel: false, prom: true });
-    expect(await loaded(yaml(false), { OTEL_EXPORTER_OTLP_ENDPOINT: otlpUrl })).to.deep.equal({ status: 200, otel: true, prom: false });
+    expect(await loaded(yaml(false), { OTEL_EXPORTER_OTLP_ENDPOINT: otlpUrl })).to.deep.equal({
+      status: 200,
+      otel: true,
+      prom: false,
+    });
   });
 });
