@@ -3,11 +3,13 @@ import { accessSync, chmodSync, constants, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { expect } from 'chai';
+import { Client as PgClient } from 'pg';
 import { Client, request } from 'undici';
 import { waitForRecords } from '../helpers/admin';
 import { PROJECT_ROOT } from '../helpers/fixtures';
 import { OPENAI_KEY, startTestGateway, type TestGateway } from '../helpers/gateway';
 import { scrape, total } from '../helpers/prometheus';
+import { TcpProxy } from '../helpers/tcp-proxy';
 import { sleep, TestUpstream } from '../helpers/upstream';
 
 interface ProbeAnswer {
@@ -198,6 +200,41 @@ describe('probes: GET /healthz and /readyz on the proxy port and the admin port'
       }
     } finally {
       await gw.stop();
+    }
+  });
+
+  it('/readyz on PostgreSQL: 200 while the server answers, 503 naming the store while its connections are cut', async function () {
+    const PG_URL = process.env.DATABASE_URL;
+    if (!PG_URL) {
+      console.log('      SKIPPED: needs PostgreSQL (set DATABASE_URL=postgres://...)');
+      this.skip();
+    }
+    const schema = `tg_probes_${process.pid}_${Date.now().toString(36)}`;
+    const target = new URL(PG_URL!);
+    const relay = new TcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
+    await relay.start();
+    target.host = `127.0.0.1:${relay.port}`;
+    const gw = await startTestGateway(upstream.url, `storage: { url: "${target.toString()}", schema: ${schema} }`);
+    try {
+      expect((await probe(gw.adminUrl!, '/readyz')).json.checks.store).to.equal('ok');
+      relay.cut();
+      const down = await probeUntil(gw.url, 503);
+      expect(down.json).to.deep.equal({
+        status: 'not_ready',
+        checks: { store: 'failed', limit_store: 'not_configured', shutdown: 'ok' },
+        failed: ['store'],
+      });
+      expect(down.text).to.not.include(String(relay.port));
+      relay.restore();
+      expect((await probeUntil(gw.url, 200)).json.status).to.equal('ready');
+    } finally {
+      relay.restore();
+      await gw.stop();
+      await relay.stop();
+      const c = new PgClient({ connectionString: PG_URL });
+      await c.connect();
+      await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      await c.end();
     }
   });
 
