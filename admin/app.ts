@@ -16,13 +16,16 @@ import { groupRowJson, recordJson, retentionJson, totalsJson } from './serialize
 import { registerDashboardRoutes } from './dashboard/api';
 import { dashboardStatic } from './dashboard/serve';
 import { openApiRoutes } from './openapi/serve';
+import { METRICS_PATH, metricsRoutes, type AdminMetrics } from './metrics-route';
 
 const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
 
 /**
  * The admin API: usage grouped any way, raw records. It runs on its own listener (never on the proxy port)
  * and every route needs the admin token as `Authorization: Bearer <token>` or `X-Admin-Token`, except its
- * OpenAPI description (GET /api/openapi.json, admin/openapi/) and the dashboard's static files.
+ * OpenAPI description (GET /api/openapi.json, admin/openapi/), the dashboard's static files and the probes
+ * (/healthz, /readyz). GET /metrics takes the admin token or the scrape-only metrics.token (none with
+ * metrics.auth: none).
  */
 export interface AdminDeps {
   store: UsageStore;
@@ -36,10 +39,15 @@ export interface AdminDeps {
   proxyUrl?: string;
   /** Wrong-token lockout per client address (ADMIN_LOCKOUT_DEFAULTS unless given); false turns it off. */
   lockout?: Partial<LockoutOptions> | false;
+  /** GET /healthz and /readyz (runtime/observability/probes.ts), answered without a token. */
+  probes?: Router;
+  /** GET /metrics; absent when metrics are off. */
+  metrics?: AdminMetrics;
 }
 
-export function createAdminApp({ store, token, logger, workspaces, budgets, onKeysChanged, proxyUrl, lockout }: AdminDeps): Koa {
+export function createAdminApp({ store, token, logger, workspaces, budgets, onKeysChanged, proxyUrl, lockout, probes, metrics }: AdminDeps): Koa {
   const expected = digest(token);
+  const scrapeToken = metrics?.token === undefined ? undefined : digest(metrics.token);
   const failures = lockout === false ? undefined : new FailedKeyTracker({ ...ADMIN_LOCKOUT_DEFAULTS, ...lockout });
   const app = new Koa();
   app.silent = true;
@@ -48,6 +56,8 @@ export function createAdminApp({ store, token, logger, workspaces, budgets, onKe
   // The dashboard page and its assets (no data in them); its API calls carry the token like any client.
   app.use(dashboardStatic(logger));
   app.use(openApiRoutes().routes());
+  if (probes) app.use(probes.routes());
+  if (metrics?.open) app.use(metricsRoutes(metrics, logger).routes());
   app.use(async (ctx, next) => {
     try {
       const address = addressKey(ctx.req.socket.remoteAddress);
@@ -57,7 +67,8 @@ export function createAdminApp({ store, token, logger, workspaces, budgets, onKe
       const presented = bearer ?? ctx.get('x-admin-token');
       // Compare digests: constant time, and equal length whatever was sent.
       const presentedDigest = presented ? digest(presented) : undefined;
-      if (!presentedDigest || !timingSafeEqual(presentedDigest, expected)) {
+      const scrape = scrapeToken !== undefined && ctx.path === METRICS_PATH && presentedDigest !== undefined && timingSafeEqual(presentedDigest, scrapeToken);
+      if (!scrape && (!presentedDigest || !timingSafeEqual(presentedDigest, expected))) {
         if (presentedDigest && failures) {
           const blockMs = failures.fail(address, presentedDigest.toString('base64').slice(0, 12));
           if (blockMs > 0) {
@@ -150,6 +161,7 @@ export function createAdminApp({ store, token, logger, workspaces, budgets, onKe
 
   registerDashboardRoutes(router, { store, workspaces, proxyUrl });
   app.use(router.routes());
+  if (metrics && !metrics.open) app.use(metricsRoutes(metrics, logger).routes());
   return app;
 }
 

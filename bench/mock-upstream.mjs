@@ -7,6 +7,7 @@
 //   POST /v1/messages           Anthropic message JSON, or SSE when body has "stream": true
 //   POST /v1/audio/transcriptions  multipart upload: the body is counted, never buffered; answers {"text": ...}
 //   GET  /v1/models             OpenAI model list
+//   POST /v1/traces             an OTLP/HTTP (JSON) collector: counts the spans of each export, answers 200
 //   GET  /__mock/stats          request counters + last request seen (for verifying a gateway forwards)
 //   POST /__mock/reset          reset counters
 //
@@ -240,6 +241,12 @@ function handle(req, res, body) {
   if (req.method === 'GET' && url === '/v1/models') {
     count('models', req);
     return later(() => sendJson(res, 200, MODELS_JSON));
+  }
+  if (req.method === 'POST' && url === '/v1/traces') {
+    // The OTLP/HTTP collector of the traced gateway target: takes each export, keeps only how many spans came.
+    stats.otlp_exports = (stats.otlp_exports || 0) + 1;
+    stats.otlp_spans = (stats.otlp_spans || 0) + body.split('"spanId"').length - 1;
+    return sendJson(res, 200, '{}');
   }
   if (req.method === 'GET' && url === '/__mock/stats') return sendJson(res, 200, JSON.stringify(stats));
   if (req.method === 'POST' && url === '/__mock/reset') {

@@ -7,6 +7,9 @@
 //   tollgate        the built gateway (dist/) with every shipped plugin on: auth, header-strip, attribution
 //                   (tags sent on every request), usage-recorder writing to SQLite; info-level request logs
 //   tollgate-norec  the same without the usage recorder (only in chat_c32: the recorder's cost)
+//   tollgate-nometrics  the same with metrics.enabled: false (only in chat_c32: the Prometheus metrics' cost)
+//   tollgate-traced the same with OpenTelemetry tracing on, every request sampled, spans sent over OTLP/HTTP to the
+//                   mock (only in chat_c32: the cost of tracing)
 //   tollgate-redis  the same with its limits in Redis (only in chat_c32, when a Redis answers on 127.0.0.1:6379)
 //   tollgate-x<N>   the same with server.workers = N and, when Redis answers, limits shared through it (chat_c32:
 //                   multi-core scaling, compared with tollgate-redis, else with tollgate)
@@ -59,7 +62,7 @@ const ALL_SCENARIOS = ['chat_c1', 'chat_c32', 'stream_c8', 'slow_stream_c8', 'so
 const SCENARIOS = value('--scenarios', ALL_SCENARIOS.join(',')).split(',').filter(Boolean);
 for (const s of SCENARIOS) if (!ALL_SCENARIOS.includes(s)) die(`unknown scenario ${s} (known: ${ALL_SCENARIOS.join(', ')})`);
 const CLUSTER = `tollgate-x${WORKERS}`;
-const ALL_TARGETS = ['direct', 'bare', 'bare-dispatch', 'tollgate', 'tollgate-norec', ...(WORKERS > 1 ? ['tollgate-redis', CLUSTER] : []), 'portkey'];
+const ALL_TARGETS = ['direct', 'bare', 'bare-dispatch', 'tollgate', 'tollgate-norec', 'tollgate-nometrics', 'tollgate-traced', ...(WORKERS > 1 ? ['tollgate-redis', CLUSTER] : []), 'portkey'];
 let TARGETS = value('--targets', ALL_TARGETS.join(',')).split(',').filter(Boolean);
 if (flag('--no-portkey')) TARGETS = TARGETS.filter((t) => t !== 'portkey');
 const UPLOAD_BYTES = 20 * 1024 * 1024;
@@ -227,17 +230,20 @@ const mock = {};
  */
 const NODE_FLAGS = ['--max-semi-space-size=8', '--v8-pool-size=1', '--expose-gc', ...(process.env.BENCH_TRACE_GC ? ['--trace-gc'] : [])];
 
-async function startTollgate(name, port, { recorder = true, workers = 1, redisUrl } = {}) {
+async function startTollgate(name, port, { recorder = true, metrics = true, traced = false, workers = 1, redisUrl } = {}) {
   const data = join(tmp, `${name}-data`);
   mkdirSync(data, { recursive: true });
   let yaml = readFileSync(join(HERE, 'tollgate.bench.yaml'), 'utf8');
   if (!recorder) yaml = yaml.replace(/\n  - use: usage-recorder\n(    .*\n)*/, '\n');
+  if (!metrics) yaml += '\nmetrics:\n  enabled: false\n';
   if (redisUrl) yaml += `\nlimit_store:\n  redis_url: ${redisUrl}\n  key_prefix: "tollgate-bench-${process.pid}-${name}:"\n`;
   const config = join(data, 'gateway.config.yaml');
   writeFileSync(config, yaml);
   const g = startGroup(name, process.execPath, [...NODE_FLAGS, join(ROOT, 'dist', 'cli', 'index.js'), 'start', '--config', config], {
     BENCH_PORT: String(port), BENCH_DATA: data, BENCH_WORKERS: String(workers), MOCK_URL: mock.url, GATEWAY_KEY,
     TOLLGATE_ADMIN_TOKEN: '',
+    // Tracing only where asked for, whatever OTEL_* variables this shell has: every request sampled, to the mock.
+    ...(traced ? { OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_ENDPOINT: mock.url, OTEL_TRACES_SAMPLER: 'always_on' } : { OTEL_TRACES_EXPORTER: 'none' }),
   });
   const ready = async () => {
     if (!(await waitTcp(port, 30, g))) return false;
@@ -275,6 +281,8 @@ async function startTargets() {
   }
   if (TARGETS.includes('tollgate') && !(await startTollgate('tollgate', await freePort()))) die('tollgate did not start (did `npm run build` run?)');
   if (TARGETS.includes('tollgate-norec')) await startTollgate('tollgate-norec', await freePort(), { recorder: false });
+  if (TARGETS.includes('tollgate-nometrics')) await startTollgate('tollgate-nometrics', await freePort(), { metrics: false });
+  if (TARGETS.includes('tollgate-traced')) await startTollgate('tollgate-traced', await freePort(), { traced: true });
   const redisUrl = TARGETS.includes(CLUSTER) ? await localRedis() : undefined;
   if (TARGETS.includes(CLUSTER)) log(`${CLUSTER}: ${redisUrl ? `limits shared through Redis at ${redisUrl}` : 'no local Redis answered: each worker keeps its own limits (memory store)'}`);
   // The same single process with its limits in Redis: what the multi-core target scales from.
@@ -344,7 +352,10 @@ function scenarioDefs() {
   const core = ['direct', 'bare', 'bare-dispatch', 'tollgate', 'portkey'];
   return {
     chat_c1: { path: '/chat/completions', body: join(BODY_DIR, 'chat.json'), mode: 'plain', c: 1, targets: core },
-    chat_c32: { path: '/chat/completions', body: join(BODY_DIR, 'chat.json'), mode: 'plain', c: 32, targets: ['direct', 'bare', 'bare-dispatch', 'tollgate', 'tollgate-norec', 'tollgate-redis', CLUSTER, 'portkey'] },
+    chat_c32: {
+      path: '/chat/completions', body: join(BODY_DIR, 'chat.json'), mode: 'plain', c: 32,
+      targets: ['direct', 'bare', 'bare-dispatch', 'tollgate', 'tollgate-norec', 'tollgate-nometrics', 'tollgate-traced', 'tollgate-redis', CLUSTER, 'portkey'],
+    },
     stream_c8: { path: '/chat/completions', body: join(BODY_DIR, 'chat_stream.json'), mode: 'stream', c: 8, targets: core },
     slow_stream_c8: { path: '/chat/completions', body: slowBody(), mode: 'stream', c: 8, targets: core },
     upload_c1: SCENARIOS.includes('upload_c1') && uploadScenario(uploadBody('model first'), core),
@@ -419,9 +430,9 @@ function summarise(r) {
   return s;
 }
 
-// ------------------------------------------------------------------ recorder cost, alternating
+// ------------------------------------------------------------------ a feature's cost, alternating
 /**
- * The recorder's cost is a difference of a few % between two targets, smaller than how much this machine drifts
+ * A feature's cost (the usage recorder, the metrics, tracing) is a difference of a few % between two targets, smaller than how much this machine drifts
  * between two cases a minute apart. So it is measured in one sequence that alternates the two targets, recorder
  * off first and last (off, on, off, on, ..., off), and each run with the recorder is compared with the mean of the
  * two runs without it on either side: a drift that is linear over three runs cancels out. Strict alternation also
@@ -431,21 +442,21 @@ function summarise(r) {
  * moved single pairs by tens of %. Both targets first get one unmeasured run: their last case was minutes ago.
  * The target reads the median of the ratios and its interval (bench/lib/report.mjs).
  */
-async function recorderAB(sc) {
-  if (!targets.tollgate || !targets['tollgate-norec']) return undefined;
+async function alternatingAB(sc, offTarget, onTarget, label, what) {
+  if (!targets[offTarget] || !targets[onTarget]) return undefined;
   const n = QUICK ? 3 : 9;
   const duration = QUICK ? 1 : 4;
   const warmup = QUICK ? 0.2 : 1;
   const run = async (target, d = duration) => {
     await waitQuiet();
-    return runLoad('chat_c32', sc, target, { duration: d, warmup, label: 'recorder_ab' });
+    return runLoad('chat_c32', sc, target, { duration: d, warmup, label });
   };
-  for (const target of ['tollgate-norec', 'tollgate']) await run(target, QUICK ? 0.5 : 2);
-  const off = [await run('tollgate-norec')];
+  for (const target of [offTarget, onTarget]) await run(target, QUICK ? 0.5 : 2);
+  const off = [await run(offTarget)];
   const rounds = [];
   for (let i = 0; i < n; i++) {
-    const on = await run('tollgate');
-    off.push(await run('tollgate-norec'));
+    const on = await run(onTarget);
+    off.push(await run(offTarget));
     const [before, after] = off.slice(-2);
     if (!on?.rps || !before?.rps || !after?.rps) continue;
     const offRps = (before.rps + after.rps) / 2;
@@ -459,13 +470,25 @@ async function recorderAB(sc) {
   if (!rounds.length) return undefined;
   const cpuRatios = rounds.map((r) => r.cpu_ratio).filter((x) => x != null);
   const res = {
-    method: 'alternating', rounds, median_ratio: medianInterval(rounds.map((r) => r.ratio)).median,
+    method: 'alternating', off: offTarget, on: onTarget, rounds, median_ratio: medianInterval(rounds.map((r) => r.ratio)).median,
     median_cpu_ratio: cpuRatios.length ? medianInterval(cpuRatios).median : undefined,
     seconds_each: duration,
   };
-  log(`recorder A/B (chat, 32 conn, ${rounds.length} runs of ${duration} s with the recorder, each against the runs without it on either side): ` +
-    `req/s ratios ${rounds.map((r) => r.ratio).join(', ')}; median ${res.median_ratio}; CPU per request ratio, median ${res.median_cpu_ratio}`);
+  log(`${what} A/B (chat, 32 conn, ${rounds.length} runs of ${duration} s of ${onTarget}, each against the runs of ${offTarget} on either side): ` +
+    `req/s ratios ${rounds.map((r) => r.ratio).join(', ')}; median ${res.median_ratio}; CPU per request ratios ${cpuRatios.join(', ')}, median ${res.median_cpu_ratio}`);
   return res;
+}
+
+/**
+ * Spans the mock received against requests the traced target served (its request log lines): a batch processor
+ * whose queue overflows drops spans, which would make tracing look cheaper than it is.
+ */
+async function exportedSpans() {
+  await sleep(6000); // the batch timer (OTEL_BSP_SCHEDULE_DELAY, 5 s) sends what is left
+  const stats = await (await fetch(`${mock.url}/__mock/stats`)).json();
+  const requests = readFileSync(targets['tollgate-traced'].group.logFile, 'utf8').split('\n').filter((l) => l.includes('"msg":"request"')).length;
+  log(`tracing: ${stats.otlp_spans ?? 0} spans exported in ${stats.otlp_exports ?? 0} batches for ${requests} requests`);
+  return { exported: stats.otlp_spans ?? 0, batches: stats.otlp_exports ?? 0, requests };
 }
 
 // ------------------------------------------------------------------ soak: memory over a long mixed load
@@ -549,7 +572,12 @@ async function main() {
       }
       log(`${name.padEnd(15)} ${target.padEnd(15)} ${summarise(r)}`);
     }
-    if (name === 'chat_c32') memory.recorder_ab = await recorderAB(sc);
+    if (name === 'chat_c32') {
+      memory.recorder_ab = await alternatingAB(sc, 'tollgate-norec', 'tollgate', 'recorder_ab', 'recorder');
+      memory.metrics_ab = await alternatingAB(sc, 'tollgate-nometrics', 'tollgate', 'metrics_ab', 'metrics');
+      memory.tracing_ab = await alternatingAB(sc, 'tollgate', 'tollgate-traced', 'tracing_ab', 'tracing');
+      if (memory.tracing_ab) memory.tracing_ab.spans = await exportedSpans();
+    }
   }
   for (const [name, t] of Object.entries(targets)) if (t.group) memory[name] = { ...(memory[name] ?? {}), rss_end_mb: mib(groupStat(t.group.pgid).rss_kb) };
 

@@ -102,6 +102,32 @@ const pluginEntry = z.strictObject({
   enabled: z.boolean().default(true),
 });
 
+/** A tag key as the attribution plugin accepts it, and the Prometheus label it becomes (tag_<key>, dots as _). */
+const metricTagKey = z.string().regex(/^[a-z0-9_][a-z0-9_.]*$/, 'tag keys are lower-case letters, digits, _ and .');
+export const tagLabelName = (key: string): string => `tag_${key.replace(/\./g, '_')}`;
+
+/** Prometheus metrics on the admin listener (GET /metrics): docs/operations.md#metrics. */
+const metricsSchema = z.strictObject({
+  enabled: fromText(z.boolean()).default(true),
+  /**
+   * Who may scrape: `token` (the default) asks for the admin token or metrics.token like any admin route; `none`
+   * serves /metrics without one, for a scraper on a private network that the admin port is reachable from only.
+   */
+  auth: z.enum(['token', 'none']).default('token'),
+  /** A scrape-only token, accepted on /metrics besides the admin token, so Prometheus need not hold the admin token. */
+  token: z.string().min(16, 'at least 16 characters').optional(),
+  /** Tag keys that become labels (tag_<key>) of the token and cost counters; off by default. */
+  tag_keys: z
+    .array(metricTagKey)
+    .max(8)
+    .default([])
+    .refine((keys) => new Set(keys.map(tagLabelName)).size === keys.length, { message: 'two tag keys give the same label name (dots become _)' }),
+  /** Distinct values per tag key; a value beyond them is counted as "other". */
+  tag_values_max: fromText(z.number().int().min(1).max(1000)).default(50),
+  /** Distinct priced models per provider; a model beyond them, or without a price, is counted as "other". */
+  models_max: fromText(z.number().int().min(1).max(5000)).default(200),
+});
+
 /**
  * The pipeline when the config lists no plugins. Limit plugins do nothing for workspaces without limits.
  * concurrency comes before rate-limit: a request refused for a full stream limit never takes a rate-limit token,
@@ -203,6 +229,7 @@ export const gatewayConfigSchema = z.strictObject({
     .prefault({}),
   /** Price overrides: extra models, changed prices, discounts, a LiteLLM price file (see pricing/config.ts). */
   pricing: pricingConfigSchema.optional(),
+  metrics: metricsSchema.prefault({}),
   /** Where limit counters live (memory, or Redis for several instances). */
   limit_store: limitStoreSchema.prefault({}),
   /** How every workspace's budgets treat models without a price. */
@@ -242,3 +269,4 @@ export type GatewayConfig = z.output<typeof gatewayConfigSchema>;
 export type ProviderEntry = z.output<typeof providerEntry>;
 export type PluginEntry = z.output<typeof pluginEntry>;
 export type WorkspaceEntry = z.output<typeof workspace>;
+export type MetricsConfig = z.output<typeof metricsSchema>;

@@ -57,6 +57,12 @@ export class GatewayContext {
 
   /** Set by the core once every admission hook passed and the request went to the provider. */
   sentUpstream = false;
+  /**
+   * When the upstream call was sent, and when its answer had been read whole or relayed to its end (ms since the
+   * request arrived; set by the core). What lies outside them is the gateway's own time (metrics, tracing).
+   */
+  upstreamSentMs: number | undefined;
+  upstreamDoneMs: number | undefined;
 
   /** Set when the upstream answered (onResponse). */
   status: number | undefined;

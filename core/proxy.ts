@@ -200,6 +200,7 @@ export class GatewayProxy {
     }
     if (upload) headers['content-length'] = String(upload.size);
     gw.sentUpstream = true;
+    gw.upstreamSentMs = gw.elapsedMs();
     await this.deps.pools.send({ url, method: endpoint.method, headers, body: upload ? upload.stream() : gw.body, timeouts: provider.timeouts, provider: provider.slug }, upstream);
     gw.ttfbMs = gw.elapsedMs();
     gw.status = upstream.statusCode;
@@ -259,6 +260,8 @@ export class GatewayProxy {
         body = await upstream.readAll();
       } catch (err) {
         throw upstreamFailure(err, gw.provider!.slug);
+      } finally {
+        gw.upstreamDoneMs = gw.elapsedMs();
       }
       gw.responseBody = body;
       if (upstream.statusCode < 400) {
@@ -292,6 +295,8 @@ export class GatewayProxy {
       // Headers are out: the client sees the stream end early (the socket is cut); the record says why.
       res.destroy();
       gw.error = upstream.cancelled ? new GatewayError('request_aborted', 'The client disconnected mid-stream') : upstreamFailure(err, gw.provider!.slug);
+    } finally {
+      gw.upstreamDoneMs = gw.elapsedMs();
     }
   }
 

@@ -5,6 +5,7 @@ import { LIMIT_MODIFIERS } from '../config/limits';
 import { openStore, parseStorageUrl } from '../storage';
 import { storageUrlFrom } from './gateway';
 import { bootstrapKeys } from './key-bootstrap';
+import { serveWorkerMetrics } from './observability/open-metrics';
 import { prepareWiring } from './wiring';
 import { WORKER_INDEX_ENV } from './worker-slot';
 
@@ -119,6 +120,7 @@ export async function runPrimary(loaded: LoadedConfig, count: number, write: (li
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  serveWorkerMetrics(config.metrics);
   for (let i = 1; i <= count; i++) fork(i);
   return finished;
 }

@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
+import type Router from '@koa/router';
 import Koa from 'koa';
 import type { Logger } from 'pino';
 import { container as rootContainer, type DependencyContainer } from 'tsyringe';
@@ -36,6 +37,12 @@ import { LimitsContext } from './services/workspace-limits';
 import { workerScopedPath } from './worker-slot';
 import { UploadSpool } from '../core/upload-spool';
 import { UpstreamPools } from '../core/upstream';
+import { RedisLimitStore } from './services/limit-store/redis-store';
+import type { GatewayMetrics } from './observability/metrics';
+import { openMetrics } from './observability/open-metrics';
+import { probeRoutes } from './observability/probes';
+import { Readiness } from './observability/readiness';
+import { openTracing } from './observability/tracing';
 
 export interface GatewayOptions {
   logger?: Logger;
@@ -43,6 +50,8 @@ export interface GatewayOptions {
   providers?: Record<string, ProviderModule>;
   /** Where a bootstrap key is announced (default: stderr). */
   announce?: (message: string) => void;
+  /** Where the OTEL_* variables are read (default: process.env). */
+  env?: NodeJS.ProcessEnv;
 }
 
 export interface Gateway {
@@ -56,7 +65,14 @@ export interface Gateway {
   keySync: KeySync;
   /** Budgets seen by this instance, for the admin API. */
   budgets: BudgetLedger;
-  /** Waits for in-flight requests (up to graceMs), then closes plugins, pools and the store. */
+  /** GET /healthz and /readyz, for the admin listener (the proxy's Koa app answers them already). */
+  probes: Router;
+  readiness: Readiness;
+  /** The Prometheus metrics; undefined when metrics.enabled is false. */
+  metrics: GatewayMetrics | undefined;
+  /** Refuses new requests (readiness says draining) and waits for those in flight, up to graceMs. */
+  drain(graceMs?: number): Promise<void>;
+  /** Drains, then closes plugins, pools and the store. */
   close(graceMs?: number): Promise<void>;
 }
 
@@ -76,7 +92,11 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
 
   registerService(container, TOKENS.Providers, providers);
   registerService(container, TOKENS.PriceCatalog, prices);
-  registerService(container, TOKENS.RequestCost, new RequestCost(prices));
+  const requestCost = new RequestCost(prices);
+  registerService(container, TOKENS.RequestCost, requestCost);
+  // Both load their libraries only when on (prom-client; the OpenTelemetry SDK).
+  const metrics = openMetrics(config.metrics, requestCost);
+  const tracing = openTracing(options.env ?? process.env, requestCost, logger);
   const { upload_spool_from: spoolFrom, upload_spool_dir: spoolDir } = config.server;
   const uploads = spoolFrom === false ? undefined : UploadSpool.create(resolve(loaded.dir, spoolDir ?? join(tmpdir(), 'tollgate-uploads')), spoolFrom, logger);
   const limitStore = openLimitStore(config.limit_store, logger);
@@ -93,14 +113,23 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
   try {
     store = await openStore(storageUrlFrom(config.storage.url, loaded.dir), { schema: config.storage.schema, logger });
     registerService(container, TOKENS.UsageStore, store);
-    registerService(container, TOKENS.RecordQueues, recordQueuesOver(store, logger));
+    const recordQueues = recordQueuesOver(store, logger);
+    registerService(container, TOKENS.RecordQueues, recordQueues);
 
     keys = await bootstrapKeys(config.workspaces, store, options.announce ?? ((m) => process.stderr.write(m)));
     registerService(container, TOKENS.KeyRing, keys);
     keySync = new KeySync(keys, store, config.workspaces, logger, { limitStore: config.limit_store });
     keySync.start();
 
-    pipeline = await createPipeline(planned, container);
+    // The observers: tracing first (its span starts before any plugin runs), metrics with onComplete only (it sees
+    // every request, refused ones too). Neither is in the YAML list; off, neither is in the pipeline.
+    pipeline = await createPipeline(planned, container, {
+      first: tracing ? [tracing.observer()] : [],
+      last: metrics ? [metrics.observer()] : [],
+    });
+    const writeQueue = recordQueues.opened()[0];
+    if (metrics && writeQueue) metrics.watchWriteQueue(() => writeQueue.stats());
+    if (metrics && limitStore instanceof RedisLimitStore) metrics.watchRedis(() => limitStore.connected);
   } catch (err) {
     await keySync?.stop().catch(() => undefined);
     await store?.close().catch(() => undefined);
@@ -116,6 +145,14 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
   // The proxy's Koa stack is kept to one middleware: a path lookup that hands the request to the proxy, which
   // writes the response itself (ctx.respond = false) so the upstream's bytes go out untouched. Everything else
   // (unknown paths, wrong methods, HEAD) is answered by the gateway and never proxied.
+  const readiness = new Readiness({
+    storeWritable: () => store!.checkWritable(),
+    limitStorePing: limitStore instanceof RedisLimitStore ? () => limitStore.ping() : undefined,
+    draining: () => proxy.draining,
+    logger,
+  });
+  const probes = probeRoutes(readiness);
+
   const koa = new Koa();
   koa.silent = true; // errors are logged by the proxy with their request id
   koa.use(function dispatchToProxy(ctx, next) {
@@ -124,6 +161,8 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
     ctx.respond = false;
     return proxy.handle(ctx.req, ctx.res, endpoint);
   });
+  // After the proxy's own paths, so proxied requests never look at them: the one exception to "/v1 paths only".
+  koa.use(probes.routes());
   koa.use(refuseUnknownRoutes(logger));
   const idleRelease = new IdleMemoryRelease(proxy, config.server.idle_gc_ms, logger, releaseHeapOf(store!));
   idleRelease.start();
@@ -131,13 +170,18 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
   const maintenance = new StoreMaintenance(store!, { recordsDays, batchSize, pauseMs }, logger);
   maintenance.start();
 
-  let closing: Promise<void> | undefined;
-  const close = (graceMs = config.server.shutdown_grace_ms) =>
-    (closing ??= (async () => {
+  let draining: Promise<void> | undefined;
+  const drain = (graceMs = config.server.shutdown_grace_ms) =>
+    (draining ??= (async () => {
       proxy.draining = true;
       idleRelease.stop();
       maintenance.stop();
       await Promise.race([proxy.idle(), new Promise((r) => setTimeout(r, graceMs).unref())]);
+    })());
+  let closing: Promise<void> | undefined;
+  const close = (graceMs = config.server.shutdown_grace_ms) =>
+    (closing ??= (async () => {
+      await drain(graceMs);
       await keySync!.stop();
       await pipeline.close();
       await pools.close();
@@ -146,7 +190,7 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
       logger.flush();
     })());
 
-  return { koa, proxy, container, providers, store: store!, pools, logger, keySync: keySync!, budgets, close };
+  return { koa, proxy, container, providers, store: store!, pools, logger, keySync: keySync!, budgets, probes, readiness, metrics, drain, close };
 }
 
 /** A relative SQLite path is relative to the config file, and its folder is created on first start. */

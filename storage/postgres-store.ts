@@ -305,6 +305,14 @@ export class PostgresUsageStore implements UsageStore {
     await this.pool.query(QUARANTINE, columns(rows, 7));
   }
 
+  /** The server answers, and takes writes: not a standby, not read-only by default. */
+  async checkWritable(): Promise<void> {
+    const { rows } = await this.pool.query<{ standby: boolean; read_only: string }>(
+      "SELECT pg_is_in_recovery() AS standby, current_setting('transaction_read_only') AS read_only",
+    );
+    if (rows[0].standby || rows[0].read_only === 'on') throw new Error('PostgreSQL takes no writes (a standby, or read-only transactions)');
+  }
+
   async countQuarantined(): Promise<number> {
     return Number((await this.pool.query<{ n: string }>('SELECT count(*) AS n FROM quarantined_records')).rows[0].n);
   }

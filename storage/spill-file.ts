@@ -46,6 +46,19 @@ export class SpillFile {
     return this.activeDirty || this.replayFiles.size > 0;
   }
 
+  /** Bytes waiting for replay: the active file (buffered appends included) and the files moved aside. */
+  bytes(): number {
+    let n = (this.stream?.writableLength ?? 0) + this.held.reduce((sum, text) => sum + Buffer.byteLength(text), 0);
+    for (const file of [this.path, ...this.replayFiles]) {
+      try {
+        n += statSync(file).size;
+      } catch {
+        // not created yet, or replayed and removed meanwhile
+      }
+    }
+    return n;
+  }
+
   /** Buffered, non-blocking append (the hot path during an outage). */
   append(records: readonly UsageRecord[]): void {
     if (records.length === 0) return;

@@ -4,7 +4,8 @@
  * process (e.g. the CLI) waits for the write lock instead of failing.
  * better-sqlite3 is synchronous: each method does its work in one synchronous call.
  */
-import { mkdirSync } from 'node:fs';
+import { constants, mkdirSync } from 'node:fs';
+import { access } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { UsageRecord } from '../core/usage';
@@ -109,7 +110,10 @@ export class SqliteUsageStore implements UsageStore {
   private readonly tagSets = new TagSetIds();
   private readonly maintenance = new MaintenanceRuns();
 
-  constructor(path: string, opts: SqliteStoreOptions = {}) {
+  constructor(
+    private readonly path: string,
+    opts: SqliteStoreOptions = {},
+  ) {
     if (path !== ':memory:' && !opts.mustExist) mkdirSync(dirname(path), { recursive: true });
     this.db = new Database(path, { fileMustExist: opts.mustExist === true });
     this.log = opts.logger;
@@ -376,6 +380,19 @@ export class SqliteUsageStore implements UsageStore {
   async recordsKeptFrom(): Promise<number | null> {
     const [row] = await this.exec({ sql: READ_MARK_SQL, params: [RECORDS_KEPT_FROM] });
     return row ? toNumber(row.value) : null;
+  }
+
+  /**
+   * The database file, its WAL and their folder (where SQLite creates its journal files) must be writable by this
+   * process: access(2) answers for permissions, a read-only mount and the immutable flag alike, without a write.
+   */
+  async checkWritable(): Promise<void> {
+    if (this.path === ':memory:') return;
+    await access(this.path, constants.W_OK);
+    await access(dirname(this.path), constants.W_OK);
+    await access(`${this.path}-wal`, constants.W_OK).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'ENOENT') throw err; // no WAL file between checkpoints is fine
+    });
   }
 
   /** Full collections of the writer thread's heap, asked for by the idle release (runtime/memory-policy.ts). */

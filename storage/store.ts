@@ -215,6 +215,11 @@ export interface UsageStore {
    * records there (storage/query/coverage.ts says which).
    */
   recordsKeptFrom(): Promise<number | null>;
+  /**
+   * Rejects when the store could not take a write now (readiness, GET /readyz). Cheap, and writes nothing: SQLite
+   * checks that its files and folder are writable, PostgreSQL that the server answers and is not read-only.
+   */
+  checkWritable(): Promise<void>;
 
   close(): Promise<void>;
 }

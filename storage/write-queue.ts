@@ -66,6 +66,8 @@ export interface WriteQueueStats {
   inMemory: number;
   /** Spilled records wait for replay. */
   spillPending: boolean;
+  /** Size of the spill files waiting for replay, bytes. */
+  spillBytes: number;
 }
 
 /** The store as the queue uses it; without quarantine(), refused records go to the quarantine file. */
@@ -176,7 +178,7 @@ export class UsageWriteQueue {
   }
 
   stats(): WriteQueueStats {
-    return { ...this.counters, ...this.quarantine.stats(), inMemory: this.inMemory(), spillPending: this.spill.pending() };
+    return { ...this.counters, ...this.quarantine.stats(), inMemory: this.inMemory(), spillPending: this.spill.pending(), spillBytes: this.spill.bytes() };
   }
 
   private async shutdown(): Promise<void> {

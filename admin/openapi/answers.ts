@@ -13,6 +13,7 @@ import type { keyJson } from '../key-admin';
 import type { CostStatus } from '../../storage/counters';
 import { BUILTIN_DIMENSIONS } from '../../storage/store';
 import type { groupRowJson, recordJson, retentionJson, totalsJson } from '../serialize';
+import type { ReadinessChecks } from '../../runtime/observability/readiness';
 
 /** Every schema given an id here becomes #/components/schemas/<id>. */
 export const answerSchemas = z.registry<{ id: string }>();
@@ -259,6 +260,27 @@ export const InfoAnswer = named(
   }),
 );
 
+export const HealthAnswer = named(
+  'Health',
+  z.object({ status: z.literal('ok') }).meta({ description: 'The process is alive and serves HTTP.' }),
+);
+
+const readinessCheck = ['store', 'limit_store', 'shutdown'] as const;
+export const ReadinessAnswer = named(
+  'Readiness',
+  z
+    .object({
+      status: z.enum(['ready', 'not_ready']),
+      checks: z.object({
+        store: z.enum(['ok', 'failed']).meta({ description: 'The usage store takes writes (SQLite: its files are writable; PostgreSQL: it answers and is not read-only).' }),
+        limit_store: z.enum(['ok', 'failed', 'not_configured']).meta({ description: 'The Redis limit store answers a ping; not_configured when limits are kept in memory.' }),
+        shutdown: z.enum(['ok', 'draining']).meta({ description: 'draining once shutdown began: in-flight requests finish, new ones should go elsewhere.' }),
+      }),
+      failed: z.array(z.enum(readinessCheck)).meta({ description: 'The checks that failed (empty when ready).' }),
+    })
+    .meta({ description: 'Whether this instance should get traffic, check by check. Results are at most about a second old.' }),
+);
+
 const errorTypes = [...new Set(Object.values(ERROR_CODES).map((c) => c.type))] as [string, ...string[]];
 
 /** The gateway's error shape, with `code` narrowed to the codes given. */
@@ -289,5 +311,6 @@ const sameShapes: [
   Same<z.output<typeof provenance>, CostProvenance>,
   Same<z.output<typeof costStatus>, CostStatus>,
   Same<Awaited<ReturnType<typeof retentionJson>>, z.output<z.ZodObject<typeof retentionFields>>>,
-] = [true, true, true, true, true, true, true];
+  Same<z.output<typeof ReadinessAnswer>['checks'], ReadinessChecks>,
+] = [true, true, true, true, true, true, true, true];
 void sameShapes;

@@ -17,7 +17,9 @@ import {
   CreateKeyRequest,
   DimensionsAnswer,
   errorBody,
+  HealthAnswer,
   InfoAnswer,
+  ReadinessAnswer,
   KeysAnswer,
   RequestsAnswer,
   RevokedKeyAnswer,
@@ -214,6 +216,43 @@ const paths = {
       responses: { '200': json(DimensionsAnswer, 'What group_by and filter[] accept.'), ...guarded },
     },
   },
+  '/healthz': {
+    get: {
+      operationId: 'getHealth',
+      summary: 'Liveness probe',
+      description: 'Answers 200 while the process serves HTTP. No token; the proxy port answers it too. Never counted, recorded or logged per request.',
+      security: [],
+      tags: ['probes'],
+      responses: { '200': json(HealthAnswer, 'Alive.') },
+    },
+  },
+  '/readyz': {
+    get: {
+      operationId: 'getReadiness',
+      summary: 'Readiness probe',
+      description:
+        'Answers 200 when the usage store takes writes, the Redis limit store (when configured) answers, and the gateway is not shutting down; 503 otherwise, naming the failed checks. ' +
+        'No token, and nothing of the deployment in the answer (the reason of a failure is in the log). The checks run at most once a second, whatever the probe rate. The proxy port answers it too.',
+      security: [],
+      tags: ['probes'],
+      responses: { '200': json(ReadinessAnswer, 'Ready.'), '503': json(ReadinessAnswer, 'Not ready: `failed` names the checks.') },
+    },
+  },
+  '/metrics': {
+    get: {
+      operationId: 'getMetrics',
+      summary: 'Prometheus metrics',
+      description:
+        'The Prometheus text format (version 0.0.4). Needs the admin token, or the scrape-only token metrics.token; with metrics.auth: none it needs none. ' +
+        'The metrics and their labels are listed in docs/operations.md. Absent (404) when metrics.enabled is false.',
+      tags: ['probes'],
+      responses: {
+        '200': { description: 'The metrics.', content: { 'text/plain': { schema: { type: 'string' } } } },
+        '404': error('Metrics are off (metrics.enabled: false)', ['route_not_found']),
+        ...guarded,
+      },
+    },
+  },
   '/api/info': {
     get: {
       operationId: 'getInfo',
@@ -238,7 +277,7 @@ function build(): Json {
       version: packageVersion(),
       description:
         'Usage, cost, records, keys and budgets of a Tollgate gateway. It listens on its own port (admin.port), never on the proxy port. ' +
-        'Every route but this document needs the admin token (admin.token) as `Authorization: Bearer <token>` or `X-Admin-Token`. ' +
+        'Every route but this document and the probes (/healthz, /readyz) needs the admin token (admin.token) as `Authorization: Bearer <token>` or `X-Admin-Token`. ' +
         'Money is an exact decimal string in USD (cost_usd) and an integer string in pico-USD (cost_pico), never a float; an unknown cost is null, never 0. ' +
         'Errors have the gateway\'s error shape {"error": {message, type, param, code}}.',
       license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
@@ -249,6 +288,7 @@ function build(): Json {
       { name: 'keys', description: 'Gateway keys' },
       { name: 'limits', description: 'Budgets' },
       { name: 'meta', description: 'This gateway and this document' },
+      { name: 'probes', description: 'Health, readiness and metrics, for orchestrators and Prometheus' },
     ],
     paths,
     components: {

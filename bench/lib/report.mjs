@@ -192,7 +192,7 @@ export function targets(result) {
     soak ? `${soak.seconds} s, ${thousands(soak.requests)} requests, peak ${num(soak.rss_peak_mb, 0)} MiB${soakIdle ? `, ${soak.settle_s} s after: ${num(soak.rss_after_mb, 0)} MiB` : ''}` : '');
   const norec = t('chat_c32', 'tollgate-norec');
   const onePair = ratio(c32?.rps, norec?.rps);
-  // Runs with the repeated measurement (bench/run.mjs recorderAB) are judged on its median and the median's interval:
+  // Runs with the repeated measurement (bench/run.mjs alternatingAB) are judged on its median and the median's interval:
   // met when the whole interval is at or above -10%, not met when it is below, else inconclusive (the machine's noise
   // is larger than the difference being judged). Older runs are judged on one pair.
   const ab = result.memory?.recorder_ab;
@@ -207,6 +207,19 @@ export function targets(result) {
   } else {
     add('usage recorder cost (chat, 32 conn)', onePair == null ? null : `${pct(onePair)} req/s`, '≥ -10%', onePair == null ? null : onePair >= 0.9,
       norec ? `recorder off: ${thousands(norec.rps)} req/s` : '');
+  }
+  // Metrics and tracing have no goal: their cost is measured, as gateway CPU per request (what they add to the
+  // gateway's own work; req/s on this machine also moves with the loader and the mock sharing the cores).
+  for (const [key, what] of [['metrics_ab', 'Prometheus metrics cost'], ['tracing_ab', 'tracing cost, every request sampled']]) {
+    const x = result.memory?.[key];
+    if (!x) continue;
+    const rounds = x.rounds.filter((r) => r.cpu_ratio != null);
+    const cpu = rounds.length ? medianInterval(rounds.map((r) => r.cpu_ratio)) : undefined;
+    const added = rounds.length ? medianInterval(rounds.map((r) => r.on_cpu_us - r.off_cpu_us)).median : undefined;
+    add(`${what} (chat, 32 conn, median of ${x.rounds.length} alternating runs)`, cpu ? `${pct(cpu.median)} gw CPU/req (${signed(added, 0)} µs)` : null, 'measured', null,
+      (cpu ? `${Math.round(cpu.coverage * 100)}% interval of the median: ${pct(cpu.lo)} to ${pct(cpu.hi)}; runs: ${rounds.map((r) => pct(r.cpu_ratio)).join(', ')}; ` : '') +
+      `req/s: ${pct(medianInterval(x.rounds.map((r) => r.ratio)).median)} (median); ${x.off} vs ${x.on}` +
+      (x.spans ? `; ${thousands(x.spans.exported)} spans exported for ${thousands(x.spans.requests)} requests` : ''));
   }
   const cluster = result.runs.find((r) => r.scenario === 'chat_c32' && /^tollgate-x\d+$/.test(r.target));
   const single = result.target_details?.[cluster?.target]?.limit_store === 'redis' ? t('chat_c32', 'tollgate-redis') : c32;

@@ -31,12 +31,17 @@ export async function planPipeline(config: GatewayConfig, configDir: string): Pr
  * Builds the planned plugins, in order: each is registered with the container (its own child container holding
  * its options) and resolved from it, resolving the shared services from the root.
  */
-export async function createPipeline(planned: readonly PlannedPlugin[], container: DependencyContainer): Promise<PluginPipeline> {
+export async function createPipeline(
+  planned: readonly PlannedPlugin[],
+  container: DependencyContainer,
+  observers: { first: readonly GatewayPlugin[]; last: readonly GatewayPlugin[] } = { first: [], last: [] },
+): Promise<PluginPipeline> {
   checkServices(planned, container);
   const scopes = planned.map((p) => registerPlugin(p, container));
   const plugins: GatewayPlugin[] = [];
   for (let i = 0; i < planned.length; i++) plugins.push(await resolvePlugin(scopes[i], planned[i]));
-  return new PluginPipeline(plugins, new Set(plugins.filter((_, i) => keepsV1Completion(planned[i].definition))));
+  const v1 = new Set(plugins.filter((_, i) => keepsV1Completion(planned[i].definition)));
+  return new PluginPipeline([...observers.first, ...plugins, ...observers.last], v1);
 }
 
 /** The enabled entries in pipeline order (required built-ins first when not listed), each named for messages. */

@@ -203,9 +203,9 @@ export function contractError(violations: readonly ContractViolation[]): Error {
   return error;
 }
 
-/** Whether a request goes to the admin API (/api/..., not the dashboard's static files) of a gateway the helpers started. */
+/** Whether a request goes to the admin API (/api/..., the probes and /metrics; not the dashboard's static files) of a gateway the helpers started. */
 function isAdminApi(opts: Dispatcher.DispatchOptions): boolean {
-  if (!opts.origin || !/^\/api(?:[/?]|$)/.test(opts.path)) return false;
+  if (!opts.origin || !/^\/(?:api(?:[/?]|$)|(?:healthz|readyz|metrics)(?:\?|$))/.test(opts.path)) return false;
   const origin = new URL(String(opts.origin)).origin;
   return registeredGateways().some((g) => g.adminUrl !== undefined && new URL(g.adminUrl).origin === origin);
 }

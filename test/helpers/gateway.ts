@@ -75,7 +75,8 @@ ${providerBlock(upstreamUrl)}`;
   const logger = createLogger('info', sink);
   // A first start without any key creates one and announces it once: that key is a secret for the scan too.
   const announce = (message: string) => void rememberGeneratedKeys(message, 'the key a first start created');
-  const running = await startGateway({ config, path: join(dataDir, 'gateway.config.yaml'), dir: dataDir }, { logger, announce });
+  // The OTEL_* variables come from `env` only: the machine's own never turn tracing on in a test.
+  const running = await startGateway({ config, path: join(dataDir, 'gateway.config.yaml'), dir: dataDir }, { logger, announce, env });
   // Registered for the suite-wide secret scan (helpers/root-hooks.ts): its admin answers are read before it stops.
   const scan = registerGateway({ kind: 'in-process', logs: () => logs, dataDir, adminUrl: running.adminUrl });
   const stop = async () => {

@@ -9,6 +9,8 @@ import { request } from 'undici';
 import { createAdminApp } from '../../admin/app';
 import { adminOpenApiDocument } from '../../admin/openapi/document';
 import { createLogger } from '../../runtime/logger';
+import { probeRoutes } from '../../runtime/observability/probes';
+import { Readiness } from '../../runtime/observability/readiness';
 import { BudgetLedger } from '../../runtime/services/budget-ledger';
 import { openStore } from '../../storage/open';
 import { adminGet, waitForRecords } from '../helpers/admin';
@@ -43,14 +45,17 @@ describe('admin API: OpenAPI description', () => {
   it('lists exactly the routes of the admin app', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'tollgate-openapi-'));
     const store = await openStore(`sqlite:${join(dir, 'tollgate.db')}`);
+    const logger = createLogger('silent', new Writable({ write: (_c, _e, cb) => cb() }));
     try {
       const app = createAdminApp({
         store,
         token: TEST_ADMIN_TOKEN,
-        logger: createLogger('silent', new Writable({ write: (_c, _e, cb) => cb() })),
+        logger,
         workspaces: [],
         budgets: new BudgetLedger(),
         onKeysChanged: async () => undefined,
+        probes: probeRoutes(new Readiness({ storeWritable: () => store.checkWritable(), draining: () => false, logger })),
+        metrics: { scrape: async () => ({ contentType: 'text/plain', text: '' }), open: false },
       });
       // Each router's dispatch middleware carries its router (@koa/router); HEAD comes with every GET.
       const routers = app.middleware.map((m) => (m as { router?: Router }).router).filter((r): r is Router => r !== undefined);
@@ -140,6 +145,12 @@ describe('admin API: OpenAPI description', () => {
       expect((await adminGet(gw, '/api/budgets')).data[0]).to.include({ workspace: 'default', period: 'day', limit_usd: '50' });
       expect((await adminGet(gw, '/api/dimensions')).tags).to.include('customer');
       expect((await adminGet(gw, '/api/info')).workspaces.map((w: any) => w.id)).to.deep.equal(['default', WORKSPACE]);
+
+      expect((await call('GET', '/healthz', { token: null })).json).to.deep.equal({ status: 'ok' });
+      expect((await call('GET', '/readyz', { token: null })).json.status).to.equal('ready');
+      const metrics = await call('GET', '/metrics');
+      expect(metrics.status).to.equal(200);
+      expect(metrics.text).to.match(/^tollgate_requests_total\{/m);
     });
 
     it('refuses each malformed parameter with 400 invalid_body naming it', async () => {
@@ -182,6 +193,17 @@ describe('admin API: OpenAPI description', () => {
       for (const [res, status, code] of refused) {
         expect(res.status, res.text).to.equal(status);
         expect(res.json.error.code).to.equal(code);
+      }
+    });
+
+    it('GET /metrics answers 404 route_not_found on a gateway with metrics off', async () => {
+      const off = await startTestGateway(upstream.url, 'metrics: { enabled: false }');
+      try {
+        const res = await request(`${off.adminUrl}/metrics`, { headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` } });
+        expect(res.statusCode).to.equal(404);
+        expect(((await res.body.json()) as any).error.code).to.equal('route_not_found');
+      } finally {
+        await off.stop();
       }
     });
 
@@ -289,6 +311,9 @@ workspaces: [{ id: default, keys: [{ id: test, key: "\${GATEWAY_KEY}" }], limits
       expect(res.statusCode, JSON.stringify(body)).to.equal(503);
       expect(body.error.code).to.equal('limits_unavailable');
       expect(res.headers['retry-after']).to.equal('1');
+      const ready = await request(`${gw.adminUrl}/readyz`);
+      expect(ready.statusCode).to.equal(503);
+      expect(((await ready.body.json()) as any).failed).to.deep.equal(['limit_store']);
     } finally {
       relay.restore();
       // Readable again once the limit store's circuit breaker closes (the secret scan reads them when it stops).
@@ -312,7 +337,7 @@ workspaces: [{ id: default, keys: [{ id: test, key: "\${GATEWAY_KEY}" }], limits
       // Every route's 401, 429 and 500 come from the same middleware: one of each (above) stands for all. The 500
       // and the budgets' 503 need PostgreSQL and Redis to cut.
       const shared = ['401', '429', ...(process.env.DATABASE_URL ? ['500'] : [])];
-      const needsRedis = (a: string) => a === 'GET /api/budgets 503' && !process.env.REDIS_URL;
+      const needsRedis = (a: string) => (a === 'GET /api/budgets 503' || a === 'GET /readyz 503') && !process.env.REDIS_URL;
       const perRoute = new AdminContract().documentedAnswers().filter((a) => !/ (401|429|500)$/.test(a) && !needsRedis(a) && !seen.has(a));
       expect(perRoute, 'documented answers never produced').to.deep.equal([]);
       for (const status of shared) expect([...seen.keys()].some((a) => a.endsWith(` ${status}`)), `some ${status} answer`).to.equal(true);
