@@ -45,7 +45,7 @@ const EXPECTED_FAILURES: ReadonlySet<string> = new Set(['upstream_timeout', 'ups
 
 /**
  * The headers of the upstream call: the plugins' edited copy, without any X-Gateway-* header (whatever the
- * plugin list, the provider never sees the gateway's own headers: spec, Authentication 2) and without a provider
+ * plugin list, the provider never sees the gateway's own headers, its key among them) and without a provider
  * key header a plugin may have added (the client's own key is added by the caller).
  */
 function upstreamHeadersOf(edited: Record<string, string | string[]>, authHeaders: readonly string[]): Record<string, string | string[]> {

@@ -2,7 +2,7 @@
  * Cost of one request: sum over the disjoint Usage buckets of tokens x rate, in exact pico-USD.
  *
  * Order of decisions:
- *   1. endpoint not counted (audio, images; spec 8)          -> null, 'not_counted'
+ *   1. endpoint not counted (audio, images)                  -> null, 'not_counted'
  *   2. usage.providerCostUsd present (OpenRouter usage.cost)  -> that figure, parsed exactly, 'provider_reported'
  *      (the aggregator's own bill wins; catalog discounts are not applied to it)
  *   3. no price, a price without any rate, or no usage        -> null, 'unpriced' (never $0)

@@ -151,7 +151,7 @@ export function storageUrlFrom(url: string, configDir: string): string {
 }
 
 /**
- * Anything that is not one of the spec's endpoints is answered by the gateway itself and never proxied; it gets
+ * Anything that is not one of the proxied endpoints (core/endpoints.ts) is answered by the gateway itself and never proxied; it gets
  * its log line like any request (no usage record: it reached no workspace).
  */
 function refuseUnknownRoutes(logger: Logger): Koa.Middleware {
@@ -159,7 +159,7 @@ function refuseUnknownRoutes(logger: Logger): Koa.Middleware {
     const endpoint = endpointAt(ctx.path);
     const error = endpoint
       ? new GatewayError('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; use ${endpoint.method}.`, { headers: { allow: endpoint.method } })
-      : new GatewayError('route_not_found', `Unknown path ${ctx.path.slice(0, 200)}. Tollgate serves only the /v1 endpoints of its spec.`);
+      : new GatewayError('route_not_found', `Unknown path ${ctx.path.slice(0, 200)}. Tollgate serves only the /v1 endpoints it proxies.`);
     const requestId = newRequestId();
     ctx.status = error.status;
     ctx.set(error.headers);

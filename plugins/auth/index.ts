@@ -30,7 +30,7 @@ const optionsSchema = z
 
 type Options = z.output<typeof optionsSchema>;
 
-/** Validates X-Gateway-Key and sets the request's workspace and key id. Every request needs it (spec, Authentication). */
+/** Validates X-Gateway-Key and sets the request's workspace and key id. Every request needs it: without a valid key nothing is proxied. */
 export class AuthPlugin implements GatewayPlugin {
   readonly name = 'auth';
 

@@ -4,7 +4,7 @@ import { OUTPUT_TOKEN_FIELDS, tokenCount } from '../../core/output-tokens';
 /**
  * Refuses a request that asks for more output tokens than the workspace's cap. It never rewrites the request.
  * Where a cap applies, each output-token field must be a non-negative integer (a string such as "100000" would
- * slip past a numeric comparison), and /v1/messages must name max_tokens: the spec makes it required there and
+ * slip past a numeric comparison), and /v1/messages must name max_tokens: Anthropic's API requires it there and
  * a missing value cannot be checked against the cap. Without a cap the body is left to the provider.
  */
 export class MaxTokensPlugin implements GatewayPlugin {
