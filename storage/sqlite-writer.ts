@@ -1,6 +1,6 @@
 /**
  * SQLite writes on a worker thread. better-sqlite3 is synchronous: a batch of usage records (rows, tags and
- * rollup upserts) took ~20% of the proxy thread's CPU under load when written inline. The worker owns its
+ * rollup upserts) written inline would take a large share of the proxy thread's CPU under load. The worker owns its
  * own connection to the same file (WAL: readers on the main thread are never blocked) and runs the very same
  * SqliteUsageStore write code, so behaviour and errors are identical; only the thread differs.
  *
@@ -39,11 +39,9 @@ export interface WriterThreadOptions {
 }
 
 /**
- * The writer's young generation. A batch of 500 records is live for its whole transaction, and each of its young
- * collections copies it: at 2 MiB the writer ran 240-266 of them per 10 s of chat at 32 connections, on V8's helper
- * threads shared with the proxy thread. At 8 MiB: 55-69, the writer thread 22-27 instead of 24-31 µs per record, the
- * one-connection p99 lower in 3 rounds of 4 (1.43-1.85 vs 1.77-2.37 ms). What it costs: ~1 MiB of peak RSS (147 vs 146
- * in the benchmark's full runs), up to ~6 MiB more right after heavy load, until the idle collection gives it back.
+ * The writer's young generation. A batch of 500 records is live for its whole transaction and each young collection
+ * copies it, so a small young generation (2 MiB) means a collection every few batches, on V8's helper threads that the
+ * proxy thread shares; 8 MiB collects about a quarter as often.
  */
 const WRITER_YOUNG_GENERATION_MB = 8;
 
