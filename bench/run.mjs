@@ -505,17 +505,19 @@ async function variantsAB() {
   const [a, b] = variants;
   const defs = scenarioDefs();
   const result = {
-    version: 1, kind: 'ab', date: new Date().toISOString(), quick: QUICK, seconds_each: QUICK ? 1 : 4, warmup_each: QUICK ? 0.2 : 1,
+    version: 1, kind: 'ab', date: new Date().toISOString(), quick: QUICK,
     variants: Object.fromEntries(variants.map((v, i) => ['ab'[i], { name: v.name, description: describeVariant(v, ROOT), node_flags: v.nodeFlags, root: v.root }])),
     scenarios: {}, runs: {},
   };
   for (const name of SCENARIOS) {
     const sc = defs[name];
     if (!(await preflight(name, sc, a.target)) || !(await preflight(name, sc, b.target))) continue;
-    const { duration, warmup } = sc.duration ? sc : {};
-    const rounds = await alternate(name, sc, a.target, b.target, { ...(duration && { duration, warmup }) });
+    // --duration / --warmup, when given, set every run's length; else a scenario's own (uploads) or 4 s after 1 s.
+    const duration = argv.includes('--duration') ? DURATION : sc.duration ?? (QUICK ? 1 : 4);
+    const warmup = argv.includes('--warmup') ? WARMUP : sc.warmup ?? (QUICK ? 0.2 : 1);
+    const rounds = await alternate(name, sc, a.target, b.target, { duration, warmup });
     result.runs[name] = rounds;
-    result.scenarios[name] = rounds.length ? summariseAB(rounds) : undefined;
+    result.scenarios[name] = rounds.length ? { ...summariseAB(rounds), seconds_each: duration, warmup_each: warmup } : undefined;
     const s = result.scenarios[name];
     if (s) log(`A/B ${name}: CPU/req ${a.name} vs ${b.name} ${rounds.map((r) => r.ratio.cpu).join(', ')} (median ${s.ratio.cpu?.median}); ` +
       `peak RSS ${rounds.map((r) => r.ratio.peak_rss).join(', ')} (median ${s.ratio.peak_rss?.median}); ${a.name} pays: ${s.pays}`);

@@ -103,17 +103,17 @@ export function renderAB(result) {
     `- A \`${a.name}\`: ${a.description}`,
     `- B \`${b.name}\`: ${b.description}`,
     '',
-    `Each scenario: one unmeasured run of each, then B, A, B, ..., B (${result.seconds_each} s measured after ${result.warmup_each} s of warm-up each); ` +
+    'Each scenario: one unmeasured run of each, then B, A, B, ..., B (each run measured for the seconds shown after its warm-up); ' +
       'each run of A against the mean of the two runs of B beside it. Median of those ratios, and its interval (sign test). ' +
       `A pays for itself when the whole interval is at least ${Math.round((1 - PAYS.cpu) * 100)}% lower in CPU per request or ` +
       `${Math.round((1 - PAYS.peak_rss) * 100)}% lower in peak RSS; \`?\` when the interval straddles both goals.`,
     '',
-    '| scenario | pairs | CPU µs/req A | B | A vs B | peak RSS MiB A | B | A vs B | RSS before A | B | req/s A vs B | other CPU % median (max) | steal % median (max) | A pays |',
-    '|---|---:|---:|---:|---|---:|---:|---|---:|---:|---|---:|---:|---|',
+    '| scenario | pairs | s each | CPU µs/req A | B | A vs B | peak RSS MiB A | B | A vs B | RSS before A | B | req/s A vs B | other CPU % median (max) | steal % median (max) | A pays |',
+    '|---|---:|---:|---:|---:|---|---:|---:|---|---:|---:|---|---:|---:|---|',
   ];
   for (const [scenario, s] of Object.entries(result.scenarios)) {
     if (!s) continue;
-    out.push(`| ${scenario} | ${s.pairs} | ${n(s.sides.a.cpu_us)} | ${n(s.sides.b.cpu_us)} | ${interval(s.ratio.cpu)} | ${n(s.sides.a.peak_rss_mb)} | ` +
+    out.push(`| ${scenario} | ${s.pairs} | ${s.seconds_each ?? '-'} | ${n(s.sides.a.cpu_us)} | ${n(s.sides.b.cpu_us)} | ${interval(s.ratio.cpu)} | ${n(s.sides.a.peak_rss_mb)} | ` +
       `${n(s.sides.b.peak_rss_mb)} | ${interval(s.ratio.peak_rss)} | ${n(s.sides.a.rss_before_mb)} | ${n(s.sides.b.rss_before_mb)} | ${interval(s.ratio.rps)} | ` +
       `${n(s.other_cpu_pct?.median)} (${n(s.other_cpu_pct?.max)}) | ${n(s.steal_pct?.median)} (${n(s.steal_pct?.max)}) | ${s.pays === 'inconclusive' ? '?' : s.pays} |`);
   }
