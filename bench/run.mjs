@@ -30,7 +30,6 @@ import { cpus, tmpdir, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
-import { createRequire } from 'node:module';
 import { groupStat, machineCpu } from './lib/proc.mjs';
 import { medianInterval, renderReport } from './lib/report.mjs';
 import { applySettings, describeVariant, pairUp, parseVariant, renderAB, summariseAB } from './lib/ab.mjs';
@@ -74,8 +73,6 @@ const UPLOAD_BYTES = 20 * 1024 * 1024;
 const SLOW_CHUNK_MS = 20;
 
 const GATEWAY_KEY = 'tg_bench_' + randomBytes(16).toString('hex');
-/** The quiet period after which the gateway collects its memory (server.idle_gc_ms, left at its default by the bench config). */
-const idleGcMs = () => createRequire(import.meta.url)('../dist/config/schema.js').gatewayConfigSchema.shape.server.parse({}).idle_gc_ms;
 const TAG_HEADERS = ['X-Gateway-Metadata: {"agent":"bench","feature":"load-test"}', 'X-Gateway-Metadata-Customer-Id: acme'];
 
 function log(msg) {
@@ -543,10 +540,8 @@ async function soak(runs) {
     runLoad('soak', defs.stream_c8, 'tollgate', { duration, warmup: 0, c: 4, label: `${label}_stream` }),
   ]);
   // "Before" and "after" are read in the same state: warm (code compiled, pools and caches filled by a short run
-  // of the same mix, which is not reported) and idle for as long after that load as after the soak: 10 s past the
-  // gateway's idle collection (server.idle_gc_ms).
-  const idleGc = idleGcMs();
-  const idle = QUICK ? 3000 : idleGc + 10_000;
+  // of the same mix, which is not reported) and idle for as long after that load as after the soak.
+  const idle = QUICK ? 3000 : 30_000;
   await waitQuiet();
   await mixed(QUICK ? 1 : 5, 'soak_warmup');
   await sleep(idle);
@@ -559,8 +554,8 @@ async function soak(runs) {
   clearInterval(sampler);
   for (const r of [chat, stream]) if (r) runs.push(r);
   const peak = Math.max(max, groupStat(pgid).hwm_kb);
-  // Settle: let timers flush the record queue. RSS is read at `settle` (the figure earlier runs reported) and at
-  // `idle`, after the gateway's own collection once it has been idle for server.idle_gc_ms.
+  // Settle: let timers flush the record queue. RSS is read at `settle`, and at `idle`, as long after the load as
+  // "before" was.
   const settle = QUICK ? 1500 : 6000;
   await sleep(settle);
   const after = groupStat(pgid).rss_kb;
@@ -571,7 +566,7 @@ async function soak(runs) {
     seconds: SOAK, requests: (chat?.requests ?? 0) + (stream?.requests ?? 0), errors: (chat?.errors ?? 0) + (stream?.errors ?? 0) + (chat?.non2xx ?? 0) + (stream?.non2xx ?? 0),
     rss_before_mb: mib(before), rss_peak_mb: mib(peak), rss_after_mb: mib(after), settle_s: settle / 1000,
     after_vs_before: ratio(after),
-    rss_after_idle_mb: mib(afterIdle), idle_s: idle / 1000, after_idle_vs_before: ratio(afterIdle), idle_gc_s: idleGc / 1000,
+    rss_after_idle_mb: mib(afterIdle), idle_s: idle / 1000, after_idle_vs_before: ratio(afterIdle),
   };
   log(`soak: ${res.requests} requests, RSS before ${res.rss_before_mb} MiB, peak ${res.rss_peak_mb} MiB, ` +
     `${res.settle_s} s after ${res.rss_after_mb} MiB (${res.after_vs_before}x), ${res.idle_s} s after ${res.rss_after_idle_mb} MiB (${res.after_idle_vs_before}x)`);

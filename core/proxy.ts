@@ -87,8 +87,6 @@ interface InFlight {
 export class GatewayProxy {
   /** Requests not yet completed (onComplete included); shutdown waits for zero. */
   inflight = 0;
-  /** Requests begun since start (the idle-memory release watches it). */
-  started = 0;
   /** Set when shutdown begins: requests still arriving on open connections are refused (503, connection closed). */
   draining = false;
   private idleWaiters: (() => void)[] = [];
@@ -112,7 +110,6 @@ export class GatewayProxy {
     const gw = new GatewayContext(id, req.method ?? 'GET', endpoint.path, endpoint, req.headers, this.deps.logger, this.secretHeaders, req.rawHeaders);
     gw.clientAddress = req.socket.remoteAddress;
     const flight: InFlight = { gw, req, res, endpoint, upstream: new UpstreamExchange(), explicit: undefined, upload: undefined, tap: undefined, delivered: false };
-    this.started++;
     this.inflight++;
     // Node also reports finish (and writableFinished) for a response whose socket was already reset, although
     // nothing more reached the client: delivered needs the socket alive too.

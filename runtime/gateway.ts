@@ -17,7 +17,7 @@ import { ModelCatalog } from '../core/catalog';
 import { endpointAt } from '../core/endpoints';
 import { GatewayError } from '../core/errors';
 import { observeBodyMemory } from '../core/body-memory';
-import { bodyMemoryPolicy, IdleMemoryRelease, releaseHeapOf } from './memory-policy';
+import { bodyMemoryPolicy } from './memory-policy';
 import { bootstrapKeys } from './key-bootstrap';
 import { createLogger } from './logger';
 import { PluginPipeline } from '../core/plugin-pipeline';
@@ -121,14 +121,11 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
     return proxy.handle(ctx.req, ctx.res, endpoint);
   });
   koa.use(refuseUnknownRoutes(logger));
-  const idleRelease = new IdleMemoryRelease(proxy, config.server.idle_gc_ms, logger, releaseHeapOf(store!));
-  idleRelease.start();
 
   let closing: Promise<void> | undefined;
   const close = (graceMs = config.server.shutdown_grace_ms) =>
     (closing ??= (async () => {
       proxy.draining = true;
-      idleRelease.stop();
       await Promise.race([proxy.idle(), new Promise((r) => setTimeout(r, graceMs).unref())]);
       await keySync!.stop();
       await pipeline.close();

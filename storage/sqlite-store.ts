@@ -326,11 +326,6 @@ export class SqliteUsageStore implements UsageStore {
     })();
   }
 
-  /** Full collections of the writer thread's heap, asked for by the idle release (runtime/memory-policy.ts). */
-  async releaseMemory(): Promise<void> {
-    await this.writer?.collectGarbage();
-  }
-
   async close(): Promise<void> {
     if (!this.db.open) return;
     await this.writer?.close();

@@ -24,9 +24,7 @@ export type WriterRequest =
   /** The same, packed by column (storage/packed-records.ts): how every batch that fits the packed shape travels. */
   | { id: number; op: 'insertPacked'; packed: PackedRecords }
   | { id: number; op: 'touchKeys'; ids: readonly string[]; lastUsedAt: number }
-  | { id: number; op: 'quarantine'; entries: readonly QuarantinedRecord[] }
-  /** Full GCs of the worker's own heap, asked for by the idle-memory release of the main thread (runtime/memory-policy.ts). */
-  | { id: number; op: 'collectGarbage' };
+  | { id: number; op: 'quarantine'; entries: readonly QuarantinedRecord[] };
 
 /** The worker's answer; an error keeps its code (SQLITE_CONSTRAINT... decides retry vs quarantine). */
 export type WriterResponse = { id: number; result: unknown } | { id: number; error: { message: string; name: string; code?: string } };
@@ -71,11 +69,6 @@ export class SqliteWriterThread {
 
   async touchKeys(ids: readonly string[], lastUsedAt: number): Promise<void> {
     await this.call({ id: this.nextId++, op: 'touchKeys', ids, lastUsedAt });
-  }
-
-  /** Runs full GCs in the worker after the writes already posted; nothing when no worker runs. */
-  async collectGarbage(): Promise<void> {
-    if (this.worker) await this.call({ id: this.nextId++, op: 'collectGarbage' });
   }
 
   /** Lets pending writes finish, then stops the worker (its connection closes with it). */

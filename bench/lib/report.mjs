@@ -182,8 +182,8 @@ export function targets(result) {
     const rise = up?.procs?.gw && up.rss_before_mb != null ? up.procs.gw.peak_rss_mb - up.rss_before_mb : null;
     add(`${label}: RSS rise`, rise == null ? null : `${num(rise, 0)} MiB (${num(rise / size, 2)}x)`, '< 2x upload size', rise == null ? null : rise < 2 * size);
   }
-  // Once idle, the gateway gives memory back (server.idle_gc_ms): the target reads RSS after that; runs
-  // from before the idle read have only the figure at settle_s.
+  // The target reads RSS as long after the soak as "before" was read after the warm-up; results without that
+  // reading have only the figure at settle_s.
   const soak = result.memory?.soak;
   const soakIdle = soak?.after_idle_vs_before != null;
   const soakRatio = soakIdle ? soak.after_idle_vs_before : soak?.after_vs_before;
@@ -275,7 +275,7 @@ export function renderReport(result, previous, previousName) {
     out.push('');
     out.push(`Soak (tollgate, ${s.seconds} s: chat at 16 connections + streams at 4): ${thousands(s.requests)} requests, ${s.errors} errors; ` +
       `RSS ${num(s.rss_before_mb, 1)} MiB before, peak ${num(s.rss_peak_mb, 1)} MiB, ${num(s.rss_after_mb, 1)} MiB ${s.settle_s} s after (${num(s.after_vs_before, 3)}x)` +
-      (s.rss_after_idle_mb == null ? '.' : `, ${num(s.rss_after_idle_mb, 1)} MiB ${s.idle_s} s after (${num(s.after_idle_vs_before, 3)}x; the gateway collects after ${s.idle_gc_s ?? 10} s idle).`));
+      (s.rss_after_idle_mb == null ? '.' : `, ${num(s.rss_after_idle_mb, 1)} MiB ${s.idle_s} s after (${num(s.after_idle_vs_before, 3)}x).`));
   }
   out.push('');
   out.push('### Targets');
