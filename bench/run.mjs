@@ -229,17 +229,14 @@ function ensurePortkey() {
 const targets = {}; // name -> { base, headers: { openai, upload }, group }
 const mock = {};
 
-/**
- * Node's flags for Tollgate, as `npm start` passes them (package.json): a smaller young generation (less memory),
- * one V8 helper thread instead of four, and gc() for the full collection the gateway runs once it is idle
- * (runtime/memory-policy.ts). BENCH_TRACE_GC=1 adds --trace-gc: each collection goes to the target's log (kept with
- * --keep-tmp).
- */
-const NODE_FLAGS = ['--max-semi-space-size=8', '--v8-pool-size=1', '--expose-gc'];
+/** BENCH_TRACE_GC=1 runs Tollgate with --trace-gc: each collection goes to the target's log (kept with --keep-tmp). */
 const TRACE_GC = process.env.BENCH_TRACE_GC ? ['--trace-gc'] : [];
 
-/** Starts a Tollgate target; `nodeFlags`, `settings` (config values) and `root` (another build) make an A/B variant. */
-async function startTollgate(name, port, { recorder = true, workers = 1, redisUrl, nodeFlags = NODE_FLAGS, settings = [], root = ROOT } = {}) {
+/**
+ * Starts a Tollgate target as `npm start` does (no Node flags); `nodeFlags`, `settings` (config values) and `root`
+ * (another build) make an A/B variant.
+ */
+async function startTollgate(name, port, { recorder = true, workers = 1, redisUrl, nodeFlags = [], settings = [], root = ROOT } = {}) {
   const data = join(tmp, `${name}-data`);
   mkdirSync(data, { recursive: true });
   let yaml = applySettings(readFileSync(join(HERE, 'tollgate.bench.yaml'), 'utf8'), settings);
