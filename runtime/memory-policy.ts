@@ -1,4 +1,5 @@
 import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import type { BodyMemoryObserver } from '../core/body-memory';
 
 /**
@@ -110,9 +111,24 @@ function setGrowth(percent: number): void {
 const COLLECT_EVERY_BYTES = 4 * 1024 * 1024;
 
 type GcFunction = (options?: { type?: 'major' | 'minor' }) => void;
-/** Node defines gc() only when started with --expose-gc. */
-const gc = (globalThis as { gc?: GcFunction }).gc;
 
+/**
+ * V8's gc() without Node's --expose-gc, so that the gateway collects the same however it was started: the flag is
+ * on while one new context is made, which then has gc(), and off again, so that no other context (nor a worker
+ * thread) gets one.
+ */
+function exposedGc(): GcFunction {
+  const own = (globalThis as { gc?: GcFunction }).gc;
+  if (own) return own;
+  setFlagsFromString('--expose-gc');
+  try {
+    return runInNewContext('gc') as GcFunction;
+  } finally {
+    setFlagsFromString('--no-expose-gc');
+  }
+}
+
+let gc: GcFunction | undefined;
 let counted = 0;
 let uncollected = 0;
 
@@ -122,7 +138,7 @@ export function bodyBytesRelayed(bytes: number): void {
   uncollected += bytes;
   if (uncollected < COLLECT_EVERY_BYTES) return;
   uncollected = 0;
-  gc?.({ type: 'minor' });
+  (gc ??= exposedGc())({ type: 'minor' });
 }
 
 /** Body bytes counted since start (for tests and diagnostics). */
