@@ -437,10 +437,8 @@ function summarise(r) {
  * A difference of a few % between two targets is smaller than how much this machine drifts between two cases a
  * minute apart. So two targets are compared in one sequence that alternates them, B first and last (B, A, B, A,
  * ..., B), and each run of A is compared with the mean of the two runs of B on either side: a drift that is linear
- * over three runs cancels out. Strict alternation also keeps both targets warm: a target left without requests for
- * server.idle_gc_ms runs its idle collection, and V8 then recompiles the request path for the next few seconds;
- * pairs (B, A; A, B; ...) left each target idle for two runs in a row, and whether the collection fired moved single
- * pairs by tens of %. Both targets first get one unmeasured run: their last case was minutes ago.
+ * over three runs cancels out. Strict alternation also gives both targets the same idle time between their runs.
+ * Both targets first get one unmeasured run: their last case was minutes ago.
  */
 async function alternate(name, sc, a, b, { n = AB_PAIRS, duration = QUICK ? 1 : 4, warmup = QUICK ? 0.2 : 1, label = name } = {}) {
   const run = async (target, d = duration) => {

@@ -93,9 +93,8 @@ export class SqliteWriterThread {
   private start(): Worker {
     // A bounded young generation (WRITER_YOUNG_GENERATION_MB): V8's default would let it grow by tens of MiB under
     // load (it runs in this process: its heap is the gateway's memory too). A --max-semi-space-size given to node
-    // (npm start passes 8 MiB, for the proxy thread) applies to every isolate created later and would override this
-    // limit (the writer had 16 MiB of young generation, measured, whatever resourceLimits said): it is reset first.
-    // The main isolate sized its heap when it started; the flag is only read when an isolate is created.
+    // (on its command line or in NODE_OPTIONS) applies to every isolate created later and overrides resourceLimits,
+    // so it is reset first; the main isolate sized its heap when it started, and the flag is read only then.
     setFlagsFromString('--max-semi-space-size=0');
     const worker = new Worker(join(__dirname, 'sqlite-writer-worker.js'), {
       workerData: this.options,
