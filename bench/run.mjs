@@ -23,6 +23,9 @@
 //
 // usage: node bench/run.mjs [--quick] [--no-portkey] [--targets a,b] [--scenarios a,b] [--duration S]
 //                           [--warmup S] [--soak S] [--workers N] [--compare FILE] [--out DIR]
+//        node bench/run.mjs --ab SPEC_A --ab SPEC_B [--scenarios a,b] [--pairs N]
+//   --ab: two Tollgate variants (Node flags, config values, another build: bench/lib/ab.mjs) loaded in strict
+//   alternation, scenario by scenario (default chat_c32,stream_c8), compared by CPU per request and peak RSS.
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync, openSync, closeSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
@@ -30,9 +33,9 @@ import { cpus, tmpdir, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
-import { createRequire } from 'node:module';
 import { groupStat, machineCpu } from './lib/proc.mjs';
 import { medianInterval, renderReport } from './lib/report.mjs';
+import { applySettings, describeVariant, pairUp, parseVariant, renderAB, summariseAB } from './lib/ab.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, '..');
@@ -46,7 +49,7 @@ const value = (name, dflt) => {
   return i >= 0 && i + 1 < argv.length ? argv[i + 1] : dflt;
 };
 if (flag('--help') || flag('-h')) {
-  console.log(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(1, 18).join('\n'));
+  console.log(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(1, 21).join('\n'));
   process.exit(0);
 }
 const QUICK = flag('--quick');
@@ -59,8 +62,12 @@ const MAX_SECONDS = Number(value('--max-seconds', QUICK ? 150 : 900));
 let quietBudgetMs = Number(value('--quiet-wait', QUICK ? 3 : 30)) * 1000;
 const OUT_DIR = resolve(value('--out', join(HERE, 'results')));
 const ALL_SCENARIOS = ['chat_c1', 'chat_c32', 'stream_c8', 'slow_stream_c8', 'soak', 'upload_c1', 'upload_spooled_c1'];
-const SCENARIOS = value('--scenarios', ALL_SCENARIOS.join(',')).split(',').filter(Boolean);
-for (const s of SCENARIOS) if (!ALL_SCENARIOS.includes(s)) die(`unknown scenario ${s} (known: ${ALL_SCENARIOS.join(', ')})`);
+const AB_SPECS = argv.flatMap((a, i) => (a === '--ab' && i + 1 < argv.length ? [argv[i + 1]] : []));
+if (AB_SPECS.length && AB_SPECS.length !== 2) badUsage('--ab is given twice: the variant A, then the variant B');
+const AB_PAIRS = Number(value('--pairs', QUICK ? 3 : 9));
+const SCENARIOS = value('--scenarios', AB_SPECS.length ? 'chat_c32,stream_c8' : ALL_SCENARIOS.join(',')).split(',').filter(Boolean);
+for (const s of SCENARIOS) if (!ALL_SCENARIOS.includes(s)) badUsage(`unknown scenario ${s} (known: ${ALL_SCENARIOS.join(', ')})`);
+if (AB_SPECS.length && SCENARIOS.includes('soak')) badUsage('--ab compares CPU per request and peak RSS under load: the soak has no place in it');
 const CLUSTER = `tollgate-x${WORKERS}`;
 const ALL_TARGETS = ['direct', 'bare', 'bare-dispatch', 'tollgate', 'tollgate-norec', 'tollgate-nometrics', 'tollgate-traced', ...(WORKERS > 1 ? ['tollgate-redis', CLUSTER] : []), 'portkey'];
 let TARGETS = value('--targets', ALL_TARGETS.join(',')).split(',').filter(Boolean);
@@ -69,12 +76,15 @@ const UPLOAD_BYTES = 20 * 1024 * 1024;
 const SLOW_CHUNK_MS = 20;
 
 const GATEWAY_KEY = 'tg_bench_' + randomBytes(16).toString('hex');
-/** The quiet period after which the gateway collects its memory (server.idle_gc_ms, left at its default by the bench config). */
-const idleGcMs = () => createRequire(import.meta.url)('../dist/config/schema.js').gatewayConfigSchema.shape.server.parse({}).idle_gc_ms;
 const TAG_HEADERS = ['X-Gateway-Metadata: {"agent":"bench","feature":"load-test"}', 'X-Gateway-Metadata-Customer-Id: acme'];
 
 function log(msg) {
   process.stderr.write(`[bench ${((Date.now() - started) / 1000).toFixed(0).padStart(3)}s] ${msg}\n`);
+}
+/** A wrong option: nothing was started yet. */
+function badUsage(msg) {
+  log(`ERROR: ${msg}`);
+  process.exit(2);
 }
 function die(msg) {
   log(`ERROR: ${msg}`);
@@ -222,24 +232,23 @@ function ensurePortkey() {
 const targets = {}; // name -> { base, headers: { openai, upload }, group }
 const mock = {};
 
-/**
- * Node's flags for Tollgate, as `npm start` passes them (package.json): a smaller young generation (less memory),
- * one V8 helper thread instead of four (docs/performance.md, twelfth round), and gc() for the full collection the
- * gateway runs once it is idle (runtime/memory-policy.ts). BENCH_TRACE_GC=1 adds --trace-gc: each collection goes to the
- * target's log (kept with --keep-tmp).
- */
-const NODE_FLAGS = ['--max-semi-space-size=8', '--v8-pool-size=1', '--expose-gc', ...(process.env.BENCH_TRACE_GC ? ['--trace-gc'] : [])];
+/** BENCH_TRACE_GC=1 runs Tollgate with --trace-gc: each collection goes to the target's log (kept with --keep-tmp). */
+const TRACE_GC = process.env.BENCH_TRACE_GC ? ['--trace-gc'] : [];
 
-async function startTollgate(name, port, { recorder = true, metrics = true, traced = false, workers = 1, redisUrl } = {}) {
+/**
+ * Starts a Tollgate target as `npm start` does (no Node flags); `nodeFlags`, `settings` (config values) and `root`
+ * (another build) make an A/B variant.
+ */
+async function startTollgate(name, port, { recorder = true, metrics = true, traced = false, workers = 1, redisUrl, nodeFlags = [], settings = [], root = ROOT } = {}) {
   const data = join(tmp, `${name}-data`);
   mkdirSync(data, { recursive: true });
-  let yaml = readFileSync(join(HERE, 'tollgate.bench.yaml'), 'utf8');
+  let yaml = applySettings(readFileSync(join(HERE, 'tollgate.bench.yaml'), 'utf8'), settings);
   if (!recorder) yaml = yaml.replace(/\n  - use: usage-recorder\n(    .*\n)*/, '\n');
   if (!metrics) yaml += '\nmetrics:\n  enabled: false\n';
   if (redisUrl) yaml += `\nlimit_store:\n  redis_url: ${redisUrl}\n  key_prefix: "tollgate-bench-${process.pid}-${name}:"\n`;
   const config = join(data, 'gateway.config.yaml');
   writeFileSync(config, yaml);
-  const g = startGroup(name, process.execPath, [...NODE_FLAGS, join(ROOT, 'dist', 'cli', 'index.js'), 'start', '--config', config], {
+  const g = startGroup(name, process.execPath, [...nodeFlags, ...TRACE_GC, join(root, 'dist', 'cli', 'index.js'), 'start', '--config', config], {
     BENCH_PORT: String(port), BENCH_DATA: data, BENCH_WORKERS: String(workers), MOCK_URL: mock.url, GATEWAY_KEY,
     TOLLGATE_ADMIN_TOKEN: '',
     // Tracing only where asked for, whatever OTEL_* variables this shell has: every request sampled, to the mock.
@@ -265,11 +274,15 @@ async function startTollgate(name, port, { recorder = true, metrics = true, trac
   return true;
 }
 
-async function startTargets() {
+async function startMock() {
   mock.port = await freePort();
   mock.url = `http://127.0.0.1:${mock.port}`;
   mock.group = startGroup('mock', process.execPath, [join(HERE, 'mock-upstream.mjs')], { MOCK_PORT: String(mock.port), MOCK_CHUNK_DELAY_MS: '0' });
   if (!(await waitHttp(`${mock.url}/health`, 10))) die('the mock provider did not start');
+}
+
+async function startTargets() {
+  await startMock();
   const auth = ['Authorization: Bearer sk-mock'];
   if (TARGETS.includes('direct')) targets.direct = { base: `${mock.url}/v1`, headers: { json: auth, upload: auth } };
   for (const [name, script] of [['bare', 'bare-proxy.mjs'], ['bare-dispatch', 'bare-dispatch.mjs']]) {
@@ -352,10 +365,7 @@ function scenarioDefs() {
   const core = ['direct', 'bare', 'bare-dispatch', 'tollgate', 'portkey'];
   return {
     chat_c1: { path: '/chat/completions', body: join(BODY_DIR, 'chat.json'), mode: 'plain', c: 1, targets: core },
-    chat_c32: {
-      path: '/chat/completions', body: join(BODY_DIR, 'chat.json'), mode: 'plain', c: 32,
-      targets: ['direct', 'bare', 'bare-dispatch', 'tollgate', 'tollgate-norec', 'tollgate-nometrics', 'tollgate-traced', 'tollgate-redis', CLUSTER, 'portkey'],
-    },
+    chat_c32: { path: '/chat/completions', body: join(BODY_DIR, 'chat.json'), mode: 'plain', c: 32, targets: ['direct', 'bare', 'bare-dispatch', 'tollgate', 'tollgate-norec', 'tollgate-nometrics', 'tollgate-traced', 'tollgate-redis', CLUSTER, 'portkey'] },
     stream_c8: { path: '/chat/completions', body: join(BODY_DIR, 'chat_stream.json'), mode: 'stream', c: 8, targets: core },
     slow_stream_c8: { path: '/chat/completions', body: slowBody(), mode: 'stream', c: 8, targets: core },
     upload_c1: SCENARIOS.includes('upload_c1') && uploadScenario(uploadBody('model first'), core),
@@ -430,43 +440,48 @@ function summarise(r) {
   return s;
 }
 
-// ------------------------------------------------------------------ a feature's cost, alternating
+// ------------------------------------------------------------------ A/B, alternating
 /**
- * A feature's cost (the usage recorder, the metrics, tracing) is a difference of a few % between two targets, smaller than how much this machine drifts
- * between two cases a minute apart. So it is measured in one sequence that alternates the two targets, recorder
- * off first and last (off, on, off, on, ..., off), and each run with the recorder is compared with the mean of the
- * two runs without it on either side: a drift that is linear over three runs cancels out. Strict alternation also
- * keeps both targets warm. A target left without requests for server.idle_gc_ms runs its idle collection, and V8
- * then recompiles the request path for the next few seconds (docs/performance.md, fourteenth round). The pairs used
- * until then (off, on; on, off; ...) left each target idle for two runs in a row, and whether the collection fired
- * moved single pairs by tens of %. Both targets first get one unmeasured run: their last case was minutes ago.
- * The target reads the median of the ratios and its interval (bench/lib/report.mjs).
+ * A difference of a few % between two targets is smaller than how much this machine drifts between two cases a
+ * minute apart. So two targets are compared in one sequence that alternates them, B first and last (B, A, B, A,
+ * ..., B), and each run of A is compared with the mean of the two runs of B on either side: a drift that is linear
+ * over three runs cancels out. Strict alternation also gives both targets the same idle time between their runs.
+ * Both targets first get one unmeasured run: their last case was minutes ago.
  */
-async function alternatingAB(sc, offTarget, onTarget, label, what) {
-  if (!targets[offTarget] || !targets[onTarget]) return undefined;
-  const n = QUICK ? 3 : 9;
-  const duration = QUICK ? 1 : 4;
-  const warmup = QUICK ? 0.2 : 1;
+async function alternate(name, sc, a, b, { n = AB_PAIRS, duration = QUICK ? 1 : 4, warmup = QUICK ? 0.2 : 1, label = name } = {}) {
   const run = async (target, d = duration) => {
     await waitQuiet();
-    return runLoad('chat_c32', sc, target, { duration: d, warmup, label });
+    const g = targets[target].group;
+    resetPeak(g.pgid);
+    const rssBefore = groupStat(g.pgid).rss_kb;
+    const r = await runLoad(name, sc, target, { duration: d, warmup, label });
+    if (r) r.rss_before_mb = mib(rssBefore);
+    return r;
   };
-  for (const target of [offTarget, onTarget]) await run(target, QUICK ? 0.5 : 2);
-  const off = [await run(offTarget)];
+  for (const target of [b, a]) await run(target, QUICK ? 0.5 : 2);
+  const bRuns = [await run(b)];
   const rounds = [];
   for (let i = 0; i < n; i++) {
-    const on = await run(onTarget);
-    off.push(await run(offTarget));
-    const [before, after] = off.slice(-2);
+    const on = await run(a);
+    bRuns.push(await run(b));
+    const [before, after] = bRuns.slice(-2);
     if (!on?.rps || !before?.rps || !after?.rps) continue;
-    const offRps = (before.rps + after.rps) / 2;
-    const cpu = (r) => r.procs?.gw?.cpu_us_per_req;
-    const offCpu = cpu(before) && cpu(after) ? (cpu(before) + cpu(after)) / 2 : undefined;
-    rounds.push({
-      on_rps: on.rps, off_rps: Math.round(offRps * 10) / 10, ratio: Math.round((on.rps / offRps) * 1000) / 1000,
-      on_cpu_us: cpu(on), off_cpu_us: offCpu && Math.round(offCpu), cpu_ratio: offCpu && cpu(on) ? Math.round((cpu(on) / offCpu) * 1000) / 1000 : undefined,
-    });
+    rounds.push(pairUp(on, before, after));
   }
+  return rounds;
+}
+
+/**
+ * A feature's cost in chat_c32 (the usage recorder, the metrics, tracing): the target with it (A) against the one
+ * without (B), alternating. The target reads the median of the ratios.
+ */
+async function featureAB(sc, onTarget, offTarget, label, what) {
+  if (!targets[onTarget] || !targets[offTarget]) return undefined;
+  const duration = QUICK ? 1 : 4;
+  const rounds = (await alternate('chat_c32', sc, onTarget, offTarget, { duration, label })).map((r) => ({
+    on_rps: r.a.rps, off_rps: Math.round(r.b.rps * 10) / 10, ratio: r.ratio.rps,
+    on_cpu_us: r.a.cpu_us, off_cpu_us: r.b.cpu_us && Math.round(r.b.cpu_us), cpu_ratio: r.ratio.cpu,
+  }));
   if (!rounds.length) return undefined;
   const cpuRatios = rounds.map((r) => r.cpu_ratio).filter((x) => x != null);
   const res = {
@@ -491,6 +506,47 @@ async function exportedSpans() {
   return { exported: stats.otlp_spans ?? 0, batches: stats.otlp_exports ?? 0, requests };
 }
 
+/** --ab: the two variants, scenario by scenario, alternating; prints and writes ab-latest.{json,md}. */
+async function variantsAB() {
+  const variants = AB_SPECS.map((spec, i) => parseVariant(spec, i ? 'B' : 'A', ROOT));
+  if (variants[0].name === variants[1].name) die('--ab: the two variants need different names');
+  await startMock();
+  for (const [i, v] of variants.entries()) {
+    v.target = `tollgate-${'ab'[i]}`;
+    if (!(await startTollgate(v.target, await freePort(), v))) die(`variant ${v.name} did not start`);
+  }
+  await sleep(300);
+  checkLoopback();
+  const [a, b] = variants;
+  const defs = scenarioDefs();
+  const result = {
+    version: 1, kind: 'ab', date: new Date().toISOString(), quick: QUICK,
+    variants: Object.fromEntries(variants.map((v, i) => ['ab'[i], { name: v.name, description: describeVariant(v, ROOT), node_flags: v.nodeFlags, root: v.root }])),
+    scenarios: {}, runs: {},
+  };
+  for (const name of SCENARIOS) {
+    const sc = defs[name];
+    if (!(await preflight(name, sc, a.target)) || !(await preflight(name, sc, b.target))) continue;
+    // --duration / --warmup, when given, set every run's length; else a scenario's own (uploads) or 4 s after 1 s.
+    const duration = argv.includes('--duration') ? DURATION : sc.duration ?? (QUICK ? 1 : 4);
+    const warmup = argv.includes('--warmup') ? WARMUP : sc.warmup ?? (QUICK ? 0.2 : 1);
+    const rounds = await alternate(name, sc, a.target, b.target, { duration, warmup });
+    result.runs[name] = rounds;
+    result.scenarios[name] = rounds.length ? { ...summariseAB(rounds), seconds_each: duration, warmup_each: warmup } : undefined;
+    const s = result.scenarios[name];
+    if (s) log(`A/B ${name}: CPU/req ${a.name} vs ${b.name} ${rounds.map((r) => r.ratio.cpu).join(', ')} (median ${s.ratio.cpu?.median}); ` +
+      `peak RSS ${rounds.map((r) => r.ratio.peak_rss).join(', ')} (median ${s.ratio.peak_rss?.median}); ${a.name} pays: ${s.pays}`);
+  }
+  result.elapsed_s = Math.round((Date.now() - started) / 1000);
+  mkdirSync(OUT_DIR, { recursive: true });
+  writeFileSync(join(OUT_DIR, 'ab-latest.json'), JSON.stringify(result, null, 2) + '\n');
+  const report = renderAB(result);
+  writeFileSync(join(OUT_DIR, 'ab-latest.md'), report + '\n');
+  console.log(report);
+  log(`results: ${join(OUT_DIR, 'ab-latest.json')} (and ab-latest.md); ${result.elapsed_s} s in total`);
+  await shutdown(0);
+}
+
 // ------------------------------------------------------------------ soak: memory over a long mixed load
 async function soak(runs) {
   const t = targets.tollgate;
@@ -502,10 +558,8 @@ async function soak(runs) {
     runLoad('soak', defs.stream_c8, 'tollgate', { duration, warmup: 0, c: 4, label: `${label}_stream` }),
   ]);
   // "Before" and "after" are read in the same state: warm (code compiled, pools and caches filled by a short run
-  // of the same mix, which is not reported) and idle for as long after that load as after the soak: 10 s past the
-  // gateway's idle collection (server.idle_gc_ms).
-  const idleGc = idleGcMs();
-  const idle = QUICK ? 3000 : idleGc + 10_000;
+  // of the same mix, which is not reported) and idle for as long after that load as after the soak.
+  const idle = QUICK ? 3000 : 30_000;
   await waitQuiet();
   await mixed(QUICK ? 1 : 5, 'soak_warmup');
   await sleep(idle);
@@ -518,8 +572,8 @@ async function soak(runs) {
   clearInterval(sampler);
   for (const r of [chat, stream]) if (r) runs.push(r);
   const peak = Math.max(max, groupStat(pgid).hwm_kb);
-  // Settle: let timers flush the record queue. RSS is read at `settle` (the figure earlier runs reported) and at
-  // `idle`, after the gateway's own collection once it has been idle for server.idle_gc_ms.
+  // Settle: let timers flush the record queue. RSS is read at `settle`, and at `idle`, as long after the load as
+  // "before" was.
   const settle = QUICK ? 1500 : 6000;
   await sleep(settle);
   const after = groupStat(pgid).rss_kb;
@@ -530,7 +584,7 @@ async function soak(runs) {
     seconds: SOAK, requests: (chat?.requests ?? 0) + (stream?.requests ?? 0), errors: (chat?.errors ?? 0) + (stream?.errors ?? 0) + (chat?.non2xx ?? 0) + (stream?.non2xx ?? 0),
     rss_before_mb: mib(before), rss_peak_mb: mib(peak), rss_after_mb: mib(after), settle_s: settle / 1000,
     after_vs_before: ratio(after),
-    rss_after_idle_mb: mib(afterIdle), idle_s: idle / 1000, after_idle_vs_before: ratio(afterIdle), idle_gc_s: idleGc / 1000,
+    rss_after_idle_mb: mib(afterIdle), idle_s: idle / 1000, after_idle_vs_before: ratio(afterIdle),
   };
   log(`soak: ${res.requests} requests, RSS before ${res.rss_before_mb} MiB, peak ${res.rss_peak_mb} MiB, ` +
     `${res.settle_s} s after ${res.rss_after_mb} MiB (${res.after_vs_before}x), ${res.idle_s} s after ${res.rss_after_idle_mb} MiB (${res.after_idle_vs_before}x)`);
@@ -539,8 +593,9 @@ async function soak(runs) {
 
 // ------------------------------------------------------------------ main
 async function main() {
-  log(`${QUICK ? 'quick' : 'full'} run: ${DURATION}s measured after ${WARMUP}s warm-up per case; scenarios ${SCENARIOS.join(', ')}; temp dir ${tmp}`);
   if (!existsSync(join(ROOT, 'dist', 'cli', 'index.js'))) die('dist/ is missing: run `npm run build` first (npm run bench does)');
+  if (AB_SPECS.length) return variantsAB();
+  log(`${QUICK ? 'quick' : 'full'} run: ${DURATION}s measured after ${WARMUP}s warm-up per case; scenarios ${SCENARIOS.join(', ')}; temp dir ${tmp}`);
   await startTargets();
   log(`targets: ${Object.keys(targets).join(', ')}`);
   const idle = {};
@@ -573,9 +628,9 @@ async function main() {
       log(`${name.padEnd(15)} ${target.padEnd(15)} ${summarise(r)}`);
     }
     if (name === 'chat_c32') {
-      memory.recorder_ab = await alternatingAB(sc, 'tollgate-norec', 'tollgate', 'recorder_ab', 'recorder');
-      memory.metrics_ab = await alternatingAB(sc, 'tollgate-nometrics', 'tollgate', 'metrics_ab', 'metrics');
-      memory.tracing_ab = await alternatingAB(sc, 'tollgate', 'tollgate-traced', 'tracing_ab', 'tracing');
+      memory.recorder_ab = await featureAB(sc, 'tollgate', 'tollgate-norec', 'recorder_ab', 'recorder');
+      memory.metrics_ab = await featureAB(sc, 'tollgate', 'tollgate-nometrics', 'metrics_ab', 'metrics');
+      memory.tracing_ab = await featureAB(sc, 'tollgate-traced', 'tollgate', 'tracing_ab', 'tracing');
       if (memory.tracing_ab) memory.tracing_ab.spans = await exportedSpans();
     }
   }

@@ -149,12 +149,6 @@ export const gatewayConfigSchema = z.strictObject({
       /** Gateway processes sharing the port (node:cluster): 1 = a single process, `auto` = one per CPU core. */
       workers: fromText(z.union([z.number().int().min(1).max(256), z.literal('auto')])).default(1),
       /**
-       * After this long without a request (and none in flight), full GCs give the last burst's memory back
-       * (runtime/memory-policy.ts); 0 = never. Needs node --expose-gc. Each one costs the next burst a recompilation of the
-       * request path, hence a quiet period well past the lulls of steady traffic.
-       */
-      idle_gc_ms: fromText(z.number().int().min(0)).default(30_000),
-      /**
        * The old generation may grow this many percent over what the last full collection left live before V8
        * runs the next one (runtime/memory-policy.ts): bounds peak memory under load; 0 = V8's own factor (up to 4x).
        * While a body of 1 MiB or more is held whole (a spooled upload, an inlined image) the bound is 200% instead.

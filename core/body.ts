@@ -171,8 +171,8 @@ export interface MultipartFieldReader {
 export function multipartFieldReader(contentType: string): MultipartFieldReader {
   let parser: busboy.Busboy;
   try {
-    // fileSize 0: busboy still finds where each file part ends, but hands none of its bytes to the part's stream
-    // (a 20 MiB upload: ~14 ms of parsing instead of ~50 ms with every chunk pushed through a stream and dropped).
+    // fileSize 0: busboy still finds where each file part ends, but hands none of its bytes to the part's stream,
+    // which would push every chunk through a stream only to drop it.
     parser = busboy({ headers: { 'content-type': contentType }, limits: { fieldSize: 64 * 1024, fields: 100, fileSize: 0 } });
   } catch (err) {
     throw malformed(err);

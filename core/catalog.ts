@@ -31,7 +31,7 @@ export class ModelCatalog {
     );
   }
 
-  /** The messages-style shape is chosen by the messages-style version/beta headers (spec, GET /v1/models). */
+  /** The messages-style shape is chosen by the messages-style version/beta headers, as Anthropic's SDKs send them. */
   static wantsMessagesShape(header: (name: string) => string | undefined): boolean {
     return ['anthropic-version', 'anthropic-beta', 'alt-version', 'alt-beta'].some((h) => header(h) !== undefined);
   }

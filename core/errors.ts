@@ -1,6 +1,6 @@
 /**
  * Errors the gateway raises itself. They always render in the chat-completions error shape
- * {"error": {"message", "type", "param", "code"}} (spec, Errors 1); upstream errors are never
+ * {"error": {"message", "type", "param", "code"}}, which every SDK parses; upstream errors are never
  * re-wrapped, they pass through as the provider sent them.
  */
 

@@ -47,8 +47,8 @@ export interface ProviderModule {
   /** Endpoints the provider serves. A request for any other endpoint is refused with endpoint_not_supported. */
   endpoints: readonly EndpointKey[];
   /**
-   * Endpoints whose path alone routes to this provider (spec, Provider detection 2: /v1/messages always goes
-   * to the messages-style provider). At most one enabled provider may claim a given endpoint.
+   * Endpoints whose path alone routes to this provider (/v1/messages always goes to the messages-style
+   * provider, whatever the model). At most one enabled provider may claim a given endpoint.
    */
   ownsEndpoints?: readonly EndpointKey[];
   /** Upstream path per endpoint when it differs from the gateway path minus /v1. */

@@ -5,7 +5,7 @@ import { truncate } from './truncate';
 import type { EndpointKey } from './usage';
 
 /**
- * The deployed providers and the detection rules of the spec, in order:
+ * The deployed providers and how a request finds its provider, in order:
  * 1. X-Gateway-Provider always wins; 2. a path owned by one provider (/v1/messages);
  * 3. the longest matching model-name prefix; 4. otherwise the request fails.
  */

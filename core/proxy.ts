@@ -47,8 +47,8 @@ const EXPECTED_FAILURES: ReadonlySet<string> = new Set(['upstream_timeout', 'ups
 
 /**
  * The headers of the upstream call: the plugins' edited copy, without any X-Gateway-* header (whatever the
- * plugin list, the provider never sees the gateway's own headers: spec, Authentication 2) and without any
- * credential header a plugin may have added (the client's own key is added by the caller).
+ * plugin list, the provider never sees the gateway's own headers, its key among them) and without any credential
+ * header a plugin may have added (the client's own key is added by the caller).
  */
 function upstreamHeadersOf(edited: Record<string, string | string[]>, credentialHeaders: readonly string[]): Record<string, string | string[]> {
   const headers: Record<string, string | string[]> = {};
@@ -89,8 +89,6 @@ interface InFlight {
 export class GatewayProxy {
   /** Requests not yet completed (onComplete included); shutdown waits for zero. */
   inflight = 0;
-  /** Requests begun since start (the idle-memory release watches it). */
-  started = 0;
   /** Set when shutdown begins: requests still arriving on open connections are refused (503, connection closed). */
   draining = false;
   private idleWaiters: (() => void)[] = [];
@@ -117,7 +115,6 @@ export class GatewayProxy {
     const gw = new GatewayContext(id, req.method ?? 'GET', endpoint.path, endpoint, req.headers, this.deps.logger, this.secretHeaders, req.rawHeaders);
     gw.clientAddress = req.socket.remoteAddress;
     const flight: InFlight = { gw, req, res, endpoint, upstream: new UpstreamExchange(), explicit: undefined, upload: undefined, tap: undefined, delivered: false };
-    this.started++;
     this.inflight++;
     // Node also reports finish (and writableFinished) for a response whose socket was already reset, although
     // nothing more reached the client: delivered needs the socket alive too.

@@ -18,8 +18,8 @@ import { bodyRelayed, bodySpooled } from './body-memory';
  *   starts receiving while the client is still sending. Fields after the file are forwarded but not read.
  * - Otherwise (the Node SDK keeps the caller's key order, `{ file, model }`, so the file often comes first; or
  *   the body is chunked) it is received whole first, into a temporary file, not memory, the way nginx buffers
- *   request bodies. Held in memory, each 20 MB upload raised the gateway's RSS by 60-80 MB until the next full
- *   GC, per concurrent upload. Spooled, it costs a few 64 KiB chunks; the provider gets it with its length.
+ *   request bodies: held in memory, each concurrent upload would raise RSS by several times its size until the
+ *   next full GC. Spooled, it costs a few 64 KiB chunks; the provider gets it with its length.
  *
  * The form's plain fields are read from the chunks as they pass (busboy); the file part is never parsed or
  * copied. The file is unlinked as soon as it is created and lives on as an open descriptor only: nothing is

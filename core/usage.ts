@@ -120,7 +120,7 @@ export const PROVIDER_REPORTED = 'provider-reported';
  * - partial: the stream did not complete (client disconnect, upstream reset, or an error event mid-stream);
  *   the output count covers at least what was streamed
  * - unpriced: usage known but the model has no price; cost is NULL, never shown as $0
- * - not_counted: endpoint not counted toward cost totals (audio, images) per the spec
+ * - not_counted: endpoint not counted toward cost totals (audio, images: not priced by token)
  * - failed: the request failed (gateway or upstream error); cost is zero
  */
 export type CostProvenance = 'measured' | 'estimated' | 'partial' | 'unpriced' | 'not_counted' | 'failed';

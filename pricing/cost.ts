@@ -2,7 +2,7 @@
  * Cost of one request: sum over the disjoint Usage buckets of tokens x rate, in exact pico-USD.
  *
  * Order of decisions:
- *   1. endpoint not counted (audio, images; spec 8)          -> null, 'not_counted'
+ *   1. endpoint not counted (audio, images)       -> null, 'not_counted'
  *   2. no price, a price without any rate, or no usage        -> null, 'unpriced' (never $0)
  *   3. otherwise                                              -> exact sum, 'priced'
  *   4. usage.providerCostUsd present (OpenRouter, Perplexity usage.cost): kept beside the computed cost and

@@ -20,7 +20,7 @@ import { ModelCatalog } from '../core/catalog';
 import { endpointAt } from '../core/endpoints';
 import { GatewayError } from '../core/errors';
 import { observeBodyMemory } from '../core/body-memory';
-import { bodyMemoryPolicy, IdleMemoryRelease, releaseHeapOf } from './memory-policy';
+import { bodyMemoryPolicy } from './memory-policy';
 import { bootstrapKeys } from './key-bootstrap';
 import { gatewaySecretCheck } from './gateway-secrets';
 import type { KeyRing } from './services/keys/key-ring';
@@ -164,8 +164,6 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
   // After the proxy's own paths, so proxied requests never look at them: the one exception to "/v1 paths only".
   koa.use(probes.routes());
   koa.use(refuseUnknownRoutes(logger));
-  const idleRelease = new IdleMemoryRelease(proxy, config.server.idle_gc_ms, logger, releaseHeapOf(store!));
-  idleRelease.start();
   const { records_days: recordsDays, batch_size: batchSize, pause_ms: pauseMs } = config.storage.retention;
   const maintenance = new StoreMaintenance(store!, { recordsDays, batchSize, pauseMs }, logger);
   maintenance.start();
@@ -174,7 +172,6 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
   const drain = (graceMs = config.server.shutdown_grace_ms) =>
     (draining ??= (async () => {
       proxy.draining = true;
-      idleRelease.stop();
       maintenance.stop();
       await Promise.race([proxy.idle(), new Promise((r) => setTimeout(r, graceMs).unref())]);
     })());
@@ -203,7 +200,7 @@ export function storageUrlFrom(url: string, configDir: string): string {
 }
 
 /**
- * Anything that is not one of the spec's endpoints is answered by the gateway itself and never proxied; it gets
+ * Anything that is not one of the proxied endpoints (core/endpoints.ts) is answered by the gateway itself and never proxied; it gets
  * its log line like any request (no usage record: it reached no workspace).
  */
 function refuseUnknownRoutes(logger: Logger): Koa.Middleware {
@@ -211,7 +208,7 @@ function refuseUnknownRoutes(logger: Logger): Koa.Middleware {
     const endpoint = endpointAt(ctx.path);
     const error = endpoint
       ? new GatewayError('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; use ${endpoint.method}.`, { headers: { allow: endpoint.method } })
-      : new GatewayError('route_not_found', `Unknown path ${ctx.path.slice(0, 200)}. Tollgate serves only the /v1 endpoints of its spec.`);
+      : new GatewayError('route_not_found', `Unknown path ${ctx.path.slice(0, 200)}. Tollgate serves only the /v1 endpoints it proxies.`);
     const requestId = newRequestId();
     ctx.status = error.status;
     ctx.set(error.headers);

@@ -11,7 +11,7 @@ export const REDACT_PATHS = [
 /**
  * The root logger. Lines are JSON and written asynchronously (SonicBoom), so logging never blocks a request;
  * `flush` is called on shutdown so the last lines are not lost. Lines are written in blocks of at least 4 KiB
- * (one write per line cost ~6% of the CPU under load), and at least every 200 ms when traffic is low
+ * (a write per line is a system call per request), and at least every 200 ms when traffic is low
  * (runtime/log-destination.ts).
  */
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {

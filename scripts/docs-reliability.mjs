@@ -58,10 +58,9 @@ const lockout = get('auth-and-admin', 'lockout-memory');
 const secrets = get('secrets', 'request-paths');
 const scan = get('secret-scan', 'last-run');
 
+// Only the machine's size goes into the doc (its name and the date belong to the run, not to the docs).
 const entries = Object.values(all).flatMap((s) => Object.values(s));
-const dates = entries.map((e) => e.measured_at).sort();
-const machines = [...new Set(entries.map((e) => e.machine))];
-const day = (iso) => iso?.slice(0, 10) ?? '?';
+const cores = [...new Set(entries.map((e) => /^(\d+) ×/.exec(e.machine ?? '')?.[1]).filter(Boolean))];
 
 const poisonCell = (store, p) =>
   p
@@ -76,8 +75,8 @@ const statuses = fuzz ? Object.entries(fuzz.statuses).map(([s, c]) => `${s}×${c
 const out = [];
 out.push(BEGIN, '', '## Measured figures', '');
 out.push(
-  `Measured by the suites on ${machines.map((m) => `*${m}*`).join(' and ') || '?'}, ${day(dates[0])}${day(dates.at(-1)) !== day(dates[0]) ? ` to ${day(dates.at(-1))}` : ''} ` +
-    '(one run; a shared CI machine varies by a factor of 2 to 5 between runs, so read latencies as orders of magnitude). ' +
+  `Measured by the suites in one run on a shared ${cores.length ? cores.join(' and ') : '?'}-core CI machine ` +
+    '(such a machine varies by a factor of 2 to 5 between runs, so read latencies as orders of magnitude). ' +
     '"Guaranteed" rows are exact checks: the suite fails if one differs. "Bounded" rows are measured against their bound: the suite fails beyond it.',
   '',
 );

@@ -46,7 +46,7 @@ export const COUNTERS: readonly CounterDef[] = [
   {
     field: 'unknownCostCount',
     column: 'unknown_cost_count',
-    // Unknown cost means unpriced; audio and images are "not counted" on purpose (spec 8), not unknown.
+    // Unknown cost means unpriced; audio and images are "not counted" on purpose (not priced by token), not unknown.
     rawSql: "CASE WHEN r.cost_pico IS NULL AND r.provenance <> 'not_counted' THEN 1 ELSE 0 END",
     of: (r) => flag(r.costPico === null && r.provenance !== 'not_counted'),
   },
@@ -102,7 +102,7 @@ export function zeroTotals(): UsageTotals {
 /** What one record adds to every counter. */
 export function contribution(r: UsageRecord): UsageTotals {
   // One object literal, each value from its counter's `of` by name: the writer calls this for every record, and
-  // filling the fields in a loop over COUNTERS cost ~1,900 instructions a record (megamorphic keyed stores).
+  // filling the fields in a loop over COUNTERS would make every store megamorphic.
   const of = COUNTER_OF;
   return {
     requests: of.requests(r) as number,
@@ -152,7 +152,7 @@ export function addTotals(into: UsageTotals, delta: UsageTotals, sign: 1 | -1 = 
 /**
  * How much of a group's cost is known: `known` (no record of it is unpriced), `lower_bound` (some are: the
  * known sum understates the cost) or `unknown` (all are). Audio and image records are not counted on purpose
- * (spec 8) and make nothing unknown.
+ * (not priced by token) and make nothing unknown.
  */
 export type CostStatus = 'known' | 'lower_bound' | 'unknown';
 

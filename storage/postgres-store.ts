@@ -180,7 +180,7 @@ export class PostgresUsageStore implements UsageStore {
       max: opts.poolSize ?? 10,
       connectionTimeoutMillis: opts.connectTimeoutMs ?? 5000,
       // JIT compilation pays off for queries that run for seconds; the dashboard's run for tens to hundreds of ms,
-      // and a compile (~25 ms measured on the tag-set query at a million records) only adds to them.
+      // and a compile (tens of ms) only adds to them.
       options: [`-c jit=off`, ...(opts.schema ? [`-c search_path=${opts.schema}`] : [])].join(' '),
     });
     // An idle client losing its connection must not crash the process; the next query reconnects.

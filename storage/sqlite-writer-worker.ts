@@ -12,13 +12,6 @@ const options = workerData as WriterThreadOptions;
 const store = new SqliteUsageStore(options.path, { busyTimeoutMs: options.busyTimeoutMs, cacheKib: options.cacheKib, writerThread: false });
 const port = parentPort!;
 
-/** Two full collections, as on the main thread (runtime/memory-policy.ts says why two); gc() exists with --expose-gc. */
-function collectGarbage(): void {
-  const gc = (globalThis as { gc?: () => void }).gc;
-  gc?.();
-  gc?.();
-}
-
 function run(msg: WriterRequest): unknown {
   switch (msg.op) {
     case 'insertPacked':
@@ -29,8 +22,6 @@ function run(msg: WriterRequest): unknown {
       return store.quarantine(msg.entries);
     case 'touchKeys':
       return store.touchKeys(msg.ids, msg.lastUsedAt);
-    case 'collectGarbage':
-      return collectGarbage();
     case 'maintain':
       return store.maintain(msg.opts);
   }

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Renders a bench result (bench/results/*.json) as Markdown tables: per scenario, the targets side by side with
-// ratios to the direct call and to the bare proxy, then the issue-7 targets (met or not), then the change
-// against a previous result.
+// ratios to the direct call and to the bare proxy, then the goals (met or not), then the change against a previous
+// result.
 //   node bench/lib/report.mjs bench/results/latest.json [bench/results/previous.json]
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -143,7 +143,7 @@ export function medianInterval(xs) {
   return { median: s[Math.floor(n / 2)], lo: s[k - 1], hi: s[n - k], coverage: 1 - 2 * atMost[k - 1] };
 }
 
-/** The targets of issue 7, each with its measured value. */
+/** The benchmark's goals, each with its measured value. */
 export function targets(result) {
   const t = (scenario, target) => pick(result, scenario, target);
   const out = [];
@@ -182,8 +182,8 @@ export function targets(result) {
     const rise = up?.procs?.gw && up.rss_before_mb != null ? up.procs.gw.peak_rss_mb - up.rss_before_mb : null;
     add(`${label}: RSS rise`, rise == null ? null : `${num(rise, 0)} MiB (${num(rise / size, 2)}x)`, '< 2x upload size', rise == null ? null : rise < 2 * size);
   }
-  // Once idle, the gateway gives memory back (server.idle_gc_ms): the target reads RSS after that; runs
-  // from before the idle read have only the figure at settle_s.
+  // The target reads RSS as long after the soak as "before" was read after the warm-up; results without that
+  // reading have only the figure at settle_s.
   const soak = result.memory?.soak;
   const soakIdle = soak?.after_idle_vs_before != null;
   const soakRatio = soakIdle ? soak.after_idle_vs_before : soak?.after_vs_before;
@@ -232,7 +232,7 @@ export function targets(result) {
 function targetsTable(result) {
   const verdict = (met) => (met == null ? '-' : met === 'inconclusive' ? '?' : met ? 'yes' : 'NO');
   const rows = targets(result).map((x) => [x.name, x.measured ?? 'not measured', x.goal, verdict(x.met), x.note]);
-  return table(['target (issue 7)', 'measured', 'goal', 'met', 'note'], rows);
+  return table(['target', 'measured', 'goal', 'met', 'note'], rows);
 }
 
 function comparison(result, previous) {
@@ -257,9 +257,9 @@ function comparison(result, previous) {
 export function renderReport(result, previous, previousName) {
   const m = result.machine;
   const out = [];
-  out.push(`## Tollgate benchmark, ${result.date} (${result.quick ? 'quick run' : 'full run'})`);
+  out.push(`## Tollgate benchmark (${result.quick ? 'quick run' : 'full run'})`);
   out.push('');
-  out.push(`${m.cpus} × ${m.cpu}, ${m.mem_gib} GiB, Node ${m.node}, ${m.platform}. Each case: ${result.settings.duration_s} s measured after ${result.settings.warmup_s} s warm-up, ` +
+  out.push(`${m.cpus} cores, ${m.mem_gib} GiB, Node ${m.node}, ${m.platform}. Each case: ${result.settings.duration_s} s measured after ${result.settings.warmup_s} s warm-up, ` +
     `one after the other in one run against the same mock provider. Targets: ${result.targets.join(', ')}.`);
   out.push('`x direct` / `x bare`: the target\'s rate divided by the direct call\'s / the bare proxy\'s. `+p50`: added latency over the direct call. ' +
     '`gw CPU`: CPU time of the target\'s process group over the measured window, per request and as % of one core. Peak RSS: VmHWM during the case. ' +
@@ -288,7 +288,7 @@ export function renderReport(result, previous, previousName) {
     out.push('');
     out.push(`Soak (tollgate, ${s.seconds} s: chat at 16 connections + streams at 4): ${thousands(s.requests)} requests, ${s.errors} errors; ` +
       `RSS ${num(s.rss_before_mb, 1)} MiB before, peak ${num(s.rss_peak_mb, 1)} MiB, ${num(s.rss_after_mb, 1)} MiB ${s.settle_s} s after (${num(s.after_vs_before, 3)}x)` +
-      (s.rss_after_idle_mb == null ? '.' : `, ${num(s.rss_after_idle_mb, 1)} MiB ${s.idle_s} s after (${num(s.after_idle_vs_before, 3)}x; the gateway collects after ${s.idle_gc_s ?? 10} s idle).`));
+      (s.rss_after_idle_mb == null ? '.' : `, ${num(s.rss_after_idle_mb, 1)} MiB ${s.idle_s} s after (${num(s.after_idle_vs_before, 3)}x).`));
   }
   out.push('');
   out.push('### Targets');
@@ -296,7 +296,7 @@ export function renderReport(result, previous, previousName) {
   out.push(targetsTable(result));
   if (previous) {
     out.push('');
-    out.push(`### Compared with the previous result (${previousName ?? previous.date}, ${previous.date})`);
+    out.push(`### Compared with the previous result (${previousName ?? 'the previous run'})`);
     out.push('');
     out.push(comparison(result, previous));
   }

@@ -9,7 +9,7 @@ const optionsSchema = z
   })
   .prefault({});
 
-/** Turns the metadata headers into the request's tag map (spec, Attribution headers). */
+/** Turns the metadata headers into the request's tag map (X-Gateway-Metadata and X-Gateway-Metadata-*). */
 export class AttributionPlugin implements GatewayPlugin {
   readonly name = 'attribution';
 

@@ -27,7 +27,8 @@ const optionsSchema = z
 type Options = z.output<typeof optionsSchema>;
 
 /**
- * Validates X-Gateway-Key and sets the request's workspace and key id. Every request needs it (spec, Authentication).
+ * Validates X-Gateway-Key and sets the request's workspace and key id. Every request needs it: without a valid key nothing is
+ * proxied.
  * The lockout refuses only invalid keys: behind a NAT or a shared egress proxy, one client guessing keys never locks
  * out the others, and keys of at least 24 characters (config security.allow_weak_keys) leave nothing to guess.
  */

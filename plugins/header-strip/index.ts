@@ -7,7 +7,7 @@ const optionsSchema = z
   })
   .prefault({});
 
-/** Removes every X-Gateway-* header (and any configured extra) before the request goes upstream (spec, Authentication 2). */
+/** Removes every X-Gateway-* header (and any configured extra) before the request goes upstream: the provider never sees the gateway key. */
 export class HeaderStripPlugin implements GatewayPlugin {
   readonly name = 'header-strip';
   private readonly remove: ReadonlySet<string>;

@@ -39,7 +39,7 @@ function boundedTags(tags: Record<string, string>): Record<string, string> {
 
 /**
  * How much to trust a record's cost, in order: a stream that did not complete (cut, or an error event after its
- * 200) is partial; a failed request costs nothing; audio and images are not counted (spec 8); tokenizer counts
+ * 200) is partial; a failed request costs nothing; audio and images are not counted (not priced by token); tokenizer counts
  * are estimated; no price means unpriced (cost unknown, never $0); otherwise the cost is measured from the
  * provider's own usage.
  */

@@ -1,7 +1,7 @@
 import { bearer, defineProvider } from '../../core/provider-contract';
 import { openaiUsageParser } from './usage';
 
-/** OpenAI: the chat-completions family and every endpoint of the spec. */
+/** OpenAI: the chat-completions family and every endpoint the gateway proxies. */
 export const openai = defineProvider({
   slug: 'openai',
   displayName: 'OpenAI',

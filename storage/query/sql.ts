@@ -133,8 +133,8 @@ export interface TagSetSpec {
  *
  * SQLite keeps the written join order (CROSS JOIN). PostgreSQL plans freely, and its estimate of how many sets
  * carry a (key, value) pair is poor (keys and values are correlated): with a value filter it hash-joined the whole
- * daily table and every member of the grouped key (440 ms at a million records, bench/dashboard.ts), where one
- * index seek per candidate set takes a third of that. So when a value filter bounds the candidates, PostgreSQL
+ * daily table and every member of the grouped key, where one index seek per candidate set reads a fraction of
+ * that. So when a value filter bounds the candidates, PostgreSQL
  * gets the per-set form: member values as scalar subqueries and the daily rows as a LATERAL subquery, both behind
  * OFFSET 0 so that the planner cannot flatten them back into a hash join. Without a value filter every set is a
  * candidate and the hash join is the better plan, so it is left to the planner.
@@ -189,8 +189,7 @@ const lacksKey = (alias: string) => `NOT EXISTS (SELECT 1 FROM ${TAG_SET_MEMBERS
  * tag_set_members (key, value, set_id); with no value, every set (tag_sets) is a candidate.
  * PostgreSQL gets the candidates as a join on the members' (set_id, key) key: the planner drives it from the
  * filter it expects to be the most selective and probes the others, where INTERSECT reads every filter's whole
- * list (a series of the chart, three filters: 30 ms -> 3 ms; the table, two filters: 180 -> 100 ms, at a million
- * records). SQLite keeps a join's written order, so it gets the INTERSECT, which does not depend on that order.
+ * list. SQLite keeps a join's written order, so it gets the INTERSECT, which does not depend on that order.
  */
 function matchingSets(d: SqlDialect, values: TagFilter[], untagged: TagFilter[]): SqlQuery {
   let sql: string;
@@ -224,12 +223,11 @@ export function matchingSetCountSql(d: SqlDialect, tags: TagFilter[], limit: num
  *         hash, read from the index): a listing reads records newest first and stops at its page; an aggregate
  *         of a common value reads the table in order rather than scattered, set by set. The test is written
  *         `(... IN (...)) IS TRUE` so that neither database turns it into a join: SQLite would seek the sets
- *         instead, and PostgreSQL, estimating a few dozen matches, hash-joined and sorted the whole month (165 ms
- *         for a page of the top customer, 0.5 ms as written, at a million records)
+ *         instead, and PostgreSQL, estimating a few dozen matches, would hash-join and sort the whole month for
+ *         one page
  *   probe by time as well, looking each record's set up in tag_set_members (set_id, key): no hash of the matching
  *         sets to build, for a range holding fewer records than the value has sets (the partial hours at the edges
- *         of a chart of agent=agent-00, 17,169 sets: 328 records in half an hour took 2.1 ms by time, 0.17 ms
- *         probed, at a million records). Wrapped in IS TRUE for the same reason.
+ *         of a chart of a common value). Wrapped in IS TRUE for the same reason.
  * storage/query/via.ts chooses.
  */
 export type RawVia = 'sets' | 'time' | 'probe';

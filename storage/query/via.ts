@@ -13,11 +13,9 @@
  *
  * Aggregates on PostgreSQL always go by sets, as a join its planner orders (aggregateVia says why).
  *
- * Costs measured at a million records on SQLite (bench/dashboard.ts data, docs/performance.md "Eleventh round"), in
- * units of one record scanned by time (~0.08 µs): a record read by sets costs ~16 more than one read by time
- * (scattered against sequential reads of the table), a set's seek ~8. So an aggregate goes by sets only for values
- * that are rare in the range: a customer with 0.01% of the month's records took 0.2 ms by sets and 67 ms by time;
- * one with 14.5% took 473 ms by sets and 385 ms by time.
+ * Costs on SQLite at a million records (bench/dashboard.ts), in units of one record scanned by time: a record read
+ * by sets costs ~16 more than one read by time (scattered against sequential reads of the table), a set's seek ~8.
+ * So an aggregate goes by sets only for values that are rare in the range.
  */
 import { toNumber } from '../codec';
 import type { SqlDialect } from '../dialect';
@@ -63,9 +61,9 @@ SELECT ${perValue.join(', ')}`;
 }
 
 /**
- * Ranges expected to hold fewer records than this are probed record by record (~0.5-1 µs each on SQLite at a million
- * records) rather than scanned against a hash of the matching sets, which costs ~0.13 µs per set to build: the
- * partial hours at the edges of a one-tag chart hold a few hundred records, and a common value has thousands of sets.
+ * Ranges expected to hold fewer records than this are probed record by record rather than scanned against a hash
+ * of the matching sets, whose build costs per set: the partial hours at the edges of a one-tag chart hold a few
+ * hundred records, and a common value has thousands of sets.
  */
 const PROBE_MAX_RECORDS = 2000;
 
@@ -77,9 +75,8 @@ export async function aggregateVia(d: SqlDialect, exec: Exec, filters: ParsedFil
   const { values } = splitTagFilters(filters.tags);
   if (values.length === 0) return 'time';
   // PostgreSQL plans the sets' join itself (a hash join over the range, or a seek per set) from its statistics, and
-  // did so within a few ms of the better form here; forcing a scan by time cost it 1-2 µs per record (52 against
-  // 4.8 ms for a day of cust-0000 with feature-00), a probe ~8 µs. Only SQLite, which keeps a join's written order,
-  // needs the choice made for it.
+  // forcing a scan by time or a probe only slows it down. Only SQLite, which keeps a join's written order, needs the
+  // choice made for it.
   if (d.reordersJoins) return 'sets';
   const { records, matches } = await rangeCounts(d, exec, values, from, to);
   const byTime: RawVia = records < PROBE_MAX_RECORDS ? 'probe' : 'time';

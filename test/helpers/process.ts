@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { PROJECT_ROOT } from './fixtures';
@@ -22,16 +22,9 @@ export interface GatewayProcess {
   exited: Promise<number | null>;
 }
 
-/** The Node flags `npm start` runs the gateway with, read from package.json's start script. */
-export function npmStartNodeFlags(): string[] {
-  const pkg = JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } };
-  const words = pkg.scripts.start.split(/\s+/);
-  return words.slice(words.indexOf('node') + 1, words.indexOf('dist/cli/index.js'));
-}
-
 /**
  * Runs the real `tollgate start` with this YAML as its config file (in a fresh folder) and waits until it listens.
- * `nodeFlags` go to Node before the script (e.g. npmStartNodeFlags()).
+ * `nodeFlags` go to Node before the script.
  */
 export async function spawnGateway(yaml: string, env: NodeJS.ProcessEnv = {}, nodeFlags: string[] = []): Promise<GatewayProcess> {
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-proc-'));

@@ -29,11 +29,19 @@ function steps(nodeFlags: string[]): Record<string, string[]> {
 describe('young collections after relayed bodies (runtime/memory-policy.ts)', function () {
   this.timeout(30_000);
 
-  it('runs a young collection (a scavenge) after every 4 MiB relayed, and only then', () => {
-    expect(steps(['--expose-gc'])).to.deep.equal({ '3': [], '4': ['Scavenge'], '7': [], '12': ['Scavenge', 'Scavenge'] });
+  const EVERY_4_MIB = { '3': [], '4': ['Scavenge'], '7': [], '12': ['Scavenge', 'Scavenge'] };
+
+  it('runs a young collection (a scavenge) after every 4 MiB relayed, and only then, with no Node flag', () => {
+    expect(steps([])).to.deep.equal(EVERY_4_MIB);
   });
 
-  it('without --expose-gc: counts, collects nothing and throws nothing', () => {
-    expect(steps([])).to.deep.equal({ '3': [], '4': [], '7': [], '12': [] });
+  it('does the same when Node was started with --expose-gc', () => {
+    expect(steps(['--expose-gc'])).to.deep.equal(EVERY_4_MIB);
+  });
+
+  it('gives no gc() to the program itself', () => {
+    const probe = `require(process.argv[1]).bodyBytesRelayed(8 * 1024 * 1024); process.stdout.write(typeof gc + ' ' + require('node:vm').runInNewContext('typeof gc'));`;
+    const out = execFileSync(process.execPath, ['-e', probe, require.resolve('../../runtime/memory-policy')], { encoding: 'utf8' });
+    expect(out).to.equal('undefined undefined');
   });
 });

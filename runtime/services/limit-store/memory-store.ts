@@ -10,8 +10,7 @@ interface BucketRecord {
 /**
  * Holds with a lease, by holder (request id). Every open request holds one, so lapsed ones (their holder crashed
  * or hung) are looked for only once `nextLapse`, a lower bound of the earliest lease end, has passed: renewals
- * only move lease ends later. (Stream slots checked every lease on every acquire until the ninth round: with many
- * streams open on one key, each admission was O(open streams).)
+ * only move lease ends later. Checking every lease on every acquire would make each admission O(open streams).
  */
 interface Leases<H extends { leaseEnd: number }> {
   holds: Map<string, H>;
