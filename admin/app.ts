@@ -45,7 +45,18 @@ export interface AdminDeps {
   metrics?: AdminMetrics;
 }
 
-export function createAdminApp({ store, token, logger, workspaces, budgets, onKeysChanged, proxyUrl, lockout, probes, metrics }: AdminDeps): Koa {
+export function createAdminApp({
+  store,
+  token,
+  logger,
+  workspaces,
+  budgets,
+  onKeysChanged,
+  proxyUrl,
+  lockout,
+  probes,
+  metrics,
+}: AdminDeps): Koa {
   const expected = digest(token);
   const scrapeToken = metrics?.token === undefined ? undefined : digest(metrics.token);
   const failures = lockout === false ? undefined : new FailedKeyTracker({ ...ADMIN_LOCKOUT_DEFAULTS, ...lockout });
@@ -67,7 +78,11 @@ export function createAdminApp({ store, token, logger, workspaces, budgets, onKe
       const presented = bearer ?? ctx.get('x-admin-token');
       // Compare digests: constant time, and equal length whatever was sent.
       const presentedDigest = presented ? digest(presented) : undefined;
-      const scrape = scrapeToken !== undefined && ctx.path === METRICS_PATH && presentedDigest !== undefined && timingSafeEqual(presentedDigest, scrapeToken);
+      const scrape =
+        scrapeToken !== undefined &&
+        ctx.path === METRICS_PATH &&
+        presentedDigest !== undefined &&
+        timingSafeEqual(presentedDigest, scrapeToken);
       if (!scrape && (!presentedDigest || !timingSafeEqual(presentedDigest, expected))) {
         if (presentedDigest && failures) {
           const blockMs = failures.fail(address, presentedDigest.toString('base64').slice(0, 12));
@@ -76,10 +91,14 @@ export function createAdminApp({ store, token, logger, workspaces, budgets, onKe
             throw adminBlocked(blockMs);
           }
         }
-        throw new GatewayError('gateway_key_invalid', 'Missing or invalid admin token (Authorization: Bearer <token> or X-Admin-Token).');
+        throw new GatewayError(
+          'gateway_key_invalid',
+          'Missing or invalid admin token (Authorization: Bearer <token> or X-Admin-Token).',
+        );
       }
       await next();
-      if (ctx.status === 404 && ctx.body === undefined) throw new GatewayError('route_not_found', `Unknown admin route ${ctx.path.slice(0, 200)}`);
+      if (ctx.status === 404 && ctx.body === undefined)
+        throw new GatewayError('route_not_found', `Unknown admin route ${ctx.path.slice(0, 200)}`);
     } catch (err) {
       const error = asGatewayError(err);
       if (error.status >= 500) logger.error({ err, path: truncate(ctx.path, 200) }, 'admin request failed');
@@ -94,8 +113,15 @@ export function createAdminApp({ store, token, logger, workspaces, budgets, onKe
     const filter = filterFrom(ctx.query);
     const groupBy = groupByFrom(ctx.query);
     const interval = intervalFrom(ctx.query);
-    const queries = [{ ...filter, groupBy, interval }, { ...filter, groupBy: [] }];
-    const [rows, [total], retention] = await Promise.all([store.queryUsage(queries[0]), store.queryUsage(queries[1]), retentionJson(store, queries)]);
+    const queries = [
+      { ...filter, groupBy, interval },
+      { ...filter, groupBy: [] },
+    ];
+    const [rows, [total], retention] = await Promise.all([
+      store.queryUsage(queries[0]),
+      store.queryUsage(queries[1]),
+      retentionJson(store, queries),
+    ]);
     ctx.body = {
       from: new Date(filter.from).toISOString(),
       to: new Date(filter.to).toISOString(),
@@ -109,7 +135,11 @@ export function createAdminApp({ store, token, logger, workspaces, budgets, onKe
   });
 
   router.get('/requests', async (ctx) => {
-    const page = await store.listRequests({ ...filterFrom(ctx.query), limit: limitFrom(ctx.query), cursor: cursorFrom(ctx.query) });
+    const page = await store.listRequests({
+      ...filterFrom(ctx.query),
+      limit: limitFrom(ctx.query),
+      cursor: cursorFrom(ctx.query),
+    });
     ctx.body = { data: page.records.map(recordJson), next_cursor: page.nextCursor };
   });
 
@@ -120,15 +150,29 @@ export function createAdminApp({ store, token, logger, workspaces, budgets, onKe
     // without the key or its hash, and without dates (they live in the file, not in the store).
     const declared = workspaces
       .filter((w) => workspace === undefined || w.id === workspace)
-      .flatMap((w) => w.keys.filter((k) => k.key || k.sha256).map((k) => ({
-        id: k.id, workspace: w.id, label: k.label ?? '', created_at: null, last_used_at: null, revoked: false, revoked_at: null, source: 'config' as const,
-      })));
+      .flatMap((w) =>
+        w.keys
+          .filter((k) => k.key || k.sha256)
+          .map((k) => ({
+            id: k.id,
+            workspace: w.id,
+            label: k.label ?? '',
+            created_at: null,
+            last_used_at: null,
+            revoked: false,
+            revoked_at: null,
+            source: 'config' as const,
+          })),
+      );
     ctx.body = { data: [...stored, ...declared] };
   });
 
   router.post('/keys', async (ctx) => {
     const body = ctx.request.length ? parseJsonBody(await readBody(ctx.req, 64 * 1024)) : {};
-    const { key, record } = await createGatewayKey(store, workspaces, { workspace: body.workspace as string | undefined, label: body.label as string | undefined });
+    const { key, record } = await createGatewayKey(store, workspaces, {
+      workspace: body.workspace as string | undefined,
+      label: body.label as string | undefined,
+    });
     await onKeysChanged();
     ctx.status = 201;
     ctx.body = { ...keyJson(record), source: 'store', key };
@@ -167,7 +211,11 @@ export function createAdminApp({ store, token, logger, workspaces, budgets, onKe
 
 function adminBlocked(leftMs: number): GatewayError {
   const seconds = Math.max(1, Math.ceil(leftMs / 1000));
-  return new GatewayError('auth_blocked', `Too many wrong admin tokens from this address: blocked for ${seconds} more seconds.`, {
-    headers: { 'retry-after': String(seconds) },
-  });
+  return new GatewayError(
+    'auth_blocked',
+    `Too many wrong admin tokens from this address: blocked for ${seconds} more seconds.`,
+    {
+      headers: { 'retry-after': String(seconds) },
+    },
+  );
 }

@@ -35,7 +35,8 @@ function time(q: ParsedUrlQuery, name: string, fallback: number): number {
   const raw = one(q, name);
   if (raw === undefined || raw === '') return fallback;
   const n = /^\d+$/.test(raw) ? Number(raw) : Date.parse(raw);
-  if (!Number.isFinite(n) || Math.abs(n) > LAST_DATE_MS) throw bad(name, `${name} must be epoch milliseconds or an ISO 8601 date`);
+  if (!Number.isFinite(n) || Math.abs(n) > LAST_DATE_MS)
+    throw bad(name, `${name} must be epoch milliseconds or an ISO 8601 date`);
   return n;
 }
 
@@ -49,7 +50,8 @@ export function filterFrom(q: ParsedUrlQuery, now = Date.now()): UsageFilter {
     const m = /^filter\[(.+)\]$/.exec(key);
     if (m) filters[m[1]] = one(q, key)!;
   }
-  for (const [name, value] of Object.entries(filters)) checked(`filter[${name}]`, () => parseFilters({ [name]: value }));
+  for (const [name, value] of Object.entries(filters))
+    checked(`filter[${name}]`, () => parseFilters({ [name]: value }));
   checked('filter', () => parseFilters(filters));
   return { from, to, filters };
 }
@@ -57,7 +59,10 @@ export function filterFrom(q: ParsedUrlQuery, now = Date.now()): UsageFilter {
 /** group_by=agent,feature (or repeated), each a built-in dimension or any tag key. */
 export function groupByFrom(q: ParsedUrlQuery): string[] {
   const raw = q.group_by;
-  const list = (Array.isArray(raw) ? raw : raw ? [raw] : []).flatMap((s) => s.split(',')).map((s) => s.trim()).filter(Boolean);
+  const list = (Array.isArray(raw) ? raw : raw ? [raw] : [])
+    .flatMap((s) => s.split(','))
+    .map((s) => s.trim())
+    .filter(Boolean);
   if (list.length > GROUP_BY_MAX) throw bad('group_by', `group_by takes at most ${GROUP_BY_MAX} dimensions`);
   checked('group_by', () => planUsageQuery({ from: 0, to: 1, groupBy: list }));
   return list;
@@ -73,7 +78,8 @@ export function intervalFrom(q: ParsedUrlQuery): Interval | undefined {
 export function limitFrom(q: ParsedUrlQuery): number {
   const raw = one(q, 'limit');
   const n = raw === undefined ? LIMIT_DEFAULT : Number(raw);
-  if (!Number.isInteger(n) || n < 1 || n > LIMIT_MAX) throw bad('limit', `limit must be an integer from 1 to ${LIMIT_MAX}`);
+  if (!Number.isInteger(n) || n < 1 || n > LIMIT_MAX)
+    throw bad('limit', `limit must be an integer from 1 to ${LIMIT_MAX}`);
   return n;
 }
 

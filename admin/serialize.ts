@@ -36,7 +36,11 @@ export function totalsJson(t: UsageTotals) {
 }
 
 export function groupRowJson(row: UsageGroupRow) {
-  return { group: row.group, ...(row.bucket !== undefined ? { bucket: new Date(row.bucket).toISOString() } : {}), ...totalsJson(row) };
+  return {
+    group: row.group,
+    ...(row.bucket !== undefined ? { bucket: new Date(row.bucket).toISOString() } : {}),
+    ...totalsJson(row),
+  };
 }
 
 export function recordJson(r: UsageRecord) {
@@ -69,7 +73,8 @@ export function recordJson(r: UsageRecord) {
     tags: r.tags,
     error_code: r.errorCode,
     usage_source: r.usageSource ?? null,
-    provider_cost_usd: r.providerCostPico === undefined || r.providerCostPico === null ? null : formatUsd(r.providerCostPico),
+    provider_cost_usd:
+      r.providerCostPico === undefined || r.providerCostPico === null ? null : formatUsd(r.providerCostPico),
     cost_disagrees: r.costDisagrees ?? null,
     tool_calls: r.toolCalls ?? null,
     price_id: r.priceId ?? null,
@@ -85,6 +90,9 @@ export async function retentionJson(store: UsageStore, queries: readonly UsageQu
   const keptFrom = await store.recordsKeptFrom();
   return {
     records_kept_from: keptFrom === null ? null : new Date(keptFrom).toISOString(),
-    uncounted: uncountedRanges(queries, keptFrom).map((r) => ({ from: new Date(r.from).toISOString(), to: new Date(r.to).toISOString() })),
+    uncounted: uncountedRanges(queries, keptFrom).map((r) => ({
+      from: new Date(r.from).toISOString(),
+      to: new Date(r.to).toISOString(),
+    })),
   };
 }

@@ -126,7 +126,11 @@ plugins:
     options: { spill_path: ${join(dir, `spill-${port}.jsonl`)} }
 `,
   );
-  const child = spawn(process.execPath, [...NODE_FLAGS, join(ROOT, 'dist', 'cli', 'index.js'), 'start', '--config', config], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    [...NODE_FLAGS, join(ROOT, 'dist', 'cli', 'index.js'), 'start', '--config', config],
+    { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   const lines: string[] = [];
   let buf = '';
   child.stdout!.on('data', (d: Buffer) => {
@@ -174,9 +178,14 @@ async function filled(target: Target, now: number) {
   const store = await target.open();
   if (target.partitions) for (let m = -4; m <= 0; m++) await store.maintain({ now: monthStart(now, m) });
   const fill = performance.now();
-  const all = [...records('old', OLD, today - 90 * DAY, today - 40 * DAY), ...records('kept', KEPT, today - 25 * DAY, now - 3_600_000)];
+  const all = [
+    ...records('old', OLD, today - 90 * DAY, today - 40 * DAY),
+    ...records('kept', KEPT, today - 25 * DAY, now - 3_600_000),
+  ];
   for (let i = 0; i < all.length; i += 5000) await store.insertBatch(all.slice(i, i + 5000));
-  console.log(`${target.name}: filled ${OLD} old + ${KEPT} kept records in ${((performance.now() - fill) / 1000).toFixed(1)} s`);
+  console.log(
+    `${target.name}: filled ${OLD} old + ${KEPT} kept records in ${((performance.now() - fill) / 1000).toFixed(1)} s`,
+  );
   return store;
 }
 
@@ -197,7 +206,14 @@ async function storeRun(target: Target): Promise<void> {
   elu = performance.eventLoopUtilization();
   busy.enable();
   const t = performance.now();
-  const result = await store.maintain({ now, retention: { before: now - (now % DAY) - 30 * DAY, batchSize: Number(BATCH ?? RETENTION_DEFAULTS.batchSize), pauseMs: 0 } });
+  const result = await store.maintain({
+    now,
+    retention: {
+      before: now - (now % DAY) - 30 * DAY,
+      batchSize: Number(BATCH ?? RETENTION_DEFAULTS.batchSize),
+      pauseMs: 0,
+    },
+  });
   const ms = performance.now() - t;
   busy.disable();
   const busyElu = performance.eventLoopUtilization(elu);
@@ -206,7 +222,9 @@ async function storeRun(target: Target): Promise<void> {
   // this thread spent running callbacks rather than waiting for events.
   const lag = (h: ReturnType<typeof monitorEventLoopDelay>, u: { utilization: number }) =>
     `delay p99 ${(h.percentile(99) / 1e6).toFixed(1)} max ${(h.max / 1e6).toFixed(1)} ms, busy ${(u.utilization * 100).toFixed(1)}%`;
-  console.log(`${target.name}: store run without pauses ${ms.toFixed(0)} ms: deleted ${result.deleted} in ${result.deleteStatements} statements, dropped ${JSON.stringify(result.droppedPartitions)}`);
+  console.log(
+    `${target.name}: store run without pauses ${ms.toFixed(0)} ms: deleted ${result.deleted} in ${result.deleteStatements} statements, dropped ${JSON.stringify(result.droppedPartitions)}`,
+  );
   console.log(`${target.name}: this thread idle: ${lag(idle, idleElu)}; during the run: ${lag(busy, busyElu)}`);
   await target.cleanup();
 }
@@ -231,7 +249,9 @@ async function measure(target: Target, mockUrl: string): Promise<void> {
     for (let i = 0; i < during.length; i++) baseline.push(await chat(base.url));
     await stop(base.child);
 
-    console.log(`${target.name}: maintenance run ${line.ms} ms: deleted ${line.deleted} in ${line.deleteStatements} statements, dropped ${JSON.stringify(line.droppedPartitions)}${line.msg.includes('failed') ? ` FAILED ${JSON.stringify(line.err)}` : ''}`);
+    console.log(
+      `${target.name}: maintenance run ${line.ms} ms: deleted ${line.deleted} in ${line.deleteStatements} statements, dropped ${JSON.stringify(line.droppedPartitions)}${line.msg.includes('failed') ? ` FAILED ${JSON.stringify(line.err)}` : ''}`,
+    );
     console.log(`${target.name}: baseline (retention off)  ${summary(baseline)}`);
     console.log(`${target.name}: during the run           ${summary(during)}`);
   } finally {
@@ -242,13 +262,21 @@ async function measure(target: Target, mockUrl: string): Promise<void> {
 
 async function main(): Promise<void> {
   const mockPort = await freePort();
-  const mock = spawn(process.execPath, [join(ROOT, 'bench', 'mock-upstream.mjs')], { env: { ...process.env, MOCK_PORT: String(mockPort) }, stdio: 'ignore' });
+  const mock = spawn(process.execPath, [join(ROOT, 'bench', 'mock-upstream.mjs')], {
+    env: { ...process.env, MOCK_PORT: String(mockPort) },
+    stdio: 'ignore',
+  });
   const mockUrl = `http://127.0.0.1:${mockPort}`;
   await sleep(500);
   const targets: Target[] = [];
   const sqliteDir = mkdtempSync(join(tmpdir(), 'tollgate-bench-retention-db-'));
   const sqliteUrl = `sqlite:${join(sqliteDir, 'tollgate.db')}`;
-  targets.push({ name: 'SQLite', storageYaml: `url: "${sqliteUrl}"`, open: () => openStore(sqliteUrl), cleanup: async () => rmSync(sqliteDir, { recursive: true, force: true }) });
+  targets.push({
+    name: 'SQLite',
+    storageYaml: `url: "${sqliteUrl}"`,
+    open: () => openStore(sqliteUrl),
+    cleanup: async () => rmSync(sqliteDir, { recursive: true, force: true }),
+  });
   if (PG_URL) {
     for (const partitions of [false, true]) {
       const schema = `bench_retention_${process.pid}_${partitions ? 'months' : 'default'}`;

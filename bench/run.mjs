@@ -27,7 +27,17 @@
 //   --ab: two Tollgate variants (Node flags, config values, another build: bench/lib/ab.mjs) loaded in strict
 //   alternation, scenario by scenario (default chat_c32,stream_c8), compared by CPU per request and peak RSS.
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync, openSync, closeSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+  openSync,
+  closeSync,
+} from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -49,7 +59,12 @@ const value = (name, dflt) => {
   return i >= 0 && i + 1 < argv.length ? argv[i + 1] : dflt;
 };
 if (flag('--help') || flag('-h')) {
-  console.log(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(1, 21).join('\n'));
+  console.log(
+    readFileSync(fileURLToPath(import.meta.url), 'utf8')
+      .split('\n')
+      .slice(1, 21)
+      .join('\n'),
+  );
   process.exit(0);
 }
 const QUICK = flag('--quick');
@@ -65,18 +80,35 @@ const ALL_SCENARIOS = ['chat_c1', 'chat_c32', 'stream_c8', 'slow_stream_c8', 'so
 const AB_SPECS = argv.flatMap((a, i) => (a === '--ab' && i + 1 < argv.length ? [argv[i + 1]] : []));
 if (AB_SPECS.length && AB_SPECS.length !== 2) badUsage('--ab is given twice: the variant A, then the variant B');
 const AB_PAIRS = Number(value('--pairs', QUICK ? 3 : 9));
-const SCENARIOS = value('--scenarios', AB_SPECS.length ? 'chat_c32,stream_c8' : ALL_SCENARIOS.join(',')).split(',').filter(Boolean);
-for (const s of SCENARIOS) if (!ALL_SCENARIOS.includes(s)) badUsage(`unknown scenario ${s} (known: ${ALL_SCENARIOS.join(', ')})`);
-if (AB_SPECS.length && SCENARIOS.includes('soak')) badUsage('--ab compares CPU per request and peak RSS under load: the soak has no place in it');
+const SCENARIOS = value('--scenarios', AB_SPECS.length ? 'chat_c32,stream_c8' : ALL_SCENARIOS.join(','))
+  .split(',')
+  .filter(Boolean);
+for (const s of SCENARIOS)
+  if (!ALL_SCENARIOS.includes(s)) badUsage(`unknown scenario ${s} (known: ${ALL_SCENARIOS.join(', ')})`);
+if (AB_SPECS.length && SCENARIOS.includes('soak'))
+  badUsage('--ab compares CPU per request and peak RSS under load: the soak has no place in it');
 const CLUSTER = `tollgate-x${WORKERS}`;
-const ALL_TARGETS = ['direct', 'bare', 'bare-dispatch', 'tollgate', 'tollgate-norec', 'tollgate-nometrics', 'tollgate-traced', ...(WORKERS > 1 ? ['tollgate-redis', CLUSTER] : []), 'portkey'];
+const ALL_TARGETS = [
+  'direct',
+  'bare',
+  'bare-dispatch',
+  'tollgate',
+  'tollgate-norec',
+  'tollgate-nometrics',
+  'tollgate-traced',
+  ...(WORKERS > 1 ? ['tollgate-redis', CLUSTER] : []),
+  'portkey',
+];
 let TARGETS = value('--targets', ALL_TARGETS.join(',')).split(',').filter(Boolean);
 if (flag('--no-portkey')) TARGETS = TARGETS.filter((t) => t !== 'portkey');
 const UPLOAD_BYTES = 20 * 1024 * 1024;
 const SLOW_CHUNK_MS = 20;
 
 const GATEWAY_KEY = 'tg_bench_' + randomBytes(16).toString('hex');
-const TAG_HEADERS = ['X-Gateway-Metadata: {"agent":"bench","feature":"load-test"}', 'X-Gateway-Metadata-Customer-Id: acme'];
+const TAG_HEADERS = [
+  'X-Gateway-Metadata: {"agent":"bench","feature":"load-test"}',
+  'X-Gateway-Metadata-Customer-Id: acme',
+];
 
 function log(msg) {
   process.stderr.write(`[bench ${((Date.now() - started) / 1000).toFixed(0).padStart(3)}s] ${msg}\n`);
@@ -98,7 +130,12 @@ const tmp = mkdtempSync(join(tmpdir(), 'tollgate-bench-'));
 function startGroup(name, cmd, args, env = {}) {
   const logFile = join(tmp, `${name}.log`);
   const fd = openSync(logFile, 'a');
-  const child = spawn(cmd, args, { cwd: ROOT, env: { ...process.env, ...env }, detached: true, stdio: ['ignore', fd, fd] });
+  const child = spawn(cmd, args, {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    detached: true,
+    stdio: ['ignore', fd, fd],
+  });
   closeSync(fd);
   groups.set(name, { pgid: child.pid, child, logFile });
   child.on('exit', (code, sig) => {
@@ -113,9 +150,18 @@ async function stopGroup(name) {
   const g = groups.get(name);
   if (!g || g.exited) return;
   g.stopping = true;
-  try { process.kill(-g.pgid, 'SIGTERM'); } catch { return; }
+  try {
+    process.kill(-g.pgid, 'SIGTERM');
+  } catch {
+    return;
+  }
   for (let i = 0; i < 50 && !g.exited; i++) await sleep(100);
-  if (!g.exited) try { process.kill(-g.pgid, 'SIGKILL'); } catch { /* gone */ }
+  if (!g.exited)
+    try {
+      process.kill(-g.pgid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
 }
 
 let shuttingDown = false;
@@ -126,9 +172,15 @@ async function shutdown(code) {
   if (!flag('--keep-tmp')) rmSync(tmp, { recursive: true, force: true });
   process.exit(code);
 }
-process.on('SIGINT', () => { log('interrupted'); shutdown(130); });
+process.on('SIGINT', () => {
+  log('interrupted');
+  shutdown(130);
+});
 process.on('SIGTERM', () => shutdown(143));
-setTimeout(() => { log(`--max-seconds ${MAX_SECONDS} reached, aborting`); shutdown(124); }, MAX_SECONDS * 1000).unref();
+setTimeout(() => {
+  log(`--max-seconds ${MAX_SECONDS} reached, aborting`);
+  shutdown(124);
+}, MAX_SECONDS * 1000).unref();
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -150,7 +202,9 @@ async function waitHttp(url, seconds, init) {
       const r = await fetch(url, { ...init, signal: AbortSignal.timeout(1000) });
       await r.arrayBuffer();
       return true;
-    } catch { await sleep(100); }
+    } catch {
+      await sleep(100);
+    }
   }
   return false;
 }
@@ -159,7 +213,10 @@ async function waitTcp(port, seconds, g) {
   const deadline = Date.now() + seconds * 1000;
   while (Date.now() < deadline && !g?.exited) {
     const ok = await new Promise((r) => {
-      const c = connect({ host: '127.0.0.1', port }, () => { c.destroy(); r(true); });
+      const c = connect({ host: '127.0.0.1', port }, () => {
+        c.destroy();
+        r(true);
+      });
       c.on('error', () => r(false));
     });
     if (ok) return true;
@@ -177,7 +234,11 @@ function checkLoopback() {
     const addr = line.trim().split(/\s+/)[3];
     for (const m of line.matchAll(/pid=(\d+)/g)) {
       let pgrp;
-      try { pgrp = Number(readFileSync(`/proc/${m[1]}/stat`, 'latin1').split(') ')[1].split(' ')[2]); } catch { continue; }
+      try {
+        pgrp = Number(readFileSync(`/proc/${m[1]}/stat`, 'latin1').split(') ')[1].split(' ')[2]);
+      } catch {
+        continue;
+      }
       if (ours.has(pgrp) && !/^(127\.|\[::1\]|::1)/.test(addr)) die(`pid ${m[1]} listens on ${addr}, not loopback`);
     }
   }
@@ -186,7 +247,11 @@ function checkLoopback() {
 /** Resets a group's peak RSS (VmHWM), so the next reading is the peak of the next scenario only. */
 function resetPeak(pgid) {
   for (const pid of groupStat(pgid).pids) {
-    try { writeFileSync(`/proc/${pid}/clear_refs`, '5'); } catch { /* not permitted: peak stays since start */ }
+    try {
+      writeFileSync(`/proc/${pid}/clear_refs`, '5');
+    } catch {
+      /* not permitted: peak stays since start */
+    }
   }
 }
 
@@ -204,7 +269,9 @@ async function machineBusyPct(ms) {
 async function waitQuiet() {
   let busy = await machineBusyPct(QUICK ? 200 : 400);
   if (busy < 25) return busy;
-  log(`machine busy: ${busy.toFixed(0)}% of a core used by other processes; waiting (budget ${(quietBudgetMs / 1000).toFixed(0)} s left)`);
+  log(
+    `machine busy: ${busy.toFixed(0)}% of a core used by other processes; waiting (budget ${(quietBudgetMs / 1000).toFixed(0)} s left)`,
+  );
   while (busy >= 25 && quietBudgetMs > 0) {
     const t = Date.now();
     busy = await machineBusyPct(1000);
@@ -220,10 +287,18 @@ const PORTKEY_JS = join(PORTKEY_DIR, 'node_modules', '@portkey-ai', 'gateway', '
 
 function ensurePortkey() {
   if (existsSync(PORTKEY_JS)) return true;
-  log('Portkey is not installed: installing @portkey-ai/gateway 1.15.2 into bench/peers/portkey (npm ci, bench-local only)');
-  const r = spawnSync('npm', ['ci', '--no-audit', '--no-fund', '--ignore-scripts'], { cwd: PORTKEY_DIR, encoding: 'utf8', timeout: 180_000 });
+  log(
+    'Portkey is not installed: installing @portkey-ai/gateway 1.15.2 into bench/peers/portkey (npm ci, bench-local only)',
+  );
+  const r = spawnSync('npm', ['ci', '--no-audit', '--no-fund', '--ignore-scripts'], {
+    cwd: PORTKEY_DIR,
+    encoding: 'utf8',
+    timeout: 180_000,
+  });
   if (r.status !== 0 || !existsSync(PORTKEY_JS)) {
-    log(`Portkey skipped: npm ci in bench/peers/portkey failed (${(r.stderr || r.error?.message || '').trim().split('\n').pop()})`);
+    log(
+      `Portkey skipped: npm ci in bench/peers/portkey failed (${(r.stderr || r.error?.message || '').trim().split('\n').pop()})`,
+    );
     return false;
   }
   return true;
@@ -239,21 +314,46 @@ const TRACE_GC = process.env.BENCH_TRACE_GC ? ['--trace-gc'] : [];
  * Starts a Tollgate target as `npm start` does (no Node flags); `nodeFlags`, `settings` (config values) and `root`
  * (another build) make an A/B variant.
  */
-async function startTollgate(name, port, { recorder = true, metrics = true, traced = false, workers = 1, redisUrl, nodeFlags = [], settings = [], root = ROOT } = {}) {
+async function startTollgate(
+  name,
+  port,
+  {
+    recorder = true,
+    metrics = true,
+    traced = false,
+    workers = 1,
+    redisUrl,
+    nodeFlags = [],
+    settings = [],
+    root = ROOT,
+  } = {},
+) {
   const data = join(tmp, `${name}-data`);
   mkdirSync(data, { recursive: true });
   let yaml = applySettings(readFileSync(join(HERE, 'tollgate.bench.yaml'), 'utf8'), settings);
-  if (!recorder) yaml = yaml.replace(/\n  - use: usage-recorder\n(    .*\n)*/, '\n');
+  if (!recorder) yaml = yaml.replace(/\n {2}- use: usage-recorder\n( {4}.*\n)*/, '\n');
   if (!metrics) yaml += '\nmetrics:\n  enabled: false\n';
-  if (redisUrl) yaml += `\nlimit_store:\n  redis_url: ${redisUrl}\n  key_prefix: "tollgate-bench-${process.pid}-${name}:"\n`;
+  if (redisUrl)
+    yaml += `\nlimit_store:\n  redis_url: ${redisUrl}\n  key_prefix: "tollgate-bench-${process.pid}-${name}:"\n`;
   const config = join(data, 'gateway.config.yaml');
   writeFileSync(config, yaml);
-  const g = startGroup(name, process.execPath, [...nodeFlags, ...TRACE_GC, join(root, 'dist', 'cli', 'index.js'), 'start', '--config', config], {
-    BENCH_PORT: String(port), BENCH_DATA: data, BENCH_WORKERS: String(workers), MOCK_URL: mock.url, GATEWAY_KEY,
-    TOLLGATE_ADMIN_TOKEN: '',
-    // Tracing only where asked for, whatever OTEL_* variables this shell has: every request sampled, to the mock.
-    ...(traced ? { OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_ENDPOINT: mock.url, OTEL_TRACES_SAMPLER: 'always_on' } : { OTEL_TRACES_EXPORTER: 'none' }),
-  });
+  const g = startGroup(
+    name,
+    process.execPath,
+    [...nodeFlags, ...TRACE_GC, join(root, 'dist', 'cli', 'index.js'), 'start', '--config', config],
+    {
+      BENCH_PORT: String(port),
+      BENCH_DATA: data,
+      BENCH_WORKERS: String(workers),
+      MOCK_URL: mock.url,
+      GATEWAY_KEY,
+      TOLLGATE_ADMIN_TOKEN: '',
+      // Tracing only where asked for, whatever OTEL_* variables this shell has: every request sampled, to the mock.
+      ...(traced
+        ? { OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_ENDPOINT: mock.url, OTEL_TRACES_SAMPLER: 'always_on' }
+        : { OTEL_TRACES_EXPORTER: 'none' }),
+    },
+  );
   const ready = async () => {
     if (!(await waitTcp(port, 30, g))) return false;
     if (workers <= 1) return true;
@@ -265,19 +365,31 @@ async function startTollgate(name, port, { recorder = true, metrics = true, trac
     return false;
   };
   if (!(await ready())) {
-    log(`${name} did not start; last lines of its log:\n${readFileSync(g.logFile, 'utf8').split('\n').slice(-8).join('\n')}`);
+    log(
+      `${name} did not start; last lines of its log:\n${readFileSync(g.logFile, 'utf8').split('\n').slice(-8).join('\n')}`,
+    );
     await stopGroup(name);
     return false;
   }
   const common = [`X-Gateway-Key: ${GATEWAY_KEY}`, 'Authorization: Bearer sk-mock', ...TAG_HEADERS];
-  targets[name] = { base: `http://127.0.0.1:${port}/v1`, headers: { json: common, upload: common }, group: g, data, workers, limitStore: redisUrl ? 'redis' : 'memory' };
+  targets[name] = {
+    base: `http://127.0.0.1:${port}/v1`,
+    headers: { json: common, upload: common },
+    group: g,
+    data,
+    workers,
+    limitStore: redisUrl ? 'redis' : 'memory',
+  };
   return true;
 }
 
 async function startMock() {
   mock.port = await freePort();
   mock.url = `http://127.0.0.1:${mock.port}`;
-  mock.group = startGroup('mock', process.execPath, [join(HERE, 'mock-upstream.mjs')], { MOCK_PORT: String(mock.port), MOCK_CHUNK_DELAY_MS: '0' });
+  mock.group = startGroup('mock', process.execPath, [join(HERE, 'mock-upstream.mjs')], {
+    MOCK_PORT: String(mock.port),
+    MOCK_CHUNK_DELAY_MS: '0',
+  });
   if (!(await waitHttp(`${mock.url}/health`, 10))) die('the mock provider did not start');
 }
 
@@ -285,29 +397,49 @@ async function startTargets() {
   await startMock();
   const auth = ['Authorization: Bearer sk-mock'];
   if (TARGETS.includes('direct')) targets.direct = { base: `${mock.url}/v1`, headers: { json: auth, upload: auth } };
-  for (const [name, script] of [['bare', 'bare-proxy.mjs'], ['bare-dispatch', 'bare-dispatch.mjs']]) {
+  for (const [name, script] of [
+    ['bare', 'bare-proxy.mjs'],
+    ['bare-dispatch', 'bare-dispatch.mjs'],
+  ]) {
     if (!TARGETS.includes(name)) continue;
     const port = await freePort();
     const g = startGroup(name, process.execPath, [join(HERE, script)], { PORT: String(port), UPSTREAM: mock.url });
-    if (await waitTcp(port, 10, g)) targets[name] = { base: `http://127.0.0.1:${port}/v1`, headers: { json: auth, upload: auth }, group: g };
+    if (await waitTcp(port, 10, g))
+      targets[name] = { base: `http://127.0.0.1:${port}/v1`, headers: { json: auth, upload: auth }, group: g };
     else log(`${name} did not start: skipped`);
   }
-  if (TARGETS.includes('tollgate') && !(await startTollgate('tollgate', await freePort()))) die('tollgate did not start (did `npm run build` run?)');
+  if (TARGETS.includes('tollgate') && !(await startTollgate('tollgate', await freePort())))
+    die('tollgate did not start (did `npm run build` run?)');
   if (TARGETS.includes('tollgate-norec')) await startTollgate('tollgate-norec', await freePort(), { recorder: false });
-  if (TARGETS.includes('tollgate-nometrics')) await startTollgate('tollgate-nometrics', await freePort(), { metrics: false });
+  if (TARGETS.includes('tollgate-nometrics'))
+    await startTollgate('tollgate-nometrics', await freePort(), { metrics: false });
   if (TARGETS.includes('tollgate-traced')) await startTollgate('tollgate-traced', await freePort(), { traced: true });
   const redisUrl = TARGETS.includes(CLUSTER) ? await localRedis() : undefined;
-  if (TARGETS.includes(CLUSTER)) log(`${CLUSTER}: ${redisUrl ? `limits shared through Redis at ${redisUrl}` : 'no local Redis answered: each worker keeps its own limits (memory store)'}`);
+  if (TARGETS.includes(CLUSTER))
+    log(
+      `${CLUSTER}: ${redisUrl ? `limits shared through Redis at ${redisUrl}` : 'no local Redis answered: each worker keeps its own limits (memory store)'}`,
+    );
   // The same single process with its limits in Redis: what the multi-core target scales from.
-  if (redisUrl && TARGETS.includes('tollgate-redis')) await startTollgate('tollgate-redis', await freePort(), { redisUrl });
+  if (redisUrl && TARGETS.includes('tollgate-redis'))
+    await startTollgate('tollgate-redis', await freePort(), { redisUrl });
   if (TARGETS.includes(CLUSTER) && !(await startTollgate(CLUSTER, await freePort(), { workers: WORKERS, redisUrl }))) {
     log(`${CLUSTER} skipped: tollgate did not start with server.workers = ${WORKERS}`);
   }
   if (TARGETS.includes('portkey') && ensurePortkey()) {
     const port = await freePort();
-    const g = startGroup('portkey', process.execPath, ['--import', join(HERE, 'lib', 'loopback-listen.mjs'), PORTKEY_JS, `--port=${port}`, '--headless']);
+    const g = startGroup('portkey', process.execPath, [
+      '--import',
+      join(HERE, 'lib', 'loopback-listen.mjs'),
+      PORTKEY_JS,
+      `--port=${port}`,
+      '--headless',
+    ]);
     if (await waitHttp(`http://127.0.0.1:${port}/`, 30)) {
-      const ph = ['Authorization: Bearer sk-mock', 'x-portkey-provider: openai', `x-portkey-custom-host: ${mock.url}/v1`];
+      const ph = [
+        'Authorization: Bearer sk-mock',
+        'x-portkey-provider: openai',
+        `x-portkey-custom-host: ${mock.url}/v1`,
+      ];
       targets.portkey = { base: `http://127.0.0.1:${port}/v1`, headers: { json: ph, upload: ph }, group: g };
     } else {
       log('Portkey skipped: it did not start (see its log)');
@@ -326,8 +458,13 @@ async function localRedis() {
   const url = new URL(process.env.BENCH_REDIS_URL || 'redis://127.0.0.1:6379');
   if (!/^(127\.|localhost$|\[::1\]$)/.test(url.hostname)) return undefined;
   return new Promise((resolveUrl) => {
-    const c = connect({ host: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port || 6379) }, () => c.write('PING\r\n'));
-    const done = (ok) => { c.destroy(); resolveUrl(ok ? url.href.replace(/\/$/, '') : undefined); };
+    const c = connect({ host: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port || 6379) }, () =>
+      c.write('PING\r\n'),
+    );
+    const done = (ok) => {
+      c.destroy();
+      resolveUrl(ok ? url.href.replace(/\/$/, '') : undefined);
+    };
     c.setTimeout(1000, () => done(false));
     c.on('data', (d) => done(String(d).startsWith('+PONG')));
     c.on('error', () => done(false));
@@ -354,9 +491,10 @@ function uploadBody(order) {
   const model = `--${boundary}\r\nContent-Disposition: form-data; name="model"\r\n\r\nwhisper-1\r\n`;
   const fileHead = `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="audio.mp3"\r\nContent-Type: audio/mpeg\r\n\r\n`;
   const format = `--${boundary}\r\nContent-Disposition: form-data; name="response_format"\r\n\r\njson\r\n`;
-  const parts = order === 'model first'
-    ? [model, fileHead, randomBytes(UPLOAD_BYTES), `\r\n${format}--${boundary}--\r\n`]
-    : [fileHead, randomBytes(UPLOAD_BYTES), `\r\n${model}${format}--${boundary}--\r\n`];
+  const parts =
+    order === 'model first'
+      ? [model, fileHead, randomBytes(UPLOAD_BYTES), `\r\n${format}--${boundary}--\r\n`]
+      : [fileHead, randomBytes(UPLOAD_BYTES), `\r\n${model}${format}--${boundary}--\r\n`];
   writeFileSync(file, Buffer.concat(parts.map((p) => (Buffer.isBuffer(p) ? p : Buffer.from(p)))));
   return { file, contentType: `multipart/form-data; boundary=${boundary}` };
 }
@@ -365,8 +503,31 @@ function scenarioDefs() {
   const core = ['direct', 'bare', 'bare-dispatch', 'tollgate', 'portkey'];
   return {
     chat_c1: { path: '/chat/completions', body: join(BODY_DIR, 'chat.json'), mode: 'plain', c: 1, targets: core },
-    chat_c32: { path: '/chat/completions', body: join(BODY_DIR, 'chat.json'), mode: 'plain', c: 32, targets: ['direct', 'bare', 'bare-dispatch', 'tollgate', 'tollgate-norec', 'tollgate-nometrics', 'tollgate-traced', 'tollgate-redis', CLUSTER, 'portkey'] },
-    stream_c8: { path: '/chat/completions', body: join(BODY_DIR, 'chat_stream.json'), mode: 'stream', c: 8, targets: core },
+    chat_c32: {
+      path: '/chat/completions',
+      body: join(BODY_DIR, 'chat.json'),
+      mode: 'plain',
+      c: 32,
+      targets: [
+        'direct',
+        'bare',
+        'bare-dispatch',
+        'tollgate',
+        'tollgate-norec',
+        'tollgate-nometrics',
+        'tollgate-traced',
+        'tollgate-redis',
+        CLUSTER,
+        'portkey',
+      ],
+    },
+    stream_c8: {
+      path: '/chat/completions',
+      body: join(BODY_DIR, 'chat_stream.json'),
+      mode: 'stream',
+      c: 8,
+      targets: core,
+    },
     slow_stream_c8: { path: '/chat/completions', body: slowBody(), mode: 'stream', c: 8, targets: core },
     upload_c1: SCENARIOS.includes('upload_c1') && uploadScenario(uploadBody('model first'), core),
     upload_spooled_c1: SCENARIOS.includes('upload_spooled_c1') && uploadScenario(uploadBody('file first'), core),
@@ -375,23 +536,53 @@ function scenarioDefs() {
 
 function uploadScenario(upload, core) {
   return {
-    path: '/audio/transcriptions', body: upload.file, mode: 'plain', c: 1, targets: core.filter((t) => t !== 'bare-dispatch'), headerKind: 'upload',
-    extra: [`Content-Type: ${upload.contentType}`], duration: QUICK ? 1 : 4, warmup: QUICK ? 0.2 : 1,
+    path: '/audio/transcriptions',
+    body: upload.file,
+    mode: 'plain',
+    c: 1,
+    targets: core.filter((t) => t !== 'bare-dispatch'),
+    headerKind: 'upload',
+    extra: [`Content-Type: ${upload.contentType}`],
+    duration: QUICK ? 1 : 4,
+    warmup: QUICK ? 0.2 : 1,
   };
 }
 
 function runLoad(name, sc, target, { duration = DURATION, warmup = WARMUP, c = sc.c, label = name } = {}) {
   const t = targets[target];
-  const args = [join(HERE, 'load.mjs'), '--url', t.base + sc.path, '--body-file', sc.body, '--mode', sc.mode, '-c', String(c),
-    '-d', String(duration), '--warmup', String(warmup), '--tag', `scenario=${label}`, '--tag', `target=${target}`, '--watch', `mock=${mock.group.pgid}`];
+  const args = [
+    join(HERE, 'load.mjs'),
+    '--url',
+    t.base + sc.path,
+    '--body-file',
+    sc.body,
+    '--mode',
+    sc.mode,
+    '-c',
+    String(c),
+    '-d',
+    String(duration),
+    '--warmup',
+    String(warmup),
+    '--tag',
+    `scenario=${label}`,
+    '--tag',
+    `target=${target}`,
+    '--watch',
+    `mock=${mock.group.pgid}`,
+  ];
   for (const h of [...(t.headers[sc.headerKind ?? 'json'] ?? []), ...(sc.extra ?? [])]) args.push('-H', h);
   if (t.group) args.push('--watch', `gw=${t.group.pgid}`);
   return new Promise((resolveRun) => {
     const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
-    child.stdout.on('data', (d) => { out += d; });
-    child.stderr.on('data', (d) => { err += d; });
+    child.stdout.on('data', (d) => {
+      out += d;
+    });
+    child.stderr.on('data', (d) => {
+      err += d;
+    });
     const timer = setTimeout(() => child.kill('SIGKILL'), (duration + warmup + 45) * 1000);
     child.on('exit', () => {
       clearTimeout(timer);
@@ -415,12 +606,19 @@ async function preflight(name, sc, target) {
     headers[h.slice(0, i).trim().toLowerCase()] = h.slice(i + 1).trim();
   }
   let status = 0;
-  let text = '';
+  let text;
   try {
-    const r = await fetch(t.base + sc.path, { method: 'POST', headers, body: readFileSync(sc.body), signal: AbortSignal.timeout(15_000) });
+    const r = await fetch(t.base + sc.path, {
+      method: 'POST',
+      headers,
+      body: readFileSync(sc.body),
+      signal: AbortSignal.timeout(15_000),
+    });
     status = r.status;
     text = await r.text();
-  } catch (e) { text = e.message; }
+  } catch (e) {
+    text = e.message;
+  }
   const after = (await (await fetch(`${mock.url}/__mock/stats`)).json()).total;
   if (status < 200 || status > 299 || after <= before) {
     log(`preflight failed ${name}/${target}: HTTP ${status}, mock ${before} -> ${after}: ${text.slice(0, 200)}`);
@@ -435,7 +633,8 @@ function summarise(r) {
   let s = `rps=${r.rps} p50=${l.p50} p99=${l.p99} err=${r.errors + r.non2xx + (r.bad_stream_end ?? 0)}`;
   if (r.ttfb_ms) s += ` ttfb50=${r.ttfb_ms.p50}`;
   if (r.gap_ms) s += ` gap50=${r.gap_ms.p50}`;
-  if (r.procs?.gw) s += ` gw=${r.procs.gw.cpu_pct}% ${r.procs.gw.cpu_us_per_req}us/req peak=${r.procs.gw.peak_rss_mb}MiB`;
+  if (r.procs?.gw)
+    s += ` gw=${r.procs.gw.cpu_pct}% ${r.procs.gw.cpu_us_per_req}us/req peak=${r.procs.gw.peak_rss_mb}MiB`;
   s += ` other=${r.other_cpu_pct}% steal=${r.steal_pct}%`;
   return s;
 }
@@ -448,7 +647,13 @@ function summarise(r) {
  * over three runs cancels out. Strict alternation also gives both targets the same idle time between their runs.
  * Both targets first get one unmeasured run: their last case was minutes ago.
  */
-async function alternate(name, sc, a, b, { n = AB_PAIRS, duration = QUICK ? 1 : 4, warmup = QUICK ? 0.2 : 1, label = name } = {}) {
+async function alternate(
+  name,
+  sc,
+  a,
+  b,
+  { n = AB_PAIRS, duration = QUICK ? 1 : 4, warmup = QUICK ? 0.2 : 1, label = name } = {},
+) {
   const run = async (target, d = duration) => {
     await waitQuiet();
     const g = targets[target].group;
@@ -479,18 +684,28 @@ async function featureAB(sc, onTarget, offTarget, label, what) {
   if (!targets[onTarget] || !targets[offTarget]) return undefined;
   const duration = QUICK ? 1 : 4;
   const rounds = (await alternate('chat_c32', sc, onTarget, offTarget, { duration, label })).map((r) => ({
-    on_rps: r.a.rps, off_rps: Math.round(r.b.rps * 10) / 10, ratio: r.ratio.rps,
-    on_cpu_us: r.a.cpu_us, off_cpu_us: r.b.cpu_us && Math.round(r.b.cpu_us), cpu_ratio: r.ratio.cpu,
+    on_rps: r.a.rps,
+    off_rps: Math.round(r.b.rps * 10) / 10,
+    ratio: r.ratio.rps,
+    on_cpu_us: r.a.cpu_us,
+    off_cpu_us: r.b.cpu_us && Math.round(r.b.cpu_us),
+    cpu_ratio: r.ratio.cpu,
   }));
   if (!rounds.length) return undefined;
   const cpuRatios = rounds.map((r) => r.cpu_ratio).filter((x) => x != null);
   const res = {
-    method: 'alternating', off: offTarget, on: onTarget, rounds, median_ratio: medianInterval(rounds.map((r) => r.ratio)).median,
+    method: 'alternating',
+    off: offTarget,
+    on: onTarget,
+    rounds,
+    median_ratio: medianInterval(rounds.map((r) => r.ratio)).median,
     median_cpu_ratio: cpuRatios.length ? medianInterval(cpuRatios).median : undefined,
     seconds_each: duration,
   };
-  log(`${what} A/B (chat, 32 conn, ${rounds.length} runs of ${duration} s of ${onTarget}, each against the runs of ${offTarget} on either side): ` +
-    `req/s ratios ${rounds.map((r) => r.ratio).join(', ')}; median ${res.median_ratio}; CPU per request ratios ${cpuRatios.join(', ')}, median ${res.median_cpu_ratio}`);
+  log(
+    `${what} A/B (chat, 32 conn, ${rounds.length} runs of ${duration} s of ${onTarget}, each against the runs of ${offTarget} on either side): ` +
+      `req/s ratios ${rounds.map((r) => r.ratio).join(', ')}; median ${res.median_ratio}; CPU per request ratios ${cpuRatios.join(', ')}, median ${res.median_cpu_ratio}`,
+  );
   return res;
 }
 
@@ -501,8 +716,12 @@ async function featureAB(sc, onTarget, offTarget, label, what) {
 async function exportedSpans() {
   await sleep(6000); // the batch timer (OTEL_BSP_SCHEDULE_DELAY, 5 s) sends what is left
   const stats = await (await fetch(`${mock.url}/__mock/stats`)).json();
-  const requests = readFileSync(targets['tollgate-traced'].group.logFile, 'utf8').split('\n').filter((l) => l.includes('"msg":"request"')).length;
-  log(`tracing: ${stats.otlp_spans ?? 0} spans exported in ${stats.otlp_exports ?? 0} batches for ${requests} requests`);
+  const requests = readFileSync(targets['tollgate-traced'].group.logFile, 'utf8')
+    .split('\n')
+    .filter((l) => l.includes('"msg":"request"')).length;
+  log(
+    `tracing: ${stats.otlp_spans ?? 0} spans exported in ${stats.otlp_exports ?? 0} batches for ${requests} requests`,
+  );
   return { exported: stats.otlp_spans ?? 0, batches: stats.otlp_exports ?? 0, requests };
 }
 
@@ -520,22 +739,36 @@ async function variantsAB() {
   const [a, b] = variants;
   const defs = scenarioDefs();
   const result = {
-    version: 1, kind: 'ab', date: new Date().toISOString(), quick: QUICK,
-    variants: Object.fromEntries(variants.map((v, i) => ['ab'[i], { name: v.name, description: describeVariant(v, ROOT), node_flags: v.nodeFlags, root: v.root }])),
-    scenarios: {}, runs: {},
+    version: 1,
+    kind: 'ab',
+    date: new Date().toISOString(),
+    quick: QUICK,
+    variants: Object.fromEntries(
+      variants.map((v, i) => [
+        'ab'[i],
+        { name: v.name, description: describeVariant(v, ROOT), node_flags: v.nodeFlags, root: v.root },
+      ]),
+    ),
+    scenarios: {},
+    runs: {},
   };
   for (const name of SCENARIOS) {
     const sc = defs[name];
     if (!(await preflight(name, sc, a.target)) || !(await preflight(name, sc, b.target))) continue;
     // --duration / --warmup, when given, set every run's length; else a scenario's own (uploads) or 4 s after 1 s.
-    const duration = argv.includes('--duration') ? DURATION : sc.duration ?? (QUICK ? 1 : 4);
-    const warmup = argv.includes('--warmup') ? WARMUP : sc.warmup ?? (QUICK ? 0.2 : 1);
+    const duration = argv.includes('--duration') ? DURATION : (sc.duration ?? (QUICK ? 1 : 4));
+    const warmup = argv.includes('--warmup') ? WARMUP : (sc.warmup ?? (QUICK ? 0.2 : 1));
     const rounds = await alternate(name, sc, a.target, b.target, { duration, warmup });
     result.runs[name] = rounds;
-    result.scenarios[name] = rounds.length ? { ...summariseAB(rounds), seconds_each: duration, warmup_each: warmup } : undefined;
+    result.scenarios[name] = rounds.length
+      ? { ...summariseAB(rounds), seconds_each: duration, warmup_each: warmup }
+      : undefined;
     const s = result.scenarios[name];
-    if (s) log(`A/B ${name}: CPU/req ${a.name} vs ${b.name} ${rounds.map((r) => r.ratio.cpu).join(', ')} (median ${s.ratio.cpu?.median}); ` +
-      `peak RSS ${rounds.map((r) => r.ratio.peak_rss).join(', ')} (median ${s.ratio.peak_rss?.median}); ${a.name} pays: ${s.pays}`);
+    if (s)
+      log(
+        `A/B ${name}: CPU/req ${a.name} vs ${b.name} ${rounds.map((r) => r.ratio.cpu).join(', ')} (median ${s.ratio.cpu?.median}); ` +
+          `peak RSS ${rounds.map((r) => r.ratio.peak_rss).join(', ')} (median ${s.ratio.peak_rss?.median}); ${a.name} pays: ${s.pays}`,
+      );
   }
   result.elapsed_s = Math.round((Date.now() - started) / 1000);
   mkdirSync(OUT_DIR, { recursive: true });
@@ -553,10 +786,11 @@ async function soak(runs) {
   if (!t) return undefined;
   const pgid = t.group.pgid;
   const defs = scenarioDefs.cache;
-  const mixed = (duration, label) => Promise.all([
-    runLoad('soak', defs.chat_c32, 'tollgate', { duration, warmup: 0, c: 16, label: `${label}_chat` }),
-    runLoad('soak', defs.stream_c8, 'tollgate', { duration, warmup: 0, c: 4, label: `${label}_stream` }),
-  ]);
+  const mixed = (duration, label) =>
+    Promise.all([
+      runLoad('soak', defs.chat_c32, 'tollgate', { duration, warmup: 0, c: 16, label: `${label}_chat` }),
+      runLoad('soak', defs.stream_c8, 'tollgate', { duration, warmup: 0, c: 4, label: `${label}_stream` }),
+    ]);
   // "Before" and "after" are read in the same state: warm (code compiled, pools and caches filled by a short run
   // of the same mix, which is not reported) and idle for as long after that load as after the soak.
   const idle = QUICK ? 3000 : 30_000;
@@ -565,9 +799,13 @@ async function soak(runs) {
   await sleep(idle);
   const before = groupStat(pgid).rss_kb;
   resetPeak(pgid);
-  log(`soak: ${SOAK} s of mixed load on tollgate (chat at 16 connections + streams at 4), RSS before ${mib(before)} MiB`);
+  log(
+    `soak: ${SOAK} s of mixed load on tollgate (chat at 16 connections + streams at 4), RSS before ${mib(before)} MiB`,
+  );
   let max = before;
-  const sampler = setInterval(() => { max = Math.max(max, groupStat(pgid).rss_kb); }, 500);
+  const sampler = setInterval(() => {
+    max = Math.max(max, groupStat(pgid).rss_kb);
+  }, 500);
   const [chat, stream] = await mixed(SOAK, 'soak');
   clearInterval(sampler);
   for (const r of [chat, stream]) if (r) runs.push(r);
@@ -581,21 +819,33 @@ async function soak(runs) {
   const afterIdle = groupStat(pgid).rss_kb;
   const ratio = (kb) => Math.round((kb / before) * 1000) / 1000;
   const res = {
-    seconds: SOAK, requests: (chat?.requests ?? 0) + (stream?.requests ?? 0), errors: (chat?.errors ?? 0) + (stream?.errors ?? 0) + (chat?.non2xx ?? 0) + (stream?.non2xx ?? 0),
-    rss_before_mb: mib(before), rss_peak_mb: mib(peak), rss_after_mb: mib(after), settle_s: settle / 1000,
+    seconds: SOAK,
+    requests: (chat?.requests ?? 0) + (stream?.requests ?? 0),
+    errors: (chat?.errors ?? 0) + (stream?.errors ?? 0) + (chat?.non2xx ?? 0) + (stream?.non2xx ?? 0),
+    rss_before_mb: mib(before),
+    rss_peak_mb: mib(peak),
+    rss_after_mb: mib(after),
+    settle_s: settle / 1000,
     after_vs_before: ratio(after),
-    rss_after_idle_mb: mib(afterIdle), idle_s: idle / 1000, after_idle_vs_before: ratio(afterIdle),
+    rss_after_idle_mb: mib(afterIdle),
+    idle_s: idle / 1000,
+    after_idle_vs_before: ratio(afterIdle),
   };
-  log(`soak: ${res.requests} requests, RSS before ${res.rss_before_mb} MiB, peak ${res.rss_peak_mb} MiB, ` +
-    `${res.settle_s} s after ${res.rss_after_mb} MiB (${res.after_vs_before}x), ${res.idle_s} s after ${res.rss_after_idle_mb} MiB (${res.after_idle_vs_before}x)`);
+  log(
+    `soak: ${res.requests} requests, RSS before ${res.rss_before_mb} MiB, peak ${res.rss_peak_mb} MiB, ` +
+      `${res.settle_s} s after ${res.rss_after_mb} MiB (${res.after_vs_before}x), ${res.idle_s} s after ${res.rss_after_idle_mb} MiB (${res.after_idle_vs_before}x)`,
+  );
   return res;
 }
 
 // ------------------------------------------------------------------ main
 async function main() {
-  if (!existsSync(join(ROOT, 'dist', 'cli', 'index.js'))) die('dist/ is missing: run `npm run build` first (npm run bench does)');
+  if (!existsSync(join(ROOT, 'dist', 'cli', 'index.js')))
+    die('dist/ is missing: run `npm run build` first (npm run bench does)');
   if (AB_SPECS.length) return variantsAB();
-  log(`${QUICK ? 'quick' : 'full'} run: ${DURATION}s measured after ${WARMUP}s warm-up per case; scenarios ${SCENARIOS.join(', ')}; temp dir ${tmp}`);
+  log(
+    `${QUICK ? 'quick' : 'full'} run: ${DURATION}s measured after ${WARMUP}s warm-up per case; scenarios ${SCENARIOS.join(', ')}; temp dir ${tmp}`,
+  );
   await startTargets();
   log(`targets: ${Object.keys(targets).join(', ')}`);
   const idle = {};
@@ -634,16 +884,35 @@ async function main() {
       if (memory.tracing_ab) memory.tracing_ab.spans = await exportedSpans();
     }
   }
-  for (const [name, t] of Object.entries(targets)) if (t.group) memory[name] = { ...(memory[name] ?? {}), rss_end_mb: mib(groupStat(t.group.pgid).rss_kb) };
+  for (const [name, t] of Object.entries(targets))
+    if (t.group) memory[name] = { ...(memory[name] ?? {}), rss_end_mb: mib(groupStat(t.group.pgid).rss_kb) };
 
   const result = {
     version: 1,
     date: new Date().toISOString(),
     quick: QUICK,
-    settings: { duration_s: DURATION, warmup_s: WARMUP, soak_s: SOAK, workers: WORKERS, upload_bytes: UPLOAD_BYTES, slow_chunk_ms: SLOW_CHUNK_MS, stream_chunks: 20 },
-    machine: { cpus: cpus().length, cpu: cpus()[0]?.model, mem_gib: Math.round(totalmem() / 2 ** 30), node: process.version, platform: `${process.platform} ${process.arch}` },
+    settings: {
+      duration_s: DURATION,
+      warmup_s: WARMUP,
+      soak_s: SOAK,
+      workers: WORKERS,
+      upload_bytes: UPLOAD_BYTES,
+      slow_chunk_ms: SLOW_CHUNK_MS,
+      stream_chunks: 20,
+    },
+    machine: {
+      cpus: cpus().length,
+      cpu: cpus()[0]?.model,
+      mem_gib: Math.round(totalmem() / 2 ** 30),
+      node: process.version,
+      platform: `${process.platform} ${process.arch}`,
+    },
     targets: Object.keys(targets),
-    target_details: Object.fromEntries(Object.entries(targets).filter(([, t]) => t.workers).map(([n, t]) => [n, { workers: t.workers, limit_store: t.limitStore }])),
+    target_details: Object.fromEntries(
+      Object.entries(targets)
+        .filter(([, t]) => t.workers)
+        .map(([n, t]) => [n, { workers: t.workers, limit_store: t.limitStore }]),
+    ),
     runs,
     memory,
     elapsed_s: Math.round((Date.now() - started) / 1000),
@@ -652,7 +921,11 @@ async function main() {
   const latest = join(OUT_DIR, 'latest.json');
   const compareWith = value('--compare', existsSync(latest) ? latest : join(ROOT, 'docs', 'bench-latest.json'));
   let previous;
-  try { previous = JSON.parse(readFileSync(compareWith, 'utf8')); } catch { previous = undefined; }
+  try {
+    previous = JSON.parse(readFileSync(compareWith, 'utf8'));
+  } catch {
+    previous = undefined;
+  }
   if (existsSync(latest)) renameSync(latest, join(OUT_DIR, 'previous.json'));
   const stamp = result.date.replace(/[:.]/g, '-');
   writeFileSync(join(OUT_DIR, `${stamp}.json`), JSON.stringify(result, null, 2) + '\n');

@@ -43,11 +43,18 @@ function checkedPlan(query: UsageQuery): UsagePlan {
  * everything under "(untagged)": say so when no record carries that tag.
  */
 async function warnUnknownTags(store: UsageStore, plan: UsagePlan): Promise<void> {
-  const asked = [...new Set([...plan.groupBy.flatMap((d) => (d.kind === 'tag' ? [d.key] : [])), ...plan.filters.tags.map((t) => t.key)])];
+  const asked = [
+    ...new Set([
+      ...plan.groupBy.flatMap((d) => (d.kind === 'tag' ? [d.key] : [])),
+      ...plan.filters.tags.map((t) => t.key),
+    ]),
+  ];
   if (asked.length === 0) return;
   const known = await store.listTagKeys();
   for (const key of asked.filter((k) => !known.includes(k))) {
-    process.stderr.write(`tollgate: warning: no record has a tag "${key}" (tags in the data: ${known.join(', ') || 'none'})\n`);
+    process.stderr.write(
+      `tollgate: warning: no record has a tag "${key}" (tags in the data: ${known.join(', ') || 'none'})\n`,
+    );
   }
 }
 
@@ -94,17 +101,33 @@ export function registerUsageCommands(program: Command, load: () => LoadedConfig
     .option('-g, --group-by <dims>', 'comma-separated dimensions', 'provider,model')
     .option('--from <time>', `start: ${TIME_HELP} (default: 30 days before --to)`)
     .option('--to <time>', 'end (default: now)')
-    .option('-f, --filter <key=value>', 'only records with this dimension value (repeatable)', (v: string, all: string[]) => [...all, v], [] as string[])
+    .option(
+      '-f, --filter <key=value>',
+      'only records with this dimension value (repeatable)',
+      (v: string, all: string[]) => [...all, v],
+      [] as string[],
+    )
     .option('--json', 'print the rows as JSON (exact costs, the field names of GET /api/usage)')
     .action(async (opts: { groupBy: string; from?: string; to?: string; filter: string[]; json?: boolean }) => {
-      const groupBy = opts.groupBy.split(',').map((s) => s.trim()).filter(Boolean);
-      const query: UsageQuery = { ...timeRange(opts, (to) => to - 30 * DAY), groupBy, filters: parseFilters(opts.filter) };
+      const groupBy = opts.groupBy
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean);
+      const query: UsageQuery = {
+        ...timeRange(opts, (to) => to - 30 * DAY),
+        groupBy,
+        filters: parseFilters(opts.filter),
+      };
       const plan = checkedPlan(query);
       const loaded = load();
-      const rows = await withStore(loaded, async (store) => {
-        await warnUnknownTags(store, plan);
-        return store.queryUsage(query);
-      }, { mustExist: true });
+      const rows = await withStore(
+        loaded,
+        async (store) => {
+          await warnUnknownTags(store, plan);
+          return store.queryUsage(query);
+        },
+        { mustExist: true },
+      );
       rows.sort((a, b) => (b.costPico > a.costPico ? 1 : b.costPico < a.costPico ? -1 : b.requests - a.requests));
       if (opts.json) {
         // The same rows as GET /api/usage (cost_usd null when unknown, cost_status, counts by provenance).
@@ -114,22 +137,35 @@ export function registerUsageCommands(program: Command, load: () => LoadedConfig
       // Cache reads and writes are priced differently (a read is cheaper than input, a write dearer), so apart.
       const table = rows.map((r) => [
         ...groupBy.map((g) => r.group[g] ?? '(none)'),
-        ...[r.requests, r.inputTokens, r.outputTokens, r.cacheReadTokens, r.cacheWriteTokens + r.cacheWrite1hTokens].map(count),
-        costCell(r), ...[r.unknownCostCount, r.estimatedCount, r.partialCount].map(count),
+        ...[
+          r.requests,
+          r.inputTokens,
+          r.outputTokens,
+          r.cacheReadTokens,
+          r.cacheWriteTokens + r.cacheWrite1hTokens,
+        ].map(count),
+        costCell(r),
+        ...[r.unknownCostCount, r.estimatedCount, r.partialCount].map(count),
       ]);
       // Each grouping partitions the records (one value per dimension per record), so its rows add up to the total.
       const total = rows.reduce((sum, r) => addTotals(sum, r), zeroTotals());
       const columns = [
         ...groupBy.map((header): Column => ({ header })),
-        ...['requests', 'input', 'output', 'cache read', 'cache write', 'cost', 'unpriced', 'estimated', 'partial'].map(right),
+        ...['requests', 'input', 'output', 'cache read', 'cache write', 'cost', 'unpriced', 'estimated', 'partial'].map(
+          right,
+        ),
       ];
       process.stdout.write(`${renderTable(columns, table)}\n`);
-      process.stdout.write(`\n${totalLine(total)} from ${new Date(query.from).toISOString()} to ${new Date(query.to).toISOString()}\n`);
+      process.stdout.write(
+        `\n${totalLine(total)} from ${new Date(query.from).toISOString()} to ${new Date(query.to).toISOString()}\n`,
+      );
     });
 
   usage
     .command('reprice')
-    .description('recompute the cost of stored records with the current price catalog (after a price was added or fixed)')
+    .description(
+      'recompute the cost of stored records with the current price catalog (after a price was added or fixed)',
+    )
     .option('--from <time>', `start: ${TIME_HELP} (default: the first record)`)
     .option('--to <time>', 'end (default: now)')
     .option('--dry-run', 'change nothing: print the old and new totals by model, and how many records would change')
@@ -141,35 +177,60 @@ export function registerUsageCommands(program: Command, load: () => LoadedConfig
       const loaded = load();
       const catalog = await priceCatalog(loaded);
       const diff = new RepriceDiff();
-      const result = await withStore(loaded, async (store) => {
-        // The rollups count the records of the range cheaply: the total of the progress.
-        const [all] = await store.queryUsage({ ...range, groupBy: [] });
-        const progress = startProgress(opts.dryRun ? 'usage reprice --dry-run' : 'usage reprice', all?.requests ?? 0, 'records');
-        let scanned = 0;
-        try {
-          return await store.repriceAll((r) => {
-            if (++scanned % 1000 === 0) progress.update(scanned);
-            const next = repriceRecord(catalog, r);
-            diff.add(r, next);
-            return opts.dryRun ? undefined : next;
-          }, range);
-        } finally {
-          progress.update(scanned);
-          progress.stop();
-        }
-      }, { mustExist: true });
+      const result = await withStore(
+        loaded,
+        async (store) => {
+          // The rollups count the records of the range cheaply: the total of the progress.
+          const [all] = await store.queryUsage({ ...range, groupBy: [] });
+          const progress = startProgress(
+            opts.dryRun ? 'usage reprice --dry-run' : 'usage reprice',
+            all?.requests ?? 0,
+            'records',
+          );
+          let scanned = 0;
+          try {
+            return await store.repriceAll((r) => {
+              if (++scanned % 1000 === 0) progress.update(scanned);
+              const next = repriceRecord(catalog, r);
+              diff.add(r, next);
+              return opts.dryRun ? undefined : next;
+            }, range);
+          } finally {
+            progress.update(scanned);
+            progress.stop();
+          }
+        },
+        { mustExist: true },
+      );
       if (opts.json) {
         const changed = opts.dryRun ? diff.changed : result.updated;
-        process.stdout.write(`${JSON.stringify({ catalog_version: catalog.version, dry_run: Boolean(opts.dryRun), scanned: result.scanned, updated: opts.dryRun ? 0 : changed, would_change: opts.dryRun ? changed : undefined })}\n`);
+        process.stdout.write(
+          `${JSON.stringify({ catalog_version: catalog.version, dry_run: Boolean(opts.dryRun), scanned: result.scanned, updated: opts.dryRun ? 0 : changed, would_change: opts.dryRun ? changed : undefined })}\n`,
+        );
         return;
       }
       if (opts.dryRun) {
-        const columns: Column[] = [{ header: 'model' }, { header: 'records', align: 'right' }, { header: 'changed', align: 'right' }, { header: 'old cost', align: 'right' }, { header: 'new cost', align: 'right' }];
-        process.stdout.write(`${renderTable(columns, diff.rows().map((row) => row.map((c) => (typeof c === 'number' ? count(c) : c))))}\n`);
-        process.stdout.write(`\ndry run with catalog ${catalog.version}: ${count(diff.changed)} of ${count(result.scanned)} records would change; nothing was written\n`);
+        const columns: Column[] = [
+          { header: 'model' },
+          { header: 'records', align: 'right' },
+          { header: 'changed', align: 'right' },
+          { header: 'old cost', align: 'right' },
+          { header: 'new cost', align: 'right' },
+        ];
+        process.stdout.write(
+          `${renderTable(
+            columns,
+            diff.rows().map((row) => row.map((c) => (typeof c === 'number' ? count(c) : c))),
+          )}\n`,
+        );
+        process.stdout.write(
+          `\ndry run with catalog ${catalog.version}: ${count(diff.changed)} of ${count(result.scanned)} records would change; nothing was written\n`,
+        );
         return;
       }
-      process.stdout.write(`repriced with catalog ${catalog.version}: ${count(result.updated)} of ${count(result.scanned)} records changed\n`);
+      process.stdout.write(
+        `repriced with catalog ${catalog.version}: ${count(result.updated)} of ${count(result.scanned)} records changed\n`,
+      );
     });
 }
 
@@ -193,7 +254,9 @@ export class RepriceDiff {
   }
 
   rows(): (string | number)[][] {
-    return [...this.byModel].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([model, m]) => [model, m.records, m.changed, m.old.cell(), m.next.cell()]);
+    return [...this.byModel]
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([model, m]) => [model, m.records, m.changed, m.old.cell(), m.next.cell()]);
   }
 }
 

@@ -19,12 +19,20 @@ export function refuseWeakSecrets(config: Secrets, ctx: z.core.$RefinementCtx): 
   const advice = `at least ${MIN_SECRET_LENGTH} characters are required (\`tollgate keys create\` makes a strong key; security.allow_weak_keys: true accepts short ones, for tests only)`;
   const token = config.admin.token;
   if (token && token.length < MIN_SECRET_LENGTH) {
-    ctx.addIssue({ code: 'custom', path: ['admin', 'token'], message: `the admin token has ${token.length} characters: ${advice}` });
+    ctx.addIssue({
+      code: 'custom',
+      path: ['admin', 'token'],
+      message: `the admin token has ${token.length} characters: ${advice}`,
+    });
   }
   config.workspaces.forEach((w, i) =>
     w.keys.forEach((k, j) => {
       if (k.key && k.key.length < MIN_SECRET_LENGTH) {
-        ctx.addIssue({ code: 'custom', path: ['workspaces', i, 'keys', j, 'key'], message: `this gateway key has ${k.key.length} characters: ${advice}` });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['workspaces', i, 'keys', j, 'key'],
+          message: `this gateway key has ${k.key.length} characters: ${advice}`,
+        });
       }
     }),
   );

@@ -59,7 +59,13 @@ export const workspaceLimitsSchema = z.strictObject({
 export const limitStoreSchema = z.strictObject({
   /** Share limits, slots, budgets and key revocation across instances through Redis; in memory when unset. */
   // An empty value (an unset ${TOLLGATE_REDIS_URL:-}) means no Redis.
-  redis_url: z.preprocess((v) => (v === '' ? undefined : v), z.string().regex(/^rediss?:\/\//, 'expected redis://... or rediss://...').optional()),
+  redis_url: z.preprocess(
+    (v) => (v === '' ? undefined : v),
+    z
+      .string()
+      .regex(/^rediss?:\/\//, 'expected redis://... or rediss://...')
+      .optional(),
+  ),
   key_prefix: z.string().default('tollgate:'),
   /** When the limit store cannot be reached: keep serving without limits (open) or refuse with 503 (closed). */
   on_error: z.enum(['open', 'closed']).default('open'),

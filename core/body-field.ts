@@ -4,8 +4,14 @@
  * object is empty, and whether the field is already there as null, in which case the object is serialised again
  * with the field set in place rather than sent with a duplicate key).
  */
-export function withJsonField(body: Buffer, json: Record<string, unknown>, field: string, value: number | string | boolean): Buffer {
-  if (Object.prototype.hasOwnProperty.call(json, field)) return Buffer.from(JSON.stringify({ ...json, [field]: value }), 'utf8');
+export function withJsonField(
+  body: Buffer,
+  json: Record<string, unknown>,
+  field: string,
+  value: number | string | boolean,
+): Buffer {
+  if (Object.prototype.hasOwnProperty.call(json, field))
+    return Buffer.from(JSON.stringify({ ...json, [field]: value }), 'utf8');
   let end = body.length - 1;
   while (end >= 0 && isJsonSpace(body[end])) end--;
   if (end < 0 || body[end] !== 0x7d /* } */) throw new Error('withJsonField: the body is not a JSON object');

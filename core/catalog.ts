@@ -18,7 +18,10 @@ export class ModelCatalog {
   constructor(models: readonly CatalogModel[]) {
     const sorted = [...models].sort((a, b) => a.provider.localeCompare(b.provider) || a.id.localeCompare(b.id));
     this.openaiShape = Buffer.from(
-      JSON.stringify({ object: 'list', data: sorted.map((m) => ({ id: m.id, object: 'model', created: m.created, owned_by: m.provider })) }),
+      JSON.stringify({
+        object: 'list',
+        data: sorted.map((m) => ({ id: m.id, object: 'model', created: m.created, owned_by: m.provider })),
+      }),
     );
     const data = sorted.map((m) => ({
       type: 'model',

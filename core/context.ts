@@ -13,7 +13,14 @@ export interface Workspace {
 export const RAW_HEADERS = Symbol('tollgate.rawHeaders');
 
 /** Headers a plugin may never read or write: the client's credentials (the admin token included, should a client send it here). */
-export const SECRET_HEADERS: ReadonlySet<string> = new Set(['authorization', 'x-api-key', 'x-gateway-key', 'x-admin-token', 'proxy-authorization', 'cookie']);
+export const SECRET_HEADERS: ReadonlySet<string> = new Set([
+  'authorization',
+  'x-api-key',
+  'x-gateway-key',
+  'x-admin-token',
+  'proxy-authorization',
+  'cookie',
+]);
 
 /** SECRET_HEADERS plus every auth header a deployed provider reads its key from (e.g. x-goog-api-key). */
 export function secretHeadersFor(providerAuthHeaders: Iterable<string>): ReadonlySet<string> {

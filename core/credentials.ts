@@ -35,8 +35,17 @@ export class UpstreamCredentials {
   /** Every header that may carry a credential: withheld from plugins' upstream headers and from the upstream call. */
   readonly withheld: readonly string[];
 
-  constructor(providers: readonly ProviderInstance[], private readonly isGatewaySecret: GatewaySecretCheck = () => false) {
-    this.withheld = [...new Set<string>([...GATEWAY_CREDENTIAL_HEADERS, ...GENERIC_CREDENTIAL_HEADERS, ...providers.flatMap((p) => p.auth.headers)])];
+  constructor(
+    providers: readonly ProviderInstance[],
+    private readonly isGatewaySecret: GatewaySecretCheck = () => false,
+  ) {
+    this.withheld = [
+      ...new Set<string>([
+        ...GATEWAY_CREDENTIAL_HEADERS,
+        ...GENERIC_CREDENTIAL_HEADERS,
+        ...providers.flatMap((p) => p.auth.headers),
+      ]),
+    ];
   }
 
   /**
@@ -64,7 +73,10 @@ export class UpstreamCredentials {
           `Send your ${provider.displayName} key in the ${forms} header, and the gateway key in X-Gateway-Key.`,
       );
     }
-    throw new GatewayError('provider_key_missing', `${provider.displayName} needs your provider key in the ${forms} header. It is forwarded as is and never stored.`);
+    throw new GatewayError(
+      'provider_key_missing',
+      `${provider.displayName} needs your provider key in the ${forms} header. It is forwarded as is and never stored.`,
+    );
   }
 
   private carriesGatewaySecret(value: string | string[]): boolean {

@@ -1,7 +1,16 @@
 /** Stable names of the gateway's endpoints; ENDPOINTS below gives each its path. */
 export const ENDPOINT_KEYS = [
-  'chat.completions', 'messages', 'responses', 'embeddings', 'audio.speech', 'audio.transcriptions',
-  'audio.translations', 'images.generations', 'images.edits', 'images.variations', 'models',
+  'chat.completions',
+  'messages',
+  'responses',
+  'embeddings',
+  'audio.speech',
+  'audio.transcriptions',
+  'audio.translations',
+  'images.generations',
+  'images.edits',
+  'images.variations',
+  'models',
 ] as const;
 
 export type EndpointKey = (typeof ENDPOINT_KEYS)[number];

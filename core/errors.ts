@@ -80,5 +80,9 @@ export class GatewayError extends Error {
 /** Anything thrown that is not a GatewayError becomes an internal error with a generic message (no leaks). */
 export function asGatewayError(err: unknown, fallback: ErrorCode = 'internal_error'): GatewayError {
   if (err instanceof GatewayError) return err;
-  return new GatewayError(fallback, fallback === 'plugin_error' ? 'A gateway plugin failed while handling the request' : 'Internal gateway error', { cause: err });
+  return new GatewayError(
+    fallback,
+    fallback === 'plugin_error' ? 'A gateway plugin failed while handling the request' : 'Internal gateway error',
+    { cause: err },
+  );
 }

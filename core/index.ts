@@ -18,7 +18,14 @@ export { addressKey, FailedKeyTracker, type LockoutOptions } from './lockout';
 
 // Provider modules
 export {
-  apiKeyHeader, bearer, defineProvider, noAuth, type AuthScheme, type ProviderInstance, type ProviderModelPrice, type ProviderModule,
+  apiKeyHeader,
+  bearer,
+  defineProvider,
+  noAuth,
+  type AuthScheme,
+  type ProviderInstance,
+  type ProviderModelPrice,
+  type ProviderModule,
   type UpstreamTimeouts,
 } from './provider-contract';
 export { anthropicUsageParser } from '../providers/wire/messages';
@@ -28,8 +35,18 @@ export { perplexityUsageParser } from '../providers/perplexity/usage';
 
 // The usage vocabulary shared by both
 export {
-  PROVIDER_REPORTED, RESERVED_TAG_KEYS, UNTAGGED, type CostProvenance, type EndpointKey, type PicoUsd, type SseEvent, type StreamUsageAccumulator,
-  type Usage, type UsageParser, type UsageRecord, type UsageSource,
+  PROVIDER_REPORTED,
+  RESERVED_TAG_KEYS,
+  UNTAGGED,
+  type CostProvenance,
+  type EndpointKey,
+  type PicoUsd,
+  type SseEvent,
+  type StreamUsageAccumulator,
+  type Usage,
+  type UsageParser,
+  type UsageRecord,
+  type UsageSource,
 } from './usage';
 export { OUTPUT_TOKEN_FIELDS, outputLimitField, requestedOutputTokens, tokenCount } from './output-tokens';
 export { withJsonField } from './body-field';
@@ -39,11 +56,32 @@ export { formatUsd, parseUsd } from '../pricing/money';
 // Dependency injection: tokens and the public views of the services behind them
 export { registerService, resolveService, TOKENS, type ServiceOf, type Token } from './tokens';
 export type {
-  BudgetLedgerService, BudgetSource, BudgetStatus, KeyGrant, KeyRingService, PresentedKey, PricedUsage, PriceLookup, ProviderLookup, RecordQueue,
-  RecordQueueOptions, RecordQueuesService, RequestCostService, UsageStoreService,
+  BudgetLedgerService,
+  BudgetSource,
+  BudgetStatus,
+  KeyGrant,
+  KeyRingService,
+  PresentedKey,
+  PricedUsage,
+  PriceLookup,
+  ProviderLookup,
+  RecordQueue,
+  RecordQueueOptions,
+  RecordQueuesService,
+  RequestCostService,
+  UsageStoreService,
 } from './services';
 export type { Clock } from './clock';
-export type { Bucket, BucketState, BudgetCheck, BudgetState, LeaseRenewer, LimitScope, LimitStore, WorkspaceLimitsService } from './limit-store';
+export type {
+  Bucket,
+  BucketState,
+  BudgetCheck,
+  BudgetState,
+  LeaseRenewer,
+  LimitScope,
+  LimitStore,
+  WorkspaceLimitsService,
+} from './limit-store';
 export type { GatewayConfig } from '../config/schema';
 export type { BudgetConfig, BudgetPolicy, RateLimits, WorkspaceLimits } from '../config/limits';
 export type { DependencyContainer } from 'tsyringe';

@@ -37,6 +37,9 @@ const WIRE_OUTPUT_LIMIT_FIELD: Partial<Record<EndpointKey, string>> = {
 };
 
 /** The field a cap is written to for this provider and endpoint (undefined: the endpoint has no output limit). */
-export function outputLimitField(provider: Pick<ProviderModule, 'outputLimitFields'> | undefined, endpoint: EndpointKey): string | undefined {
+export function outputLimitField(
+  provider: Pick<ProviderModule, 'outputLimitFields'> | undefined,
+  endpoint: EndpointKey,
+): string | undefined {
   return provider?.outputLimitFields?.[endpoint] ?? WIRE_OUTPUT_LIMIT_FIELD[endpoint];
 }

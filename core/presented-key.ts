@@ -14,9 +14,14 @@ export type PresentedKey =
 const MISSING: PresentedKey = Object.freeze({ status: 'missing' });
 
 /** Checks the request's X-Gateway-Key with `keys.verify`, for KeyRingService.check. */
-export function checkPresentedKey(ctx: GatewayContext, keys: { verify(presented: string): KeyGrant | undefined }): PresentedKey {
+export function checkPresentedKey(
+  ctx: GatewayContext,
+  keys: { verify(presented: string): KeyGrant | undefined },
+): PresentedKey {
   const presented = credentialHeader(ctx, 'x-gateway-key');
   if (!presented) return MISSING;
   const grant = keys.verify(presented);
-  return grant ? { status: 'valid', grant } : { status: 'invalid', fingerprint: hash('sha256', presented, 'base64').slice(0, 12) };
+  return grant
+    ? { status: 'valid', grant }
+    : { status: 'invalid', fingerprint: hash('sha256', presented, 'base64').slice(0, 12) };
 }

@@ -44,9 +44,12 @@ export interface RequestCostService {
 /** TOKENS.UsageStore: the usage store as plugins use it: recorded spend, and the records they write. */
 export interface UsageStoreService {
   /** Totals of the records in [from, to) matching `filters` (dimension or tag -> value), one row per group. */
-  queryUsage(query: { from: number; to: number; groupBy: string[]; filters?: Record<string, string> }): Promise<
-    { group: Record<string, string | null>; costPico: PicoUsd }[]
-  >;
+  queryUsage(query: {
+    from: number;
+    to: number;
+    groupBy: string[];
+    filters?: Record<string, string>;
+  }): Promise<{ group: Record<string, string | null>; costPico: PicoUsd }[]>;
   /** Stores records (an id already stored is skipped, so a retried batch is safe). */
   insertBatch(records: readonly UsageRecord[]): Promise<{ inserted: number; duplicates: number }>;
 }

@@ -4,7 +4,13 @@ import type { GatewayConfig } from '../config/schema';
 import type { LimitStore, WorkspaceLimitsService } from './limit-store';
 import type { Clock } from './clock';
 import type {
-  BudgetLedgerService, KeyRingService, PriceLookup, ProviderLookup, RecordQueuesService, RequestCostService, UsageStoreService,
+  BudgetLedgerService,
+  KeyRingService,
+  PriceLookup,
+  ProviderLookup,
+  RecordQueuesService,
+  RequestCostService,
+  UsageStoreService,
 } from './services';
 
 declare const serviceType: unique symbol;

@@ -78,7 +78,9 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
     return new Promise((resolve, reject) => {
       // The headers leave with the first chunk, in one write. If the provider holds that chunk back (a model
       // thinking), they leave alone on the next turn of the event loop, so the client sees the answer start.
-      let flush: NodeJS.Immediate | undefined = this.held.length ? undefined : setImmediate(() => res.writableEnded || res.flushHeaders());
+      let flush: NodeJS.Immediate | undefined = this.held.length
+        ? undefined
+        : setImmediate(() => res.writableEnded || res.flushHeaders());
       let paused = false;
       const resume = () => {
         paused = false;
@@ -124,7 +126,11 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
     if (this.cancelledWith) controller.abort(this.cancelledWith);
   }
 
-  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
+  onResponseStart(
+    _controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: Record<string, string | string[] | undefined>,
+  ): void {
     if (statusCode < 200) return; // 1xx informational answers are not forwarded
     this.statusCode = statusCode;
     this.headers = headers;

@@ -49,7 +49,14 @@ export class UpstreamPools {
   async send(call: UpstreamCall, exchange: UpstreamExchange): Promise<UpstreamExchange> {
     const { origin, path } = partsOf(call.url);
     this.pool(origin, call.timeouts.connectMs).dispatch(
-      { path, method: call.method, headers: call.headers, body: call.body, headersTimeout: call.timeouts.firstByteMs, bodyTimeout: call.timeouts.idleMs },
+      {
+        path,
+        method: call.method,
+        headers: call.headers,
+        body: call.body,
+        headersTimeout: call.timeouts.firstByteMs,
+        bodyTimeout: call.timeouts.idleMs,
+      },
       exchange,
     );
     try {
@@ -89,8 +96,16 @@ export function upstreamFailure(err: unknown, provider: string): GatewayError {
   if (err instanceof undiciErrors.RequestAbortedError || (err as Error)?.name === 'AbortError') {
     return new GatewayError('request_aborted', 'The client closed the request', { cause: err });
   }
-  if (err instanceof undiciErrors.HeadersTimeoutError || err instanceof undiciErrors.ConnectTimeoutError || err instanceof undiciErrors.BodyTimeoutError) {
-    return new GatewayError('upstream_timeout', `The upstream provider ${provider} did not answer in time`, { cause: err });
+  if (
+    err instanceof undiciErrors.HeadersTimeoutError ||
+    err instanceof undiciErrors.ConnectTimeoutError ||
+    err instanceof undiciErrors.BodyTimeoutError
+  ) {
+    return new GatewayError('upstream_timeout', `The upstream provider ${provider} did not answer in time`, {
+      cause: err,
+    });
   }
-  return new GatewayError('upstream_unreachable', `The upstream provider ${provider} could not be reached`, { cause: err });
+  return new GatewayError('upstream_unreachable', `The upstream provider ${provider} could not be reached`, {
+    cause: err,
+  });
 }

@@ -59,7 +59,10 @@ export interface Usage {
 }
 
 /** The token buckets of one sampling iteration (see Usage.iterations). */
-export type IterationUsage = Pick<Usage, 'inputTokens' | 'outputTokens' | 'cacheReadTokens' | 'cacheWriteTokens' | 'cacheWrite1hTokens'>;
+export type IterationUsage = Pick<
+  Usage,
+  'inputTokens' | 'outputTokens' | 'cacheReadTokens' | 'cacheWriteTokens' | 'cacheWrite1hTokens'
+>;
 
 /** One Server-Sent Event, as framed by core/sse.ts. `data` joins multi-line data with "\n". */
 export interface SseEvent {
@@ -103,7 +106,15 @@ export const UNTAGGED = '(untagged)';
  * model the client asked for. Any other name is a tag key (`tag:<key>` reaches a tag stored under a built-in's
  * name before such keys were refused).
  */
-export const BUILTIN_DIMENSIONS = ['provider', 'model', 'requested_model', 'endpoint', 'workspace', 'key_id', 'status'] as const;
+export const BUILTIN_DIMENSIONS = [
+  'provider',
+  'model',
+  'requested_model',
+  'endpoint',
+  'workspace',
+  'key_id',
+  'status',
+] as const;
 export type BuiltinDimension = (typeof BUILTIN_DIMENSIONS)[number];
 /** Former name of `model` (the served model), still accepted in group_by and filters. */
 export const SERVED_MODEL_ALIAS = 'served_model';

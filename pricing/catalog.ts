@@ -105,7 +105,8 @@ export class PriceCatalog {
     const bundled = options.bundled ?? bundledCatalog();
     this.bundledVersion = bundled.version;
     this.defaultCreated = Math.floor(Date.parse(bundled.retrieved) / 1000);
-    if (!Number.isSafeInteger(this.defaultCreated)) throw new Error(`catalog retrieved date unreadable: ${bundled.retrieved}`);
+    if (!Number.isSafeInteger(this.defaultCreated))
+      throw new Error(`catalog retrieved date unreadable: ${bundled.retrieved}`);
 
     for (const m of bundled.models) this.put(m, 'bundled');
     for (const f of bundled.tool_fees ?? []) {
@@ -132,7 +133,8 @@ export class PriceCatalog {
     this.discounts = Object.freeze({ ...(config?.discounts ?? {}) });
     this.skipped = Object.freeze(skipped);
 
-    const changed = overrides.length > 0 || imported.length > 0 || Object.keys(this.discounts).length > 0 || fromProviders.length > 0;
+    const changed =
+      overrides.length > 0 || imported.length > 0 || Object.keys(this.discounts).length > 0 || fromProviders.length > 0;
     const providers = fromProviders.length > 0 ? fromProviders : undefined; // absent: versions without them unchanged
     this.version = changed
       ? `${bundled.version}+${digest({ litellm: imported, models: overrides, discounts: this.discounts, providers })}`
@@ -182,7 +184,15 @@ export class PriceCatalog {
       if (p === undefined || e.price.provider === p) out.push(this.derive(e.price.provider, key, 'exact'));
     }
     return out.sort((a, b) =>
-      a.provider === b.provider ? (a.model < b.model ? -1 : a.model > b.model ? 1 : 0) : a.provider < b.provider ? -1 : 1,
+      a.provider === b.provider
+        ? a.model < b.model
+          ? -1
+          : a.model > b.model
+            ? 1
+            : 0
+        : a.provider < b.provider
+          ? -1
+          : 1,
     );
   }
 
@@ -242,7 +252,8 @@ export class PriceCatalog {
     const out: Record<string, ToolFee> = {};
     for (const f of list) {
       if (out[f.tool] || (f.models && !f.models.includes(model))) continue;
-      out[f.tool] = discount === undefined || f.usd === undefined ? f : { ...f, usd: mulDecimal(f.usd, subDecimal('1', discount)) };
+      out[f.tool] =
+        discount === undefined || f.usd === undefined ? f : { ...f, usd: mulDecimal(f.usd, subDecimal('1', discount)) };
     }
     return Object.keys(out).length > 0 ? Object.freeze(out) : undefined;
   }
@@ -288,7 +299,8 @@ function discounted(p: CatalogModel, discount: string): CatalogModel {
   for (const f of [...BUCKETS, 'search_query_fee'] as const) {
     if (out[f] !== undefined) out[f] = mul(out[f]);
   }
-  if (p.request_fee !== undefined) out.request_fee = typeof p.request_fee === 'string' ? mul(p.request_fee) : rates(p.request_fee);
+  if (p.request_fee !== undefined)
+    out.request_fee = typeof p.request_fee === 'string' ? mul(p.request_fee) : rates(p.request_fee);
   if (p.long_context) out.long_context = p.long_context.map(rates);
   if (p.service_tiers) {
     out.service_tiers = Object.fromEntries(Object.entries(p.service_tiers).map(([k, v]) => [k, v && rates(v)]));
@@ -309,5 +321,8 @@ function digest(value: unknown): string {
               .map((k) => [k, canonical((v as Record<string, unknown>)[k])]),
           )
         : v;
-  return createHash('sha256').update(JSON.stringify(canonical(value))).digest('hex').slice(0, 12);
+  return createHash('sha256')
+    .update(JSON.stringify(canonical(value)))
+    .digest('hex')
+    .slice(0, 12);
 }

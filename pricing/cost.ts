@@ -76,7 +76,15 @@ interface Compiled {
 
 const ZERO: Rate = { num: 0n, scale: 0 };
 const DEFAULT_CONTEXT_SIZE: ContextSize = 'low';
-const RATE_BUCKETS: RateBucket[] = ['input', 'output', 'cache_read', 'cache_write', 'cache_write_1h', 'citation', 'reasoning'];
+const RATE_BUCKETS: RateBucket[] = [
+  'input',
+  'output',
+  'cache_read',
+  'cache_write',
+  'cache_write_1h',
+  'citation',
+  'reasoning',
+];
 
 // ModelPrice objects from PriceCatalog are frozen and cached, so their parsed rates can be cached too.
 const compiledCache = new WeakMap<ModelPrice, Compiled>();
@@ -135,7 +143,8 @@ type Line = [units: number | undefined, rate: Rate | undefined, name: string];
 
 /** The rates of the highest long-context tier the prompt (input plus every cache bucket) exceeds, else the base. */
 function tierRates(c: Compiled, u: IterationUsage): Rates {
-  const prompt = (u.inputTokens ?? 0) + (u.cacheReadTokens ?? 0) + (u.cacheWriteTokens ?? 0) + (u.cacheWrite1hTokens ?? 0);
+  const prompt =
+    (u.inputTokens ?? 0) + (u.cacheReadTokens ?? 0) + (u.cacheWriteTokens ?? 0) + (u.cacheWrite1hTokens ?? 0);
   return c.tiers.find((t) => prompt > t.above)?.rates ?? c.base;
 }
 
@@ -155,7 +164,11 @@ function tokenBucketLines(u: IterationUsage, output: number | undefined, r: Rate
  * the cost unknown (the reason is returned); one it lists without a price is counted only (unpricedCalls), and
  * a fee marked as an estimate marks the cost estimated.
  */
-function addToolFees(sum: ExactSum, price: ModelPrice, calls: Usage['toolCalls']): Pick<PricedUsage, 'estimated' | 'unpricedCalls'> | string {
+function addToolFees(
+  sum: ExactSum,
+  price: ModelPrice,
+  calls: Usage['toolCalls'],
+): Pick<PricedUsage, 'estimated' | 'unpricedCalls'> | string {
   const out: { estimated?: boolean; unpricedCalls?: Record<string, number> } = {};
   for (const [tool, n] of Object.entries(calls ?? {})) {
     if (!n) continue;
@@ -175,7 +188,11 @@ function addToolFees(sum: ExactSum, price: ModelPrice, calls: Usage['toolCalls']
 const unpriced = (reason: string): PricedUsage => ({ costPico: null, provenanceHint: 'unpriced', reason });
 
 /** Prices one request's usage; never throws on bad input (a record must always be written). */
-export function priceUsage(price: ModelPrice | undefined, usage: Usage | undefined, opts: PriceUsageOptions): PricedUsage {
+export function priceUsage(
+  price: ModelPrice | undefined,
+  usage: Usage | undefined,
+  opts: PriceUsageOptions,
+): PricedUsage {
   if (!opts.counted) return { costPico: null, provenanceHint: 'not_counted' };
   const computed = computeCost(price, usage);
   const reported = providerFigure(usage);
@@ -202,13 +219,25 @@ function providerFigure(usage: Usage | undefined): { pico: PicoUsd; decimals: nu
  * A rounded figure (Perplexity's usage.cost, to the tenth of a cent) gives way to the exact computed cost. The
  * two disagree when they differ by more than 1% once the computed cost is rounded as the provider rounds.
  */
-function withProviderFigure(computed: PricedUsage, reported: { pico: PicoUsd; decimals: number }, price: ModelPrice | undefined): PricedUsage {
+function withProviderFigure(
+  computed: PricedUsage,
+  reported: { pico: PicoUsd; decimals: number },
+  price: ModelPrice | undefined,
+): PricedUsage {
   if (computed.costPico === null) {
-    return { costPico: reported.pico, provenanceHint: 'provider_reported', providerCostPico: reported.pico, reason: computed.reason };
+    return {
+      costPico: reported.pico,
+      provenanceHint: 'provider_reported',
+      providerCostPico: reported.pico,
+      reason: computed.reason,
+    };
   }
   const own = price?.match?.via !== 'openrouter_vendor_fallback';
   const asPrecise = reported.decimals >= decimalsOf(formatUsd(computed.costPico));
-  const comparable = reported.decimals >= 12 ? computed.costPico : roundScaled({ coef: computed.costPico, scale: 12 - reported.decimals }) * 10n ** BigInt(12 - reported.decimals);
+  const comparable =
+    reported.decimals >= 12
+      ? computed.costPico
+      : roundScaled({ coef: computed.costPico, scale: 12 - reported.decimals }) * 10n ** BigInt(12 - reported.decimals);
   const diff = reported.pico > comparable ? reported.pico - comparable : comparable - reported.pico;
   const costDisagrees = diff * 100n > comparable || (comparable === 0n && reported.pico > 0n);
   const useReported = !own || asPrecise;
@@ -271,9 +300,10 @@ function computeCost(price: ModelPrice | undefined, usage: Usage | undefined): P
 
   // With per-iteration counts (Anthropic compaction, server-tool loops) each iteration is priced at its own
   // long-context tier; the sums above only decide the rates of what is not per iteration.
-  const tokenLines = usage.iterations && c.tiers.length > 0 && reasoning === undefined
-    ? usage.iterations.flatMap((it) => tokenBucketLines(it, it.outputTokens, tierRates(c, it)))
-    : tokenBucketLines(usage, output, r);
+  const tokenLines =
+    usage.iterations && c.tiers.length > 0 && reasoning === undefined
+      ? usage.iterations.flatMap((it) => tokenBucketLines(it, it.outputTokens, tierRates(c, it)))
+      : tokenBucketLines(usage, output, r);
   const lines: Line[] = [
     ...tokenLines,
     [reasoning, r.reasoning, 'reasoning'],

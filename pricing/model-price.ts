@@ -115,16 +115,19 @@ export type CatalogFile = z.infer<typeof catalogFileSchema>;
 export type ToolFee = z.infer<typeof toolFeeSchema>;
 
 /** The token buckets a price can carry (CatalogModel keys). */
-export const BUCKETS = ['input', 'output', 'cache_read', 'cache_write', 'cache_write_1h', 'citation', 'reasoning'] as const;
+export const BUCKETS = [
+  'input',
+  'output',
+  'cache_read',
+  'cache_write',
+  'cache_write_1h',
+  'citation',
+  'reasoning',
+] as const;
 export type Bucket = (typeof BUCKETS)[number];
 
 /** How lookup() reached an entry. */
-export type MatchRule =
-  | 'exact'
-  | 'alias'
-  | 'provider_prefix'
-  | 'dated_snapshot'
-  | 'openrouter_vendor_fallback';
+export type MatchRule = 'exact' | 'alias' | 'provider_prefix' | 'dated_snapshot' | 'openrouter_vendor_fallback';
 
 export interface PriceMatch {
   via: MatchRule;

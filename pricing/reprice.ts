@@ -7,7 +7,13 @@ import { formatUsd } from './money';
 
 export { PROVIDER_REPORTED } from '../core/usage';
 
-const TOKEN_COLUMNS = ['inputTokens', 'outputTokens', 'cacheReadTokens', 'cacheWriteTokens', 'cacheWrite1hTokens'] as const;
+const TOKEN_COLUMNS = [
+  'inputTokens',
+  'outputTokens',
+  'cacheReadTokens',
+  'cacheWriteTokens',
+  'cacheWrite1hTokens',
+] as const;
 
 /**
  * How a stored record's counts were obtained. Records written before migration 008 do not say: tokenizer counts
@@ -35,7 +41,14 @@ export function repriceRecord(catalog: PriceCatalog, r: UsageRecord): Repricing 
   const usageSource = storedUsageSource(r);
   const providerCost = r.providerCostPico ?? (r.priceVersion === PROVIDER_REPORTED ? r.costPico : null);
   if (usageSource === 'none' && providerCost === null) {
-    return { costPico: null, provenance: r.provenance === 'partial' ? 'partial' : 'unpriced', priceVersion: null, usageSource, priceId: null, costDisagrees: null };
+    return {
+      costPico: null,
+      provenance: r.provenance === 'partial' ? 'partial' : 'unpriced',
+      priceVersion: null,
+      usageSource,
+      priceId: null,
+      costDisagrees: null,
+    };
   }
   const model = r.servedModel ?? r.model;
   const price = model ? catalog.lookup(r.provider, model) : undefined;
@@ -53,17 +66,28 @@ export function repriceRecord(catalog: PriceCatalog, r: UsageRecord): Repricing 
     toolCalls: r.toolCalls ?? undefined,
     providerCostUsd: providerCost === null ? undefined : formatUsd(providerCost),
   };
-  const priced = priceUsage(usageSource === 'none' ? undefined : price, usageSource === 'none' ? { providerCostUsd: usage.providerCostUsd } : usage, {
-    endpoint: r.endpoint,
-    counted: endpointByKey(r.endpoint).costCounted,
-  });
+  const priced = priceUsage(
+    usageSource === 'none' ? undefined : price,
+    usageSource === 'none' ? { providerCostUsd: usage.providerCostUsd } : usage,
+    {
+      endpoint: r.endpoint,
+      counted: endpointByKey(r.endpoint).costCounted,
+    },
+  );
   const costPico = priced.costPico;
   const provenance =
-    r.provenance === 'partial' ? 'partial' : costPico === null ? 'unpriced' : usageSource === 'tokenizer' || priced.estimated ? 'estimated' : 'measured';
+    r.provenance === 'partial'
+      ? 'partial'
+      : costPico === null
+        ? 'unpriced'
+        : usageSource === 'tokenizer' || priced.estimated
+          ? 'estimated'
+          : 'measured';
   return {
     costPico,
     provenance,
-    priceVersion: costPico === null ? null : priced.provenanceHint === 'provider_reported' ? PROVIDER_REPORTED : catalog.version,
+    priceVersion:
+      costPico === null ? null : priced.provenanceHint === 'provider_reported' ? PROVIDER_REPORTED : catalog.version,
     usageSource,
     priceId: priced.priceId ?? null,
     costDisagrees: priced.costDisagrees ?? null,

@@ -24,7 +24,11 @@ export class RequestCost implements RequestCostService {
 
   price(ctx: GatewayContext, usage: Usage | undefined, as?: { provider: string; model: string }): PricedUsage {
     const model = usage?.servedModel ?? ctx.model;
-    const price = as ? this.prices.lookup(as.provider, as.model) : ctx.provider && model ? this.prices.lookup(ctx.provider.slug, model) : undefined;
+    const price = as
+      ? this.prices.lookup(as.provider, as.model)
+      : ctx.provider && model
+        ? this.prices.lookup(ctx.provider.slug, model)
+        : undefined;
     const endpoint = ctx.endpoint;
     return endpoint
       ? priceUsage(price, usage, { endpoint: endpoint.key, counted: endpoint.costCounted })

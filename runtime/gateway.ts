@@ -98,7 +98,10 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
   const metrics = openMetrics(config.metrics, requestCost);
   const tracing = openTracing(options.env ?? process.env, requestCost, logger);
   const { upload_spool_from: spoolFrom, upload_spool_dir: spoolDir } = config.server;
-  const uploads = spoolFrom === false ? undefined : UploadSpool.create(resolve(loaded.dir, spoolDir ?? join(tmpdir(), 'tollgate-uploads')), spoolFrom, logger);
+  const uploads =
+    spoolFrom === false
+      ? undefined
+      : UploadSpool.create(resolve(loaded.dir, spoolDir ?? join(tmpdir(), 'tollgate-uploads')), spoolFrom, logger);
   const limitStore = openLimitStore(config.limit_store, logger);
   registerService(container, TOKENS.LimitStore, limitStore);
   registerService(container, TOKENS.WorkspaceLimits, new LimitsContext(config, limitStore, config.limit_store, logger));
@@ -136,11 +139,23 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
     await limitStore.close().catch(() => undefined);
     throw err;
   }
-  const pools = new UpstreamPools({ connections: config.upstream.connections, keepAliveMs: config.upstream.keep_alive_ms });
+  const pools = new UpstreamPools({
+    connections: config.upstream.connections,
+    keepAliveMs: config.upstream.keep_alive_ms,
+  });
   const enabled = new Set(providers.list().map((p) => p.slug));
   const catalog = new ModelCatalog(prices.models().filter((m) => enabled.has(m.provider)));
   const isGatewaySecret = gatewaySecretCheck(keys, config.admin.token);
-  const proxy = new GatewayProxy({ providers, pipeline, pools, catalog, bodyLimit: config.server.body_limit, uploads, logger, isGatewaySecret });
+  const proxy = new GatewayProxy({
+    providers,
+    pipeline,
+    pools,
+    catalog,
+    bodyLimit: config.server.body_limit,
+    uploads,
+    logger,
+    isGatewaySecret,
+  });
 
   // The proxy's Koa stack is kept to one middleware: a path lookup that hands the request to the proxy, which
   // writes the response itself (ctx.respond = false) so the upstream's bytes go out untouched. Everything else
@@ -187,7 +202,22 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
       logger.flush();
     })());
 
-  return { koa, proxy, container, providers, store: store!, pools, logger, keySync: keySync!, budgets, probes, readiness, metrics, drain, close };
+  return {
+    koa,
+    proxy,
+    container,
+    providers,
+    store: store!,
+    pools,
+    logger,
+    keySync: keySync!,
+    budgets,
+    probes,
+    readiness,
+    metrics,
+    drain,
+    close,
+  };
 }
 
 /** A relative SQLite path is relative to the config file, and its folder is created on first start. */
@@ -207,14 +237,22 @@ function refuseUnknownRoutes(logger: Logger): Koa.Middleware {
   return function refuseUnknownRoute(ctx) {
     const endpoint = endpointAt(ctx.path);
     const error = endpoint
-      ? new GatewayError('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; use ${endpoint.method}.`, { headers: { allow: endpoint.method } })
-      : new GatewayError('route_not_found', `Unknown path ${ctx.path.slice(0, 200)}. Tollgate serves only the /v1 endpoints it proxies.`);
+      ? new GatewayError('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; use ${endpoint.method}.`, {
+          headers: { allow: endpoint.method },
+        })
+      : new GatewayError(
+          'route_not_found',
+          `Unknown path ${ctx.path.slice(0, 200)}. Tollgate serves only the /v1 endpoints it proxies.`,
+        );
     const requestId = newRequestId();
     ctx.status = error.status;
     ctx.set(error.headers);
     ctx.set(REQUEST_ID_HEADER, requestId);
     ctx.type = 'application/json';
     ctx.body = error.toBody();
-    logger.info({ requestId, method: ctx.method, path: ctx.path.slice(0, 200), status: error.status, error: error.code }, 'request');
+    logger.info(
+      { requestId, method: ctx.method, path: ctx.path.slice(0, 200), status: error.status, error: error.code },
+      'request',
+    );
   };
 }

@@ -28,7 +28,11 @@ export class LogDestination {
   private readonly out: SonicBoom;
   private broken = false;
 
-  constructor(fd: number, private readonly blockChars = 4096, flushMs = 200) {
+  constructor(
+    fd: number,
+    private readonly blockChars = 4096,
+    flushMs = 200,
+  ) {
     this.out = new SonicBoom({ fd, sync: false });
     this.out.on('error', (err: NodeJS.ErrnoException) => {
       // The reader went away (EPIPE) or the file cannot be written: drop lines from now on, never crash for a log.

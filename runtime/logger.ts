@@ -3,9 +3,22 @@ import { LogDestination } from './log-destination';
 
 /** Paths pino censors in every log line, wherever a caller might have put request headers or keys. */
 export const REDACT_PATHS = [
-  'authorization', 'x-api-key', 'x-gateway-key', 'key', 'apiKey', 'token',
-  '*.authorization', '*["x-api-key"]', '*["x-gateway-key"]', '*.key', '*.apiKey', '*.token',
-  '*.headers.authorization', '*.headers["x-api-key"]', '*.headers["x-gateway-key"]', '*.headers.cookie',
+  'authorization',
+  'x-api-key',
+  'x-gateway-key',
+  'key',
+  'apiKey',
+  'token',
+  '*.authorization',
+  '*["x-api-key"]',
+  '*["x-gateway-key"]',
+  '*.key',
+  '*.apiKey',
+  '*.token',
+  '*.headers.authorization',
+  '*.headers["x-api-key"]',
+  '*.headers["x-gateway-key"]',
+  '*.headers.cookie',
 ];
 
 /**

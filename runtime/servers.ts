@@ -39,9 +39,17 @@ export async function startGateway(loaded: LoadedConfig, options: GatewayOptions
       budgets: gateway.budgets,
       onKeysChanged: () => gateway.keySync.refresh(),
       proxyUrl: url,
-      lockout: lockout.enabled && { maxFailures: lockout.max_failures, windowMs: lockout.window_ms, blockMs: lockout.block_ms },
+      lockout: lockout.enabled && {
+        maxFailures: lockout.max_failures,
+        windowMs: lockout.window_ms,
+        blockMs: lockout.block_ms,
+      },
       probes: gateway.probes,
-      metrics: gateway.metrics && { scrape: metricsScrapeOf(gateway.metrics), open: config.metrics.auth === 'none', token: config.metrics.token },
+      metrics: gateway.metrics && {
+        scrape: metricsScrapeOf(gateway.metrics),
+        open: config.metrics.auth === 'none',
+        token: config.metrics.token,
+      },
     });
     admin = createServer(app.callback());
     adminUrl = await listen(admin, config.admin.host, config.admin.port);

@@ -22,7 +22,10 @@ export interface Wiring {
  * check-config` runs exactly this, and `start` runs it before it opens the store or creates a key (in multi-core
  * mode, in the primary too), so a configuration check-config accepts does not fail later.
  */
-export async function prepareWiring(loaded: LoadedConfig, extraProviders: Readonly<Record<string, ProviderModule>> = {}): Promise<Wiring> {
+export async function prepareWiring(
+  loaded: LoadedConfig,
+  extraProviders: Readonly<Record<string, ProviderModule>> = {},
+): Promise<Wiring> {
   const { providers, prices } = await deployProviders(loaded, extraProviders);
   return { providers, prices, pipeline: await planPipeline(loaded.config, loaded.dir) };
 }
@@ -32,10 +35,17 @@ export async function prepareWiring(loaded: LoadedConfig, extraProviders: Readon
  * then the deployment's pricing block (litellm_file, models, discounts), which wins.
  */
 export async function deployProviders(
-  loaded: LoadedConfig, extraProviders: Readonly<Record<string, ProviderModule>> = {},
+  loaded: LoadedConfig,
+  extraProviders: Readonly<Record<string, ProviderModule>> = {},
 ): Promise<{ providers: ProviderRegistry; prices: PriceCatalog }> {
   const { config } = loaded;
-  const providers = loadProviders(config, { ...extraProviders, ...(await loadProviderModules(config.providers, loaded.dir)) });
-  const prices = new PriceCatalog(config.pricing, { baseDir: loaded.dir, providerPrices: deployedProviderPrices(providers.list()) });
+  const providers = loadProviders(config, {
+    ...extraProviders,
+    ...(await loadProviderModules(config.providers, loaded.dir)),
+  });
+  const prices = new PriceCatalog(config.pricing, {
+    baseDir: loaded.dir,
+    providerPrices: deployedProviderPrices(providers.list()),
+  });
   return { providers, prices };
 }

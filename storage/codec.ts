@@ -138,7 +138,10 @@ const str = (v: unknown): string | null => (v === null || v === undefined ? null
 
 /** A usage_records row (either driver) back to a record. */
 export function recordFromRow(row: Record<string, unknown>): UsageRecord {
-  const tags = typeof row.tags === 'string' ? (JSON.parse(row.tags) as Record<string, string>) : ((row.tags ?? {}) as Record<string, string>);
+  const tags =
+    typeof row.tags === 'string'
+      ? (JSON.parse(row.tags) as Record<string, string>)
+      : ((row.tags ?? {}) as Record<string, string>);
   return {
     id: String(row.id),
     ts: toNumber(row.ts),
@@ -169,7 +172,8 @@ export function recordFromRow(row: Record<string, unknown>): UsageRecord {
     errorCode: str(row.error_code),
     usageSource: str(row.usage_source) as UsageSource | null,
     providerCostPico: toMoneyOrNull(row.provider_cost_pico),
-    costDisagrees: row.cost_disagrees === null || row.cost_disagrees === undefined ? null : toNumber(row.cost_disagrees) === 1,
+    costDisagrees:
+      row.cost_disagrees === null || row.cost_disagrees === undefined ? null : toNumber(row.cost_disagrees) === 1,
     toolCalls: typeof row.tool_calls === 'string' ? (JSON.parse(row.tool_calls) as Record<string, number>) : null,
     priceId: str(row.price_id),
   };

@@ -28,19 +28,54 @@ export function isError(r: UsageRecord): boolean {
 
 export const COUNTERS: readonly CounterDef[] = [
   { field: 'requests', column: 'requests', rawSql: '1', of: () => 1 },
-  { field: 'inputTokens', column: 'input_tokens', rawSql: 'COALESCE(r.input_tokens, 0)', of: (r) => tokens(r.inputTokens) },
-  { field: 'outputTokens', column: 'output_tokens', rawSql: 'COALESCE(r.output_tokens, 0)', of: (r) => tokens(r.outputTokens) },
-  { field: 'cacheReadTokens', column: 'cache_read_tokens', rawSql: 'COALESCE(r.cache_read_tokens, 0)', of: (r) => tokens(r.cacheReadTokens) },
-  { field: 'cacheWriteTokens', column: 'cache_write_tokens', rawSql: 'COALESCE(r.cache_write_tokens, 0)', of: (r) => tokens(r.cacheWriteTokens) },
+  {
+    field: 'inputTokens',
+    column: 'input_tokens',
+    rawSql: 'COALESCE(r.input_tokens, 0)',
+    of: (r) => tokens(r.inputTokens),
+  },
+  {
+    field: 'outputTokens',
+    column: 'output_tokens',
+    rawSql: 'COALESCE(r.output_tokens, 0)',
+    of: (r) => tokens(r.outputTokens),
+  },
+  {
+    field: 'cacheReadTokens',
+    column: 'cache_read_tokens',
+    rawSql: 'COALESCE(r.cache_read_tokens, 0)',
+    of: (r) => tokens(r.cacheReadTokens),
+  },
+  {
+    field: 'cacheWriteTokens',
+    column: 'cache_write_tokens',
+    rawSql: 'COALESCE(r.cache_write_tokens, 0)',
+    of: (r) => tokens(r.cacheWriteTokens),
+  },
   {
     field: 'cacheWrite1hTokens',
     column: 'cache_write_1h_tokens',
     rawSql: 'COALESCE(r.cache_write_1h_tokens, 0)',
     of: (r) => tokens(r.cacheWrite1hTokens),
   },
-  { field: 'reasoningTokens', column: 'reasoning_tokens', rawSql: 'COALESCE(r.reasoning_tokens, 0)', of: (r) => tokens(r.reasoningTokens) },
-  { field: 'citationTokens', column: 'citation_tokens', rawSql: 'COALESCE(r.citation_tokens, 0)', of: (r) => tokens(r.citationTokens) },
-  { field: 'searchQueries', column: 'search_queries', rawSql: 'COALESCE(r.search_queries, 0)', of: (r) => tokens(r.searchQueries) },
+  {
+    field: 'reasoningTokens',
+    column: 'reasoning_tokens',
+    rawSql: 'COALESCE(r.reasoning_tokens, 0)',
+    of: (r) => tokens(r.reasoningTokens),
+  },
+  {
+    field: 'citationTokens',
+    column: 'citation_tokens',
+    rawSql: 'COALESCE(r.citation_tokens, 0)',
+    of: (r) => tokens(r.citationTokens),
+  },
+  {
+    field: 'searchQueries',
+    column: 'search_queries',
+    rawSql: 'COALESCE(r.search_queries, 0)',
+    of: (r) => tokens(r.searchQueries),
+  },
   // SUM skips NULL costs, which are counted by unknown_cost_count instead.
   { field: 'costPico', column: 'cost_pico', rawSql: 'r.cost_pico', of: (r) => r.costPico ?? 0n },
   {
@@ -123,7 +158,10 @@ export function contribution(r: UsageRecord): UsageTotals {
   };
 }
 
-const COUNTER_OF = Object.fromEntries(COUNTERS.map((c) => [c.field, c.of])) as Record<keyof UsageTotals, CounterDef['of']>;
+const COUNTER_OF = Object.fromEntries(COUNTERS.map((c) => [c.field, c.of])) as Record<
+  keyof UsageTotals,
+  CounterDef['of']
+>;
 
 /**
  * into += sign * delta (sign -1 subtracts). Written out field by field: the writer calls it for every rollup row of

@@ -13,8 +13,37 @@
 import type { CostProvenance, EndpointKey, UsageRecord, UsageSource } from '../core/usage';
 
 /** Slots of a record in `numbers` (NaN stands for null) and in `refs` (string indexes, -1 stands for null). */
-const NUM = { ts: 0, status: 1, inputTokens: 2, outputTokens: 3, cacheReadTokens: 4, cacheWriteTokens: 5, cacheWrite1hTokens: 6, reasoningTokens: 7, citationTokens: 8, searchQueries: 9, latencyMs: 10, ttfbMs: 11, costDisagrees: 12 };
-const STR = { workspaceId: 0, keyId: 1, provider: 2, model: 3, servedModel: 4, endpoint: 5, searchContextSize: 6, provenance: 7, priceVersion: 8, errorCode: 9, usageSource: 10, providerCost: 11, toolCalls: 12, priceId: 13 };
+const NUM = {
+  ts: 0,
+  status: 1,
+  inputTokens: 2,
+  outputTokens: 3,
+  cacheReadTokens: 4,
+  cacheWriteTokens: 5,
+  cacheWrite1hTokens: 6,
+  reasoningTokens: 7,
+  citationTokens: 8,
+  searchQueries: 9,
+  latencyMs: 10,
+  ttfbMs: 11,
+  costDisagrees: 12,
+};
+const STR = {
+  workspaceId: 0,
+  keyId: 1,
+  provider: 2,
+  model: 3,
+  servedModel: 4,
+  endpoint: 5,
+  searchContextSize: 6,
+  provenance: 7,
+  priceVersion: 8,
+  errorCode: 9,
+  usageSource: 10,
+  providerCost: 11,
+  toolCalls: 12,
+  priceId: 13,
+};
 const NF = Object.keys(NUM).length;
 const SF = Object.keys(STR).length;
 const INT64_MIN = -(2n ** 63n);
@@ -116,9 +145,17 @@ export function packRecords(records: readonly UsageRecord[]): PackedRecords | un
       string(s + STR.priceVersion, r.priceVersion, true) &&
       string(s + STR.errorCode, r.errorCode, true) &&
       // The fields of migration 008 are absent on records spilled before it; stored as null either way.
-      number(b + NUM.costDisagrees, r.costDisagrees === undefined || r.costDisagrees === null ? null : r.costDisagrees ? 1 : 0, true) &&
+      number(
+        b + NUM.costDisagrees,
+        r.costDisagrees === undefined || r.costDisagrees === null ? null : r.costDisagrees ? 1 : 0,
+        true,
+      ) &&
       string(s + STR.usageSource, r.usageSource ?? null, true) &&
-      string(s + STR.providerCost, typeof r.providerCostPico === 'bigint' ? r.providerCostPico.toString() : (r.providerCostPico ?? null), true) &&
+      string(
+        s + STR.providerCost,
+        typeof r.providerCostPico === 'bigint' ? r.providerCostPico.toString() : (r.providerCostPico ?? null),
+        true,
+      ) &&
       string(s + STR.toolCalls, r.toolCalls ? JSON.stringify(r.toolCalls) : null, true) &&
       string(s + STR.priceId, r.priceId ?? null, true);
     if (!fits) return undefined;
@@ -140,12 +177,26 @@ export function packRecords(records: readonly UsageRecord[]): PackedRecords | un
     }
     tagStart[i + 1] = tagRefs.length >> 1;
   }
-  return { count: n, ids: ids.join(''), idEnd, strings, numbers, refs, streamed, costs, hasCost, tagStart, tagRefs: Int32Array.from(tagRefs) };
+  return {
+    count: n,
+    ids: ids.join(''),
+    idEnd,
+    strings,
+    numbers,
+    refs,
+    streamed,
+    costs,
+    hasCost,
+    tagStart,
+    tagRefs: Int32Array.from(tagRefs),
+  };
 }
 
 /** The buffers a postMessage can transfer instead of copying. */
 export function packedBuffers(p: PackedRecords): ArrayBuffer[] {
-  return [p.idEnd, p.numbers, p.refs, p.streamed, p.costs, p.hasCost, p.tagStart, p.tagRefs].map((a) => a.buffer as ArrayBuffer);
+  return [p.idEnd, p.numbers, p.refs, p.streamed, p.costs, p.hasCost, p.tagStart, p.tagRefs].map(
+    (a) => a.buffer as ArrayBuffer,
+  );
 }
 
 export function unpackRecords(p: PackedRecords): UsageRecord[] {

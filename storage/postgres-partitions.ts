@@ -91,15 +91,22 @@ async function createMonth(c: PoolClient, from: number): Promise<string> {
       )
     ).rows[0].cols;
     await c.query(`CREATE TABLE ${name} (LIKE ${RECORDS_TABLE} INCLUDING DEFAULTS)`);
-    await c.query(`WITH moved AS (DELETE FROM ${DEFAULT_PARTITION} WHERE ts >= $1 AND ts < $2 RETURNING ${cols})
-      INSERT INTO ${name} (${cols}) SELECT ${cols} FROM moved`, [from, to]);
+    await c.query(
+      `WITH moved AS (DELETE FROM ${DEFAULT_PARTITION} WHERE ts >= $1 AND ts < $2 RETURNING ${cols})
+      INSERT INTO ${name} (${cols}) SELECT ${cols} FROM moved`,
+      [from, to],
+    );
     await c.query(`ALTER TABLE ${RECORDS_TABLE} ATTACH PARTITION ${name} FOR VALUES FROM (${from}) TO (${to})`);
   });
   return name;
 }
 
 /** One maintenance run on `c` (the caller holds the maintenance lock). `stopped` is checked between batches. */
-export async function maintainPartitions(c: PoolClient, opts: MaintenanceOptions, stopped: () => boolean): Promise<MaintenanceResult> {
+export async function maintainPartitions(
+  c: PoolClient,
+  opts: MaintenanceOptions,
+  stopped: () => boolean,
+): Promise<MaintenanceResult> {
   const result: MaintenanceResult = { deleted: 0, deleteStatements: 0, droppedPartitions: [], createdPartitions: [] };
   const months = await listMonthPartitions(c);
   for (const from of [monthStart(opts.now), monthStart(opts.now, 1)]) {
@@ -124,7 +131,12 @@ export async function maintainPartitions(c: PoolClient, opts: MaintenanceOptions
       ...retention,
       stopped,
       deleteBatch: async (limit) =>
-        (await c.query(`DELETE FROM ${table} WHERE ctid = ANY (ARRAY(SELECT ctid FROM ${table} WHERE ts < $1 LIMIT $2))`, [before, limit])).rowCount ?? 0,
+        (
+          await c.query(
+            `DELETE FROM ${table} WHERE ctid = ANY (ARRAY(SELECT ctid FROM ${table} WHERE ts < $1 LIMIT $2))`,
+            [before, limit],
+          )
+        ).rowCount ?? 0,
     });
     result.deleted += run.deleted;
     result.deleteStatements += run.statements;

@@ -15,14 +15,35 @@ export function recordToJson(r: UsageRecord): string {
 function moneyFrom(o: Record<string, unknown>, field: string): bigint | null | undefined {
   const v = o[field];
   if (v === null || v === undefined) return v;
-  if (typeof v !== 'string' || !/^-?\d+$/.test(v)) throw new Error(`record ${truncate(String(o.id), 100)}: ${field} is not a decimal integer`);
+  if (typeof v !== 'string' || !/^-?\d+$/.test(v))
+    throw new Error(`record ${truncate(String(o.id), 100)}: ${field} is not a decimal integer`);
   return BigInt(v);
 }
 
-const TEXT_FIELDS = ['workspaceId', 'keyId', 'provider', 'model', 'servedModel', 'endpoint', 'searchContextSize', 'provenance', 'priceVersion', 'errorCode'] as const;
+const TEXT_FIELDS = [
+  'workspaceId',
+  'keyId',
+  'provider',
+  'model',
+  'servedModel',
+  'endpoint',
+  'searchContextSize',
+  'provenance',
+  'priceVersion',
+  'errorCode',
+] as const;
 const NUMBER_FIELDS = [
-  'status', 'inputTokens', 'outputTokens', 'cacheReadTokens', 'cacheWriteTokens', 'cacheWrite1hTokens', 'reasoningTokens', 'citationTokens',
-  'searchQueries', 'latencyMs', 'ttfbMs',
+  'status',
+  'inputTokens',
+  'outputTokens',
+  'cacheReadTokens',
+  'cacheWriteTokens',
+  'cacheWrite1hTokens',
+  'reasoningTokens',
+  'citationTokens',
+  'searchQueries',
+  'latencyMs',
+  'ttfbMs',
 ] as const;
 
 /**
@@ -33,8 +54,10 @@ const NUMBER_FIELDS = [
  */
 export function recordFromJson(line: string): UsageRecord {
   const o = JSON.parse(line) as Record<string, unknown>;
-  if (typeof o !== 'object' || o === null || typeof o.id !== 'string' || !Number.isSafeInteger(o.ts)) throw new Error('not a usage record');
-  const bad = (field: string, what: string) => new Error(`record ${truncate(o.id as string, 100)}: ${field} is not ${what}`);
+  if (typeof o !== 'object' || o === null || typeof o.id !== 'string' || !Number.isSafeInteger(o.ts))
+    throw new Error('not a usage record');
+  const bad = (field: string, what: string) =>
+    new Error(`record ${truncate(o.id as string, 100)}: ${field} is not ${what}`);
   for (const f of TEXT_FIELDS) if (o[f] != null && typeof o[f] !== 'string') throw bad(f, 'a text');
   for (const f of NUMBER_FIELDS) if (o[f] != null && typeof o[f] !== 'number') throw bad(f, 'a number');
   if (o.streamed != null && typeof o.streamed !== 'boolean') throw bad('streamed', 'true or false');

@@ -29,7 +29,13 @@ export interface Change {
 /** Applies changes in one transaction; returns those actually updated (still had the old cost). */
 export type ApplyChanges = (changes: Change[]) => Promise<Change[]>;
 
-export async function repriceRecords(d: SqlDialect, exec: Exec, apply: ApplyChanges, fn: RepriceFn, filter: Partial<UsageFilter> = {}): Promise<RepriceResult> {
+export async function repriceRecords(
+  d: SqlDialect,
+  exec: Exec,
+  apply: ApplyChanges,
+  fn: RepriceFn,
+  filter: Partial<UsageFilter> = {},
+): Promise<RepriceResult> {
   let scanned = 0;
   let updated = 0;
   for await (const records of scanRecords(d, exec, filter, REPRICE_CHUNK)) {
@@ -52,6 +58,8 @@ export async function repriceRecords(d: SqlDialect, exec: Exec, apply: ApplyChan
  */
 export function repriceDeltas(changes: Change[], tagSetIds: readonly number[]): RollupAccumulator {
   const acc = new RollupAccumulator();
-  changes.forEach(({ old, next }, i) => acc.add(next, tagSetIds[i], addTotals(contribution(next), contribution(old), -1)));
+  changes.forEach(({ old, next }, i) =>
+    acc.add(next, tagSetIds[i], addTotals(contribution(next), contribution(old), -1)),
+  );
   return acc;
 }

@@ -39,7 +39,9 @@ export interface BatchedDelete {
 }
 
 /** Runs batches until one deletes fewer rows than the batch size (nothing older is left). */
-export async function deleteInBatches(job: BatchedDelete): Promise<{ deleted: number; statements: number; stopped: boolean }> {
+export async function deleteInBatches(
+  job: BatchedDelete,
+): Promise<{ deleted: number; statements: number; stopped: boolean }> {
   let deleted = 0;
   let statements = 0;
   for (;;) {

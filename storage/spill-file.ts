@@ -7,7 +7,17 @@
  * the next attempt (re-writing records is harmless: inserts are idempotent by id).
  * One spill path per process: two processes must not share it.
  */
-import { appendFileSync, createReadStream, createWriteStream, existsSync, mkdirSync, readdirSync, renameSync, statSync, type WriteStream } from 'node:fs';
+import {
+  appendFileSync,
+  createReadStream,
+  createWriteStream,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  renameSync,
+  statSync,
+  type WriteStream,
+} from 'node:fs';
 import { unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -38,7 +48,8 @@ export class SpillFile {
     mkdirSync(dirname(path), { recursive: true });
     this.activeDirty = existsSync(path) && statSync(path).size > 0;
     const prefix = `${basename(path)}.replay-`;
-    for (const name of readdirSync(dirname(path))) if (name.startsWith(prefix)) this.replayFiles.add(join(dirname(path), name));
+    for (const name of readdirSync(dirname(path)))
+      if (name.startsWith(prefix)) this.replayFiles.add(join(dirname(path), name));
   }
 
   /** True while spilled records wait to be replayed. */
@@ -70,7 +81,9 @@ export class SpillFile {
   private write(text: string): void {
     if (!this.stream) {
       this.stream = createWriteStream(this.path, { flags: 'a' });
-      this.stream.on('error', (err) => this.log?.error({ err, path: this.path }, 'usage spill file write failed: records may be lost'));
+      this.stream.on('error', (err) =>
+        this.log?.error({ err, path: this.path }, 'usage spill file write failed: records may be lost'),
+      );
     }
     this.stream.write(text);
     this.activeDirty = true;

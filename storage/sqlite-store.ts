@@ -92,7 +92,9 @@ const WRITER_CACHE_KIB = 4 * 1024;
 export function sqliteFileHasSchema(path: string): boolean {
   const db = new Database(path, { readonly: true, fileMustExist: true });
   try {
-    return db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").get() !== undefined;
+    return (
+      db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").get() !== undefined
+    );
   } finally {
     db.close();
   }
@@ -140,11 +142,14 @@ export class SqliteUsageStore implements UsageStore {
     const run = this.db.transaction((): { applied: number[]; done: number[] } => {
       const applied = (this.db.prepare('SELECT version FROM schema_migrations').pluck().all() as number[]).map(Number);
       const newer = newerVersions(applied);
-      if (newer.length) this.log?.warn({ versions: newer, known: LATEST_VERSION }, 'database has migrations newer than this build');
+      if (newer.length)
+        this.log?.warn({ versions: newer, known: LATEST_VERSION }, 'database has migrations newer than this build');
       const done: number[] = [];
       for (const m of pendingMigrations(applied)) {
         this.db.exec(m.sqlite);
-        this.db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, Date.now());
+        this.db
+          .prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)')
+          .run(m.version, m.name, Date.now());
         done.push(m.version);
       }
       return { applied, done };
@@ -167,7 +172,14 @@ export class SqliteUsageStore implements UsageStore {
     const upsertBase = db.prepare(rollupUpsertSql(ROLLUP_TABLE, ROLLUP_DIM_COLUMNS, baseSource));
     const upsertTag = db.prepare(rollupUpsertSql(TAG_ROLLUP_TABLE, TAG_ROLLUP_DIM_COLUMNS, tagSource));
     const daily = (table: string, dims: readonly string[]) =>
-      db.prepare(rollupUpsertSql(table, dims, `VALUES (${placeholders(dims.length + DAILY_COUNTER_COLUMNS.length)})`, DAILY_COUNTER_COLUMNS));
+      db.prepare(
+        rollupUpsertSql(
+          table,
+          dims,
+          `VALUES (${placeholders(dims.length + DAILY_COUNTER_COLUMNS.length)})`,
+          DAILY_COUNTER_COLUMNS,
+        ),
+      );
     const upsertDaily = daily(DAILY_TABLE, DAILY_DIM_COLUMNS);
     const upsertTagDaily = daily(TAG_DAILY_TABLE, TAG_DAILY_DIM_COLUMNS);
     const upsertTagSetDaily = daily(TAG_SET_DAILY_TABLE, TAG_SET_DAILY_DIM_COLUMNS);
@@ -205,18 +217,40 @@ export class SqliteUsageStore implements UsageStore {
       const done = changes.filter(
         ({ old, next }) =>
           updateCost.run(
-            next.costPico, next.provenance, next.priceVersion, next.usageSource ?? null, next.priceId ?? null, flag(next.costDisagrees),
-            old.id, old.costPico, old.provenance, old.priceVersion,
+            next.costPico,
+            next.provenance,
+            next.priceVersion,
+            next.usageSource ?? null,
+            next.priceId ?? null,
+            flag(next.costDisagrees),
+            old.id,
+            old.costPico,
+            old.provenance,
+            old.priceVersion,
           ).changes === 1,
       );
-      applyDeltas(repriceDeltas(done, done.map((c) => tagSets.id(c.old, found))).result());
+      applyDeltas(
+        repriceDeltas(
+          done,
+          done.map((c) => tagSets.id(c.old, found)),
+        ).result(),
+      );
       return done;
     });
     const insertQuarantined = db.prepare(
       'INSERT INTO quarantined_records (digest, record_id, record_ts, quarantined_at, error_code, error_message, record_json) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (digest) DO NOTHING',
     );
     const quarantine = db.transaction((entries: readonly QuarantinedRecord[]): void => {
-      for (const e of entries) insertQuarantined.run(e.digest, e.recordId, e.recordTs, e.quarantinedAt, e.errorCode, e.errorMessage, e.recordJson);
+      for (const e of entries)
+        insertQuarantined.run(
+          e.digest,
+          e.recordId,
+          e.recordTs,
+          e.quarantinedAt,
+          e.errorCode,
+          e.errorMessage,
+          e.recordJson,
+        );
     });
     return { insert, reprice, quarantine };
   }
@@ -318,7 +352,13 @@ export class SqliteUsageStore implements UsageStore {
   }
 
   repriceAll(fn: RepriceFn, filter?: Partial<UsageFilter>): Promise<RepriceResult> {
-    return repriceRecords(d, this.exec, async (changes) => this.withTagSets((found) => this.w.reprice.immediate(changes, found)), fn, filter);
+    return repriceRecords(
+      d,
+      this.exec,
+      async (changes) => this.withTagSets((found) => this.w.reprice.immediate(changes, found)),
+      fn,
+      filter,
+    );
   }
 
   async insertKey(key: NewGatewayKey): Promise<GatewayKey> {
@@ -331,24 +371,31 @@ export class SqliteUsageStore implements UsageStore {
     const rows =
       workspaceId === undefined
         ? this.db.prepare(`SELECT ${KEY_COLUMNS} FROM keys ORDER BY created_at, id`).all()
-        : this.db.prepare(`SELECT ${KEY_COLUMNS} FROM keys WHERE workspace_id = ? ORDER BY created_at, id`).all(workspaceId);
+        : this.db
+            .prepare(`SELECT ${KEY_COLUMNS} FROM keys WHERE workspace_id = ? ORDER BY created_at, id`)
+            .all(workspaceId);
     return (rows as Record<string, unknown>[]).map(keyFromRow);
   }
 
   async findKeyByHash(hash: string): Promise<GatewayKey | undefined> {
-    const row = this.db.prepare(`SELECT ${KEY_COLUMNS} FROM keys WHERE hash = ?`).get(hash) as Record<string, unknown> | undefined;
+    const row = this.db.prepare(`SELECT ${KEY_COLUMNS} FROM keys WHERE hash = ?`).get(hash) as
+      Record<string, unknown> | undefined;
     return row && keyFromRow(row);
   }
 
   async revokeKey(id: string, at = Date.now()): Promise<boolean> {
-    return this.db.prepare('UPDATE keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(at, id).changes === 1;
+    return (
+      this.db.prepare('UPDATE keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(at, id).changes === 1
+    );
   }
 
   async touchKeys(ids: readonly string[], lastUsedAt: number): Promise<void> {
     if (ids.length === 0) return;
     // A write on this thread would wait (blocking the event loop) while the writer thread holds the lock.
     if (this.writer) return this.writer.touchKeys(ids, lastUsedAt);
-    const stmt = this.db.prepare('UPDATE keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)');
+    const stmt = this.db.prepare(
+      'UPDATE keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)',
+    );
     this.db.transaction(() => {
       for (const id of new Set(ids)) stmt.run(lastUsedAt, id, lastUsedAt);
     })();
@@ -371,9 +418,20 @@ export class SqliteUsageStore implements UsageStore {
     const { before } = opts.retention;
     this.db.prepare(RAISE_MARK_SQL).run(RECORDS_KEPT_FROM, before);
     // Oldest first through the (ts, id, tag_set_id) index, which carries each row's rowid.
-    const del = this.db.prepare('DELETE FROM usage_records WHERE rowid IN (SELECT rowid FROM usage_records WHERE ts < ? ORDER BY ts LIMIT ?)');
-    const run = await deleteInBatches({ ...opts.retention, stopped: () => this.maintenance.closing, deleteBatch: (limit) => del.run(before, limit).changes });
-    return { ...result, deleted: run.deleted, deleteStatements: run.statements, ...(run.stopped ? { skipped: 'closing' as const } : {}) };
+    const del = this.db.prepare(
+      'DELETE FROM usage_records WHERE rowid IN (SELECT rowid FROM usage_records WHERE ts < ? ORDER BY ts LIMIT ?)',
+    );
+    const run = await deleteInBatches({
+      ...opts.retention,
+      stopped: () => this.maintenance.closing,
+      deleteBatch: (limit) => del.run(before, limit).changes,
+    });
+    return {
+      ...result,
+      deleted: run.deleted,
+      deleteStatements: run.statements,
+      ...(run.stopped ? { skipped: 'closing' as const } : {}),
+    };
   }
 
   async recordsKeptFrom(): Promise<number | null> {

@@ -9,7 +9,11 @@ import { SqliteUsageStore } from './sqlite-store';
 import type { WriterRequest, WriterResponse, WriterThreadOptions } from './sqlite-writer';
 
 const options = workerData as WriterThreadOptions;
-const store = new SqliteUsageStore(options.path, { busyTimeoutMs: options.busyTimeoutMs, cacheKib: options.cacheKib, writerThread: false });
+const store = new SqliteUsageStore(options.path, {
+  busyTimeoutMs: options.busyTimeoutMs,
+  cacheKib: options.cacheKib,
+  writerThread: false,
+});
 const port = parentPort!;
 
 function run(msg: WriterRequest): unknown {
@@ -38,7 +42,10 @@ port.on('message', async (msg: WriterRequest | { op: 'close' }) => {
     response = { id: msg.id, result: await run(msg) };
   } catch (err) {
     const e = err as Error & { code?: unknown };
-    response = { id: msg.id, error: { message: e.message, name: e.name, code: typeof e.code === 'string' ? e.code : undefined } };
+    response = {
+      id: msg.id,
+      error: { message: e.message, name: e.name, code: typeof e.code === 'string' ? e.code : undefined },
+    };
   }
   port.postMessage(response);
 });

@@ -29,7 +29,8 @@ export type WriterRequest =
   | { id: number; op: 'maintain'; opts: MaintenanceOptions };
 
 /** The worker's answer; an error keeps its code (SQLITE_CONSTRAINT... decides retry vs quarantine). */
-export type WriterResponse = { id: number; result: unknown } | { id: number; error: { message: string; name: string; code?: string } };
+export type WriterResponse =
+  { id: number; result: unknown } | { id: number; error: { message: string; name: string; code?: string } };
 
 export interface WriterThreadOptions {
   path: string;
@@ -129,7 +130,8 @@ export class SqliteWriterThread {
     if (!p) return;
     this.pending.delete(msg.id);
     if (this.pending.size === 0) this.worker?.unref();
-    if ('error' in msg) p.reject(Object.assign(new Error(msg.error.message), { name: msg.error.name, code: msg.error.code }));
+    if ('error' in msg)
+      p.reject(Object.assign(new Error(msg.error.message), { name: msg.error.name, code: msg.error.code }));
     else p.resolve(msg.result);
   }
 }

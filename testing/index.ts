@@ -61,15 +61,28 @@ export interface TestContextInit {
 }
 
 const DEFAULT_TIMEOUTS = { connectMs: 10_000, firstByteMs: 600_000, idleMs: 300_000 };
-const builtinRegistry = new ProviderRegistry(Object.values(BUILTIN_PROVIDERS).map((m) => ({ ...m, timeouts: DEFAULT_TIMEOUTS })));
+const builtinRegistry = new ProviderRegistry(
+  Object.values(BUILTIN_PROVIDERS).map((m) => ({ ...m, timeouts: DEFAULT_TIMEOUTS })),
+);
 
 /** A request context as the plugins see it once the core resolved the provider (before beforeUpstream). */
 export function createTestContext(init: TestContextInit = {}): GatewayContext {
   const endpoint = endpointByKey(init.endpoint ?? 'chat.completions');
   const headers = Object.fromEntries(Object.entries(init.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
-  const ctx = new GatewayContext(`test-${Math.random().toString(36).slice(2)}`, endpoint.method, endpoint.path, endpoint, headers, init.log ?? silentLogger());
+  const ctx = new GatewayContext(
+    `test-${Math.random().toString(36).slice(2)}`,
+    endpoint.method,
+    endpoint.path,
+    endpoint,
+    headers,
+    init.log ?? silentLogger(),
+  );
 
-  if (init.workspace !== null) ctx.workspace = typeof init.workspace === 'object' ? init.workspace : { id: init.workspace ?? 'default', name: init.workspace ?? 'default' };
+  if (init.workspace !== null)
+    ctx.workspace =
+      typeof init.workspace === 'object'
+        ? init.workspace
+        : { id: init.workspace ?? 'default', name: init.workspace ?? 'default' };
   if (init.keyId !== null) ctx.keyId = init.keyId ?? 'test';
   ctx.clientAddress = init.clientAddress ?? '127.0.0.1';
   Object.assign(ctx.tags, init.tags);
@@ -83,7 +96,8 @@ export function createTestContext(init: TestContextInit = {}): GatewayContext {
   ctx.stream = init.stream ?? init.json?.stream === true;
   ctx.provider = testProvider(init.provider, ctx.model);
   // As the core does: the provider's auth headers and the gateway key are held back from plugins.
-  if (ctx.provider) forwardableRequestHeaders(headers, ctx.upstreamHeaders, [...ctx.provider.auth.headers, 'x-gateway-key']);
+  if (ctx.provider)
+    forwardableRequestHeaders(headers, ctx.upstreamHeaders, [...ctx.provider.auth.headers, 'x-gateway-key']);
 
   ctx.status = init.status;
   ctx.usage = init.usage;
@@ -96,10 +110,19 @@ export function createTestContext(init: TestContextInit = {}): GatewayContext {
 function testProvider(provider: TestContextInit['provider'], model: string | undefined): ProviderInstance | undefined {
   if (typeof provider === 'object') return { ...provider, timeouts: DEFAULT_TIMEOUTS };
   if (provider === undefined) return model === undefined ? undefined : builtinRegistry.byModel(model);
-  return builtinRegistry.get(provider) ?? {
-    slug: provider, displayName: provider, family: 'chat-completions', baseUrl: 'http://127.0.0.1:9/v1', modelPrefixes: [],
-    auth: bearer(), endpoints: ['chat.completions', 'embeddings', 'models'], usage: openaiUsageParser, timeouts: DEFAULT_TIMEOUTS,
-  };
+  return (
+    builtinRegistry.get(provider) ?? {
+      slug: provider,
+      displayName: provider,
+      family: 'chat-completions',
+      baseUrl: 'http://127.0.0.1:9/v1',
+      modelPrefixes: [],
+      auth: bearer(),
+      endpoints: ['chat.completions', 'embeddings', 'models'],
+      usage: openaiUsageParser,
+      timeouts: DEFAULT_TIMEOUTS,
+    }
+  );
 }
 
 /** Names of the shared services a test may replace (the keys of TOKENS, but PluginOptions). */
@@ -145,13 +168,18 @@ export interface PluginHarness {
 }
 
 /** Builds a plugin from its definition as the loader does and wraps it in the gateway's phase runner. */
-export async function createPluginHarness<O>(definition: PluginDefinition<O>, opts: PluginHarnessOptions = {}): Promise<PluginHarness> {
+export async function createPluginHarness<O>(
+  definition: PluginDefinition<O>,
+  opts: PluginHarnessOptions = {},
+): Promise<PluginHarness> {
   const container = rootContainer.createChildContainer();
   const given = opts.services ?? {};
   const config = given.Config ?? validate(opts.config ?? {}, 'createPluginHarness config');
   const configDir = given.ConfigDir ?? process.cwd();
   const providers = loadProviders(config, opts.providers);
-  const prices = given.PriceCatalog ?? new PriceCatalog(config.pricing, { baseDir: configDir, providerPrices: deployedProviderPrices(providers.list()) });
+  const prices =
+    given.PriceCatalog ??
+    new PriceCatalog(config.pricing, { baseDir: configDir, providerPrices: deployedProviderPrices(providers.list()) });
   const logger = given.Logger ?? silentLogger();
   const services: Services = {
     Logger: logger,
@@ -163,12 +191,19 @@ export async function createPluginHarness<O>(definition: PluginDefinition<O>, op
     ProcessFilePath: (path) => path,
     Clock: systemClock,
     BudgetLedger: new BudgetLedger(),
-    ...(given.LimitStore && { WorkspaceLimits: new LimitsContext(config, given.LimitStore, config.limit_store, logger) }),
+    ...(given.LimitStore && {
+      WorkspaceLimits: new LimitsContext(config, given.LimitStore, config.limit_store, logger),
+    }),
     ...(given.UsageStore && { RecordQueues: recordQueuesOver(given.UsageStore, logger) }),
     ...given,
   };
   for (const name of Object.keys(services) as ServiceName[]) registerService(container, TOKENS[name], services[name]);
-  const plugin = await instantiatePlugin(definition as PluginDefinition<unknown>, opts.options, container, 'plugins[0]');
+  const plugin = await instantiatePlugin(
+    definition as PluginDefinition<unknown>,
+    opts.options,
+    container,
+    'plugins[0]',
+  );
   const pipeline = new PluginPipeline([plugin], keepsV1Completion(definition) ? new Set([plugin]) : undefined);
 
   const exchange = async (ctx: GatewayContext): Promise<GatewayError | undefined> => {

@@ -59,8 +59,13 @@ export function registerDashboardRoutes(router: Router, { store, workspaces, pro
     const filter = filterFrom(ctx.query);
     const groupBy = groupByFrom(ctx.query);
     const interval = intervalFrom(ctx.query);
-    const [rows, [total]] = await Promise.all([store.queryUsage({ ...filter, groupBy, interval }), store.queryUsage({ ...filter, groupBy: [] })]);
-    const name = ['usage', ...(groupBy.length ? groupBy : ['total']), ...(interval ? [interval] : [])].join('-').replace(/[^A-Za-z0-9_.-]/g, '_');
+    const [rows, [total]] = await Promise.all([
+      store.queryUsage({ ...filter, groupBy, interval }),
+      store.queryUsage({ ...filter, groupBy: [] }),
+    ]);
+    const name = ['usage', ...(groupBy.length ? groupBy : ['total']), ...(interval ? [interval] : [])]
+      .join('-')
+      .replace(/[^A-Za-z0-9_.-]/g, '_');
     ctx.type = 'text/csv; charset=utf-8';
     ctx.set('content-disposition', `attachment; filename="${name}.csv"`);
     ctx.body = usageCsv(groupBy, rows, total, interval !== undefined);
@@ -77,16 +82,22 @@ export function registerDashboardRoutes(router: Router, { store, workspaces, pro
   router.get('/usage/series', async (ctx) => {
     const filter = filterFrom(ctx.query);
     const groupBy = groupByFrom(ctx.query);
-    if (groupBy.length > 1) throw new GatewayError('invalid_body', 'group_by takes one dimension here', { param: 'group_by' });
+    if (groupBy.length > 1)
+      throw new GatewayError('invalid_body', 'group_by takes one dimension here', { param: 'group_by' });
     const interval = intervalFrom(ctx.query) ?? 'day';
     const raw = ctx.query.value;
     let values = (Array.isArray(raw) ? raw : raw !== undefined ? [raw] : []).slice(0, SERIES_VALUES_MAX + 1);
-    if (values.length > SERIES_VALUES_MAX) throw new GatewayError('invalid_body', `at most ${SERIES_VALUES_MAX} values`, { param: 'value' });
+    if (values.length > SERIES_VALUES_MAX)
+      throw new GatewayError('invalid_body', `at most ${SERIES_VALUES_MAX} values`, { param: 'value' });
     const dim = groupBy[0];
     const size = interval === 'hour' ? HOUR_MS : DAY_MS;
     const first = Math.floor(filter.from / size) * size;
     if (Math.ceil((filter.to - first) / size) > SERIES_BUCKETS_MAX) {
-      throw new GatewayError('invalid_body', `from..to holds more than ${SERIES_BUCKETS_MAX} ${interval} buckets: shorten the range or use a longer interval`, { param: 'from' });
+      throw new GatewayError(
+        'invalid_body',
+        `from..to holds more than ${SERIES_BUCKETS_MAX} ${interval} buckets: shorten the range or use a longer interval`,
+        { param: 'from' },
+      );
     }
     const buckets: number[] = [];
     for (let b = first; b < filter.to; b += size) buckets.push(b);
@@ -103,9 +114,16 @@ export function registerDashboardRoutes(router: Router, { store, workspaces, pro
     const series = new Map<string, ReturnType<typeof zeros>>();
     if (dim) {
       const path = planUsageQuery({ ...filter, groupBy: [dim], interval }).path;
-      const oneByOne = values.length > 0 && (path === 'tag-rollup' || path === 'tag-set') && !BUILTIN_DIMENSIONS.includes(dim as never);
+      const oneByOne =
+        values.length > 0 &&
+        (path === 'tag-rollup' || path === 'tag-set') &&
+        !BUILTIN_DIMENSIONS.includes(dim as never);
       if (oneByOne) {
-        const parts = await Promise.all(values.map((v) => store.queryUsage({ ...filter, filters: { ...filter.filters, [dim]: v }, groupBy: [], interval })));
+        const parts = await Promise.all(
+          values.map((v) =>
+            store.queryUsage({ ...filter, filters: { ...filter.filters, [dim]: v }, groupBy: [], interval }),
+          ),
+        );
         values.forEach((v, k) => {
           const s = zeros();
           for (const r of parts[k]) add(s, r);
@@ -121,15 +139,24 @@ export function registerDashboardRoutes(router: Router, { store, workspaces, pro
           add(all.get(v)!, r);
           cost.set(v, (cost.get(v) ?? 0n) + r.costPico);
         }
-        if (values.length === 0) values = [...cost.entries()].sort((a, b) => (b[1] > a[1] ? 1 : b[1] < a[1] ? -1 : a[0] < b[0] ? -1 : 1)).slice(0, 8).map(([v]) => v);
+        if (values.length === 0)
+          values = [...cost.entries()]
+            .sort((a, b) => (b[1] > a[1] ? 1 : b[1] < a[1] ? -1 : a[0] < b[0] ? -1 : 1))
+            .slice(0, 8)
+            .map(([v]) => v);
         for (const v of values) series.set(v, all.get(v) ?? zeros());
       }
     }
     const total = zeros();
     for (const r of await totalRows) add(total, r);
     const other = { cost: [...total.cost], requests: [...total.requests] };
-    for (const s of series.values()) s.cost.forEach((c, i) => ((other.cost[i] -= c), (other.requests[i] -= s.requests[i])));
-    const json = (s: ReturnType<typeof zeros>) => ({ cost_usd: s.cost.map((c) => formatUsd(c)), cost_pico: s.cost.map(String), requests: s.requests });
+    for (const s of series.values())
+      s.cost.forEach((c, i) => ((other.cost[i] -= c), (other.requests[i] -= s.requests[i])));
+    const json = (s: ReturnType<typeof zeros>) => ({
+      cost_usd: s.cost.map((c) => formatUsd(c)),
+      cost_pico: s.cost.map(String),
+      requests: s.requests,
+    });
     ctx.body = {
       from: new Date(filter.from).toISOString(),
       to: new Date(filter.to).toISOString(),
@@ -141,7 +168,10 @@ export function registerDashboardRoutes(router: Router, { store, workspaces, pro
       other: dim ? json(other) : null,
       total: json(total),
       // A series read one value at a time takes the same path as the grouping.
-      ...(await retentionJson(store, [{ ...filter, groupBy: [], interval }, { ...filter, groupBy: dim ? [dim] : [], interval }])),
+      ...(await retentionJson(store, [
+        { ...filter, groupBy: [], interval },
+        { ...filter, groupBy: dim ? [dim] : [], interval },
+      ])),
     };
   });
 }

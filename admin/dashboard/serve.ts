@@ -57,16 +57,23 @@ export function dashboardPaths(moduleDir = __dirname) {
 function asset(path: string): Asset {
   const body = readFileSync(path);
   const ext = path.slice(path.lastIndexOf('.'));
-  return { body, gzip: gzipSync(body), type: TYPES[ext] ?? 'application/octet-stream', etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"` };
+  return {
+    body,
+    gzip: gzipSync(body),
+    type: TYPES[ext] ?? 'application/octet-stream',
+    etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"`,
+  };
 }
 
 function loadAssets(): Map<string, Asset> {
   const { staticDir, scriptDir, chartJs } = dashboardPaths();
   const out = new Map<string, Asset>();
   out.set('/', asset(join(staticDir, 'index.html')));
-  for (const name of readdirSync(staticDir)) if (/\.(css|png|svg)$/.test(name)) out.set(`/assets/${name}`, asset(join(staticDir, name)));
+  for (const name of readdirSync(staticDir))
+    if (/\.(css|png|svg)$/.test(name)) out.set(`/assets/${name}`, asset(join(staticDir, name)));
   if (!existsSync(scriptDir)) throw new Error(`dashboard scripts are not built (${scriptDir}): run npm run build`);
-  for (const name of readdirSync(scriptDir)) if (/\.js(\.map)?$/.test(name)) out.set(`/assets/${name}`, asset(join(scriptDir, name)));
+  for (const name of readdirSync(scriptDir))
+    if (/\.js(\.map)?$/.test(name)) out.set(`/assets/${name}`, asset(join(scriptDir, name)));
   out.set('/assets/chart.umd.min.js', asset(chartJs));
   return out;
 }
@@ -85,7 +92,8 @@ export function dashboardStatic(logger?: Logger): Koa.Middleware {
     } catch (err) {
       ctx.status = 503;
       ctx.type = 'text/plain';
-      ctx.body = 'Tollgate dashboard unavailable: its files could not be read (run npm run build; the gateway log says which).\n';
+      ctx.body =
+        'Tollgate dashboard unavailable: its files could not be read (run npm run build; the gateway log says which).\n';
       logger?.error({ err }, 'dashboard files could not be read');
       return;
     }

@@ -43,7 +43,10 @@ function bare({ $schema: _schema, $id: _id, ...rest }: Json): Json {
   return rest;
 }
 
-const json = (schema: z.ZodType, description: string) => ({ description, content: { 'application/json': { schema: schemaOf(schema) } } });
+const json = (schema: z.ZodType, description: string) => ({
+  description,
+  content: { 'application/json': { schema: schemaOf(schema) } },
+});
 
 const error = (description: string, codes: ErrorCode[], headers?: Json) => ({
   description: `${description} (code: ${codes.join(', ')})`,
@@ -51,13 +54,22 @@ const error = (description: string, codes: ErrorCode[], headers?: Json) => ({
   content: { 'application/json': { schema: bare(z.toJSONSchema(errorBody(codes)) as Json) } },
 });
 
-const retryAfter = { description: 'Seconds to wait before trying again.', required: true, schema: { type: 'string', pattern: '^[0-9]+$' } };
+const retryAfter = {
+  description: 'Seconds to wait before trying again.',
+  required: true,
+  schema: { type: 'string', pattern: '^[0-9]+$' },
+};
 
 const responses = {
   InvalidQuery: error('A query parameter is malformed; param names it', ['invalid_body']),
   Unauthorized: error('Missing or invalid admin token', ['gateway_key_invalid']),
-  AuthBlocked: error('Too many wrong admin tokens from this client address: blocked for a while', ['auth_blocked'], { 'Retry-After': retryAfter }),
-  InternalError: error('The gateway failed (the store is unreachable...); details are in its log, never in the answer', ['internal_error']),
+  AuthBlocked: error('Too many wrong admin tokens from this client address: blocked for a while', ['auth_blocked'], {
+    'Retry-After': retryAfter,
+  }),
+  InternalError: error(
+    'The gateway failed (the store is unreachable...); details are in its log, never in the answer',
+    ['internal_error'],
+  ),
 };
 const ref = (name: keyof typeof responses) => ({ $ref: `#/components/responses/${name}` });
 
@@ -75,10 +87,19 @@ const param = (name: string, schema: z.ZodType, description: string, extra: Json
 });
 
 const rangeParams = [
-  param('from', z.string(), 'Start of the range (inclusive): epoch milliseconds or an ISO 8601 date. Default: 30 days before `to`.', {
-    examples: { epoch: { value: '1735689600000' }, iso: { value: '2025-01-01T00:00:00Z' } },
-  }),
-  param('to', z.string(), 'End of the range (exclusive): epoch milliseconds or an ISO 8601 date. Default: now. Must be after `from`.'),
+  param(
+    'from',
+    z.string(),
+    'Start of the range (inclusive): epoch milliseconds or an ISO 8601 date. Default: 30 days before `to`.',
+    {
+      examples: { epoch: { value: '1735689600000' }, iso: { value: '2025-01-01T00:00:00Z' } },
+    },
+  ),
+  param(
+    'to',
+    z.string(),
+    'End of the range (exclusive): epoch milliseconds or an ISO 8601 date. Default: now. Must be after `from`.',
+  ),
   param(
     'filter',
     z.record(z.string(), z.string()),
@@ -88,13 +109,22 @@ const rangeParams = [
 ];
 
 const groupBy = (max: number) =>
-  param('group_by', z.array(z.string()).max(max), `Dimensions to group by (at most ${max}), comma-separated or repeated: built-ins or tag keys.`, { style: 'form', explode: false });
+  param(
+    'group_by',
+    z.array(z.string()).max(max),
+    `Dimensions to group by (at most ${max}), comma-separated or repeated: built-ins or tag keys.`,
+    { style: 'form', explode: false },
+  );
 
 const intervalParam = (description: string) => param('interval', z.enum(['hour', 'day']), description);
 
 // ---------------------------------------------------------------- paths
 
-const usageQuery = [...rangeParams, groupBy(GROUP_BY_MAX), intervalParam('Also split every group by UTC hour or day (rows then carry bucket).')];
+const usageQuery = [
+  ...rangeParams,
+  groupBy(GROUP_BY_MAX),
+  intervalParam('Also split every group by UTC hour or day (rows then carry bucket).'),
+];
 
 const paths = {
   '/api/openapi.json': {
@@ -104,7 +134,12 @@ const paths = {
       description: 'The OpenAPI description of the admin API. No admin token: it holds nothing of the deployment.',
       security: [],
       tags: ['meta'],
-      responses: { '200': { description: 'The OpenAPI 3.1 document.', content: { 'application/json': { schema: { type: 'object' } } } } },
+      responses: {
+        '200': {
+          description: 'The OpenAPI 3.1 document.',
+          content: { 'application/json': { schema: { type: 'object' } } },
+        },
+      },
     },
   },
   '/api/usage': {
@@ -113,20 +148,31 @@ const paths = {
       summary: 'Usage and cost grouped by any dimension',
       tags: ['usage'],
       parameters: usageQuery,
-      responses: { '200': json(UsageAnswer, 'The groups, most expensive first, and the total.'), '400': ref('InvalidQuery'), ...guarded },
+      responses: {
+        '200': json(UsageAnswer, 'The groups, most expensive first, and the total.'),
+        '400': ref('InvalidQuery'),
+        ...guarded,
+      },
     },
   },
   '/api/usage.csv': {
     get: {
       operationId: 'getUsageCsv',
       summary: 'The grouping of GET /api/usage as CSV',
-      description: 'Same parameters and numbers as GET /api/usage. One line per group (and bucket), CRLF line ends; columns: the group_by dimensions, bucket (with interval), then requests, tokens, cost_usd, cost_status, cost_share_pct and the record counts. A cell that a spreadsheet would run as a formula starts with an apostrophe.',
+      description:
+        'Same parameters and numbers as GET /api/usage. One line per group (and bucket), CRLF line ends; columns: the group_by dimensions, bucket (with interval), then requests, tokens, cost_usd, cost_status, cost_share_pct and the record counts. A cell that a spreadsheet would run as a formula starts with an apostrophe.',
       tags: ['usage'],
       parameters: usageQuery,
       responses: {
         '200': {
           description: 'The CSV file.',
-          headers: { 'Content-Disposition': { description: 'attachment; filename="usage-<group_by>-<interval>.csv"', required: true, schema: { type: 'string' } } },
+          headers: {
+            'Content-Disposition': {
+              description: 'attachment; filename="usage-<group_by>-<interval>.csv"',
+              required: true,
+              schema: { type: 'string' },
+            },
+          },
           content: { 'text/csv': { schema: { type: 'string' } } },
         },
         '400': ref('InvalidQuery'),
@@ -144,12 +190,21 @@ const paths = {
         ...rangeParams,
         groupBy(1),
         intervalParam('Bucket size; default day.'),
-        param('value', z.array(z.string()).max(SERIES_VALUES_MAX), `Values of the group_by dimension to draw (at most ${SERIES_VALUES_MAX}); without any, the 8 most expensive.`, {
-          style: 'form',
-          explode: true,
-        }),
+        param(
+          'value',
+          z.array(z.string()).max(SERIES_VALUES_MAX),
+          `Values of the group_by dimension to draw (at most ${SERIES_VALUES_MAX}); without any, the 8 most expensive.`,
+          {
+            style: 'form',
+            explode: true,
+          },
+        ),
       ],
-      responses: { '200': json(SeriesAnswer, 'One series per value, other and total, bucket by bucket.'), '400': ref('InvalidQuery'), ...guarded },
+      responses: {
+        '200': json(SeriesAnswer, 'One series per value, other and total, bucket by bucket.'),
+        '400': ref('InvalidQuery'),
+        ...guarded,
+      },
     },
   },
   '/api/requests': {
@@ -176,12 +231,16 @@ const paths = {
     post: {
       operationId: 'createKey',
       summary: 'Create a gateway key',
-      description: 'The answer holds the key, once; only its hash is stored. Every instance sharing the store or the Redis limit store accepts it within a second.',
+      description:
+        'The answer holds the key, once; only its hash is stored. Every instance sharing the store or the Redis limit store accepts it within a second.',
       tags: ['keys'],
       requestBody: { required: false, content: { 'application/json': { schema: schemaOf(CreateKeyRequest) } } },
       responses: {
         '201': json(CreatedKeyAnswer, 'The new key.'),
-        '400': error('The body is not a JSON object, or names an unknown workspace or a bad label', ['invalid_body', 'invalid_json']),
+        '400': error('The body is not a JSON object, or names an unknown workspace or a bad label', [
+          'invalid_body',
+          'invalid_json',
+        ]),
         '413': error('The body is larger than 64 KiB', ['body_too_large']),
         ...guarded,
       },
@@ -193,7 +252,11 @@ const paths = {
       summary: 'Revoke a gateway key created through the API or CLI',
       tags: ['keys'],
       parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
-      responses: { '200': json(RevokedKeyAnswer, 'Revoked.'), '404': error('No active key with this id in the store', ['route_not_found']), ...guarded },
+      responses: {
+        '200': json(RevokedKeyAnswer, 'Revoked.'),
+        '404': error('No active key with this id in the store', ['route_not_found']),
+        ...guarded,
+      },
     },
   },
   '/api/budgets': {
@@ -203,7 +266,11 @@ const paths = {
       tags: ['limits'],
       responses: {
         '200': json(BudgetsAnswer, 'The budgets (empty without the budget plugin).'),
-        '503': error('The limit store (Redis) holding the budgets cannot be reached; try again shortly', ['limits_unavailable'], { 'Retry-After': retryAfter }),
+        '503': error(
+          'The limit store (Redis) holding the budgets cannot be reached; try again shortly',
+          ['limits_unavailable'],
+          { 'Retry-After': retryAfter },
+        ),
         ...guarded,
       },
     },
@@ -220,7 +287,8 @@ const paths = {
     get: {
       operationId: 'getHealth',
       summary: 'Liveness probe',
-      description: 'Answers 200 while the process serves HTTP. No token; the proxy port answers it too. Never counted, recorded or logged per request.',
+      description:
+        'Answers 200 while the process serves HTTP. No token; the proxy port answers it too. Never counted, recorded or logged per request.',
       security: [],
       tags: ['probes'],
       responses: { '200': json(HealthAnswer, 'Alive.') },
@@ -235,7 +303,10 @@ const paths = {
         'No token, and nothing of the deployment in the answer (the reason of a failure is in the log). The checks run at most once a second, whatever the probe rate. The proxy port answers it too.',
       security: [],
       tags: ['probes'],
-      responses: { '200': json(ReadinessAnswer, 'Ready.'), '503': json(ReadinessAnswer, 'Not ready: `failed` names the checks.') },
+      responses: {
+        '200': json(ReadinessAnswer, 'Ready.'),
+        '503': json(ReadinessAnswer, 'Not ready: `failed` names the checks.'),
+      },
     },
   },
   '/metrics': {
@@ -293,8 +364,17 @@ function build(): Json {
     paths,
     components: {
       securitySchemes: {
-        bearerToken: { type: 'http', scheme: 'bearer', description: 'The admin token (admin.token in gateway.config.yaml).' },
-        adminTokenHeader: { type: 'apiKey', in: 'header', name: 'X-Admin-Token', description: 'The admin token, as a header of its own.' },
+        bearerToken: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'The admin token (admin.token in gateway.config.yaml).',
+        },
+        adminTokenHeader: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'X-Admin-Token',
+          description: 'The admin token, as a header of its own.',
+        },
       },
       schemas: Object.fromEntries(Object.entries(schemas).map(([id, s]) => [id, bare(s as Json)])),
       responses,

@@ -22,7 +22,8 @@ export function parseVariant(spec, fallbackName, defaultRoot) {
       variant.settings.push([word.slice(0, i).split('.'), YAML.parse(word.slice(i + 1))]);
     } else throw new Error(`--ab: cannot read "${word}" (a Node flag --x, name=, root= or a config path a.b=value)`);
   }
-  if (!existsSync(join(variant.root, 'dist', 'cli', 'index.js'))) throw new Error(`--ab: ${variant.root} has no dist/cli/index.js (build it first)`);
+  if (!existsSync(join(variant.root, 'dist', 'cli', 'index.js')))
+    throw new Error(`--ab: ${variant.root} has no dist/cli/index.js (build it first)`);
   return variant;
 }
 
@@ -43,8 +44,13 @@ export function describeVariant(v, defaultRoot) {
 /** What one run of a target gave: the figures an A/B compares. */
 export function figures(r) {
   return {
-    rps: r.rps, cpu_us: r.procs?.gw?.cpu_us_per_req, peak_rss_mb: r.procs?.gw?.peak_rss_mb, rss_before_mb: r.rss_before_mb,
-    p99_ms: r.latency_ms?.p99, other_cpu_pct: r.other_cpu_pct, steal_pct: r.steal_pct,
+    rps: r.rps,
+    cpu_us: r.procs?.gw?.cpu_us_per_req,
+    peak_rss_mb: r.procs?.gw?.peak_rss_mb,
+    rss_before_mb: r.rss_before_mb,
+    p99_ms: r.latency_ms?.p99,
+    other_cpu_pct: r.other_cpu_pct,
+    steal_pct: r.steal_pct,
   };
 }
 
@@ -60,8 +66,13 @@ export function pairUp(a, bBefore, bAfter) {
   const [f0, f1] = [figures(bBefore), figures(bAfter)];
   const fb = Object.fromEntries(Object.keys(fa).map((k) => [k, mean2(f0[k], f1[k])]));
   return {
-    a: fa, b: fb,
-    ratio: { rps: round3(fa.rps / fb.rps), cpu: round3(fa.cpu_us / fb.cpu_us), peak_rss: round3(fa.peak_rss_mb / fb.peak_rss_mb) },
+    a: fa,
+    b: fb,
+    ratio: {
+      rps: round3(fa.rps / fb.rps),
+      cpu: round3(fa.cpu_us / fb.cpu_us),
+      peak_rss: round3(fa.peak_rss_mb / fb.peak_rss_mb),
+    },
   };
 }
 
@@ -83,11 +94,26 @@ export function summariseAB(rounds) {
     const xs = rounds.map((r) => r[side][key]).filter((x) => x != null);
     return xs.length ? medianInterval(xs).median : undefined;
   };
-  const sides = Object.fromEntries(['a', 'b'].map((s) => [s, Object.fromEntries(['rps', 'cpu_us', 'peak_rss_mb', 'rss_before_mb', 'p99_ms'].map((k) => [k, median(s, k)]))]));
-  const pays = ratio.cpu?.hi <= PAYS.cpu || ratio.peak_rss?.hi <= PAYS.peak_rss
-    ? 'yes'
-    : ratio.cpu?.lo > PAYS.cpu && ratio.peak_rss?.lo > PAYS.peak_rss ? 'no' : 'inconclusive';
-  return { pairs: rounds.length, ratio, sides, other_cpu_pct: noise('other_cpu_pct'), steal_pct: noise('steal_pct'), pays };
+  const sides = Object.fromEntries(
+    ['a', 'b'].map((s) => [
+      s,
+      Object.fromEntries(['rps', 'cpu_us', 'peak_rss_mb', 'rss_before_mb', 'p99_ms'].map((k) => [k, median(s, k)])),
+    ]),
+  );
+  const pays =
+    ratio.cpu?.hi <= PAYS.cpu || ratio.peak_rss?.hi <= PAYS.peak_rss
+      ? 'yes'
+      : ratio.cpu?.lo > PAYS.cpu && ratio.peak_rss?.lo > PAYS.peak_rss
+        ? 'no'
+        : 'inconclusive';
+  return {
+    pairs: rounds.length,
+    ratio,
+    sides,
+    other_cpu_pct: noise('other_cpu_pct'),
+    steal_pct: noise('steal_pct'),
+    pays,
+  };
 }
 
 const pct = (x) => (x == null ? '-' : `${x >= 1 ? '+' : ''}${((x - 1) * 100).toFixed(1)}%`);
@@ -113,9 +139,11 @@ export function renderAB(result) {
   ];
   for (const [scenario, s] of Object.entries(result.scenarios)) {
     if (!s) continue;
-    out.push(`| ${scenario} | ${s.pairs} | ${s.seconds_each ?? '-'} | ${n(s.sides.a.cpu_us)} | ${n(s.sides.b.cpu_us)} | ${interval(s.ratio.cpu)} | ${n(s.sides.a.peak_rss_mb)} | ` +
-      `${n(s.sides.b.peak_rss_mb)} | ${interval(s.ratio.peak_rss)} | ${n(s.sides.a.rss_before_mb)} | ${n(s.sides.b.rss_before_mb)} | ${interval(s.ratio.rps)} | ` +
-      `${n(s.other_cpu_pct?.median)} (${n(s.other_cpu_pct?.max)}) | ${n(s.steal_pct?.median)} (${n(s.steal_pct?.max)}) | ${s.pays === 'inconclusive' ? '?' : s.pays} |`);
+    out.push(
+      `| ${scenario} | ${s.pairs} | ${s.seconds_each ?? '-'} | ${n(s.sides.a.cpu_us)} | ${n(s.sides.b.cpu_us)} | ${interval(s.ratio.cpu)} | ${n(s.sides.a.peak_rss_mb)} | ` +
+        `${n(s.sides.b.peak_rss_mb)} | ${interval(s.ratio.peak_rss)} | ${n(s.sides.a.rss_before_mb)} | ${n(s.sides.b.rss_before_mb)} | ${interval(s.ratio.rps)} | ` +
+        `${n(s.other_cpu_pct?.median)} (${n(s.other_cpu_pct?.max)}) | ${n(s.steal_pct?.median)} (${n(s.steal_pct?.max)}) | ${s.pays === 'inconclusive' ? '?' : s.pays} |`,
+    );
   }
   return out.join('\n');
 }

@@ -45,5 +45,6 @@ export class AttributionPlugin implements GatewayPlugin {
 export const attribution = definePlugin({
   name: 'attribution',
   optionsSchema,
-  create: (_container, o) => new AttributionPlugin({ maxKeys: o.max_keys, maxKeyLength: o.max_key_length, maxValueLength: o.max_value_length }),
+  create: (_container, o) =>
+    new AttributionPlugin({ maxKeys: o.max_keys, maxKeyLength: o.max_key_length, maxValueLength: o.max_value_length }),
 });

@@ -1,5 +1,14 @@
 import {
-  addressKey, definePlugin, FailedKeyTracker, fromText, GatewayError, resolveService, TOKENS, z, type GatewayContext, type GatewayPlugin,
+  addressKey,
+  definePlugin,
+  FailedKeyTracker,
+  fromText,
+  GatewayError,
+  resolveService,
+  TOKENS,
+  z,
+  type GatewayContext,
+  type GatewayPlugin,
   type KeyRingService,
 } from '../../core';
 
@@ -18,7 +27,11 @@ const optionsSchema = z
          * Only behind a reverse proxy you trust: the header it sets with the client's address (e.g. x-forwarded-for,
          * whose last entry is used). Otherwise the TCP peer is used; a client could forge the header.
          */
-        client_address_header: z.string().min(1).transform((h) => h.toLowerCase()).optional(),
+        client_address_header: z
+          .string()
+          .min(1)
+          .transform((h) => h.toLowerCase())
+          .optional(),
       })
       .prefault({}),
   })
@@ -39,16 +52,30 @@ export class AuthPlugin implements GatewayPlugin {
   readonly failures: FailedKeyTracker | undefined;
   private readonly addressHeader: string | undefined;
 
-  constructor(private readonly keys: KeyRingService, options: Options = optionsSchema.parse({})) {
+  constructor(
+    private readonly keys: KeyRingService,
+    options: Options = optionsSchema.parse({}),
+  ) {
     const o = options.lockout;
-    this.failures = o.enabled ? new FailedKeyTracker({ maxFailures: o.max_failures, windowMs: o.window_ms, blockMs: o.block_ms, maxAddresses: o.max_addresses }) : undefined;
+    this.failures = o.enabled
+      ? new FailedKeyTracker({
+          maxFailures: o.max_failures,
+          windowMs: o.window_ms,
+          blockMs: o.block_ms,
+          maxAddresses: o.max_addresses,
+        })
+      : undefined;
     this.addressHeader = o.client_address_header;
   }
 
   onRequest(ctx: GatewayContext): void {
     const presented = this.keys.check(ctx);
     if (presented.status === 'missing') {
-      throw new GatewayError('gateway_key_missing', 'Missing gateway key: send your Tollgate key in the X-Gateway-Key header.', { param: 'X-Gateway-Key' });
+      throw new GatewayError(
+        'gateway_key_missing',
+        'Missing gateway key: send your Tollgate key in the X-Gateway-Key header.',
+        { param: 'X-Gateway-Key' },
+      );
     }
     if (presented.status === 'invalid') {
       if (this.failures) {
@@ -56,9 +83,15 @@ export class AuthPlugin implements GatewayPlugin {
         const left = this.failures.blockedFor(address);
         if (left > 0) throw blocked(left);
         const blockMs = this.failures.fail(address, presented.fingerprint);
-        if (blockMs > 0) ctx.log.warn({ address, blockMs }, 'too many invalid gateway keys: invalid keys from this client address blocked');
+        if (blockMs > 0)
+          ctx.log.warn(
+            { address, blockMs },
+            'too many invalid gateway keys: invalid keys from this client address blocked',
+          );
       }
-      throw new GatewayError('gateway_key_invalid', 'Invalid gateway key in X-Gateway-Key.', { param: 'X-Gateway-Key' });
+      throw new GatewayError('gateway_key_invalid', 'Invalid gateway key in X-Gateway-Key.', {
+        param: 'X-Gateway-Key',
+      });
     }
     // A valid key is always accepted, whatever other clients behind the same address did.
     ctx.workspace = presented.grant.workspace;
@@ -77,9 +110,14 @@ export class AuthPlugin implements GatewayPlugin {
 
 function blocked(leftMs: number): GatewayError {
   const seconds = Math.max(1, Math.ceil(leftMs / 1000));
-  return new GatewayError('auth_blocked', `Too many invalid gateway keys from this address: invalid keys are refused for ${seconds} more seconds.`, {
-    param: 'X-Gateway-Key', headers: { 'retry-after': String(seconds) },
-  });
+  return new GatewayError(
+    'auth_blocked',
+    `Too many invalid gateway keys from this address: invalid keys are refused for ${seconds} more seconds.`,
+    {
+      param: 'X-Gateway-Key',
+      headers: { 'retry-after': String(seconds) },
+    },
+  );
 }
 
 export const auth = definePlugin({

@@ -1,7 +1,26 @@
 import {
-  BoundedCache, definePlugin, formatUsd, GatewayError, parseUsd, resolveService, TOKENS, UNTAGGED, type BudgetCheck,
-  type BudgetConfig, type BudgetSource, type BudgetState, type BudgetStatus, type Clock, type GatewayContext, type GatewayPlugin, type LeaseRenewer,
-  type Logger, type RequestCostService, type UsageStoreService, type WorkspaceLimits, type WorkspaceLimitsService,
+  BoundedCache,
+  definePlugin,
+  formatUsd,
+  GatewayError,
+  parseUsd,
+  resolveService,
+  TOKENS,
+  UNTAGGED,
+  type BudgetCheck,
+  type BudgetConfig,
+  type BudgetSource,
+  type BudgetState,
+  type BudgetStatus,
+  type Clock,
+  type GatewayContext,
+  type GatewayPlugin,
+  type LeaseRenewer,
+  type Logger,
+  type RequestCostService,
+  type UsageStoreService,
+  type WorkspaceLimits,
+  type WorkspaceLimitsService,
 } from '../../core';
 import { alertReached } from './alert';
 import { periodAt, type Period } from './periods';
@@ -83,7 +102,11 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     const amountPico = priced ? worstCaseCost(ctx, this.cost, priced, this.referencedInput) : 0n;
     const checks = applied.map((a) => a.check);
     const store = this.limits.store;
-    const result = await this.limits.guard('budget', () => store.reserve(checks, ctx.requestId, amountPico, this.renewer.leaseMs), undefined);
+    const result = await this.limits.guard(
+      'budget',
+      () => store.reserve(checks, ctx.requestId, amountPico, this.renewer.leaseMs),
+      undefined,
+    );
     if (result && !result.allowed) throw refusal(applied, result.states, amountPico, now);
     // Settled even when the store failed open: the spend is added, and a reserve that ran in Redis after its
     // reply timed out is released by request id.
@@ -101,7 +124,11 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     const failed = ctx.error !== undefined && !ctx.streamCut;
     const actual = failed || (ctx.status ?? 500) >= 400 ? 0n : (this.actualCost(ctx) ?? 0n);
     const checks = applied.map((a) => a.check);
-    const after = await this.limits.guard('budget settle', () => this.limits.store.settle(checks, ctx.requestId, actual), undefined);
+    const after = await this.limits.guard(
+      'budget settle',
+      () => this.limits.store.settle(checks, ctx.requestId, actual),
+      undefined,
+    );
     if (after) this.alertIfCrossed(applied, after);
   }
 
@@ -125,14 +152,24 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     const states = await readLimitStore(() => this.limits.store.budgetStates(found.map((a) => a.check)));
     return found.map((a, i) => {
       const { spentPico, reservedPico } = states[i];
-      return { ...a.status, spentPico, reservedPico, alerted: alertReached(spentPico, a.status.limitPico, a.status.alertAt) };
+      return {
+        ...a.status,
+        spentPico,
+        reservedPico,
+        alerted: alertReached(spentPico, a.status.limitPico, a.status.alertAt),
+      };
     });
   }
 
   private rulesOf(l: WorkspaceLimits): Rule[] {
     let rules = this.rules.get(l);
     if (!rules) {
-      rules = l.budgets.map((config) => ({ config, limitPico: parseUsd(config.usd), tags: Object.entries(config.tag ?? {}), instances: new BoundedCache<string, Applied>(MAX_CACHED) }));
+      rules = l.budgets.map((config) => ({
+        config,
+        limitPico: parseUsd(config.usd),
+        tags: Object.entries(config.tag ?? {}),
+        instances: new BoundedCache<string, Applied>(MAX_CACHED),
+      }));
       this.rules.set(l, rules);
     }
     return rules;
@@ -159,11 +196,20 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     const a = describe(this.limits, workspace, rule, tags, period, 0n);
     // Spend recorded before this process knew the budget (earlier runs, other instances) is read once.
     a.seeded = this.usage
-      .queryUsage({ from: period.startMs, to: now + 1, groupBy: [], filters: { workspace, ...Object.fromEntries(tags) } })
-      .then(([t]) => (a.check.seedPico = t?.costPico ?? 0n), () => undefined)
+      .queryUsage({
+        from: period.startMs,
+        to: now + 1,
+        groupBy: [],
+        filters: { workspace, ...Object.fromEntries(tags) },
+      })
+      .then(
+        ([t]) => (a.check.seedPico = t?.costPico ?? 0n),
+        () => undefined,
+      )
       .then(() => (a.seeded = undefined));
     // Noted once per value and period, so that the admin API of every instance lists it.
-    if (b.per_tag) this.limits.store.addToSet(tagValuesKey(workspace, b, period), tags[0][1], period.endMs).catch(() => undefined);
+    if (b.per_tag)
+      this.limits.store.addToSet(tagValuesKey(workspace, b, period), tags[0][1], period.endMs).catch(() => undefined);
     rule.instances.set(lookup, a); // bounded; a later miss only re-reads the store
     return a;
   }
@@ -174,7 +220,11 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     const period = periodAt(b.period, now);
     const range = { from: period.startMs, to: now + 1 };
     if (!b.per_tag) {
-      const [total] = await this.usage.queryUsage({ ...range, groupBy: [], filters: { workspace, ...Object.fromEntries(rule.tags) } });
+      const [total] = await this.usage.queryUsage({
+        ...range,
+        groupBy: [],
+        filters: { workspace, ...Object.fromEntries(rule.tags) },
+      });
       return [describe(this.limits, workspace, rule, rule.tags, period, total?.costPico ?? 0n)];
     }
     const tag = b.per_tag;
@@ -191,11 +241,18 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
   private alertIfCrossed(applied: Applied[], states: readonly BudgetState[]): void {
     for (let i = 0; i < applied.length; i++) {
       const { status } = applied[i];
-      if (this.alertsLogged.has(status.key) || !alertReached(states[i].spentPico, status.limitPico, status.alertAt)) continue;
+      if (this.alertsLogged.has(status.key) || !alertReached(states[i].spentPico, status.limitPico, status.alertAt))
+        continue;
       if (this.alertsLogged.size >= MAX_CACHED) this.alertsLogged.clear(); // bounded; at worst an alert is logged again
       this.alertsLogged.add(status.key);
       this.log.warn(
-        { budget: status.key, workspace: status.workspace, scope: status.scope, spentUsd: formatUsd(states[i].spentPico), limitUsd: formatUsd(status.limitPico) },
+        {
+          budget: status.key,
+          workspace: status.workspace,
+          scope: status.scope,
+          spentUsd: formatUsd(states[i].spentPico),
+          limitUsd: formatUsd(status.limitPico),
+        },
         `budget alert: ${Math.round(status.alertAt * 100)}% of the ${PERIOD_ADJECTIVE[status.period]} budget used`,
       );
     }
@@ -203,7 +260,13 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
 }
 
 /** The budget's identity in the limit store: workspace, scope, period kind and start. */
-function budgetKey(limits: WorkspaceLimitsService, workspace: string, b: BudgetConfig, tags: readonly [string, string][], period: Period): string {
+function budgetKey(
+  limits: WorkspaceLimitsService,
+  workspace: string,
+  b: BudgetConfig,
+  tags: readonly [string, string][],
+  period: Period,
+): string {
   return `ws:${workspace}:${tags.map(([k, v]) => limits.tagScope(k, v)).join(':') || 'all'}:${b.period}:${period.startMs}`;
 }
 
@@ -212,14 +275,27 @@ function tagValuesKey(workspace: string, b: BudgetConfig, period: Period): strin
   return `budget-tags:ws:${workspace}:${b.per_tag}:${b.period}:${period.startMs}`;
 }
 
-function describe(limits: WorkspaceLimitsService, workspace: string, rule: Rule, tags: readonly [string, string][], period: Period, seedPico: bigint): Applied {
+function describe(
+  limits: WorkspaceLimitsService,
+  workspace: string,
+  rule: Rule,
+  tags: readonly [string, string][],
+  period: Period,
+  seedPico: bigint,
+): Applied {
   const b = rule.config;
   const key = budgetKey(limits, workspace, b, tags, period);
   return {
     check: { key, limitPico: rule.limitPico, periodEndMs: period.endMs, seedPico },
     status: {
-      key, workspace, scope: tags.map(([k, v]) => `${k}=${v}`).join(',') || 'workspace',
-      period: b.period, periodStart: period.startMs, periodEnd: period.endMs, limitPico: rule.limitPico, alertAt: b.alert_at,
+      key,
+      workspace,
+      scope: tags.map(([k, v]) => `${k}=${v}`).join(',') || 'workspace',
+      period: b.period,
+      periodStart: period.startMs,
+      periodEnd: period.endMs,
+      limitPico: rule.limitPico,
+      alertAt: b.alert_at,
     },
   };
 }
@@ -229,7 +305,11 @@ async function readLimitStore<T>(op: () => Promise<T>): Promise<T> {
   try {
     return await op();
   } catch {
-    throw new GatewayError('limits_unavailable', 'Budgets cannot be read right now (limit store unavailable); try again shortly.', { headers: { 'retry-after': '1' } });
+    throw new GatewayError(
+      'limits_unavailable',
+      'Budgets cannot be read right now (limit store unavailable); try again shortly.',
+      { headers: { 'retry-after': '1' } },
+    );
   }
 }
 
@@ -237,7 +317,8 @@ async function readLimitStore<T>(op: () => Promise<T>): Promise<T> {
 function refusal(applied: Applied[], states: readonly BudgetState[], amountPico: bigint, now: number): GatewayError {
   const i = states.findIndex((s) => s.spentPico + s.reservedPico + amountPico > s.limitPico);
   const { status } = applied[i];
-  const whose = status.scope === 'workspace' ? `workspace ${status.workspace}` : `${status.scope} in workspace ${status.workspace}`;
+  const whose =
+    status.scope === 'workspace' ? `workspace ${status.workspace}` : `${status.scope} in workspace ${status.workspace}`;
   return new GatewayError(
     'budget_exceeded',
     `The ${PERIOD_ADJECTIVE[status.period]} budget of $${formatUsd(status.limitPico)} for ${whose} does not cover this request: ` +
@@ -248,7 +329,19 @@ function refusal(applied: Applied[], states: readonly BudgetState[], amountPico:
 
 export const budget = definePlugin({
   name: 'budget',
-  requires: { plugins: ['auth'], services: ['WorkspaceLimits', 'RequestCost', 'UsageStore', 'Logger', 'BudgetLedger', 'Clock', 'Config', 'Providers'] },
+  requires: {
+    plugins: ['auth'],
+    services: [
+      'WorkspaceLimits',
+      'RequestCost',
+      'UsageStore',
+      'Logger',
+      'BudgetLedger',
+      'Clock',
+      'Config',
+      'Providers',
+    ],
+  },
   enforces: ['budgets'],
   create: (container) => {
     const cost = resolveService(container, TOKENS.RequestCost);

@@ -9,7 +9,11 @@
  */
 export function referencesContext(json: Record<string, unknown>): boolean {
   if (typeof json.previous_response_id === 'string' || json.conversation != null || isObject(json.prompt)) return true;
-  if (Array.isArray(json.tools) && json.tools.some((t) => isObject(t) && typeof t.type === 'string' && RETRIEVING_TOOLS.test(t.type))) return true;
+  if (
+    Array.isArray(json.tools) &&
+    json.tools.some((t) => isObject(t) && typeof t.type === 'string' && RETRIEVING_TOOLS.test(t.type))
+  )
+    return true;
   return holdsReference(json.messages, 0) || holdsReference(json.input, 0) || holdsReference(json.system, 0);
 }
 

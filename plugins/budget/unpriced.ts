@@ -1,4 +1,10 @@
-import { GatewayError, type BudgetPolicy, type GatewayContext, type PriceLookup, type ProviderLookup } from '../../core';
+import {
+  GatewayError,
+  type BudgetPolicy,
+  type GatewayContext,
+  type PriceLookup,
+  type ProviderLookup,
+} from '../../core';
 
 /** A model's catalog entry, as the price lookup gives it. */
 export type ModelPrice = NonNullable<ReturnType<PriceLookup['lookup']>>;
@@ -19,10 +25,16 @@ export class BudgetPricing {
   /** price_as: the stand-in model, checked at start to have a price under some deployed provider. */
   private readonly standIn: string | undefined;
 
-  constructor(private readonly prices: PriceLookup, private readonly policy: BudgetPolicy['unpriced'], private readonly providers: ProviderLookup) {
+  constructor(
+    private readonly prices: PriceLookup,
+    private readonly policy: BudgetPolicy['unpriced'],
+    private readonly providers: ProviderLookup,
+  ) {
     if (typeof policy !== 'object') return;
     if (!this.standInOf(undefined, policy.price_as)) {
-      throw new Error(`budgets.unpriced.price_as: no deployed provider has a price for model "${policy.price_as}"; name a model of the price catalog or of pricing.models`);
+      throw new Error(
+        `budgets.unpriced.price_as: no deployed provider has a price for model "${policy.price_as}"; name a model of the price catalog or of pricing.models`,
+      );
     }
     this.standIn = policy.price_as;
   }

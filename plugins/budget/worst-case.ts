@@ -22,16 +22,25 @@ export type ReferencedInput = number | 'context_window';
  * Priced like the request itself (RequestCostService.price), so a reservation past a long-context threshold is
  * priced at that tier.
  */
-export function worstCaseCost(ctx: GatewayContext, cost: RequestCostService, priced: BudgetPrice, referenced: ReferencedInput): bigint {
+export function worstCaseCost(
+  ctx: GatewayContext,
+  cost: RequestCostService,
+  priced: BudgetPrice,
+  referenced: ReferencedInput,
+): bigint {
   const { price } = priced;
   const window = price.context_window;
   let inputTokens = Math.ceil(ctx.bodySize / BYTES_PER_TOKEN);
   if (ctx.json && referencesContext(ctx.json)) {
-    inputTokens = Math.max(inputTokens, referenced === 'context_window' ? (window ?? DEFAULT_REFERENCED_INPUT) : referenced);
+    inputTokens = Math.max(
+      inputTokens,
+      referenced === 'context_window' ? (window ?? DEFAULT_REFERENCED_INPUT) : referenced,
+    );
   }
   if (window !== undefined) inputTokens = Math.min(inputTokens, window);
   const asked = requestedOutputTokens(ctx);
-  const perAnswer = asked === undefined || Number.isNaN(asked) ? (price.max_output_tokens ?? DEFAULT_MAX_OUTPUT) : asked;
+  const perAnswer =
+    asked === undefined || Number.isNaN(asked) ? (price.max_output_tokens ?? DEFAULT_MAX_OUTPUT) : asked;
   const n = ctx.endpoint?.key === 'chat.completions' ? ctx.json?.n : undefined;
   const answers = Number.isSafeInteger(n) && (n as number) > 1 ? (n as number) : 1;
   return cost.price(ctx, { inputTokens, outputTokens: perAnswer * answers }, priced.standIn).costPico ?? 0n;

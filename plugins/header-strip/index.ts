@@ -3,7 +3,14 @@ import { definePlugin, z, type GatewayContext, type GatewayPlugin } from '../../
 const optionsSchema = z
   .strictObject({
     /** Further request headers never to forward (lower-case), e.g. cookie or x-forwarded-for. */
-    remove: z.array(z.string().min(1).transform((s) => s.toLowerCase())).default([]),
+    remove: z
+      .array(
+        z
+          .string()
+          .min(1)
+          .transform((s) => s.toLowerCase()),
+      )
+      .default([]),
   })
   .prefault({});
 

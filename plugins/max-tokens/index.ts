@@ -1,5 +1,13 @@
 import {
-  definePlugin, GatewayError, OUTPUT_TOKEN_FIELDS, outputLimitField, resolveService, tokenCount, TOKENS, type GatewayContext, type GatewayPlugin,
+  definePlugin,
+  GatewayError,
+  OUTPUT_TOKEN_FIELDS,
+  outputLimitField,
+  resolveService,
+  tokenCount,
+  TOKENS,
+  type GatewayContext,
+  type GatewayPlugin,
   type WorkspaceLimitsService,
 } from '../../core';
 import { capOutput } from './cap-output';
@@ -28,16 +36,28 @@ export class MaxTokensPlugin implements GatewayPlugin {
       if (n === undefined) continue;
       named = true;
       if (Number.isNaN(n)) {
-        throw new GatewayError('invalid_body', `${field} must be a non-negative integer, got ${JSON.stringify(ctx.json[field]).slice(0, 40)}.`, { param: field });
+        throw new GatewayError(
+          'invalid_body',
+          `${field} must be a non-negative integer, got ${JSON.stringify(ctx.json[field]).slice(0, 40)}.`,
+          { param: field },
+        );
       }
       if (n > cap) {
-        throw new GatewayError('max_tokens_exceeded', `${field} is ${n}, above this workspace's cap of ${cap}. Ask for ${cap} or fewer.`, { param: field });
+        throw new GatewayError(
+          'max_tokens_exceeded',
+          `${field} is ${n}, above this workspace's cap of ${cap}. Ask for ${cap} or fewer.`,
+          { param: field },
+        );
       }
     }
     if (named || limits.max_tokens_when_absent === 'allow') return;
     const field = outputLimitField(ctx.provider, endpoint!)!;
     if (limits.max_tokens_when_absent === 'reject') {
-      throw new GatewayError('max_tokens_required', `This workspace caps output at ${cap} tokens: name ${field} (at most ${cap}) in the request.`, { param: field });
+      throw new GatewayError(
+        'max_tokens_required',
+        `This workspace caps output at ${cap} tokens: name ${field} (at most ${cap}) in the request.`,
+        { param: field },
+      );
     }
     capOutput(ctx, field, cap);
   }

@@ -1,6 +1,15 @@
 import { isAbsolute, resolve } from 'node:path';
 import {
-  definePlugin, formatUsd, fromText, resolveService, TOKENS, z, type GatewayContext, type GatewayPlugin, type RecordQueue, type RequestCostService,
+  definePlugin,
+  formatUsd,
+  fromText,
+  resolveService,
+  TOKENS,
+  z,
+  type GatewayContext,
+  type GatewayPlugin,
+  type RecordQueue,
+  type RequestCostService,
 } from '../../core';
 import { buildRecord } from './record';
 
@@ -65,7 +74,10 @@ export const usageRecorder = definePlugin({
   create(container, options) {
     const configDir = resolveService(container, TOKENS.ConfigDir);
     // Multi-core mode: each worker process has its own spill file.
-    const spillPath = resolveService(container, TOKENS.ProcessFilePath)(isAbsolute(options.spill_path) ? options.spill_path : resolve(configDir, options.spill_path));
+    const spillPath = resolveService(
+      container,
+      TOKENS.ProcessFilePath,
+    )(isAbsolute(options.spill_path) ? options.spill_path : resolve(configDir, options.spill_path));
     const queue = resolveService(container, TOKENS.RecordQueues).open({
       spillPath,
       batchSize: options.batch_size,

@@ -1,5 +1,12 @@
 import {
-  MAX_MODEL_LENGTH, PROVIDER_REPORTED, streamIncomplete, truncate, type CostProvenance, type GatewayContext, type PricedUsage, type UsageRecord,
+  MAX_MODEL_LENGTH,
+  PROVIDER_REPORTED,
+  streamIncomplete,
+  truncate,
+  type CostProvenance,
+  type GatewayContext,
+  type PricedUsage,
+  type UsageRecord,
   type UsageSource,
 } from '../../core';
 
@@ -23,18 +30,29 @@ export const RECORD_TEXT_LIMITS = {
   tagValue: 4096,
 } as const;
 
-const bounded = (text: string | null | undefined, max: number): string | null => (text == null ? null : truncate(text, max));
+const bounded = (text: string | null | undefined, max: number): string | null =>
+  text == null ? null : truncate(text, max);
 
 /** A copy of the tags within RECORD_TEXT_LIMITS: the first tagCount keys, each key and value cut to its limit. */
 function boundedTags(tags: Record<string, string>): Record<string, string> {
   const keys = Object.keys(tags);
-  const within = keys.length <= RECORD_TEXT_LIMITS.tagCount
-    && keys.every((k) => k.length <= RECORD_TEXT_LIMITS.tagKey && !(typeof tags[k] === 'string' && tags[k].length > RECORD_TEXT_LIMITS.tagValue));
+  const within =
+    keys.length <= RECORD_TEXT_LIMITS.tagCount &&
+    keys.every(
+      (k) =>
+        k.length <= RECORD_TEXT_LIMITS.tagKey &&
+        !(typeof tags[k] === 'string' && tags[k].length > RECORD_TEXT_LIMITS.tagValue),
+    );
   if (within) return { ...tags };
-  return Object.fromEntries(keys.slice(0, RECORD_TEXT_LIMITS.tagCount).map((k) => {
-    const v = tags[k];
-    return [truncate(k, RECORD_TEXT_LIMITS.tagKey), typeof v === 'string' ? truncate(v, RECORD_TEXT_LIMITS.tagValue) : v];
-  }));
+  return Object.fromEntries(
+    keys.slice(0, RECORD_TEXT_LIMITS.tagCount).map((k) => {
+      const v = tags[k];
+      return [
+        truncate(k, RECORD_TEXT_LIMITS.tagKey),
+        typeof v === 'string' ? truncate(v, RECORD_TEXT_LIMITS.tagValue) : v,
+      ];
+    }),
+  );
 }
 
 /**
@@ -59,7 +77,13 @@ export function usageSourceOf(ctx: GatewayContext): UsageSource {
   return ctx.usageEstimated ? 'tokenizer' : 'provider';
 }
 
-const TOKEN_FIELDS = ['inputTokens', 'outputTokens', 'cacheReadTokens', 'cacheWriteTokens', 'cacheWrite1hTokens'] as const;
+const TOKEN_FIELDS = [
+  'inputTokens',
+  'outputTokens',
+  'cacheReadTokens',
+  'cacheWriteTokens',
+  'cacheWrite1hTokens',
+] as const;
 
 /**
  * The stored record of one request: ids, routing, token counts, cost and its provenance, tags. Never a key or a body;
@@ -70,7 +94,13 @@ export function buildRecord(ctx: GatewayContext, priced: PricedUsage | undefined
   const provenance = provenanceOf(ctx, priced);
   const cost = provenance === 'failed' ? 0n : provenance === 'not_counted' ? null : (priced?.costPico ?? null);
   const streamError = u?.streamError;
-  const error = ctx.error ? ctx.error.code : (ctx.status ?? 0) >= 400 ? `upstream_${ctx.status}` : streamError ? `upstream_${streamError}` : null;
+  const error = ctx.error
+    ? ctx.error.code
+    : (ctx.status ?? 0) >= 400
+      ? `upstream_${ctx.status}`
+      : streamError
+        ? `upstream_${streamError}`
+        : null;
   return {
     id: ctx.requestId,
     ts: ctx.startedAt,
@@ -93,7 +123,12 @@ export function buildRecord(ctx: GatewayContext, priced: PricedUsage | undefined
     searchContextSize: bounded(u?.searchContextSize, RECORD_TEXT_LIMITS.searchContextSize),
     costPico: cost,
     provenance,
-    priceVersion: cost === null || provenance === 'failed' ? null : priced?.provenanceHint === 'provider_reported' ? PROVIDER_REPORTED : priceVersion,
+    priceVersion:
+      cost === null || provenance === 'failed'
+        ? null
+        : priced?.provenanceHint === 'provider_reported'
+          ? PROVIDER_REPORTED
+          : priceVersion,
     latencyMs: Math.round(ctx.latencyMs),
     ttfbMs: ctx.ttfbMs === undefined ? null : Math.round(ctx.ttfbMs),
     tags: boundedTags(ctx.tags),

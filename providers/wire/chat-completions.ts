@@ -19,7 +19,8 @@ export const chatUsage: UsageReader = (u, root) => {
     cacheReadTokens: cached,
     cacheWriteTokens: cacheWrite,
     // The output missing from completion_tokens is the thinking (Gemini, xAI): it is the reasoning count.
-    reasoningTokens: num(u, 'completion_tokens_details', 'reasoning_tokens') ?? (unreported > 0 ? unreported : undefined),
+    reasoningTokens:
+      num(u, 'completion_tokens_details', 'reasoning_tokens') ?? (unreported > 0 ? unreported : undefined),
     toolCalls: chatSearchCalls(root),
   });
 };

@@ -16,9 +16,12 @@ export function responsesToolCalls(root: JsonObject): Record<string, number> | u
   const containers = new Set<string>();
   for (const item of output) {
     const type = str(item, 'type');
-    if (type === 'web_search_call') calls[preview ? 'web_search_preview' : 'web_search'] = (calls[preview ? 'web_search_preview' : 'web_search'] ?? 0) + 1;
+    if (type === 'web_search_call')
+      calls[preview ? 'web_search_preview' : 'web_search'] =
+        (calls[preview ? 'web_search_preview' : 'web_search'] ?? 0) + 1;
     else if (type === 'file_search_call') calls.file_search = (calls.file_search ?? 0) + 1;
-    else if (type === 'code_interpreter_call') containers.add(str(item, 'container_id') ?? `(item ${str(item, 'id') ?? containers.size})`);
+    else if (type === 'code_interpreter_call')
+      containers.add(str(item, 'container_id') ?? `(item ${str(item, 'id') ?? containers.size})`);
   }
   if (containers.size > 0) calls.code_interpreter = containers.size;
   return Object.keys(calls).length > 0 ? calls : undefined;

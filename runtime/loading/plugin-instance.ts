@@ -22,7 +22,11 @@ const labelOf = ({ where, definition }: Pick<PlannedPlugin, 'where' | 'definitio
  * Checks that this Tollgate can run the plugin (the API version it needs, the copy of Tollgate that made it) and
  * validates its options with its schema (defaults applied); throws naming the entry.
  */
-export function validatePluginOptions(definition: PluginDefinition<unknown>, rawOptions: unknown, where: string): unknown {
+export function validatePluginOptions(
+  definition: PluginDefinition<unknown>,
+  rawOptions: unknown,
+  where: string,
+): unknown {
   const label = labelOf({ where, definition });
   const versionProblem = apiVersionProblem(definition.apiVersion);
   if (versionProblem) throw new PluginConfigError(`${label}: ${versionProblem}`);
@@ -31,7 +35,9 @@ export function validatePluginOptions(definition: PluginDefinition<unknown>, raw
   if (!definition.optionsSchema) return rawOptions ?? {};
   const parsed = definition.optionsSchema.safeParse(rawOptions ?? {});
   if (!parsed.success) {
-    const problems = parsed.error.issues.map((x) => `${['options', ...x.path.map(String)].join('.')}: ${x.message}`).join('; ');
+    const problems = parsed.error.issues
+      .map((x) => `${['options', ...x.path.map(String)].join('.')}: ${x.message}`)
+      .join('; ');
     throw new PluginConfigError(`${label}: ${problems}`);
   }
   return parsed.data;
@@ -39,9 +45,11 @@ export function validatePluginOptions(definition: PluginDefinition<unknown>, raw
 
 /** Why a plugin made with another copy of Tollgate than the gateway's is refused, naming both. */
 export function secondCopyProblem(copy: string): string {
-  return `it uses its own copy of Tollgate (${copy}), not the gateway's (${THIS_COPY}): a GatewayError it throws would ` +
+  return (
+    `it uses its own copy of Tollgate (${copy}), not the gateway's (${THIS_COPY}): a GatewayError it throws would ` +
     'not be recognised, and every refusal would become 500 plugin_error. Make tollgate a peerDependency of the plugin ' +
-    'and remove the copy it installed.';
+    'and remove the copy it installed.'
+  );
 }
 
 /**
@@ -49,10 +57,15 @@ export function secondCopyProblem(copy: string): string {
  * TOKENS.PluginOptions and the plugin itself under its own token, whose factory calls definition.create(child,
  * options) on first resolve. Returns the child container.
  */
-export function registerPlugin({ definition, options }: PlannedPlugin, container: DependencyContainer): DependencyContainer {
+export function registerPlugin(
+  { definition, options }: PlannedPlugin,
+  container: DependencyContainer,
+): DependencyContainer {
   const scope = container.createChildContainer();
   registerService(scope, TOKENS.PluginOptions, options);
-  scope.register(PLUGIN, { useFactory: instanceCachingFactory((c) => definition.create(c, resolveService(c, TOKENS.PluginOptions))) });
+  scope.register(PLUGIN, {
+    useFactory: instanceCachingFactory((c) => definition.create(c, resolveService(c, TOKENS.PluginOptions))),
+  });
   return scope;
 }
 
@@ -65,7 +78,8 @@ export async function resolvePlugin(scope: DependencyContainer, planned: Planned
   } catch (err) {
     throw new PluginConfigError(`${label}: create() failed: ${(err as Error)?.message ?? String(err)}`, { cause: err });
   }
-  if (!plugin || typeof plugin.name !== 'string') throw new PluginConfigError(`${label}: create() must return a plugin object with a name`);
+  if (!plugin || typeof plugin.name !== 'string')
+    throw new PluginConfigError(`${label}: create() must return a plugin object with a name`);
   return plugin;
 }
 
@@ -75,7 +89,10 @@ export async function resolvePlugin(scope: DependencyContainer, planned: Planned
  * messages, e.g. `plugins[2]`. Used by the test harness, so a plugin's tests see exactly what start-up does.
  */
 export async function instantiatePlugin(
-  definition: PluginDefinition<unknown>, rawOptions: unknown, container: DependencyContainer, where: string,
+  definition: PluginDefinition<unknown>,
+  rawOptions: unknown,
+  container: DependencyContainer,
+  where: string,
 ): Promise<GatewayPlugin> {
   const planned = { where, definition, options: validatePluginOptions(definition, rawOptions, where) };
   return resolvePlugin(registerPlugin(planned, container), planned);

@@ -6,7 +6,14 @@ import type { GatewayPlugin, PluginDefinition } from '../../core/plugin-contract
 import { PluginPipeline } from '../../core/plugin-pipeline';
 import { BUILTIN_PLUGINS, REQUIRED_PLUGINS } from '../../plugins';
 import { checkPipeline, checkServices } from './plugin-dependencies';
-import { PluginConfigError, registerPlugin, resolvePlugin, secondCopyProblem, validatePluginOptions, type PlannedPlugin } from './plugin-instance';
+import {
+  PluginConfigError,
+  registerPlugin,
+  resolvePlugin,
+  secondCopyProblem,
+  validatePluginOptions,
+  type PlannedPlugin,
+} from './plugin-instance';
 import { importUserModule, ModuleLoadError, pickExport } from './user-module';
 
 export { PluginConfigError, type PlannedPlugin };
@@ -49,7 +56,8 @@ function pipelineEntries(entries: readonly PluginEntry[]): { entry: PluginEntry;
   const listed = entries.filter((e) => e.enabled);
   const missing = REQUIRED_PLUGINS.filter((name) => !listed.some((e) => e.use === name));
   for (const name of REQUIRED_PLUGINS) {
-    if (entries.some((e) => e.use === name && !e.enabled)) throw new PluginConfigError(`plugins: "${name}" cannot be disabled`);
+    if (entries.some((e) => e.use === name && !e.enabled))
+      throw new PluginConfigError(`plugins: "${name}" cannot be disabled`);
   }
   // Messages name the entry by its index in the YAML list (an implicit built-in has none).
   return [
@@ -75,7 +83,10 @@ async function resolveDefinition(use: string, configDir: string, where: string):
   const brought = [...loadedCopies()].find((copy) => copy !== THIS_COPY && !copiesBefore.has(copy));
   if (brought) throw new PluginConfigError(`${where}: "${use}": ${secondCopyProblem(brought)}`);
   const definition = pickExport(mod, 'plugin', isPluginDefinition);
-  if (!definition) throw new PluginConfigError(`${where}: "${use}" does not export a plugin definition (export default definePlugin({ name, create }))`);
+  if (!definition)
+    throw new PluginConfigError(
+      `${where}: "${use}" does not export a plugin definition (export default definePlugin({ name, create }))`,
+    );
   return definition;
 }
 

@@ -8,7 +8,8 @@ import { ProviderConfigError } from './provider-module-import';
  */
 function checkProviderPrices(prices: unknown, slug: string): { prices: ModelOverride[]; problems: string[] } {
   if (prices === undefined) return { prices: [], problems: [] };
-  if (!Array.isArray(prices)) return { prices: [], problems: ['prices: expected an array of { model, input, output, ... }'] };
+  if (!Array.isArray(prices))
+    return { prices: [], problems: ['prices: expected an array of { model, input, output, ... }'] };
   const parsed = pricingConfigSchema.safeParse({ models: prices.map((p) => ({ ...p, provider: slug })) });
   const issues = (parsed.error?.issues ?? []).map((x) => {
     const [, at, ...rest] = x.path.map(String); // models.<at>.<field>
@@ -16,7 +17,10 @@ function checkProviderPrices(prices: unknown, slug: string): { prices: ModelOver
   });
   prices.forEach((p, at) => {
     if (typeof p === 'object' && p !== null && 'provider' in p) {
-      issues.push({ at, text: `prices.${at}.provider: not allowed: a module's prices apply to the slug it is deployed as` });
+      issues.push({
+        at,
+        text: `prices.${at}.provider: not allowed: a module's prices apply to the slug it is deployed as`,
+      });
     }
   });
   const problems = issues.sort((a, b) => a.at - b.at).map((i) => i.text);
@@ -27,7 +31,8 @@ function checkProviderPrices(prices: unknown, slug: string): { prices: ModelOver
 export function deployedProviderPrices(deployed: readonly ProviderModule[]): ModelOverride[] {
   return deployed.flatMap((p) => {
     const { prices, problems } = checkProviderPrices(p.prices, p.slug);
-    if (problems.length > 0) throw new ProviderConfigError(`providers.${p.slug}: the module's prices are not valid: ${problems.join('; ')}`);
+    if (problems.length > 0)
+      throw new ProviderConfigError(`providers.${p.slug}: the module's prices are not valid: ${problems.join('; ')}`);
     return prices;
   });
 }

@@ -14,7 +14,13 @@
  */
 import type { Migration } from './index';
 
-const ROLLUPS = ['usage_rollup_hourly', 'usage_tag_rollup_hourly', 'usage_rollup_daily', 'usage_tag_rollup_daily', 'usage_tag_set_daily'];
+const ROLLUPS = [
+  'usage_rollup_hourly',
+  'usage_tag_rollup_hourly',
+  'usage_rollup_daily',
+  'usage_tag_rollup_daily',
+  'usage_tag_set_daily',
+];
 
 function ddl(int: string): string {
   return [

@@ -19,11 +19,22 @@ export interface Migration {
 }
 
 /** Append only, versions strictly increasing. */
-export const MIGRATIONS: readonly Migration[] = [initial, dailyRollups, searchContextSize, tagSets, recordTagSet, quarantinedRecords, recordsRetention, costTruth];
+export const MIGRATIONS: readonly Migration[] = [
+  initial,
+  dailyRollups,
+  searchContextSize,
+  tagSets,
+  recordTagSet,
+  quarantinedRecords,
+  recordsRetention,
+  costTruth,
+];
 
 export const SCHEMA_MIGRATIONS_DDL = {
-  postgres: 'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)',
-  sqlite: 'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT',
+  postgres:
+    'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)',
+  sqlite:
+    'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT',
 };
 
 export const LATEST_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;

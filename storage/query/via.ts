@@ -41,7 +41,13 @@ interface RangeCounts {
 }
 
 /** Estimated records of [from, to) and records matching every value filter (`values` non-empty). */
-async function rangeCounts(d: SqlDialect, exec: Exec, values: TagFilter[], from: number, to: number): Promise<RangeCounts> {
+async function rangeCounts(
+  d: SqlDialect,
+  exec: Exec,
+  values: TagFilter[],
+  from: number,
+  to: number,
+): Promise<RangeCounts> {
   const base = `SELECT MIN(day) AS lo, MAX(day) AS hi, SUM(requests) AS n, COUNT(*) AS days FROM ${DAILY_TABLE} WHERE day >= ? AND day < ?`;
   const [b] = await exec({ sql: d.sql(base), params: [floorDay(from), to] });
   const days = toNumber(b?.days);
@@ -51,7 +57,8 @@ async function rangeCounts(d: SqlDialect, exec: Exec, values: TagFilter[], from:
   const scale = (Math.min(to, hi + DAY_MS) - Math.max(from, lo)) / (days * DAY_MS);
   // The days that have records, generated: each is one seek on the (tag_key, day, tag_value) key.
   const perValue = values.map(
-    (_, i) => `(SELECT SUM(t.requests) FROM days CROSS JOIN ${TAG_DAILY_TABLE} t WHERE t.tag_key = ? AND t.day = days.day AND t.tag_value = ?) AS m${i}`,
+    (_, i) =>
+      `(SELECT SUM(t.requests) FROM days CROSS JOIN ${TAG_DAILY_TABLE} t WHERE t.tag_key = ? AND t.day = days.day AND t.tag_value = ?) AS m${i}`,
   );
   const sql = `WITH RECURSIVE days (day) AS (SELECT CAST(? AS BIGINT) UNION ALL SELECT day + ${DAY_MS} FROM days WHERE day < ?)
 SELECT ${perValue.join(', ')}`;
@@ -71,7 +78,13 @@ const PROBE_MAX_RECORDS = 2000;
  * An aggregate reads every matching record: by sets when the seeks and scattered reads cost less than the scan;
  * otherwise by time, probing each record's set when the range is small.
  */
-export async function aggregateVia(d: SqlDialect, exec: Exec, filters: ParsedFilters, from: number, to: number): Promise<RawVia> {
+export async function aggregateVia(
+  d: SqlDialect,
+  exec: Exec,
+  filters: ParsedFilters,
+  from: number,
+  to: number,
+): Promise<RawVia> {
   const { values } = splitTagFilters(filters.tags);
   if (values.length === 0) return 'time';
   // PostgreSQL plans the sets' join itself (a hash join over the range, or a seek per set) from its statistics, and
@@ -88,7 +101,13 @@ export async function aggregateVia(d: SqlDialect, exec: Exec, filters: ParsedFil
 }
 
 /** A listing: by time for values common in the range, by sets in time windows for rare ones. */
-export async function listVia(d: SqlDialect, exec: Exec, filters: ParsedFilters, from: number, to: number): Promise<RawVia> {
+export async function listVia(
+  d: SqlDialect,
+  exec: Exec,
+  filters: ParsedFilters,
+  from: number,
+  to: number,
+): Promise<RawVia> {
   const { values } = splitTagFilters(filters.tags);
   if (values.length === 0) return 'time';
   const { records, matches } = await rangeCounts(d, exec, values, from, to);

@@ -12,7 +12,10 @@ import { call, chat, eventually, FIXTURES_DIR, waitForRecord } from './helpers';
 describe('framework: what a plugin can rely on', () => {
   const upstream = new TestUpstream();
   let gw: TestGateway;
-  useGateway(upstream, (g) => (gw = g), `
+  useGateway(
+    upstream,
+    (g) => (gw = g),
+    `
 plugins:
   - use: "${join(FIXTURES_DIR, 'guarantees-plugin')}"
   - use: auth
@@ -21,14 +24,17 @@ plugins:
   - use: "${join(FIXTURES_DIR, 'throwing-plugin')}"
   - use: usage-recorder
     options: { flush_interval_ms: 20 }
-`);
+`,
+  );
 
   it('a header set in onRequest reaches every answer, refusals by later plugins and by the core included', async () => {
     const answers = {
       200: await call(gw, '/v1/chat/completions', chat('gpt-4o-mini')),
       gateway_key_missing: await call(gw, '/v1/chat/completions', chat('gpt-4o-mini'), { 'x-gateway-key': undefined }),
       provider_key_missing: await call(gw, '/v1/chat/completions', chat('gpt-4o-mini'), { authorization: undefined }),
-      plugin_error: await call(gw, '/v1/chat/completions', chat('gpt-4o-mini'), { 'x-gateway-metadata-explode': 'beforeUpstream' }),
+      plugin_error: await call(gw, '/v1/chat/completions', chat('gpt-4o-mini'), {
+        'x-gateway-metadata-explode': 'beforeUpstream',
+      }),
     };
     for (const [outcome, r] of Object.entries(answers)) {
       expect(outcome === '200' ? String(r.status) : r.json.error.code, outcome).to.equal(outcome);
@@ -37,7 +43,11 @@ plugins:
   });
 
   it("the cost service gives a stream's cost once its usage is known, and never keeps the unknown it gave before", async () => {
-    const r = await call(gw, '/v1/chat/completions', { ...chat('gpt-4o-mini'), stream: true, stream_options: { include_usage: true } });
+    const r = await call(gw, '/v1/chat/completions', {
+      ...chat('gpt-4o-mini'),
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     expect(r.status).to.equal(200);
     const id = String(r.headers['x-gateway-request-id']);
     const seen = await eventually(() => (costsSeen.get(id)?.onComplete !== undefined ? costsSeen.get(id) : undefined));
@@ -58,7 +68,11 @@ describe('framework: budget periods follow TOKENS.Clock', () => {
     });
     // Each answer: 12 input and 1,000 output tokens of gpt-4o-mini ($0.15 / $0.60 per 1M) = $0.0006018; its worst
     // case at admission (max_tokens 1000, input from the body size) is about $0.000604, so a second one does not fit.
-    const request = () => createTestContext({ json: { model: 'gpt-4o-mini', max_tokens: 1000, messages: [] }, usage: { inputTokens: 12, outputTokens: 1000 } });
+    const request = () =>
+      createTestContext({
+        json: { model: 'gpt-4o-mini', max_tokens: 1000, messages: [] },
+        usage: { inputTokens: 12, outputTokens: 1000 },
+      });
     try {
       expect(await harness.exchange(request())).to.equal(undefined);
       now = Date.UTC(2031, 0, 1, 23, 59, 30);

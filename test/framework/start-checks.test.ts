@@ -13,7 +13,10 @@ const CLI = resolve(PROJECT_ROOT, 'dist/cli/index.js');
 function tollgate(dir: string, ...args: string[]): { status: number | null; stdout: string; stderr: string } {
   const env = { ...process.env };
   delete env.GATEWAY_KEY;
-  const r = spawnSync(process.execPath, [CLI, ...args, '--config', join(dir, 'gateway.config.yaml')], { env, timeout: 20_000 });
+  const r = spawnSync(process.execPath, [CLI, ...args, '--config', join(dir, 'gateway.config.yaml')], {
+    env,
+    timeout: 20_000,
+  });
   return { status: r.status, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
 }
 
@@ -65,15 +68,24 @@ function pluginWithOwnCopy(): { dir: string; copy: string } {
   mkdirSync(copy, { recursive: true });
   cpSync(join(PROJECT_ROOT, 'package.json'), join(copy, 'package.json'));
   for (const room of ['core', 'config', 'pricing', 'providers']) {
-    cpSync(join(PROJECT_ROOT, 'dist', room), join(copy, 'dist', room), { recursive: true, filter: (f) => !f.endsWith('.map') });
+    cpSync(join(PROJECT_ROOT, 'dist', room), join(copy, 'dist', room), {
+      recursive: true,
+      filter: (f) => !f.endsWith('.map'),
+    });
   }
   symlinkSync(join(PROJECT_ROOT, 'node_modules'), join(copy, 'node_modules'), 'dir');
   writeFileSync(join(pkg, 'package.json'), JSON.stringify({ name: 'tollgate-plugin-own-copy', main: 'index.js' }));
-  writeFileSync(join(pkg, 'index.js'), [
-    "const { definePlugin, GatewayError } = require('tollgate');",
-    "module.exports = definePlugin({ name: 'own-copy', create: () => ({ name: 'own-copy', onRequest() { throw new GatewayError('policy_denied', 'no'); } }) });",
-  ].join('\n'));
-  writeFileSync(join(dir, 'gateway.config.yaml'), 'storage: { url: "sqlite::memory:" }\nplugins:\n  - use: auth\n  - use: tollgate-plugin-own-copy\n');
+  writeFileSync(
+    join(pkg, 'index.js'),
+    [
+      "const { definePlugin, GatewayError } = require('tollgate');",
+      "module.exports = definePlugin({ name: 'own-copy', create: () => ({ name: 'own-copy', onRequest() { throw new GatewayError('policy_denied', 'no'); } }) });",
+    ].join('\n'),
+  );
+  writeFileSync(
+    join(dir, 'gateway.config.yaml'),
+    'storage: { url: "sqlite::memory:" }\nplugins:\n  - use: auth\n  - use: tollgate-plugin-own-copy\n',
+  );
   return { dir, copy };
 }
 
@@ -94,7 +106,9 @@ describe('framework: a plugin with its own copy of Tollgate is refused, naming b
   it('by check-config, with the same message', () => {
     const r = tollgate(dir, 'check-config');
     expect(r.status).to.equal(2);
-    expect(r.stderr).to.equal(`tollgate: ${join(dir, 'gateway.config.yaml')}: ${expected('plugins[1]: "tollgate-plugin-own-copy"')}\n`);
+    expect(r.stderr).to.equal(
+      `tollgate: ${join(dir, 'gateway.config.yaml')}: ${expected('plugins[1]: "tollgate-plugin-own-copy"')}\n`,
+    );
   });
 
   it('by tollgate/testing too, for a definition the other copy made', async () => {

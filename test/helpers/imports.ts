@@ -23,5 +23,10 @@ export function specifiersOf(source: string): string[] {
 export function relativeImportsOf(file: string): { spec: string; target: string }[] {
   return specifiersOf(readFileSync(file, 'utf8'))
     .filter((spec) => spec.startsWith('.'))
-    .map((spec) => ({ spec, target: relative(PROJECT_ROOT, resolve(dirname(file), spec)).split(/[\\/]/).join('/') }));
+    .map((spec) => ({
+      spec,
+      target: relative(PROJECT_ROOT, resolve(dirname(file), spec))
+        .split(/[\\/]/)
+        .join('/'),
+    }));
 }

@@ -16,8 +16,16 @@ type Dialect = 'sqlite' | 'postgres';
  */
 export function undo008Sql(droppedTables: readonly string[] = []): string {
   return [
-    ...['usage_source', 'provider_cost_pico', 'cost_disagrees', 'tool_calls', 'price_id'].map((c) => `ALTER TABLE usage_records DROP COLUMN ${c};`),
-    ...['usage_rollup_hourly', 'usage_tag_rollup_hourly', 'usage_rollup_daily', 'usage_tag_rollup_daily', 'usage_tag_set_daily']
+    ...['usage_source', 'provider_cost_pico', 'cost_disagrees', 'tool_calls', 'price_id'].map(
+      (c) => `ALTER TABLE usage_records DROP COLUMN ${c};`,
+    ),
+    ...[
+      'usage_rollup_hourly',
+      'usage_tag_rollup_hourly',
+      'usage_rollup_daily',
+      'usage_tag_rollup_daily',
+      'usage_tag_set_daily',
+    ]
       .filter((t) => !droppedTables.includes(t))
       .map((t) => `ALTER TABLE ${t} DROP COLUMN cost_disagreement_count;`),
     'DELETE FROM schema_migrations WHERE version = 8;',
@@ -55,7 +63,8 @@ CREATE INDEX usage_records_tag_set_ts ON usage_records (tag_set_id, ts);`,
 };
 
 export function olderSchemaSql(dialect: Dialect, version: 3 | 4 | 6): string {
-  if (version === 6) return `${undo008Sql()}
+  if (version === 6)
+    return `${undo008Sql()}
 ${BEFORE_RETENTION[dialect]}
 DELETE FROM schema_migrations WHERE version > 6;`;
   return [
@@ -67,7 +76,9 @@ DELETE FROM schema_migrations WHERE version > 6;`;
     'DROP INDEX usage_records_ts;',
     'ALTER TABLE usage_records DROP COLUMN tag_set_id;',
     'CREATE INDEX usage_records_ts ON usage_records (ts, id);',
-    ...(version === 3 ? ['DROP TABLE usage_tag_set_daily;', 'DROP TABLE tag_set_members;', 'DROP TABLE tag_sets;'] : []),
+    ...(version === 3
+      ? ['DROP TABLE usage_tag_set_daily;', 'DROP TABLE tag_set_members;', 'DROP TABLE tag_sets;']
+      : []),
     'DROP TABLE quarantined_records;',
     `DELETE FROM schema_migrations WHERE version > ${version};`,
   ].join('\n');

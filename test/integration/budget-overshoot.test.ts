@@ -31,7 +31,8 @@ describe('budget overshoot with referenced context', function () {
   const outputPrice = pico(mini.output);
   const actual = BigInt(INPUT) * inputPrice + BigInt(OUTPUT) * outputPrice;
   const LIMIT = 100_000_000_000n; // $0.10
-  const usd = (p: bigint) => `${p / 10n ** 12n}.${(p % 10n ** 12n).toString().padStart(12, '0')}`.replace(/0+$/, '').replace(/\.$/, '');
+  const usd = (p: bigint) =>
+    `${p / 10n ** 12n}.${(p % 10n ** 12n).toString().padStart(12, '0')}`.replace(/0+$/, '').replace(/\.$/, '');
 
   before(async () => {
     await upstream.start();
@@ -39,11 +40,16 @@ describe('budget overshoot with referenced context', function () {
   });
   after(() => upstream.stop());
   beforeEach(() => {
-    const text = fixtureBytes('openai/responses_stream.sse').toString('utf8')
+    const text = fixtureBytes('openai/responses_stream.sse')
+      .toString('utf8')
       .replace('"input_tokens":11', `"input_tokens":${INPUT}`)
       .replace('"total_tokens":16', `"total_tokens":${INPUT + OUTPUT}`)
       .replaceAll('"model":"gpt-5.5-2026-04-23"', '"model":"gpt-4o-mini"');
-    upstream.respondWith(() => ({ headers: { 'content-type': 'text/event-stream' }, body: sseChunks(Buffer.from(text)), delayMs: 300 }));
+    upstream.respondWith(() => ({
+      headers: { 'content-type': 'text/event-stream' },
+      body: sseChunks(Buffer.from(text)),
+      delayMs: 300,
+    }));
   });
   afterEach(async () => {
     await gw?.stop();
@@ -51,20 +57,34 @@ describe('budget overshoot with referenced context', function () {
   });
 
   const start = (store: string, floor = '') =>
-    startTestGateway(upstream.url, `${store}
+    startTestGateway(
+      upstream.url,
+      `${store}
 ${floor}
 workspaces:
   - id: default
     keys: [{ id: test, key: "\${GATEWAY_KEY}" }]
     limits: { budgets: [{ period: day, usd: "${usd(LIMIT)}" }] }
-`).then((g) => (gw = g));
+`,
+    ).then((g) => (gw = g));
 
   /** 60 streams at once; the outcomes, then the budget once every request has settled. */
   async function sixtyStreams(): Promise<{ ok: number; refused: number; spent: bigint }> {
-    const client = new OpenAI({ apiKey: OPENAI_KEY, baseURL: `${gw.url}/v1`, maxRetries: 0, defaultHeaders: { 'X-Gateway-Key': gw.key } });
+    const client = new OpenAI({
+      apiKey: OPENAI_KEY,
+      baseURL: `${gw.url}/v1`,
+      maxRetries: 0,
+      defaultHeaders: { 'X-Gateway-Key': gw.key },
+    });
     const one = async (): Promise<string> => {
       try {
-        const s = await client.responses.create({ model: 'gpt-4o-mini', input: 'and then?', previous_response_id: 'resp_0123456789abcdef', max_output_tokens: MAX_OUTPUT, stream: true });
+        const s = await client.responses.create({
+          model: 'gpt-4o-mini',
+          input: 'and then?',
+          previous_response_id: 'resp_0123456789abcdef',
+          max_output_tokens: MAX_OUTPUT,
+          stream: true,
+        });
         for await (const event of s) void event;
         return 'ok';
       } catch (err) {
@@ -81,11 +101,19 @@ workspaces:
     }
     expect(budget.reserved_usd, 'every reservation settled').to.equal('0');
     const [w, f = ''] = String(budget.spent_usd).split('.');
-    return { ok: outcomes.filter((o) => o === 'ok').length, refused: outcomes.filter((o) => o !== 'ok').length, spent: BigInt(w + f.padEnd(12, '0')) };
+    return {
+      ok: outcomes.filter((o) => o === 'ok').length,
+      refused: outcomes.filter((o) => o !== 'ok').length,
+      spent: BigInt(w + f.padEnd(12, '0')),
+    };
   }
 
   const stores: [string, string][] = [['memory', '']];
-  if (REDIS_URL) stores.push(['Redis', `limit_store: { redis_url: "${REDIS_URL}", key_prefix: "tollgate-test:overshoot:${process.pid}:${Date.now()}:" }`]);
+  if (REDIS_URL)
+    stores.push([
+      'Redis',
+      `limit_store: { redis_url: "${REDIS_URL}", key_prefix: "tollgate-test:overshoot:${process.pid}:${Date.now()}:" }`,
+    ]);
   for (const [name, store] of stores) {
     it(`${name}: the default floor (the context window) admits only what the budget covers; no overshoot`, async () => {
       await start(store);

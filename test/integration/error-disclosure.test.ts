@@ -16,20 +16,34 @@ describe('errors never reveal upstream addresses', () => {
   before(async () => {
     await upstream.start();
     dead = await refusedPortUrl();
-    gw = await startTestGateway(upstream.url, `
+    gw = await startTestGateway(
+      upstream.url,
+      `
 upstream: { first_byte_ms: 300 }
 providers:
   inhouse: { type: openai-compatible, base_url: "${dead}/v1", prefixes: [inhouse-] }
-`);
+`,
+    );
   });
   after(async () => {
     await gw?.stop();
     await upstream.stop();
   });
 
-  const client = () => new OpenAI({ apiKey: OPENAI_KEY, baseURL: `${gw.url}/v1`, maxRetries: 0, defaultHeaders: { 'X-Gateway-Key': gw.key } });
+  const client = () =>
+    new OpenAI({
+      apiKey: OPENAI_KEY,
+      baseURL: `${gw.url}/v1`,
+      maxRetries: 0,
+      defaultHeaders: { 'X-Gateway-Key': gw.key },
+    });
   async function failure(model: string): Promise<{ status: number; code: string; message: string }> {
-    const err = await client().chat.completions.create({ model, messages: [{ role: 'user', content: 'hi' }] }).then(() => null, (e: unknown) => e);
+    const err = await client()
+      .chat.completions.create({ model, messages: [{ role: 'user', content: 'hi' }] })
+      .then(
+        () => null,
+        (e: unknown) => e,
+      );
     expect(err).to.be.instanceOf(OpenAI.APIError);
     const e = err as InstanceType<typeof OpenAI.APIError>;
     const body = e.error as { code: string; message: string };

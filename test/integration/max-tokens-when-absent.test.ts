@@ -31,15 +31,22 @@ describe('max_tokens caps when the request names no limit', () => {
   });
   const start = async (when?: string) => {
     const mode = when ? `, max_tokens_when_absent: ${when}` : '';
-    gw = await startTestGateway(upstream.url, `workspaces:\n  - id: default\n    keys: [{ id: test, key: "\${GATEWAY_KEY}" }]\n    limits: { max_tokens: ${CAP}${mode} }\n`);
+    gw = await startTestGateway(
+      upstream.url,
+      `workspaces:\n  - id: default\n    keys: [{ id: test, key: "\${GATEWAY_KEY}" }]\n    limits: { max_tokens: ${CAP}${mode} }\n`,
+    );
   };
-  const openai = (baseURL: string, headers: Record<string, string> = {}) => new OpenAI({ apiKey: OPENAI_KEY, baseURL, maxRetries: 0, defaultHeaders: headers });
+  const openai = (baseURL: string, headers: Record<string, string> = {}) =>
+    new OpenAI({ apiKey: OPENAI_KEY, baseURL, maxRetries: 0, defaultHeaders: headers });
   const viaGateway = () => openai(`${gw.url}/v1`, { 'X-Gateway-Key': gw.key });
   const direct = () => openai(`${upstream.url}/openai/v1`);
-  const anthropic = (baseURL: string, headers: Record<string, string> = {}) => new Anthropic({ apiKey: ANTHROPIC_KEY, baseURL, maxRetries: 0, defaultHeaders: headers });
+  const anthropic = (baseURL: string, headers: Record<string, string> = {}) =>
+    new Anthropic({ apiKey: ANTHROPIC_KEY, baseURL, maxRetries: 0, defaultHeaders: headers });
 
   /** Sends the same SDK call straight to the provider and through the gateway; returns what the provider got from each. */
-  async function both(call: (c: OpenAI) => Promise<unknown>): Promise<{ sent: ReceivedRequest; forwarded: ReceivedRequest }> {
+  async function both(
+    call: (c: OpenAI) => Promise<unknown>,
+  ): Promise<{ sent: ReceivedRequest; forwarded: ReceivedRequest }> {
     await call(direct());
     const sent = upstream.last();
     await call(viaGateway());
@@ -50,10 +57,17 @@ describe('max_tokens caps when the request names no limit', () => {
     beforeEach(() => start());
 
     it('OpenAI chat: max_completion_tokens is appended, every other byte as the SDK sent it; header and record say so', async () => {
-      const chat = { model: 'gpt-4o-mini', messages: [{ role: 'user' as const, content: 'héllo "quoted" \u2028 1e3' }], temperature: 1.0, metadata: { z: '1', a: '2' } };
+      const chat = {
+        model: 'gpt-4o-mini',
+        messages: [{ role: 'user' as const, content: 'héllo "quoted" \u2028 1e3' }],
+        temperature: 1.0,
+        metadata: { z: '1', a: '2' },
+      };
       const { sent, forwarded } = await both((c) => c.chat.completions.create(chat));
       expect(forwarded.body.toString('utf8')).to.equal(appended(sent.body, 'max_completion_tokens', CAP));
-      expect(JSON.parse(forwarded.body.toString()).max_tokens, 'not the field reasoning models refuse').to.equal(undefined);
+      expect(JSON.parse(forwarded.body.toString()).max_tokens, 'not the field reasoning models refuse').to.equal(
+        undefined,
+      );
 
       const { response, data } = await viaGateway().chat.completions.create(chat).withResponse();
       expect(data.choices[0].message.content).to.be.a('string');
@@ -64,7 +78,12 @@ describe('max_tokens caps when the request names no limit', () => {
     });
 
     it('OpenAI chat stream: capped the same way, streamed as usual', async () => {
-      const params = { model: 'gpt-4o-mini', messages: [{ role: 'user' as const, content: 'hi' }], stream: true as const, stream_options: { include_usage: true } };
+      const params = {
+        model: 'gpt-4o-mini',
+        messages: [{ role: 'user' as const, content: 'hi' }],
+        stream: true as const,
+        stream_options: { include_usage: true },
+      };
       const { sent, forwarded } = await both(async (c) => {
         const chunks = [];
         for await (const chunk of await c.chat.completions.create(params)) chunks.push(chunk);
@@ -79,13 +98,18 @@ describe('max_tokens caps when the request names no limit', () => {
     });
 
     it('an OpenAI-compatible provider declared in YAML: max_tokens is appended', async () => {
-      const { sent, forwarded } = await both((c) => c.chat.completions.create({ model: 'mistral-small-latest', messages: [{ role: 'user', content: 'hi' }] }));
+      const { sent, forwarded } = await both((c) =>
+        c.chat.completions.create({ model: 'mistral-small-latest', messages: [{ role: 'user', content: 'hi' }] }),
+      );
       expect(forwarded.mount).to.equal('mistral');
       expect(forwarded.body.toString('utf8')).to.equal(appended(sent.body.subarray(0), 'max_tokens', CAP));
     });
 
     it('Anthropic messages without max_tokens: max_tokens is set to the cap instead of a refusal', async () => {
-      const params = { model: 'claude-haiku-4-5', messages: [{ role: 'user', content: 'hi' }] } as unknown as Anthropic.MessageCreateParamsNonStreaming;
+      const params = {
+        model: 'claude-haiku-4-5',
+        messages: [{ role: 'user', content: 'hi' }],
+      } as unknown as Anthropic.MessageCreateParamsNonStreaming;
       await anthropic(`${upstream.url}/anthropic`).messages.create(params);
       const sent = upstream.last();
       const { response } = await anthropic(gw.url, { 'X-Gateway-Key': gw.key }).messages.create(params).withResponse();
@@ -101,30 +125,52 @@ describe('max_tokens caps when the request names no limit', () => {
       expect(response.headers.get('x-gateway-max-tokens-applied')).to.equal(null);
     });
 
-    it('a client cannot forge the record\'s gateway.* tag', async () => {
-      const err = await openai(`${gw.url}/v1`, { 'X-Gateway-Key': gw.key, 'X-Gateway-Metadata-Gateway.Max-Tokens-Applied': '1' })
-        .chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }).then(() => null, (e: unknown) => e);
+    it("a client cannot forge the record's gateway.* tag", async () => {
+      const err = await openai(`${gw.url}/v1`, {
+        'X-Gateway-Key': gw.key,
+        'X-Gateway-Metadata-Gateway.Max-Tokens-Applied': '1',
+      })
+        .chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] })
+        .then(
+          () => null,
+          (e: unknown) => e,
+        );
       expect(err).to.be.instanceOf(OpenAI.BadRequestError);
       expect((err as InstanceType<typeof OpenAI.BadRequestError>).code).to.equal('invalid_metadata');
       expect(upstream.received).to.have.length(0);
     });
   });
 
-  it('reject: 400 max_tokens_required naming the provider\'s field; nothing is sent', async () => {
+  it("reject: 400 max_tokens_required naming the provider's field; nothing is sent", async () => {
     await start('reject');
-    const err = await viaGateway().chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }).then(() => null, (e: unknown) => e);
+    const err = await viaGateway()
+      .chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] })
+      .then(
+        () => null,
+        (e: unknown) => e,
+      );
     expect(err).to.be.instanceOf(OpenAI.BadRequestError);
     const e = err as InstanceType<typeof OpenAI.BadRequestError>;
     expect(e.code).to.equal('max_tokens_required');
     expect(e.param).to.equal('max_completion_tokens');
     expect(e.message).to.include(`at most ${CAP}`);
     expect(upstream.received).to.have.length(0);
-    expect((await viaGateway().chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], max_completion_tokens: CAP })).choices).to.have.length(1);
+    expect(
+      (
+        await viaGateway().chat.completions.create({
+          model: 'gpt-4o-mini',
+          messages: [{ role: 'user', content: 'hi' }],
+          max_completion_tokens: CAP,
+        })
+      ).choices,
+    ).to.have.length(1);
   });
 
   it('allow: the request goes as sent, uncapped', async () => {
     await start('allow');
-    const { sent, forwarded } = await both((c) => c.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }));
+    const { sent, forwarded } = await both((c) =>
+      c.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }),
+    );
     expect(forwarded.body.equals(sent.body)).to.equal(true);
   });
 });

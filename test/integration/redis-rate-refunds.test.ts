@@ -27,19 +27,34 @@ const REDIS_URL = process.env.REDIS_URL;
   });
 
   const start = (limits: string, plugins = '') =>
-    startTestGateway(upstream.url, `${plugins}
+    startTestGateway(
+      upstream.url,
+      `${plugins}
 limit_store: { redis_url: "${REDIS_URL}", key_prefix: "tollgate-test:refunds:${process.pid}:${Date.now()}:" }
 workspaces:
   - id: default
     keys: [{ id: test, key: "\${GATEWAY_KEY}" }]
     limits: ${limits}
-`).then((g) => (gw = g));
-  const client = () => new OpenAI({ apiKey: OPENAI_KEY, baseURL: `${gw.url}/v1`, maxRetries: 0, defaultHeaders: { 'X-Gateway-Key': gw.key } });
+`,
+    ).then((g) => (gw = g));
+  const client = () =>
+    new OpenAI({
+      apiKey: OPENAI_KEY,
+      baseURL: `${gw.url}/v1`,
+      maxRetries: 0,
+      defaultHeaders: { 'X-Gateway-Key': gw.key },
+    });
 
   /** One stream read to its end: 'ok', or the gateway's error code. */
   async function stream(c: OpenAI): Promise<string> {
     try {
-      const s = await c.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], max_tokens: 100, stream: true, stream_options: { include_usage: true } });
+      const s = await c.chat.completions.create({
+        model: 'gpt-4o-mini',
+        messages: [{ role: 'user', content: 'hi' }],
+        max_tokens: 100,
+        stream: true,
+        stream_options: { include_usage: true },
+      });
       for await (const chunk of s) void chunk;
       return 'ok';
     } catch (err) {
@@ -57,8 +72,14 @@ workspaces:
    * Tokens left in the per-minute bucket, read from the next request's x-ratelimit-remaining (which counts that
    * request too). `sinceMs`: how long the bucket has been refilling, which bounds what it may have regained.
    */
-  async function remainingAfter(rpm: number, wentOut: number, sinceMs: number): Promise<{ remaining: number; low: number; high: number }> {
-    const { response } = await client().chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], max_tokens: 100 }).withResponse();
+  async function remainingAfter(
+    rpm: number,
+    wentOut: number,
+    sinceMs: number,
+  ): Promise<{ remaining: number; low: number; high: number }> {
+    const { response } = await client()
+      .chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], max_tokens: 100 })
+      .withResponse();
     const low = rpm - wentOut - 1;
     const high = Math.min(rpm - 1, low + Math.ceil(((Date.now() - sinceMs) * rpm) / 60_000));
     return { remaining: Number(response.headers.get('x-ratelimit-remaining')), low, high };
@@ -73,13 +94,16 @@ workspaces:
   });
 
   it('with rate-limit listed before concurrency, the refused streams give their tokens back', async () => {
-    await start('{ requests_per_minute: 40, concurrent_streams: 5 }', `plugins:
+    await start(
+      '{ requests_per_minute: 40, concurrent_streams: 5 }',
+      `plugins:
   - { use: auth }
   - { use: header-strip }
   - { use: rate-limit }
   - { use: concurrency }
   - { use: usage-recorder, options: { flush_interval_ms: 20 } }
-`);
+`,
+    );
     const t0 = Date.now();
     expect(await burst(30)).to.deep.equal({ ok: 5, concurrency_limited: 25 });
     const r = await remainingAfter(40, 5, t0);
@@ -89,7 +113,17 @@ workspaces:
   it('streams refused by the budget give their tokens back', async () => {
     // What one stream reserves, read from a refusal against a budget of one pico-dollar; the budget then holds 3.5 of them.
     await start('{ budgets: [{ period: day, usd: "0.000000000001" }] }');
-    const refusal = (await client().chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], max_tokens: 100, stream: true }).then(() => null, (e: unknown) => e)) as Error;
+    const refusal = (await client()
+      .chat.completions.create({
+        model: 'gpt-4o-mini',
+        messages: [{ role: 'user', content: 'hi' }],
+        max_tokens: 100,
+        stream: true,
+      })
+      .then(
+        () => null,
+        (e: unknown) => e,
+      )) as Error;
     const reservation = Number(/may cost up to \$(\d+(?:\.\d+)?)/.exec(refusal.message)![1]);
     await gw.stop();
     await start(`{ requests_per_minute: 30, budgets: [{ period: day, usd: "${(reservation * 3.5).toFixed(12)}" }] }`);

@@ -5,14 +5,20 @@ import { pathToFileURL } from 'node:url';
 /** bench/lib/report.mjs judges the benchmark's targets; the recorder's verdict rests on medianInterval. */
 interface Report {
   medianInterval(xs: number[]): { median: number; lo: number; hi: number; coverage: number };
-  targets(result: unknown): { name: string; measured: string | null; met: boolean | 'inconclusive' | null; note: string }[];
+  targets(
+    result: unknown,
+  ): { name: string; measured: string | null; met: boolean | 'inconclusive' | null; note: string }[];
 }
 const load = (): Promise<Report> => import(pathToFileURL(resolve(__dirname, '../../../bench/lib/report.mjs')).href);
 
 /** A result with nothing but the recorder's alternating runs (ratios of req/s with the recorder to without). */
 function recorderVerdict(report: Report, ratios: number[]) {
   const rounds = ratios.map((ratio) => ({ on_rps: 1000 * ratio, off_rps: 1000, ratio }));
-  const result = { settings: { upload_bytes: 20 * 2 ** 20 }, runs: [], memory: { recorder_ab: { method: 'alternating', rounds, median_ratio: 0 } } };
+  const result = {
+    settings: { upload_bytes: 20 * 2 ** 20 },
+    runs: [],
+    memory: { recorder_ab: { method: 'alternating', rounds, median_ratio: 0 } },
+  };
   return report.targets(result).find((t) => t.name.startsWith('usage recorder cost'))!;
 }
 
@@ -47,13 +53,24 @@ describe('bench report: the cost of metrics and tracing (bench/lib/report.mjs)',
     const result = {
       settings: { upload_bytes: 20 * 2 ** 20 },
       runs: [],
-      memory: { metrics_ab: { method: 'alternating', off: 'tollgate-nometrics', on: 'tollgate', rounds }, tracing_ab: { method: 'alternating', off: 'tollgate', on: 'tollgate-traced', rounds, spans: { exported: 9000, requests: 9001 } } },
+      memory: {
+        metrics_ab: { method: 'alternating', off: 'tollgate-nometrics', on: 'tollgate', rounds },
+        tracing_ab: {
+          method: 'alternating',
+          off: 'tollgate',
+          on: 'tollgate-traced',
+          rounds,
+          spans: { exported: 9000, requests: 9001 },
+        },
+      },
     };
     const rows = report.targets(result);
     const metrics = rows.find((t) => t.name.startsWith('Prometheus metrics cost'))!;
     expect(metrics.measured).to.equal('+4.0% gw CPU/req (+10 µs)');
     expect(metrics.met).to.equal(null);
-    expect(metrics.note).to.contain('96% interval of the median: +2.0% to +7.0%').and.to.contain('req/s: -3.0% (median)');
+    expect(metrics.note)
+      .to.contain('96% interval of the median: +2.0% to +7.0%')
+      .and.to.contain('req/s: -3.0% (median)');
     const tracing = rows.find((t) => t.name.startsWith('tracing cost'))!;
     expect(tracing.note).to.contain('9,000 spans exported for 9,001 requests');
   });

@@ -2,7 +2,8 @@ import { expect } from 'chai';
 import { withJsonField } from '../../core/body-field';
 
 describe('withJsonField', () => {
-  const add = (text: string, field = 'max_tokens', value = 7) => withJsonField(Buffer.from(text), JSON.parse(text), field, value).toString();
+  const add = (text: string, field = 'max_tokens', value = 7) =>
+    withJsonField(Buffer.from(text), JSON.parse(text), field, value).toString();
 
   it('appends the field before the closing brace, every other byte kept (spacing, escapes, number formats, key order)', () => {
     expect(add('{"model":"m","t":1.0,"s":"\\u00e9"}')).to.equal('{"model":"m","t":1.0,"s":"\\u00e9","max_tokens":7}');
@@ -21,6 +22,9 @@ describe('withJsonField', () => {
 
   it('the result parses to the object with the field added', () => {
     const text = '{"messages":[{"role":"user","content":"}"}],"n":2}';
-    expect(JSON.parse(add(text, 'max_completion_tokens', 100))).to.deep.equal({ ...JSON.parse(text), max_completion_tokens: 100 });
+    expect(JSON.parse(add(text, 'max_completion_tokens', 100))).to.deep.equal({
+      ...JSON.parse(text),
+      max_completion_tokens: 100,
+    });
   });
 });

@@ -51,12 +51,22 @@ step('NONE_HELD');
 `;
 
 function traced(script: string, args: string[], nodeFlags: string[] = []): string {
-  const argv = [...nodeFlags, '--max-semi-space-size=1', '--trace-gc-verbose', '-e', script, require.resolve('../../runtime/memory-policy'), ...args];
+  const argv = [
+    ...nodeFlags,
+    '--max-semi-space-size=1',
+    '--trace-gc-verbose',
+    '-e',
+    script,
+    require.resolve('../../runtime/memory-policy'),
+    ...args,
+  ];
   return execFileSync(process.execPath, argv, { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
 }
 
 const factorsIn = (out: string): number[] =>
-  [...out.matchAll(/\[HeapController\] Limit: old size: \d+ KB, new limit: \d+ KB \(([\d.]+)\)/g)].map((m) => Number(m[1]));
+  [...out.matchAll(/\[HeapController\] Limit: old size: \d+ KB, new limit: \d+ KB \(([\d.]+)\)/g)].map((m) =>
+    Number(m[1]),
+  );
 
 const growthFactors = (percent: number): number[] => factorsIn(traced(CHURN, [String(percent)]));
 

@@ -20,7 +20,17 @@ describe('built-in plugins use only the public contract', () => {
 
   it('finds every built-in plugin', () => {
     const folders = new Set(files.map(ownFolder));
-    for (const name of ['auth', 'header-strip', 'attribution', 'required-tags', 'max-tokens', 'rate-limit', 'concurrency', 'budget', 'usage-recorder']) {
+    for (const name of [
+      'auth',
+      'header-strip',
+      'attribution',
+      'required-tags',
+      'max-tokens',
+      'rate-limit',
+      'concurrency',
+      'budget',
+      'usage-recorder',
+    ]) {
       expect(folders, name).to.include(`plugins/${name}`);
     }
   });

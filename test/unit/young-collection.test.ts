@@ -17,11 +17,18 @@ relay(5);
 
 /** The collections asked for in each step, each step's text ending with its marker (bytes counted so far). */
 function steps(nodeFlags: string[]): Record<string, string[]> {
-  const out = execFileSync(process.execPath, [...nodeFlags, '--trace-gc', '-e', RELAY, require.resolve('../../runtime/memory-policy')], { encoding: 'utf8' });
+  const out = execFileSync(
+    process.execPath,
+    [...nodeFlags, '--trace-gc', '-e', RELAY, require.resolve('../../runtime/memory-policy')],
+    { encoding: 'utf8' },
+  );
   const parts = out.split(/^@(\d+)$/m);
   const result: Record<string, string[]> = {};
   for (let i = 1; i < parts.length; i += 2) {
-    result[String(Number(parts[i]) / (1024 * 1024))] = parts[i - 1].split('\n').filter((l) => l.includes('testing')).map((l) => l.replace(/^.*?ms: (\w+).*$/, '$1'));
+    result[String(Number(parts[i]) / (1024 * 1024))] = parts[i - 1]
+      .split('\n')
+      .filter((l) => l.includes('testing'))
+      .map((l) => l.replace(/^.*?ms: (\w+).*$/, '$1'));
   }
   return result;
 }
@@ -41,7 +48,9 @@ describe('young collections after relayed bodies (runtime/memory-policy.ts)', fu
 
   it('gives no gc() to the program itself', () => {
     const probe = `require(process.argv[1]).bodyBytesRelayed(8 * 1024 * 1024); process.stdout.write(typeof gc + ' ' + require('node:vm').runInNewContext('typeof gc'));`;
-    const out = execFileSync(process.execPath, ['-e', probe, require.resolve('../../runtime/memory-policy')], { encoding: 'utf8' });
+    const out = execFileSync(process.execPath, ['-e', probe, require.resolve('../../runtime/memory-policy')], {
+      encoding: 'utf8',
+    });
     expect(out).to.equal('undefined undefined');
   });
 });

@@ -163,7 +163,8 @@ async function call(path: string, init: RequestInit = {}, token = getToken()): P
   return res;
 }
 
-const json = async <T>(path: string, init?: RequestInit, token?: string): Promise<T> => (await call(path, init, token)).json() as Promise<T>;
+const json = async <T>(path: string, init?: RequestInit, token?: string): Promise<T> =>
+  (await call(path, init, token)).json() as Promise<T>;
 
 export const api = {
   /** Checks a token before keeping it. */
@@ -189,6 +190,11 @@ export const api = {
   },
   keys: () => json<{ data: KeyJson[] }>('keys'),
   createKey: (body: { label?: string; workspace?: string }) =>
-    json<KeyJson & { key: string }>('keys', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
-  revokeKey: (id: string) => json<{ id: string; revoked: boolean }>(`keys/${encodeURIComponent(id)}`, { method: 'DELETE' }),
+    json<KeyJson & { key: string }>('keys', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    }),
+  revokeKey: (id: string) =>
+    json<{ id: string; revoked: boolean }>(`keys/${encodeURIComponent(id)}`, { method: 'DELETE' }),
 };

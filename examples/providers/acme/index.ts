@@ -20,7 +20,14 @@ export default defineProvider({
   usage: acmeUsageParser,
   // USD per 1M tokens, as in gateway.config.yaml's pricing.models (without `provider`: the deployed slug is used).
   prices: [
-    { model: 'acme-large', input: '2', output: '6', cache_read: '0.5', context_window: 128000, max_output_tokens: 8192 },
+    {
+      model: 'acme-large',
+      input: '2',
+      output: '6',
+      cache_read: '0.5',
+      context_window: 128000,
+      max_output_tokens: 8192,
+    },
     { model: 'acme-embed', input: '0.02', kind: 'embedding' },
   ],
 });

@@ -15,7 +15,6 @@ export function hashGatewayKey(key: string): string {
   return createHash('sha256').update(key, 'utf8').digest('hex');
 }
 
-
 interface Entry extends KeyGrant {
   digest: Buffer;
 }
