@@ -4,12 +4,12 @@ import Koa from 'koa';
 import type { Logger } from 'pino';
 import { asGatewayError, GatewayError } from '../core/errors';
 import { truncate } from '../core/truncate';
-import type { WorkspaceEntry } from '../config/schema';
+import { ADMIN_LOCKOUT_DEFAULTS, type WorkspaceEntry } from '../config/schema';
 import { parseJsonBody, readBody } from '../core/body';
 import { createGatewayKey, keyJson } from './key-admin';
 import { keyListPage } from './key-list';
 import { budgetListPage } from './budget-list';
-import { addressKey, ADMIN_LOCKOUT_DEFAULTS, FailedKeyTracker, type LockoutOptions } from '../plugins/auth/lockout';
+import { addressKey, FailedKeyTracker, type LockoutOptions } from '../core/lockout';
 import type { BudgetLedger } from '../runtime/services/budget-ledger';
 import type { UsageStore } from '../storage/store';
 import { cursorFrom, filterFrom, limitFrom, queryValue, usageParamsFrom } from './query-params';
@@ -17,13 +17,16 @@ import type { AdminReads } from './reads/admin-reads';
 import { registerDashboardRoutes } from './dashboard/api';
 import { dashboardStatic } from './dashboard/serve';
 import { openApiRoutes } from './openapi/serve';
+import { METRICS_PATH, metricsRoutes, type AdminMetrics } from './metrics-route';
 
 const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
 
 /**
  * The admin API: usage grouped any way, raw records. It runs on its own listener (never on the proxy port)
  * and every route needs the admin token as `Authorization: Bearer <token>` or `X-Admin-Token`, except its
- * OpenAPI description (GET /api/openapi.json, admin/openapi/) and the dashboard's static files.
+ * OpenAPI description (GET /api/openapi.json, admin/openapi/), the dashboard's static files and the probes
+ * (/healthz, /readyz). GET /metrics takes the admin token or the scrape-only metrics.token (none with
+ * metrics.auth: none).
  * Every read goes through `reads` (admin/reads/): off the proxy's event loop, within the query time limit, and each
  * answer bounded (a page of groups, records, keys or budgets).
  */
@@ -41,18 +44,37 @@ export interface AdminDeps {
   proxyUrl?: string;
   /** Wrong-token lockout per client address (ADMIN_LOCKOUT_DEFAULTS unless given); false turns it off. */
   lockout?: Partial<LockoutOptions> | false;
+  /** GET /healthz and /readyz (runtime/observability/probes.ts), answered without a token. */
+  probes?: Router;
+  /** GET /metrics; absent when metrics are off. */
+  metrics?: AdminMetrics;
 }
 
-export function createAdminApp({ store, reads, token, logger, workspaces, budgets, onKeysChanged, proxyUrl, lockout }: AdminDeps): Koa {
+export function createAdminApp({
+  store,
+  reads,
+  token,
+  logger,
+  workspaces,
+  budgets,
+  onKeysChanged,
+  proxyUrl,
+  lockout,
+  probes,
+  metrics,
+}: AdminDeps): Koa {
   const expected = digest(token);
+  const scrapeToken = metrics?.token === undefined ? undefined : digest(metrics.token);
   const failures = lockout === false ? undefined : new FailedKeyTracker({ ...ADMIN_LOCKOUT_DEFAULTS, ...lockout });
   const app = new Koa();
   app.silent = true;
   const router = new Router({ prefix: '/api' });
 
   // The dashboard page and its assets (no data in them); its API calls carry the token like any client.
-  app.use(dashboardStatic());
+  app.use(dashboardStatic(logger));
   app.use(openApiRoutes().routes());
+  if (probes) app.use(probes.routes());
+  if (metrics?.open) app.use(metricsRoutes(metrics, logger).routes());
   app.use(async (ctx, next) => {
     try {
       const address = addressKey(ctx.req.socket.remoteAddress);
@@ -62,7 +84,12 @@ export function createAdminApp({ store, reads, token, logger, workspaces, budget
       const presented = bearer ?? ctx.get('x-admin-token');
       // Compare digests: constant time, and equal length whatever was sent.
       const presentedDigest = presented ? digest(presented) : undefined;
-      if (!presentedDigest || !timingSafeEqual(presentedDigest, expected)) {
+      const scrape =
+        scrapeToken !== undefined &&
+        ctx.path === METRICS_PATH &&
+        presentedDigest !== undefined &&
+        timingSafeEqual(presentedDigest, scrapeToken);
+      if (!scrape && (!presentedDigest || !timingSafeEqual(presentedDigest, expected))) {
         if (presentedDigest && failures) {
           const blockMs = failures.fail(address, presentedDigest.toString('base64').slice(0, 12));
           if (blockMs > 0) {
@@ -70,10 +97,14 @@ export function createAdminApp({ store, reads, token, logger, workspaces, budget
             throw adminBlocked(blockMs);
           }
         }
-        throw new GatewayError('gateway_key_invalid', 'Missing or invalid admin token (Authorization: Bearer <token> or X-Admin-Token).');
+        throw new GatewayError(
+          'gateway_key_invalid',
+          'Missing or invalid admin token (Authorization: Bearer <token> or X-Admin-Token).',
+        );
       }
       await next();
-      if (ctx.status === 404 && ctx.body === undefined) throw new GatewayError('route_not_found', `Unknown admin route ${ctx.path.slice(0, 200)}`);
+      if (ctx.status === 404 && ctx.body === undefined)
+        throw new GatewayError('route_not_found', `Unknown admin route ${ctx.path.slice(0, 200)}`);
     } catch (err) {
       const error = asGatewayError(err);
       if (error.status >= 500) logger.error({ err, path: truncate(ctx.path, 200) }, 'admin request failed');
@@ -96,13 +127,20 @@ export function createAdminApp({ store, reads, token, logger, workspaces, budget
   });
 
   router.get('/keys', async (ctx) => {
-    const query = { workspace: queryValue(ctx.query, 'workspace'), limit: limitFrom(ctx.query), cursor: queryValue(ctx.query, 'cursor') || null };
+    const query = {
+      workspace: queryValue(ctx.query, 'workspace'),
+      limit: limitFrom(ctx.query),
+      cursor: queryValue(ctx.query, 'cursor') || null,
+    };
     ctx.body = await keyListPage(reads, workspaces, query);
   });
 
   router.post('/keys', async (ctx) => {
     const body = ctx.request.length ? parseJsonBody(await readBody(ctx.req, 64 * 1024)) : {};
-    const { key, record } = await createGatewayKey(store, workspaces, { workspace: body.workspace as string | undefined, label: body.label as string | undefined });
+    const { key, record } = await createGatewayKey(store, workspaces, {
+      workspace: body.workspace as string | undefined,
+      label: body.label as string | undefined,
+    });
     await onKeysChanged();
     ctx.status = 201;
     ctx.body = { ...keyJson(record), source: 'store', key };
@@ -116,17 +154,25 @@ export function createAdminApp({ store, reads, token, logger, workspaces, budget
   });
 
   router.get('/budgets', async (ctx) => {
-    ctx.body = await budgetListPage(budgets, reads, { limit: limitFrom(ctx.query), cursor: queryValue(ctx.query, 'cursor') || null });
+    ctx.body = await budgetListPage(budgets, reads, {
+      limit: limitFrom(ctx.query),
+      cursor: queryValue(ctx.query, 'cursor') || null,
+    });
   });
 
   registerDashboardRoutes(router, { reads, workspaces, proxyUrl });
   app.use(router.routes());
+  if (metrics && !metrics.open) app.use(metricsRoutes(metrics, logger).routes());
   return app;
 }
 
 function adminBlocked(leftMs: number): GatewayError {
   const seconds = Math.max(1, Math.ceil(leftMs / 1000));
-  return new GatewayError('auth_blocked', `Too many wrong admin tokens from this address: blocked for ${seconds} more seconds.`, {
-    headers: { 'retry-after': String(seconds) },
-  });
+  return new GatewayError(
+    'auth_blocked',
+    `Too many wrong admin tokens from this address: blocked for ${seconds} more seconds.`,
+    {
+      headers: { 'retry-after': String(seconds) },
+    },
+  );
 }

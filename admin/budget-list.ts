@@ -9,7 +9,12 @@ import type { AdminReads } from './reads/admin-reads';
 
 const isKey = (v: unknown): v is string => typeof v === 'string';
 
-export async function budgetListPage(budgets: BudgetLedger, reads: AdminReads, q: { limit: number; cursor: string | null }, now = Date.now()) {
+export async function budgetListPage(
+  budgets: BudgetLedger,
+  reads: AdminReads,
+  q: { limit: number; cursor: string | null },
+  now = Date.now(),
+) {
   const after = q.cursor === null ? undefined : decodePageCursor(q.cursor, isKey);
   const all = await budgets.list(now, reads);
   const from = after === undefined ? 0 : all.findIndex((b) => b.key > after);

@@ -14,7 +14,9 @@ const isKeyCursor = (v: unknown): v is KeyCursor => {
   if (typeof v !== 'object' || v === null) return false;
   const c = v as Record<string, unknown>;
   if ('config' in c) return Number.isSafeInteger(c.config) && (c.config as number) >= 0;
-  return Array.isArray(c.store) && c.store.length === 2 && Number.isSafeInteger(c.store[0]) && typeof c.store[1] === 'string';
+  return (
+    Array.isArray(c.store) && c.store.length === 2 && Number.isSafeInteger(c.store[0]) && typeof c.store[1] === 'string'
+  );
 };
 
 export async function keyListPage(
@@ -30,7 +32,16 @@ export async function keyListPage(
     .flatMap((w) =>
       w.keys
         .filter((k) => k.key || k.sha256)
-        .map((k) => ({ id: k.id, workspace: w.id, label: k.label ?? '', created_at: null, last_used_at: null, revoked: false, revoked_at: null, source: 'config' as const })),
+        .map((k) => ({
+          id: k.id,
+          workspace: w.id,
+          label: k.label ?? '',
+          created_at: null,
+          last_used_at: null,
+          revoked: false,
+          revoked_at: null,
+          source: 'config' as const,
+        })),
     );
   const configPage = (from: number, room: number) => ({
     data: declared.slice(from, from + room),

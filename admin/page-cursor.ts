@@ -16,6 +16,7 @@ export function decodePageCursor<T>(cursor: string, valid: (v: unknown) => v is 
   } catch {
     value = undefined;
   }
-  if (!valid(value)) throw new GatewayError('invalid_body', 'cursor is not a next_cursor of this list', { param: 'cursor' });
+  if (!valid(value))
+    throw new GatewayError('invalid_body', 'cursor is not a next_cursor of this list', { param: 'cursor' });
   return value;
 }

@@ -46,7 +46,11 @@ function time(q: ParsedUrlQuery, name: string, fallback: number): number {
   if (raw === undefined || raw === '') return fallback;
   const n = /^\d+$/.test(raw) ? Number(raw) : Date.parse(raw);
   if (!Number.isFinite(n)) throw bad(name, `${name} must be epoch milliseconds or an ISO 8601 date`);
-  if (n < FIRST_TIME_MS || n > LAST_TIME_MS) throw bad(name, `${name} must be within the years 0000 to 9999 (epoch milliseconds ${FIRST_TIME_MS} to ${LAST_TIME_MS})`);
+  if (n < FIRST_TIME_MS || n > LAST_TIME_MS)
+    throw bad(
+      name,
+      `${name} must be within the years 0000 to 9999 (epoch milliseconds ${FIRST_TIME_MS} to ${LAST_TIME_MS})`,
+    );
   return n;
 }
 
@@ -60,7 +64,8 @@ export function filterFrom(q: ParsedUrlQuery, now = Date.now()): UsageFilter {
     const m = /^filter\[(.+)\]$/.exec(key);
     if (m) filters[m[1]] = one(q, key)!;
   }
-  for (const [name, value] of Object.entries(filters)) checked(`filter[${name}]`, () => parseFilters({ [name]: value }));
+  for (const [name, value] of Object.entries(filters))
+    checked(`filter[${name}]`, () => parseFilters({ [name]: value }));
   checked('filter', () => parseFilters(filters));
   return { from, to, filters };
 }
@@ -68,7 +73,10 @@ export function filterFrom(q: ParsedUrlQuery, now = Date.now()): UsageFilter {
 /** group_by=agent,feature (or repeated), each a built-in dimension or any tag key. */
 export function groupByFrom(q: ParsedUrlQuery): string[] {
   const raw = q.group_by;
-  const list = (Array.isArray(raw) ? raw : raw ? [raw] : []).flatMap((s) => s.split(',')).map((s) => s.trim()).filter(Boolean);
+  const list = (Array.isArray(raw) ? raw : raw ? [raw] : [])
+    .flatMap((s) => s.split(','))
+    .map((s) => s.trim())
+    .filter(Boolean);
   if (list.length > GROUP_BY_MAX) throw bad('group_by', `group_by takes at most ${GROUP_BY_MAX} dimensions`);
   checked('group_by', () => planUsageQuery({ from: 0, to: 1, groupBy: list }));
   return list;
@@ -92,7 +100,11 @@ export function bucketStarts(filter: UsageFilter, interval: Interval): { first: 
 export function checkBuckets(filter: UsageFilter, interval: Interval): number {
   const { count } = bucketStarts(filter, interval);
   if (count > BUCKETS_MAX) {
-    throw new GatewayError('range_too_large', `from..to holds ${count} ${interval} buckets, more than the ${BUCKETS_MAX} one answer may have: shorten the range or use a longer interval`, { param: 'from' });
+    throw new GatewayError(
+      'range_too_large',
+      `from..to holds ${count} ${interval} buckets, more than the ${BUCKETS_MAX} one answer may have: shorten the range or use a longer interval`,
+      { param: 'from' },
+    );
   }
   return count;
 }
@@ -109,7 +121,8 @@ export function offsetFrom(q: ParsedUrlQuery): number {
 export function limitFrom(q: ParsedUrlQuery): number {
   const raw = one(q, 'limit');
   const n = raw === undefined ? LIMIT_DEFAULT : Number(raw);
-  if (!Number.isInteger(n) || n < 1 || n > LIMIT_MAX) throw bad('limit', `limit must be an integer from 1 to ${LIMIT_MAX}`);
+  if (!Number.isInteger(n) || n < 1 || n > LIMIT_MAX)
+    throw bad('limit', `limit must be an integer from 1 to ${LIMIT_MAX}`);
   return n;
 }
 

@@ -11,7 +11,8 @@ import { generate } from './dashboard';
 async function main(): Promise<void> {
   const [path, count] = process.argv.slice(2);
   const records = Number(count);
-  if (!path || !Number.isSafeInteger(records) || records < 1) throw new Error('usage: seed-store.js <path.db> <records>');
+  if (!path || !Number.isSafeInteger(records) || records < 1)
+    throw new Error('usage: seed-store.js <path.db> <records>');
   const store = await openStore(`sqlite:${path}`);
   const started = performance.now();
   try {
@@ -19,7 +20,9 @@ async function main(): Promise<void> {
   } finally {
     await store.close();
   }
-  process.stdout.write(`${JSON.stringify({ records, seconds: Math.round((performance.now() - started) / 100) / 10 })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ records, seconds: Math.round((performance.now() - started) / 100) / 10 })}\n`,
+  );
 }
 
 main().catch((err) => {

@@ -20,11 +20,37 @@ export const EXIT_USER = 2;
 
 /** System errors about the machine around the gateway: files, ports, hosts. */
 const ENVIRONMENT_CODES = new Set([
-  'EADDRINUSE', 'EADDRNOTAVAIL', 'EACCES', 'EPERM', 'ENOENT', 'ENOTDIR', 'EISDIR', 'EEXIST', 'EROFS', 'ENOSPC', 'ENAMETOOLONG', 'ELOOP',
-  'ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH',
+  'EADDRINUSE',
+  'EADDRNOTAVAIL',
+  'EACCES',
+  'EPERM',
+  'ENOENT',
+  'ENOTDIR',
+  'EISDIR',
+  'EEXIST',
+  'EROFS',
+  'ENOSPC',
+  'ENAMETOOLONG',
+  'ELOOP',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
 ]);
 /** better-sqlite3's codes for a file that is missing, unwritable, locked, full or not a database. */
-const SQLITE_FILE_CODES = new Set(['SQLITE_CANTOPEN', 'SQLITE_NOTADB', 'SQLITE_READONLY', 'SQLITE_BUSY', 'SQLITE_FULL', 'SQLITE_CORRUPT', 'SQLITE_PERM', 'SQLITE_AUTH']);
+const SQLITE_FILE_CODES = new Set([
+  'SQLITE_CANTOPEN',
+  'SQLITE_NOTADB',
+  'SQLITE_READONLY',
+  'SQLITE_BUSY',
+  'SQLITE_FULL',
+  'SQLITE_CORRUPT',
+  'SQLITE_PERM',
+  'SQLITE_AUTH',
+]);
 /** PostgreSQL SQLSTATEs: bad credentials (28...), no such database (3D000) or schema (3F000), no privilege (42501). */
 const POSTGRES_ACCESS = /^(28|3D|3F)[0-9A-Z]{3}$|^42501$/;
 
@@ -33,11 +59,21 @@ const POSTGRES_ACCESS = /^(28|3D|3F)[0-9A-Z]{3}$|^42501$/;
  * are recognised by their class name, so this file imports nothing from the start-up wiring.
  */
 export function isUserError(err: unknown): boolean {
-  if (err instanceof UserError || err instanceof ConfigError || err instanceof StoreNotFoundError || err instanceof GatewayError) return true;
+  if (
+    err instanceof UserError ||
+    err instanceof ConfigError ||
+    err instanceof StoreNotFoundError ||
+    err instanceof GatewayError
+  )
+    return true;
   if (!(err instanceof Error)) return false;
   if (/ConfigError$|ModuleLoadError$/.test(err.constructor.name)) return true;
   const code = (err as { code?: unknown }).code;
-  if (typeof code === 'string' && (ENVIRONMENT_CODES.has(code) || SQLITE_FILE_CODES.has(code) || POSTGRES_ACCESS.test(code))) return true;
+  if (
+    typeof code === 'string' &&
+    (ENVIRONMENT_CODES.has(code) || SQLITE_FILE_CODES.has(code) || POSTGRES_ACCESS.test(code))
+  )
+    return true;
   // "server.upload_spool_dir: cannot create ..." caused by ENOTDIR: the cause says whose it is.
   return err.cause !== undefined && isUserError(err.cause);
 }
@@ -87,8 +123,13 @@ export function listenFailure(err: unknown): unknown {
   // A cluster worker's port is bound by the primary on its behalf: the worker sees "bind", not "listen".
   if (!(err instanceof Error) || (e.syscall !== 'listen' && e.syscall !== 'bind') || e.port === undefined) return err;
   const where = `${e.address ?? ''}:${e.port}`;
-  if (e.code === 'EADDRINUSE') return new UserError(`port ${e.port} is in use (${where}): stop what listens there or choose another port`, { cause: err });
-  if (e.code === 'EACCES') return new UserError(`no permission to listen on ${where} (ports below 1024 need privileges)`, { cause: err });
-  if (e.code === 'EADDRNOTAVAIL') return new UserError(`cannot listen on ${where}: this machine has no such address`, { cause: err });
+  if (e.code === 'EADDRINUSE')
+    return new UserError(`port ${e.port} is in use (${where}): stop what listens there or choose another port`, {
+      cause: err,
+    });
+  if (e.code === 'EACCES')
+    return new UserError(`no permission to listen on ${where} (ports below 1024 need privileges)`, { cause: err });
+  if (e.code === 'EADDRNOTAVAIL')
+    return new UserError(`cannot listen on ${where}: this machine has no such address`, { cause: err });
   return err;
 }

@@ -4,10 +4,9 @@ import cluster from 'node:cluster';
 import { Command } from 'commander';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ConfigError, configPath, loadConfigFile, type LoadedConfig } from '../config/load';
-import { GatewayError } from '../core/errors';
+import { configPath, loadConfigFile, type LoadedConfig } from '../config/load';
 import { onPrimaryShutdown, runPrimary, workerCount } from '../runtime/cluster';
-import { checkWiring } from '../runtime/check-config';
+import { prepareWiring } from '../runtime/wiring';
 import { startGateway } from '../runtime/servers';
 import { exitQuietlyWhenOutputCloses } from './closed-output';
 import { registerDemoCommand } from './demo';
@@ -18,7 +17,9 @@ import { registerUsageCommands } from './usage';
 exitQuietlyWhenOutputCloses();
 
 /** The installed package's version: dist/cli/index.js sits two folders below package.json. */
-const { version } = JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')) as { version: string };
+const { version } = JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')) as {
+  version: string;
+};
 
 const program = new Command()
   .name('tollgate')
@@ -28,7 +29,9 @@ const program = new Command()
   // Commander's own refusals (unknown option, missing or invalid argument) end as the others do: one line, exit 2.
   .exitOverride()
   // (its suggestion, "(Did you mean usage?)", comes on a line of its own: joined to the message).
-  .configureOutput({ outputError: (text, write) => write(`tollgate: ${text.replace(/^error: /, '').replace(/\n(?=.)/g, ' ')}`) });
+  .configureOutput({
+    outputError: (text, write) => write(`tollgate: ${text.replace(/^error: /, '').replace(/\n(?=.)/g, ' ')}`),
+  });
 
 /** The config file, or a one-line error (exit 2) naming what is wrong with it. */
 function loadOrExit(): LoadedConfig {
@@ -42,7 +45,10 @@ function loadOrExit(): LoadedConfig {
 program
   .command('start')
   .description('start the gateway')
-  .option('-w, --workers <n>', 'gateway processes sharing the port, a number or "auto" (one per CPU core); default: server.workers')
+  .option(
+    '-w, --workers <n>',
+    'gateway processes sharing the port, a number or "auto" (one per CPU core); default: server.workers',
+  )
   .action(async (options: { workers?: string }) => {
     const loaded = loadOrExit();
     let workers: number;
@@ -69,7 +75,10 @@ program
       exitWithError(failure, 'cannot start');
     }
     const { gateway, url, adminUrl, stop } = running;
-    gateway.logger.info({ url, adminUrl, config: loaded.path, providers: gateway.providers.list().map((p) => p.slug) }, 'tollgate listening');
+    gateway.logger.info(
+      { url, adminUrl, config: loaded.path, providers: gateway.providers.list().map((p) => p.slug) },
+      'tollgate listening',
+    );
     if (adminUrl) process.stderr.write(`Tollgate admin API and dashboard on ${adminUrl}\n`);
     process.stderr.write(`Tollgate proxy listening on ${url} (config ${loaded.path})\n`);
     let signals = 0;
@@ -96,12 +105,14 @@ program
     const loaded = loadOrExit();
     const c = loaded.config;
     try {
-      await checkWiring(loaded);
+      await prepareWiring(loaded);
     } catch (err) {
       exitWithError(new UserError(`${loaded.path}: ${errorLine(err)}`, { cause: err }));
     }
     for (const warning of loaded.warnings ?? []) process.stderr.write(`tollgate: warning: ${warning}\n`);
-    process.stdout.write(`${loaded.path} is valid: proxy ${c.server.host}:${c.server.port}, ${Object.keys(c.providers).length} provider entries, ${c.workspaces.length} workspace(s), ${c.plugins.length} plugin(s)\n`);
+    process.stdout.write(
+      `${loaded.path} is valid: proxy ${c.server.host}:${c.server.port}, ${Object.keys(c.providers).length} provider entries, ${c.workspaces.length} workspace(s), ${c.plugins.length} plugin(s)\n`,
+    );
   });
 
 registerUsageCommands(program, loadOrExit);

@@ -9,7 +9,9 @@ import { renderTable } from './table';
 
 /** `tollgate keys create|list|revoke`: the same operations as the admin API's /api/keys, on the store directly. */
 export function registerKeyCommands(program: Command, load: () => LoadedConfig): void {
-  const keys = program.command('keys').description('manage gateway keys (stored hashed; a key is shown once at creation)');
+  const keys = program
+    .command('keys')
+    .description('manage gateway keys (stored hashed; a key is shown once at creation)');
 
   keys
     .command('create')
@@ -19,13 +21,17 @@ export function registerKeyCommands(program: Command, load: () => LoadedConfig):
     .option('--json', 'print the key and its record as JSON (the fields of POST /api/keys)')
     .action(async (opts: { workspace?: string; label?: string; json?: boolean }) => {
       const loaded = load();
-      const { key, record } = await withStore(loaded, (store) => createGatewayKey(store, loaded.config.workspaces, opts));
+      const { key, record } = await withStore(loaded, (store) =>
+        createGatewayKey(store, loaded.config.workspaces, opts),
+      );
       await share(loaded, record);
       if (opts.json) {
         process.stdout.write(`${JSON.stringify({ ...keyJson(record), source: 'store', key })}\n`);
         return;
       }
-      process.stdout.write(`Created key ${record.id} for workspace ${record.workspaceId}. Copy it now, it is not shown again:\n\n    ${key}\n\n`);
+      process.stdout.write(
+        `Created key ${record.id} for workspace ${record.workspaceId}. Copy it now, it is not shown again:\n\n    ${key}\n\n`,
+      );
     });
 
   keys
@@ -34,13 +40,27 @@ export function registerKeyCommands(program: Command, load: () => LoadedConfig):
     .option('-w, --workspace <id>', 'only this workspace')
     .option('--json', 'print the keys as JSON (the fields of GET /api/keys)')
     .action(async (opts: { workspace?: string; json?: boolean }) => {
-      const list = (await withStore(load(), (store) => store.listKeys(opts.workspace), { mustExist: true })).map((k) => ({ ...keyJson(k), source: 'store' as const }));
+      const list = (await withStore(load(), (store) => store.listKeys(opts.workspace), { mustExist: true })).map(
+        (k) => ({ ...keyJson(k), source: 'store' as const }),
+      );
       if (opts.json) {
         process.stdout.write(`${JSON.stringify(list, null, 2)}\n`);
         return;
       }
-      const rows = list.map((k) => [k.id, k.workspace, k.label || '-', k.created_at, k.last_used_at ?? 'never', k.revoked ? `revoked ${k.revoked_at}` : 'active']);
-      process.stdout.write(`${renderTable(['id', 'workspace', 'label', 'created', 'last used', 'status'].map((header) => ({ header })), rows)}\n`);
+      const rows = list.map((k) => [
+        k.id,
+        k.workspace,
+        k.label || '-',
+        k.created_at,
+        k.last_used_at ?? 'never',
+        k.revoked ? `revoked ${k.revoked_at}` : 'active',
+      ]);
+      process.stdout.write(
+        `${renderTable(
+          ['id', 'workspace', 'label', 'created', 'last used', 'status'].map((header) => ({ header })),
+          rows,
+        )}\n`,
+      );
     });
 
   keys
@@ -48,7 +68,11 @@ export function registerKeyCommands(program: Command, load: () => LoadedConfig):
     .description('revoke a key: every running instance refuses it within a second')
     .action(async (id: string) => {
       const loaded = load();
-      const record = await withStore(loaded, async (store) => ((await store.revokeKey(id)) ? (await store.listKeys()).find((k) => k.id === id) : undefined), { mustExist: true });
+      const record = await withStore(
+        loaded,
+        async (store) => ((await store.revokeKey(id)) ? (await store.listKeys()).find((k) => k.id === id) : undefined),
+        { mustExist: true },
+      );
       if (!record) throw new UserError(`no active key with id ${id} (tollgate keys list shows them)`);
       await share(loaded, record);
       process.stdout.write(`Revoked ${id}\n`);
@@ -68,7 +92,9 @@ async function share(loaded: LoadedConfig, k: GatewayKey): Promise<void> {
     const key: SharedKey = { id: k.id, hash: k.hash, workspaceId: k.workspaceId, revoked: k.revokedAt !== null };
     await shared.publish([key]);
   } catch (err) {
-    process.stderr.write(`tollgate: warning: could not publish the change through Redis (${(err as Error).message}); instances sharing this usage store still apply it within a second\n`);
+    process.stderr.write(
+      `tollgate: warning: could not publish the change through Redis (${(err as Error).message}); instances sharing this usage store still apply it within a second\n`,
+    );
   } finally {
     await shared.close();
   }

@@ -8,7 +8,9 @@ export function wholeNumber(min: number, max: number): (value: string) => number
   return (value: string) => {
     const n = /^-?\d+$/.test(value.trim()) ? Number(value) : NaN;
     if (!Number.isSafeInteger(n) || n < min || n > max) {
-      throw new InvalidArgumentError(`expected a whole number from ${min.toLocaleString('en-US')} to ${max.toLocaleString('en-US')}.`);
+      throw new InvalidArgumentError(
+        `expected a whole number from ${min.toLocaleString('en-US')} to ${max.toLocaleString('en-US')}.`,
+      );
     }
     return n;
   };

@@ -29,8 +29,16 @@ export interface ProgressOptions {
   realDateNow?: boolean;
 }
 
-export function startProgress(label: string, total: number, unit: string, opts: ProgressOptions = {}, out: Output = process.stderr): Progress {
-  return out.isTTY ? new BarProgress(label, total, unit, opts, out as NodeJS.WritableStream) : new LineProgress(label, total, unit, out);
+export function startProgress(
+  label: string,
+  total: number,
+  unit: string,
+  opts: ProgressOptions = {},
+  out: Output = process.stderr,
+): Progress {
+  return out.isTTY
+    ? new BarProgress(label, total, unit, opts, out as NodeJS.WritableStream)
+    : new LineProgress(label, total, unit, out);
 }
 
 class BarProgress implements Progress {
@@ -106,6 +114,8 @@ export class LineProgress implements Progress {
 
   private line(now: number): void {
     const pct = this.total > 0 ? Math.floor((this.done / this.total) * 100) : 100;
-    this.out.write(`${this.label}: ${count(this.done)} of ${count(this.total)} ${this.unit} (${pct}%), ${Math.round((now - this.started) / 1000)} s\n`);
+    this.out.write(
+      `${this.label}: ${count(this.done)} of ${count(this.total)} ${this.unit} (${pct}%), ${Math.round((now - this.started) / 1000)} s\n`,
+    );
   }
 }

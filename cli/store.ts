@@ -23,15 +23,26 @@ function storageUrl(loaded: LoadedConfig): string {
  * Opens the configured store for one CLI command and closes it afterwards. A store that cannot be opened
  * (missing, unreachable, refused) is a UserError naming it.
  */
-export async function withStore<T>(loaded: LoadedConfig, fn: (store: UsageStore) => Promise<T>, use: StoreUse = {}): Promise<T> {
+export async function withStore<T>(
+  loaded: LoadedConfig,
+  fn: (store: UsageStore) => Promise<T>,
+  use: StoreUse = {},
+): Promise<T> {
   const url = storageUrl(loaded);
   let store: UsageStore;
   try {
     // The CLI writes no usage records: no writer thread.
-    store = await openStore(url, { schema: loaded.config.storage.schema, mustExist: use.mustExist, writerThread: false });
+    store = await openStore(url, {
+      schema: loaded.config.storage.schema,
+      mustExist: use.mustExist,
+      writerThread: false,
+    });
   } catch (err) {
     if (err instanceof StoreNotFoundError) {
-      const hint = parseStorageUrl(url).kind === 'sqlite' ? 'check the path, or start the gateway once to create it' : 'check storage.url and storage.schema, or start the gateway once to create them';
+      const hint =
+        parseStorageUrl(url).kind === 'sqlite'
+          ? 'check the path, or start the gateway once to create it'
+          : 'check storage.url and storage.schema, or start the gateway once to create them';
       throw new UserError(`${err.message} (storage.url in ${loaded.path}): ${hint}`, { cause: err });
     }
     throw new UserError(`cannot open the database ${redactStorageUrl(url)}: ${errorLine(err)}`, { cause: err });

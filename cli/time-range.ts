@@ -17,7 +17,8 @@ export function parseTime(text: string, flag: string, now: number): number {
   else if (/^\d+$/.test(text)) t = Number(text);
   else if (ISO_DATE.test(text)) t = Date.parse(text.replace(' ', 'T'));
   else throw new UserError(`${flag}: cannot read the time "${text}" (use ${TIME_HELP})`);
-  if (Number.isNaN(t) || (!rel && ISO_DATE.test(text) && !realDay(text))) throw new UserError(`${flag}: "${text}" is not a date`);
+  if (Number.isNaN(t) || (!rel && ISO_DATE.test(text) && !realDay(text)))
+    throw new UserError(`${flag}: "${text}" is not a date`);
   if (!Number.isSafeInteger(t) || t < 0 || t > MAX_TIME) throw new UserError(`${flag}: "${text}" is out of range`);
   return t;
 }
@@ -29,7 +30,11 @@ function realDay(text: string): boolean {
 }
 
 /** [from, to) from the --from and --to options; an empty or inverted range is refused (it would sum to $0). */
-export function timeRange(opts: { from?: string; to?: string }, defaultFrom: (to: number) => number, now = Date.now()): { from: number; to: number } {
+export function timeRange(
+  opts: { from?: string; to?: string },
+  defaultFrom: (to: number) => number,
+  now = Date.now(),
+): { from: number; to: number } {
   const to = opts.to === undefined ? now : parseTime(opts.to, '--to', now);
   const from = opts.from === undefined ? Math.max(0, defaultFrom(to)) : parseTime(opts.from, '--from', now);
   if (from >= to) {

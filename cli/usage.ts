@@ -1,12 +1,16 @@
 import type { Command } from 'commander';
 import { groupRowJson } from '../admin/serialize';
 import type { LoadedConfig } from '../config/load';
-import { PriceCatalog } from '../pricing/catalog';
+import type { PriceCatalog } from '../pricing/catalog';
+import { deployProviders } from '../runtime/wiring';
 import { repriceRecord } from '../pricing/reprice';
 import { planUsageQuery, type UsagePlan } from '../storage';
 import { addTotals, costStatus, zeroTotals } from '../storage/counters';
-import type { UsageQuery, UsageStore, UsageTotals } from '../storage/store';
+import type { UsageRecord } from '../core/usage';
+import type { Repricing, UsageQuery, UsageStore, UsageTotals } from '../storage/store';
+import { repricingChanges } from '../storage/reprice';
 import { errorLine, UserError } from './errors';
+import { formatUsd } from '../pricing/money';
 import { count, usdCents } from './format';
 import { startProgress } from './progress';
 import { withStore } from './store';
@@ -39,11 +43,18 @@ function checkedPlan(query: UsageQuery): UsagePlan {
  * everything under "(untagged)": say so when no record carries that tag.
  */
 async function warnUnknownTags(store: UsageStore, plan: UsagePlan): Promise<void> {
-  const asked = [...new Set([...plan.groupBy.flatMap((d) => (d.kind === 'tag' ? [d.key] : [])), ...plan.filters.tags.map((t) => t.key)])];
+  const asked = [
+    ...new Set([
+      ...plan.groupBy.flatMap((d) => (d.kind === 'tag' ? [d.key] : [])),
+      ...plan.filters.tags.map((t) => t.key),
+    ]),
+  ];
   if (asked.length === 0) return;
   const known = await store.listTagKeys();
   for (const key of asked.filter((k) => !known.includes(k))) {
-    process.stderr.write(`tollgate: warning: no record has a tag "${key}" (tags in the data: ${known.join(', ') || 'none'})\n`);
+    process.stderr.write(
+      `tollgate: warning: no record has a tag "${key}" (tags in the data: ${known.join(', ') || 'none'})\n`,
+    );
   }
 }
 
@@ -70,10 +81,13 @@ export function totalLine(t: UsageTotals): string {
 
 const right = (header: string): Column => ({ header, align: 'right' });
 
-/** The config's prices; a price file that is missing or unreadable is the config's fault, as check-config says. */
-function priceCatalog(loaded: LoadedConfig): PriceCatalog {
+/**
+ * The prices start-up uses, provider modules' included; a price file or module that is missing or unreadable is the
+ * config's fault, as check-config says.
+ */
+async function priceCatalog(loaded: LoadedConfig): Promise<PriceCatalog> {
   try {
-    return new PriceCatalog(loaded.config.pricing, { baseDir: loaded.dir });
+    return (await deployProviders(loaded)).prices;
   } catch (err) {
     throw new UserError(`${loaded.path}: pricing: ${errorLine(err)}`, { cause: err });
   }
@@ -87,17 +101,33 @@ export function registerUsageCommands(program: Command, load: () => LoadedConfig
     .option('-g, --group-by <dims>', 'comma-separated dimensions', 'provider,model')
     .option('--from <time>', `start: ${TIME_HELP} (default: 30 days before --to)`)
     .option('--to <time>', 'end (default: now)')
-    .option('-f, --filter <key=value>', 'only records with this dimension value (repeatable)', (v: string, all: string[]) => [...all, v], [] as string[])
+    .option(
+      '-f, --filter <key=value>',
+      'only records with this dimension value (repeatable)',
+      (v: string, all: string[]) => [...all, v],
+      [] as string[],
+    )
     .option('--json', 'print the rows as JSON (exact costs, the field names of GET /api/usage)')
     .action(async (opts: { groupBy: string; from?: string; to?: string; filter: string[]; json?: boolean }) => {
-      const groupBy = opts.groupBy.split(',').map((s) => s.trim()).filter(Boolean);
-      const query: UsageQuery = { ...timeRange(opts, (to) => to - 30 * DAY), groupBy, filters: parseFilters(opts.filter) };
+      const groupBy = opts.groupBy
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean);
+      const query: UsageQuery = {
+        ...timeRange(opts, (to) => to - 30 * DAY),
+        groupBy,
+        filters: parseFilters(opts.filter),
+      };
       const plan = checkedPlan(query);
       const loaded = load();
-      const rows = await withStore(loaded, async (store) => {
-        await warnUnknownTags(store, plan);
-        return store.queryUsage(query);
-      }, { mustExist: true });
+      const rows = await withStore(
+        loaded,
+        async (store) => {
+          await warnUnknownTags(store, plan);
+          return store.queryUsage(query);
+        },
+        { mustExist: true },
+      );
       rows.sort((a, b) => (b.costPico > a.costPico ? 1 : b.costPico < a.costPico ? -1 : b.requests - a.requests));
       if (opts.json) {
         // The same rows as GET /api/usage (cost_usd null when unknown, cost_status, counts by provenance).
@@ -107,50 +137,145 @@ export function registerUsageCommands(program: Command, load: () => LoadedConfig
       // Cache reads and writes are priced differently (a read is cheaper than input, a write dearer), so apart.
       const table = rows.map((r) => [
         ...groupBy.map((g) => r.group[g] ?? '(none)'),
-        ...[r.requests, r.inputTokens, r.outputTokens, r.cacheReadTokens, r.cacheWriteTokens + r.cacheWrite1hTokens].map(count),
-        costCell(r), ...[r.unknownCostCount, r.estimatedCount, r.partialCount].map(count),
+        ...[
+          r.requests,
+          r.inputTokens,
+          r.outputTokens,
+          r.cacheReadTokens,
+          r.cacheWriteTokens + r.cacheWrite1hTokens,
+        ].map(count),
+        costCell(r),
+        ...[r.unknownCostCount, r.estimatedCount, r.partialCount].map(count),
       ]);
       // Each grouping partitions the records (one value per dimension per record), so its rows add up to the total.
       const total = rows.reduce((sum, r) => addTotals(sum, r), zeroTotals());
       const columns = [
         ...groupBy.map((header): Column => ({ header })),
-        ...['requests', 'input', 'output', 'cache read', 'cache write', 'cost', 'unpriced', 'estimated', 'partial'].map(right),
+        ...['requests', 'input', 'output', 'cache read', 'cache write', 'cost', 'unpriced', 'estimated', 'partial'].map(
+          right,
+        ),
       ];
       process.stdout.write(`${renderTable(columns, table)}\n`);
-      process.stdout.write(`\n${totalLine(total)} from ${new Date(query.from).toISOString()} to ${new Date(query.to).toISOString()}\n`);
+      process.stdout.write(
+        `\n${totalLine(total)} from ${new Date(query.from).toISOString()} to ${new Date(query.to).toISOString()}\n`,
+      );
     });
 
   usage
     .command('reprice')
-    .description('recompute the cost of stored records with the current price catalog (after a price was added or fixed)')
+    .description(
+      'recompute the cost of stored records with the current price catalog (after a price was added or fixed)',
+    )
     .option('--from <time>', `start: ${TIME_HELP} (default: the first record)`)
     .option('--to <time>', 'end (default: now)')
+    .option('--dry-run', 'change nothing: print the old and new totals by model, and how many records would change')
     .option('--json', 'print the result as JSON')
     .action(async function (this: Command) {
       // Commander gives `usage reprice --from 7d` to the parent, which has a --from of its own: read both.
-      const opts = this.optsWithGlobals() as { from?: string; to?: string; json?: boolean };
+      const opts = this.optsWithGlobals() as { from?: string; to?: string; json?: boolean; dryRun?: boolean };
       const range = timeRange(opts, () => 0);
       const loaded = load();
-      const catalog = priceCatalog(loaded);
-      const result = await withStore(loaded, async (store) => {
-        // The rollups count the records of the range cheaply: the total of the progress.
-        const [all] = await store.queryUsage({ ...range, groupBy: [] });
-        const progress = startProgress('usage reprice', all?.requests ?? 0, 'records');
-        let scanned = 0;
-        try {
-          return await store.repriceAll((r) => {
-            if (++scanned % 1000 === 0) progress.update(scanned);
-            return repriceRecord(catalog, r);
-          }, range);
-        } finally {
-          progress.update(scanned);
-          progress.stop();
-        }
-      }, { mustExist: true });
+      const catalog = await priceCatalog(loaded);
+      const diff = new RepriceDiff();
+      const result = await withStore(
+        loaded,
+        async (store) => {
+          // The rollups count the records of the range cheaply: the total of the progress.
+          const [all] = await store.queryUsage({ ...range, groupBy: [] });
+          const progress = startProgress(
+            opts.dryRun ? 'usage reprice --dry-run' : 'usage reprice',
+            all?.requests ?? 0,
+            'records',
+          );
+          let scanned = 0;
+          try {
+            return await store.repriceAll((r) => {
+              if (++scanned % 1000 === 0) progress.update(scanned);
+              const next = repriceRecord(catalog, r);
+              diff.add(r, next);
+              return opts.dryRun ? undefined : next;
+            }, range);
+          } finally {
+            progress.update(scanned);
+            progress.stop();
+          }
+        },
+        { mustExist: true },
+      );
       if (opts.json) {
-        process.stdout.write(`${JSON.stringify({ catalog_version: catalog.version, scanned: result.scanned, updated: result.updated })}\n`);
+        const changed = opts.dryRun ? diff.changed : result.updated;
+        process.stdout.write(
+          `${JSON.stringify({ catalog_version: catalog.version, dry_run: Boolean(opts.dryRun), scanned: result.scanned, updated: opts.dryRun ? 0 : changed, would_change: opts.dryRun ? changed : undefined })}\n`,
+        );
         return;
       }
-      process.stdout.write(`repriced with catalog ${catalog.version}: ${count(result.updated)} of ${count(result.scanned)} records changed\n`);
+      if (opts.dryRun) {
+        const columns: Column[] = [
+          { header: 'model' },
+          { header: 'records', align: 'right' },
+          { header: 'changed', align: 'right' },
+          { header: 'old cost', align: 'right' },
+          { header: 'new cost', align: 'right' },
+        ];
+        process.stdout.write(
+          `${renderTable(
+            columns,
+            diff.rows().map((row) => row.map((c) => (typeof c === 'number' ? count(c) : c))),
+          )}\n`,
+        );
+        process.stdout.write(
+          `\ndry run with catalog ${catalog.version}: ${count(diff.changed)} of ${count(result.scanned)} records would change; nothing was written\n`,
+        );
+        return;
+      }
+      process.stdout.write(
+        `repriced with catalog ${catalog.version}: ${count(result.updated)} of ${count(result.scanned)} records changed\n`,
+      );
     });
+}
+
+/** Old and new cost totals by model, for `usage reprice --dry-run`; unknown costs are counted apart, never as $0. */
+export class RepriceDiff {
+  private readonly byModel = new Map<string, { records: number; changed: number; old: Side; next: Side }>();
+  changed = 0;
+
+  add(r: UsageRecord, next: Repricing | undefined): void {
+    const model = r.servedModel ?? r.model ?? '(none)';
+    let m = this.byModel.get(model);
+    if (!m) this.byModel.set(model, (m = { records: 0, changed: 0, old: new Side(), next: new Side() }));
+    m.records++;
+    m.old.add(r.costPico, r.provenance);
+    const after = next ?? r;
+    m.next.add(after.costPico, after.provenance);
+    if (next && repricingChanges(r, next)) {
+      m.changed++;
+      this.changed++;
+    }
+  }
+
+  rows(): (string | number)[][] {
+    return [...this.byModel]
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([model, m]) => [model, m.records, m.changed, m.old.cell(), m.next.cell()]);
+  }
+}
+
+/** One side of the diff: the known costs summed, and how many records have none (unpriced). */
+class Side {
+  private pico = 0n;
+  private unknown = 0;
+  private counted = 0;
+
+  add(cost: bigint | null, provenance: string): void {
+    if (provenance === 'not_counted') return;
+    this.counted++;
+    if (cost === null) this.unknown++;
+    else this.pico += cost;
+  }
+
+  cell(): string {
+    if (this.counted === 0) return 'not counted';
+    if (this.unknown === this.counted) return 'unknown';
+    return `${this.unknown > 0 ? '>=' : ''}$${formatUsd(this.pico)}${this.unknown > 0 ? ` (${this.unknown} unpriced)` : ''}`;
+  }
 }

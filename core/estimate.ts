@@ -7,8 +7,21 @@ type Encoding = 'o200k_base' | 'cl100k_base';
 
 /** Model-name prefixes tokenized with o200k_base; everything else (older OpenAI and non-OpenAI) uses cl100k_base. */
 const O200K_PREFIXES = [
-  'gpt-4o', 'gpt-4.1', 'gpt-4.5', 'gpt-5', 'gpt-oss', 'gpt-realtime', 'gpt-audio', 'gpt-image', 'chatgpt-',
-  'o1', 'o3', 'o4', 'codex-', 'computer-use-', 'omni-moderation',
+  'gpt-4o',
+  'gpt-4.1',
+  'gpt-4.5',
+  'gpt-5',
+  'gpt-oss',
+  'gpt-realtime',
+  'gpt-audio',
+  'gpt-image',
+  'chatgpt-',
+  'o1',
+  'o3',
+  'o4',
+  'codex-',
+  'computer-use-',
+  'omni-moderation',
 ];
 
 export function encodingForModel(model: string): Encoding {

@@ -71,7 +71,13 @@ export interface LimitStore {
    * Holds one of at most `limit` slots under `key` for `holder` (e.g. an open stream). Slots expire after
    * `leaseMs` unless renewed, so a crashed instance cannot leak them forever.
    */
-  acquireSlot(key: string, holder: string, limit: number, leaseMs: number, now?: number): Promise<{ acquired: boolean; inUse: number }>;
+  acquireSlot(
+    key: string,
+    holder: string,
+    limit: number,
+    leaseMs: number,
+    now?: number,
+  ): Promise<{ acquired: boolean; inUse: number }>;
   renewSlot(key: string, holder: string, leaseMs: number, now?: number): Promise<void>;
   releaseSlot(key: string, holder: string): Promise<void>;
 
@@ -80,7 +86,12 @@ export interface LimitStore {
    * amount <= limit for each. The reservation is a lease: unless renewed or settled it lapses after `leaseMs`,
    * so one whose settlement never comes (a dead instance, a reply lost to a time-out) frees itself.
    */
-  reserve(checks: readonly BudgetCheck[], holder: string, amountPico: bigint, leaseMs: number): Promise<BudgetReservation>;
+  reserve(
+    checks: readonly BudgetCheck[],
+    holder: string,
+    amountPico: bigint,
+    leaseMs: number,
+  ): Promise<BudgetReservation>;
   /** Extends the holder's live reservations by `leaseMs` from now; a lapsed one stays lapsed. */
   renewReservation(checks: readonly BudgetCheck[], holder: string, leaseMs: number): Promise<void>;
   /**

@@ -1,5 +1,6 @@
 import type { GatewayContext } from './context';
 import type { EndpointKey } from './endpoints';
+import type { ProviderModule } from './provider-contract';
 
 /** The body fields that ask for output tokens, per endpoint. */
 export const OUTPUT_TOKEN_FIELDS: Partial<Record<EndpointKey, readonly string[]>> = {
@@ -26,4 +27,19 @@ export function requestedOutputTokens(ctx: GatewayContext): number | undefined {
 export function tokenCount(v: unknown): number | undefined {
   if (v === undefined || v === null) return undefined;
   return Number.isSafeInteger(v) && (v as number) >= 0 ? (v as number) : NaN;
+}
+
+/** The output-limit field each wire format defines, for a provider that declares none of its own. */
+const WIRE_OUTPUT_LIMIT_FIELD: Partial<Record<EndpointKey, string>> = {
+  'chat.completions': 'max_tokens',
+  messages: 'max_tokens',
+  responses: 'max_output_tokens',
+};
+
+/** The field a cap is written to for this provider and endpoint (undefined: the endpoint has no output limit). */
+export function outputLimitField(
+  provider: Pick<ProviderModule, 'outputLimitFields'> | undefined,
+  endpoint: EndpointKey,
+): string | undefined {
+  return provider?.outputLimitFields?.[endpoint] ?? WIRE_OUTPUT_LIMIT_FIELD[endpoint];
 }

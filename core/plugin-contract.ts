@@ -2,6 +2,7 @@ import type { DependencyContainer } from 'tsyringe';
 import type { z } from 'zod';
 import type { WorkspaceLimits } from '../config/limits';
 import type { GatewayContext } from './context';
+import { markCopy } from './package-copy';
 import type { TOKENS } from './tokens';
 import type { SseEvent } from './usage';
 
@@ -60,7 +61,7 @@ export interface PluginDefinition<O = unknown> {
   create(container: DependencyContainer, options: O): GatewayPlugin | Promise<GatewayPlugin>;
 }
 
-/** Identity helper that type-checks a plugin definition. */
+/** Type-checks a plugin definition, and marks it with the copy of Tollgate that made it (core/package-copy.ts). */
 export function definePlugin<O>(definition: PluginDefinition<O>): PluginDefinition<O> {
-  return definition;
+  return markCopy(definition);
 }

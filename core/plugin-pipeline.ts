@@ -35,17 +35,33 @@ export class PluginPipeline {
   private readonly streamObservers: GatewayPlugin[];
   private readonly completers: Completer[];
 
-  constructor(readonly plugins: readonly GatewayPlugin[]) {
+  /** `v1`: plugins written for plugin API 1, whose onComplete runs for every request (as API 1 had it). */
+  constructor(
+    readonly plugins: readonly GatewayPlugin[],
+    v1: ReadonlySet<GatewayPlugin> = new Set(),
+  ) {
     const n = plugins.length;
     const phase = (name: GatingPhase, admissionBase: number | undefined): Phase => {
       const at = plugins.flatMap((p, i) => (typeof p[name] === 'function' ? [i] : []));
       return { name, hooks: at.map((i) => plugins[i]), at, admissionBase };
     };
     // Admission is one number: onRequest's progress in 0..n, then beforeUpstream's in n+1..2n+1.
-    this.phases = { onRequest: phase('onRequest', 0), beforeUpstream: phase('beforeUpstream', n + 1), onResponse: phase('onResponse', undefined) };
+    this.phases = {
+      onRequest: phase('onRequest', 0),
+      beforeUpstream: phase('beforeUpstream', n + 1),
+      onResponse: phase('onResponse', undefined),
+    };
     this.streamObservers = plugins.filter((p) => typeof p.onStreamEvent === 'function');
     this.completers = plugins
-      .map((plugin, at) => ({ plugin, at, onRequest: typeof plugin.onRequest === 'function', beforeUpstream: typeof plugin.beforeUpstream === 'function' }))
+      .map((plugin, at) => {
+        const admits = !v1.has(plugin); // a v1 plugin counts as one without admission hooks: it completes every request
+        return {
+          plugin,
+          at,
+          onRequest: admits && typeof plugin.onRequest === 'function',
+          beforeUpstream: admits && typeof plugin.beforeUpstream === 'function',
+        };
+      })
       .filter((c) => typeof c.plugin.onComplete === 'function')
       .reverse();
   }

@@ -1,3 +1,4 @@
+import type { PricingConfigInput } from '../pricing/config';
 import type { EndpointKey, UsageParser } from './usage';
 
 /** What kind of API a provider is (informational, shown in the catalog and docs). */
@@ -46,15 +47,30 @@ export interface ProviderModule {
   /** Endpoints the provider serves. A request for any other endpoint is refused with endpoint_not_supported. */
   endpoints: readonly EndpointKey[];
   /**
-   * Endpoints whose path alone routes to this provider (spec, Provider detection 2: /v1/messages always goes
-   * to the messages-style provider). At most one enabled provider may claim a given endpoint.
+   * Endpoints whose path alone routes to this provider (/v1/messages always goes to the messages-style
+   * provider, whatever the model). At most one enabled provider may claim a given endpoint.
    */
   ownsEndpoints?: readonly EndpointKey[];
   /** Upstream path per endpoint when it differs from the gateway path minus /v1. */
   paths?: Partial<Record<EndpointKey, string>>;
+  /**
+   * The body field that limits output tokens, per endpoint: the gateway sets it to the workspace's cap when a
+   * request names none (limits.max_tokens_when_absent: cap). An endpoint left out uses its wire format's field:
+   * max_tokens on chat completions and messages, max_output_tokens on responses.
+   */
+  outputLimitFields?: Partial<Record<EndpointKey, string>>;
   /** Reads usage from this provider's JSON bodies and SSE streams. */
   usage: UsageParser;
+  /**
+   * Prices of the provider's models, written as gateway.config.yaml's pricing.models entries without `provider`
+   * (USD per 1M tokens, e.g. `{ model: 'acme-large', input: '2', output: '6' }`), checked at start-up. They apply
+   * under every slug the module is deployed as, above the bundled catalog; the deployment's pricing block wins.
+   */
+  prices?: readonly ProviderModelPrice[];
 }
+
+/** One model's prices in a provider module: a pricing.models entry without `provider` (the deployed slug is used). */
+export type ProviderModelPrice = Omit<NonNullable<PricingConfigInput['models']>[number], 'provider'>;
 
 /** A provider as deployed: the module plus its YAML overrides. */
 export interface ProviderInstance extends ProviderModule {

@@ -5,7 +5,7 @@ import { truncate } from './truncate';
 import type { EndpointKey } from './usage';
 
 /**
- * The deployed providers and the detection rules of the spec, in order:
+ * The deployed providers and how a request finds its provider, in order:
  * 1. X-Gateway-Provider always wins; 2. a path owned by one provider (/v1/messages);
  * 3. the longest matching model-name prefix; 4. otherwise the request fails.
  */
@@ -53,7 +53,11 @@ export class ProviderRegistry {
     if (explicitSlug !== undefined) {
       const p = this.bySlug.get(explicitSlug.trim().toLowerCase());
       if (!p) {
-        throw new GatewayError('provider_unknown', `Unknown provider "${truncate(explicitSlug, 64)}" in X-Gateway-Provider. Known providers: ${[...this.bySlug.keys()].join(', ')}.`, { param: 'X-Gateway-Provider' });
+        throw new GatewayError(
+          'provider_unknown',
+          `Unknown provider "${truncate(explicitSlug, 64)}" in X-Gateway-Provider. Known providers: ${[...this.bySlug.keys()].join(', ')}.`,
+          { param: 'X-Gateway-Provider' },
+        );
       }
       return supporting(p, endpoint);
     }
@@ -84,11 +88,16 @@ export class ProviderRegistry {
 
 function supporting(p: ProviderInstance, endpoint: EndpointSpec): ProviderInstance {
   if (!p.endpoints.includes(endpoint.key)) {
-    throw new GatewayError('endpoint_not_supported', `Provider ${p.slug} does not serve ${endpoint.method} ${endpoint.path}.`);
+    throw new GatewayError(
+      'endpoint_not_supported',
+      `Provider ${p.slug} does not serve ${endpoint.method} ${endpoint.path}.`,
+    );
   }
   return p;
 }
 
 function missingModel(): GatewayError {
-  return new GatewayError('model_missing', 'The request body has no "model" field; the gateway routes by model name.', { param: 'model' });
+  return new GatewayError('model_missing', 'The request body has no "model" field; the gateway routes by model name.', {
+    param: 'model',
+  });
 }

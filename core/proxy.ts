@@ -4,11 +4,11 @@ import { modelField, multipartFields, parseJsonBody, readBody } from './body';
 import { bodyHeld } from './body-memory';
 import { ModelCatalog } from './catalog';
 import { GatewayContext, secretHeadersFor } from './context';
+import { UpstreamCredentials, type GatewaySecretCheck } from './credentials';
 import type { EndpointSpec } from './endpoints';
 import { asGatewayError, GatewayError } from './errors';
 import { forwardableRequestHeaders, forwardableResponseHeaders, headerValue } from './headers';
 import type { PluginPipeline } from './plugin-pipeline';
-import { describeAuthHeader } from './provider-contract';
 import type { ProviderRegistry } from './provider-routing';
 import { newRequestId, REQUEST_ID_HEADER } from './request-id';
 import { decodeBody } from './response-body';
@@ -30,6 +30,8 @@ export interface ProxyDeps {
   /** Where large multipart uploads are received; absent: in memory. */
   uploads?: UploadSpool;
   logger: Logger;
+  /** True for a gateway key or the admin token: never sent upstream, even in a provider's credential header. */
+  isGatewaySecret?: GatewaySecretCheck;
 }
 
 /** application/json, or a +json type such as application/problem+json. */
@@ -41,18 +43,26 @@ function isJsonDocument(contentType: string): boolean {
  * Gateway errors of status 500+ that are not logged as failures of the gateway itself: time-outs and unreachable
  * upstreams are the provider's state; plugin_error and limits_unavailable were logged where they arose.
  */
-const EXPECTED_FAILURES: ReadonlySet<string> = new Set(['upstream_timeout', 'upstream_unreachable', 'plugin_error', 'limits_unavailable']);
+const EXPECTED_FAILURES: ReadonlySet<string> = new Set([
+  'upstream_timeout',
+  'upstream_unreachable',
+  'plugin_error',
+  'limits_unavailable',
+]);
 
 /**
  * The headers of the upstream call: the plugins' edited copy, without any X-Gateway-* header (whatever the
- * plugin list, the provider never sees the gateway's own headers: spec, Authentication 2) and without a provider
- * key header a plugin may have added (the client's own key is added by the caller).
+ * plugin list, the provider never sees the gateway's own headers, its key among them) and without any credential
+ * header a plugin may have added (the client's own key is added by the caller).
  */
-function upstreamHeadersOf(edited: Record<string, string | string[]>, authHeaders: readonly string[]): Record<string, string | string[]> {
+function upstreamHeadersOf(
+  edited: Record<string, string | string[]>,
+  credentialHeaders: readonly string[],
+): Record<string, string | string[]> {
   const headers: Record<string, string | string[]> = {};
   for (const name in edited) {
     const lower = name.toLowerCase(); // a plugin may have added a header in any case
-    if (lower.startsWith('x-gateway-') || authHeaders.includes(lower)) continue;
+    if (lower.startsWith('x-gateway-') || credentialHeaders.includes(lower)) continue;
     headers[name] = edited[name];
   }
   return headers;
@@ -87,8 +97,6 @@ interface InFlight {
 export class GatewayProxy {
   /** Requests not yet completed (onComplete included); shutdown waits for zero. */
   inflight = 0;
-  /** Requests begun since start (the idle-memory release watches it). */
-  started = 0;
   /** Set when shutdown begins: requests still arriving on open connections are refused (503, connection closed). */
   draining = false;
   private idleWaiters: (() => void)[] = [];
@@ -100,19 +108,40 @@ export class GatewayProxy {
 
   /** Request headers no plugin may read: credentials, and the key header of every deployed provider. */
   private readonly secretHeaders: ReadonlySet<string>;
+  /** Which credential header goes to which provider. */
+  private readonly credentials: UpstreamCredentials;
 
   constructor(private readonly deps: ProxyDeps) {
     this.requestLog = deps.logger.child({}, { redact: [] });
     this.secretHeaders = secretHeadersFor(deps.providers.list().flatMap((p) => p.auth.headers));
+    this.credentials = new UpstreamCredentials(deps.providers.list(), deps.isGatewaySecret);
   }
 
   async handle(req: IncomingMessage, res: ServerResponse, endpoint: EndpointSpec): Promise<void> {
     if (this.draining) return this.refuseWhileDraining(res);
     const id = newRequestId();
-    const gw = new GatewayContext(id, req.method ?? 'GET', endpoint.path, endpoint, req.headers, this.deps.logger, this.secretHeaders, req.rawHeaders);
+    const gw = new GatewayContext(
+      id,
+      req.method ?? 'GET',
+      endpoint.path,
+      endpoint,
+      req.headers,
+      this.deps.logger,
+      this.secretHeaders,
+      req.rawHeaders,
+    );
     gw.clientAddress = req.socket.remoteAddress;
-    const flight: InFlight = { gw, req, res, endpoint, upstream: new UpstreamExchange(), explicit: undefined, upload: undefined, tap: undefined, delivered: false };
-    this.started++;
+    const flight: InFlight = {
+      gw,
+      req,
+      res,
+      endpoint,
+      upstream: new UpstreamExchange(),
+      explicit: undefined,
+      upload: undefined,
+      tap: undefined,
+      delivered: false,
+    };
     this.inflight++;
     // Node also reports finish (and writableFinished) for a response whose socket was already reset, although
     // nothing more reached the client: delivered needs the socket alive too.
@@ -120,7 +149,8 @@ export class GatewayProxy {
     res.once('finish', () => (flight.delivered = !socket.destroyed));
     const closed = new Promise<void>((resolve) =>
       res.once('close', () => {
-        if (!flight.delivered) flight.upstream.cancel(new GatewayError('request_aborted', 'The client closed the request')); // client gone
+        if (!flight.delivered)
+          flight.upstream.cancel(new GatewayError('request_aborted', 'The client closed the request')); // client gone
         resolve();
       }),
     );
@@ -145,7 +175,11 @@ export class GatewayProxy {
   private refuseWhileDraining(res: ServerResponse): void {
     const body = new GatewayError('shutting_down', 'The gateway is shutting down; retry the request.').toBody();
     res.writeHead(503, {
-      'content-type': 'application/json', 'content-length': Buffer.byteLength(body), connection: 'close', 'retry-after': '1', [REQUEST_ID_HEADER]: newRequestId(),
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(body),
+      connection: 'close',
+      'retry-after': '1',
+      [REQUEST_ID_HEADER]: newRequestId(),
     });
     res.end(body);
   }
@@ -158,7 +192,8 @@ export class GatewayProxy {
   private async forward(flight: InFlight): Promise<void> {
     const { gw, req, endpoint } = flight;
     const contentType = req.headers['content-type'] ?? '';
-    const spool = contentType.startsWith('multipart/form-data') && this.deps.uploads?.wants(req) ? this.deps.uploads : undefined;
+    const spool =
+      contentType.startsWith('multipart/form-data') && this.deps.uploads?.wants(req) ? this.deps.uploads : undefined;
     let held = !spool && endpoint.body !== 'none' ? bodyHeld(Number(req.headers['content-length'])) : undefined;
     try {
       flight.upload = await this.readRequest(gw, req, endpoint, contentType, spool);
@@ -176,18 +211,14 @@ export class GatewayProxy {
     const provider = this.deps.providers.resolve(endpoint, flight.explicit, gw.model);
     gw.provider = provider;
 
-    // The provider key is held back while plugins run, so no plugin can read or replace it.
-    const credentials = provider.auth.headers.filter((h) => req.headers[h]);
-    if (provider.auth.headers.length > 0 && credentials.length === 0) {
-      const forms = provider.auth.headers.map(describeAuthHeader).join(' or ');
-      throw new GatewayError('provider_key_missing', `${provider.displayName} needs your provider key in the ${forms} header. It is forwarded as is and never stored.`);
-    }
-    // The gateway key is never forwarded; held back here, plugins listed before header-strip cannot read it either.
-    forwardableRequestHeaders(req.headers, gw.upstreamHeaders, [...provider.auth.headers, 'x-gateway-key']);
+    // The provider key is held back while plugins run, so no plugin can read or replace it; every other
+    // credential (another provider's key, the gateway key, the admin token) is never forwarded (core/credentials.ts).
+    const credential = this.credentials.pick(provider, req.headers);
+    forwardableRequestHeaders(req.headers, gw.upstreamHeaders, this.credentials.withheld);
     const pending = this.deps.pipeline.run('beforeUpstream', gw);
     if (pending) await pending;
-    const headers = upstreamHeadersOf(gw.upstreamHeaders, provider.auth.headers);
-    for (const h of credentials) headers[h] = req.headers[h]!;
+    const headers = upstreamHeadersOf(gw.upstreamHeaders, this.credentials.withheld);
+    if (credential) headers[credential.header] = credential.value;
 
     const target = provider.baseUrl + (provider.paths?.[endpoint.key] ?? endpoint.upstreamPath);
     let url = this.upstreamUrls.get(target);
@@ -199,7 +230,18 @@ export class GatewayProxy {
     }
     if (upload) headers['content-length'] = String(upload.size);
     gw.sentUpstream = true;
-    await this.deps.pools.send({ url, method: endpoint.method, headers, body: upload ? upload.stream() : gw.body, timeouts: provider.timeouts }, upstream);
+    gw.upstreamSentMs = gw.elapsedMs();
+    await this.deps.pools.send(
+      {
+        url,
+        method: endpoint.method,
+        headers,
+        body: upload ? upload.stream() : gw.body,
+        timeouts: provider.timeouts,
+        provider: provider.slug,
+      },
+      upstream,
+    );
     gw.ttfbMs = gw.elapsedMs();
     gw.status = upstream.statusCode;
 
@@ -212,7 +254,11 @@ export class GatewayProxy {
       if (contentType.startsWith('text/event-stream') && upstream.statusCode < 400) {
         const pipeline = this.deps.pipeline;
         const observe = pipeline.observesStreams ? (e: SseEvent) => pipeline.streamEvent(gw, e) : undefined;
-        flight.tap = new StreamTap(provider.usage.createStreamAccumulator(endpoint.key), headerValue(upstream.headers, 'content-encoding'), observe);
+        flight.tap = new StreamTap(
+          provider.usage.createStreamAccumulator(endpoint.key),
+          headerValue(upstream.headers, 'content-encoding'),
+          observe,
+        );
       }
       await this.relayStream(gw, res, upstream, flight.tap);
     }
@@ -224,7 +270,11 @@ export class GatewayProxy {
    * upstream call to send.
    */
   private async readRequest(
-    gw: GatewayContext, req: IncomingMessage, endpoint: EndpointSpec, contentType: string, spool: UploadSpool | undefined,
+    gw: GatewayContext,
+    req: IncomingMessage,
+    endpoint: EndpointSpec,
+    contentType: string,
+    spool: UploadSpool | undefined,
   ): Promise<ReceivedUpload | undefined> {
     if (endpoint.body === 'none') return undefined;
     if (spool) {
@@ -257,7 +307,9 @@ export class GatewayProxy {
       try {
         body = await upstream.readAll();
       } catch (err) {
-        throw upstreamFailure(err, gw.provider!.baseUrl);
+        throw upstreamFailure(err, gw.provider!.slug);
+      } finally {
+        gw.upstreamDoneMs = gw.elapsedMs();
       }
       gw.responseBody = body;
       if (upstream.statusCode < 400) {
@@ -275,7 +327,12 @@ export class GatewayProxy {
   }
 
   /** Anything else (SSE, audio bytes, errors with odd types): piped chunk by chunk as it arrives. */
-  private async relayStream(gw: GatewayContext, res: ServerResponse, upstream: UpstreamExchange, tap: StreamTap | undefined): Promise<void> {
+  private async relayStream(
+    gw: GatewayContext,
+    res: ServerResponse,
+    upstream: UpstreamExchange,
+    tap: StreamTap | undefined,
+  ): Promise<void> {
     try {
       const pending = this.deps.pipeline.run('onResponse', gw);
       if (pending) await pending;
@@ -290,12 +347,18 @@ export class GatewayProxy {
       gw.streamCut = true;
       // Headers are out: the client sees the stream end early (the socket is cut); the record says why.
       res.destroy();
-      gw.error = upstream.cancelled ? new GatewayError('request_aborted', 'The client disconnected mid-stream') : upstreamFailure(err, gw.provider!.baseUrl);
+      gw.error = upstream.cancelled
+        ? new GatewayError('request_aborted', 'The client disconnected mid-stream')
+        : upstreamFailure(err, gw.provider!.slug);
+    } finally {
+      gw.upstreamDoneMs = gw.elapsedMs();
     }
   }
 
   private sendCatalog(gw: GatewayContext, res: ServerResponse): void {
-    const body = ModelCatalog.wantsMessagesShape((h) => gw.header(h)) ? this.deps.catalog.messagesShape : this.deps.catalog.openaiShape;
+    const body = ModelCatalog.wantsMessagesShape((h) => gw.header(h))
+      ? this.deps.catalog.messagesShape
+      : this.deps.catalog.openaiShape;
     gw.status = 200;
     res.writeHead(200, this.responseHeaders(gw, { 'content-type': 'application/json', 'content-length': body.length }));
     res.end(body);
@@ -321,7 +384,11 @@ export class GatewayProxy {
     }
     gw.status = error.status;
     const body = Buffer.from(error.toBody());
-    const headers: OutgoingHttpHeaders = { ...error.headers, 'content-type': 'application/json', 'content-length': body.length };
+    const headers: OutgoingHttpHeaders = {
+      ...error.headers,
+      'content-type': 'application/json',
+      'content-length': body.length,
+    };
     if (error.code === 'body_too_large') headers.connection = 'close'; // do not keep reading an oversized upload
     res.writeHead(error.status, this.responseHeaders(gw, headers));
     res.end(body);
@@ -356,21 +423,24 @@ export class GatewayProxy {
 
   /** One structured line per request. Never headers, never bodies: nothing secret can reach the log. */
   private logLine(gw: GatewayContext): void {
-    this.requestLog.info({
-      requestId: gw.requestId,
-      method: gw.method,
-      path: gw.path,
-      status: gw.status,
-      provider: gw.provider?.slug,
-      model: gw.model,
-      stream: gw.stream,
-      workspace: gw.workspace?.id,
-      keyId: gw.keyId,
-      latencyMs: Math.round(gw.latencyMs * 100) / 100,
-      ttfbMs: gw.ttfbMs === undefined ? undefined : Math.round(gw.ttfbMs * 100) / 100,
-      error: gw.error?.code,
-      cut: gw.streamCut || undefined,
-    }, 'request');
+    this.requestLog.info(
+      {
+        requestId: gw.requestId,
+        method: gw.method,
+        path: gw.path,
+        status: gw.status,
+        provider: gw.provider?.slug,
+        model: gw.model,
+        stream: gw.stream,
+        workspace: gw.workspace?.id,
+        keyId: gw.keyId,
+        latencyMs: Math.round(gw.latencyMs * 100) / 100,
+        ttfbMs: gw.ttfbMs === undefined ? undefined : Math.round(gw.ttfbMs * 100) / 100,
+        error: gw.error?.code,
+        cut: gw.streamCut || undefined,
+      },
+      'request',
+    );
   }
 
   /** Resolves when no request is in flight (used by graceful shutdown). */

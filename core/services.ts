@@ -2,8 +2,9 @@ import type { BudgetConfig } from '../config/limits';
 import type { PricedUsage } from '../pricing/cost';
 import type { ModelPrice } from '../pricing/model-price';
 import type { GatewayContext, Workspace } from './context';
+import type { PresentedKey } from './presented-key';
 import type { ProviderInstance } from './provider-contract';
-import type { PicoUsd, UsageRecord } from './usage';
+import type { PicoUsd, Usage, UsageRecord } from './usage';
 
 /**
  * The public views of the shared services a plugin may resolve from its container (core/tokens.ts). They are
@@ -30,6 +31,12 @@ export interface PriceLookup {
 export interface RequestCostService {
   /** Cost in pico-USD (1e-12 USD; format with formatUsd), or null when unknown, with where it came from. */
   of(ctx: GatewayContext): PricedUsage;
+  /**
+   * What the request would cost with `usage` instead of its own, e.g. its worst case at admission; priced as
+   * `as` when given (a budget's stand-in for a model without a price), else as the served or requested model of
+   * the request's provider. Not kept.
+   */
+  price(ctx: GatewayContext, usage: Usage, as?: { provider: string; model: string }): PricedUsage;
   /** The prices it computes with. */
   readonly prices: PriceLookup;
 }
@@ -37,11 +44,39 @@ export interface RequestCostService {
 /** TOKENS.UsageStore: the usage store as plugins use it: recorded spend, and the records they write. */
 export interface UsageStoreService {
   /** Totals of the records in [from, to) matching `filters` (dimension or tag -> value), one row per group. */
-  queryUsage(query: { from: number; to: number; groupBy: string[]; filters?: Record<string, string> }): Promise<
-    { group: Record<string, string | null>; costPico: PicoUsd }[]
-  >;
+  queryUsage(query: {
+    from: number;
+    to: number;
+    groupBy: string[];
+    filters?: Record<string, string>;
+  }): Promise<{ group: Record<string, string | null>; costPico: PicoUsd }[]>;
   /** Stores records (an id already stored is skipped, so a retried batch is safe). */
   insertBatch(records: readonly UsageRecord[]): Promise<{ inserted: number; duplicates: number }>;
+}
+
+/** How a usage-record queue writes (TOKENS.RecordQueues). */
+export interface RecordQueueOptions {
+  /** Append-only file for records beyond the memory bound and for what close() could not write. */
+  spillPath: string;
+  /** Records per write; a batch is also written every flushIntervalMs. */
+  batchSize: number;
+  flushIntervalMs: number;
+  /** Records held in memory while the store is slow or down before they go to the spill file. */
+  maxInMemory: number;
+}
+
+/**
+ * Writes usage records to the usage store off the request path: enqueue() never waits for the store; batches are
+ * retried, spilled to a file while the store is down and replayed later; close() drains it.
+ */
+export interface RecordQueue {
+  enqueue(record: UsageRecord): void;
+  close(): Promise<void>;
+}
+
+/** TOKENS.RecordQueues: opens record queues onto the usage store. */
+export interface RecordQueuesService {
+  open(options: RecordQueueOptions): RecordQueue;
 }
 
 /** What a valid gateway key grants: its id and workspace. */
@@ -54,6 +89,8 @@ export interface KeyGrant {
 export interface KeyRingService {
   /** What the presented key grants, or undefined when it is not a valid key (constant-time comparison). */
   verify(presented: string): KeyGrant | undefined;
+  /** The request's X-Gateway-Key, checked: missing, invalid (with a fingerprint) or valid (with its grant). */
+  check(ctx: GatewayContext): PresentedKey;
 }
 
 /** The state of one budget in its current period, for the admin API and the alert log. Money in pico-USD. */
@@ -84,4 +121,4 @@ export interface BudgetLedgerService {
   attach(source: BudgetSource): void;
 }
 
-export type { PricedUsage };
+export type { PresentedKey, PricedUsage };

@@ -2,7 +2,16 @@ import type { Logger } from 'pino';
 import type { DependencyContainer } from 'tsyringe';
 import type { GatewayConfig } from '../config/schema';
 import type { LimitStore, WorkspaceLimitsService } from './limit-store';
-import type { BudgetLedgerService, KeyRingService, PriceLookup, ProviderLookup, RequestCostService, UsageStoreService } from './services';
+import type { Clock } from './clock';
+import type {
+  BudgetLedgerService,
+  KeyRingService,
+  PriceLookup,
+  ProviderLookup,
+  RecordQueuesService,
+  RequestCostService,
+  UsageStoreService,
+} from './services';
 
 declare const serviceType: unique symbol;
 
@@ -33,6 +42,10 @@ export const TOKENS = {
   KeyRing: token<KeyRingService>('KeyRing'),
   /** The usage store (SQLite or PostgreSQL). */
   UsageStore: token<UsageStoreService>('UsageStore'),
+  /** Queues that write usage records to the usage store off the request path. */
+  RecordQueues: token<RecordQueuesService>('RecordQueues'),
+  /** The time budget periods are counted in (rate windows use the limit store's own clock). */
+  Clock: token<Clock>('Clock'),
   /** The price catalog. */
   PriceCatalog: token<PriceLookup>('PriceCatalog'),
   /** Cost of a request from its settled usage, computed once per request. */

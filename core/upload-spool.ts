@@ -18,8 +18,8 @@ import { bodyRelayed, bodySpooled } from './body-memory';
  *   starts receiving while the client is still sending. Fields after the file are forwarded but not read.
  * - Otherwise (the Node SDK keeps the caller's key order, `{ file, model }`, so the file often comes first; or
  *   the body is chunked) it is received whole first, into a temporary file, not memory, the way nginx buffers
- *   request bodies. Held in memory, each 20 MB upload raised the gateway's RSS by 60-80 MB until the next full
- *   GC, per concurrent upload. Spooled, it costs a few 64 KiB chunks; the provider gets it with its length.
+ *   request bodies: held in memory, each concurrent upload would raise RSS by several times its size until the
+ *   next full GC. Spooled, it costs a few 64 KiB chunks; the provider gets it with its length.
  *
  * The form's plain fields are read from the chunks as they pass (busboy); the file part is never parsed or
  * copied. The file is unlinked as soon as it is created and lives on as an open descriptor only: nothing is
@@ -71,7 +71,10 @@ export class UploadSpool {
     });
     // Gone from the directory at once; the descriptors keep the data. (Where an open file cannot be unlinked,
     // as on Windows, it is removed once the upload is disposed of.)
-    const leftover = await unlink(path).then(() => undefined, () => path);
+    const leftover = await unlink(path).then(
+      () => undefined,
+      () => path,
+    );
     const removeLeftover = () => void (leftover && unlink(leftover).catch(() => undefined));
     return new Promise((resolve, reject) => {
       let through: Readable | undefined;
@@ -138,7 +141,9 @@ export class UploadSpool {
           abort() {
             if (through) {
               // The upstream call reading it fails, so the provider's request is cut too.
-              through.destroy(new GatewayError('request_aborted', 'The client closed the connection before the upload ended'));
+              through.destroy(
+                new GatewayError('request_aborted', 'The client closed the connection before the upload ended'),
+              );
               return;
             }
             out.destroy();
@@ -155,7 +160,11 @@ export class UploadSpool {
 
   private storageFailed(err: unknown): GatewayError {
     this.log.error({ err, dir: this.dir }, 'upload could not be spooled to disk');
-    return new GatewayError('upload_storage_failed', 'The gateway could not store the upload temporarily; retry later.', { cause: err });
+    return new GatewayError(
+      'upload_storage_failed',
+      'The gateway could not store the upload temporarily; retry later.',
+      { cause: err },
+    );
   }
 }
 
@@ -206,7 +215,12 @@ class SpooledUpload implements ReceivedUpload {
 
   /** The whole body from its first byte; one reader per upload, which owns the descriptor from then on. */
   stream(): Readable {
-    this.reader = createReadStream('', { fd: this.fd, start: 0, end: Math.max(0, this.size - 1), highWaterMark: READ_CHUNK });
+    this.reader = createReadStream('', {
+      fd: this.fd,
+      start: 0,
+      end: Math.max(0, this.size - 1),
+      highWaterMark: READ_CHUNK,
+    });
     this.reader.once('close', this.removeLeftover);
     return this.reader;
   }

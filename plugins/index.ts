@@ -1,4 +1,4 @@
-import type { PluginDefinition } from '../core/plugin-contract';
+import type { PluginDefinition } from '../core';
 import { attribution } from './attribution';
 import { auth } from './auth';
 import { headerStrip } from './header-strip';
@@ -10,9 +10,7 @@ import { requiredTags } from './required-tags';
 import { usageRecorder } from './usage-recorder';
 
 /** Plugins that ship with Tollgate, by the name used in gateway.config.yaml (`use: <name>`). */
-// Each built-in has its own options type, validated by its own schema when it loads.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export const BUILTIN_PLUGINS: Readonly<Record<string, PluginDefinition<any>>> = {
+export const BUILTIN_PLUGINS: Readonly<Record<string, PluginDefinition<unknown>>> = {
   auth,
   'header-strip': headerStrip,
   attribution,

@@ -11,12 +11,17 @@ import { perplexity } from './perplexity';
  * new wire format is a folder (providers/<slug>/: its declaration and usage parser, built from providers/wire/)
  * plus one line here; an OpenAI-compatible provider needs no code at all (YAML `type: openai-compatible`).
  */
-export const BUILTIN_PROVIDERS = { openai, anthropic, perplexity, openrouter } as const satisfies Record<string, ProviderModule>;
+export const BUILTIN_PROVIDERS = { openai, anthropic, perplexity, openrouter } as const satisfies Record<
+  string,
+  ProviderModule
+>;
 
 /** The usage parser names YAML `providers.<slug>.usage` may use: each built-in provider's own parser. */
 export type UsageParserName = keyof typeof BUILTIN_PROVIDERS;
 export const USAGE_PARSER_NAMES = Object.keys(BUILTIN_PROVIDERS) as [UsageParserName, ...UsageParserName[]];
-export const USAGE_PARSERS = Object.fromEntries(USAGE_PARSER_NAMES.map((name) => [name, BUILTIN_PROVIDERS[name].usage])) as Readonly<Record<string, UsageParser>>;
+export const USAGE_PARSERS = Object.fromEntries(
+  USAGE_PARSER_NAMES.map((name) => [name, BUILTIN_PROVIDERS[name].usage]),
+) as Readonly<Record<string, UsageParser>>;
 
 /** The endpoint keys and provider families, declared with the contracts they belong to (core/). */
 export { ENDPOINT_KEYS, PROVIDER_FAMILIES };

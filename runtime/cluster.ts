@@ -1,9 +1,12 @@
 import cluster, { type Worker } from 'node:cluster';
 import { availableParallelism } from 'node:os';
 import { ConfigError, type LoadedConfig } from '../config/load';
+import { LIMIT_MODIFIERS } from '../config/limits';
 import { openStore, parseStorageUrl } from '../storage';
 import { storageUrlFrom } from './gateway';
 import { bootstrapKeys } from './key-bootstrap';
+import { serveWorkerMetrics } from './observability/open-metrics';
+import { prepareWiring } from './wiring';
 import { WORKER_INDEX_ENV } from './worker-slot';
 
 export { workerIndex, workerScopedPath } from './worker-slot';
@@ -22,7 +25,8 @@ export function workerCount(setting: number | string | undefined): number {
   if (setting === undefined) return 1;
   if (setting === 'auto') return availableParallelism();
   const n = typeof setting === 'number' ? setting : Number(setting);
-  if (!Number.isInteger(n) || n < 1 || n > 256) throw new Error(`workers must be a whole number from 1 to 256, or "auto" (got ${setting})`);
+  if (!Number.isInteger(n) || n < 1 || n > 256)
+    throw new Error(`workers must be a whole number from 1 to 256, or "auto" (got ${setting})`);
   return n;
 }
 
@@ -40,12 +44,19 @@ export function onPrimaryShutdown(stop: () => void): void {
  * SIGINT asks every worker to finish its in-flight requests and streams, then exits when all have.
  * Resolves with the exit code.
  */
-export async function runPrimary(loaded: LoadedConfig, count: number, write: (line: string) => void = (l) => process.stderr.write(l)): Promise<number> {
+export async function runPrimary(
+  loaded: LoadedConfig,
+  count: number,
+  write: (line: string) => void = (l) => process.stderr.write(l),
+): Promise<number> {
   const { config } = loaded;
   const target = parseStorageUrl(config.storage.url);
   if (target.kind === 'sqlite' && target.path === ':memory:') {
-    throw new ConfigError('server.workers > 1 needs a store the workers share: an SQLite file or PostgreSQL, not sqlite::memory:');
+    throw new ConfigError(
+      'server.workers > 1 needs a store the workers share: an SQLite file or PostgreSQL, not sqlite::memory:',
+    );
   }
+  await prepareWiring(loaded); // what every worker would refuse, refused before the store is touched
   const store = await openStore(storageUrlFrom(config.storage.url, loaded.dir), { schema: config.storage.schema });
   try {
     await bootstrapKeys(config.workspaces, store, write);
@@ -54,7 +65,9 @@ export async function runPrimary(loaded: LoadedConfig, count: number, write: (li
   }
   const limited = config.workspaces.some((w) => hasLimits(w.limits));
   if (limited && !config.limit_store.redis_url) {
-    write(`tollgate: warning: ${count} workers keep separate limit counters; set limit_store.redis_url to share rate limits, stream slots and budgets\n`);
+    write(
+      `tollgate: warning: ${count} workers keep separate limit counters; set limit_store.redis_url to share rate limits, stream slots and budgets\n`,
+    );
   }
 
   let stopping = false;
@@ -71,7 +84,8 @@ export async function runPrimary(loaded: LoadedConfig, count: number, write: (li
       if (!up) {
         // A worker that cannot even start (port taken, bad plugin ...) would fail again: stop everything. Exit
         // code 2 is the CLI's "the user can fix this", and that worker has said what (cli/errors.ts).
-        if (code !== 2) write(`tollgate: worker ${index} exited before it could serve (code ${code ?? signal}); stopping\n`);
+        if (code !== 2)
+          write(`tollgate: worker ${index} exited before it could serve (code ${code ?? signal}); stopping\n`);
         void shutdown(code === 2 ? 2 : 1);
         return;
       }
@@ -116,11 +130,19 @@ export async function runPrimary(loaded: LoadedConfig, count: number, write: (li
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  serveWorkerMetrics(config.metrics);
   for (let i = 1; i <= count; i++) fork(i);
   return finished;
 }
 
 function hasLimits(l: Record<string, unknown> | undefined): boolean {
   if (!l) return false;
-  return Object.entries(l).some(([k, v]) => k !== 'required_tags' && k !== 'missing_tags' && k !== 'max_tokens' && v !== undefined && !(Array.isArray(v) && v.length === 0));
+  return Object.entries(l).some(
+    ([k, v]) =>
+      k !== 'required_tags' &&
+      k !== 'max_tokens' &&
+      !LIMIT_MODIFIERS.has(k) &&
+      v !== undefined &&
+      !(Array.isArray(v) && v.length === 0),
+  );
 }

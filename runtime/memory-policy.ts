@@ -1,13 +1,33 @@
 import { setFlagsFromString } from 'node:v8';
-import type { Logger } from 'pino';
+import { runInNewContext } from 'node:vm';
 import type { BodyMemoryObserver } from '../core/body-memory';
 
 /**
- * The gateway's memory policy, in one place: how far V8's heap may grow (limitHeapGrowth, holdForBulkBody),
- * young collections after bodies relayed chunk by chunk (bodyBytesRelayed), and full collections once traffic
- * stops (IdleMemoryRelease). The data plane only reports what it does with bodies (core/body-memory.ts); the
- * runtime installs bodyMemoryPolicy as the observer of those reports.
+ * The gateway's memory policy, in one place, applied by the program itself so that it is the same however the
+ * gateway was started (no Node flag needed): how far V8's heap may grow (limitHeapGrowth, widened by holdForBulkBody)
+ * and young collections after bodies relayed chunk by chunk (bodyBytesRelayed). The data plane only reports what it
+ * does with bodies (core/body-memory.ts); the runtime installs bodyMemoryPolicy as the observer of those reports.
+ * Each part stays because it pays in an A/B of the benchmark (docs/performance.md, Memory settings).
  */
+
+type GcFunction = (options?: { type?: 'major' | 'minor' }) => void;
+
+let gc: GcFunction | undefined;
+
+/**
+ * V8's gc() without Node's --expose-gc: the flag is on while one new context is made, which then has gc(), and off
+ * again, so that no other context (nor a worker thread) gets one.
+ */
+function exposedGc(): GcFunction {
+  const own = (globalThis as { gc?: GcFunction }).gc;
+  if (own) return own;
+  setFlagsFromString('--expose-gc');
+  try {
+    return runInNewContext('gc') as GcFunction;
+  } finally {
+    setFlagsFromString('--no-expose-gc');
+  }
+}
 
 // ---- heap growth ----
 
@@ -18,55 +38,38 @@ let bulkBodies = 0;
 
 /**
  * Bounds how far the heap may grow between two full collections: V8 starts its next one once the old generation
- * reaches `percent`% more than what the last one left live (its `--heap-growing-percent`).
+ * reaches `percent`% more than what the last one left live (its `--heap-growing-percent`). Left to itself, V8 lets
+ * a small heap grow up to 4x, and under load the garbage of finished requests (promoted while they were in flight)
+ * piles up to that. The setting is process-wide, so the SQLite writer thread's heap is bounded the same way.
+ * 0 leaves the factor to V8.
  *
- * By default V8 picks that factor itself, up to 4x for a small heap: with the proxy's ~20 MiB live, garbage piled
- * up in the old generation under load (in-flight requests and queued usage records live long enough to be
- * promoted, then die) and peak RSS reached ~215 MiB in 20 s of chat at 32 connections. At 35% the collections are
- * smaller and more frequent (about two a second at 4,000 requests/s, marking concurrently on V8's helper
- * threads): peak ~140 MiB for ~7% more CPU.
- *
- * Forcing collections with gc() (what this replaced) held memory as well, but a forced collection is a
- * memory-reducing one: it also drops the object shapes that optimised code depends on, so every one of them
- * deoptimised ~30 functions of the response path and TurboFan recompiled them: ~150 ms of compilation per second
- * of load. V8's own collections keep those shapes. The setting is process-wide, so the SQLite writer thread's heap
- * is bounded the same way. Works without --expose-gc; with it (npm start) one collection at start applies the
- * factor at once. 0 leaves the factor to V8.
+ * Forced full collections (gc()) would hold memory too, but each is a memory-reducing one that drops the object
+ * shapes optimised code depends on, so the request path would be recompiled after every one; V8's own keep them.
  */
 export function limitHeapGrowth(percent: number): void {
   bound = percent > 0 ? Math.round(percent) : 0;
   if (bound === 0) return;
   if (bulkBodies === 0) setGrowth(bound);
-  // V8 reads the factor when a full collection sets the next limit; the limit set while the gateway's modules
-  // loaded still has V8's own (a first burst of load grew RSS to ~170 MiB before a collection came; 142 with this).
-  (globalThis as { gc?: () => void }).gc?.();
+  // V8 reads the factor when a full collection sets the next limit; the limit set while the modules loaded has
+  // V8's own, so one collection now (before any request: nothing to recompile) applies the bound from the start.
+  (gc ??= exposedGc())();
 }
 
 /** Request or response bodies of this many bytes or more are bulk bodies (holdForBulkBody). */
 export const BULK_BODY_BYTES = 1024 * 1024;
 
-/**
- * The factor while bulk bodies are in flight: 3x. For the proxy's ~20 MiB live that is ~40 MiB of room, more than
- * the ~32 MiB of buffers V8 lets pile up (see holdForBulkBody). 2x was too little (uploads as slow as with the
- * bound); 4x, V8's own largest, was no faster and held more memory (5 MB JSON bodies at one connection: peak RSS
- * 210 MiB at 4x, 185 at 3x, 155 with the bound).
- */
+/** The factor while bulk bodies are in flight: 3x, room for the buffers V8 lets pile up before a young collection. */
 const BULK_GROWTH_PERCENT = 200;
 
 /**
  * Widens the bound while a bulk body held whole (a spooled upload, a large image answer) is in flight, until the
  * returned function is called (more than once is harmless). Chat requests never hold it, so their peak memory
- * stays bounded; nor do bodies relayed as they arrive (streamed uploads, streamed answers), whose buffers young
- * collections free as they pass (bodyBytesRelayed below).
+ * stays bounded; nor do bodies relayed as they arrive, whose buffers young collections free as they pass.
  *
- * Why: V8 counts the buffer memory allocated since the last full collection against the old generation's room,
- * and starts marking once that room is down to the young generation's size; buffers that died young are only
- * taken off by the next young collection, which V8 runs once ~32 MiB of them piled up. With the bound the room is
- * V8's minimum step, 16 MiB, so 8 MiB of socket and file buffers was enough: a 20 MiB upload (read from the
- * client, then read back from the spool file) set off 2-3 full collections of ~12 ms each. Measured at one
- * connection: 20 MiB uploads 11.7/s and ~115 ms of CPU each with the bound, ~23/s and ~41 ms with this; 5 MB JSON
- * requests (an image inlined) 31/s and 48 ms, 45/s and 24 ms, for ~30 MiB more peak memory while they flow.
- * V8's own factor (0) is no remedy: it adapts to the time spent collecting and stayed as narrow.
+ * Why: V8 counts buffer memory allocated since the last full collection against the old generation's room, and
+ * buffers that died young only come off at the next young collection; at the bound the room is so small that the
+ * socket and file buffers of one large body set off full collection after full collection. V8's own factor is no
+ * remedy: it adapts to the time spent collecting and stays as narrow.
  */
 export function holdForBulkBody(): () => void {
   if (bulkBodies++ === 0 && bound > 0) setGrowth(Math.max(bound, BULK_GROWTH_PERCENT));
@@ -90,29 +93,17 @@ function setGrowth(percent: number): void {
 // ---- young collections after relayed bodies ----
 
 /**
- * Bodies relayed as they arrive, and the young collection that frees their buffers.
+ * Each socket read of a body relayed as it arrives is a buffer of its own outside V8's heap, garbage once written,
+ * but its memory only returns when a young collection finds it dead, and V8 runs one for such buffers only once
+ * ~32 MiB of them have piled up, counting them meanwhile against the old generation's room (so at the heap growth
+ * bound, a streamed upload sets off full collections). A young collection after every 4 MiB relayed frees them while
+ * they are few, and costs little, as not much else is live in the young generation.
  *
- * Each socket read of a body is a buffer of its own (up to 64 KiB) outside V8's heap. Relayed, it is garbage at
- * once, but its memory only returns when a young collection (a scavenge) finds it dead, and V8 runs one for such
- * buffers only once ~32 MiB of them have piled up. Meanwhile V8 counts them against the old generation's room, so
- * at the heap growth bound (limitHeapGrowth above) a 20 MiB upload streaming through set off a full collection
- * every ~20 MiB: 133 in 4 s of uploads, ~35 ms of CPU and an RSS rise of 1.6-1.9x the upload's size. A young
- * collection after every 4 MiB relayed frees the buffers while they are few, and costs little, as not much else
- * is live in the young generation: 9 full collections, ~15 ms per upload, RSS up 0.7-0.9x, 54-58 uploads/s
- * instead of 30-35 (bench/run.mjs, upload_c1, alternating runs; 8 MiB: 46-51/s; 2 MiB: no better than 4).
- *
- * Only bodies relayed chunk by chunk count (streamed uploads, streamed answers: SSE, audio). A body held whole
- * (read into memory, or spooled to a file) widens the heap growth bound instead (holdForBulkBody), which suits it
- * better: counted as well, spooled uploads were 5-10% slower and 5 MB JSON requests no faster. Small JSON requests
- * and answers do not count: their buffers are few, and V8's own young collections, driven by what a request
- * allocates, come far more often. Needs Node's `--expose-gc` (`npm start` passes it, as IdleMemoryRelease below
- * needs it too); without it, nothing runs.
+ * Only bodies relayed chunk by chunk count (streamed uploads, streamed answers). A body held whole widens the bound
+ * instead (holdForBulkBody); small JSON bodies do not count: V8's own young collections, driven by what a request
+ * allocates, come far more often than their few buffers would call for.
  */
 const COLLECT_EVERY_BYTES = 4 * 1024 * 1024;
-
-type GcFunction = (options?: { type?: 'major' | 'minor' }) => void;
-/** Node defines gc() only when started with --expose-gc. */
-const gc = (globalThis as { gc?: GcFunction }).gc;
 
 let counted = 0;
 let uncollected = 0;
@@ -123,102 +114,13 @@ export function bodyBytesRelayed(bytes: number): void {
   uncollected += bytes;
   if (uncollected < COLLECT_EVERY_BYTES) return;
   uncollected = 0;
-  gc?.({ type: 'minor' });
+  (gc ??= exposedGc())({ type: 'minor' });
 }
 
 /** Body bytes counted since start (for tests and diagnostics). */
 export function relayedBodyBytes(): number {
   return counted;
 }
-
-// ---- release after traffic stops ----
-
-/** What the release needs to know of the proxy: how many requests it began, and how many are still open. */
-export interface TrafficGauge {
-  readonly started: number;
-  readonly inflight: number;
-}
-
-/**
- * Gives memory back to the OS once traffic stops.
- *
- * Under load V8 lets its old generation grow well past what is live (garbage of finished requests waits for the
- * next full collection), and a collection only runs when something allocates: an idle gateway keeps the peak of
- * its last burst (measured after 25 s of mixed load: RSS stayed at 160 MiB with 46 MiB of heap used, 21 MiB of it
- * live). So after `idleMs` without a new request and with nothing in flight, two full GCs run, once per quiet
- * period: the first frees the garbage, the second compacts the pages it left sparse (one: RSS 171 -> 147 MiB,
- * two: 160 -> 125 MiB, heap 62 -> 28 MiB). The SQLite writer thread has a heap of its own and is asked to do the
- * same (with it: 149 -> 111 MiB). It needs Node's `--expose-gc` (`npm start` sets it); without it nothing runs.
- *
- * The check is a 1 s timer that reads two counters: nothing is added to the request path.
- *
- * What it costs comes later: a full collection with no request in flight lets the objects die that V8's optimized
- * code of the request path holds weakly (the maps and closures of the last requests), and that code is thrown away
- * with them. The next burst runs slower while ~230 functions are recompiled: measured on a 2-vCPU VM at 32
- * connections, +70 to +110 µs of the compiler thread's CPU and +40 to +130 µs of the proxy thread's per request over
- * the next 4 s, and at one connection a p99 1.4-2.6 ms higher for about 3 s. One collection, or an asynchronous one,
- * does the same (measured). Hence a quiet period (30 s by default) well past the lulls of steady traffic.
- */
-export class IdleMemoryRelease {
-  private timer: NodeJS.Timeout | undefined;
-  private seen = 0;
-  private quietSince = performance.now();
-  private releasedAt = 0;
-
-  constructor(
-    private readonly traffic: TrafficGauge,
-    private readonly idleMs: number,
-    private readonly logger: Logger,
-    /** The same for heaps of other threads (the SQLite writer's), run right after. */
-    private readonly releaseElsewhere: () => Promise<void> | undefined = () => undefined,
-  ) {}
-
-  /** Node defines gc() only when started with --expose-gc. */
-  private readonly gc = (globalThis as { gc?: () => void }).gc;
-
-  /** False when there is nothing to do: disabled in the config, or no `--expose-gc`. */
-  get enabled(): boolean {
-    return this.idleMs > 0 && this.gc !== undefined;
-  }
-
-  start(): void {
-    if (this.idleMs > 0 && this.gc === undefined) {
-      this.logger.info('idle memory release is off, as are the young collections after relayed bodies (runtime/memory-policy.ts): Node runs without --expose-gc (npm start passes it; server.idle_gc_ms: 0 silences this)');
-    }
-    if (!this.enabled || this.timer) return;
-    this.seen = this.releasedAt = this.traffic.started;
-    this.timer = setInterval(() => this.check(), Math.min(1000, this.idleMs)).unref();
-  }
-
-  stop(): void {
-    clearInterval(this.timer);
-    this.timer = undefined;
-  }
-
-  private check(): void {
-    const { started, inflight } = this.traffic;
-    const now = performance.now();
-    if (started !== this.seen || inflight > 0) {
-      this.seen = started;
-      this.quietSince = now;
-      return;
-    }
-    if (started === this.releasedAt || now - this.quietSince < this.idleMs) return;
-    this.releasedAt = started;
-    const before = process.memoryUsage();
-    const t0 = performance.now();
-    this.gc!();
-    this.gc!(); // see above: the second collection compacts
-    const after = process.memoryUsage();
-    this.logger.debug(
-      { heapUsedMb: [mib(before.heapUsed), mib(after.heapUsed)], heapTotalMb: [mib(before.heapTotal), mib(after.heapTotal)], rssMb: mib(before.rss), gcMs: Math.round(performance.now() - t0) },
-      'idle: full garbage collections to release memory',
-    );
-    this.releaseElsewhere()?.catch((err: unknown) => this.logger.debug({ err }, 'idle: releasing memory of another thread failed'));
-  }
-}
-
-const mib = (bytes: number) => Math.round(bytes / 104857.6) / 10;
 
 // ---- what the data plane reports ----
 
@@ -228,14 +130,3 @@ export const bodyMemoryPolicy: BodyMemoryObserver = {
   bodySpooled: () => holdForBulkBody(),
   bodyRelayed: (bytes) => bodyBytesRelayed(bytes),
 };
-
-/** A store with a heap of its own (the SQLite writer thread), which the idle release asks to collect too. */
-interface OwnHeap {
-  releaseMemory(): Promise<void>;
-}
-
-/** What the idle release asks of a store: a collection of its own heap, when it has one. */
-export function releaseHeapOf(store: object): () => Promise<void> | undefined {
-  const own = store as Partial<OwnHeap>;
-  return typeof own.releaseMemory === 'function' ? () => own.releaseMemory!() : () => undefined;
-}

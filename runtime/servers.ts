@@ -5,6 +5,7 @@ import { createAdminApp } from '../admin/app';
 import { AdminReads } from '../admin/reads/admin-reads';
 import { createGateway, type Gateway, type GatewayOptions } from './gateway';
 import { limitHeapGrowth } from './memory-policy';
+import { metricsScrapeOf } from './observability/open-metrics';
 
 export interface RunningGateway {
   gateway: Gateway;
@@ -42,7 +43,17 @@ export async function startGateway(loaded: LoadedConfig, options: GatewayOptions
       budgets: gateway.budgets,
       onKeysChanged: () => gateway.keySync.refresh(),
       proxyUrl: url,
-      lockout: lockout.enabled && { maxFailures: lockout.max_failures, windowMs: lockout.window_ms, blockMs: lockout.block_ms },
+      lockout: lockout.enabled && {
+        maxFailures: lockout.max_failures,
+        windowMs: lockout.window_ms,
+        blockMs: lockout.block_ms,
+      },
+      probes: gateway.probes,
+      metrics: gateway.metrics && {
+        scrape: metricsScrapeOf(gateway.metrics),
+        open: config.metrics.auth === 'none',
+        token: config.metrics.token,
+      },
     });
     admin = createServer(app.callback());
     adminUrl = await listen(admin, config.admin.host, config.admin.port);
@@ -51,14 +62,17 @@ export async function startGateway(loaded: LoadedConfig, options: GatewayOptions
   }
 
   let stopping: Promise<void> | undefined;
+  // The admin listener stays up while requests drain, so /readyz says draining and /metrics follows the drain; it
+  // closes before the store does.
   const stop = () =>
     (stopping ??= (async () => {
+      const closed = new Promise((resolve) => server.close(resolve));
+      server.closeIdleConnections();
+      await gateway.drain();
       if (admin) {
         admin.close();
         admin.closeAllConnections();
       }
-      const closed = new Promise((resolve) => server.close(resolve));
-      server.closeIdleConnections();
       await reads?.close();
       await gateway.close();
       server.closeAllConnections();

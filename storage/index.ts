@@ -1,6 +1,13 @@
 /** Public surface of the storage layer. */
 export * from './store';
-export { openStore, parseStorageUrl, redactStorageUrl, StoreNotFoundError, type OpenStoreOptions, type StorageTarget } from './open';
+export {
+  openStore,
+  parseStorageUrl,
+  redactStorageUrl,
+  StoreNotFoundError,
+  type OpenStoreOptions,
+  type StorageTarget,
+} from './open';
 export { SqliteUsageStore, type SqliteStoreOptions } from './sqlite-store';
 export { PostgresUsageStore, type PostgresStoreOptions } from './postgres-store';
 export { UsageWriteQueue, type WriteQueueOptions, type WriteQueueStats } from './write-queue';

@@ -31,10 +31,13 @@ export async function openStore(url: string, opts: OpenStoreOptions = {}): Promi
     if (!existsSync(target.path)) throw new StoreNotFoundError(`no database at ${target.path}`);
     if (!sqliteFileHasSchema(target.path)) throw new StoreNotFoundError(`no Tollgate tables in ${target.path}`);
   }
-  const store = target.kind === 'postgres' ? new PostgresUsageStore(target.url, opts) : new SqliteUsageStore(target.path, opts);
+  const store =
+    target.kind === 'postgres' ? new PostgresUsageStore(target.url, opts) : new SqliteUsageStore(target.path, opts);
   try {
     if (opts.mustExist && store instanceof PostgresUsageStore && !(await store.hasSchema())) {
-      throw new StoreNotFoundError(`no Tollgate tables in ${redactStorageUrl(url)}${opts.schema ? ` (schema ${opts.schema})` : ''}`);
+      throw new StoreNotFoundError(
+        `no Tollgate tables in ${redactStorageUrl(url)}${opts.schema ? ` (schema ${opts.schema})` : ''}`,
+      );
     }
     if (opts.migrate !== false) await store.migrate();
   } catch (err) {

@@ -16,8 +16,12 @@ export function postgresPool(url: string, opts: PostgresPoolOptions): Pool {
   // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded lazily, see above
   const { Pool } = require('pg') as typeof import('pg');
   // JIT compilation pays off for queries that run for seconds; the dashboard's run for tens to hundreds of ms,
-  // and a compile (~25 ms measured on the tag-set query at a million records) only adds to them.
-  const settings: Record<string, string> = { jit: 'off', ...(opts.schema ? { search_path: opts.schema } : {}), ...opts.settings };
+  // and a compile (tens of ms) only adds to them.
+  const settings: Record<string, string> = {
+    jit: 'off',
+    ...(opts.schema ? { search_path: opts.schema } : {}),
+    ...opts.settings,
+  };
   const pool = new Pool({
     connectionString: url,
     max: opts.size,

@@ -37,7 +37,13 @@ export const RECORD_ID_MAX = 256;
 /** Error code of a spill-file line that is not a usage record (not JSON, or a field of the wrong type). */
 export const UNREADABLE_SPILL_LINE = 'unreadable_spill_line';
 
-function entry(recordJson: string, recordId: string | null, recordTs: number | null, err: unknown, code?: string): QuarantinedRecord {
+function entry(
+  recordJson: string,
+  recordId: string | null,
+  recordTs: number | null,
+  err: unknown,
+  code?: string,
+): QuarantinedRecord {
   const summary = summarizeStoreError(err);
   return {
     digest: createHash('sha256').update(recordJson, 'utf8').digest('hex'),
@@ -97,11 +103,15 @@ export class Quarantine {
       } catch (err) {
         if (!isContentError(err)) throw err;
         const { code, message } = summarizeStoreError(err);
-        this.log?.warn({ records: entries.length, errorCode: code, error: message, path: this.filePath }, 'usage quarantine table refused the records: writing them to the quarantine file');
+        this.log?.warn(
+          { records: entries.length, errorCode: code, error: message, path: this.filePath },
+          'usage quarantine table refused the records: writing them to the quarantine file',
+        );
       }
     }
-    const lines = entries.map((e) =>
-      `${JSON.stringify({ quarantined_at: new Date(e.quarantinedAt).toISOString(), error: { code: e.errorCode, message: e.errorMessage }, record: e.recordJson })}\n`,
+    const lines = entries.map(
+      (e) =>
+        `${JSON.stringify({ quarantined_at: new Date(e.quarantinedAt).toISOString(), error: { code: e.errorCode, message: e.errorMessage }, record: e.recordJson })}\n`,
     );
     appendFileSync(this.filePath, lines.join('')); // throws when the disk refuses: the caller retries later
     this.counts.quarantinedToFile += entries.length;

@@ -33,7 +33,10 @@ export const READ_POOL_APPLICATION_NAME = 'tollgate-admin-reads';
 /** PostgreSQL's code for a statement cancelled by statement_timeout (or by a cancel request). */
 const PG_QUERY_CANCELED = '57014';
 
-export function openReadConnection(source: Exclude<ReadSource, { kind: 'inline' }>, opts: { timeoutMs: number }): ReadConnection {
+export function openReadConnection(
+  source: Exclude<ReadSource, { kind: 'inline' }>,
+  opts: { timeoutMs: number },
+): ReadConnection {
   if (source.kind === 'sqlite') {
     const db = new Database(source.path, { readonly: true, fileMustExist: true });
     db.pragma(`cache_size = -${READ_CACHE_KIB}`);
@@ -43,13 +46,18 @@ export function openReadConnection(source: Exclude<ReadSource, { kind: 'inline' 
     size: READ_POOL_SIZE,
     connectTimeoutMs: 5000,
     schema: source.schema,
-    settings: { statement_timeout: String(Math.ceil(opts.timeoutMs)), default_transaction_read_only: 'on', application_name: READ_POOL_APPLICATION_NAME },
+    settings: {
+      statement_timeout: String(Math.ceil(opts.timeoutMs)),
+      default_transaction_read_only: 'on',
+      application_name: READ_POOL_APPLICATION_NAME,
+    },
   });
   const exec: Exec = async (q) => {
     try {
       return (await pool.query(q.sql, q.params as unknown[])).rows as Record<string, unknown>[];
     } catch (err) {
-      if ((err as { code?: unknown }).code === PG_QUERY_CANCELED) throw Object.assign(new Error('cancelled by statement_timeout'), { code: CANCELLED_CODE });
+      if ((err as { code?: unknown }).code === PG_QUERY_CANCELED)
+        throw Object.assign(new Error('cancelled by statement_timeout'), { code: CANCELLED_CODE });
       throw err;
     }
   };

@@ -69,7 +69,8 @@ interface Job {
 }
 
 type Request = { id: number; op: string; arg: unknown };
-type Response = { id: number; result: unknown } | { id: number; error: { message: string; name: string; code?: string } };
+type Response =
+  { id: number; result: unknown } | { id: number; error: { message: string; name: string; code?: string } };
 
 export class ReaderThread {
   private worker: Worker | undefined;
@@ -84,9 +85,17 @@ export class ReaderThread {
 
   run<T>(op: string, arg?: unknown): Promise<T> {
     if (this.closed) return Promise.reject(new Error('the reader thread is closed'));
-    if (this.queue.length >= QUEUE_MAX) return Promise.reject(new QueryTimeoutError(this.options.timeoutMs, `${QUEUE_MAX} queries are waiting already`));
+    if (this.queue.length >= QUEUE_MAX)
+      return Promise.reject(new QueryTimeoutError(this.options.timeoutMs, `${QUEUE_MAX} queries are waiting already`));
     return new Promise<T>((resolve, reject) => {
-      const job: Job = { id: this.nextId++, op, arg, resolve: resolve as (v: unknown) => void, reject, timer: undefined as unknown as NodeJS.Timeout };
+      const job: Job = {
+        id: this.nextId++,
+        op,
+        arg,
+        resolve: resolve as (v: unknown) => void,
+        reject,
+        timer: undefined as unknown as NodeJS.Timeout,
+      };
       job.timer = setTimeout(() => this.timedOut(job), this.options.timeoutMs + (this.options.graceMs ?? 0));
       this.queue.push(job);
       this.dispatch();
@@ -112,7 +121,8 @@ export class ReaderThread {
       const request: Request = { id: job.id, op: job.op, arg: job.arg };
       (this.worker ?? this.start()).postMessage(request);
     }
-    if (this.running.size === 0 && this.worker) this.idleTimer = setTimeout(() => void this.stopWorker(), IDLE_STOP_MS).unref();
+    if (this.running.size === 0 && this.worker)
+      this.idleTimer = setTimeout(() => void this.stopWorker(), IDLE_STOP_MS).unref();
   }
 
   private timedOut(job: Job): void {
@@ -131,7 +141,10 @@ export class ReaderThread {
   }
 
   private start(): Worker {
-    const worker = new Worker(this.options.script, { workerData: this.options.workerData, resourceLimits: { maxOldGenerationSizeMb: this.options.heapMb } });
+    const worker = new Worker(this.options.script, {
+      workerData: this.options.workerData,
+      resourceLimits: { maxOldGenerationSizeMb: this.options.heapMb },
+    });
     worker.unref();
     worker.on('message', (msg: Response) => this.answer(msg));
     let failure: Error | undefined;
@@ -170,11 +183,19 @@ export class ReaderThread {
     this.running.delete(msg.id);
     if ('error' in msg) {
       const { message, name, code } = msg.error;
-      this.settle(job, code === CANCELLED_CODE ? new QueryTimeoutError(this.options.timeoutMs) : Object.assign(new Error(message), { name, code }));
-    }
-    else {
+      this.settle(
+        job,
+        code === CANCELLED_CODE
+          ? new QueryTimeoutError(this.options.timeoutMs)
+          : Object.assign(new Error(message), { name, code }),
+      );
+    } else {
       clearTimeout(job.timer);
-      job.resolve(msg.result instanceof Uint8Array ? Buffer.from(msg.result.buffer, msg.result.byteOffset, msg.result.byteLength) : msg.result);
+      job.resolve(
+        msg.result instanceof Uint8Array
+          ? Buffer.from(msg.result.buffer, msg.result.byteOffset, msg.result.byteLength)
+          : msg.result,
+      );
     }
     this.dispatch();
   }
@@ -202,11 +223,15 @@ export function serveReads(ops: Record<string, (arg: never) => Promise<unknown>>
       const run = Object.hasOwn(ops, op) ? ops[op] : undefined;
       if (!run) throw new Error(`unknown read ${op}`);
       const result = await run(arg as never);
-      if (result instanceof Uint8Array && result.byteOffset === 0 && result.byteLength === result.buffer.byteLength) transfer = [result.buffer as ArrayBuffer];
+      if (result instanceof Uint8Array && result.byteOffset === 0 && result.byteLength === result.buffer.byteLength)
+        transfer = [result.buffer as ArrayBuffer];
       response = { id, result };
     } catch (err) {
       const e = err as Error & { code?: unknown };
-      response = { id, error: { message: e.message, name: e.name, code: typeof e.code === 'string' ? e.code : undefined } };
+      response = {
+        id,
+        error: { message: e.message, name: e.name, code: typeof e.code === 'string' ? e.code : undefined },
+      };
     }
     port.postMessage(response, transfer);
   });

@@ -7,7 +7,17 @@
  * the next attempt (re-writing records is harmless: inserts are idempotent by id).
  * One spill path per process: two processes must not share it.
  */
-import { appendFileSync, createReadStream, createWriteStream, existsSync, mkdirSync, readdirSync, renameSync, statSync, type WriteStream } from 'node:fs';
+import {
+  appendFileSync,
+  createReadStream,
+  createWriteStream,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  renameSync,
+  statSync,
+  type WriteStream,
+} from 'node:fs';
 import { unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -38,12 +48,26 @@ export class SpillFile {
     mkdirSync(dirname(path), { recursive: true });
     this.activeDirty = existsSync(path) && statSync(path).size > 0;
     const prefix = `${basename(path)}.replay-`;
-    for (const name of readdirSync(dirname(path))) if (name.startsWith(prefix)) this.replayFiles.add(join(dirname(path), name));
+    for (const name of readdirSync(dirname(path)))
+      if (name.startsWith(prefix)) this.replayFiles.add(join(dirname(path), name));
   }
 
   /** True while spilled records wait to be replayed. */
   pending(): boolean {
     return this.activeDirty || this.replayFiles.size > 0;
+  }
+
+  /** Bytes waiting for replay: the active file (buffered appends included) and the files moved aside. */
+  bytes(): number {
+    let n = (this.stream?.writableLength ?? 0) + this.held.reduce((sum, text) => sum + Buffer.byteLength(text), 0);
+    for (const file of [this.path, ...this.replayFiles]) {
+      try {
+        n += statSync(file).size;
+      } catch {
+        // not created yet, or replayed and removed meanwhile
+      }
+    }
+    return n;
   }
 
   /** Buffered, non-blocking append (the hot path during an outage). */
@@ -57,7 +81,9 @@ export class SpillFile {
   private write(text: string): void {
     if (!this.stream) {
       this.stream = createWriteStream(this.path, { flags: 'a' });
-      this.stream.on('error', (err) => this.log?.error({ err, path: this.path }, 'usage spill file write failed: records may be lost'));
+      this.stream.on('error', (err) =>
+        this.log?.error({ err, path: this.path }, 'usage spill file write failed: records may be lost'),
+      );
     }
     this.stream.write(text);
     this.activeDirty = true;

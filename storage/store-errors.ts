@@ -57,6 +57,9 @@ export function summarizeStoreError(err: unknown): StoreErrorSummary {
   const message = err instanceof Error ? err.message : String(err);
   // NUL cannot be stored in PostgreSQL text, and a control character has no business in a log line.
   const code = codeOf(err);
-  // eslint-disable-next-line no-control-regex -- control characters are exactly what is replaced
-  return { code: code === undefined ? null : truncate(code, 64), message: truncate(message.replace(/[\u0000-\u001f\u007f]/g, ' '), STORE_ERROR_MESSAGE_MAX) };
+  return {
+    code: code === undefined ? null : truncate(code, 64),
+    // eslint-disable-next-line no-control-regex -- control characters are exactly what is replaced
+    message: truncate(message.replace(/[\u0000-\u001f\u007f]/g, ' '), STORE_ERROR_MESSAGE_MAX),
+  };
 }

@@ -66,6 +66,8 @@ export interface WriteQueueStats {
   inMemory: number;
   /** Spilled records wait for replay. */
   spillPending: boolean;
+  /** Size of the spill files waiting for replay, bytes. */
+  spillBytes: number;
 }
 
 /** The store as the queue uses it; without quarantine(), refused records go to the quarantine file. */
@@ -124,11 +126,18 @@ export class UsageWriteQueue {
       retryMaxMs: opts.retryMaxMs ?? 30_000,
       writeTimeoutMs: opts.writeTimeoutMs ?? 30_000,
     };
-    if (this.opts.batchSize < 1 || this.opts.maxInMemory < this.opts.batchSize) throw new Error('need 1 <= batchSize <= maxInMemory');
+    if (this.opts.batchSize < 1 || this.opts.maxInMemory < this.opts.batchSize)
+      throw new Error('need 1 <= batchSize <= maxInMemory');
     this.log = opts.logger;
     this.spill = new SpillFile(this.opts.spillPath, this.log);
-    const quarantinePath = opts.quarantinePath ?? join(dirname(opts.spillPath), `${basename(opts.spillPath, '.jsonl')}.quarantine.jsonl`);
-    this.quarantine = new Quarantine(store, quarantinePath, (write) => withTimeout(write(), this.opts.writeTimeoutMs), this.log);
+    const quarantinePath =
+      opts.quarantinePath ?? join(dirname(opts.spillPath), `${basename(opts.spillPath, '.jsonl')}.quarantine.jsonl`);
+    this.quarantine = new Quarantine(
+      store,
+      quarantinePath,
+      (write) => withTimeout(write(), this.opts.writeTimeoutMs),
+      this.log,
+    );
     // Timers are unref'd: a pending flush never keeps the process alive (shutdown calls close()).
     this.ticker = setInterval(() => this.tick(), this.opts.flushIntervalMs).unref();
     if (this.spill.pending()) {
@@ -147,14 +156,23 @@ export class UsageWriteQueue {
       return;
     }
     if (this.inMemory() >= this.opts.maxInMemory) {
-      if (!this.spilling) this.log?.warn({ path: this.opts.spillPath, inMemory: this.inMemory() }, 'usage store behind: spilling records to disk');
+      if (!this.spilling)
+        this.log?.warn(
+          { path: this.opts.spillPath, inMemory: this.inMemory() },
+          'usage store behind: spilling records to disk',
+        );
       this.spilling = true;
       this.spill.append([record]);
       this.counters.spilled++;
       return;
     }
     this.mem.push(record);
-    if (this.mem.length >= this.opts.batchSize && !this.kickScheduled && this.busy === 0 && Date.now() >= this.backoffUntil) {
+    if (
+      this.mem.length >= this.opts.batchSize &&
+      !this.kickScheduled &&
+      this.busy === 0 &&
+      Date.now() >= this.backoffUntil
+    ) {
       // setImmediate: the store's work (synchronous for SQLite) must not run inside enqueue's caller.
       this.kickScheduled = true;
       setImmediate(() => {
@@ -176,7 +194,13 @@ export class UsageWriteQueue {
   }
 
   stats(): WriteQueueStats {
-    return { ...this.counters, ...this.quarantine.stats(), inMemory: this.inMemory(), spillPending: this.spill.pending() };
+    return {
+      ...this.counters,
+      ...this.quarantine.stats(),
+      inMemory: this.inMemory(),
+      spillPending: this.spill.pending(),
+      spillBytes: this.spill.bytes(),
+    };
   }
 
   private async shutdown(): Promise<void> {
@@ -188,7 +212,11 @@ export class UsageWriteQueue {
     if (rest.length) {
       this.spill.append(rest);
       this.counters.spilled += rest.length;
-      if (!drained) this.log?.warn({ records: rest.length, path: this.opts.spillPath }, 'usage store unavailable at shutdown: records left in the spill file');
+      if (!drained)
+        this.log?.warn(
+          { records: rest.length, path: this.opts.spillPath },
+          'usage store unavailable at shutdown: records left in the spill file',
+        );
     }
     this.closed = true;
     await this.spill.close();
@@ -274,7 +302,10 @@ export class UsageWriteQueue {
     } catch (err) {
       if (!isContentError(err)) return this.failed(err, batch);
       const { code, message } = summarizeStoreError(err);
-      this.log?.warn({ records: batch.length, errorCode: code, error: message }, 'usage store refused a batch for its content: splitting it to quarantine the refused record(s)');
+      this.log?.warn(
+        { records: batch.length, errorCode: code, error: message },
+        'usage store refused a batch for its content: splitting it to quarantine the refused record(s)',
+      );
       const found: Isolated = { refused: [], left: [] };
       await this.isolate(batch, err, found);
       const refused = found.refused.map((r) => r.record);
@@ -341,10 +372,15 @@ export class UsageWriteQueue {
   private failed(err: unknown, batch: UsageRecord[]): UsageRecord[] {
     this.counters.failures++;
     this.attempt++;
-    const delay = Math.min(this.opts.retryMaxMs, this.opts.retryBaseMs * 2 ** Math.min(this.attempt - 1, 30)) * (0.5 + Math.random() / 2);
+    const delay =
+      Math.min(this.opts.retryMaxMs, this.opts.retryBaseMs * 2 ** Math.min(this.attempt - 1, 30)) *
+      (0.5 + Math.random() / 2);
     this.backoffUntil = Date.now() + delay;
     const { code, message } = summarizeStoreError(err);
-    this.log?.warn({ errorCode: code, error: message, records: batch.length, attempt: this.attempt, retryInMs: Math.round(delay) }, 'usage store write failed');
+    this.log?.warn(
+      { errorCode: code, error: message, records: batch.length, attempt: this.attempt, retryInMs: Math.round(delay) },
+      'usage store write failed',
+    );
     if (!this.closing) {
       if (this.retryTimer) clearTimeout(this.retryTimer);
       this.retryTimer = setTimeout(() => {

@@ -8,7 +8,7 @@ import 'reflect-metadata';
 import { Writable } from 'node:stream';
 import pino, { type Logger } from 'pino';
 import { container as rootContainer } from 'tsyringe';
-import { gatewayConfigSchema } from '../config/schema';
+import { validate } from '../config/load';
 import { PriceCatalog } from '../pricing/catalog';
 import { RequestCost } from '../pricing/request-cost';
 import { BUILTIN_PROVIDERS } from '../providers/registry';
@@ -19,11 +19,17 @@ import type { GatewayError } from '../core/errors';
 import { forwardableRequestHeaders } from '../core/headers';
 import { PluginPipeline } from '../core/plugin-pipeline';
 import type { GatewayPlugin, PluginDefinition } from '../core/plugin-contract';
+import { keepsV1Completion } from '../core/api-version';
 import { instantiatePlugin } from '../runtime/loading/plugin-instance';
+import { loadProviders } from '../runtime/loading/deployed-providers';
+import { deployedProviderPrices } from '../runtime/loading/provider-prices';
 import { bearer, type ProviderInstance, type ProviderModule } from '../core/provider-contract';
 import { ProviderRegistry } from '../core/provider-routing';
 import { registerService, TOKENS, type ServiceOf } from '../core/tokens';
 import { LimitsContext } from '../runtime/services/workspace-limits';
+import { recordQueuesOver } from '../runtime/services/record-queues';
+import { BudgetLedger } from '../runtime/services/budget-ledger';
+import { systemClock } from '../core/clock';
 import type { EndpointKey, SseEvent, Usage } from '../core/usage';
 
 /** What a fake request looks like; every field is optional. */
@@ -55,15 +61,28 @@ export interface TestContextInit {
 }
 
 const DEFAULT_TIMEOUTS = { connectMs: 10_000, firstByteMs: 600_000, idleMs: 300_000 };
-const builtinRegistry = new ProviderRegistry(Object.values(BUILTIN_PROVIDERS).map((m) => ({ ...m, timeouts: DEFAULT_TIMEOUTS })));
+const builtinRegistry = new ProviderRegistry(
+  Object.values(BUILTIN_PROVIDERS).map((m) => ({ ...m, timeouts: DEFAULT_TIMEOUTS })),
+);
 
 /** A request context as the plugins see it once the core resolved the provider (before beforeUpstream). */
 export function createTestContext(init: TestContextInit = {}): GatewayContext {
   const endpoint = endpointByKey(init.endpoint ?? 'chat.completions');
   const headers = Object.fromEntries(Object.entries(init.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
-  const ctx = new GatewayContext(`test-${Math.random().toString(36).slice(2)}`, endpoint.method, endpoint.path, endpoint, headers, init.log ?? silentLogger());
+  const ctx = new GatewayContext(
+    `test-${Math.random().toString(36).slice(2)}`,
+    endpoint.method,
+    endpoint.path,
+    endpoint,
+    headers,
+    init.log ?? silentLogger(),
+  );
 
-  if (init.workspace !== null) ctx.workspace = typeof init.workspace === 'object' ? init.workspace : { id: init.workspace ?? 'default', name: init.workspace ?? 'default' };
+  if (init.workspace !== null)
+    ctx.workspace =
+      typeof init.workspace === 'object'
+        ? init.workspace
+        : { id: init.workspace ?? 'default', name: init.workspace ?? 'default' };
   if (init.keyId !== null) ctx.keyId = init.keyId ?? 'test';
   ctx.clientAddress = init.clientAddress ?? '127.0.0.1';
   Object.assign(ctx.tags, init.tags);
@@ -77,7 +96,8 @@ export function createTestContext(init: TestContextInit = {}): GatewayContext {
   ctx.stream = init.stream ?? init.json?.stream === true;
   ctx.provider = testProvider(init.provider, ctx.model);
   // As the core does: the provider's auth headers and the gateway key are held back from plugins.
-  if (ctx.provider) forwardableRequestHeaders(headers, ctx.upstreamHeaders, [...ctx.provider.auth.headers, 'x-gateway-key']);
+  if (ctx.provider)
+    forwardableRequestHeaders(headers, ctx.upstreamHeaders, [...ctx.provider.auth.headers, 'x-gateway-key']);
 
   ctx.status = init.status;
   ctx.usage = init.usage;
@@ -90,10 +110,19 @@ export function createTestContext(init: TestContextInit = {}): GatewayContext {
 function testProvider(provider: TestContextInit['provider'], model: string | undefined): ProviderInstance | undefined {
   if (typeof provider === 'object') return { ...provider, timeouts: DEFAULT_TIMEOUTS };
   if (provider === undefined) return model === undefined ? undefined : builtinRegistry.byModel(model);
-  return builtinRegistry.get(provider) ?? {
-    slug: provider, displayName: provider, family: 'chat-completions', baseUrl: 'http://127.0.0.1:9/v1', modelPrefixes: [],
-    auth: bearer(), endpoints: ['chat.completions', 'embeddings', 'models'], usage: openaiUsageParser, timeouts: DEFAULT_TIMEOUTS,
-  };
+  return (
+    builtinRegistry.get(provider) ?? {
+      slug: provider,
+      displayName: provider,
+      family: 'chat-completions',
+      baseUrl: 'http://127.0.0.1:9/v1',
+      modelPrefixes: [],
+      auth: bearer(),
+      endpoints: ['chat.completions', 'embeddings', 'models'],
+      usage: openaiUsageParser,
+      timeouts: DEFAULT_TIMEOUTS,
+    }
+  );
 }
 
 /** Names of the shared services a test may replace (the keys of TOKENS, but PluginOptions). */
@@ -106,9 +135,18 @@ export interface PluginHarnessOptions {
   /** The plugin's YAML `options:` block, validated with its schema as at start-up. */
   options?: unknown;
   /**
-   * Services to register, by token name. Defaults: Logger (silent), ConfigDir (cwd), Config (all defaults),
-   * Providers (the built-ins), PriceCatalog (the bundled prices), RequestCost (over those prices), ProcessFilePath
-   * (paths unchanged) and, when a LimitStore is given, WorkspaceLimits over it and the Config's workspaces.
+   * The gateway's configuration, as gateway.config.yaml would give it (an object), validated as at start-up: its
+   * pricing block prices requests, its providers and workspaces are deployed. Default: every setting's default.
+   */
+  config?: unknown;
+  /** Provider modules written in code, deployed with the built-ins under these slugs; their own prices count too. */
+  providers?: Record<string, ProviderModule>;
+  /**
+   * Services to register, by token name. Defaults: Logger (silent), ConfigDir (cwd), Config (`config`, validated),
+   * Providers (the built-ins, the config's and `providers`), PriceCatalog (the bundled prices, the providers' own
+   * and the config's pricing block, as at start-up), RequestCost (over those prices), ProcessFilePath
+   * (paths unchanged), Clock (the wall clock), BudgetLedger (one of its own); when a LimitStore is given, WorkspaceLimits over it and the Config's
+   * workspaces; when a UsageStore is given, RecordQueues writing to it.
    */
   services?: Services;
 }
@@ -130,26 +168,43 @@ export interface PluginHarness {
 }
 
 /** Builds a plugin from its definition as the loader does and wraps it in the gateway's phase runner. */
-export async function createPluginHarness<O>(definition: PluginDefinition<O>, opts: PluginHarnessOptions = {}): Promise<PluginHarness> {
+export async function createPluginHarness<O>(
+  definition: PluginDefinition<O>,
+  opts: PluginHarnessOptions = {},
+): Promise<PluginHarness> {
   const container = rootContainer.createChildContainer();
   const given = opts.services ?? {};
-  const prices = given.PriceCatalog ?? new PriceCatalog();
-  const config = given.Config ?? gatewayConfigSchema.parse({});
+  const config = given.Config ?? validate(opts.config ?? {}, 'createPluginHarness config');
+  const configDir = given.ConfigDir ?? process.cwd();
+  const providers = loadProviders(config, opts.providers);
+  const prices =
+    given.PriceCatalog ??
+    new PriceCatalog(config.pricing, { baseDir: configDir, providerPrices: deployedProviderPrices(providers.list()) });
   const logger = given.Logger ?? silentLogger();
   const services: Services = {
     Logger: logger,
-    ConfigDir: process.cwd(),
+    ConfigDir: configDir,
     Config: config,
-    Providers: builtinRegistry,
+    Providers: providers,
     PriceCatalog: prices,
     RequestCost: new RequestCost(prices),
     ProcessFilePath: (path) => path,
-    ...(given.LimitStore && { WorkspaceLimits: new LimitsContext(config, given.LimitStore, config.limit_store, logger) }),
+    Clock: systemClock,
+    BudgetLedger: new BudgetLedger(),
+    ...(given.LimitStore && {
+      WorkspaceLimits: new LimitsContext(config, given.LimitStore, config.limit_store, logger),
+    }),
+    ...(given.UsageStore && { RecordQueues: recordQueuesOver(given.UsageStore, logger) }),
     ...given,
   };
   for (const name of Object.keys(services) as ServiceName[]) registerService(container, TOKENS[name], services[name]);
-  const plugin = await instantiatePlugin(definition as PluginDefinition<unknown>, opts.options, container, 'plugins[0]');
-  const pipeline = new PluginPipeline([plugin]);
+  const plugin = await instantiatePlugin(
+    definition as PluginDefinition<unknown>,
+    opts.options,
+    container,
+    'plugins[0]',
+  );
+  const pipeline = new PluginPipeline([plugin], keepsV1Completion(definition) ? new Set([plugin]) : undefined);
 
   const exchange = async (ctx: GatewayContext): Promise<GatewayError | undefined> => {
     let refusal: GatewayError | undefined;

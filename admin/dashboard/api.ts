@@ -32,19 +32,26 @@ export function registerDashboardRoutes(router: Router, { reads, workspaces, pro
   });
 
   router.get('/info', async (ctx) => {
-    const { latestTs, quarantined } = await reads.info();
+    const { latestTs, quarantined, keptFrom } = await reads.info();
     ctx.body = {
       proxy_url: proxyUrl ?? null,
       workspaces: workspaces.map((w) => ({ id: w.id, name: w.name ?? null })),
       has_records: latestTs !== null,
       latest_record_at: latestTs === null ? null : new Date(latestTs).toISOString(),
       quarantined_records: quarantined,
+      records_kept_from: keptFrom === null ? null : new Date(keptFrom).toISOString(),
     };
   });
 
   router.get('/usage.csv', async (ctx) => {
     const params = usageParamsFrom(ctx.query);
-    const name = ['usage', ...(params.groupBy.length ? params.groupBy : ['total']), ...(params.interval ? [params.interval] : [])].join('-').replace(/[^A-Za-z0-9_.-]/g, '_');
+    const name = [
+      'usage',
+      ...(params.groupBy.length ? params.groupBy : ['total']),
+      ...(params.interval ? [params.interval] : []),
+    ]
+      .join('-')
+      .replace(/[^A-Za-z0-9_.-]/g, '_');
     const csv = await reads.usageCsv(params);
     ctx.type = 'text/csv; charset=utf-8';
     ctx.set('content-disposition', `attachment; filename="${name}.csv"`);
@@ -59,11 +66,13 @@ export function registerDashboardRoutes(router: Router, { reads, workspaces, pro
   router.get('/usage/series', async (ctx) => {
     const filter = filterFrom(ctx.query);
     const groupBy = groupByFrom(ctx.query);
-    if (groupBy.length > 1) throw new GatewayError('invalid_body', 'group_by takes one dimension here', { param: 'group_by' });
+    if (groupBy.length > 1)
+      throw new GatewayError('invalid_body', 'group_by takes one dimension here', { param: 'group_by' });
     const interval = intervalFrom(ctx.query) ?? 'day';
     const raw = ctx.query.value;
     const values = (Array.isArray(raw) ? raw : raw !== undefined ? [raw] : []).slice(0, SERIES_VALUES_MAX + 1);
-    if (values.length > SERIES_VALUES_MAX) throw new GatewayError('invalid_body', `at most ${SERIES_VALUES_MAX} values`, { param: 'value' });
+    if (values.length > SERIES_VALUES_MAX)
+      throw new GatewayError('invalid_body', `at most ${SERIES_VALUES_MAX} values`, { param: 'value' });
     checkBuckets(filter, interval);
     ctx.type = 'application/json';
     ctx.body = await reads.series({ filter, dim: groupBy[0], interval, values });

@@ -9,7 +9,14 @@
  */
 import { formatUsd } from '../../pricing/money';
 import { planUsageQuery } from '../../storage/query/plan';
-import { BUILTIN_DIMENSIONS, NONE, type Interval, type UsageFilter, type UsageGroupRow, type UsageQuery } from '../../storage/store';
+import {
+  BUILTIN_DIMENSIONS,
+  NONE,
+  type Interval,
+  type UsageFilter,
+  type UsageGroupRow,
+  type UsageQuery,
+} from '../../storage/store';
 import { bucketStarts } from '../query-params';
 
 export interface SeriesParams {
@@ -43,9 +50,12 @@ export async function seriesAnswer(queryUsage: QueryUsage, { filter, dim, interv
   const series = new Map<string, ReturnType<typeof zeros>>();
   if (dim) {
     const path = planUsageQuery({ ...filter, groupBy: [dim], interval }).path;
-    const oneByOne = values.length > 0 && (path === 'tag-rollup' || path === 'tag-set') && !BUILTIN_DIMENSIONS.includes(dim as never);
+    const oneByOne =
+      values.length > 0 && (path === 'tag-rollup' || path === 'tag-set') && !BUILTIN_DIMENSIONS.includes(dim as never);
     if (oneByOne) {
-      const parts = await Promise.all(values.map((v) => queryUsage({ ...filter, filters: { ...filter.filters, [dim]: v }, groupBy: [], interval })));
+      const parts = await Promise.all(
+        values.map((v) => queryUsage({ ...filter, filters: { ...filter.filters, [dim]: v }, groupBy: [], interval })),
+      );
       values.forEach((v, k) => {
         const s = zeros();
         for (const r of parts[k]) add(s, r);
@@ -61,15 +71,24 @@ export async function seriesAnswer(queryUsage: QueryUsage, { filter, dim, interv
         add(all.get(v)!, r);
         cost.set(v, (cost.get(v) ?? 0n) + r.costPico);
       }
-      if (values.length === 0) values = [...cost.entries()].sort((a, b) => (b[1] > a[1] ? 1 : b[1] < a[1] ? -1 : a[0] < b[0] ? -1 : 1)).slice(0, TOP_SERIES).map(([v]) => v);
+      if (values.length === 0)
+        values = [...cost.entries()]
+          .sort((a, b) => (b[1] > a[1] ? 1 : b[1] < a[1] ? -1 : a[0] < b[0] ? -1 : 1))
+          .slice(0, TOP_SERIES)
+          .map(([v]) => v);
       for (const v of values) series.set(v, all.get(v) ?? zeros());
     }
   }
   const total = zeros();
   for (const r of await totalRows) add(total, r);
   const other = { cost: [...total.cost], requests: [...total.requests] };
-  for (const s of series.values()) s.cost.forEach((c, i) => ((other.cost[i] -= c), (other.requests[i] -= s.requests[i])));
-  const json = (s: ReturnType<typeof zeros>) => ({ cost_usd: s.cost.map((c) => formatUsd(c)), cost_pico: s.cost.map(String), requests: s.requests });
+  for (const s of series.values())
+    s.cost.forEach((c, i) => ((other.cost[i] -= c), (other.requests[i] -= s.requests[i])));
+  const json = (s: ReturnType<typeof zeros>) => ({
+    cost_usd: s.cost.map((c) => formatUsd(c)),
+    cost_pico: s.cost.map(String),
+    requests: s.requests,
+  });
   return {
     from: new Date(filter.from).toISOString(),
     to: new Date(filter.to).toISOString(),

@@ -17,7 +17,9 @@ import {
   CreateKeyRequest,
   DimensionsAnswer,
   errorBody,
+  HealthAnswer,
   InfoAnswer,
+  ReadinessAnswer,
   KeysAnswer,
   RequestsAnswer,
   RevokedKeyAnswer,
@@ -41,7 +43,10 @@ function bare({ $schema: _schema, $id: _id, ...rest }: Json): Json {
   return rest;
 }
 
-const json = (schema: z.ZodType, description: string) => ({ description, content: { 'application/json': { schema: schemaOf(schema) } } });
+const json = (schema: z.ZodType, description: string) => ({
+  description,
+  content: { 'application/json': { schema: schemaOf(schema) } },
+});
 
 const error = (description: string, codes: ErrorCode[], headers?: Json) => ({
   description: `${description} (code: ${codes.join(', ')})`,
@@ -49,7 +54,11 @@ const error = (description: string, codes: ErrorCode[], headers?: Json) => ({
   content: { 'application/json': { schema: bare(z.toJSONSchema(errorBody(codes)) as Json) } },
 });
 
-const retryAfter = { description: 'Seconds to wait before trying again.', required: true, schema: { type: 'string', pattern: '^[0-9]+$' } };
+const retryAfter = {
+  description: 'Seconds to wait before trying again.',
+  required: true,
+  schema: { type: 'string', pattern: '^[0-9]+$' },
+};
 
 const responses = {
   InvalidQuery: error('A query parameter is malformed; param names it', ['invalid_body']),
@@ -62,8 +71,13 @@ const responses = {
     ['query_timeout', 'query_too_large'],
   ),
   Unauthorized: error('Missing or invalid admin token', ['gateway_key_invalid']),
-  AuthBlocked: error('Too many wrong admin tokens from this client address: blocked for a while', ['auth_blocked'], { 'Retry-After': retryAfter }),
-  InternalError: error('The gateway failed (the store is unreachable...); details are in its log, never in the answer', ['internal_error']),
+  AuthBlocked: error('Too many wrong admin tokens from this client address: blocked for a while', ['auth_blocked'], {
+    'Retry-After': retryAfter,
+  }),
+  InternalError: error(
+    'The gateway failed (the store is unreachable...); details are in its log, never in the answer',
+    ['internal_error'],
+  ),
 };
 const ref = (name: keyof typeof responses) => ({ $ref: `#/components/responses/${name}` });
 
@@ -83,10 +97,19 @@ const param = (name: string, schema: z.ZodType, description: string, extra: Json
 });
 
 const rangeParams = [
-  param('from', z.string(), 'Start of the range (inclusive): epoch milliseconds or an ISO 8601 date. Default: 30 days before `to`.', {
-    examples: { epoch: { value: '1735689600000' }, iso: { value: '2025-01-01T00:00:00Z' } },
-  }),
-  param('to', z.string(), 'End of the range (exclusive): epoch milliseconds or an ISO 8601 date. Default: now. Must be after `from`.'),
+  param(
+    'from',
+    z.string(),
+    'Start of the range (inclusive): epoch milliseconds or an ISO 8601 date. Default: 30 days before `to`.',
+    {
+      examples: { epoch: { value: '1735689600000' }, iso: { value: '2025-01-01T00:00:00Z' } },
+    },
+  ),
+  param(
+    'to',
+    z.string(),
+    'End of the range (exclusive): epoch milliseconds or an ISO 8601 date. Default: now. Must be after `from`.',
+  ),
   param(
     'filter',
     z.record(z.string(), z.string()),
@@ -96,7 +119,12 @@ const rangeParams = [
 ];
 
 const groupBy = (max: number) =>
-  param('group_by', z.array(z.string()).max(max), `Dimensions to group by (at most ${max}), comma-separated or repeated: built-ins or tag keys.`, { style: 'form', explode: false });
+  param(
+    'group_by',
+    z.array(z.string()).max(max),
+    `Dimensions to group by (at most ${max}), comma-separated or repeated: built-ins or tag keys.`,
+    { style: 'form', explode: false },
+  );
 
 const intervalParam = (description: string) => param('interval', z.enum(['hour', 'day']), description);
 
@@ -110,9 +138,19 @@ const pageParams = (what: string) => [
 const usageQuery = [
   ...rangeParams,
   groupBy(GROUP_BY_MAX),
-  intervalParam(`Also split every group by UTC hour or day (rows then carry bucket): at most ${BUCKETS_MAX} buckets in the range.`),
-  param('limit', z.number().int().min(1).max(LIMIT_MAX).default(LIMIT_DEFAULT), 'Groups in one answer: the most expensive, from offset; the others are summed in other.'),
-  param('offset', z.number().int().min(0).default(0), 'Rank of the first group of the page (next_offset of the previous page).'),
+  intervalParam(
+    `Also split every group by UTC hour or day (rows then carry bucket): at most ${BUCKETS_MAX} buckets in the range.`,
+  ),
+  param(
+    'limit',
+    z.number().int().min(1).max(LIMIT_MAX).default(LIMIT_DEFAULT),
+    'Groups in one answer: the most expensive, from offset; the others are summed in other.',
+  ),
+  param(
+    'offset',
+    z.number().int().min(0).default(0),
+    'Rank of the first group of the page (next_offset of the previous page).',
+  ),
 ];
 
 const paths = {
@@ -123,7 +161,12 @@ const paths = {
       description: 'The OpenAPI description of the admin API. No admin token: it holds nothing of the deployment.',
       security: [],
       tags: ['meta'],
-      responses: { '200': { description: 'The OpenAPI 3.1 document.', content: { 'application/json': { schema: { type: 'object' } } } } },
+      responses: {
+        '200': {
+          description: 'The OpenAPI 3.1 document.',
+          content: { 'application/json': { schema: { type: 'object' } } },
+        },
+      },
     },
   },
   '/api/usage': {
@@ -143,13 +186,20 @@ const paths = {
     get: {
       operationId: 'getUsageCsv',
       summary: 'The grouping of GET /api/usage as CSV',
-      description: 'Same parameters, page and numbers as GET /api/usage. One line per group (and bucket), then, when groups were left out of the page, one line "(N other groups)" summing them; CRLF line ends; columns: the group_by dimensions, bucket (with interval), then requests, tokens, cost_usd, cost_status, cost_share_pct and the record counts. A cell that a spreadsheet would run as a formula starts with an apostrophe.',
+      description:
+        'Same parameters, page and numbers as GET /api/usage. One line per group (and bucket), then, when groups were left out of the page, one line "(N other groups)" summing them; CRLF line ends; columns: the group_by dimensions, bucket (with interval), then requests, tokens, cost_usd, cost_status, cost_share_pct and the record counts. A cell that a spreadsheet would run as a formula starts with an apostrophe.',
       tags: ['usage'],
       parameters: usageQuery,
       responses: {
         '200': {
           description: 'The CSV file.',
-          headers: { 'Content-Disposition': { description: 'attachment; filename="usage-<group_by>-<interval>.csv"', required: true, schema: { type: 'string' } } },
+          headers: {
+            'Content-Disposition': {
+              description: 'attachment; filename="usage-<group_by>-<interval>.csv"',
+              required: true,
+              schema: { type: 'string' },
+            },
+          },
           content: { 'text/csv': { schema: { type: 'string' } } },
         },
         '400': ref('InvalidUsageQuery'),
@@ -167,12 +217,21 @@ const paths = {
         ...rangeParams,
         groupBy(1),
         intervalParam('Bucket size; default day.'),
-        param('value', z.array(z.string()).max(SERIES_VALUES_MAX), `Values of the group_by dimension to draw (at most ${SERIES_VALUES_MAX}); without any, the 8 most expensive.`, {
-          style: 'form',
-          explode: true,
-        }),
+        param(
+          'value',
+          z.array(z.string()).max(SERIES_VALUES_MAX),
+          `Values of the group_by dimension to draw (at most ${SERIES_VALUES_MAX}); without any, the 8 most expensive.`,
+          {
+            style: 'form',
+            explode: true,
+          },
+        ),
       ],
-      responses: { '200': json(SeriesAnswer, 'One series per value, other and total, bucket by bucket.'), '400': ref('InvalidUsageQuery'), ...reading },
+      responses: {
+        '200': json(SeriesAnswer, 'One series per value, other and total, bucket by bucket.'),
+        '400': ref('InvalidUsageQuery'),
+        ...reading,
+      },
     },
   },
   '/api/requests': {
@@ -191,17 +250,25 @@ const paths = {
       tags: ['keys'],
       description: 'The keys of the store, oldest first, then those of the config file.',
       parameters: [param('workspace', z.string(), 'Only the keys of this workspace.'), ...pageParams('keys')],
-      responses: { '200': json(KeysAnswer, 'A page of the keys, never a key or its hash.'), '400': ref('InvalidQuery'), ...reading },
+      responses: {
+        '200': json(KeysAnswer, 'A page of the keys, never a key or its hash.'),
+        '400': ref('InvalidQuery'),
+        ...reading,
+      },
     },
     post: {
       operationId: 'createKey',
       summary: 'Create a gateway key',
-      description: 'The answer holds the key, once; only its hash is stored. Every instance sharing the store or the Redis limit store accepts it within a second.',
+      description:
+        'The answer holds the key, once; only its hash is stored. Every instance sharing the store or the Redis limit store accepts it within a second.',
       tags: ['keys'],
       requestBody: { required: false, content: { 'application/json': { schema: schemaOf(CreateKeyRequest) } } },
       responses: {
         '201': json(CreatedKeyAnswer, 'The new key.'),
-        '400': error('The body is not a JSON object, or names an unknown workspace or a bad label', ['invalid_body', 'invalid_json']),
+        '400': error('The body is not a JSON object, or names an unknown workspace or a bad label', [
+          'invalid_body',
+          'invalid_json',
+        ]),
         '413': error('The body is larger than 64 KiB', ['body_too_large']),
         ...guarded,
       },
@@ -213,7 +280,11 @@ const paths = {
       summary: 'Revoke a gateway key created through the API or CLI',
       tags: ['keys'],
       parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
-      responses: { '200': json(RevokedKeyAnswer, 'Revoked.'), '404': error('No active key with this id in the store', ['route_not_found']), ...guarded },
+      responses: {
+        '200': json(RevokedKeyAnswer, 'Revoked.'),
+        '404': error('No active key with this id in the store', ['route_not_found']),
+        ...guarded,
+      },
     },
   },
   '/api/budgets': {
@@ -243,6 +314,47 @@ const paths = {
       responses: { '200': json(DimensionsAnswer, 'What group_by and filter[] accept.'), ...reading },
     },
   },
+  '/healthz': {
+    get: {
+      operationId: 'getHealth',
+      summary: 'Liveness probe',
+      description:
+        'Answers 200 while the process serves HTTP. No token; the proxy port answers it too. Never counted, recorded or logged per request.',
+      security: [],
+      tags: ['probes'],
+      responses: { '200': json(HealthAnswer, 'Alive.') },
+    },
+  },
+  '/readyz': {
+    get: {
+      operationId: 'getReadiness',
+      summary: 'Readiness probe',
+      description:
+        'Answers 200 when the usage store takes writes, the Redis limit store (when configured) answers, and the gateway is not shutting down; 503 otherwise, naming the failed checks. ' +
+        'No token, and nothing of the deployment in the answer (the reason of a failure is in the log). The checks run at most once a second, whatever the probe rate. The proxy port answers it too.',
+      security: [],
+      tags: ['probes'],
+      responses: {
+        '200': json(ReadinessAnswer, 'Ready.'),
+        '503': json(ReadinessAnswer, 'Not ready: `failed` names the checks.'),
+      },
+    },
+  },
+  '/metrics': {
+    get: {
+      operationId: 'getMetrics',
+      summary: 'Prometheus metrics',
+      description:
+        'The Prometheus text format (version 0.0.4). Needs the admin token, or the scrape-only token metrics.token; with metrics.auth: none it needs none. ' +
+        'The metrics and their labels are listed in docs/operations.md. Absent (404) when metrics.enabled is false.',
+      tags: ['probes'],
+      responses: {
+        '200': { description: 'The metrics.', content: { 'text/plain': { schema: { type: 'string' } } } },
+        '404': error('Metrics are off (metrics.enabled: false)', ['route_not_found']),
+        ...guarded,
+      },
+    },
+  },
   '/api/info': {
     get: {
       operationId: 'getInfo',
@@ -267,7 +379,7 @@ function build(): Json {
       version: packageVersion(),
       description:
         'Usage, cost, records, keys and budgets of a Tollgate gateway. It listens on its own port (admin.port), never on the proxy port. ' +
-        'Every route but this document needs the admin token (admin.token) as `Authorization: Bearer <token>` or `X-Admin-Token`. ' +
+        'Every route but this document and the probes (/healthz, /readyz) needs the admin token (admin.token) as `Authorization: Bearer <token>` or `X-Admin-Token`. ' +
         'Money is an exact decimal string in USD (cost_usd) and an integer string in pico-USD (cost_pico), never a float; an unknown cost is null, never 0. ' +
         'Errors have the gateway\'s error shape {"error": {message, type, param, code}}.',
       license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
@@ -278,12 +390,22 @@ function build(): Json {
       { name: 'keys', description: 'Gateway keys' },
       { name: 'limits', description: 'Budgets' },
       { name: 'meta', description: 'This gateway and this document' },
+      { name: 'probes', description: 'Health, readiness and metrics, for orchestrators and Prometheus' },
     ],
     paths,
     components: {
       securitySchemes: {
-        bearerToken: { type: 'http', scheme: 'bearer', description: 'The admin token (admin.token in gateway.config.yaml).' },
-        adminTokenHeader: { type: 'apiKey', in: 'header', name: 'X-Admin-Token', description: 'The admin token, as a header of its own.' },
+        bearerToken: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'The admin token (admin.token in gateway.config.yaml).',
+        },
+        adminTokenHeader: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'X-Admin-Token',
+          description: 'The admin token, as a header of its own.',
+        },
       },
       schemas: Object.fromEntries(Object.entries(schemas).map(([id, s]) => [id, bare(s as Json)])),
       responses,

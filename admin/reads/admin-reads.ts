@@ -46,7 +46,10 @@ export class AdminReads {
   static open(source: ReadSource, opts: AdminReadsOptions): AdminReads {
     if (source.kind === 'inline') {
       const ops = readOps(source) as unknown as Record<Op, (arg: unknown) => Promise<unknown>>;
-      return new AdminReads(<K extends Op>(op: K, arg: Arg<K>) => ops[op](arg) as Promise<Result<K>>, async () => undefined);
+      return new AdminReads(
+        <K extends Op>(op: K, arg: Arg<K>) => ops[op](arg) as Promise<Result<K>>,
+        async () => undefined,
+      );
     }
     const heapMb = opts.heapMb ?? READER_HEAP_MB;
     const workerData: ReaderWorkerData = { source, timeoutMs: opts.timeoutMs };
@@ -63,8 +66,14 @@ export class AdminReads {
       try {
         return await thread.run<Result<K>>(op, arg);
       } catch (err) {
-        if (err instanceof QueryTimeoutError) throw new GatewayError('query_timeout', `${err.message} (admin.query_timeout_ms): narrow the range or the filters`, { cause: err });
-        if (err instanceof QueryTooLargeError) throw new GatewayError('query_too_large', `${err.message}: narrow the range or the filters`, { cause: err });
+        if (err instanceof QueryTimeoutError)
+          throw new GatewayError(
+            'query_timeout',
+            `${err.message} (admin.query_timeout_ms): narrow the range or the filters`,
+            { cause: err },
+          );
+        if (err instanceof QueryTooLargeError)
+          throw new GatewayError('query_too_large', `${err.message}: narrow the range or the filters`, { cause: err });
         throw err;
       }
     };
@@ -91,7 +100,7 @@ export class AdminReads {
     return this.call('requests', q);
   }
 
-  info(): Promise<{ latestTs: number | null; quarantined: number }> {
+  info(): Promise<{ latestTs: number | null; quarantined: number; keptFrom: number | null }> {
     return this.call('info', undefined);
   }
 

@@ -13,7 +13,8 @@ import type { ReadConnection } from '../../storage/read-connection';
 import type { Interval, ListRequestsQuery, UsageFilter, UsageQuery } from '../../storage/store';
 import { usageCsv } from '../dashboard/csv';
 import { seriesAnswer, type SeriesParams } from '../dashboard/series';
-import { groupRowJson, recordJson, totalsJson } from '../serialize';
+import { READ_MARK_SQL, RECORDS_KEPT_FROM } from '../../storage/retention';
+import { groupRowJson, recordJson, retentionJson, totalsJson } from '../serialize';
 
 /** GET /api/usage and /api/usage.csv, parsed (admin/query-params.ts). */
 export interface UsageParams {
@@ -29,16 +30,32 @@ const jsonBytes = (body: unknown): Buffer => Buffer.from(JSON.stringify(body));
 
 export function readOps({ dialect: d, exec }: Pick<ReadConnection, 'dialect' | 'exec'>) {
   const queryUsage = (q: UsageQuery) => runUsageQuery(d, exec, q);
+  /** Retention's cut-off (UsageStore.recordsKeptFrom), read on this connection. */
+  const keptFrom = {
+    async recordsKeptFrom(): Promise<number | null> {
+      const [row] = await exec({ sql: d.sql(READ_MARK_SQL), params: [RECORDS_KEPT_FROM] });
+      return row ? toNumber(row.value) : null;
+    },
+  };
 
   /** The grouping's page of groups (by cost), "other" for the rest, and the total. */
   async function usagePage(p: UsageParams) {
-    const [rows, [total]] = await Promise.all([queryUsage({ ...p.filter, groupBy: p.groupBy, interval: p.interval }), queryUsage({ ...p.filter, groupBy: [] })]);
+    const [rows, [total]] = await Promise.all([
+      queryUsage({ ...p.filter, groupBy: p.groupBy, interval: p.interval }),
+      queryUsage({ ...p.filter, groupBy: [] }),
+    ]);
     return { page: groupPage(rows, p.groupBy, p.limit, p.offset), total };
   }
 
   return {
     async usage(p: UsageParams): Promise<Buffer> {
-      const { page, total } = await usagePage(p);
+      const [{ page, total }, retention] = await Promise.all([
+        usagePage(p),
+        retentionJson(keptFrom, [
+          { ...p.filter, groupBy: p.groupBy, interval: p.interval },
+          { ...p.filter, groupBy: [] },
+        ]),
+      ]);
       return jsonBytes({
         from: new Date(p.filter.from).toISOString(),
         to: new Date(p.filter.to).toISOString(),
@@ -52,6 +69,7 @@ export function readOps({ dialect: d, exec }: Pick<ReadConnection, 'dialect' | '
         limit: p.limit,
         offset: p.offset,
         next_offset: page.nextOffset,
+        ...retention,
       });
     },
 
@@ -61,7 +79,16 @@ export function readOps({ dialect: d, exec }: Pick<ReadConnection, 'dialect' | '
     },
 
     async series(p: SeriesParams): Promise<Buffer> {
-      return jsonBytes(await seriesAnswer(queryUsage, p));
+      const groupBy = p.dim ? [p.dim] : [];
+      const [answer, retention] = await Promise.all([
+        seriesAnswer(queryUsage, p),
+        // A series read one value at a time takes the same path as the grouping.
+        retentionJson(keptFrom, [
+          { ...p.filter, groupBy: [], interval: p.interval },
+          { ...p.filter, groupBy, interval: p.interval },
+        ]),
+      ]);
+      return jsonBytes({ ...answer, ...retention });
     },
 
     async requests(q: ListRequestsQuery): Promise<Buffer> {
@@ -69,13 +96,14 @@ export function readOps({ dialect: d, exec }: Pick<ReadConnection, 'dialect' | '
       return jsonBytes({ data: page.records.map(recordJson), next_cursor: page.nextCursor });
     },
 
-    /** The newest record's time (over all time: one index seek on (ts, id)) and the quarantined records. */
-    async info(): Promise<{ latestTs: number | null; quarantined: number }> {
-      const [latest, [quarantined]] = await Promise.all([
+    /** The newest record's time (over all time: one index seek on (ts, id)), the quarantined records, retention's cut-off. */
+    async info(): Promise<{ latestTs: number | null; quarantined: number; keptFrom: number | null }> {
+      const [latest, [quarantined], kept] = await Promise.all([
         listPage(d, exec, { from: 0, to: Number.MAX_SAFE_INTEGER, limit: 1 }),
         exec({ sql: 'SELECT count(*) AS n FROM quarantined_records', params: [] }),
+        keptFrom.recordsKeptFrom(),
       ]);
-      return { latestTs: latest.records[0]?.ts ?? null, quarantined: toNumber(quarantined?.n) };
+      return { latestTs: latest.records[0]?.ts ?? null, quarantined: toNumber(quarantined?.n), keptFrom: kept };
     },
 
     tagKeys: () => listTagKeys(d, exec),

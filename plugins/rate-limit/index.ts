@@ -1,4 +1,12 @@
-import { definePlugin, GatewayError, resolveService, TOKENS, type GatewayContext, type GatewayPlugin, type WorkspaceLimitsService } from '../../core';
+import {
+  definePlugin,
+  GatewayError,
+  resolveService,
+  TOKENS,
+  type GatewayContext,
+  type GatewayPlugin,
+  type WorkspaceLimitsService,
+} from '../../core';
 import type { Bucket, BucketState, LimitScope } from '../../core';
 
 const MINUTE = 60_000;
@@ -51,14 +59,22 @@ export class RateLimitPlugin implements GatewayPlugin {
     const store = this.limits.store;
 
     if (tokenScopes.length > 0) {
-      const used = await Promise.all(tokenScopes.map((s) => this.limits.guard('tokens_per_minute', () => store.windowTotal(`tpm:${s.key}`, MINUTE), 0)));
+      const used = await Promise.all(
+        tokenScopes.map((s) =>
+          this.limits.guard('tokens_per_minute', () => store.windowTotal(`tpm:${s.key}`, MINUTE), 0),
+        ),
+      );
       const full = tokenScopes.findIndex((s, i) => used[i] >= s.limits.tokens_per_minute!);
       if (full >= 0) {
         const wait = MINUTE - (Date.now() % MINUTE);
         const { label, limits } = tokenScopes[full];
-        throw new GatewayError('rate_limited', `Token rate limit reached for ${label}: ${used[full]} of ${limits.tokens_per_minute} tokens per minute used. Retry after ${seconds(wait)} s.`, {
-          headers: { 'retry-after': seconds(wait) },
-        });
+        throw new GatewayError(
+          'rate_limited',
+          `Token rate limit reached for ${label}: ${used[full]} of ${limits.tokens_per_minute} tokens per minute used. Retry after ${seconds(wait)} s.`,
+          {
+            headers: { 'retry-after': seconds(wait) },
+          },
+        );
       }
     }
 
@@ -82,15 +98,24 @@ export class RateLimitPlugin implements GatewayPlugin {
   private planFor(all: readonly LimitScope[]): RatePlan | undefined {
     let plan = this.plans.get(all);
     if (plan === undefined) {
-      const scopes = all.filter((s) => s.limits.requests_per_minute || s.limits.requests_per_second || s.limits.tokens_per_minute);
-      plan = scopes.length === 0 ? null : {
-        scopes,
-        tokenScopes: scopes.filter((s) => s.limits.tokens_per_minute),
-        buckets: scopes.flatMap((s) => [
-          ...(s.limits.requests_per_minute ? [{ key: `rpm:${s.key}`, limit: s.limits.requests_per_minute, windowMs: MINUTE }] : []),
-          ...(s.limits.requests_per_second ? [{ key: `rps:${s.key}`, limit: s.limits.requests_per_second, windowMs: 1000 }] : []),
-        ]),
-      };
+      const scopes = all.filter(
+        (s) => s.limits.requests_per_minute || s.limits.requests_per_second || s.limits.tokens_per_minute,
+      );
+      plan =
+        scopes.length === 0
+          ? null
+          : {
+              scopes,
+              tokenScopes: scopes.filter((s) => s.limits.tokens_per_minute),
+              buckets: scopes.flatMap((s) => [
+                ...(s.limits.requests_per_minute
+                  ? [{ key: `rpm:${s.key}`, limit: s.limits.requests_per_minute, windowMs: MINUTE }]
+                  : []),
+                ...(s.limits.requests_per_second
+                  ? [{ key: `rps:${s.key}`, limit: s.limits.requests_per_second, windowMs: 1000 }]
+                  : []),
+              ]),
+            };
       this.plans.set(all, plan);
     }
     return plan ?? undefined;
@@ -99,16 +124,26 @@ export class RateLimitPlugin implements GatewayPlugin {
   async onComplete(ctx: GatewayContext): Promise<void> {
     const taken = ctx.state.get(TAKEN) as Bucket[] | undefined;
     if (taken && !ctx.sentUpstream) {
-      await this.limits.guard('request rate refund', () => this.limits.store.refund(taken), undefined).catch(() => undefined);
+      await this.limits
+        .guard('request rate refund', () => this.limits.store.refund(taken), undefined)
+        .catch(() => undefined);
       return;
     }
     const scopes = ctx.state.get(SCOPES) as LimitScope[] | undefined;
     const u = ctx.usage;
     if (!scopes || !u) return;
-    const tokens = (u.inputTokens ?? 0) + (u.outputTokens ?? 0) + (u.cacheReadTokens ?? 0) + (u.cacheWriteTokens ?? 0) + (u.cacheWrite1hTokens ?? 0);
+    const tokens =
+      (u.inputTokens ?? 0) +
+      (u.outputTokens ?? 0) +
+      (u.cacheReadTokens ?? 0) +
+      (u.cacheWriteTokens ?? 0) +
+      (u.cacheWrite1hTokens ?? 0);
     if (tokens === 0) return;
     for (const s of scopes) {
-      if (s.limits.tokens_per_minute) await this.limits.guard('tokens_per_minute', () => this.limits.store.addToWindow(`tpm:${s.key}`, MINUTE, tokens), 0).catch(() => 0);
+      if (s.limits.tokens_per_minute)
+        await this.limits
+          .guard('tokens_per_minute', () => this.limits.store.addToWindow(`tpm:${s.key}`, MINUTE, tokens), 0)
+          .catch(() => 0);
     }
   }
 }

@@ -1,5 +1,13 @@
-import { definePlugin, GatewayError, resolveService, TOKENS, type GatewayContext, type GatewayPlugin, type WorkspaceLimitsService, UNTAGGED } from '../../core';
-
+import {
+  definePlugin,
+  GatewayError,
+  resolveService,
+  TOKENS,
+  type GatewayContext,
+  type GatewayPlugin,
+  type WorkspaceLimitsService,
+  UNTAGGED,
+} from '../../core';
 
 /**
  * A workspace may require tag keys (e.g. agent and feature). A request missing one is refused with a 400,
@@ -28,7 +36,11 @@ export class RequiredTagsPlugin implements GatewayPlugin {
   }
 }
 
-const headerName = (key: string) => key.split('_').map((p) => p.charAt(0).toUpperCase() + p.slice(1)).join('-');
+const headerName = (key: string) =>
+  key
+    .split('_')
+    .map((p) => p.charAt(0).toUpperCase() + p.slice(1))
+    .join('-');
 
 export const requiredTags = definePlugin({
   name: 'required-tags',

@@ -1,11 +1,16 @@
 import { isAbsolute, resolve } from 'node:path';
-import { z } from 'zod';
-import { fromText } from '../../config/from-text';
-import type { GatewayContext } from '../../core/context';
-import { definePlugin, type GatewayPlugin } from '../../core/plugin-contract';
-import { resolveService, TOKENS, type RequestCostService } from '../../core';
-import { formatUsd } from '../../pricing/money';
-import { UsageWriteQueue } from '../../storage/write-queue';
+import {
+  definePlugin,
+  formatUsd,
+  fromText,
+  resolveService,
+  TOKENS,
+  z,
+  type GatewayContext,
+  type GatewayPlugin,
+  type RecordQueue,
+  type RequestCostService,
+} from '../../core';
 import { buildRecord } from './record';
 
 export const COST_HEADER = 'x-gateway-cost';
@@ -35,7 +40,7 @@ export class UsageRecorderPlugin implements GatewayPlugin {
 
   constructor(
     private readonly cost: RequestCostService,
-    private readonly queue: UsageWriteQueue,
+    private readonly queue: RecordQueue,
     private readonly options: Options,
   ) {}
 
@@ -64,18 +69,20 @@ export class UsageRecorderPlugin implements GatewayPlugin {
 
 export const usageRecorder = definePlugin({
   name: 'usage-recorder',
-  requires: { services: ['UsageStore', 'RequestCost', 'Logger', 'ConfigDir', 'ProcessFilePath'] },
+  requires: { services: ['RecordQueues', 'RequestCost', 'ConfigDir', 'ProcessFilePath'] },
   optionsSchema,
   create(container, options) {
     const configDir = resolveService(container, TOKENS.ConfigDir);
     // Multi-core mode: each worker process has its own spill file.
-    const spillPath = resolveService(container, TOKENS.ProcessFilePath)(isAbsolute(options.spill_path) ? options.spill_path : resolve(configDir, options.spill_path));
-    const queue = new UsageWriteQueue(resolveService(container, TOKENS.UsageStore), {
+    const spillPath = resolveService(
+      container,
+      TOKENS.ProcessFilePath,
+    )(isAbsolute(options.spill_path) ? options.spill_path : resolve(configDir, options.spill_path));
+    const queue = resolveService(container, TOKENS.RecordQueues).open({
       spillPath,
       batchSize: options.batch_size,
       flushIntervalMs: options.flush_interval_ms,
       maxInMemory: options.max_in_memory,
-      logger: resolveService(container, TOKENS.Logger),
     });
     return new UsageRecorderPlugin(resolveService(container, TOKENS.RequestCost), queue, options);
   },

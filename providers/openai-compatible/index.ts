@@ -13,6 +13,7 @@ export function openaiCompatible(slug: string, entry: ProviderEntry): ProviderMo
     modelPrefixes: entry.prefixes ?? [],
     auth: entry.auth ? authFromConfig(entry.auth) : bearer(),
     endpoints: entry.endpoints ?? ['chat.completions', 'embeddings', 'models'],
+    outputLimitFields: { 'chat.completions': entry.output_limit_field ?? 'max_tokens' },
     usage: USAGE_PARSERS[entry.usage ?? 'openai'],
   };
 }

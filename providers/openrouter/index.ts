@@ -13,5 +13,6 @@ export const openrouter = defineProvider({
   modelPrefixes: [],
   auth: bearer(),
   endpoints: ['chat.completions', 'responses', 'embeddings', 'models'],
+  outputLimitFields: { 'chat.completions': 'max_tokens', responses: 'max_output_tokens' },
   usage: openrouterUsageParser,
 });

@@ -14,5 +14,6 @@ export const perplexity = defineProvider({
   auth: bearer(),
   endpoints: ['chat.completions', 'responses'],
   paths: { responses: '/v1/responses' },
+  outputLimitFields: { 'chat.completions': 'max_tokens', responses: 'max_output_tokens' },
   usage: perplexityUsageParser,
 });

@@ -6,20 +6,35 @@ import { JsonStreamAccumulator, NoUsageStream, type EndpointUsage } from './sse-
  * OpenAI chat-completions usage, shared by every OpenAI-compatible provider.
  * prompt_tokens INCLUDES cached reads and cache writes; they are subtracted so the buckets are disjoint.
  */
-export const chatUsage: UsageReader = (u) => {
+export const chatUsage: UsageReader = (u, root) => {
   const prompt = num(u, 'prompt_tokens');
   const completion = num(u, 'completion_tokens');
   // DeepSeek reports cache hits as prompt_cache_hit_tokens (also part of prompt_tokens).
   const cached = num(u, 'prompt_tokens_details', 'cached_tokens') ?? num(u, 'prompt_cache_hit_tokens');
   const cacheWrite = num(u, 'prompt_tokens_details', 'cache_write_tokens');
+  const unreported = completion === undefined ? 0 : unreportedOutput(u, prompt, completion);
   return compact({
     inputTokens: minus(prompt, cached, cacheWrite),
-    outputTokens: completion === undefined ? undefined : completion + unreportedOutput(u, prompt, completion),
+    outputTokens: completion === undefined ? undefined : completion + unreported,
     cacheReadTokens: cached,
     cacheWriteTokens: cacheWrite,
-    reasoningTokens: num(u, 'completion_tokens_details', 'reasoning_tokens'),
+    // The output missing from completion_tokens is the thinking (Gemini, xAI): it is the reasoning count.
+    reasoningTokens:
+      num(u, 'completion_tokens_details', 'reasoning_tokens') ?? (unreported > 0 ? unreported : undefined),
+    toolCalls: chatSearchCalls(root),
   });
 };
+
+/**
+ * OpenAI's chat search models (gpt-4o-search-preview, gpt-4o-mini-search-preview) search the web on every request
+ * and bill it as one web-search-preview call; their answers report no count. Other models: none.
+ */
+function chatSearchCalls(root: JsonObject | undefined): Record<string, number> | undefined {
+  const model = str(root, 'model');
+  return model !== undefined && SEARCH_MODEL.test(model) ? { web_search_preview: 1 } : undefined;
+}
+
+const SEARCH_MODEL = /^(openai\/)?gpt-4o(-mini)?-search-preview\b/;
 
 /**
  * Output tokens counted in total_tokens but not in completion_tokens. OpenAI always has total = prompt +

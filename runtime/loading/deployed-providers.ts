@@ -8,10 +8,17 @@ import { ProviderRegistry } from '../../core/provider-routing';
  * Builds the deployed providers: every built-in module (unless disabled), with its YAML overrides applied,
  * plus the providers declared in YAML alone. Conflicting prefixes or owned paths fail the start.
  */
-export function loadProviders(config: GatewayConfig, extra: Readonly<Record<string, ProviderModule>> = {}): ProviderRegistry {
+export function loadProviders(
+  config: GatewayConfig,
+  extra: Readonly<Record<string, ProviderModule>> = {},
+): ProviderRegistry {
   const modules: Record<string, ProviderModule> = { ...BUILTIN_PROVIDERS, ...extra };
   const instances: ProviderInstance[] = [];
-  const defaults = { connectMs: config.upstream.connect_ms, firstByteMs: config.upstream.first_byte_ms, idleMs: config.upstream.idle_ms };
+  const defaults = {
+    connectMs: config.upstream.connect_ms,
+    firstByteMs: config.upstream.first_byte_ms,
+    idleMs: config.upstream.idle_ms,
+  };
 
   const slugs = new Set([...Object.keys(modules), ...Object.keys(config.providers)]);
   for (const slug of slugs) {
@@ -27,6 +34,9 @@ export function loadProviders(config: GatewayConfig, extra: Readonly<Record<stri
       modelPrefixes: entry?.prefixes ?? base.modelPrefixes,
       auth: entry?.auth ? authFromConfig(entry.auth) : base.auth,
       endpoints: entry?.endpoints ?? base.endpoints,
+      outputLimitFields: entry?.output_limit_field
+        ? { ...base.outputLimitFields, 'chat.completions': entry.output_limit_field }
+        : base.outputLimitFields,
       usage: entry?.usage ? USAGE_PARSERS[entry.usage] : base.usage,
       timeouts: {
         connectMs: entry?.timeouts?.connect_ms ?? defaults.connectMs,

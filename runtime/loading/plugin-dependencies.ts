@@ -1,5 +1,5 @@
 import type { DependencyContainer } from 'tsyringe';
-import type { WorkspaceLimits } from '../../config/limits';
+import { LIMIT_MODIFIERS, type WorkspaceLimits } from '../../config/limits';
 import type { GatewayConfig } from '../../config/schema';
 import type { PluginDefinition } from '../../core/plugin-contract';
 import { TOKENS } from '../../core/tokens';
@@ -16,7 +16,11 @@ export interface ResolvedPlugin {
  * pipeline, as Fastify checks plugin metadata at registration: a missing plugin, a wrong order or a limit no
  * listed plugin enforces stops start-up (and check-config) with every problem named.
  */
-export function checkPipeline(pipeline: readonly ResolvedPlugin[], config: GatewayConfig, known: readonly PluginDefinition<unknown>[]): void {
+export function checkPipeline(
+  pipeline: readonly ResolvedPlugin[],
+  config: GatewayConfig,
+  known: readonly PluginDefinition<unknown>[],
+): void {
   const position = new Map(pipeline.map((p, i) => [p.definition.name, i]));
   const problems: string[] = [];
   pipeline.forEach(({ where, definition: d }, i) => {
@@ -38,14 +42,16 @@ export function checkPipeline(pipeline: readonly ResolvedPlugin[], config: Gatew
       problems.push(`workspaces.${w.id}.limits needs the "${enforcer?.name ?? setting}" plugin in plugins:`);
     }
   }
-  if (problems.length) throw new PluginConfigError(`plugins do not fit together:\n  - ${[...new Set(problems)].join('\n  - ')}`);
+  if (problems.length)
+    throw new PluginConfigError(`plugins do not fit together:\n  - ${[...new Set(problems)].join('\n  - ')}`);
 }
 
 /** Start-up only: every service a plugin declares is registered in the container it will resolve from. */
 export function checkServices(pipeline: readonly ResolvedPlugin[], container: DependencyContainer): void {
   for (const { where, definition: d } of pipeline) {
     for (const name of d.requires?.services ?? []) {
-      if (!container.isRegistered(TOKENS[name], true)) throw new PluginConfigError(`${where} (${d.name}) needs the ${name} service, which is not registered`);
+      if (!container.isRegistered(TOKENS[name], true))
+        throw new PluginConfigError(`${where} (${d.name}) needs the ${name} service, which is not registered`);
     }
   }
 }
@@ -56,7 +62,7 @@ function limitSettingsOf(limits: WorkspaceLimits): (keyof WorkspaceLimits)[] {
   const scopes: Partial<WorkspaceLimits>[] = [limits, ...Object.values(limits.per_tag ?? {})];
   for (const scope of scopes) {
     for (const [name, value] of Object.entries(scope) as [keyof WorkspaceLimits, unknown][]) {
-      if (name === 'per_tag' || name === 'missing_tags') continue;
+      if (name === 'per_tag' || LIMIT_MODIFIERS.has(name)) continue; // modifiers need no plugin of their own
       if (Array.isArray(value) ? value.length > 0 : value !== undefined) used.add(name);
     }
   }

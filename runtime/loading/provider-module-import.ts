@@ -9,7 +9,9 @@ export class ProviderConfigError extends Error {}
 
 const fn = z.custom<(...args: never[]) => unknown>((v) => typeof v === 'function', 'expected a function');
 const endpointKey = z.enum(ENDPOINT_KEYS);
-const headerName = z.string().regex(/^[a-z0-9-]+$/, 'expected a lower-case header name (apiKeyHeader() lower-cases it)');
+const headerName = z
+  .string()
+  .regex(/^[a-z0-9-]+$/, 'expected a lower-case header name (apiKeyHeader() lower-cases it)');
 
 /** The shape a module written in code must have (types are erased at run time, so it is checked here). */
 const providerModuleSchema = z.object({
@@ -23,6 +25,7 @@ const providerModuleSchema = z.object({
   endpoints: z.array(endpointKey).min(1),
   ownsEndpoints: z.array(endpointKey).optional(),
   paths: z.record(endpointKey, z.string().startsWith('/')).optional(),
+  outputLimitFields: z.partialRecord(endpointKey, z.string().min(1)).optional(),
   usage: z.object({ fromJson: fn, createStreamAccumulator: fn }),
 });
 
@@ -31,7 +34,10 @@ const providerModuleSchema = z.object({
  * package). Each must export a ProviderModule (defineProvider); the YAML key becomes its slug, so one module
  * can be deployed twice (acme-us, acme-eu). Any problem stops start-up with a message naming the provider.
  */
-export async function loadProviderModules(entries: GatewayConfig['providers'], configDir: string): Promise<Record<string, ProviderModule>> {
+export async function loadProviderModules(
+  entries: GatewayConfig['providers'],
+  configDir: string,
+): Promise<Record<string, ProviderModule>> {
   const modules: Record<string, ProviderModule> = {};
   for (const [slug, entry] of Object.entries(entries)) {
     if (!entry.use || !entry.enabled) continue;
@@ -51,16 +57,22 @@ async function loadOne(slug: string, entry: ProviderEntry, configDir: string): P
     throw err;
   }
   const candidate = pickExport(mod, 'provider', looksLikeProvider);
-  if (!candidate) throw new ProviderConfigError(`${where}: "${use}" does not export a provider module (export default defineProvider({ ... }))`);
+  if (!candidate)
+    throw new ProviderConfigError(
+      `${where}: "${use}" does not export a provider module (export default defineProvider({ ... }))`,
+    );
 
   const versionProblem = apiVersionProblem(candidate.apiVersion);
   if (versionProblem) throw new ProviderConfigError(`${where}: "${use}": ${versionProblem}`);
   const parsed = providerModuleSchema.safeParse(candidate);
   if (!parsed.success) {
-    const problems = parsed.error.issues.map((i) => `${i.path.map(String).join('.') || '(module)'}: ${i.message}`).join('; ');
+    const problems = parsed.error.issues
+      .map((i) => `${i.path.map(String).join('.') || '(module)'}: ${i.message}`)
+      .join('; ');
     throw new ProviderConfigError(`${where}: "${use}" is not a valid provider module: ${problems}`);
   }
-  if (!candidate.baseUrl && !entry.base_url) throw new ProviderConfigError(`${where}: "${use}" declares no baseUrl; set ${where}.base_url`);
+  if (!candidate.baseUrl && !entry.base_url)
+    throw new ProviderConfigError(`${where}: "${use}" declares no baseUrl; set ${where}.base_url`);
   return candidate as ProviderModule;
 }
 

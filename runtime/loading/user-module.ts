@@ -20,9 +20,12 @@ export async function importUserModule(use: string, configDir: string): Promise<
   const configFile = join(configDir, 'gateway.config.yaml');
   let target: string;
   try {
-    target = pathToFileURL(createRequire(configFile).resolve(isPathSpecifier(use) ? resolve(configDir, use) : use)).href;
+    target = pathToFileURL(
+      createRequire(configFile).resolve(isPathSpecifier(use) ? resolve(configDir, use) : use),
+    ).href;
   } catch (err) {
-    if (isPathSpecifier(use)) throw new ModuleLoadError(`cannot load "${use}": ${firstLine(err)} (paths are relative to ${configDir})`);
+    if (isPathSpecifier(use))
+      throw new ModuleLoadError(`cannot load "${use}": ${firstLine(err)} (paths are relative to ${configDir})`);
     target = await resolveEsmPackage(use, configFile);
   }
   try {
@@ -53,7 +56,11 @@ async function resolveEsmPackage(use: string, configFile: string): Promise<strin
  * or CommonJS `module.exports` itself. import() of a CommonJS file wraps module.exports in `default`, so a
  * compiled TypeScript `export default` arrives as default.default; both shapes are accepted.
  */
-export function pickExport<T>(mod: Record<string, unknown>, name: string, accept: (value: unknown) => value is T): T | undefined {
+export function pickExport<T>(
+  mod: Record<string, unknown>,
+  name: string,
+  accept: (value: unknown) => value is T,
+): T | undefined {
   const cjs = isRecord(mod.default) ? mod.default : {};
   const candidates = [cjs.default, mod.default, mod[name], cjs[name], mod];
   return candidates.find(accept);

@@ -7,9 +7,8 @@ import type { LeaseRenewer } from '../../core/limit-store';
  *
  * Each open request is kept with only what its renewal needs (`T`: the budgets or slot keys it holds), renewed by one
  * function for all. A closure per request would hold the request's whole context, and a long-lived Map that takes one
- * entry per request and deletes it at the end keeps its values alive through V8's young collections (measured with
- * --trace-gc-nvp under load: they were promoted to the old generation): with a closure that was ~3 KB per request and
- * a full collection every fraction of a second (docs/performance.md, twelfth round).
+ * entry per request and deletes it at the end keeps its values alive through V8's young collections, so they are
+ * promoted to the old generation: with a closure per request that is kilobytes per request for the full collector.
  */
 export class LeaseRenewals<T> implements LeaseRenewer<T> {
   private readonly open = new Map<string, T>();

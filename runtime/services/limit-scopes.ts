@@ -12,7 +12,8 @@ export function scopesOf(ctx: GatewayContext, limits: WorkspaceLimits): LimitSco
   const scopes: LimitScope[] = [{ key: ws, label: `workspace ${ctx.workspace!.id}`, limits }];
   for (const [tag, tagLimits] of Object.entries(limits.per_tag ?? {})) {
     const value = ctx.tags[tag];
-    if (value !== undefined) scopes.push({ key: `${ws}:${tagScope(tag, value)}`, label: `${tag}=${value}`, limits: tagLimits });
+    if (value !== undefined)
+      scopes.push({ key: `${ws}:${tagScope(tag, value)}`, label: `${tag}=${value}`, limits: tagLimits });
   }
   return scopes;
 }

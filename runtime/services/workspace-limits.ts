@@ -68,10 +68,17 @@ export class LimitsContext implements WorkspaceLimitsService {
       const now = Date.now();
       if (now - this.lastWarning > 10_000) {
         this.lastWarning = now;
-        this.log.warn({ err, what, policy: this.storeConfig.on_error }, `limit store unavailable: failing ${this.storeConfig.on_error}`);
+        this.log.warn(
+          { err, what, policy: this.storeConfig.on_error },
+          `limit store unavailable: failing ${this.storeConfig.on_error}`,
+        );
       }
       if (this.storeConfig.on_error === 'open') return whenOpen;
-      throw new GatewayError('limits_unavailable', 'Limits cannot be checked right now (limit store unavailable); try again shortly.', { headers: { 'retry-after': '1' } });
+      throw new GatewayError(
+        'limits_unavailable',
+        'Limits cannot be checked right now (limit store unavailable); try again shortly.',
+        { headers: { 'retry-after': '1' } },
+      );
     }
   }
 }

@@ -29,7 +29,12 @@ function compareRanked(a: Ranked, b: Ranked): number {
   return a.key < b.key ? -1 : a.key > b.key ? 1 : 0;
 }
 
-export function groupPage(rows: readonly UsageGroupRow[], groupBy: readonly string[], limit: number, offset: number): GroupPage {
+export function groupPage(
+  rows: readonly UsageGroupRow[],
+  groupBy: readonly string[],
+  limit: number,
+  offset: number,
+): GroupPage {
   const keys = rows.map((r) => JSON.stringify(groupBy.map((name) => r.group[name])));
   const byKey = new Map<string, Ranked>();
   rows.forEach((r, i) => {

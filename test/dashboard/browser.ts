@@ -41,20 +41,40 @@ let available: Promise<string | undefined> | undefined;
  */
 export function ensureChromium(): Promise<string | undefined> {
   return (available ??= (async () => {
-    const missing = [...(existsSync(CHROMIUM) ? [] : ['chromium']), ...(existsSync(CHROMEDRIVER) ? [] : ['chromium-driver'])];
+    const missing = [
+      ...(existsSync(CHROMIUM) ? [] : ['chromium']),
+      ...(existsSync(CHROMEDRIVER) ? [] : ['chromium-driver']),
+    ];
     if (missing.length === 0) return CHROMIUM;
     const root = typeof process.getuid === 'function' && process.getuid() === 0;
-    if (!root) return unavailable(`${missing.join(' and ')} missing (${CHROMIUM}, ${CHROMEDRIVER}) and this is not root: install with "sudo apt-get install -y chromium chromium-driver"`, missing);
-    process.stdout.write(`      (dashboard tests: installing Debian's ${missing.join(' and ')}: apt-get update && apt-get install -y ${missing.join(' ')})\n`);
+    if (!root)
+      return unavailable(
+        `${missing.join(' and ')} missing (${CHROMIUM}, ${CHROMEDRIVER}) and this is not root: install with "sudo apt-get install -y chromium chromium-driver"`,
+        missing,
+      );
+    process.stdout.write(
+      `      (dashboard tests: installing Debian's ${missing.join(' and ')}: apt-get update && apt-get install -y ${missing.join(' ')})\n`,
+    );
     try {
       const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
       execFileSync('apt-get', ['update'], { stdio: ['ignore', 'ignore', 'inherit'], env, timeout: 300_000 });
-      execFileSync('apt-get', ['install', '-y', '--no-install-recommends', ...missing], { stdio: ['ignore', 'ignore', 'inherit'], env, timeout: 600_000 });
+      execFileSync('apt-get', ['install', '-y', '--no-install-recommends', ...missing], {
+        stdio: ['ignore', 'ignore', 'inherit'],
+        env,
+        timeout: 600_000,
+      });
     } catch (err) {
-      return unavailable(`installing ${missing.join(' and ')} failed: ${(err as Error).message.split('\n')[0]}`, missing);
+      return unavailable(
+        `installing ${missing.join(' and ')} failed: ${(err as Error).message.split('\n')[0]}`,
+        missing,
+      );
     }
     const still = [CHROMIUM, CHROMEDRIVER].filter((p) => !existsSync(p));
-    if (still.length) return unavailable(`apt-get installed ${missing.join(' and ')} but ${still.join(' and ')} is still missing`, missing);
+    if (still.length)
+      return unavailable(
+        `apt-get installed ${missing.join(' and ')} but ${still.join(' and ')} is still missing`,
+        missing,
+      );
     return CHROMIUM;
   })());
 }

@@ -32,7 +32,18 @@ export interface ContractCheck {
 type Json = Record<string, any>;
 const DOC_ID = 'tollgate-admin-openapi';
 /** Top-level OpenAPI fields: known to ajv as keywords without validation, so that it accepts the document as a schema to point into. */
-const OPENAPI_FIELDS = ['openapi', 'info', 'jsonSchemaDialect', 'servers', 'paths', 'webhooks', 'components', 'security', 'tags', 'externalDocs'];
+const OPENAPI_FIELDS = [
+  'openapi',
+  'info',
+  'jsonSchemaDialect',
+  'servers',
+  'paths',
+  'webhooks',
+  'components',
+  'security',
+  'tags',
+  'externalDocs',
+];
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 
 const pointer = (...parts: string[]) => parts.map((p) => p.replace(/~/g, '~0').replace(/\//g, '~1')).join('/');
@@ -60,15 +71,21 @@ export class AdminContract {
     let n = 0;
     for (const id of Object.keys(this.doc.components.schemas)) (this.schema(pointer('components', 'schemas', id)), n++);
     for (const { where, response } of this.responses()) {
-      for (const mediaType of Object.keys(response.content ?? {})) (this.schema(pointer(...where, 'content', mediaType, 'schema')), n++);
-      for (const name of Object.keys(response.headers ?? {})) (this.schema(pointer(...where, 'headers', name, 'schema')), n++);
+      for (const mediaType of Object.keys(response.content ?? {}))
+        (this.schema(pointer(...where, 'content', mediaType, 'schema')), n++);
+      for (const name of Object.keys(response.headers ?? {}))
+        (this.schema(pointer(...where, 'headers', name, 'schema')), n++);
     }
     return n;
   }
 
   /** "METHOD /path" of every operation, paths as the document writes them (/api/keys/{id}). */
   operations(): string[] {
-    return Object.entries(this.doc.paths as Json).flatMap(([path, item]) => Object.keys(item).filter((m) => METHODS.includes(m)).map((m) => `${m.toUpperCase()} ${path}`));
+    return Object.entries(this.doc.paths as Json).flatMap(([path, item]) =>
+      Object.keys(item)
+        .filter((m) => METHODS.includes(m))
+        .map((m) => `${m.toUpperCase()} ${path}`),
+    );
   }
 
   /** "METHOD /path STATUS" of every answer the document describes. */
@@ -87,9 +104,16 @@ export class AdminContract {
     const operation = route && this.doc.paths[route.template][method === 'HEAD' ? 'get' : method.toLowerCase()];
     if (!operation) return { answer: `unknown route ${a.status}`, problems: this.checkUnknownRoute(a) };
     const answer = `${method} ${route.template} ${a.status}`;
-    let where = ['paths', route.template, method === 'HEAD' ? 'get' : method.toLowerCase(), 'responses', String(a.status)];
+    let where = [
+      'paths',
+      route.template,
+      method === 'HEAD' ? 'get' : method.toLowerCase(),
+      'responses',
+      String(a.status),
+    ];
     let response = operation.responses[String(a.status)];
-    if (!response) return { answer, problems: [`status ${a.status} is not documented for ${method} ${route.template}`] };
+    if (!response)
+      return { answer, problems: [`status ${a.status} is not documented for ${method} ${route.template}`] };
     if (response.$ref) {
       where = (response.$ref as string).slice(2).split('/');
       response = where.reduce((o: Json, k) => o[k], this.doc);
@@ -104,21 +128,35 @@ export class AdminContract {
       problems.push(...this.validate(pointer(...where, 'headers', name, 'schema'), value, `header ${name}`));
     }
     if (method === 'HEAD') return { answer, problems };
-    const mediaType = String(a.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+    const mediaType = String(a.headers['content-type'] ?? '')
+      .split(';')[0]
+      .trim()
+      .toLowerCase();
     const content = (response.content ?? {}) as Json;
     if (Object.keys(content).length === 0) {
       if (a.body !== '') problems.push('the document gives no body for this answer, but it has one');
       return { answer, problems };
     }
-    if (!(mediaType in content)) return { answer, problems: [...problems, `content-type "${mediaType}" is not documented (${Object.keys(content).join(', ')})`] };
+    if (!(mediaType in content))
+      return {
+        answer,
+        problems: [...problems, `content-type "${mediaType}" is not documented (${Object.keys(content).join(', ')})`],
+      };
     problems.push(...this.validateBody(pointer(...where, 'content', mediaType, 'schema'), mediaType, a.body));
     return { answer, problems };
   }
 
   /** A path the document does not have: the admin API answers it with an error (401 first, else 404 route_not_found). */
   private checkUnknownRoute(a: AdminAnswer): string[] {
-    if (a.status < 400) return [`${a.method} ${a.path.split('?')[0]} answered ${a.status}, but the document has no such operation`];
-    return this.validateBody(pointer('components', 'schemas', 'Error'), String(a.headers['content-type'] ?? '').split(';')[0].trim(), a.body);
+    if (a.status < 400)
+      return [`${a.method} ${a.path.split('?')[0]} answered ${a.status}, but the document has no such operation`];
+    return this.validateBody(
+      pointer('components', 'schemas', 'Error'),
+      String(a.headers['content-type'] ?? '')
+        .split(';')[0]
+        .trim(),
+      a.body,
+    );
   }
 
   private validateBody(at: string, mediaType: string, body: string): string[] {
@@ -135,7 +173,12 @@ export class AdminContract {
   private validate(at: string, value: unknown, what: string): string[] {
     const validate = this.schema(at);
     if (validate(value)) return [];
-    return (validate.errors ?? []).slice(0, 8).map((e) => `${what}${e.instancePath || ''} ${e.message}${e.params && Object.keys(e.params).length ? ` ${JSON.stringify(e.params)}` : ''}`);
+    return (validate.errors ?? [])
+      .slice(0, 8)
+      .map(
+        (e) =>
+          `${what}${e.instancePath || ''} ${e.message}${e.params && Object.keys(e.params).length ? ` ${JSON.stringify(e.params)}` : ''}`,
+      );
   }
 
   private schema(at: string): ValidateFunction {
@@ -145,11 +188,13 @@ export class AdminContract {
   }
 
   private *responses(): Generator<{ where: string[]; response: Json }> {
-    for (const [name, response] of Object.entries(this.doc.components.responses as Json)) yield { where: ['components', 'responses', name], response };
+    for (const [name, response] of Object.entries(this.doc.components.responses as Json))
+      yield { where: ['components', 'responses', name], response };
     for (const [path, item] of Object.entries(this.doc.paths as Json)) {
       for (const [method, op] of Object.entries(item as Json)) {
         if (!METHODS.includes(method)) continue;
-        for (const [status, response] of Object.entries(op.responses as Json)) if (!response.$ref) yield { where: ['paths', path, method, 'responses', status], response };
+        for (const [status, response] of Object.entries(op.responses as Json))
+          if (!response.$ref) yield { where: ['paths', path, method, 'responses', status], response };
       }
     }
   }
@@ -191,21 +236,31 @@ export function recordAdminAnswer(a: AdminAnswer): ContractCheck {
   contract ??= new AdminContract();
   const result = contract.check(a);
   seen.set(result.answer, (seen.get(result.answer) ?? 0) + 1);
-  if (result.problems.length) pending.push({ answer: result.answer, request: `${a.method} ${a.path.slice(0, 200)}`, problems: result.problems, during: running });
+  if (result.problems.length)
+    pending.push({
+      answer: result.answer,
+      request: `${a.method} ${a.path.slice(0, 200)}`,
+      problems: result.problems,
+      during: running,
+    });
   return result;
 }
 
 export function contractError(violations: readonly ContractViolation[]): Error {
-  const lines = violations.slice(0, 20).map((v) => `  - ${v.request} (${v.answer}), during "${v.during}": ${v.problems.join('; ')}`);
+  const lines = violations
+    .slice(0, 20)
+    .map((v) => `  - ${v.request} (${v.answer}), during "${v.during}": ${v.problems.join('; ')}`);
   const more = violations.length > 20 ? `\n  ... and ${violations.length - 20} more` : '';
-  const error = new Error(`${violations.length} admin answer(s) do not match the OpenAPI document (admin/openapi):\n${lines.join('\n')}${more}`);
+  const error = new Error(
+    `${violations.length} admin answer(s) do not match the OpenAPI document (admin/openapi):\n${lines.join('\n')}${more}`,
+  );
   error.stack = `Error: ${error.message}`; // undici's frames would only hide what matters: the answer and the test
   return error;
 }
 
-/** Whether a request goes to the admin API (/api/..., not the dashboard's static files) of a gateway the helpers started. */
+/** Whether a request goes to the admin API (/api/..., the probes and /metrics; not the dashboard's static files) of a gateway the helpers started. */
 function isAdminApi(opts: Dispatcher.DispatchOptions): boolean {
-  if (!opts.origin || !/^\/api(?:[/?]|$)/.test(opts.path)) return false;
+  if (!opts.origin || !/^\/(?:api(?:[/?]|$)|(?:healthz|readyz|metrics)(?:\?|$))/.test(opts.path)) return false;
   const origin = new URL(String(opts.origin)).origin;
   return registeredGateways().some((g) => g.adminUrl !== undefined && new URL(g.adminUrl).origin === origin);
 }
@@ -214,6 +269,9 @@ function isAdminApi(opts: Dispatcher.DispatchOptions): boolean {
 export function observeAdminAnswers(): void {
   observeAnswers(isAdminApi, (opts, answer) => {
     const { answer: kind, problems } = recordAdminAnswer({ method: opts.method, path: opts.path, ...answer });
-    if (problems.length) return contractError([{ answer: kind, request: `${opts.method} ${opts.path.slice(0, 200)}`, problems, during: running }]);
+    if (problems.length)
+      return contractError([
+        { answer: kind, request: `${opts.method} ${opts.path.slice(0, 200)}`, problems, during: running },
+      ]);
   });
 }

@@ -14,12 +14,19 @@ export interface ObservedAnswer {
 
 /** undici's DecoratorHandler (what its own interceptors extend): its typings only list the older handler methods. */
 interface ResponseHandler {
-  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: any, statusMessage?: string): void;
+  onResponseStart(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: any,
+    statusMessage?: string,
+  ): void;
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void;
   onResponseEnd(controller: Dispatcher.DispatchController, trailers: any): void;
   onResponseError(controller: Dispatcher.DispatchController, error: Error): void;
 }
-const Decorator = DecoratorHandler as unknown as new (handler: Dispatcher.DispatchHandler) => ResponseHandler & Dispatcher.DispatchHandler;
+const Decorator = DecoratorHandler as unknown as new (
+  handler: Dispatcher.DispatchHandler,
+) => ResponseHandler & Dispatcher.DispatchHandler;
 
 /** Keeps the answer as it passes, unchanged, and hands it over once complete. */
 class Observer extends Decorator {
@@ -27,11 +34,19 @@ class Observer extends Decorator {
   private headers: ObservedAnswer['headers'] = {};
   private readonly chunks: Buffer[] = [];
 
-  constructor(handler: Dispatcher.DispatchHandler, private readonly done: (answer: ObservedAnswer) => Error | void) {
+  constructor(
+    handler: Dispatcher.DispatchHandler,
+    private readonly done: (answer: ObservedAnswer) => Error | void,
+  ) {
     super(handler);
   }
 
-  override onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: any, statusMessage?: string): void {
+  override onResponseStart(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: any,
+    statusMessage?: string,
+  ): void {
     this.status = statusCode;
     this.headers = headers ?? {};
     return super.onResponseStart(controller, statusCode, headers, statusMessage);
@@ -43,7 +58,11 @@ class Observer extends Decorator {
   }
 
   override onResponseEnd(controller: Dispatcher.DispatchController, trailers: any): void {
-    const refused = this.done({ status: this.status, headers: this.headers, body: Buffer.concat(this.chunks).toString('utf8') });
+    const refused = this.done({
+      status: this.status,
+      headers: this.headers,
+      body: Buffer.concat(this.chunks).toString('utf8'),
+    });
     if (refused) return super.onResponseError(controller, refused);
     return super.onResponseEnd(controller, trailers);
   }
@@ -55,6 +74,9 @@ export function observeAnswers(
   onAnswer: (opts: Dispatcher.DispatchOptions, answer: ObservedAnswer) => Error | void,
 ): void {
   setGlobalDispatcher(
-    getGlobalDispatcher().compose((dispatch) => (opts, handler) => dispatch(opts, wanted(opts) ? new Observer(handler, (answer) => onAnswer(opts, answer)) : handler)),
+    getGlobalDispatcher().compose(
+      (dispatch) => (opts, handler) =>
+        dispatch(opts, wanted(opts) ? new Observer(handler, (answer) => onAnswer(opts, answer)) : handler),
+    ),
   );
 }

@@ -16,9 +16,16 @@ export interface CliRun {
  * Runs the built `tollgate` as a child process with pipes for its output (no terminal), and resolves when it
  * exits. A run still going after `timeoutMs` is killed (signal SIGKILL in the result), so a hang fails the test.
  */
-export function runCli(args: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number } = {}): Promise<CliRun> {
+export function runCli(
+  args: string[],
+  opts: { env?: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number } = {},
+): Promise<CliRun> {
   const started = Date.now();
-  const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...opts.env }, cwd: opts.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [CLI, ...args], {
+    env: { ...process.env, ...opts.env },
+    cwd: opts.cwd,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString('utf8')));

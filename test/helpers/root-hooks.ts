@@ -20,7 +20,13 @@
 import childProcess from 'node:child_process';
 import { promisify } from 'node:util';
 import type { Dispatcher } from 'undici';
-import { adminAnswersDuring, checkedAdminAnswers, contractError, observeAdminAnswers, takeContractViolations } from './admin-contract';
+import {
+  adminAnswersDuring,
+  checkedAdminAnswers,
+  contractError,
+  observeAdminAnswers,
+  takeContractViolations,
+} from './admin-contract';
 import { observeAnswers } from './answer-observer';
 import { recordFigures } from './figures';
 import { TEST_ADMIN_TOKEN } from './gateway';
@@ -32,7 +38,8 @@ for (const s of PLANTED_SECRETS) rememberSecret(s, 'planted secret');
 
 // ---------------------------------------------------------------- admin POST /api/keys answers
 
-const createsKey = (opts: Dispatcher.DispatchOptions) => opts.method === 'POST' && /\/api\/keys\/?(?:\?|$)/.test(opts.path);
+const createsKey = (opts: Dispatcher.DispatchOptions) =>
+  opts.method === 'POST' && /\/api\/keys\/?(?:\?|$)/.test(opts.path);
 /** The body of a 201 answer to POST /api/keys is the one place a new key is handed out. */
 observeAnswers(createsKey, (_opts, answer) => {
   if (answer.status === 201) rememberGeneratedKeys(answer.body, 'a key created through POST /api/keys');
@@ -49,12 +56,15 @@ function reportAdminAnswers() {
   const total = [...seen.values()].reduce((a, b) => a + b, 0);
   if (total === 0) return;
   const kinds = [...seen.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, n]) => `${k}: ${n}`);
-  process.stdout.write(`\n  admin answers checked against the OpenAPI document: ${total}, all valid (${kinds.join(', ')})\n`);
+  process.stdout.write(
+    `\n  admin answers checked against the OpenAPI document: ${total}, all valid (${kinds.join(', ')})\n`,
+  );
 }
 
 // ---------------------------------------------------------------- `tollgate keys create` output
 
-const isKeysCreate = (args: unknown[]) => Array.isArray(args[1]) && args[1].includes('keys') && args[1].includes('create');
+const isKeysCreate = (args: unknown[]) =>
+  Array.isArray(args[1]) && args[1].includes('keys') && args[1].includes('create');
 const cp = childProcess as unknown as Record<string, any>;
 const execFile = cp.execFile;
 const observedExecFile = function (this: unknown, ...args: unknown[]) {
@@ -68,7 +78,11 @@ const observedExecFile = function (this: unknown, ...args: unknown[]) {
 } as any;
 observedExecFile[promisify.custom] = (...args: unknown[]) => {
   const promise = execFile[promisify.custom](...args);
-  if (isKeysCreate(args)) promise.then((r: { stdout: unknown }) => rememberGeneratedKeys(String(r.stdout), 'a key created with `tollgate keys create`'), () => undefined);
+  if (isKeysCreate(args))
+    promise.then(
+      (r: { stdout: unknown }) => rememberGeneratedKeys(String(r.stdout), 'a key created with `tollgate keys create`'),
+      () => undefined,
+    );
   return promise; // unchanged (it carries .child)
 };
 cp.execFile = observedExecFile;
@@ -87,7 +101,10 @@ export const mochaHooks = {
 
 /** Said again at the end, where a reader of the run looks, not only where each suite was skipped. */
 function announceSkippedSuites() {
-  if (skippedSuites.length) announce(`SKIPPED in this run: ${skippedSuites.length} suite(s)\n${skippedSuites.map((s) => `  - ${s}`).join('\n')}`);
+  if (skippedSuites.length)
+    announce(
+      `SKIPPED in this run: ${skippedSuites.length} suite(s)\n${skippedSuites.map((s) => `  - ${s}`).join('\n')}`,
+    );
 }
 
 async function secretScan(this: Mocha.Context) {
@@ -95,13 +112,21 @@ async function secretScan(this: Mocha.Context) {
   const started = Date.now();
   const { findings, stats } = await scanAll(TEST_ADMIN_TOKEN);
   const created = knownSecrets().length - PLANTED_SECRETS.length;
-  const summary = `secret scan of the whole run: ${stats.gateways} gateways, ${stats.logLines} log lines, ${stats.adminAnswers} admin answers (${stats.records} records), ` +
+  const summary =
+    `secret scan of the whole run: ${stats.gateways} gateways, ${stats.logLines} log lines, ${stats.adminAnswers} admin answers (${stats.records} records), ` +
     `${stats.files} files at rest (${(stats.bytes / 2 ** 20).toFixed(1)} MB), ${PLANTED_SECRETS.length} planted secrets + ${created} gateway keys created during the run ` +
     `+ anything shaped like a generated key (${Date.now() - started} ms)`;
   if (stats.snapshotProblems.length) {
-    process.stdout.write(`\n  (secret scan: the admin answers of ${stats.snapshotProblems.length} gateway(s) could not all be read when they stopped; their logs and files were scanned: ${stats.snapshotProblems.slice(0, 3).join(' | ')})\n`);
+    process.stdout.write(
+      `\n  (secret scan: the admin answers of ${stats.snapshotProblems.length} gateway(s) could not all be read when they stopped; their logs and files were scanned: ${stats.snapshotProblems.slice(0, 3).join(' | ')})\n`,
+    );
   }
-  recordFigures('secret-scan', 'last-run', { ...stats, snapshotProblems: stats.snapshotProblems.length, gateway_keys_created: created, found: findings.length });
+  recordFigures('secret-scan', 'last-run', {
+    ...stats,
+    snapshotProblems: stats.snapshotProblems.length,
+    gateway_keys_created: created,
+    found: findings.length,
+  });
   if (findings.length === 0) {
     process.stdout.write(`\n  ${summary}: none found\n`);
     return;

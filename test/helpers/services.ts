@@ -72,7 +72,10 @@ function probe(kind: string, url: string, check: () => Promise<void>): Promise<s
   const key = `${kind} ${url}`;
   let p = probes.get(key);
   if (!p) {
-    p = check().then(() => undefined, (err: unknown) => messageOf(err));
+    p = check().then(
+      () => undefined,
+      (err: unknown) => messageOf(err),
+    );
     probes.set(key, p);
   }
   return p;
@@ -92,7 +95,13 @@ const postgresAnswers = (url: string) =>
 
 const redisAnswers = (url: string) =>
   probe('redis', url, async () => {
-    const r = new Redis(url, { lazyConnect: true, connectTimeout: PROBE_TIMEOUT_MS, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false });
+    const r = new Redis(url, {
+      lazyConnect: true,
+      connectTimeout: PROBE_TIMEOUT_MS,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+      enableOfflineQueue: false,
+    });
     // connect() rejects with "Connection is closed."; the cause (ECONNREFUSED, ...) comes as an error event.
     let cause: unknown;
     r.on('error', (err) => (cause ??= err));
@@ -107,7 +116,14 @@ const redisAnswers = (url: string) =>
   });
 
 /** The URL in `variable`, once `server` answered on it; skips (or fails, see above) when it is unset or does not answer. */
-async function requireServer(ctx: Mocha.Context, suite: string, variable: string, server: string, example: string, answers: (url: string) => Promise<string | undefined>): Promise<string> {
+async function requireServer(
+  ctx: Mocha.Context,
+  suite: string,
+  variable: string,
+  server: string,
+  example: string,
+  answers: (url: string) => Promise<string | undefined>,
+): Promise<string> {
   const url = process.env[variable];
   requireService(ctx, suite, !!url, `${variable} is not set (e.g. ${variable}=${example})`);
   const problem = await answers(url!);
@@ -125,5 +141,10 @@ export const requireRedis = (ctx: Mocha.Context, suite: string): Promise<string>
 
 /** For tests that start, stop or kill a private Redis: the redis-server binary on PATH. */
 export function requireRedisServer(ctx: Mocha.Context, suite: string): void {
-  requireService(ctx, suite, HAS_REDIS_SERVER, 'no redis-server binary on PATH (this test starts and stops a private Redis; install the redis-server package)');
+  requireService(
+    ctx,
+    suite,
+    HAS_REDIS_SERVER,
+    'no redis-server binary on PATH (this test starts and stops a private Redis; install the redis-server package)',
+  );
 }

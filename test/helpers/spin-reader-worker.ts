@@ -7,7 +7,9 @@ import Database from 'better-sqlite3';
 import { serveReads } from '../../storage/reader-thread';
 
 const db = new Database(':memory:');
-const count = db.prepare('WITH RECURSIVE c (x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < ?) SELECT count(*) AS n FROM c').pluck();
+const count = db
+  .prepare('WITH RECURSIVE c (x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < ?) SELECT count(*) AS n FROM c')
+  .pluck();
 const kept: unknown[] = [];
 
 serveReads({

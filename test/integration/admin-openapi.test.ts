@@ -10,6 +10,8 @@ import { createAdminApp } from '../../admin/app';
 import { AdminReads } from '../../admin/reads/admin-reads';
 import { adminOpenApiDocument } from '../../admin/openapi/document';
 import { createLogger } from '../../runtime/logger';
+import { probeRoutes } from '../../runtime/observability/probes';
+import { Readiness } from '../../runtime/observability/readiness';
 import { BudgetLedger } from '../../runtime/services/budget-ledger';
 import { openStore } from '../../storage/open';
 import { adminGet, waitForRecords } from '../helpers/admin';
@@ -45,20 +47,31 @@ describe('admin API: OpenAPI description', () => {
     const dir = mkdtempSync(join(tmpdir(), 'tollgate-openapi-'));
     const store = await openStore(`sqlite:${join(dir, 'tollgate.db')}`);
     const reads = AdminReads.open(store.readSource(), { timeoutMs: 10_000 });
+    const logger = createLogger('silent', new Writable({ write: (_c, _e, cb) => cb() }));
     try {
       const app = createAdminApp({
         store,
         reads,
         token: TEST_ADMIN_TOKEN,
-        logger: createLogger('silent', new Writable({ write: (_c, _e, cb) => cb() })),
+        logger,
         workspaces: [],
         budgets: new BudgetLedger(),
         onKeysChanged: async () => undefined,
+        probes: probeRoutes(
+          new Readiness({ storeWritable: () => store.checkWritable(), draining: () => false, logger }),
+        ),
+        metrics: { scrape: async () => ({ contentType: 'text/plain', text: '' }), open: false },
       });
       // Each router's dispatch middleware carries its router (@koa/router); HEAD comes with every GET.
-      const routers = app.middleware.map((m) => (m as { router?: Router }).router).filter((r): r is Router => r !== undefined);
+      const routers = app.middleware
+        .map((m) => (m as { router?: Router }).router)
+        .filter((r): r is Router => r !== undefined);
       expect(routers.length, 'routers mounted on the admin app').to.be.greaterThan(1);
-      const routed = routers.flatMap((r) => r.stack.flatMap((layer) => layer.methods.filter((m) => m !== 'HEAD').map((m) => `${m} ${String(layer.path).replace(/:(\w+)/g, '{$1}')}`)));
+      const routed = routers.flatMap((r) =>
+        r.stack.flatMap((layer) =>
+          layer.methods.filter((m) => m !== 'HEAD').map((m) => `${m} ${String(layer.path).replace(/:(\w+)/g, '{$1}')}`),
+        ),
+      );
       expect(routed.length).to.be.greaterThan(8);
       expect([...routed].sort()).to.deep.equal(new AdminContract().operations().sort());
     } finally {
@@ -79,7 +92,12 @@ describe('admin API: OpenAPI description', () => {
       for (const customer of ['openapi-c1', 'openapi-c2', 'openapi-c1']) {
         const res = await request(`${gw.url}/v1/chat/completions`, {
           method: 'POST',
-          headers: { 'content-type': 'application/json', 'x-gateway-key': gw.key, authorization: `Bearer ${OPENAI_KEY}`, 'x-gateway-metadata-customer': customer },
+          headers: {
+            'content-type': 'application/json',
+            'x-gateway-key': gw.key,
+            authorization: `Bearer ${OPENAI_KEY}`,
+            'x-gateway-metadata-customer': customer,
+          },
           body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }),
         });
         expect(res.statusCode).to.equal(200);
@@ -96,11 +114,19 @@ describe('admin API: OpenAPI description', () => {
       const token = opts.token === undefined ? TEST_ADMIN_TOKEN : opts.token;
       const res = await request(`${gw.adminUrl}${path}`, {
         method: method as 'GET',
-        headers: { ...(token === null ? {} : { authorization: `Bearer ${token}` }), ...(opts.body !== undefined ? { 'content-type': 'application/json' } : {}) },
+        headers: {
+          ...(token === null ? {} : { authorization: `Bearer ${token}` }),
+          ...(opts.body !== undefined ? { 'content-type': 'application/json' } : {}),
+        },
         body: opts.body,
       });
       const text = await res.body.text();
-      return { status: res.statusCode, headers: res.headers, text, json: res.headers['content-type']?.toString().startsWith('application/json') ? JSON.parse(text) : undefined };
+      return {
+        status: res.statusCode,
+        headers: res.headers,
+        text,
+        json: res.headers['content-type']?.toString().startsWith('application/json') ? JSON.parse(text) : undefined,
+      };
     };
 
     it('GET /api/openapi.json answers the document without the admin token, and nothing of the deployment is in it', async () => {
@@ -109,13 +135,24 @@ describe('admin API: OpenAPI description', () => {
         expect(res.status, String(token)).to.equal(200);
         expect(res.headers['content-type']).to.match(/^application\/json/);
         expect(res.json).to.deep.equal(adminOpenApiDocument());
-        for (const own of [WORKSPACE, TEST_ADMIN_TOKEN, new URL(gw.url).port, new URL(gw.adminUrl!).port, 'gpt-4o-mini', 'openapi-c1']) expect(res.text).to.not.include(own);
+        for (const own of [
+          WORKSPACE,
+          TEST_ADMIN_TOKEN,
+          new URL(gw.url).port,
+          new URL(gw.adminUrl!).port,
+          'gpt-4o-mini',
+          'openapi-c1',
+        ])
+          expect(res.text).to.not.include(own);
       }
     });
 
     it('every success answer it describes, each parameter used', async () => {
       const ranged = `from=${Date.now() - 86_400_000}&to=${Date.now() + 3_600_000}`;
-      const usage = await adminGet(gw, `/api/usage?${ranged}&group_by=customer,model&interval=hour&filter[provider]=openai`);
+      const usage = await adminGet(
+        gw,
+        `/api/usage?${ranged}&group_by=customer,model&interval=hour&filter[provider]=openai`,
+      );
       expect(usage.rows.map((r: any) => r.group.customer).sort()).to.deep.equal(['openapi-c1', 'openapi-c2']);
       expect(usage.rows[0].bucket).to.be.a('string');
       expect(usage.total.requests).to.equal(3);
@@ -127,7 +164,10 @@ describe('admin API: OpenAPI description', () => {
 
       const first = await adminGet(gw, `/api/requests?${ranged}&limit=2`);
       expect(first.data).to.have.length(2);
-      const second = await adminGet(gw, `/api/requests?${ranged}&limit=2&cursor=${encodeURIComponent(first.next_cursor)}`);
+      const second = await adminGet(
+        gw,
+        `/api/requests?${ranged}&limit=2&cursor=${encodeURIComponent(first.next_cursor)}`,
+      );
       expect(second.data).to.have.length(1);
       expect(second.next_cursor).to.equal(null);
 
@@ -136,14 +176,31 @@ describe('admin API: OpenAPI description', () => {
       expect(csv.headers['content-type']).to.match(/^text\/csv/);
       expect(csv.text.split('\r\n')[0]).to.match(/^customer,requests,/);
 
-      const created = await call('POST', '/api/keys', { body: JSON.stringify({ workspace: WORKSPACE, label: 'openapi' }) });
+      const created = await call('POST', '/api/keys', {
+        body: JSON.stringify({ workspace: WORKSPACE, label: 'openapi' }),
+      });
       expect(created.status).to.equal(201);
-      expect((await adminGet(gw, `/api/keys?workspace=${WORKSPACE}`)).data.map((k: any) => k.id)).to.deep.equal([created.json.id]);
-      expect((await call('DELETE', `/api/keys/${created.json.id}`)).json).to.deep.equal({ id: created.json.id, revoked: true });
+      expect((await adminGet(gw, `/api/keys?workspace=${WORKSPACE}`)).data.map((k: any) => k.id)).to.deep.equal([
+        created.json.id,
+      ]);
+      expect((await call('DELETE', `/api/keys/${created.json.id}`)).json).to.deep.equal({
+        id: created.json.id,
+        revoked: true,
+      });
 
-      expect((await adminGet(gw, '/api/budgets')).data[0]).to.include({ workspace: 'default', period: 'day', limit_usd: '50' });
+      expect((await adminGet(gw, '/api/budgets')).data[0]).to.include({
+        workspace: 'default',
+        period: 'day',
+        limit_usd: '50',
+      });
       expect((await adminGet(gw, '/api/dimensions')).tags).to.include('customer');
       expect((await adminGet(gw, '/api/info')).workspaces.map((w: any) => w.id)).to.deep.equal(['default', WORKSPACE]);
+
+      expect((await call('GET', '/healthz', { token: null })).json).to.deep.equal({ status: 'ok' });
+      expect((await call('GET', '/readyz', { token: null })).json.status).to.equal('ready');
+      const metrics = await call('GET', '/metrics');
+      expect(metrics.status).to.equal(200);
+      expect(metrics.text).to.match(/^tollgate_requests_total\{/m);
     });
 
     /** Each path answers 400 with this code, `param` naming the parameter at fault. */
@@ -196,7 +253,11 @@ describe('admin API: OpenAPI description', () => {
         [await call('POST', '/api/keys', { body: '[]' }), 400, 'invalid_body'],
         [await call('POST', '/api/keys', { body: JSON.stringify({ workspace: 'nope' }) }), 400, 'invalid_body'],
         [await call('POST', '/api/keys', { body: JSON.stringify({ label: 'x'.repeat(201) }) }), 400, 'invalid_body'],
-        [await call('POST', '/api/keys', { body: JSON.stringify({ label: 'x'.repeat(70_000) }) }), 413, 'body_too_large'],
+        [
+          await call('POST', '/api/keys', { body: JSON.stringify({ label: 'x'.repeat(70_000) }) }),
+          413,
+          'body_too_large',
+        ],
         [await call('DELETE', '/api/keys/key_000000000000'), 404, 'route_not_found'],
         [await call('GET', '/api/budgets', { token: null }), 401, 'gateway_key_invalid'],
         [await call('GET', '/api/nope'), 404, 'route_not_found'],
@@ -207,10 +268,31 @@ describe('admin API: OpenAPI description', () => {
       }
     });
 
+    it('GET /metrics answers 404 route_not_found on a gateway with metrics off', async () => {
+      const off = await startTestGateway(upstream.url, 'metrics: { enabled: false }');
+      try {
+        const res = await request(`${off.adminUrl}/metrics`, {
+          headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
+        });
+        expect(res.statusCode).to.equal(404);
+        expect(((await res.body.json()) as any).error.code).to.equal('route_not_found');
+      } finally {
+        await off.stop();
+      }
+    });
+
     it('the check against the document fails a wrong answer', async () => {
       const contract = new AdminContract();
-      const res = await request(`${gw.adminUrl}/api/usage?group_by=model`, { headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` } });
-      const answer = { method: 'GET', path: '/api/usage?group_by=model', status: res.statusCode, headers: res.headers, body: await res.body.text() };
+      const res = await request(`${gw.adminUrl}/api/usage?group_by=model`, {
+        headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
+      });
+      const answer = {
+        method: 'GET',
+        path: '/api/usage?group_by=model',
+        status: res.statusCode,
+        headers: res.headers,
+        body: await res.body.text(),
+      };
       expect(contract.check(answer)).to.deep.equal({ answer: 'GET /api/usage 200', problems: [] });
       const body = JSON.parse(answer.body);
       const tampered = (change: (b: any) => void) => {
@@ -223,10 +305,20 @@ describe('admin API: OpenAPI description', () => {
       expect(tampered((b) => (b.rows[0].secret = 'x'))).to.have.length.greaterThan(0);
       expect(tampered((b) => delete b.rows[0].requests)).to.have.length.greaterThan(0);
       expect(tampered((b) => (b.from = 'yesterday'))).to.have.length.greaterThan(0);
-      expect(contract.check({ ...answer, status: 418 }).problems).to.deep.equal(['status 418 is not documented for GET /api/usage']);
-      expect(contract.check({ ...answer, headers: { 'content-type': 'text/plain' } }).problems[0]).to.match(/content-type "text\/plain" is not documented/);
+      expect(contract.check({ ...answer, status: 418 }).problems).to.deep.equal([
+        'status 418 is not documented for GET /api/usage',
+      ]);
+      expect(contract.check({ ...answer, headers: { 'content-type': 'text/plain' } }).problems[0]).to.match(
+        /content-type "text\/plain" is not documented/,
+      );
       expect(contract.check({ ...answer, path: '/api/usage-everything' }).problems[0]).to.match(/no such operation/);
-      expect(contract.check({ ...answer, status: 401, body: '{"error":{"message":"no","type":"authentication_error","param":null,"code":"rate_limited"}}' }).problems).to.have.length.greaterThan(0);
+      expect(
+        contract.check({
+          ...answer,
+          status: 401,
+          body: '{"error":{"message":"no","type":"authentication_error","param":null,"code":"rate_limited"}}',
+        }).problems,
+      ).to.have.length.greaterThan(0);
     });
   });
 
@@ -236,7 +328,9 @@ describe('admin API: OpenAPI description', () => {
     // 1 ms: no read can be answered in that time, the reader thread has yet to start.
     const gw = await startTestGateway(upstream.url, 'admin: { query_timeout_ms: 1 }');
     try {
-      const res = await request(`${gw.adminUrl}/api/usage?group_by=model`, { headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` } });
+      const res = await request(`${gw.adminUrl}/api/usage?group_by=model`, {
+        headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
+      });
       const body = (await res.body.json()) as any;
       expect(res.statusCode, JSON.stringify(body)).to.equal(503);
       expect(body.error).to.include({ code: 'query_timeout', type: 'gateway_error', param: null });
@@ -250,7 +344,10 @@ describe('admin API: OpenAPI description', () => {
   it('429 auth_blocked with Retry-After once an address sent too many wrong tokens', async () => {
     const upstream = new TestUpstream();
     await upstream.start();
-    const gw = await startTestGateway(upstream.url, 'admin: { lockout: { max_failures: 2, window_ms: 60000, block_ms: 1000 } }');
+    const gw = await startTestGateway(
+      upstream.url,
+      'admin: { lockout: { max_failures: 2, window_ms: 60000, block_ms: 1000 } }',
+    );
     try {
       const get = async (token: string) => {
         const res = await request(`${gw.adminUrl}/api/usage`, { headers: { authorization: `Bearer ${token}` } });
@@ -287,10 +384,17 @@ describe('admin API: OpenAPI description', () => {
     const gw = await startTestGateway(upstream.url, `storage: { url: "${target.toString()}", schema: ${schema} }`);
     try {
       relay.cut();
-      const res = await request(`${gw.adminUrl}/api/usage`, { headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` } });
+      const res = await request(`${gw.adminUrl}/api/usage`, {
+        headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
+      });
       const text = await res.body.text();
       expect(res.statusCode, text).to.equal(500);
-      expect(JSON.parse(text).error).to.deep.equal({ message: 'Internal gateway error', type: 'gateway_error', param: null, code: 'internal_error' });
+      expect(JSON.parse(text).error).to.deep.equal({
+        message: 'Internal gateway error',
+        type: 'gateway_error',
+        param: null,
+        code: 'internal_error',
+      });
       relay.restore();
     } finally {
       relay.restore();
@@ -323,17 +427,24 @@ workspaces: [{ id: default, keys: [{ id: test, key: "\${GATEWAY_KEY}" }], limits
     try {
       expect((await adminGet(gw, '/api/budgets')).data).to.have.length(1);
       relay.cut();
-      const res = await request(`${gw.adminUrl}/api/budgets`, { headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` } });
+      const res = await request(`${gw.adminUrl}/api/budgets`, {
+        headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
+      });
       const body = (await res.body.json()) as any;
       expect(res.statusCode, JSON.stringify(body)).to.equal(503);
       expect(body.error.code).to.equal('limits_unavailable');
       expect(res.headers['retry-after']).to.equal('1');
+      const ready = await request(`${gw.adminUrl}/readyz`);
+      expect(ready.statusCode).to.equal(503);
+      expect(((await ready.body.json()) as any).failed).to.deep.equal(['limit_store']);
     } finally {
       relay.restore();
       // Readable again once the limit store's circuit breaker closes (the secret scan reads them when it stops).
       const deadline = Date.now() + 5000;
       while (Date.now() < deadline) {
-        const again = await request(`${gw.adminUrl}/api/budgets`, { headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` } });
+        const again = await request(`${gw.adminUrl}/api/budgets`, {
+          headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
+        });
         await again.body.text();
         if (again.statusCode === 200) break;
         await sleep(100);
@@ -348,13 +459,20 @@ workspaces: [{ id: default, keys: [{ id: test, key: "\${GATEWAY_KEY}" }], limits
   describe('coverage', () => {
     it('the answers of this suite cover every answer the document describes, and each was checked against it', () => {
       const seen = checkedAdminAnswers();
-      // Every route's 401, 429 and 500 come from the same middleware, and every read's 503 query_timeout from the same
-      // reader thread: one of each (above) stands for all. The 500 and the budgets' 503 limits_unavailable need
-      // PostgreSQL and Redis to cut.
+      // Every route's 401, 429 and 500 come from the same middleware, and every /api read's 503 query_timeout from the
+      // same reader thread: one of each (above) stands for all. The 500 and the budgets' 503 limits_unavailable need
+      // PostgreSQL and Redis to cut; /readyz's 503 needs Redis.
       const shared = ['401', '429', '503', ...(process.env.DATABASE_URL ? ['500'] : [])];
-      const perRoute = new AdminContract().documentedAnswers().filter((a) => !/ (401|429|500|503)$/.test(a) && !seen.has(a));
+      const needsRedis = (a: string) => a === 'GET /readyz 503' && !process.env.REDIS_URL;
+      const perRoute = new AdminContract()
+        .documentedAnswers()
+        .filter((a) => !/ (401|429|500)$/.test(a) && !/^\w+ \/api\/\S* 503$/.test(a) && !needsRedis(a) && !seen.has(a));
       expect(perRoute, 'documented answers never produced').to.deep.equal([]);
-      for (const status of shared) expect([...seen.keys()].some((a) => a.endsWith(` ${status}`)), `some ${status} answer`).to.equal(true);
+      for (const status of shared)
+        expect(
+          [...seen.keys()].some((a) => a.endsWith(` ${status}`)),
+          `some ${status} answer`,
+        ).to.equal(true);
     });
   });
 });

@@ -57,16 +57,36 @@ describe('tollgate CLI: errors are one line, exit 2 for what the user can fix', 
 
   describe('options', () => {
     const cases: [string, string[], RegExp][] = [
-      ['an unreadable --from', ['usage', '--from', 'yesterday'], /^tollgate: --from: cannot read the time "yesterday" \(use 24h or 7d ago, an ISO date or epoch ms\)$/],
+      [
+        'an unreadable --from',
+        ['usage', '--from', 'yesterday'],
+        /^tollgate: --from: cannot read the time "yesterday" \(use 24h or 7d ago, an ISO date or epoch ms\)$/,
+      ],
       ['a day that does not exist', ['usage', '--from', '2026-02-30'], /--from: "2026-02-30" is not a date/],
-      ['a time past the end of Date', ['usage', '--to', '99999999999999999999'], /--to: "99999999999999999999" is out of range/],
+      [
+        'a time past the end of Date',
+        ['usage', '--to', '99999999999999999999'],
+        /--to: "99999999999999999999" is out of range/,
+      ],
       ['a relative time before 1970', ['usage', '--from', '100000000d'], /--from: "100000000d" is out of range/],
-      ['an inverted range', ['usage', '--from', '2025-01-02', '--to', '2025-01-01'], /--from 2025-01-02T00:00:00\.000Z must be before --to 2025-01-01T00:00:00\.000Z/],
+      [
+        'an inverted range',
+        ['usage', '--from', '2025-01-02', '--to', '2025-01-01'],
+        /--from 2025-01-02T00:00:00\.000Z must be before --to 2025-01-01T00:00:00\.000Z/,
+      ],
       ['an empty range', ['usage', '--from', '2025-01-01', '--to', '2025-01-01'], /must be before --to/],
-      ['an inverted range on reprice', ['usage', 'reprice', '--from', '2025-01-02', '--to', '2025-01-01'], /must be before --to/],
+      [
+        'an inverted range on reprice',
+        ['usage', 'reprice', '--from', '2025-01-02', '--to', '2025-01-01'],
+        /must be before --to/,
+      ],
       ['a --filter without =', ['usage', '--filter', 'agent'], /--filter takes key=value, got "agent"/],
       ['a --filter with an empty key', ['usage', '--filter', '=x'], /--filter takes key=value, got "=x"/],
-      ['a status filter that is no status', ['usage', '--filter', 'status=ok'], /status filter must be an HTTP status code, got "ok"/],
+      [
+        'a status filter that is no status',
+        ['usage', '--filter', 'status=ok'],
+        /status filter must be an HTTP status code, got "ok"/,
+      ],
       ['a dimension twice', ['usage', '--group-by', 'model,model'], /dimension model appears twice/],
       ['an unknown option', ['usage', '--colour'], /unknown option '--colour'/],
       ['a missing option value', ['usage', '--from'], /option '--from <time>' argument missing/],
@@ -82,7 +102,10 @@ describe('tollgate CLI: errors are one line, exit 2 for what the user can fix', 
 
     it('refuses negative and absurd demo numbers at once instead of spinning', async () => {
       for (const [args, pattern] of [
-        [['-n', '-5'], /option '-n, --requests <n>' argument '-5' is invalid\. expected a whole number from 1 to 1,000,000/],
+        [
+          ['-n', '-5'],
+          /option '-n, --requests <n>' argument '-5' is invalid\. expected a whole number from 1 to 1,000,000/,
+        ],
         [['-n', '1e9'], /argument '1e9' is invalid/],
         [['-n', '2.5'], /argument '2.5' is invalid/],
         [['--days', '0'], /option '--days <n>' argument '0' is invalid\. expected a whole number from 1 to 365/],
@@ -98,7 +121,10 @@ describe('tollgate CLI: errors are one line, exit 2 for what the user can fix', 
 
   describe('the config file', () => {
     it('refuses a missing file, naming it', async () => {
-      expectUserError(await runCli(['usage', '--config', join(dir, 'nope.yaml')]), new RegExp(`cannot read config file ${join(dir, 'nope.yaml')}: ENOENT`));
+      expectUserError(
+        await runCli(['usage', '--config', join(dir, 'nope.yaml')]),
+        new RegExp(`cannot read config file ${join(dir, 'nope.yaml')}: ENOENT`),
+      );
     });
 
     it('refuses a folder given as the file', async () => {
@@ -107,41 +133,65 @@ describe('tollgate CLI: errors are one line, exit 2 for what the user can fix', 
 
     it('refuses bad YAML on one line that names the line', async () => {
       const bad = file('bad.yaml', 'server:\n  port: 8080\nstorage: [\n');
-      expectUserError(await runCli(['check-config', '--config', bad]), /bad\.yaml: invalid YAML: .* at line \d+, column \d+$/);
+      expectUserError(
+        await runCli(['check-config', '--config', bad]),
+        /bad\.yaml: invalid YAML: .* at line \d+, column \d+$/,
+      );
       expectUserError(await runCli(['start', '--config', bad]), /invalid YAML/);
     });
 
     it('lists every invalid key on the one line', async () => {
       const invalid = file('invalid.yaml', 'server: { port: 99999, host: 3 }\nfoo: 1\n');
-      expectUserError(await runCli(['check-config', '--config', invalid]), /invalid\.yaml is invalid: .*server\.host: .*; .*server\.port: .*; \(top level\): unknown key "foo"$/);
+      expectUserError(
+        await runCli(['check-config', '--config', invalid]),
+        /invalid\.yaml is invalid: .*server\.host: .*; .*server\.port: .*; \(top level\): unknown key "foo"$/,
+      );
     });
 
     it('names an unset environment variable', async () => {
       const env = file('env.yaml', 'storage: { url: "${TOLLGATE_TEST_UNSET_VAR}" }\n');
-      expectUserError(await runCli(['usage', '--config', env], { env: { TOLLGATE_TEST_UNSET_VAR: '' } }), /storage\.url: environment variable TOLLGATE_TEST_UNSET_VAR is not set/);
+      expectUserError(
+        await runCli(['usage', '--config', env], { env: { TOLLGATE_TEST_UNSET_VAR: '' } }),
+        /storage\.url: environment variable TOLLGATE_TEST_UNSET_VAR is not set/,
+      );
     });
 
     it('names the config file when its price file is missing', async () => {
-      const prices = file('prices.yaml', 'storage: { url: "sqlite:./data/tollgate.db" }\npricing: { litellm_file: ./no-prices.json }\n');
+      const prices = file(
+        'prices.yaml',
+        'storage: { url: "sqlite:./data/tollgate.db" }\npricing: { litellm_file: ./no-prices.json }\n',
+      );
       const missing = new RegExp(`ENOENT: no such file or directory, open '${join(dir, 'no-prices.json')}'$`);
       expectUserError(await runCli(['check-config', '--config', prices]), new RegExp(`^tollgate: ${prices}: `));
       expectUserError(await runCli(['check-config', '--config', prices]), missing);
-      expectUserError(await runCli(['usage', 'reprice', '--config', prices]), new RegExp(`^tollgate: ${prices}: pricing: `));
+      expectUserError(
+        await runCli(['usage', 'reprice', '--config', prices]),
+        new RegExp(`^tollgate: ${prices}: pricing: `),
+      );
     });
 
     it('start refuses what only start meets: workers without a shared store, an upload folder it cannot create', async () => {
-      const env = { GATEWAY_KEY: 'tg_cli_errors_test_key' };
+      const env = { GATEWAY_KEY: 'tg_cli_errors_test_key_00000000001' };
       const memory = file('memory.yaml', 'server: { port: 0, workers: 2 }\nstorage: { url: "sqlite::memory:" }\n');
-      expectUserError(await runCli(['start', '--config', memory], { env }), /^tollgate: cannot start: server\.workers > 1 needs a store the workers share/);
-      const spool = file('spool.yaml', `server: { host: 127.0.0.1, port: 0, upload_spool_dir: ${good}/uploads }\nstorage: { url: "sqlite:./spool-data/tollgate.db" }\n`);
+      expectUserError(
+        await runCli(['start', '--config', memory], { env }),
+        /^tollgate: cannot start: server\.workers > 1 needs a store the workers share/,
+      );
+      const spool = file(
+        'spool.yaml',
+        `server: { host: 127.0.0.1, port: 0, upload_spool_dir: ${good}/uploads }\nstorage: { url: "sqlite:./spool-data/tollgate.db" }\n`,
+      );
       const run = await runCli(['start', '--config', spool], { env });
       expect(run.code, run.stderr).to.equal(2);
-      expect(run.stderr).to.equal(`tollgate: cannot start: server.upload_spool_dir: cannot create ${good}/uploads: ENOTDIR: not a directory, mkdir '${good}/uploads'\n`);
+      expect(run.stderr).to.equal(
+        `tollgate: cannot start: server.upload_spool_dir: cannot create ${good}/uploads: ENOTDIR: not a directory, mkdir '${good}/uploads'\n`,
+      );
     });
 
     it('refuses an unknown storage scheme in check-config, and start agrees', async () => {
       const mysql = file('mysql.yaml', 'storage: { url: "mysql://root@127.0.0.1/tollgate" }\n');
-      const pattern = /mysql\.yaml is invalid: storage\.url: unsupported storage URL scheme "mysql": use sqlite:<path> or postgres:\/\/\.\.\.$/;
+      const pattern =
+        /mysql\.yaml is invalid: storage\.url: unsupported storage URL scheme "mysql": use sqlite:<path> or postgres:\/\/\.\.\.$/;
       expectUserError(await runCli(['check-config', '--config', mysql]), pattern);
       expectUserError(await runCli(['start', '--config', mysql]), pattern);
       expectUserError(await runCli(['usage', '--config', mysql]), pattern);
@@ -152,8 +202,19 @@ describe('tollgate CLI: errors are one line, exit 2 for what the user can fix', 
     it('read-only commands never create a database: a mistyped SQLite path is an error naming it', async () => {
       const typo = file('typo.yaml', 'storage: { url: "sqlite:./dtaa/tollgate.db" }\n');
       const path = join(dir, 'dtaa', 'tollgate.db');
-      for (const args of [['keys', 'list'], ['keys', 'revoke', 'key_x'], ['usage'], ['usage', '--json'], ['usage', 'reprice']]) {
-        expectUserError(await runCli([...args, '--config', typo]), new RegExp(`^tollgate: no database at ${path} \\(storage\\.url in ${join(dir, 'typo.yaml')}\\): check the path`));
+      for (const args of [
+        ['keys', 'list'],
+        ['keys', 'revoke', 'key_x'],
+        ['usage'],
+        ['usage', '--json'],
+        ['usage', 'reprice'],
+      ]) {
+        expectUserError(
+          await runCli([...args, '--config', typo]),
+          new RegExp(
+            `^tollgate: no database at ${path} \\(storage\\.url in ${join(dir, 'typo.yaml')}\\): check the path`,
+          ),
+        );
       }
       expect(existsSync(join(dir, 'dtaa')), 'neither the file nor its folder was created').to.equal(false);
     });
@@ -168,9 +229,14 @@ describe('tollgate CLI: errors are one line, exit 2 for what the user can fix', 
     it('an unreachable PostgreSQL is one line naming it, without its password', async () => {
       const config = file('pg-down.yaml', 'storage: { url: "postgres://tollgate:hunter2@127.0.0.1:1/tollgate" }\n');
       const run = await runCli(['usage', '--config', config]);
-      expectUserError(run, /^tollgate: cannot open the database postgres:\/\/tollgate:\*\*\*@127\.0\.0\.1:1\/tollgate: connect ECONNREFUSED 127\.0\.0\.1:1$/);
+      expectUserError(
+        run,
+        /^tollgate: cannot open the database postgres:\/\/tollgate:\*\*\*@127\.0\.0\.1:1\/tollgate: connect ECONNREFUSED 127\.0\.0\.1:1$/,
+      );
       expect(run.stderr).to.not.include('hunter2');
-      const start = await runCli(['start', '--config', config], { env: { GATEWAY_KEY: 'tg_cli_errors_test' } });
+      const start = await runCli(['start', '--config', config], {
+        env: { GATEWAY_KEY: 'tg_cli_errors_test_key_00000000001' },
+      });
       expectUserError(start, /^tollgate: cannot start: connect ECONNREFUSED 127\.0\.0\.1:1$/);
     });
 
@@ -180,7 +246,9 @@ describe('tollgate CLI: errors are one line, exit 2 for what the user can fix', 
         const c = new Client({ connectionString: PG_URL });
         await c.connect();
         try {
-          return (await c.query('SELECT 1 FROM information_schema.schemata WHERE schema_name = $1', [name])).rowCount === 1;
+          return (
+            (await c.query('SELECT 1 FROM information_schema.schemata WHERE schema_name = $1', [name])).rowCount === 1
+          );
         } finally {
           await c.end();
         }
@@ -201,7 +269,10 @@ describe('tollgate CLI: errors are one line, exit 2 for what the user can fix', 
 
       it('a mistyped schema is an error, and is not created', async () => {
         const config = file('pg-typo.yaml', `storage: { url: "${PG_URL}", schema: ${schema}_typo }\n`);
-        expectUserError(await runCli(['keys', 'list', '--config', config]), new RegExp(`no Tollgate tables in .* \\(schema ${schema}_typo\\) .*check storage\\.url and storage\\.schema`));
+        expectUserError(
+          await runCli(['keys', 'list', '--config', config]),
+          new RegExp(`no Tollgate tables in .* \\(schema ${schema}_typo\\) .*check storage\\.url and storage\\.schema`),
+        );
         expect(await schemaExists(`${schema}_typo`)).to.equal(false);
       });
 
@@ -209,7 +280,10 @@ describe('tollgate CLI: errors are one line, exit 2 for what the user can fix', 
         const url = new URL(PG_URL as string);
         url.pathname = `/${schema}_nodb`;
         const config = file('pg-nodb.yaml', `storage: { url: "${url}" }\n`);
-        expectUserError(await runCli(['keys', 'list', '--config', config]), new RegExp(`cannot open the database .*: database "${schema}_nodb" does not exist$`));
+        expectUserError(
+          await runCli(['keys', 'list', '--config', config]),
+          new RegExp(`cannot open the database .*: database "${schema}_nodb" does not exist$`),
+        );
       });
 
       it('keys create makes the schema; keys list reads it', async () => {
@@ -234,26 +308,44 @@ describe('tollgate CLI: errors are one line, exit 2 for what the user can fix', 
     after(() => new Promise<void>((r) => taken.close(() => r())));
 
     it('start on a port in use: one line naming the port, exit 2', async () => {
-      const config = file('port.yaml', `server: { host: 127.0.0.1, port: ${port} }\nstorage: { url: "sqlite:./port-data/tollgate.db" }\nworkspaces: [{ id: default, keys: [{ id: k, key: "\${GATEWAY_KEY}" }] }]\n`);
-      const run = await runCli(['start', '--config', config], { env: { GATEWAY_KEY: 'tg_cli_errors_test_key' } });
+      const config = file(
+        'port.yaml',
+        `server: { host: 127.0.0.1, port: ${port} }\nstorage: { url: "sqlite:./port-data/tollgate.db" }\nworkspaces: [{ id: default, keys: [{ id: k, key: "\${GATEWAY_KEY}" }] }]\n`,
+      );
+      const run = await runCli(['start', '--config', config], {
+        env: { GATEWAY_KEY: 'tg_cli_errors_test_key_00000000001' },
+      });
       const shown = `exit ${run.code}, stderr:\n${run.stderr}`;
       expect(run.code, shown).to.equal(2);
-      expect(run.stderr.trimEnd().split('\n'), shown).to.deep.equal([`tollgate: cannot start: port ${port} is in use (127.0.0.1:${port}): stop what listens there or choose another port`]);
+      expect(run.stderr.trimEnd().split('\n'), shown).to.deep.equal([
+        `tollgate: cannot start: port ${port} is in use (127.0.0.1:${port}): stop what listens there or choose another port`,
+      ]);
     });
 
     it('the same with several workers: one line, not one per worker', async () => {
-      const config = file('port-workers.yaml', `server: { host: 127.0.0.1, port: ${port}, workers: 3 }\nstorage: { url: "sqlite:./port-workers/tollgate.db" }\nworkspaces: [{ id: default, keys: [{ id: k, key: "\${GATEWAY_KEY}" }] }]\n`);
-      const run = await runCli(['start', '--config', config], { env: { GATEWAY_KEY: 'tg_cli_errors_test_key' } });
+      const config = file(
+        'port-workers.yaml',
+        `server: { host: 127.0.0.1, port: ${port}, workers: 3 }\nstorage: { url: "sqlite:./port-workers/tollgate.db" }\nworkspaces: [{ id: default, keys: [{ id: k, key: "\${GATEWAY_KEY}" }] }]\n`,
+      );
+      const run = await runCli(['start', '--config', config], {
+        env: { GATEWAY_KEY: 'tg_cli_errors_test_key_00000000001' },
+      });
       const shown = `exit ${run.code}, stderr:\n${run.stderr}`;
       expect(run.code, shown).to.equal(2);
-      expect(run.stderr.trimEnd().split('\n'), shown).to.deep.equal([`tollgate: cannot start: port ${port} is in use (127.0.0.1:${port}): stop what listens there or choose another port`]);
+      expect(run.stderr.trimEnd().split('\n'), shown).to.deep.equal([
+        `tollgate: cannot start: port ${port} is in use (127.0.0.1:${port}): stop what listens there or choose another port`,
+      ]);
     });
 
     it('demo on an admin port in use: the same', async () => {
       const run = await runCli(['demo', '-n', '5', '--admin-port', String(port)]);
       const shown = `exit ${run.code}, stderr:\n${run.stderr}`;
       expect(run.code, shown).to.equal(2);
-      expect(run.stderr, shown).to.match(new RegExp(`\\ntollgate: port ${port} is in use \\(127\\.0\\.0\\.1:${port}\\): stop what listens there or choose another port\\n$`));
+      expect(run.stderr, shown).to.match(
+        new RegExp(
+          `\\ntollgate: port ${port} is in use \\(127\\.0\\.0\\.1:${port}\\): stop what listens there or choose another port\\n$`,
+        ),
+      );
       expect(run.stderr, shown).to.not.match(/\n\s+at /);
     });
   });
@@ -272,7 +364,9 @@ describe('tollgate CLI: errors are one line, exit 2 for what the user can fix', 
     it('exit 1 with one line that says how to see more', async () => {
       const run = await runCli(['keys', 'list', '--config', damaged]);
       expect(run.code, run.stderr).to.equal(1);
-      expect(run.stderr).to.equal('tollgate: internal error: no such table: keys (TOLLGATE_DEBUG=1 prints the stack)\n');
+      expect(run.stderr).to.equal(
+        'tollgate: internal error: no such table: keys (TOLLGATE_DEBUG=1 prints the stack)\n',
+      );
     });
 
     it('TOLLGATE_DEBUG=1 adds the stack', async () => {

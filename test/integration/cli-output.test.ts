@@ -61,15 +61,36 @@ describe('tollgate CLI: tables, --json and progress', function () {
     await upstream.start();
     // A recorded chat completion with large token counts (cached none), so separators and dollars show.
     const completion = fixtureJson('openai/chat_completion_cached_tokens.json');
-    completion.usage = { ...completion.usage, prompt_tokens: INPUT, completion_tokens: OUTPUT, total_tokens: INPUT + OUTPUT, prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 } };
-    upstream.respondWith((req) => (req.mount === 'openai' ? { headers: { 'content-type': 'application/json' }, body: Buffer.from(JSON.stringify(completion)) } : undefined));
+    completion.usage = {
+      ...completion.usage,
+      prompt_tokens: INPUT,
+      completion_tokens: OUTPUT,
+      total_tokens: INPUT + OUTPUT,
+      prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
+    };
+    upstream.respondWith((req) =>
+      req.mount === 'openai'
+        ? { headers: { 'content-type': 'application/json' }, body: Buffer.from(JSON.stringify(completion)) }
+        : undefined,
+    );
     // $1000 / $2000 per 1M input / output tokens: each request costs 1,234,567 x $0.001 + 1,000 x $0.002 = $1,236.567.
-    gw = await startTestGateway(upstream.url, 'pricing: { models: [{ provider: openai, model: gpt-4o-mini, input: "1000", output: "2000" }] }\n');
+    gw = await startTestGateway(
+      upstream.url,
+      'pricing: { models: [{ provider: openai, model: gpt-4o-mini, input: "1000", output: "2000" }] }\n',
+    );
     for (const team of TEAMS) {
-      const metadata = JSON.stringify({ team }).replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+      const metadata = JSON.stringify({ team }).replace(
+        /[\u0080-\uffff]/g,
+        (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+      );
       const res = await request(`${gw.url}/v1/chat/completions`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-gateway-key': gw.key, authorization: `Bearer ${OPENAI_KEY}`, 'x-gateway-metadata': metadata },
+        headers: {
+          'content-type': 'application/json',
+          'x-gateway-key': gw.key,
+          authorization: `Bearer ${OPENAI_KEY}`,
+          'x-gateway-metadata': metadata,
+        },
         body: JSON.stringify({ model: 'gpt-4o-mini', messages: [] }),
       });
       await res.body.text();
@@ -77,7 +98,10 @@ describe('tollgate CLI: tables, --json and progress', function () {
     await waitForRecords(gw, TEAMS.length);
     await gw.stop();
     config = join(gw.dataDir, 'cli.yaml');
-    writeFileSync(config, `storage: { url: "sqlite:${gw.dataDir}/tollgate.db" }\npricing: { models: [{ provider: openai, model: gpt-4o-mini, input: "1000", output: "2000" }] }\n`);
+    writeFileSync(
+      config,
+      `storage: { url: "sqlite:${gw.dataDir}/tollgate.db" }\npricing: { models: [{ provider: openai, model: gpt-4o-mini, input: "1000", output: "2000" }] }\n`,
+    );
   });
   after(() => upstream.stop());
 
@@ -86,12 +110,33 @@ describe('tollgate CLI: tables, --json and progress', function () {
     expect(run.code, run.stderr).to.equal(0);
     const [table, summary] = run.stdout.split('\n\n');
     const { cells, flushRight, gaps } = cellsByRule(table.split('\n'));
-    expect(gaps.every((g) => g === '  '), `columns two spaces apart:\n${table}`).to.equal(true);
-    expect(cells[0]).to.deep.equal(['team', 'requests', 'input', 'output', 'cache read', 'cache write', 'cost', 'unpriced', 'estimated', 'partial']);
-    expect(cells.slice(2).map((r) => r[0]).sort()).to.deep.equal([...TEAMS].sort());
-    for (const row of cells.slice(2)) expect(row.slice(1), table).to.deep.equal(['1', '1,234,567', '1,000', '0', '0', '$1,236.57', '0', '0', '0']);
+    expect(
+      gaps.every((g) => g === '  '),
+      `columns two spaces apart:\n${table}`,
+    ).to.equal(true);
+    expect(cells[0]).to.deep.equal([
+      'team',
+      'requests',
+      'input',
+      'output',
+      'cache read',
+      'cache write',
+      'cost',
+      'unpriced',
+      'estimated',
+      'partial',
+    ]);
+    expect(
+      cells
+        .slice(2)
+        .map((r) => r[0])
+        .sort(),
+    ).to.deep.equal([...TEAMS].sort());
+    for (const row of cells.slice(2))
+      expect(row.slice(1), table).to.deep.equal(['1', '1,234,567', '1,000', '0', '0', '$1,236.57', '0', '0', '0']);
     // Numbers are right-aligned (headers with them); the tag column is not.
-    for (const [i, line] of flushRight.entries()) expect(line.slice(1), `line ${i}:\n${table}`).to.deep.equal(Array(9).fill(true));
+    for (const [i, line] of flushRight.entries())
+      expect(line.slice(1), `line ${i}:\n${table}`).to.deep.equal(Array(9).fill(true));
     expect(summary).to.match(/^3 requests, \$3,709\.70 from /);
   });
 
@@ -101,7 +146,14 @@ describe('tollgate CLI: tables, --json and progress', function () {
     const rows = JSON.parse(run.stdout);
     expect(rows.map((r: any) => r.group.team).sort()).to.deep.equal([...TEAMS].sort());
     for (const row of rows) {
-      expect(row).to.include({ requests: 1, input_tokens: INPUT, output_tokens: OUTPUT, cost_usd: '1236.567', cost_pico: '1236567000000000', cost_status: 'known' });
+      expect(row).to.include({
+        requests: 1,
+        input_tokens: INPUT,
+        output_tokens: OUTPUT,
+        cost_usd: '1236.567',
+        cost_pico: '1236567000000000',
+        cost_status: 'known',
+      });
     }
   });
 
@@ -112,13 +164,32 @@ describe('tollgate CLI: tables, --json and progress', function () {
     expect(key.key).to.match(/^tg_[A-Za-z0-9_-]{43}$/);
     const list = await runCli(['keys', 'list', '--json', '--config', config]);
     const listed = JSON.parse(list.stdout).find((k: any) => k.id === key.id);
-    expect(Object.keys(listed).sort()).to.deep.equal(['created_at', 'id', 'label', 'last_used_at', 'revoked', 'revoked_at', 'source', 'workspace']);
-    expect(listed).to.include({ workspace: 'default', label: 'ラベル', revoked: false, source: 'store', last_used_at: null });
+    expect(Object.keys(listed).sort()).to.deep.equal([
+      'created_at',
+      'id',
+      'label',
+      'last_used_at',
+      'revoked',
+      'revoked_at',
+      'source',
+      'workspace',
+    ]);
+    expect(listed).to.include({
+      workspace: 'default',
+      label: 'ラベル',
+      revoked: false,
+      source: 'store',
+      last_used_at: null,
+    });
     expect(list.stdout).to.not.include(key.key);
   });
 
   it('exits quietly when the reader of its output is gone (usage | head)', async () => {
-    for (const args of [['usage', '--group-by', 'team'], ['keys', 'list'], ['usage', '--json']]) {
+    for (const args of [
+      ['usage', '--group-by', 'team'],
+      ['keys', 'list'],
+      ['usage', '--json'],
+    ]) {
       const child = spawn(process.execPath, [CLI, ...args, '--config', config], { stdio: ['ignore', 'pipe', 'pipe'] });
       child.stdout.destroy(); // the reader leaves before the first line is written
       let stderr = '';
@@ -143,14 +214,20 @@ describe('tollgate CLI: tables, --json and progress', function () {
       this.skip();
     }
     // script(1) gives the CLI a pseudo-terminal for its stdin, stdout and stderr, and copies what it shows.
-    const shown = spawnSync('script', ['-qefc', `${process.execPath} ${CLI} usage reprice --config ${config}`, '/dev/null'], { encoding: 'utf8', timeout: 30_000 });
+    const shown = spawnSync(
+      'script',
+      ['-qefc', `${process.execPath} ${CLI} usage reprice --config ${config}`, '/dev/null'],
+      { encoding: 'utf8', timeout: 30_000 },
+    );
     expect(shown.status, shown.stdout).to.equal(0);
     expect(shown.stdout).to.match(/usage reprice \[[█░]+\] 100% \| 3 of 3 records/);
     expect(shown.stdout).to.match(/repriced with catalog \S+: 0 of 3 records changed/);
   });
 
   it('demo without a terminal: its progress as plain lines on stderr', async function () {
-    const child = spawn(process.execPath, [CLI, 'demo', '-n', '40', '--days', '2', '--admin-port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CLI, 'demo', '-n', '40', '--days', '2', '--admin-port', '0'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
@@ -162,6 +239,8 @@ describe('tollgate CLI: tables, --json and progress', function () {
     child.kill('SIGTERM');
     expect(await exited).to.equal(0);
     expect(stdout).to.include('Recorded 40 requests over the past 2 days');
-    expect(stderr).to.equal('Tollgate demo: sending 40 requests through the gateway to a loopback mock provider...\ndemo: 40 requests\n');
+    expect(stderr).to.equal(
+      'Tollgate demo: sending 40 requests through the gateway to a loopback mock provider...\ndemo: 40 requests\n',
+    );
   });
 });

@@ -8,7 +8,8 @@ import { TestUpstream } from '../helpers/upstream';
 const MESSAGES = { model: 'claude-sonnet-4-5', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] };
 
 /** Names of the X-Gateway-* headers the provider received (there must be none). */
-const gatewayHeadersSeen = (headers: Record<string, unknown>) => Object.keys(headers).filter((h) => h.startsWith('x-gateway-'));
+const gatewayHeadersSeen = (headers: Record<string, unknown>) =>
+  Object.keys(headers).filter((h) => h.startsWith('x-gateway-'));
 
 /**
  * The provider never sees the gateway's own headers (spec, Authentication 2), whoever set them, and header-strip's
@@ -28,7 +29,10 @@ describe('headers the provider never sees', () => {
 
   it('X-Gateway-* headers a plugin sets after header-strip ran are removed by the core', async () => {
     const writer = join(FIXTURES_DIR, 'gateway-header-plugin');
-    gw = await startTestGateway(upstream.url, `plugins:\n  - use: auth\n  - use: header-strip\n  - use: "${writer}"\n  - use: usage-recorder\n`);
+    gw = await startTestGateway(
+      upstream.url,
+      `plugins:\n  - use: auth\n  - use: header-strip\n  - use: "${writer}"\n  - use: usage-recorder\n`,
+    );
     for (const [path, body, headers] of [
       ['/v1/chat/completions', chat('gpt-4o-mini'), {}],
       ['/v1/messages', MESSAGES, { authorization: undefined, 'x-api-key': ANTHROPIC_KEY }],
@@ -43,9 +47,14 @@ describe('headers the provider never sees', () => {
   });
 
   it("header-strip's remove option keeps the configured headers from the provider, in any case", async () => {
-    gw = await startTestGateway(upstream.url, 'plugins:\n  - use: auth\n  - use: header-strip\n    options: { remove: [X-Forwarded-For, x-internal-trace] }\n');
+    gw = await startTestGateway(
+      upstream.url,
+      'plugins:\n  - use: auth\n  - use: header-strip\n    options: { remove: [X-Forwarded-For, x-internal-trace] }\n',
+    );
     const r = await call(gw, '/v1/chat/completions', chat('gpt-4o-mini'), {
-      'X-Forwarded-For': '10.1.2.3', 'X-Internal-Trace': 'trace-7f3a', 'x-request-note': 'kept',
+      'X-Forwarded-For': '10.1.2.3',
+      'X-Internal-Trace': 'trace-7f3a',
+      'x-request-note': 'kept',
     });
     expect(r.status, r.text).to.equal(200);
     const sent = upstream.last().headers;

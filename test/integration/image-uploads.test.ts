@@ -12,7 +12,9 @@ const png = (size: number) => Buffer.concat([PNG_SIGNATURE, randomBytes(size - P
 
 /** The form the provider received, parsed by the platform's own multipart reader. */
 async function formReceived(seen: ReceivedRequest): Promise<FormData> {
-  return new Response(new Uint8Array(seen.body), { headers: { 'content-type': String(seen.headers['content-type']) } }).formData();
+  return new Response(new Uint8Array(seen.body), {
+    headers: { 'content-type': String(seen.headers['content-type']) },
+  }).formData();
 }
 
 async function fileBytes(form: FormData, name: string): Promise<Buffer> {
@@ -30,18 +32,28 @@ describe('image edits and variations through the gateway (openai SDK)', () => {
   let gw: TestGateway;
   useGateway(upstream, (g) => (gw = g));
 
-  const client = () => new OpenAI({ apiKey: OPENAI_KEY, baseURL: `${gw.url}/v1`, maxRetries: 0, defaultHeaders: { 'X-Gateway-Key': gw.key } });
+  const client = () =>
+    new OpenAI({
+      apiKey: OPENAI_KEY,
+      baseURL: `${gw.url}/v1`,
+      maxRetries: 0,
+      defaultHeaders: { 'X-Gateway-Key': gw.key },
+    });
   const answer = fixtureBytes('openai/images_generations.json');
 
   it('images.edit: image (2 MB, past the in-memory limit for uploads) and mask arrive unchanged with the prompt', async () => {
     const image = png(2 * 1024 * 1024);
     const mask = png(64 * 1024);
     const prompt = 'A sunlit indoor lounge area with a pool containing a flamingo';
-    const res = await client().images.edit({
-      model: 'dall-e-2', prompt, size: '256x256',
-      image: await toFile(image, 'lounge.png', { type: 'image/png' }),
-      mask: await toFile(mask, 'mask.png', { type: 'image/png' }),
-    }).asResponse();
+    const res = await client()
+      .images.edit({
+        model: 'dall-e-2',
+        prompt,
+        size: '256x256',
+        image: await toFile(image, 'lounge.png', { type: 'image/png' }),
+        mask: await toFile(mask, 'mask.png', { type: 'image/png' }),
+      })
+      .asResponse();
     expect(res.status).to.equal(200);
     expect(Buffer.from(await res.arrayBuffer()).equals(answer), 'the provider answer, unchanged').to.equal(true);
 
@@ -56,12 +68,25 @@ describe('image edits and variations through the gateway (openai SDK)', () => {
     expect([form.get('model'), form.get('prompt'), form.get('size')]).to.deep.equal(['dall-e-2', prompt, '256x256']);
 
     const record = await waitForRecord(gw, res.headers.get('x-gateway-request-id'));
-    expect(record).to.include({ endpoint: 'images.edits', model: 'dall-e-2', provider: 'openai', status: 200, provenance: 'not_counted' });
+    expect(record).to.include({
+      endpoint: 'images.edits',
+      model: 'dall-e-2',
+      provider: 'openai',
+      status: 200,
+      provenance: 'not_counted',
+    });
   });
 
   it('images.createVariation: the image arrives unchanged with n and size', async () => {
     const image = png(96 * 1024);
-    const res = await client().images.createVariation({ model: 'dall-e-2', n: 2, size: '512x512', image: await toFile(image, 'otter.png', { type: 'image/png' }) }).asResponse();
+    const res = await client()
+      .images.createVariation({
+        model: 'dall-e-2',
+        n: 2,
+        size: '512x512',
+        image: await toFile(image, 'otter.png', { type: 'image/png' }),
+      })
+      .asResponse();
     expect(res.status).to.equal(200);
     expect(Buffer.from(await res.arrayBuffer()).equals(answer), 'the provider answer, unchanged').to.equal(true);
 
@@ -73,6 +98,12 @@ describe('image edits and variations through the gateway (openai SDK)', () => {
     expect([form.get('model'), form.get('n'), form.get('size')]).to.deep.equal(['dall-e-2', '2', '512x512']);
 
     const record = await waitForRecord(gw, res.headers.get('x-gateway-request-id'));
-    expect(record).to.include({ endpoint: 'images.variations', model: 'dall-e-2', provider: 'openai', status: 200, provenance: 'not_counted' });
+    expect(record).to.include({
+      endpoint: 'images.variations',
+      model: 'dall-e-2',
+      provider: 'openai',
+      status: 200,
+      provenance: 'not_counted',
+    });
   });
 });

@@ -14,22 +14,41 @@ describe('GET /v1/models passthrough: what the provider receives', () => {
   useGateway(upstream, (g) => (gw = g));
 
   const refusals = [
-    { provider: 'openai', message: 'OpenAI needs your provider key in the Authorization: Bearer <key> header. It is forwarded as is and never stored.' },
-    { provider: 'anthropic', message: 'Anthropic needs your provider key in the x-api-key: <key> or Authorization: Bearer <key> header. It is forwarded as is and never stored.' },
+    {
+      provider: 'openai',
+      message:
+        'OpenAI needs your provider key in the Authorization: Bearer <key> header. It is forwarded as is and never stored.',
+    },
+    {
+      provider: 'anthropic',
+      message:
+        'Anthropic needs your provider key in the x-api-key: <key> or Authorization: Bearer <key> header. It is forwarded as is and never stored.',
+    },
   ];
   for (const { provider, message } of refusals) {
     it(`without the provider key: 401 provider_key_missing, nothing sent to ${provider}`, async () => {
-      const r = await call(gw, '/v1/models', undefined, { 'x-gateway-provider': provider, authorization: undefined, 'content-type': undefined });
+      const r = await call(gw, '/v1/models', undefined, {
+        'x-gateway-provider': provider,
+        authorization: undefined,
+        'content-type': undefined,
+      });
       expect(r.status, r.text).to.equal(401);
-      expect(r.json).to.deep.equal({ error: { message, type: 'authentication_error', param: null, code: 'provider_key_missing' } });
+      expect(r.json).to.deep.equal({
+        error: { message, type: 'authentication_error', param: null, code: 'provider_key_missing' },
+      });
       expect(upstream.received).to.have.length(0);
     });
   }
 
   it('to the messages-style provider: its key, the version and beta headers and the query string arrive as sent', async () => {
     const r = await call(gw, '/v1/models?limit=20', undefined, {
-      'x-gateway-provider': 'anthropic', authorization: undefined, 'content-type': undefined, 'x-api-key': ANTHROPIC_KEY,
-      'anthropic-version': '2023-06-01', 'anthropic-beta': 'token-counting-2024-11-01', 'alt-version': '2023-06-01',
+      'x-gateway-provider': 'anthropic',
+      authorization: undefined,
+      'content-type': undefined,
+      'x-api-key': ANTHROPIC_KEY,
+      'anthropic-version': '2023-06-01',
+      'anthropic-beta': 'token-counting-2024-11-01',
+      'alt-version': '2023-06-01',
     });
     expect(r.status, r.text).to.equal(200);
     // The test upstream answers every non-aggregator models call with this recording: relayed as it came.

@@ -35,14 +35,22 @@ function allowedCpus(): number {
 /** One request on a connection of its own, so that the cluster hands successive requests to different workers. */
 function post(url: string, body: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest(`${url}/v1/chat/completions`, {
-      method: 'POST',
-      agent: false,
-      headers: { 'content-type': 'application/json', 'x-gateway-key': TEST_GATEWAY_KEY, authorization: `Bearer ${OPENAI_KEY}` },
-    }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
+    const req = httpRequest(
+      `${url}/v1/chat/completions`,
+      {
+        method: 'POST',
+        agent: false,
+        headers: {
+          'content-type': 'application/json',
+          'x-gateway-key': TEST_GATEWAY_KEY,
+          authorization: `Bearer ${OPENAI_KEY}`,
+        },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -75,7 +83,8 @@ plugins:
     options: { flush_interval_ms: 60000, batch_size: 10000 }
 `);
       // The port answers as soon as one worker listens; the primary says when all of them do.
-      for (let i = 0; i < 600 && !gw.stderr().includes('2 worker processes serve'); i++) await new Promise((r) => setTimeout(r, 50));
+      for (let i = 0; i < 600 && !gw.stderr().includes('2 worker processes serve'); i++)
+        await new Promise((r) => setTimeout(r, 50));
     });
     after(async () => {
       if (gw.child.exitCode === null) gw.child.kill('SIGKILL');
@@ -87,8 +96,12 @@ plugins:
       expect(gw.stderr()).to.include('2 worker processes serve');
       expect(childrenOf(gw.child.pid!)).to.have.length(2);
       const statuses: number[] = [];
-      for (let i = 0; i < 30; i++) statuses.push(await post(gw.url, JSON.stringify({ model: 'gpt-4o-mini', messages: [] })));
-      expect(statuses.every((s) => s === 200), `statuses ${statuses.join(',')}`).to.equal(true);
+      for (let i = 0; i < 30; i++)
+        statuses.push(await post(gw.url, JSON.stringify({ model: 'gpt-4o-mini', messages: [] })));
+      expect(
+        statuses.every((s) => s === 200),
+        `statuses ${statuses.join(',')}`,
+      ).to.equal(true);
 
       gw.child.kill('SIGTERM');
       expect(await gw.exited).to.equal(0);

@@ -6,7 +6,11 @@ import { fixtureBytes } from '../helpers/fixtures';
 import { OPENAI_KEY, type TestGateway, useGateway } from '../helpers/gateway';
 import { TestUpstream } from '../helpers/upstream';
 
-const jsonReply = (file: string) => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixtureBytes(file) });
+const jsonReply = (file: string) => ({
+  status: 200,
+  headers: { 'content-type': 'application/json' },
+  body: fixtureBytes(file),
+});
 
 /**
  * Spec 8: image and audio requests are passed through and work, but are not counted toward cost totals. The
@@ -18,7 +22,13 @@ describe('images and transcriptions: relayed, recorded, not counted', () => {
   let gw: TestGateway;
   useGateway(upstream, (g) => (gw = g));
 
-  const client = () => new OpenAI({ apiKey: OPENAI_KEY, baseURL: `${gw.url}/v1`, maxRetries: 0, defaultHeaders: { 'X-Gateway-Key': gw.key } });
+  const client = () =>
+    new OpenAI({
+      apiKey: OPENAI_KEY,
+      baseURL: `${gw.url}/v1`,
+      maxRetries: 0,
+      defaultHeaders: { 'X-Gateway-Key': gw.key },
+    });
 
   const cases = [
     {
@@ -32,7 +42,13 @@ describe('images and transcriptions: relayed, recorded, not counted', () => {
       endpoint: 'audio.transcriptions',
       path: '/openai/v1/audio/transcriptions',
       fixture: 'openai/audio_transcription_docs_example.json',
-      send: async () => client().audio.transcriptions.create({ model: 'gpt-4o-transcribe', file: await toFile(Buffer.from('ID3\u0004fake-mpeg-frames'), 'speech.mp3', { type: 'audio/mpeg' }) }).asResponse(),
+      send: async () =>
+        client()
+          .audio.transcriptions.create({
+            model: 'gpt-4o-transcribe',
+            file: await toFile(Buffer.from('ID3\u0004fake-mpeg-frames'), 'speech.mp3', { type: 'audio/mpeg' }),
+          })
+          .asResponse(),
       model: 'gpt-4o-transcribe',
     },
   ];
@@ -42,11 +58,20 @@ describe('images and transcriptions: relayed, recorded, not counted', () => {
       upstream.respondWith(() => jsonReply(c.fixture));
       const res = await c.send();
       expect(res.status).to.equal(200);
-      expect(Buffer.from(await res.arrayBuffer()).equals(fixtureBytes(c.fixture)), 'the provider answer, unchanged').to.equal(true);
+      expect(
+        Buffer.from(await res.arrayBuffer()).equals(fixtureBytes(c.fixture)),
+        'the provider answer, unchanged',
+      ).to.equal(true);
       expect(upstream.last().url).to.equal(c.path);
 
       const record = await waitForRecord(gw, res.headers.get('x-gateway-request-id'));
-      expect(record).to.include({ endpoint: c.endpoint, model: c.model, provider: 'openai', status: 200, provenance: 'not_counted' });
+      expect(record).to.include({
+        endpoint: c.endpoint,
+        model: c.model,
+        provider: 'openai',
+        status: 200,
+        provenance: 'not_counted',
+      });
       expect(record.cost_usd).to.equal(null);
       expect(record.cost_pico).to.equal(null);
       expect(res.headers.get('x-gateway-cost'), 'no cost is announced to the client').to.equal(null);

@@ -17,13 +17,22 @@ describe('X-Gateway-Provider wins on /v1/messages too', () => {
   let gw: TestGateway;
   // A provider with an Anthropic-format messages API of its own (DeepSeek publishes one under /anthropic); bearer:
   // the Anthropic SDK sends its key as Authorization: Bearer.
-  useGateway(upstream, (g) => (gw = g), (url) => `
+  useGateway(
+    upstream,
+    (g) => (gw = g),
+    (url) => `
 providers:
   deepseek: { type: openai-compatible, base_url: "${url}/deepseek/anthropic/v1", endpoints: [messages], auth: bearer, usage: anthropic }
-`);
+`,
+  );
 
   it('a provider named in the header that serves /v1/messages gets the request, not Anthropic', async () => {
-    const client = new Anthropic({ apiKey: ANTHROPIC_KEY, baseURL: gw.url, maxRetries: 0, defaultHeaders: { 'X-Gateway-Key': gw.key, 'X-Gateway-Provider': 'deepseek' } });
+    const client = new Anthropic({
+      apiKey: ANTHROPIC_KEY,
+      baseURL: gw.url,
+      maxRetries: 0,
+      defaultHeaders: { 'X-Gateway-Key': gw.key, 'X-Gateway-Provider': 'deepseek' },
+    });
     const res = await client.messages.create(MESSAGES).asResponse();
     expect(res.status).to.equal(200);
     expect(Buffer.from(await res.arrayBuffer()).equals(fixtureBytes('anthropic/messages_basic.json'))).to.equal(true);
@@ -35,7 +44,12 @@ providers:
     const r = await call(gw, '/v1/messages', MESSAGES, { 'x-gateway-provider': 'openai' });
     expect(r.status, r.text).to.equal(400);
     expect(r.json).to.deep.equal({
-      error: { message: 'Provider openai does not serve POST /v1/messages.', type: 'invalid_request_error', param: null, code: 'endpoint_not_supported' },
+      error: {
+        message: 'Provider openai does not serve POST /v1/messages.',
+        type: 'invalid_request_error',
+        param: null,
+        code: 'endpoint_not_supported',
+      },
     });
     expect(upstream.received, 'sent to no provider, Anthropic included').to.have.length(0);
   });

@@ -12,9 +12,17 @@ import { sleep, sseChunks, TestUpstream } from '../helpers/upstream';
 
 const run = promisify(execFile);
 
-const headers = { 'content-type': 'application/json', 'x-gateway-key': TEST_GATEWAY_KEY, authorization: `Bearer ${OPENAI_KEY}` };
+const headers = {
+  'content-type': 'application/json',
+  'x-gateway-key': TEST_GATEWAY_KEY,
+  authorization: `Bearer ${OPENAI_KEY}`,
+};
 const chat = (url: string, stream = false, key = TEST_GATEWAY_KEY) =>
-  request(`${url}/v1/chat/completions`, { method: 'POST', headers: { ...headers, 'x-gateway-key': key }, body: JSON.stringify({ model: 'gpt-4o-mini', messages: [], stream, max_tokens: 50 }) });
+  request(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { ...headers, 'x-gateway-key': key },
+    body: JSON.stringify({ model: 'gpt-4o-mini', messages: [], stream, max_tokens: 50 }),
+  });
 const statusOf = async (url: string, key: string) => {
   const res = await chat(url, false, key);
   await res.body.text();
@@ -45,7 +53,9 @@ ${body}`);
 }
 async function adminCall(i: Instance, method: 'GET' | 'POST' | 'DELETE', path: string, body?: object): Promise<any> {
   const res = await request(`${i.admin}${path}`, {
-    method, headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: body ? JSON.stringify(body) : undefined,
+    method,
+    headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}`, 'content-type': 'application/json' },
+    body: body ? JSON.stringify(body) : undefined,
   });
   const json = (await res.body.json()) as any;
   expect(res.statusCode, `${method} ${path}: ${JSON.stringify(json)}`).to.be.oneOf([200, 201]);
@@ -145,23 +155,32 @@ ${providerBlock(upstream.url)}`;
       expect(await statusOf(a.url, created.key)).to.equal(200);
       const reachedB = await until(b.url, created.key, 200);
       expect(reachedB, 'creation reaches B (which has its own store) through Redis').to.be.lessThan(1000);
-      expect((await adminCall(b, 'GET', '/api/keys')).data.map((k: any) => k.id), 'B\'s own store never had it').to.not.include(created.id);
+      expect(
+        (await adminCall(b, 'GET', '/api/keys')).data.map((k: any) => k.id),
+        "B's own store never had it",
+      ).to.not.include(created.id);
 
       await adminCall(a, 'DELETE', `/api/keys/${created.id}`);
       const refusedB = await until(b.url, created.key, 401);
-      console.log(`      (created on A: usable on B after ${reachedB} ms; revoked on A: refused on B after ${refusedB} ms)`);
+      console.log(
+        `      (created on A: usable on B after ${reachedB} ms; revoked on A: refused on B after ${refusedB} ms)`,
+      );
       expect(refusedB).to.be.lessThan(1000);
       expect(await statusOf(a.url, created.key)).to.equal(401);
     });
 
-    it('CLI: a key revoked with A\'s config is refused by B within a second', async () => {
+    it("CLI: a key revoked with A's config is refused by B within a second", async () => {
       const cli = resolve(PROJECT_ROOT, 'dist/cli/index.js');
       const config = join(a.dir, 'gateway.config.yaml');
-      const { stdout } = await run(process.execPath, [cli, 'keys', 'create', '--label', 'cli', '--config', config], { env: { ...process.env, GATEWAY_KEY: TEST_GATEWAY_KEY } });
+      const { stdout } = await run(process.execPath, [cli, 'keys', 'create', '--label', 'cli', '--config', config], {
+        env: { ...process.env, GATEWAY_KEY: TEST_GATEWAY_KEY },
+      });
       const key = /(tg_[A-Za-z0-9_-]{43})/.exec(stdout)![1];
       const id = /Created key (\S+)/.exec(stdout)![1];
       expect(await until(b.url, key, 200)).to.be.lessThan(1000);
-      await run(process.execPath, [cli, 'keys', 'revoke', id, '--config', config], { env: { ...process.env, GATEWAY_KEY: TEST_GATEWAY_KEY } });
+      await run(process.execPath, [cli, 'keys', 'revoke', id, '--config', config], {
+        env: { ...process.env, GATEWAY_KEY: TEST_GATEWAY_KEY },
+      });
       expect(await until(b.url, key, 401)).to.be.lessThan(1000);
       expect(await until(a.url, key, 401)).to.be.lessThan(1000);
     });
@@ -175,7 +194,11 @@ ${providerBlock(upstream.url)}`;
       this.timeout(30_000);
       await upstream.start();
       // 16 events, 250 ms apart: the stream stays open about 4 s.
-      upstream.respondWith(() => ({ headers: { 'content-type': 'text/event-stream' }, body: sseChunks(fixtureBytes('openai/chat_stream_with_usage.sse')), delayMs: 250 }));
+      upstream.respondWith(() => ({
+        headers: { 'content-type': 'text/event-stream' },
+        body: sseChunks(fixtureBytes('openai/chat_stream_with_usage.sse')),
+        delayMs: 250,
+      }));
       const body = `
 limit_store: { redis_url: "${redisUrl}", key_prefix: "tollgate-test:${process.pid}:${Date.now()}:lease:", reservation_lease_ms: 1000 }
 workspaces: [{ id: default, keys: [{ id: ci, key: "\${GATEWAY_KEY}" }], limits: { budgets: [{ period: day, usd: "100" }] } }]
@@ -188,7 +211,7 @@ ${providerBlock(upstream.url)}`;
         expect(stream.statusCode).to.equal(200);
         stream.body.on('error', () => undefined).resume();
         const held = await reserved();
-        expect(Number(held), 'B sees A\'s reservation').to.be.greaterThan(0);
+        expect(Number(held), "B sees A's reservation").to.be.greaterThan(0);
         await sleep(1_800);
         expect(await reserved(), 'renewed while the stream is open, past the 1 s lease').to.equal(held);
         a.child.kill('SIGKILL'); // no settlement will ever come

@@ -11,7 +11,16 @@ import { TEST_ADMIN_TOKEN, type TestGateway } from '../helpers/gateway';
 import { FaultyUpstream } from '../helpers/faulty-upstream';
 import { fixtureBytes } from '../helpers/fixtures';
 import { recordFigures } from '../helpers/figures';
-import { admin, call, chatBody, expectGatewayError, expectNoSecrets, jsonHeaders, recordsFor, startGateway } from '../helpers/reliability';
+import {
+  admin,
+  call,
+  chatBody,
+  expectGatewayError,
+  expectNoSecrets,
+  jsonHeaders,
+  recordsFor,
+  startGateway,
+} from '../helpers/reliability';
 import { requirePostgres } from '../helpers/services';
 
 const JSON_TYPE = { 'content-type': 'application/json' };
@@ -34,7 +43,9 @@ function transcriptionForm(model: string): { body: Buffer; type: string } {
   const boundary = 'tollgate-edge-bounds';
   const body = Buffer.concat([
     Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="model"\r\n\r\n${model}\r\n`),
-    Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.mp3"\r\nContent-Type: audio/mpeg\r\n\r\nID3fake\r\n--${boundary}--\r\n`),
+    Buffer.from(
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.mp3"\r\nContent-Type: audio/mpeg\r\n\r\nID3fake\r\n--${boundary}--\r\n`,
+    ),
   ]);
   return { body, type: `multipart/form-data; boundary=${boundary}` };
 }
@@ -59,7 +70,10 @@ describe('reliability: bounds at the edge', function () {
     expectGatewayError(json, 400, 'invalid_model');
     expect(json.json.error.param).to.equal('model');
     const form = transcriptionForm(model);
-    const multipart = await call(gw, '/v1/audio/transcriptions', { body: form.body, headers: { ...jsonHeaders(gw), 'content-type': form.type } });
+    const multipart = await call(gw, '/v1/audio/transcriptions', {
+      body: form.body,
+      headers: { ...jsonHeaders(gw), 'content-type': form.type },
+    });
     expectGatewayError(multipart, 400, 'invalid_model');
     for (const res of [json, multipart]) expect(res.text).to.not.include(model.slice(7, 47));
     expect(upstream.received).to.have.length(0);
@@ -67,7 +81,8 @@ describe('reliability: bounds at the edge', function () {
     // One record each, as for every request that reached an endpoint, without the name.
     const ids = [json, multipart].map((r) => r.headers['x-gateway-request-id'] as string);
     const records = await recordsFor(gw, ids);
-    for (const id of ids) expect(records.get(id)).to.include({ model: null, served_model: null, status: 400, error_code: 'invalid_model' });
+    for (const id of ids)
+      expect(records.get(id)).to.include({ model: null, served_model: null, status: 400, error_code: 'invalid_model' });
     expect(gw.logs.filter((l) => l.includes(model.slice(7, 47)))).to.deep.equal([]);
   });
 
@@ -83,12 +98,49 @@ describe('reliability: bounds at the edge', function () {
 
   it('no client value is echoed whole in an error message', async () => {
     const long = (c: string) => c.repeat(5000);
-    const cases: { what: string; path: string; headers?: Record<string, string>; body?: string; code: string; value: string }[] = [
-      { what: 'X-Gateway-Provider', path: '/v1/chat/completions', headers: { 'x-gateway-provider': long('p') }, code: 'provider_unknown', value: long('p') },
-      { what: 'a model no provider serves', path: '/v1/chat/completions', body: chatBody({ model: `unknown-${'u'.repeat(248)}` }), code: 'provider_not_determined', value: 'u'.repeat(248) },
-      { what: 'a model not of the endpoint\'s provider', path: '/v1/messages', body: chatBody({ model: `gpt-${'g'.repeat(252)}` }), code: 'model_provider_mismatch', value: 'g'.repeat(252) },
-      { what: 'a tag key too long', path: '/v1/chat/completions', headers: { [`x-gateway-metadata-${'k'.repeat(3000)}`]: 'v' }, code: 'invalid_metadata', value: 'k'.repeat(3000) },
-      { what: 'a tag key given twice', path: '/v1/chat/completions', headers: { 'x-gateway-metadata': `{"${'t'.repeat(3000)}": "a", "${'T'.repeat(3000)}": "b"}` }, code: 'invalid_metadata', value: 't'.repeat(3000) },
+    const cases: {
+      what: string;
+      path: string;
+      headers?: Record<string, string>;
+      body?: string;
+      code: string;
+      value: string;
+    }[] = [
+      {
+        what: 'X-Gateway-Provider',
+        path: '/v1/chat/completions',
+        headers: { 'x-gateway-provider': long('p') },
+        code: 'provider_unknown',
+        value: long('p'),
+      },
+      {
+        what: 'a model no provider serves',
+        path: '/v1/chat/completions',
+        body: chatBody({ model: `unknown-${'u'.repeat(248)}` }),
+        code: 'provider_not_determined',
+        value: 'u'.repeat(248),
+      },
+      {
+        what: "a model not of the endpoint's provider",
+        path: '/v1/messages',
+        body: chatBody({ model: `gpt-${'g'.repeat(252)}` }),
+        code: 'model_provider_mismatch',
+        value: 'g'.repeat(252),
+      },
+      {
+        what: 'a tag key too long',
+        path: '/v1/chat/completions',
+        headers: { [`x-gateway-metadata-${'k'.repeat(3000)}`]: 'v' },
+        code: 'invalid_metadata',
+        value: 'k'.repeat(3000),
+      },
+      {
+        what: 'a tag key given twice',
+        path: '/v1/chat/completions',
+        headers: { 'x-gateway-metadata': `{"${'t'.repeat(3000)}": "a", "${'T'.repeat(3000)}": "b"}` },
+        code: 'invalid_metadata',
+        value: 't'.repeat(3000),
+      },
     ];
     for (const c of cases) {
       const res = await call(gw, c.path, { body: c.body ?? chatBody(), headers: { ...jsonHeaders(gw), ...c.headers } });
@@ -98,7 +150,9 @@ describe('reliability: bounds at the edge', function () {
     }
     // The admin API too: an unknown workspace named in a key request.
     const res = await request(`${gw.adminUrl}/api/keys`, {
-      method: 'POST', headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify({ workspace: long('w') }),
+      method: 'POST',
+      headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ workspace: long('w') }),
     });
     const body = (await res.body.json()) as { error: { code: string; message: string } };
     expect([res.statusCode, body.error.code]).to.deep.equal([400, 'invalid_body']);
@@ -107,8 +161,13 @@ describe('reliability: bounds at the edge', function () {
   });
 
   it('a served model over 256 characters from the provider is stored cut to 256, ending with the marker', async () => {
-    upstream.respondWith((req) => (req.mount === 'openrouter' ? openrouterAnswer(`anthropic/${'s'.repeat(5000)}`) : undefined));
-    const res = await call(gw, '/v1/chat/completions', { body: chatBody({ model: 'anthropic/claude-sonnet-4.6' }), headers: jsonHeaders(gw, { 'x-gateway-provider': 'openrouter' }) });
+    upstream.respondWith((req) =>
+      req.mount === 'openrouter' ? openrouterAnswer(`anthropic/${'s'.repeat(5000)}`) : undefined,
+    );
+    const res = await call(gw, '/v1/chat/completions', {
+      body: chatBody({ model: 'anthropic/claude-sonnet-4.6' }),
+      headers: jsonHeaders(gw, { 'x-gateway-provider': 'openrouter' }),
+    });
     expect(res.status, res.text.slice(0, 200)).to.equal(200);
     expect(res.json.model).to.have.length(5010); // the client gets the provider's answer unchanged
     const record = (await recordsFor(gw, [res.headers['x-gateway-request-id'] as string])).values().next().value;
@@ -150,17 +209,24 @@ describe('reliability: bounds at the edge', function () {
       // Header values travel as bytes: the tag's UTF-8 bytes, one latin1 character each (the attribution plugin decodes them).
       const res = await call(pgw!, '/v1/chat/completions', {
         body: chatBody({ model }),
-        headers: jsonHeaders(pgw!, { 'x-gateway-provider': 'openrouter', [`x-gateway-metadata-${tagKey}`]: Buffer.from(tagValue, 'utf8').toString('latin1') }),
+        headers: jsonHeaders(pgw!, {
+          'x-gateway-provider': 'openrouter',
+          [`x-gateway-metadata-${tagKey}`]: Buffer.from(tagValue, 'utf8').toString('latin1'),
+        }),
       });
       expect(res.status, res.text.slice(0, 300)).to.equal(200);
-      const record = (await recordsFor(pgw!, [res.headers['x-gateway-request-id'] as string], 10_000)).values().next().value;
+      const record = (await recordsFor(pgw!, [res.headers['x-gateway-request-id'] as string], 10_000))
+        .values()
+        .next().value;
       expect(record.model).to.equal(model);
       expect(record.served_model).to.equal(served);
       expect(record.tags).to.deep.equal({ [tagKey]: tagValue });
       const info = await admin(pgw!, '/api/info');
       expect(info.json.quarantined_records).to.equal(0);
       const bytes = Buffer.byteLength(model) + Buffer.byteLength(served) + tagKey.length + Buffer.byteLength(tagValue);
-      console.log(`      stored on PostgreSQL: ${bytes} bytes of model, served model and tag in the tag rollup's key (B-tree limit 2,704 bytes per entry)`);
+      console.log(
+        `      stored on PostgreSQL: ${bytes} bytes of model, served model and tag in the tag rollup's key (B-tree limit 2,704 bytes per entry)`,
+      );
       recordFigures('edge-bounds', 'postgres-key', { key_text_bytes: bytes, stored: true });
     });
   });

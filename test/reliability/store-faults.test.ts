@@ -7,7 +7,18 @@ import { Client } from 'pg';
 import type { TestGateway } from '../helpers/gateway';
 import { chatStreamEvents, FaultyUpstream, SSE_TYPE } from '../helpers/faulty-upstream';
 import {
-  call, chatBody, expectNoSecrets, jsonHeaders, percentile, recordCount, round, runPool, sleep, startGateway, streamBody, waitForCount,
+  call,
+  chatBody,
+  expectNoSecrets,
+  jsonHeaders,
+  percentile,
+  recordCount,
+  round,
+  runPool,
+  sleep,
+  startGateway,
+  streamBody,
+  waitForCount,
 } from '../helpers/reliability';
 import { recordFigures } from '../helpers/figures';
 import { requirePostgres } from '../helpers/services';
@@ -44,16 +55,29 @@ describe('reliability: the usage store fails, slows down, restarts', function ()
     let errors = 0;
     const load = runPool(n, 8, async (i) => {
       const stream = i % 10 < 3;
-      const res = await call(gw, '/v1/chat/completions', { body: stream ? streamBody() : chatBody(), headers: jsonHeaders(gw, { 'x-gateway-metadata-phase': name }) });
+      const res = await call(gw, '/v1/chat/completions', {
+        body: stream ? streamBody() : chatBody(),
+        headers: jsonHeaders(gw, { 'x-gateway-metadata-phase': name }),
+      });
       if (res.status !== 200 || res.bodyError) errors++;
       ms.push(res.ms);
     });
     await Promise.all([load, during?.()]);
-    return { name, n, p50: round(percentile(ms, 50)), p95: round(percentile(ms, 95)), max: round(Math.max(...ms)), errors };
+    return {
+      name,
+      n,
+      p50: round(percentile(ms, 50)),
+      p95: round(percentile(ms, 95)),
+      max: round(Math.max(...ms)),
+      errors,
+    };
   }
 
   function report(phases: Phase[]): void {
-    for (const p of phases) console.log(`      ${p.name.padEnd(28)} ${String(p.n).padStart(4)} requests  p50 ${String(p.p50).padStart(6)} ms  p95 ${String(p.p95).padStart(6)} ms  max ${String(p.max).padStart(7)} ms  errors ${p.errors}`);
+    for (const p of phases)
+      console.log(
+        `      ${p.name.padEnd(28)} ${String(p.n).padStart(4)} requests  p50 ${String(p.p50).padStart(6)} ms  p95 ${String(p.p95).padStart(6)} ms  max ${String(p.max).padStart(7)} ms  errors ${p.errors}`,
+      );
   }
 
   /** Proxied latency must not depend on the store: compared with the healthy phase, with room for CI noise. */
@@ -81,7 +105,9 @@ plugins:
 
     before(async () => {
       await upstream.start();
-      upstream.respondWith((_req, body) => (body?.stream ? { status: 200, headers: SSE_TYPE, body: chatStreamEvents(), delayMs: 2 } : undefined));
+      upstream.respondWith((_req, body) =>
+        body?.stream ? { status: 200, headers: SSE_TYPE, body: chatStreamEvents(), delayMs: 2 } : undefined,
+      );
       const dir = mkdtempSync(join(tmpdir(), 'tollgate-store-'));
       gw = await startGateway(upstream.url, recorderYaml(dir));
       // The queue holds this very object (the container's UsageStore): faults injected here reach it.
@@ -108,7 +134,9 @@ plugins:
       phases.push(await loadPhase(gw, 'store slow (400 ms a batch)'));
       mode = 'up';
       // Another process (e.g. `tollgate usage reprice`) holds SQLite's write lock for 2 s.
-      phases.push(await loadPhase(gw, 'store locked 2 s', 240, () => holdWriteLock(join(gw.dataDir, 'tollgate.db'), 2000)));
+      phases.push(
+        await loadPhase(gw, 'store locked 2 s', 240, () => holdWriteLock(join(gw.dataDir, 'tollgate.db'), 2000)),
+      );
       phases.push(await loadPhase(gw, 'healthy again'));
       report(phases);
       for (const p of phases.slice(1)) expectUnaffected(phases[0], p);
@@ -120,7 +148,8 @@ plugins:
       console.log(`      ${stored} of ${expected} records stored`);
       recordFigures('store-faults', 'sqlite', { phases, expected, stored });
       expect(stored).to.equal(expected);
-      for (const p of phases) expect(await recordCount(gw, `?filter[phase]=${encodeURIComponent(p.name)}`), p.name).to.equal(p.n);
+      for (const p of phases)
+        expect(await recordCount(gw, `?filter[phase]=${encodeURIComponent(p.name)}`), p.name).to.equal(p.n);
     });
 
     it('leaked no planted secret', async () => {
@@ -144,7 +173,10 @@ plugins:
       const c = new Client({ connectionString: pgUrl });
       await c.connect();
       try {
-        const { rows } = await c.query('SELECT pg_terminate_backend(pid) AS killed FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()', [appName]);
+        const { rows } = await c.query(
+          'SELECT pg_terminate_backend(pid) AS killed FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()',
+          [appName],
+        );
         return rows.filter((r) => r.killed === true).length;
       } finally {
         await c.end();
@@ -156,7 +188,9 @@ plugins:
       const c = new Client({ connectionString: pgUrl });
       await c.connect();
       try {
-        const sessions = async () => (await c.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1', [appName])).rows[0].n;
+        const sessions = async () =>
+          (await c.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1', [appName]))
+            .rows[0].n;
         await waitFor(async () => (await sessions()) > 0, timeoutMs, 'a PostgreSQL session of the gateway');
       } finally {
         await c.end();
@@ -171,9 +205,14 @@ plugins:
       target.host = `127.0.0.1:${relay.port}`;
       target.searchParams.set('application_name', appName);
       await upstream.start();
-      upstream.respondWith((_req, body) => (body?.stream ? { status: 200, headers: SSE_TYPE, body: chatStreamEvents(), delayMs: 2 } : undefined));
+      upstream.respondWith((_req, body) =>
+        body?.stream ? { status: 200, headers: SSE_TYPE, body: chatStreamEvents(), delayMs: 2 } : undefined,
+      );
       const dir = mkdtempSync(join(tmpdir(), 'tollgate-pg-outage-'));
-      gw = await startGateway(upstream.url, `${recorderYaml(dir)}\nstorage: { url: "${target.toString()}", schema: ${schema} }\n`);
+      gw = await startGateway(
+        upstream.url,
+        `${recorderYaml(dir)}\nstorage: { url: "${target.toString()}", schema: ${schema} }\n`,
+      );
       await loadPhase(gw, 'warm-up', 100);
     });
     after(async () => {
@@ -197,21 +236,25 @@ plugins:
       relay.delay(150);
       phases.push(await loadPhase(gw, 'database slow (150 ms/packet)'));
       relay.restore();
-      phases.push(await loadPhase(gw, 'database restarted mid-load', 240, async () => {
-        await sleep(150);
-        relay.cut();
-        await sleep(400);
-        relay.restore();
-      }));
+      phases.push(
+        await loadPhase(gw, 'database restarted mid-load', 240, async () => {
+          await sleep(150);
+          relay.cut();
+          await sleep(400);
+          relay.restore();
+        }),
+      );
       // The server ends the gateway's sessions (what a failover or an operator's pg_terminate_backend does).
       // Its pool must hold one first: right after the restart phase the writer may still be backing off.
       await gatewaySessionOpen();
-      phases.push(await loadPhase(gw, 'database backends killed', 240, async () => {
-        for (let i = 0; i < 3; i++) {
-          await sleep(120);
-          backendsKilled += await killGatewayBackends();
-        }
-      }));
+      phases.push(
+        await loadPhase(gw, 'database backends killed', 240, async () => {
+          for (let i = 0; i < 3; i++) {
+            await sleep(120);
+            backendsKilled += await killGatewayBackends();
+          }
+        }),
+      );
       phases.push(await loadPhase(gw, 'healthy again'));
       report(phases);
       console.log(`      pg_terminate_backend ended ${backendsKilled} of the gateway's sessions during the load`);
@@ -222,11 +265,20 @@ plugins:
     it('every record of the run is in PostgreSQL afterwards', async () => {
       const expected = 100 + phases.reduce((n, p) => n + p.n, 0);
       const stored = await waitForCount(gw, expected, 45_000);
-      console.log(`      ${stored} of ${expected} records stored; the relay refused ${relay.refused} connections while down`);
-      recordFigures('store-faults', 'postgres', { phases, expected, stored, backends_killed: backendsKilled, relay_refused: relay.refused });
+      console.log(
+        `      ${stored} of ${expected} records stored; the relay refused ${relay.refused} connections while down`,
+      );
+      recordFigures('store-faults', 'postgres', {
+        phases,
+        expected,
+        stored,
+        backends_killed: backendsKilled,
+        relay_refused: relay.refused,
+      });
       expect(stored).to.equal(expected);
       // Each phase's records, by its tag: none lost, none twice.
-      for (const p of phases) expect(await recordCount(gw, `?filter[phase]=${encodeURIComponent(p.name)}`), p.name).to.equal(p.n);
+      for (const p of phases)
+        expect(await recordCount(gw, `?filter[phase]=${encodeURIComponent(p.name)}`), p.name).to.equal(p.n);
     });
 
     it('leaked no planted secret', async () => {

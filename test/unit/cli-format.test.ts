@@ -6,13 +6,19 @@ const PICO_PER_CENT = 10_000_000_000n;
 
 describe('CLI number formats', () => {
   it('counts with thousands separators whatever the locale', () => {
-    expect([0, 999, 1000, 1234567, 10_000_000_000].map(count)).to.deep.equal(['0', '999', '1,000', '1,234,567', '10,000,000,000']);
+    expect([0, 999, 1000, 1234567, 10_000_000_000].map(count)).to.deep.equal([
+      '0',
+      '999',
+      '1,000',
+      '1,234,567',
+      '10,000,000,000',
+    ]);
   });
 
   it('money to the nearest cent, half away from zero, with separators', () => {
     expect(usdCents(0n)).to.equal('$0.00');
     expect(usdCents(1_060_114_667_000_000n)).to.equal('$1,060.11'); // $1060.114667
-    expect(usdCents(5n * PICO_PER_CENT / 10n)).to.equal('$0.01'); // half a cent rounds up
+    expect(usdCents((5n * PICO_PER_CENT) / 10n)).to.equal('$0.01'); // half a cent rounds up
     expect(usdCents(1_234_567_891n * PICO_PER_CENT + PICO_PER_CENT / 2n)).to.equal('$12,345,678.92');
   });
 

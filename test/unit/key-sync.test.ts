@@ -19,7 +19,12 @@ describe('KeySync.refresh: a key created through this instance works once refres
       return keys;
     };
     const ring = new KeyRing();
-    const sync = new KeySync(ring, store, [{ id: 'default', name: 'default', keys: [] } as never], captureLogs().logger);
+    const sync = new KeySync(
+      ring,
+      store,
+      [{ id: 'default', name: 'default', keys: [] } as never],
+      captureLogs().logger,
+    );
     const underWay = sync.refresh();
     while (!hold) await new Promise((r) => setImmediate(r));
 

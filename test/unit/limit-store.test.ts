@@ -214,7 +214,10 @@ function conformance(label: string, open: () => LimitStore): void {
       it('reserves within the limit, up to exactly the limit, and refuses over it', async () => {
         const c = budget(uniq('bud'), 100n);
         const r1 = await store.reserve([c], 'r1', 60n, LEASE);
-        expect(r1).to.deep.equal({ allowed: true, states: [{ key: c.key, spentPico: 0n, reservedPico: 60n, limitPico: 100n }] });
+        expect(r1).to.deep.equal({
+          allowed: true,
+          states: [{ key: c.key, spentPico: 0n, reservedPico: 60n, limitPico: 100n }],
+        });
         expect((await store.reserve([c], 'r2', 40n, LEASE)).states[0].reservedPico).to.equal(100n);
         const over = await store.reserve([c], 'r3', 1n, LEASE);
         expect(over.allowed).to.equal(false);
@@ -227,7 +230,10 @@ function conformance(label: string, open: () => LimitStore): void {
         expect((await store.reserve([a, b], 'r1', 20n, LEASE)).allowed).to.equal(true);
         const refused = await store.reserve([a, b], 'r2', 10n, LEASE); // b: 30 + 20 + 10 > 50
         expect(refused.allowed).to.equal(false);
-        expect(refused.states.map((s) => [s.spentPico, s.reservedPico])).to.deep.equal([[0n, 20n], [30n, 20n]]);
+        expect(refused.states.map((s) => [s.spentPico, s.reservedPico])).to.deep.equal([
+          [0n, 20n],
+          [30n, 20n],
+        ]);
         expect((await now(a)).reservedPico, 'a kept nothing from the refusal').to.equal(20n);
         await store.settle([a, b], 'r2', 0n); // settling a refused request releases nothing
         expect((await store.budgetStates([a, b])).map((s) => s.reservedPico)).to.deep.equal([20n, 20n]);
@@ -237,7 +243,9 @@ function conformance(label: string, open: () => LimitStore): void {
         const c = budget(uniq('bud-settle'), 100n);
         await store.reserve([c], 'r1', 50n, LEASE);
         await store.reserve([c], 'r2', 20n, LEASE);
-        expect(await store.settle([c], 'r1', 30n)).to.deep.equal([{ key: c.key, spentPico: 30n, reservedPico: 20n, limitPico: 100n }]);
+        expect(await store.settle([c], 'r1', 30n)).to.deep.equal([
+          { key: c.key, spentPico: 30n, reservedPico: 20n, limitPico: 100n },
+        ]);
         await store.settle([c], 'r1', 0n); // a repeated settle releases nothing more
         expect(await now(c)).to.include({ spentPico: 30n, reservedPico: 20n });
         await store.settle([c], 'r2', 5n);
@@ -250,7 +258,9 @@ function conformance(label: string, open: () => LimitStore): void {
         const c = budget(uniq('bud-lease'), 100n);
         expect((await store.reserve([c], 'lost', 60n, 600)).allowed).to.equal(true);
         expect((await store.reserve([c], 'alive', 30n, 600)).allowed).to.equal(true);
-        expect((await store.reserve([c], 'r3', 20n, LEASE)).allowed, '60 + 30 + 20 > 100 while both hold').to.equal(false);
+        expect((await store.reserve([c], 'r3', 20n, LEASE)).allowed, '60 + 30 + 20 > 100 while both hold').to.equal(
+          false,
+        );
         await sleep(300);
         await store.renewReservation([c], 'alive', 600);
         await store.renewReservation([c], 'ghost', 600); // renewing an unknown holder creates nothing
@@ -266,7 +276,10 @@ function conformance(label: string, open: () => LimitStore): void {
         expect(await now(c)).to.deep.equal({ key: c.key, spentPico: 12n, reservedPico: 0n, limitPico: 100n });
         await store.reserve([c], 'r1', 0n, LEASE); // amount 0: checks only, holds nothing
         await store.settle([c], 'r1', 3n);
-        expect(await now({ ...c, seedPico: 99n }), 'the seed is used once').to.include({ spentPico: 15n, reservedPico: 0n });
+        expect(await now({ ...c, seedPico: 99n }), 'the seed is used once').to.include({
+          spentPico: 15n,
+          reservedPico: 0n,
+        });
       });
 
       it('applies the seed once, when the budget is first seen', async () => {
@@ -320,7 +333,10 @@ function conformance(label: string, open: () => LimitStore): void {
         expect(r.states[0]).to.include({ spentPico: BUDGET_MAX_PICO - dollar - 5n, reservedPico: dollar + 5n });
         expect((await store.reserve([edge], 'e2', 1n, LEASE)).allowed, 'one pico over').to.equal(false);
         await store.settle([edge], 'e1', dollar + 4n);
-        expect((await store.reserve([edge], 'e3', 1n, LEASE)).states[0]).to.include({ spentPico: BUDGET_MAX_PICO - 1n, reservedPico: 1n });
+        expect((await store.reserve([edge], 'e3', 1n, LEASE)).states[0]).to.include({
+          spentPico: BUDGET_MAX_PICO - 1n,
+          reservedPico: 1n,
+        });
         expect((await store.reserve([edge], 'e4', 1n, LEASE)).allowed).to.equal(false);
 
         // Past 2^53 (doubles) and 2^63 (Redis INCRBY), with carries and borrows across the 10^12 limb.
@@ -386,7 +402,9 @@ describe('RedisLimitStore', () => {
     it('two instances racing for slots never exceed the limit', async () => {
       const [s1, s2] = [await redisStore(), await redisStore()];
       const k = uniq('race-slots');
-      const results = await Promise.all(Array.from({ length: 100 }, (_, i) => (i % 2 ? s1 : s2).acquireSlot(k, `h${i}`, 5, 60_000)));
+      const results = await Promise.all(
+        Array.from({ length: 100 }, (_, i) => (i % 2 ? s1 : s2).acquireSlot(k, `h${i}`, 5, 60_000)),
+      );
       expect(results.filter((r) => r.acquired)).to.have.length(5);
       expect(Math.max(...results.map((r) => r.inUse))).to.equal(5);
       expect(await admin.zcard(`${prefix}slots:${k}`)).to.equal(5);
@@ -395,7 +413,9 @@ describe('RedisLimitStore', () => {
     it('two instances racing reservations never overspend a budget', async () => {
       const [s1, s2] = [await redisStore(), await redisStore()];
       const c = budget(uniq('race-budget'), 1_000n);
-      const results = await Promise.all(Array.from({ length: 60 }, (_, i) => (i % 2 ? s1 : s2).reserve([c], `r${i}`, 50n, 60_000)));
+      const results = await Promise.all(
+        Array.from({ length: 60 }, (_, i) => (i % 2 ? s1 : s2).reserve([c], `r${i}`, 50n, 60_000)),
+      );
       expect(results.filter((r) => r.allowed)).to.have.length(20);
       expect((await s1.budgetStates([c]))[0].reservedPico).to.equal(1_000n);
     });
@@ -472,7 +492,9 @@ describe('RedisLimitStore', () => {
         const total = await s.windowTotal(k, 60_000);
         if ((await minute()) !== before && attempt === 1) continue;
         expect(total).to.equal(4);
-        expect(await admin.hkeys(`${prefix}window:${k}`), 'the window of the Redis clock').to.deep.equal([String(before * 60_000)]);
+        expect(await admin.hkeys(`${prefix}window:${k}`), 'the window of the Redis clock').to.deep.equal([
+          String(before * 60_000),
+        ]);
         break;
       }
     });
@@ -494,9 +516,16 @@ describe('RedisLimitStore', () => {
       const budgetTtl = await ttl(`budget:${c.key}:${P1}`);
       expect(budgetTtl).to.be.closeTo(P1 + DAY - Date.now(), 5_000); // period end + a day
       expect(await ttl(`budget:${c.key}:${P1}:leases`)).to.be.closeTo(P1 + DAY - Date.now(), 5_000);
-      expect(await admin.hgetall(`${prefix}budget:${c.key}:${P1}`)).to.deep.equal({ spent: '0', reserved: '1', 'r:req-1': '1' });
+      expect(await admin.hgetall(`${prefix}budget:${c.key}:${P1}`)).to.deep.equal({
+        spent: '0',
+        reserved: '1',
+        'r:req-1': '1',
+      });
       const [sec] = await admin.time();
-      expect(Number(await admin.zscore(`${prefix}budget:${c.key}:${P1}:leases`, 'req-1'))).to.be.closeTo(Number(sec) * 1000 + 30_000, 2_000);
+      expect(Number(await admin.zscore(`${prefix}budget:${c.key}:${P1}:leases`, 'req-1'))).to.be.closeTo(
+        Number(sec) * 1000 + 30_000,
+        2_000,
+      );
     });
 
     it("keeps a budget's expiry a day after its period ends, and a late call on a long-ended period 1 min from now", async () => {
@@ -554,11 +583,19 @@ describe('RedisLimitStore', () => {
         now += rand(400);
         const op = rand(8);
         const run = async (s: LimitStore): Promise<unknown> => {
-          if (op === 0) return s.take(buckets.filter(() => rand(2) === 0), now);
+          if (op === 0)
+            return s.take(
+              buckets.filter(() => rand(2) === 0),
+              now,
+            );
           if (op === 1) return s.addToWindow(`${id}-w`, 7_000, rand(1000) / 7, now);
           if (op === 2) return s.acquireSlot(`${id}-s`, `h${rand(6)}`, 3, 2_000, now);
           if (op === 3) return s.releaseSlot(`${id}-s`, `h${rand(6)}`);
-          if (op === 4) return s.refund(buckets.filter(() => rand(2) === 0), now);
+          if (op === 4)
+            return s.refund(
+              buckets.filter(() => rand(2) === 0),
+              now,
+            );
           const funds = [budget(`${id}-b1`, 1_000n), budget(`${id}-b2`, 600n, 50n)].filter(() => rand(3) > 0);
           if (op === 5) return s.reserve(funds, `h${rand(6)}`, BigInt(rand(300)), 60_000);
           if (op === 6) return s.settle(funds, `h${rand(6)}`, BigInt(rand(100)));
@@ -580,7 +617,10 @@ describe('RedisLimitStore', () => {
       try {
         for (const attempt of ['first call', 'later call']) {
           const t0 = Date.now();
-          const err = await s.take([{ key: 'down', limit: 1, windowMs: 1_000 }]).then(() => null, (e: unknown) => e);
+          const err = await s.take([{ key: 'down', limit: 1, windowMs: 1_000 }]).then(
+            () => null,
+            (e: unknown) => e,
+          );
           expect(err, attempt).to.be.instanceOf(Error);
           expect(Date.now() - t0, attempt).to.be.below(1_000);
           expect(s.connected).to.equal(false);
@@ -604,11 +644,18 @@ describe('RedisLimitStore', () => {
       this.timeout(20_000);
       const port = await freePort();
       let server = await startRedis(port);
-      const s = new RedisLimitStore(`redis://127.0.0.1:${port}`, { keyPrefix: prefix, commandTimeoutMs: 300, circuitBreakerMs: 1_000 });
+      const s = new RedisLimitStore(`redis://127.0.0.1:${port}`, {
+        keyPrefix: prefix,
+        commandTimeoutMs: 300,
+        circuitBreakerMs: 1_000,
+      });
       const b = { key: 'outage', limit: 100, windowMs: HOUR };
       const failsWithin = async (ms: number, label: string) => {
         const t0 = Date.now();
-        const err = await s.take([b]).then(() => null, (e: unknown) => e);
+        const err = await s.take([b]).then(
+          () => null,
+          (e: unknown) => e,
+        );
         expect(err, label).to.be.instanceOf(Error);
         const took = Date.now() - t0;
         expect(took, label).to.be.below(ms);
@@ -622,8 +669,20 @@ describe('RedisLimitStore', () => {
         for (const op of ['take', 'window', 'slot', 'reserve']) {
           const t0 = Date.now();
           const call =
-            op === 'take' ? s.take([b]) : op === 'window' ? s.windowTotal('outage', 60_000) : op === 'slot' ? s.acquireSlot('outage', 'h', 1, 10_000) : s.reserve([budget('outage', 10n)], 'r', 1n, 10_000);
-          expect(await call.then(() => null, (e: unknown) => e), op).to.be.instanceOf(Error);
+            op === 'take'
+              ? s.take([b])
+              : op === 'window'
+                ? s.windowTotal('outage', 60_000)
+                : op === 'slot'
+                  ? s.acquireSlot('outage', 'h', 1, 10_000)
+                  : s.reserve([budget('outage', 10n)], 'r', 1n, 10_000);
+          expect(
+            await call.then(
+              () => null,
+              (e: unknown) => e,
+            ),
+            op,
+          ).to.be.instanceOf(Error);
           expect(Date.now() - t0, `${op} while the breaker is open`).to.be.below(50);
         }
         expect(s.connected).to.equal(false);
@@ -653,7 +712,10 @@ describe('RedisLimitStore', () => {
       expect(s.connected).to.equal(true);
       await s.close();
       expect(s.connected).to.equal(false);
-      const err = await s.take([{ key: 'closed', limit: 1, windowMs: 1_000 }]).then(() => null, (e: unknown) => e);
+      const err = await s.take([{ key: 'closed', limit: 1, windowMs: 1_000 }]).then(
+        () => null,
+        (e: unknown) => e,
+      );
       expect(err).to.be.instanceOf(Error);
     });
 
@@ -661,10 +723,16 @@ describe('RedisLimitStore', () => {
       const s = await redisStore();
       const c = budget(uniq('bud-range'), BUDGET_MAX_PICO);
       for (const bad of [BUDGET_MAX_PICO + 1n, -1n]) {
-        const err = await s.reserve([c], 'r1', bad, 1_000).then(() => null, (e: unknown) => e);
+        const err = await s.reserve([c], 'r1', bad, 1_000).then(
+          () => null,
+          (e: unknown) => e,
+        );
         expect(err).to.be.instanceOf(RangeError);
       }
-      const err = await s.reserve([{ ...c, limitPico: BUDGET_MAX_PICO + 1n }], 'r1', 1n, 1_000).then(() => null, (e: unknown) => e);
+      const err = await s.reserve([{ ...c, limitPico: BUDGET_MAX_PICO + 1n }], 'r1', 1n, 1_000).then(
+        () => null,
+        (e: unknown) => e,
+      );
       expect(err).to.be.instanceOf(RangeError);
     });
   });

@@ -42,7 +42,10 @@ describe('log destination (lines gathered into blocks before SonicBoom)', functi
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
   const run = (count: number, then: string, out: string) =>
-    execFileSync(process.execPath, ['-e', WRITER, LOGGER, DESTINATION, String(count), then, out], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
+    execFileSync(process.execPath, ['-e', WRITER, LOGGER, DESTINATION, String(count), then, out], {
+      encoding: 'utf8',
+      maxBuffer: 256 * 1024 * 1024,
+    });
 
   it('writes every line whole and in order, also the lines still gathered when the process exits', () => {
     const file = join(dir, 'exit.log');
@@ -75,10 +78,23 @@ describe('log destination (lines gathered into blocks before SonicBoom)', functi
   });
 
   it('keeps the order of 200,000 lines through a pipe that the reader drains slowly', () => {
-    const out = execFileSync('sh', ['-c', `"${process.execPath}" -e "$0" "$@" | (sleep 0.3; cat)`, WRITER, LOGGER, DESTINATION, '200000', 'exit', '-'], {
-      encoding: 'utf8',
-      maxBuffer: 512 * 1024 * 1024,
-    });
+    const out = execFileSync(
+      'sh',
+      [
+        '-c',
+        `"${process.execPath}" -e "$0" "$@" | (sleep 0.3; cat)`,
+        WRITER,
+        LOGGER,
+        DESTINATION,
+        '200000',
+        'exit',
+        '-',
+      ],
+      {
+        encoding: 'utf8',
+        maxBuffer: 512 * 1024 * 1024,
+      },
+    );
     expect(numbersIn(out)).to.deep.equal(Array.from({ length: 200_000 }, (_, i) => i));
   });
 });

@@ -4,8 +4,13 @@ import type { PluginDefinition } from '../../core/plugin-contract';
 import { checkPipeline } from '../../runtime/loading/plugin-dependencies';
 import { BUILTIN_PLUGINS } from '../../plugins';
 
-const plugin = (name: string, meta: Partial<PluginDefinition<unknown>> = {}): PluginDefinition<unknown> => ({ name, create: () => ({ name }), ...meta });
-const pipeline = (...defs: PluginDefinition<unknown>[]) => defs.map((definition, i) => ({ where: `plugins[${i}]`, definition }));
+const plugin = (name: string, meta: Partial<PluginDefinition<unknown>> = {}): PluginDefinition<unknown> => ({
+  name,
+  create: () => ({ name }),
+  ...meta,
+});
+const pipeline = (...defs: PluginDefinition<unknown>[]) =>
+  defs.map((definition, i) => ({ where: `plugins[${i}]`, definition }));
 const config = (yaml = '') => parseConfig(yaml, {}, 'test config');
 const problemsOf = (run: () => void): string => {
   try {
@@ -18,18 +23,26 @@ const problemsOf = (run: () => void): string => {
 
 describe('plugin dependencies are checked when the pipeline loads', () => {
   it('accepts the default pipeline and its limits', () => {
-    const c = config('workspaces: [{ id: w, limits: { requests_per_minute: 5, concurrent_streams: 2, max_tokens: 100, required_tags: [team] } }]');
+    const c = config(
+      'workspaces: [{ id: w, limits: { requests_per_minute: 5, concurrent_streams: 2, max_tokens: 100, required_tags: [team] } }]',
+    );
     const defs = c.plugins.map((p) => BUILTIN_PLUGINS[p.use]);
     expect(problemsOf(() => checkPipeline(pipeline(...defs), c, Object.values(BUILTIN_PLUGINS)))).to.equal('');
   });
 
   it('names a plugin that needs another one missing from the pipeline', () => {
-    const message = problemsOf(() => checkPipeline(pipeline(plugin('a', { requires: { plugins: ['b'] } })), config(), []));
+    const message = problemsOf(() =>
+      checkPipeline(pipeline(plugin('a', { requires: { plugins: ['b'] } })), config(), []),
+    );
     expect(message).to.include('plugins[0] (a) needs the "b" plugin in plugins:');
   });
 
   it('names a plugin listed on the wrong side of another', () => {
-    const defs = pipeline(plugin('late', { order: { after: ['early'] } }), plugin('early'), plugin('first', { order: { before: ['early'] } }));
+    const defs = pipeline(
+      plugin('late', { order: { after: ['early'] } }),
+      plugin('early'),
+      plugin('first', { order: { before: ['early'] } }),
+    );
     const message = problemsOf(() => checkPipeline(defs, config(), []));
     expect(message).to.include('plugins[0] (late) must come after "early" in plugins:');
     expect(message).to.include('plugins[2] (first) must come before "early" in plugins:');

@@ -9,7 +9,8 @@ import { QueryTimeoutError, QueryTooLargeError, ReaderThread } from '../../stora
 import { sleep } from '../helpers/upstream';
 
 const SCRIPT = join(__dirname, '../helpers/spin-reader-worker.js');
-const open = (timeoutMs: number, heapMb = 64) => new ReaderThread({ script: SCRIPT, workerData: undefined, timeoutMs, concurrency: 1, heapMb });
+const open = (timeoutMs: number, heapMb = 64) =>
+  new ReaderThread({ script: SCRIPT, workerData: undefined, timeoutMs, concurrency: 1, heapMb });
 
 async function timed<T>(p: Promise<T>): Promise<{ ms: number; value?: T; error?: Error }> {
   const started = performance.now();
@@ -46,7 +47,11 @@ describe('reader thread', function () {
   it('answers reads in turn; bytes come back as a Buffer', async () => {
     const thread = open(10_000);
     try {
-      const [a, b, c] = await Promise.all([thread.run('echo', { x: 1n }), thread.run('bytes', 'héllo'), thread.run('count', 10)]);
+      const [a, b, c] = await Promise.all([
+        thread.run('echo', { x: 1n }),
+        thread.run('bytes', 'héllo'),
+        thread.run('count', 10),
+      ]);
       expect(a).to.deep.equal({ x: 1n });
       expect(Buffer.isBuffer(b)).to.equal(true);
       expect((b as Buffer).toString('utf8')).to.equal('héllo');
@@ -70,7 +75,9 @@ describe('reader thread', function () {
       expect(first.ms).to.be.within(limit - 5, limit + 1000);
       const second = await behind;
       expect(second.value, String(second.error)).to.equal('next');
-      expect(performance.now() - started, 'before the cancelled SQLite call could have returned').to.be.below(slow.ms * 0.8);
+      expect(performance.now() - started, 'before the cancelled SQLite call could have returned').to.be.below(
+        slow.ms * 0.8,
+      );
     } finally {
       await thread.close();
     }
@@ -89,7 +96,8 @@ describe('reader thread', function () {
       expect(performance.now() - started).to.be.below(slow.ms);
       // Once a cancelled call returned, reads are answered again (the two share the cores: allow them the time).
       let later = await timed(thread.run('echo', 'again'));
-      while (later.error instanceof QueryTimeoutError && performance.now() - started < slow.ms * 6) later = await timed(thread.run('echo', 'again'));
+      while (later.error instanceof QueryTimeoutError && performance.now() - started < slow.ms * 6)
+        later = await timed(thread.run('echo', 'again'));
       expect(later.value, String(later.error)).to.equal('again');
     } finally {
       await thread.close();

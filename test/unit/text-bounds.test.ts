@@ -51,7 +51,13 @@ describe('text bounds', () => {
       provider: 'openrouter',
       tags,
       status: 200,
-      usage: { inputTokens: 1, outputTokens: 1, servedModel: `anthropic/${'s'.repeat(5000)}`, searchContextSize: 'h'.repeat(500), streamError: 'e'.repeat(64) },
+      usage: {
+        inputTokens: 1,
+        outputTokens: 1,
+        servedModel: `anthropic/${'s'.repeat(5000)}`,
+        searchContextSize: 'h'.repeat(500),
+        streamError: 'e'.repeat(64),
+      },
     });
     const r = buildRecord(ctx, undefined, 'v1');
     expect(r.model).to.equal('gpt-4o-mini');
@@ -65,7 +71,8 @@ describe('text bounds', () => {
     expect(keys).to.have.length(256); // the first 256 keys, in the order they were set
     expect(keys[0]).to.equal('k000');
     expect(keys.at(-1)).to.equal('k255');
-    for (const [k, v] of Object.entries(r.tags)) expect(k.length <= 256 && v.length <= 4096, k.slice(0, 20)).to.equal(true);
+    for (const [k, v] of Object.entries(r.tags))
+      expect(k.length <= 256 && v.length <= 4096, k.slice(0, 20)).to.equal(true);
   });
 
   it('tags within the bounds are kept as they are, __proto__ included', () => {
@@ -75,7 +82,9 @@ describe('text bounds', () => {
     tags.note = 'z'.repeat(4096);
     const r = buildRecord(createTestContext({ model: 'gpt-4o-mini', tags, status: 200 }), undefined, 'v1');
     expect(Object.keys(r.tags)).to.deep.equal(['customer_id', '__proto__', 'note']);
-    expect(JSON.stringify(r.tags)).to.equal(JSON.stringify({ customer_id: 'acme', ['__proto__']: 'odd but allowed', note: 'z'.repeat(4096) }));
+    expect(JSON.stringify(r.tags)).to.equal(
+      JSON.stringify({ customer_id: 'acme', ['__proto__']: 'odd but allowed', note: 'z'.repeat(4096) }),
+    );
     expect(Object.getPrototypeOf(r.tags)).to.equal(Object.prototype);
   });
 });

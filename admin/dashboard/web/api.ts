@@ -63,6 +63,10 @@ export interface UsageResponse {
   limit: number;
   offset: number;
   next_offset: number | null;
+  /** Per-request records before this were deleted by retention (null: none were); totals stay exact from the rollups. */
+  records_kept_from: string | null;
+  /** Parts of the range only those deleted records could have answered: not counted. */
+  uncounted: { from: string; to: string }[];
 }
 
 export interface RecordJson {
@@ -167,7 +171,8 @@ async function call(path: string, init: RequestInit = {}, token = getToken()): P
   return res;
 }
 
-const json = async <T>(path: string, init?: RequestInit, token?: string): Promise<T> => (await call(path, init, token)).json() as Promise<T>;
+const json = async <T>(path: string, init?: RequestInit, token?: string): Promise<T> =>
+  (await call(path, init, token)).json() as Promise<T>;
 
 export const api = {
   /** Checks a token before keeping it. */
@@ -192,8 +197,16 @@ export const api = {
     return json<{ data: RecordJson[]; next_cursor: string | null }>(`requests?${q}`);
   },
   /** A page of the keys (the store's oldest first, then the config file's): next_cursor fetches the next. */
-  keys: (cursor?: string | null) => json<{ data: KeyJson[]; next_cursor: string | null }>(`keys?limit=1000${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`),
+  keys: (cursor?: string | null) =>
+    json<{ data: KeyJson[]; next_cursor: string | null }>(
+      `keys?limit=1000${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+    ),
   createKey: (body: { label?: string; workspace?: string }) =>
-    json<KeyJson & { key: string }>('keys', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
-  revokeKey: (id: string) => json<{ id: string; revoked: boolean }>(`keys/${encodeURIComponent(id)}`, { method: 'DELETE' }),
+    json<KeyJson & { key: string }>('keys', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    }),
+  revokeKey: (id: string) =>
+    json<{ id: string; revoked: boolean }>(`keys/${encodeURIComponent(id)}`, { method: 'DELETE' }),
 };

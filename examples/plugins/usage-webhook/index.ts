@@ -1,4 +1,13 @@
-import { definePlugin, fromText, resolveService, TOKENS, z, type GatewayContext, type GatewayPlugin, type RequestCostService } from 'tollgate';
+import {
+  definePlugin,
+  fromText,
+  resolveService,
+  TOKENS,
+  z,
+  type GatewayContext,
+  type GatewayPlugin,
+  type RequestCostService,
+} from 'tollgate';
 import { BatchSender } from './batch-sender';
 import { summarize, type UsageSummary } from './summary';
 
@@ -38,12 +47,19 @@ export class UsageWebhookPlugin implements GatewayPlugin {
 
 export default definePlugin({
   name: 'usage-webhook',
-  apiVersion: '1',
+  apiVersion: '2',
   optionsSchema,
   create(container, o) {
     const log = resolveService(container, TOKENS.Logger);
     const sender = new BatchSender<UsageSummary>(
-      { url: o.url, headers: o.headers, batchSize: o.batch_size, flushIntervalMs: o.flush_interval_ms, timeoutMs: o.timeout_ms, maxQueue: o.max_queue },
+      {
+        url: o.url,
+        headers: o.headers,
+        batchSize: o.batch_size,
+        flushIntervalMs: o.flush_interval_ms,
+        timeoutMs: o.timeout_ms,
+        maxQueue: o.max_queue,
+      },
       log,
     );
     return new UsageWebhookPlugin(sender, resolveService(container, TOKENS.RequestCost));

@@ -1,4 +1,6 @@
 import { createHash, hash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { GatewayContext } from '../../../core/context';
+import { checkPresentedKey, type PresentedKey } from '../../../core/presented-key';
 import type { KeyGrant, KeyRingService } from '../../../core/services';
 
 /** Gateway keys look like tg_<43 base64url chars>: recognisable in a leak scan, 256 bits of randomness. */
@@ -12,7 +14,6 @@ export function generateGatewayKey(): string {
 export function hashGatewayKey(key: string): string {
   return createHash('sha256').update(key, 'utf8').digest('hex');
 }
-
 
 interface Entry extends KeyGrant {
   digest: Buffer;
@@ -66,12 +67,23 @@ export class KeyRing implements KeyRingService {
     return this.byHash.size;
   }
 
+  /** True when `presented` is a valid gateway key; unlike verify() it does not count as the key's use. */
+  holds(presented: string): boolean {
+    const digest = hash('sha256', presented, 'buffer');
+    const entry = this.byHash.get(digest.toString('hex'));
+    return entry !== undefined && timingSafeEqual(entry.digest, digest);
+  }
+
   verify(presented: string): KeyGrant | undefined {
     const digest = hash('sha256', presented, 'buffer'); // one-shot: no Hash object per request
     const entry = this.byHash.get(digest.toString('hex'));
     if (!entry || !timingSafeEqual(entry.digest, digest)) return undefined;
     this.used.add(entry.keyId);
     return entry;
+  }
+
+  check(ctx: GatewayContext): PresentedKey {
+    return checkPresentedKey(ctx, this);
   }
 }
 

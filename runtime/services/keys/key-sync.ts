@@ -53,7 +53,10 @@ export class KeySync {
     this.intervalMs = options.intervalMs ?? 500;
     this.touchEveryMs = options.touchEveryMs ?? 5000;
     const redis = options.limitStore;
-    if (redis?.redis_url) this.shared = new SharedKeys(redis.redis_url, redis.key_prefix, (err) => this.warn(err, 'gateway key sync: Redis connection error'));
+    if (redis?.redis_url)
+      this.shared = new SharedKeys(redis.redis_url, redis.key_prefix, (err) =>
+        this.warn(err, 'gateway key sync: Redis connection error'),
+      );
   }
 
   start(): void {
@@ -70,10 +73,12 @@ export class KeySync {
    */
   refresh(): Promise<void> {
     if (this.running) {
-      this.next ??= this.running.catch(() => undefined).then(() => {
-        this.next = undefined;
-        return this.refresh();
-      });
+      this.next ??= this.running
+        .catch(() => undefined)
+        .then(() => {
+          this.next = undefined;
+          return this.refresh();
+        });
       return this.next;
     }
     this.running = this.sync().finally(() => (this.running = undefined));
@@ -99,7 +104,14 @@ export class KeySync {
       try {
         const snapshot = this.stored.map((k) => `${k.id}:${k.revokedAt === null ? 1 : 0}`).join(',');
         if (this.loaded && snapshot !== this.published) {
-          await this.shared.publish(this.stored.map((k) => ({ id: k.id, hash: k.hash, workspaceId: k.workspaceId, revoked: k.revokedAt !== null })));
+          await this.shared.publish(
+            this.stored.map((k) => ({
+              id: k.id,
+              hash: k.hash,
+              workspaceId: k.workspaceId,
+              revoked: k.revokedAt !== null,
+            })),
+          );
           this.published = snapshot;
         }
         this.sharedState = await this.shared.read(this.sharedState);
@@ -123,7 +135,10 @@ export class KeySync {
       const ws = this.workspaces.find((w) => w.id === k.workspaceId);
       if (ws) keys.push({ hash: k.hash, keyId, workspace: { id: ws.id, name: ws.name ?? ws.id } });
     }
-    const ids = keys.map((k) => k.keyId).sort().join(',');
+    const ids = keys
+      .map((k) => k.keyId)
+      .sort()
+      .join(',');
     if (ids === this.applied) return;
     this.ring.replaceSynced(keys);
     this.applied = ids;

@@ -51,7 +51,13 @@ return { v, redis.call('HGETALL', KEYS[1]), redis.call('SMEMBERS', KEYS[2]) }
 `;
 
 interface KeyCommands {
-  tgKeysPublish(active: string, revoked: string, version: string, channel: string, ...entries: string[]): Promise<string>;
+  tgKeysPublish(
+    active: string,
+    revoked: string,
+    version: string,
+    channel: string,
+    ...entries: string[]
+  ): Promise<string>;
   tgKeysRead(active: string, revoked: string, version: string, known: string): Promise<[string, string[]?, string[]?]>;
 }
 
@@ -76,7 +82,12 @@ export class SharedKeys {
   ) {
     this.keys = [`${prefix}keys:active`, `${prefix}keys:revoked`, `${prefix}keys:version`];
     this.channel = `${prefix}keys:changed`;
-    const redis = createRedis(url, { commandTimeout: timeoutMs, connectTimeout: timeoutMs, maxRetriesPerRequest: 0, retryStrategy: (n) => Math.min(n * 100, 2000) });
+    const redis = createRedis(url, {
+      commandTimeout: timeoutMs,
+      connectTimeout: timeoutMs,
+      maxRetriesPerRequest: 0,
+      retryStrategy: (n) => Math.min(n * 100, 2000),
+    });
     redis.on('error', onError);
     redis.defineCommand('tgKeysPublish', { lua: PUBLISH, numberOfKeys: 3 });
     redis.defineCommand('tgKeysRead', { lua: READ, numberOfKeys: 3 });
@@ -95,7 +106,11 @@ export class SharedKeys {
   /** Shares these keys: revoked ones are revoked everywhere, live ones become valid everywhere. */
   async publish(keys: readonly SharedKey[]): Promise<void> {
     if (keys.length === 0) return;
-    const entries = keys.flatMap((k) => [k.id, k.revoked ? '1' : '0', JSON.stringify({ hash: k.hash, workspace: k.workspaceId })]);
+    const entries = keys.flatMap((k) => [
+      k.id,
+      k.revoked ? '1' : '0',
+      JSON.stringify({ hash: k.hash, workspace: k.workspaceId }),
+    ]);
     await this.redis.tgKeysPublish(...this.keys, this.channel, ...entries);
   }
 

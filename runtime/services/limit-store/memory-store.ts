@@ -1,4 +1,12 @@
-import type { Bucket, BucketState, BudgetCheck, BudgetReservation, BudgetState, LimitStore, TakeResult } from '../../../core/limit-store';
+import type {
+  Bucket,
+  BucketState,
+  BudgetCheck,
+  BudgetReservation,
+  BudgetState,
+  LimitStore,
+  TakeResult,
+} from '../../../core/limit-store';
 
 interface BucketRecord {
   tokens: number;
@@ -10,8 +18,7 @@ interface BucketRecord {
 /**
  * Holds with a lease, by holder (request id). Every open request holds one, so lapsed ones (their holder crashed
  * or hung) are looked for only once `nextLapse`, a lower bound of the earliest lease end, has passed: renewals
- * only move lease ends later. (Stream slots checked every lease on every acquire until the ninth round: with many
- * streams open on one key, each admission was O(open streams).)
+ * only move lease ends later. Checking every lease on every acquire would make each admission O(open streams).
  */
 interface Leases<H extends { leaseEnd: number }> {
   holds: Map<string, H>;
@@ -100,7 +107,13 @@ export class MemoryLimitStore implements LimitStore {
     return this.window(key, windowMs, now).total;
   }
 
-  async acquireSlot(key: string, holder: string, limit: number, leaseMs: number, now = Date.now()): Promise<{ acquired: boolean; inUse: number }> {
+  async acquireSlot(
+    key: string,
+    holder: string,
+    limit: number,
+    leaseMs: number,
+    now = Date.now(),
+  ): Promise<{ acquired: boolean; inUse: number }> {
     let slot = this.slots.get(key);
     if (!slot) this.slots.set(key, (slot = { holds: new Map(), nextLapse: Infinity }));
     dropLapsed(slot, now, dropSlot);
@@ -122,7 +135,12 @@ export class MemoryLimitStore implements LimitStore {
     if (slot?.holds.size === 0) this.slots.delete(key);
   }
 
-  async reserve(checks: readonly BudgetCheck[], holder: string, amountPico: bigint, leaseMs: number): Promise<BudgetReservation> {
+  async reserve(
+    checks: readonly BudgetCheck[],
+    holder: string,
+    amountPico: bigint,
+    leaseMs: number,
+  ): Promise<BudgetReservation> {
     const now = Date.now();
     const recs = checks.map((c) => this.budget(c, now));
     const allowed = checks.every((c, i) => recs[i].spent + recs[i].reserved + amountPico <= c.limitPico);
@@ -240,7 +258,11 @@ function release(r: BudgetRecord, holder: string): void {
  * Drops the holds whose lease ended (same rule as the Redis store: a budget's settlement, a stream's release, is
  * never coming), once the earliest may have.
  */
-function dropLapsed<R extends Leases<{ leaseEnd: number }>>(r: R, now: number, drop: (r: R, holder: string) => void): void {
+function dropLapsed<R extends Leases<{ leaseEnd: number }>>(
+  r: R,
+  now: number,
+  drop: (r: R, holder: string) => void,
+): void {
   if (now < r.nextLapse) return;
   let next = Infinity;
   for (const [holder, hold] of r.holds) {

@@ -14,5 +14,9 @@ export function openLimitStore(config: LimitStoreConfig, log: Logger): LimitStor
     lastLogged = Date.now();
     log.warn({ err: err.message }, 'limit store (Redis) connection error');
   };
-  return new RedisLimitStore(config.redis_url, { keyPrefix: config.key_prefix, circuitBreakerMs: config.circuit_breaker_ms, onError });
+  return new RedisLimitStore(config.redis_url, {
+    keyPrefix: config.key_prefix,
+    circuitBreakerMs: config.circuit_breaker_ms,
+    onError,
+  });
 }

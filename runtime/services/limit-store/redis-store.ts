@@ -1,7 +1,15 @@
 import type { Redis } from 'ioredis';
 import { createRedis, isReplyError, replyError } from '../redis-client';
 import { CircuitBreaker } from './circuit-breaker';
-import type { Bucket, BucketState, BudgetCheck, BudgetReservation, BudgetState, LimitStore, TakeResult } from '../../../core/limit-store';
+import type {
+  Bucket,
+  BucketState,
+  BudgetCheck,
+  BudgetReservation,
+  BudgetState,
+  LimitStore,
+  TakeResult,
+} from '../../../core/limit-store';
 import { LIMIT_BATCH, type LimitOp } from './redis-scripts';
 
 /**
@@ -137,9 +145,19 @@ export class RedisLimitStore implements LimitStore {
     return Number(await this.op('windowTotal', [this.key('window', key)], [t, String(windowMs)]));
   }
 
-  async acquireSlot(key: string, holder: string, limit: number, leaseMs: number, now?: number): Promise<{ acquired: boolean; inUse: number }> {
+  async acquireSlot(
+    key: string,
+    holder: string,
+    limit: number,
+    leaseMs: number,
+    now?: number,
+  ): Promise<{ acquired: boolean; inUse: number }> {
     const t = time(now);
-    const [acquired, inUse] = (await this.op('slotAcquire', [this.key('slots', key)], [holder, String(limit), String(leaseMs), t])) as [number, number];
+    const [acquired, inUse] = (await this.op(
+      'slotAcquire',
+      [this.key('slots', key)],
+      [holder, String(limit), String(leaseMs), t],
+    )) as [number, number];
     return { acquired: acquired === 1, inUse };
   }
 
@@ -152,10 +170,16 @@ export class RedisLimitStore implements LimitStore {
     await this.op('slotRelease', [this.key('slots', key)], [holder]);
   }
 
-  async reserve(checks: readonly BudgetCheck[], holder: string, amountPico: bigint, leaseMs: number): Promise<BudgetReservation> {
+  async reserve(
+    checks: readonly BudgetCheck[],
+    holder: string,
+    amountPico: bigint,
+    leaseMs: number,
+  ): Promise<BudgetReservation> {
     if (checks.length === 0) return { allowed: true, states: [] };
     const args = [holder, pico(amountPico, 'amountPico'), String(leaseMs)];
-    for (const c of checks) args.push(pico(c.limitPico, 'limitPico'), pico(c.seedPico, 'seedPico'), period(c.periodEndMs));
+    for (const c of checks)
+      args.push(pico(c.limitPico, 'limitPico'), pico(c.seedPico, 'seedPico'), period(c.periodEndMs));
     const keys = this.budgetKeys(checks);
     const [allowed, ...counters] = (await this.op('budgetReserve', keys, args)) as [number, ...string[]];
     return { allowed: allowed === 1, states: budgetStates(checks, counters) };
@@ -262,7 +286,8 @@ export class RedisLimitStore implements LimitStore {
     let replies: [number, unknown][];
     try {
       replies = await this.run(() => this.redis.tgLimitBatch(keys.length, ...keys, ...args));
-      if (!Array.isArray(replies) || replies.length !== batch.length) throw replyError(`limit batch: ${batch.length} operations, an answer of another shape`);
+      if (!Array.isArray(replies) || replies.length !== batch.length)
+        throw replyError(`limit batch: ${batch.length} operations, an answer of another shape`);
     } catch (err) {
       for (const q of batch) q.reject(err as Error);
       return;
@@ -279,7 +304,8 @@ export class RedisLimitStore implements LimitStore {
    * opens it. An error Redis itself answered (a script error) says Redis is up and leaves it alone.
    */
   private async run<T>(op: () => Promise<T>): Promise<T> {
-    if (this.breaker.open && !this.closed) throw new Error('Redis limit store unavailable (failed recently; retrying in the background)');
+    if (this.breaker.open && !this.closed)
+      throw new Error('Redis limit store unavailable (failed recently; retrying in the background)');
     try {
       await this.ready();
       return await op();
@@ -305,7 +331,10 @@ export class RedisLimitStore implements LimitStore {
       await Promise.race([
         this.nextReady(),
         new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`Redis limit store unavailable (${this.redis.status} after ${this.timeoutMs} ms)`)), this.timeoutMs);
+          timer = setTimeout(
+            () => reject(new Error(`Redis limit store unavailable (${this.redis.status} after ${this.timeoutMs} ms)`)),
+            this.timeoutMs,
+          );
         }),
       ]);
     } finally {
@@ -334,7 +363,12 @@ export class RedisLimitStore implements LimitStore {
 
 /** The scripts answer spent and reserved of each budget, in the order of the checks. */
 function budgetStates(checks: readonly BudgetCheck[], counters: (string | number)[]): BudgetState[] {
-  return checks.map((c, i) => ({ key: c.key, spentPico: BigInt(counters[2 * i]), reservedPico: BigInt(counters[2 * i + 1]), limitPico: c.limitPico }));
+  return checks.map((c, i) => ({
+    key: c.key,
+    spentPico: BigInt(counters[2 * i]),
+    reservedPico: BigInt(counters[2 * i + 1]),
+    limitPico: c.limitPico,
+  }));
 }
 
 /** Same formulas as the memory store, so both report identical states. */
@@ -361,6 +395,7 @@ function period(periodEndMs: number): string {
 }
 
 function pico(v: bigint, name: string): string {
-  if (v < 0n || v > BUDGET_MAX_PICO) throw new RangeError(`${name} must be within 0..${BUDGET_MAX_PICO} pico-USD, got ${v}`);
+  if (v < 0n || v > BUDGET_MAX_PICO)
+    throw new RangeError(`${name} must be within 0..${BUDGET_MAX_PICO} pico-USD, got ${v}`);
   return v.toString();
 }

@@ -1,10 +1,11 @@
 /**
- * Slows down gateway-key guessing: distinct invalid keys are counted per client address, and an address that
- * sends `maxFailures` different invalid keys within `windowMs` is blocked for `blockMs`. While blocked, every
- * request from it is refused (429 auth_blocked with Retry-After), valid key or not: a block that let a correct
- * guess through would not stop the guessing. Guessing means trying many keys; a client that repeats one wrong
- * key (a typo, a revoked key, a new key polled until it is live) learns nothing new and is not blocked. Missing
- * keys are not counted either.
+ * Slows down key guessing (gateway keys in the auth plugin, admin tokens in the admin API): distinct invalid keys
+ * are counted per client address, and an address that sends `maxFailures` different invalid keys within `windowMs`
+ * is blocked for `blockMs`. Guessing means trying many keys; a client that repeats one wrong key (a typo, a revoked
+ * key, a new key polled until it is live) learns nothing new and is not blocked. Missing keys are not counted
+ * either. What a block refuses is the caller's choice: the gateway-key check (plugins/auth) refuses only invalid
+ * keys from a blocked address, so a valid key behind the same NAT keeps working; the admin API refuses every token
+ * from it (admin/app.ts).
  *
  * In memory and bounded: at most `maxAddresses` addresses are tracked, each with at most `maxFailures` short
  * fingerprints of the keys it tried; beyond that the address that failed least recently is forgotten first.
@@ -16,13 +17,6 @@ export interface LockoutOptions {
   blockMs: number;
   maxAddresses: number;
 }
-
-/**
- * Admin-token guessing from one client address (the TCP peer): 10 different wrong tokens within 10 minutes block
- * the address for 15 minutes (429 auth_blocked with Retry-After, even for the right token). The same wrong token
- * repeated (a dashboard tab holding an old token) counts once; a missing token is not counted. YAML: admin.lockout.
- */
-export const ADMIN_LOCKOUT_DEFAULTS: LockoutOptions = { maxFailures: 10, windowMs: 600_000, blockMs: 900_000, maxAddresses: 10_000 };
 
 interface Entry {
   windowStart: number;
@@ -96,5 +90,8 @@ export function addressKey(address: string | undefined): string {
   const h = head ? head.split(':') : [];
   const t = tail ? tail.split(':') : [];
   const groups = a.includes('::') ? [...h, ...Array<string>(Math.max(0, 8 - h.length - t.length)).fill('0'), ...t] : h;
-  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '')).join(':')}::/64`;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.replace(/^0+(?=.)/, ''))
+    .join(':')}::/64`;
 }
