@@ -66,6 +66,8 @@ interface Job {
   resolve(value: unknown): void;
   reject(err: Error): void;
   timer: NodeJS.Timeout;
+  /** performance.now() when the read was asked. */
+  askedAt: number;
 }
 
 type Request = { id: number; op: string; arg: unknown };
@@ -95,8 +97,9 @@ export class ReaderThread {
         resolve: resolve as (v: unknown) => void,
         reject,
         timer: undefined as unknown as NodeJS.Timeout,
+        askedAt: performance.now(),
       };
-      job.timer = setTimeout(() => this.timedOut(job), this.options.timeoutMs + (this.options.graceMs ?? 0));
+      this.arm(job, this.options.timeoutMs + (this.options.graceMs ?? 0));
       this.queue.push(job);
       this.dispatch();
     });
@@ -123,6 +126,21 @@ export class ReaderThread {
     }
     if (this.running.size === 0 && this.worker)
       this.idleTimer = setTimeout(() => void this.stopWorker(), IDLE_STOP_MS).unref();
+  }
+
+  /**
+   * Fails the read `ms` after it was asked. A timer counts from the event loop's cached time, which lags the clock by
+   * whatever ran since the loop last read it: a timer firing early is armed again for the time still left.
+   */
+  private arm(job: Job, ms: number): void {
+    job.timer = setTimeout(
+      () => {
+        const left = job.askedAt + ms - performance.now();
+        if (left > 0) this.arm(job, ms);
+        else this.timedOut(job);
+      },
+      Math.max(1, Math.ceil(job.askedAt + ms - performance.now())),
+    );
   }
 
   private timedOut(job: Job): void {
