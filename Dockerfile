@@ -44,5 +44,5 @@ EXPOSE 8080 8081
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
     CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.TOLLGATE_PORT || 8080) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # The flags of `npm start` (package.json); SIGTERM drains in-flight requests (server.shutdown_grace_ms).
-ENTRYPOINT ["node", "--max-semi-space-size=8", "--v8-pool-size=1", "--expose-gc", "dist/cli/index.js"]
+ENTRYPOINT ["node", "dist/cli/index.js"]
 CMD ["start"]

@@ -11,7 +11,6 @@
  * record id).
  */
 import { join } from 'node:path';
-import { setFlagsFromString } from 'node:v8';
 import { Worker } from 'node:worker_threads';
 import type { UsageRecord } from '../core/usage';
 import { packRecords, packedBuffers, type PackedRecords } from './packed-records';
@@ -38,13 +37,6 @@ export interface WriterThreadOptions {
   /** Page cache of the writer's connection, in KiB. */
   cacheKib: number;
 }
-
-/**
- * The writer's young generation. A batch of 500 records is live for its whole transaction and each young collection
- * copies it, so a small young generation (2 MiB) means a collection every few batches, on V8's helper threads that the
- * proxy thread shares; 8 MiB collects about a quarter as often.
- */
-const WRITER_YOUNG_GENERATION_MB = 8;
 
 interface Pending {
   resolve(value: unknown): void;
@@ -99,15 +91,7 @@ export class SqliteWriterThread {
   }
 
   private start(): Worker {
-    // A bounded young generation (WRITER_YOUNG_GENERATION_MB): V8's default would let it grow by tens of MiB under
-    // load (it runs in this process: its heap is the gateway's memory too). A --max-semi-space-size given to node
-    // (on its command line or in NODE_OPTIONS) applies to every isolate created later and overrides resourceLimits,
-    // so it is reset first; the main isolate sized its heap when it started, and the flag is read only then.
-    setFlagsFromString('--max-semi-space-size=0');
-    const worker = new Worker(join(__dirname, 'sqlite-writer-worker.js'), {
-      workerData: this.options,
-      resourceLimits: { maxYoungGenerationSizeMb: WRITER_YOUNG_GENERATION_MB },
-    });
+    const worker = new Worker(join(__dirname, 'sqlite-writer-worker.js'), { workerData: this.options });
     worker.unref();
     worker.on('message', (msg: WriterResponse) => this.settle(msg));
     // An error event is followed by exit; the exit handler fails what is still pending.
