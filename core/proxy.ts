@@ -6,7 +6,7 @@ import { GatewayContext, secretHeadersFor } from './context';
 import type { EndpointSpec } from './endpoints';
 import { asGatewayError, GatewayError } from './errors';
 import { BULK_BODY_BYTES, holdForBulkBody } from './heap-growth';
-import { forwardableRequestHeaders, forwardableResponseHeaders, headerValue } from './headers';
+import { forwardableRequestHeaders, forwardableResponseHeaders, headerValue, upstreamHeadersOf } from './headers';
 import type { PluginPipeline } from './pipeline';
 import { describeAuthHeader } from './provider';
 import type { ProviderRegistry } from './provider-registry';
@@ -42,21 +42,6 @@ function isJsonDocument(contentType: string): boolean {
  * upstreams are the provider's state; plugin_error and limits_unavailable were logged where they arose.
  */
 const EXPECTED_FAILURES: ReadonlySet<string> = new Set(['upstream_timeout', 'upstream_unreachable', 'plugin_error', 'limits_unavailable']);
-
-/**
- * The headers of the upstream call: the plugins' edited copy, without any X-Gateway-* header (whatever the
- * plugin list, the provider never sees the gateway's own headers: spec, Authentication 2) and without a provider
- * key header a plugin may have added (the client's own key is added by the caller).
- */
-function upstreamHeadersOf(edited: Record<string, string | string[]>, authHeaders: readonly string[]): Record<string, string | string[]> {
-  const headers: Record<string, string | string[]> = {};
-  for (const name in edited) {
-    const lower = name.toLowerCase(); // a plugin may have added a header in any case
-    if (lower.startsWith('x-gateway-') || authHeaders.includes(lower)) continue;
-    headers[name] = edited[name];
-  }
-  return headers;
-}
 
 /**
  * The whole request flow, in one place:
