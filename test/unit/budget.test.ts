@@ -10,6 +10,7 @@ import { budget } from '../../plugins/budget';
 import { BudgetLedger } from '../../plugins/budget/ledger';
 import { MemoryLimitStore } from '../../plugins/limits/memory-store';
 import { SqliteUsageStore } from '../../storage/sqlite-store';
+import { failingLimitStore } from '../helpers/failing-limit-store';
 
 /**
  * A model priced for easy sums: input $1 and output $2 per 1M tokens, i.e. 1,000,000 and 2,000,000 pico-USD a
@@ -37,15 +38,15 @@ interface Setup {
   close(): Promise<void>;
 }
 
-async function budgeted(budgets: Record<string, unknown>[], seed: Partial<UsageRecord>[] = []): Promise<Setup> {
+async function budgeted(budgets: Record<string, unknown>[], seed: Partial<UsageRecord>[] = [], opts: { limits?: MemoryLimitStore; limitStore?: Record<string, unknown> } = {}): Promise<Setup> {
   const prices = pricesOf();
-  const limits = new MemoryLimitStore();
+  const limits = opts.limits ?? new MemoryLimitStore();
   const usage = new SqliteUsageStore(':memory:');
   await usage.migrate();
   if (seed.length) await usage.insertBatch(seed.map((r) => record(r, prices.version)));
   const ledger = new BudgetLedger();
   const { logger, lines } = captureLogs('warn');
-  const config = gatewayConfigSchema.parse({ workspaces: [{ id: 'default', limits: { budgets } }] });
+  const config = gatewayConfigSchema.parse({ workspaces: [{ id: 'default', limits: { budgets } }, { id: 'no-budgets' }], limit_store: opts.limitStore });
   const harness = await createPluginHarness(budget, {
     services: { Config: config, LimitStore: limits, UsageStore: usage, BudgetLedger: ledger, Logger: logger, PriceCatalog: prices, RequestCost: new RequestCost(prices) },
   });
@@ -62,14 +63,17 @@ function record(r: Partial<UsageRecord>, priceVersion: string): UsageRecord {
   };
 }
 
+/** Each request's own log: a plugin that throws in onComplete is logged there, not passed on. */
+const requestLog = captureLogs('warn');
+
 /** A completed request through the plugin (refused, or admitted and settled with `usage`). */
 async function complete(harness: PluginHarness, init: TestContextInit): Promise<GatewayError | undefined> {
-  return harness.exchange(createTestContext({ provider: 'openai', model: MODEL, ...init }));
+  return harness.exchange(createTestContext({ provider: 'openai', model: MODEL, log: requestLog.logger, ...init }));
 }
 
 /** A request admitted and still open (its reservation held); the returned function completes it. */
 async function open(harness: PluginHarness, init: TestContextInit): Promise<{ ctx: GatewayContext; finish: (usage?: Usage) => Promise<void> }> {
-  const ctx = createTestContext({ provider: 'openai', model: MODEL, ...init });
+  const ctx = createTestContext({ provider: 'openai', model: MODEL, log: requestLog.logger, ...init });
   await harness.run('beforeUpstream', ctx);
   return {
     ctx,
@@ -88,6 +92,15 @@ const endOfUtcDay = () => {
 };
 
 describe('budget plugin', () => {
+  beforeEach(() => requestLog.lines.splice(0));
+  afterEach(() => expect(requestLog.lines, 'nothing failed inside the plugin').to.deep.equal([]));
+
+  it('is named budget', async () => {
+    const s = await budgeted([]);
+    expect(budget.name).to.equal('budget');
+    expect(s.harness.plugin.name).to.equal('budget');
+    await s.close();
+  });
   // A: a 150-byte body asking for at most 10 output tokens. Worst case: 150 / 3 = 50 input tokens x 1,000,000
   // + 10 x 2,000,000 = 70,000,000 pico ($0.00007).
   const A = () => body(150, { max_tokens: 10 });
@@ -143,6 +156,9 @@ describe('budget plugin', () => {
     // n that is not a whole number above 1 counts as one answer: 50,000,000 + 25 x 2,000,000 = exactly the budget
     expect(await complete(s.harness, { json: body(150, { max_tokens: 25, n: 1.5 }) })).to.equal(undefined);
     expect(await complete(s.harness, { json: body(150, { max_tokens: 25, n: 0 }) })).to.equal(undefined);
+    // ... and one more output token does not fit, whatever n says: 50,000,000 + 26 x 2,000,000
+    expect((await complete(s.harness, { json: body(150, { max_tokens: 26, n: 0 }) }))?.message).to.match(/may cost up to \$0\.000102\.$/);
+    expect((await complete(s.harness, { json: body(150, { max_tokens: 26, n: 2.5 }) }))?.message).to.match(/may cost up to \$0\.000102\.$/);
     // n only multiplies chat completions
     const responses = createTestContext({ endpoint: 'responses', provider: 'openai', model: MODEL, json: body(150, { max_output_tokens: 25, n: 3 }) });
     expect(await s.harness.exchange(responses)).to.equal(undefined);
@@ -157,6 +173,71 @@ describe('budget plugin', () => {
     expect((await complete(s.harness, { json: body(900, { max_tokens: 1 }) }))?.message).to.match(/may cost up to \$0\.000102\.$/);
     expect(await complete(s.harness, { json: body(900, { max_tokens: 0 }) })).to.equal(undefined); // 100,000,000
     await s.close();
+  });
+
+  it('a request without a body reserves the model\'s maximum output alone', async () => {
+    const s = await budgeted([{ period: 'day', usd: '0.0001' }]);
+    // no input; 50 output tokens x 2,000,000 = 100,000,000: exactly the budget
+    expect(await s.harness.exchange(createTestContext({ provider: 'openai', model: MODEL, log: requestLog.logger }))).to.equal(undefined);
+    expect(await s.harness.exchange(createTestContext({ endpoint: 'embeddings', provider: 'openai', model: MODEL, log: requestLog.logger }))).to.equal(undefined);
+    await s.close();
+  });
+
+  it('a request without a provider, or from a workspace without budgets, is let through untouched', async () => {
+    const s = await budgeted([{ period: 'day', usd: '0.000001' }]);
+    expect(await s.harness.exchange(createTestContext({ model: MODEL, json: body(900), log: requestLog.logger }))).to.equal(undefined);
+    expect(await complete(s.harness, { workspace: 'no-budgets', json: body(900) })).to.equal(undefined);
+    expect(await complete(s.harness, { workspace: 'unknown', json: body(900) })).to.equal(undefined);
+    expect((await s.ledger.list()).map((st) => [st.workspace, st.spentPico, st.reservedPico])).to.deep.equal([['default', 0n, 0n]]);
+    await s.close();
+  });
+
+  it('refuses naming the budget that does not fit, not the first one', async () => {
+    // daily $0.00007 exactly fits the worst case (70,000,000); the monthly $0.00006 does not
+    const s = await budgeted([{ period: 'day', usd: '0.00007' }, { period: 'month', usd: '0.00006' }]);
+    expect((await complete(s.harness, { json: A() }))?.message).to.match(/^The monthly budget of \$0\.00006 for workspace default does not cover this request/);
+    await s.close();
+  });
+
+  it('keeps a reservation alive while its request is open, past the lease', async function () {
+    this.timeout(10_000);
+    const s = await budgeted([{ period: 'day', usd: '1' }], [], { limitStore: { reservation_lease_ms: 1000 } });
+    const first = await open(s.harness, { json: A() });
+    // renewed every third of the lease: still held after 1.5 leases
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect((await s.ledger.list())[0].reservedPico).to.equal(70_000_000n);
+    await first.finish();
+    expect((await s.ledger.list())[0].reservedPico).to.equal(0n);
+    await s.close();
+  });
+
+  describe('when the limit store is unreachable (on_error: open)', () => {
+    it('admits without a reservation, logged as "budget"; the spend is still settled', async () => {
+      const s = await budgeted([{ period: 'day', usd: '0.000001' }], [], { limits: failingLimitStore('reserve') });
+      expect(await complete(s.harness, { json: A(), usage: { inputTokens: 5 } })).to.equal(undefined);
+      expect(s.lines.map((l) => [l.what, l.msg])).to.deep.equal([
+        ['budget', 'limit store unavailable: failing open'],
+        [undefined, 'budget alert: 80% of the daily budget used'],
+      ]);
+      expect((await s.ledger.list())[0].spentPico).to.equal(5_000_000n);
+      await s.close();
+    });
+
+    it('a settlement that fails is logged as "budget settle"', async () => {
+      const s = await budgeted([{ period: 'day', usd: '1' }], [], { limits: failingLimitStore('settle') });
+      expect(await complete(s.harness, { json: A(), usage: { inputTokens: 5 } })).to.equal(undefined);
+      expect(s.lines.map((l) => l.what)).to.deep.equal(['budget settle']);
+      await s.close();
+    });
+
+    it('the budgets cannot be listed: 503 limits_unavailable with Retry-After', async () => {
+      const s = await budgeted([{ period: 'day', usd: '1' }], [], { limits: failingLimitStore('budgetStates') });
+      let error: GatewayError | undefined;
+      await s.ledger.list().catch((err: GatewayError) => (error = err));
+      expect(error).to.include({ code: 'limits_unavailable', status: 503, message: 'Budgets cannot be read right now (limit store unavailable); try again shortly.' });
+      expect(error?.headers).to.deep.equal({ 'retry-after': '1' });
+      await s.close();
+    });
   });
 
   it('a model without a price reserves nothing and is admitted', async () => {
@@ -217,6 +298,15 @@ describe('budget plugin', () => {
       await s.close();
     });
 
+    it('two budgets crossing together are each logged once', async () => {
+      const s = await budgeted([{ period: 'day', usd: '0.001', alert_at: 0.01 }, { period: 'month', usd: '0.001', alert_at: 0.01 }]);
+      await complete(s.harness, { json: A(), usage: { inputTokens: 10 } }); // 10,000,000 = 1% of both
+      await complete(s.harness, { json: A(), usage: { inputTokens: 10 } });
+      await complete(s.harness, { json: A(), usage: { inputTokens: 10 } });
+      expect(s.lines.map((l) => l.msg)).to.deep.equal(['budget alert: 1% of the daily budget used', 'budget alert: 1% of the monthly budget used']);
+      await s.close();
+    });
+
     it('spend recorded before already past alert_at is reported at the first admission (monthly budget)', async () => {
       const s = await budgeted([{ period: 'month', usd: '0.0001', alert_at: 0.2 }], [{ costPico: 20_000_000n }]);
       await open(s.harness, { json: A() });
@@ -251,8 +341,28 @@ describe('budget plugin', () => {
       expect((await send({ customer_id: 'acme', feature: 'search' }))?.message).to.match(
         /^The daily budget of \$0\.0001 for customer_id=acme,feature=search in workspace default does not cover this request: \$0\.00005 spent/,
       );
+      expect((await s.ledger.list())[0].key).to.equal(`ws:default:tag:customer_id=acme:tag:feature=search:day:${endOfUtcDay() - 86_400_000}`);
       await s.close();
     });
+
+    it('budgets per value of two different tags keep their values apart', async () => {
+      const s = await budgeted([{ period: 'day', usd: '1', per_tag: 'customer_id' }, { period: 'day', usd: '1', per_tag: 'feature' }]);
+      await complete(s.harness, { json: A(), tags: { customer_id: 'acme' }, usage: { inputTokens: 1 } });
+      expect((await s.ledger.list()).map((st) => st.scope)).to.deep.equal(['customer_id=acme']);
+      await s.close();
+    });
+  });
+
+  it('GET /api/budgets before any request reads the spend recorded this period, this workspace\'s only, per tag value', async () => {
+    const yesterday = endOfUtcDay() - 86_400_000 - 1;
+    const s = await budgeted([{ period: 'day', usd: '1' }, { period: 'day', usd: '1', per_tag: 'customer_id' }], [
+      { costPico: 5_000_000n, tags: { customer_id: 'acme' } },
+      { costPico: 2_000_000n },
+      { costPico: 900_000_000n, ts: yesterday, tags: { customer_id: 'acme' } },
+      { costPico: 800_000_000n, workspaceId: 'other', tags: { customer_id: 'globex' } },
+    ]);
+    expect((await s.ledger.list()).map((st) => [st.scope, st.spentPico])).to.deep.equal([['workspace', 7_000_000n], ['customer_id=acme', 5_000_000n]]);
+    await s.close();
   });
 
   it('GET /api/budgets (the ledger) lists every budget in its period with limit, spend and alert, per-tag ones for each value seen', async () => {

@@ -1,7 +1,9 @@
 import { expect } from 'chai';
+import { container } from 'tsyringe';
 import { gatewayConfigSchema } from '../../config/schema';
 import { GatewayError } from '../../core/errors';
 import { captureLogs, createTestContext } from '../../core/testing';
+import { TOKENS } from '../../core/tokens';
 import type { LimitStore } from '../../plugins/limits/limit-store';
 import { MemoryLimitStore } from '../../plugins/limits/memory-store';
 import { scopesOf } from '../../plugins/limits/scopes';
@@ -74,6 +76,32 @@ describe('limit scopes', () => {
       expect(b.map((s) => s.label)).to.deep.equal(['workspace default', 'customer_id=a', 'feature=1:b|c']);
       // an empty value is a value, not an absent tag
       expect(of({ customer_id: '' }).map((s) => s.key)).to.deep.equal(['ws:default', 'ws:default:tag:customer_id=']);
+    });
+
+    it('a tag that is absent is told apart from any value of another tag', () => {
+      const { context } = limitsContext();
+      const limits = limitsOf('default');
+      const onlyCustomer = context.scopesOf(createTestContext({ tags: { customer_id: 'x' } }), limits);
+      const onlyFeature = context.scopesOf(createTestContext({ tags: { feature: 'x' } }), limits);
+      expect(onlyCustomer.map((s) => s.key)).to.deep.equal(['ws:default', 'ws:default:tag:customer_id=x']);
+      expect(onlyFeature.map((s) => s.key)).to.deep.equal(['ws:default', 'ws:default:tag:feature=x']);
+    });
+
+    it('every limit plugin of a gateway gets the one context of its limit store', () => {
+      const store = new MemoryLimitStore();
+      const gateway = container.createChildContainer();
+      gateway.register(TOKENS.LimitStore, { useValue: store });
+      gateway.register(TOKENS.Config, { useValue: config });
+      gateway.register(TOKENS.Logger, { useValue: captureLogs().logger });
+      const first = LimitsContext.from(gateway);
+      expect(LimitsContext.from(gateway)).to.equal(first);
+      expect(first.store).to.equal(store);
+      expect(first.storeConfig).to.equal(config.limit_store);
+      const other = container.createChildContainer();
+      other.register(TOKENS.LimitStore, { useValue: new MemoryLimitStore() });
+      other.register(TOKENS.Config, { useValue: config });
+      other.register(TOKENS.Logger, { useValue: captureLogs().logger });
+      expect(LimitsContext.from(other)).to.not.equal(first);
     });
 
     it('hands back what the store answered while it works', async () => {

@@ -47,9 +47,29 @@ describe('in-memory limit store', () => {
       expect((await store.reserve([check(10_000_000_000_000)], 'a', 0n, 60_000)).states[0].reservedPico).to.equal(50n);
     });
 
+    it('each reservation lapses at the end of its own lease, whatever order they were made in', async () => {
+      const c = check(10_000_000_000_000, 1000n);
+      await store.reserve([c], 'short', 10n, 40);
+      await store.reserve([c], 'medium', 30n, 41);
+      await store.reserve([c], 'long', 20n, 60_000);
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      expect((await store.budgetStates([c]))[0].reservedPico).to.equal(20n);
+    });
+
     it('renewing a budget the store does not hold yet does nothing', async () => {
       await store.renewReservation([check(10_000_000_000_000)], 'a', 60_000);
       expect(await store.budgetStates([check(10_000_000_000_000)])).to.deep.equal([{ key: 'ws:default:all:day:0', spentPico: 7n, reservedPico: 0n, limitPico: 100n }]);
+    });
+  });
+
+  describe('stream slots', () => {
+    it('each lease lapses at its own end, whatever order the slots were taken in', async () => {
+      await store.acquireSlot('streams', 'a', 3, 100, 0); // ends at 100
+      await store.acquireSlot('streams', 'c', 3, 200, 0); // ends at 200
+      await store.acquireSlot('streams', 'b', 3, 1000, 0); // ends at 1000
+      expect(await store.acquireSlot('streams', 'd', 3, 1000, 150)).to.deep.equal({ acquired: true, inUse: 3 }); // a lapsed
+      expect(await store.acquireSlot('streams', 'e', 3, 1000, 250)).to.deep.equal({ acquired: true, inUse: 3 }); // c lapsed
+      expect(await store.acquireSlot('streams', 'f', 3, 1000, 300)).to.deep.equal({ acquired: false, inUse: 3 });
     });
   });
 
