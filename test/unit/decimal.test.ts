@@ -132,6 +132,10 @@ describe('exact decimals and money', () => {
       expect(formatUsd(2_500_000_000_000n, 0)).to.equal('3');
       expect(formatUsd(1_499_999_999_999n, 0)).to.equal('1');
       expect(formatUsd(5n, 12)).to.equal('0.000000000005');
+      // zero, and what rounds to zero, has no sign
+      expect(formatUsd(0n, 2)).to.equal('0.00');
+      expect(formatUsd(-1n, 2)).to.equal('0.00');
+      expect(formatUsd(0n, 0)).to.equal('0');
       expect(thrown(() => formatUsd(1n, -1))).to.equal('RangeError: bad decimals: -1');
       expect(thrown(() => formatUsd(1n, 1.5))).to.equal('RangeError: bad decimals: 1.5');
     });

@@ -81,6 +81,42 @@ describe('LiteLLM price file import', () => {
     ]);
   });
 
+  it('maps LiteLLM modes to catalog kinds, keeping unknown ones', () => {
+    const modes = ['chat', 'responses', 'completion', 'embedding', 'image_generation', 'image_edit', 'audio_transcription', 'audio_speech', 'moderation', 'moderations', 'rerank', 'search', 'video_generation', 'ocr'];
+    const file = Object.fromEntries(modes.map((mode) => [`m-${mode}`, { litellm_provider: 'openai', mode, input_cost_per_token: 1e-6 }]));
+    expect(importLiteLlm(file).models.map((m) => m.kind)).to.deep.equal([
+      'chat', 'chat', 'completion', 'embedding', 'image', 'image', 'audio', 'audio', 'moderation', 'moderation', 'rerank', 'search', 'video', 'ocr',
+    ]);
+  });
+
+  it('skips numbers JSON cannot hold as prices, and limits that are not positive whole numbers', () => {
+    const { models, skipped } = importLiteLlmText(`{
+      "huge": { "litellm_provider": "openai", "input_cost_per_token": 1e999 },
+      "limits": { "litellm_provider": "openai", "input_cost_per_token": 1e-6, "max_input_tokens": 1.5, "max_output_tokens": 0 },
+      "limits-2": { "litellm_provider": "openai", "input_cost_per_token": 1e-6, "max_input_tokens": "8k", "max_output_tokens": -1 }
+    }`);
+    expect(skipped).to.deep.equal([{ provider: 'openai', model: 'huge', field: '*', reason: 'input_cost_per_token: not a number: null' }]);
+    expect(models).to.deep.equal([
+      { provider: 'openai', model: 'limits', kind: 'chat', litellm_key: 'limits', input: '1' },
+      { provider: 'openai', model: 'limits-2', kind: 'chat', litellm_key: 'limits-2', input: '1' },
+    ]);
+  });
+
+  it('search costs: only an object counts, only medium for a per-query fee, and a fee alone is a price', () => {
+    const { models } = importLiteLlm({
+      'sonar-s': { litellm_provider: 'perplexity', input_cost_per_token: 1e-6, search_context_cost_per_query: 'n/a' },
+      'sonar-n': { litellm_provider: 'perplexity', input_cost_per_token: 1e-6, search_context_cost_per_query: 0.005 },
+      'grounded-1': { litellm_provider: 'gemini', input_cost_per_token: 1e-6, search_context_cost_per_query: { search_context_size_low: 0.01 } },
+      'search-only': { litellm_provider: 'xai', search_context_cost_per_query: { search_context_size_medium: 0.025 } },
+    });
+    expect(models).to.deep.equal([
+      { provider: 'perplexity', model: 'sonar-s', kind: 'chat', litellm_key: 'sonar-s', input: '1' },
+      { provider: 'perplexity', model: 'sonar-n', kind: 'chat', litellm_key: 'sonar-n', input: '1' },
+      { provider: 'gemini', model: 'grounded-1', kind: 'chat', litellm_key: 'grounded-1', input: '1' },
+      { provider: 'xai', model: 'search-only', kind: 'chat', litellm_key: 'search-only', search_query_fee: '0.025' },
+    ]);
+  });
+
   it('accepts per-token prices up to 0.01 USD', () => {
     const { models, skipped } = importLiteLlm({ 'x-1': { litellm_provider: 'openai', input_cost_per_token: 0.01 } });
     expect(skipped).to.deep.equal([]);

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,6 +19,8 @@ const MODELS: CatalogModel[] = [
   { provider: 'xai', model: 'grok-z', kind: 'chat', input: '3', output: '15', request_fee: '0.025' },
   { provider: 'acme', model: 'm', kind: 'chat', input: '1' },
   { provider: 'mistral', model: 'mistral-medium-2508', kind: 'chat', input: '0.4', output: '2' },
+  { provider: 'deepseek', model: 'ds-chat', kind: 'chat', input: '0.28', output: '0.42' },
+  { provider: 'openai', model: 'gpt-x-1-5', kind: 'chat', input: '1', output: '1' },
 ];
 const FILE: CatalogFile = {
   version: '2026-01-01.1', source: 'test', retrieved: '2026-01-01', currency: 'USD', unit: 'per 1M tokens', models: MODELS, skipped: [],
@@ -51,6 +54,13 @@ describe('price catalog', () => {
       expect(matched('openai', 'openai/gpt-x-2025-01-01')).to.deep.equal(['openai/gpt-x', 'provider_prefix']);
       expect(matched('openai', 'openai/gpt-x-2026-02-03')).to.deep.equal(['openai/gpt-x', 'dated_snapshot']);
       for (const id of ['models/gem-pro', 'google/gem-pro', 'gemini/gem-pro']) expect(matched('gemini', id), id).to.deep.equal(['gemini/gem-pro', 'provider_prefix']);
+      for (const [provider, id, entry] of [
+        ['anthropic', 'anthropic/claude-y-1-5', 'anthropic/claude-y-1-5'], ['perplexity', 'perplexity/sonar-x', 'perplexity/sonar-x'],
+        ['mistral', 'mistral/mistral-medium-2508', 'mistral/mistral-medium-2508'], ['mistral', 'mistralai/mistral-medium-2508', 'mistral/mistral-medium-2508'],
+        ['deepseek', 'deepseek/ds-chat', 'deepseek/ds-chat'], ['xai', 'xai/grok-z', 'xai/grok-z'], ['xai', 'x-ai/grok-z', 'xai/grok-z'],
+      ]) {
+        expect(matched(provider, id), id).to.deep.equal([entry, 'provider_prefix']);
+      }
       // a provider without a prefix list: its own slug
       expect(matched('acme', 'acme/m')).to.deep.equal(['acme/m', 'provider_prefix']);
       expect(matched('openai', 'openai/')).to.equal(undefined);
@@ -65,6 +75,8 @@ describe('price catalog', () => {
       for (const date of ['2026-00-10', '2026-13-01', '2026-01-00', '2026-01-32', '20261301', '20260132', '1999-01-01', '2026-1-01']) {
         expect(matched('openai', `gpt-x-${date}`), date).to.equal(undefined);
       }
+      // the date ends the id: a dated variant is not the snapshot
+      for (const id of ['gpt-x-2026-02-03-preview', 'gpt-x-20260203-beta', 'gpt-x-202602031']) expect(matched('openai', id), id).to.equal(undefined);
       // the snapshot of an alias
       expect(matched('anthropic', 'claude-y-20260101')).to.deep.equal(['anthropic/claude-y-1-5', 'dated_snapshot']);
       // a dated id the catalog says is priced differently is never mapped
@@ -82,6 +94,17 @@ describe('price catalog', () => {
       expect(matched('openrouter', 'google/gem-pro')).to.deep.equal(['gemini/gem-pro', 'openrouter_vendor_fallback']);
       expect(matched('openrouter', 'x-ai/grok-z')).to.deep.equal(['xai/grok-z', 'openrouter_vendor_fallback']);
       expect(matched('openrouter', 'openai/gpt-x-2025-01-01')).to.deep.equal(['openai/gpt-x', 'openrouter_vendor_fallback']);
+      expect(matched('openrouter', 'mistralai/mistral-medium-2508')).to.deep.equal(['mistral/mistral-medium-2508', 'openrouter_vendor_fallback']);
+      expect(matched('openrouter', 'deepseek/ds-chat')).to.deep.equal(['deepseek/ds-chat', 'openrouter_vendor_fallback']);
+      expect(matched('openrouter', 'perplexity/sonar-x')).to.deep.equal(['perplexity/sonar-x', 'openrouter_vendor_fallback']);
+      // the vendor id may carry the vendor's own prefix too
+      expect(matched('openrouter', 'google/gemini/gem-pro')).to.deep.equal(['gemini/gem-pro', 'openrouter_vendor_fallback']);
+      // only Anthropic's versions are written with dots on OpenRouter
+      expect(matched('openrouter', 'openai/gpt-x-1.5')).to.equal(undefined);
+      // a :variant slug is priced differently: never the vendor's price, even where the vendor lists such an id
+      const variant = catalog({ models: [{ provider: 'openai', model: 'gpt-x:online', input: 3 }] });
+      expect(matched('openai', 'gpt-x:online', variant)).to.deep.equal(['openai/gpt-x:online', 'exact']);
+      expect(matched('openrouter', 'openai/gpt-x:online', variant)).to.equal(undefined);
       for (const slug of ['openai/gpt-x:free', 'meta/llama-3', 'openai/', '/gpt-x', 'gpt-x', 'anthropic/claude-y-1.6']) expect(matched('openrouter', slug), slug).to.equal(undefined);
       // only OpenRouter slugs fall back to the vendor
       expect(matched('perplexity', 'openai/gpt-x')).to.equal(undefined);
@@ -110,13 +133,25 @@ describe('price catalog', () => {
       expect(() => PriceCatalog.fromConfig({}, { bundled: { ...FILE, retrieved: 'someday' } })).to.throw('catalog retrieved date unreadable: someday');
     });
 
+    it('an alias two entries list belongs to the first; what the source could not represent is passed on', () => {
+      const c = PriceCatalog.fromConfig({}, {
+        bundled: {
+          ...FILE,
+          models: [{ provider: 'openai', model: 'one', kind: 'chat', input: '1', aliases: ['shared'] }, { provider: 'openai', model: 'two', kind: 'chat', input: '2', aliases: ['shared'] }],
+          skipped: [{ provider: 'openai', model: 'whisper-9', field: 'non_token_pricing', reason: 'billed per second' }],
+        },
+      });
+      expect(matched('openai', 'shared', c)).to.deep.equal(['openai/one', 'alias']);
+      expect(c.skipped).to.deep.equal([{ provider: 'openai', model: 'whisper-9', field: 'non_token_pricing', reason: 'billed per second' }]);
+    });
+
     it('models() lists every entry (or one provider\'s) sorted by provider, then model', () => {
       const c = catalog({ models: [{ provider: 'openai', model: 'aaa', input: 1 }, { provider: 'aaa-cloud', model: 'zz', input: 1 }, { provider: 'zz-cloud', model: 'a', input: 1 }] });
       expect(c.models().map((m) => `${m.provider}/${m.id}`)).to.deep.equal([
-        'aaa-cloud/zz', 'acme/m', 'anthropic/claude-y-1-5', 'gemini/gem-pro', 'mistral/mistral-medium-2508', 'openai/aaa', 'openai/gpt-x', 'openai/gpt-x-mini',
-        'perplexity/sonar-x', 'xai/grok-z', 'zz-cloud/a',
+        'aaa-cloud/zz', 'acme/m', 'anthropic/claude-y-1-5', 'deepseek/ds-chat', 'gemini/gem-pro', 'mistral/mistral-medium-2508', 'openai/aaa', 'openai/gpt-x',
+        'openai/gpt-x-1-5', 'openai/gpt-x-mini', 'perplexity/sonar-x', 'xai/grok-z', 'zz-cloud/a',
       ]);
-      expect(c.models('OpenAI').map((m) => m.id)).to.deep.equal(['aaa', 'gpt-x', 'gpt-x-mini']);
+      expect(c.models('OpenAI').map((m) => m.id)).to.deep.equal(['aaa', 'gpt-x', 'gpt-x-1-5', 'gpt-x-mini']);
       expect(c.models('google').map((m) => m.id)).to.deep.equal(['gem-pro']);
       expect(c.models('openai')[0].match).to.equal(undefined);
     });
@@ -191,6 +226,13 @@ describe('price catalog', () => {
       expect(v).to.match(/^2026-01-01\.1\+[0-9a-f]{12}$/);
       expect(catalog({ discounts: { openai: '0.1' } }).version).to.match(/^2026-01-01\.1\+[0-9a-f]{12}$/);
       expect(catalog({ discounts: { openai: '0.1' } }).version).to.not.equal(v);
+    });
+
+    it('is the first 12 hex digits of the SHA-256 of the overrides as JSON with sorted keys', () => {
+      // {discounts, litellm, models}: keys sorted at every level
+      const canonical = '{"discounts":{"openai":"0.1"},"litellm":[],"models":[{"input":"1","model":"gpt-x","provider":"openai"}]}';
+      const expected = createHash('sha256').update(canonical).digest('hex').slice(0, 12);
+      expect(catalog({ discounts: { openai: 0.1 }, models: [{ provider: 'openai', model: 'gpt-x', input: 1 }] }).version).to.equal(`2026-01-01.1+${expected}`);
     });
 
     it('does not depend on the order keys were written in, and changes with any value', () => {
