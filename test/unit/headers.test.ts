@@ -115,6 +115,11 @@ describe('header handling', () => {
       expect(ctx.upstreamHeaders).to.deep.equal({ 'x-forwarded-proto': 'https', accept: 'application/json' });
     });
 
+    it('is named header-strip', async () => {
+      expect(headerStrip.name).to.equal('header-strip');
+      expect((await createPluginHarness(headerStrip)).plugin.name).to.equal('header-strip');
+    });
+
     it('refuses a remove: entry that is empty', async () => {
       let error: Error | undefined;
       await createPluginHarness(headerStrip, { options: { remove: [''] } }).catch((err: Error) => (error = err));

@@ -118,23 +118,32 @@ describe('usage readers: edge cases of provider payloads', () => {
       const acc = stream(anthropic, 'messages', [
         { type: 'message_start', message: { usage: { input_tokens: 9, output_tokens: 1 } } },
         { type: 'content_block_delta', delta: { type: 'text_delta', text: 'Hi' } },
-        { type: 'ping', usage: { output_tokens: 999 } },
         { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 4 } },
+        { type: 'ping', usage: { output_tokens: 999 } },
       ]);
       expect(acc.result()).to.deep.equal({ inputTokens: 9, outputTokens: 4 });
       expect(acc.text()).to.equal('Hi');
     });
 
+    it('Responses with event: lines: function-call argument deltas are generated text', () => {
+      const acc = stream(openai, 'responses', [
+        { event: 'response.function_call_arguments.delta', data: '{"type":"response.function_call_arguments.delta","delta":"{\\"city\\":"}' },
+        { event: 'response.function_call_arguments.delta', data: '{"type":"response.function_call_arguments.delta","delta":"\\"Paris\\"}"}' },
+      ]);
+      expect(acc.text()).to.equal('{"city":"Paris"}');
+    });
+
     it('Responses: only terminal events give the usage, only text deltas the text (data-only events)', () => {
       const acc = stream(openai, 'responses', [
-        { type: 'response.in_progress', response: { usage: { input_tokens: 999, output_tokens: 999 } } },
         { type: 'response.reasoning_summary_text.delta', delta: 'thinking' },
         { type: 'response.output_text.delta', delta: 'Hel' },
         { type: 'response.refusal.delta', delta: 'lo' },
+        { type: 'response.function_call_arguments.delta', delta: '{}' },
         { type: 'response.completed', response: { usage: { input_tokens: 7, output_tokens: 2 } } },
+        { type: 'response.in_progress', response: { usage: { input_tokens: 999, output_tokens: 999 } } },
       ]);
       expect(acc.result()).to.deep.equal({ inputTokens: 7, outputTokens: 2 });
-      expect(acc.text()).to.equal('Hello');
+      expect(acc.text()).to.equal('Hello{}');
     });
 
     describe('errors after the 200', () => {
