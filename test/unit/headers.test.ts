@@ -82,6 +82,11 @@ describe('header handling', () => {
       });
     });
 
+    it('leaves out Keep-Alive and the other framing headers also when Connection does not name them', () => {
+      const upstream = { 'keep-alive': 'timeout=5', 'transfer-encoding': 'chunked', 'proxy-connection': 'close', upgrade: 'h2c', trailer: 'x', te: 'trailers', 'content-type': 'text/event-stream' };
+      expect(forwardableResponseHeaders(upstream)).to.deep.equal({ 'content-type': 'text/event-stream' });
+    });
+
     it('keeps the headers a request would drop but a response may carry (host, expect, proxy-authenticate)', () => {
       const upstream = { host: 'api.example', expect: '100-continue', 'proxy-authenticate': 'Basic', connection: 'close' };
       expect(forwardableResponseHeaders(upstream)).to.deep.equal({ host: 'api.example', expect: '100-continue', 'proxy-authenticate': 'Basic' });

@@ -174,6 +174,10 @@ describe('price catalog', () => {
       expect(x).to.not.have.property('output');
     });
 
+    it('an override without aliases keeps the entry\'s aliases as they were', () => {
+      expect(catalog({ models: [{ provider: 'openai', model: 'gpt-x', input: 1 }] }).lookup('openai', 'gpt-x')?.aliases).to.deep.equal(['gpt-x-2025-01-01']);
+    });
+
     it('add new entries, as chat models unless told otherwise', () => {
       const c = catalog({ models: [{ provider: 'openai', model: 'ft-1', input: 1 }, { provider: 'openai', model: 'emb-1', input: 0.02, kind: 'embedding' }] });
       expect(c.lookup('openai', 'ft-1')).to.deep.equal({ provider: 'openai', model: 'ft-1', kind: 'chat', input: '1', id: 'ft-1', created: RETRIEVED, origin: 'override' });
