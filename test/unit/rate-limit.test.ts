@@ -108,7 +108,7 @@ describe('rate-limit plugin', () => {
   });
 
   it('tokens_per_minute per tag value only counts that value\'s requests', async () => {
-    const { harness, store } = await rateLimited({ per_tag: { customer_id: { tokens_per_minute: 10 } } });
+    const { harness, store } = await rateLimited({ requests_per_minute: 100, per_tag: { customer_id: { tokens_per_minute: 10 } } });
     await send(harness, { customer_id: 'acme' }, { usage: { inputTokens: 10 } });
     expect((await send(harness, { customer_id: 'acme' })).refusal?.message).to.match(/^Token rate limit reached for customer_id=acme: 10 of 10 tokens per minute used\./);
     expect((await send(harness, { customer_id: 'globex' })).refusal).to.equal(undefined);

@@ -106,6 +106,14 @@ describe('usage readers: edge cases of provider payloads', () => {
       expect(stream(openai, 'chat.completions', [{ data: ' \t{"choices":[],"usage":{"prompt_tokens":3}}' }]).result()).to.deep.equal({ inputTokens: 3 });
     });
 
+    it('a tool call delta without arguments adds no text', () => {
+      const acc = stream(openai, 'chat.completions', [
+        { choices: [{ delta: { tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'lookup' } }] } }] },
+        { choices: [{ delta: { tool_calls: [{ index: 0, function: { arguments: '{"q":1}' } }] } }] },
+      ]);
+      expect(acc.text()).to.equal('{"q":1}');
+    });
+
     it('collects legacy function_call arguments as generated text', () => {
       const acc = stream(openai, 'chat.completions', [
         { choices: [{ delta: { function_call: { name: 'f', arguments: '{"a":' } } }] },
