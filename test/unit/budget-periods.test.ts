@@ -7,6 +7,12 @@ const period = (startIso: string, endIso: string) => ({ startMs: at(startIso), e
 
 describe('budget periods and alerts', () => {
   describe('periodAt', () => {
+    // It remembers the last period of each kind: each test starts from one far from the instants it asks for.
+    beforeEach(() => {
+      periodAt('day', 0);
+      periodAt('month', 0);
+    });
+
     it('a day is the UTC calendar day holding the instant, start included, end excluded', () => {
       expect(periodAt('day', at('2026-03-14T15:09:26.535Z'))).to.deep.equal(period('2026-03-14T00:00:00Z', '2026-03-15T00:00:00Z'));
       expect(periodAt('day', at('2026-03-15T00:00:00.000Z'))).to.deep.equal(period('2026-03-15T00:00:00Z', '2026-03-16T00:00:00Z'));

@@ -8,6 +8,7 @@ import { PriceCatalog } from '../../pricing/catalog';
 import { RequestCost } from '../../pricing/request-cost';
 import { budget } from '../../plugins/budget';
 import { BudgetLedger } from '../../plugins/budget/ledger';
+import { periodAt } from '../../plugins/budget/periods';
 import { MemoryLimitStore } from '../../plugins/limits/memory-store';
 import { SqliteUsageStore } from '../../storage/sqlite-store';
 import { failingLimitStore } from '../helpers/failing-limit-store';
@@ -92,7 +93,13 @@ const endOfUtcDay = () => {
 };
 
 describe('budget plugin', () => {
-  beforeEach(() => requestLog.lines.splice(0));
+  beforeEach(() => {
+    requestLog.lines.splice(0);
+    // periodAt remembers the last period of each kind; asking for one far from now first means no test reuses a
+    // period another test (or a mutant under test) left there.
+    periodAt('day', 0);
+    periodAt('month', 0);
+  });
   afterEach(() => expect(requestLog.lines, 'nothing failed inside the plugin').to.deep.equal([]));
 
   it('is named budget', async () => {
