@@ -3,23 +3,29 @@ import Router from '@koa/router';
 import Koa from 'koa';
 import type { Logger } from 'pino';
 import { asGatewayError, GatewayError } from '../core/errors';
-import type { WorkspaceEntry } from '../config/schema';
+import { truncate } from '../core/truncate';
+import { ADMIN_LOCKOUT_DEFAULTS, type WorkspaceEntry } from '../config/schema';
 import { parseJsonBody, readBody } from '../core/body';
-import { createGatewayKey, keyJson } from '../plugins/auth/key-admin';
-import { addressKey, ADMIN_LOCKOUT_DEFAULTS, FailedKeyTracker, type LockoutOptions } from '../plugins/auth/lockout';
-import type { BudgetLedger } from '../plugins/budget/ledger';
+import { createGatewayKey, keyJson } from './key-admin';
+import { addressKey, FailedKeyTracker, type LockoutOptions } from '../core/lockout';
+import type { BudgetLedger } from '../runtime/services/budget-ledger';
 import { formatUsd } from '../pricing/money';
 import type { UsageStore } from '../storage/store';
-import { filterFrom, groupByFrom, intervalFrom, limitFrom, queryValue } from './query-params';
-import { groupRowJson, recordJson, totalsJson } from './serialize';
+import { cursorFrom, filterFrom, groupByFrom, intervalFrom, limitFrom, queryValue } from './query-params';
+import { groupRowJson, recordJson, retentionJson, totalsJson } from './serialize';
 import { registerDashboardRoutes } from './dashboard/api';
 import { dashboardStatic } from './dashboard/serve';
+import { openApiRoutes } from './openapi/serve';
+import { METRICS_PATH, metricsRoutes, type AdminMetrics } from './metrics-route';
 
 const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
 
 /**
  * The admin API: usage grouped any way, raw records. It runs on its own listener (never on the proxy port)
- * and every route needs the admin token as `Authorization: Bearer <token>` or `X-Admin-Token`.
+ * and every route needs the admin token as `Authorization: Bearer <token>` or `X-Admin-Token`, except its
+ * OpenAPI description (GET /api/openapi.json, admin/openapi/), the dashboard's static files and the probes
+ * (/healthz, /readyz). GET /metrics takes the admin token or the scrape-only metrics.token (none with
+ * metrics.auth: none).
  */
 export interface AdminDeps {
   store: UsageStore;
@@ -33,17 +39,36 @@ export interface AdminDeps {
   proxyUrl?: string;
   /** Wrong-token lockout per client address (ADMIN_LOCKOUT_DEFAULTS unless given); false turns it off. */
   lockout?: Partial<LockoutOptions> | false;
+  /** GET /healthz and /readyz (runtime/observability/probes.ts), answered without a token. */
+  probes?: Router;
+  /** GET /metrics; absent when metrics are off. */
+  metrics?: AdminMetrics;
 }
 
-export function createAdminApp({ store, token, logger, workspaces, budgets, onKeysChanged, proxyUrl, lockout }: AdminDeps): Koa {
+export function createAdminApp({
+  store,
+  token,
+  logger,
+  workspaces,
+  budgets,
+  onKeysChanged,
+  proxyUrl,
+  lockout,
+  probes,
+  metrics,
+}: AdminDeps): Koa {
   const expected = digest(token);
+  const scrapeToken = metrics?.token === undefined ? undefined : digest(metrics.token);
   const failures = lockout === false ? undefined : new FailedKeyTracker({ ...ADMIN_LOCKOUT_DEFAULTS, ...lockout });
   const app = new Koa();
   app.silent = true;
   const router = new Router({ prefix: '/api' });
 
   // The dashboard page and its assets (no data in them); its API calls carry the token like any client.
-  app.use(dashboardStatic());
+  app.use(dashboardStatic(logger));
+  app.use(openApiRoutes().routes());
+  if (probes) app.use(probes.routes());
+  if (metrics?.open) app.use(metricsRoutes(metrics, logger).routes());
   app.use(async (ctx, next) => {
     try {
       const address = addressKey(ctx.req.socket.remoteAddress);
@@ -53,7 +78,12 @@ export function createAdminApp({ store, token, logger, workspaces, budgets, onKe
       const presented = bearer ?? ctx.get('x-admin-token');
       // Compare digests: constant time, and equal length whatever was sent.
       const presentedDigest = presented ? digest(presented) : undefined;
-      if (!presentedDigest || !timingSafeEqual(presentedDigest, expected)) {
+      const scrape =
+        scrapeToken !== undefined &&
+        ctx.path === METRICS_PATH &&
+        presentedDigest !== undefined &&
+        timingSafeEqual(presentedDigest, scrapeToken);
+      if (!scrape && (!presentedDigest || !timingSafeEqual(presentedDigest, expected))) {
         if (presentedDigest && failures) {
           const blockMs = failures.fail(address, presentedDigest.toString('base64').slice(0, 12));
           if (blockMs > 0) {
@@ -61,13 +91,17 @@ export function createAdminApp({ store, token, logger, workspaces, budgets, onKe
             throw adminBlocked(blockMs);
           }
         }
-        throw new GatewayError('gateway_key_invalid', 'Missing or invalid admin token (Authorization: Bearer <token> or X-Admin-Token).');
+        throw new GatewayError(
+          'gateway_key_invalid',
+          'Missing or invalid admin token (Authorization: Bearer <token> or X-Admin-Token).',
+        );
       }
       await next();
-      if (ctx.status === 404 && ctx.body === undefined) throw new GatewayError('route_not_found', `Unknown admin route ${ctx.path.slice(0, 200)}`);
+      if (ctx.status === 404 && ctx.body === undefined)
+        throw new GatewayError('route_not_found', `Unknown admin route ${ctx.path.slice(0, 200)}`);
     } catch (err) {
       const error = asGatewayError(err);
-      if (error.status >= 500) logger.error({ err, path: ctx.path }, 'admin request failed');
+      if (error.status >= 500) logger.error({ err, path: truncate(ctx.path, 200) }, 'admin request failed');
       ctx.status = error.status;
       ctx.set(error.headers);
       ctx.type = 'application/json';
@@ -79,9 +113,14 @@ export function createAdminApp({ store, token, logger, workspaces, budgets, onKe
     const filter = filterFrom(ctx.query);
     const groupBy = groupByFrom(ctx.query);
     const interval = intervalFrom(ctx.query);
-    const [rows, [total]] = await Promise.all([
-      store.queryUsage({ ...filter, groupBy, interval }),
-      store.queryUsage({ ...filter, groupBy: [] }),
+    const queries = [
+      { ...filter, groupBy, interval },
+      { ...filter, groupBy: [] },
+    ];
+    const [rows, [total], retention] = await Promise.all([
+      store.queryUsage(queries[0]),
+      store.queryUsage(queries[1]),
+      retentionJson(store, queries),
     ]);
     ctx.body = {
       from: new Date(filter.from).toISOString(),
@@ -91,11 +130,16 @@ export function createAdminApp({ store, token, logger, workspaces, budgets, onKe
       filters: filter.filters,
       rows: rows.map(groupRowJson),
       total: total ? totalsJson(total) : null,
+      ...retention,
     };
   });
 
   router.get('/requests', async (ctx) => {
-    const page = await store.listRequests({ ...filterFrom(ctx.query), limit: limitFrom(ctx.query), cursor: queryValue(ctx.query, 'cursor') ?? null });
+    const page = await store.listRequests({
+      ...filterFrom(ctx.query),
+      limit: limitFrom(ctx.query),
+      cursor: cursorFrom(ctx.query),
+    });
     ctx.body = { data: page.records.map(recordJson), next_cursor: page.nextCursor };
   });
 
@@ -106,15 +150,29 @@ export function createAdminApp({ store, token, logger, workspaces, budgets, onKe
     // without the key or its hash, and without dates (they live in the file, not in the store).
     const declared = workspaces
       .filter((w) => workspace === undefined || w.id === workspace)
-      .flatMap((w) => w.keys.filter((k) => k.key || k.sha256).map((k) => ({
-        id: k.id, workspace: w.id, label: k.label ?? '', created_at: null, last_used_at: null, revoked: false, revoked_at: null, source: 'config' as const,
-      })));
+      .flatMap((w) =>
+        w.keys
+          .filter((k) => k.key || k.sha256)
+          .map((k) => ({
+            id: k.id,
+            workspace: w.id,
+            label: k.label ?? '',
+            created_at: null,
+            last_used_at: null,
+            revoked: false,
+            revoked_at: null,
+            source: 'config' as const,
+          })),
+      );
     ctx.body = { data: [...stored, ...declared] };
   });
 
   router.post('/keys', async (ctx) => {
     const body = ctx.request.length ? parseJsonBody(await readBody(ctx.req, 64 * 1024)) : {};
-    const { key, record } = await createGatewayKey(store, workspaces, { workspace: body.workspace as string | undefined, label: body.label as string | undefined });
+    const { key, record } = await createGatewayKey(store, workspaces, {
+      workspace: body.workspace as string | undefined,
+      label: body.label as string | undefined,
+    });
     await onKeysChanged();
     ctx.status = 201;
     ctx.body = { ...keyJson(record), source: 'store', key };
@@ -147,12 +205,17 @@ export function createAdminApp({ store, token, logger, workspaces, budgets, onKe
 
   registerDashboardRoutes(router, { store, workspaces, proxyUrl });
   app.use(router.routes());
+  if (metrics && !metrics.open) app.use(metricsRoutes(metrics, logger).routes());
   return app;
 }
 
 function adminBlocked(leftMs: number): GatewayError {
   const seconds = Math.max(1, Math.ceil(leftMs / 1000));
-  return new GatewayError('auth_blocked', `Too many wrong admin tokens from this address: blocked for ${seconds} more seconds.`, {
-    headers: { 'retry-after': String(seconds) },
-  });
+  return new GatewayError(
+    'auth_blocked',
+    `Too many wrong admin tokens from this address: blocked for ${seconds} more seconds.`,
+    {
+      headers: { 'retry-after': String(seconds) },
+    },
+  );
 }

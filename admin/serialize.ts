@@ -1,7 +1,8 @@
 import type { UsageRecord } from '../core/usage';
 import { formatUsd } from '../pricing/money';
 import { costStatus, knownCost } from '../storage/counters';
-import type { UsageGroupRow, UsageTotals } from '../storage/store';
+import { uncountedRanges } from '../storage/query/coverage';
+import type { UsageGroupRow, UsageQuery, UsageStore, UsageTotals } from '../storage/store';
 
 /**
  * JSON shapes of the admin API. Money goes out twice: `cost_usd` as an exact decimal string (never a float),
@@ -29,11 +30,17 @@ export function totalsJson(t: UsageTotals) {
     estimated_count: t.estimatedCount,
     partial_count: t.partialCount,
     error_count: t.errorCount,
+    // Records whose provider-reported cost and the cost computed from tokens and prices differ by more than 1%.
+    cost_disagreement_count: t.costDisagreementCount,
   };
 }
 
 export function groupRowJson(row: UsageGroupRow) {
-  return { group: row.group, ...(row.bucket !== undefined ? { bucket: new Date(row.bucket).toISOString() } : {}), ...totalsJson(row) };
+  return {
+    group: row.group,
+    ...(row.bucket !== undefined ? { bucket: new Date(row.bucket).toISOString() } : {}),
+    ...totalsJson(row),
+  };
 }
 
 export function recordJson(r: UsageRecord) {
@@ -65,5 +72,27 @@ export function recordJson(r: UsageRecord) {
     ttfb_ms: r.ttfbMs,
     tags: r.tags,
     error_code: r.errorCode,
+    usage_source: r.usageSource ?? null,
+    provider_cost_usd:
+      r.providerCostPico === undefined || r.providerCostPico === null ? null : formatUsd(r.providerCostPico),
+    cost_disagrees: r.costDisagrees ?? null,
+    tool_calls: r.toolCalls ?? null,
+    price_id: r.priceId ?? null,
+  };
+}
+
+/**
+ * What retention left out of a usage answer: `records_kept_from`, the cut-off before which per-request records were
+ * deleted (null while none were), and `uncounted`, the parts of the asked range that only those records could have
+ * answered (storage/query/coverage.ts); everything else in the range is counted exactly, from the rollups.
+ */
+export async function retentionJson(store: UsageStore, queries: readonly UsageQuery[]) {
+  const keptFrom = await store.recordsKeptFrom();
+  return {
+    records_kept_from: keptFrom === null ? null : new Date(keptFrom).toISOString(),
+    uncounted: uncountedRanges(queries, keptFrom).map((r) => ({
+      from: new Date(r.from).toISOString(),
+      to: new Date(r.to).toISOString(),
+    })),
   };
 }

@@ -10,7 +10,16 @@ import { Pool } from 'undici';
 const PORT = Number(process.env.PORT || 18901);
 const upstream = new URL(process.env.UPSTREAM || 'http://127.0.0.1:18080');
 const pool = new Pool(upstream.origin, { connections: 256, keepAliveTimeout: 60_000, pipelining: 1 });
-const HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'host', 'te', 'trailer']);
+const HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'upgrade',
+  'host',
+  'te',
+  'trailer',
+]);
 
 function strip(headers) {
   const out = {};

@@ -10,8 +10,8 @@
  *   BENCH_KEEP_SCHEMA=1                           leave the PostgreSQL schema in place (its name is printed) to study plans
  *
  * Budget: every view's median wall time (as the page loads it) must stay under BENCH_BUDGET_MS on every store
- * measured; the run exits with status 1 otherwise, after writing its results. The issue asks for "well under a
- * second with a million records"; 500 ms leaves room for a slower machine.
+ * measured; the run exits with status 1 otherwise, after writing its results. 500 ms: well under a second with a
+ * million records, with room for a slower machine.
  * Results: bench/results/dashboard-latest.{md,json} (git-ignored; the previous run's are kept as dashboard-previous.*),
  * the summary table (one row per view, both stores) first, then every call. docs/performance.md ("Dashboard at a
  * million records") shows a copy of the summary of a run at 1,000,000 records.
@@ -33,9 +33,9 @@ import { join, resolve } from 'node:path';
 import { Pool } from 'pg';
 import { request } from 'undici';
 import { createAdminApp } from '../admin/app';
-import { createLogger } from '../core/logger';
+import { createLogger } from '../runtime/logger';
 import type { UsageRecord } from '../core/usage';
-import { BudgetLedger } from '../plugins/budget/ledger';
+import { BudgetLedger } from '../runtime/services/budget-ledger';
 import { openStore } from '../storage';
 import type { UsageStore } from '../storage/store';
 
@@ -47,7 +47,7 @@ const BATCH = Number(process.env.BENCH_BATCH ?? 5000);
 const BUDGET_MS = Number(process.env.BENCH_BUDGET_MS ?? 500);
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);
 const STORES = new Set((process.env.BENCH_STORES ?? 'sqlite,postgres').split(','));
-const TOKEN = 'bench-admin-token';
+const TOKEN = 'bench-admin-token-for-the-dashboard-bench';
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 
@@ -112,14 +112,20 @@ interface AgentProfile {
 /** Agents as programs: each has its workspace, one or two keys, a few models and features (as in production). */
 function agentProfiles(r: () => number): AgentProfile[] {
   return Array.from({ length: 12 }, (_, a) => {
-    const models: [number, number][] = Array.from({ length: 2 + Math.floor(r() * 2) }, (_, j) => [Math.floor(r() * MODELS.length), j === 0 ? 6 : 1 + Math.floor(r() * 3)]);
+    const models: [number, number][] = Array.from({ length: 2 + Math.floor(r() * 2) }, (_, j) => [
+      Math.floor(r() * MODELS.length),
+      j === 0 ? 6 : 1 + Math.floor(r() * 3),
+    ]);
     if (a === 5) models.push([MODELS.length - 1, 1]); // one agent tries an unpriced model
     return {
       agent: `agent-${String(a).padStart(2, '0')}`,
       workspace: ['default', 'research', 'sandbox'][a % 3],
       keys: Array.from({ length: 1 + (a % 2) }, (_, k) => `key-${String(a * 3 + k).padStart(2, '0')}`),
       models,
-      features: Array.from({ length: 3 + Math.floor(r() * 3) }, () => `feature-${String(Math.floor(r() * r() * 30)).padStart(2, '0')}`),
+      features: Array.from(
+        { length: 3 + Math.floor(r() * 3) },
+        () => `feature-${String(Math.floor(r() * r() * 30)).padStart(2, '0')}`,
+      ),
       weight: 1 / (a + 1) ** 0.8,
     };
   });
@@ -150,14 +156,19 @@ export function* generate(count: number, now: number): Generator<UsageRecord[]> 
   let batch: UsageRecord[] = [];
   let i = 0;
   for (let hIdx = 0; hIdx < hours.length && i < count; hIdx++) {
-    const n = hIdx === hours.length - 1 ? count - i : Math.min(count - i, Math.round((hours[hIdx] / totalWeight) * count));
+    const n =
+      hIdx === hours.length - 1 ? count - i : Math.min(count - i, Math.round((hours[hIdx] / totalWeight) * count));
     const offsets = Array.from({ length: n }, () => Math.floor(r() * HOUR)).sort((a, b) => a - b);
     for (const off of offsets) {
       const ts = Math.min(now - 1, start + hIdx * HOUR + off);
       const p = weighted(r(), agentWeights);
       const mIdx = weighted(r(), p.models);
       const [provider, m, inRate, outRate] = MODELS[mIdx];
-      const tags: Record<string, string> = { agent: p.agent, feature: p.features[Math.floor(r() * p.features.length)], customer_id: `cust-${String(customer(r())).padStart(4, '0')}` };
+      const tags: Record<string, string> = {
+        agent: p.agent,
+        feature: p.features[Math.floor(r() * p.features.length)],
+        customer_id: `cust-${String(customer(r())).padStart(4, '0')}`,
+      };
       if (r() < 0.8) tags.team = ['support', 'platform', 'growth', 'research', 'sales'][Number(p.agent.slice(-2)) % 5];
       if (r() < 0.5) tags.env = r() < 0.85 ? 'prod' : 'staging';
       const roll = r();
@@ -176,7 +187,11 @@ export function* generate(count: number, now: number): Generator<UsageRecord[]> 
         provider,
         model: m,
         servedModel: m,
-        endpoint: m.startsWith('text-embedding') ? 'embeddings' : provider === 'anthropic' ? 'messages' : 'chat.completions',
+        endpoint: m.startsWith('text-embedding')
+          ? 'embeddings'
+          : provider === 'anthropic'
+            ? 'messages'
+            : 'chat.completions',
         status,
         streamed: r() < 0.4,
         inputTokens: failed ? 0 : input,
@@ -187,7 +202,11 @@ export function* generate(count: number, now: number): Generator<UsageRecord[]> 
         reasoningTokens: m === 'o3' ? Math.round(output / 2) : 0,
         citationTokens: 0,
         searchQueries: 0,
-        costPico: unpriced ? null : failed ? 0n : BigInt(input) * inRate + BigInt(output) * outRate + BigInt(cacheRead) * (inRate / 10n),
+        costPico: unpriced
+          ? null
+          : failed
+            ? 0n
+            : BigInt(input) * inRate + BigInt(output) * outRate + BigInt(cacheRead) * (inRate / 10n),
         provenance: unpriced ? 'unpriced' : failed ? 'failed' : estimated ? 'estimated' : 'measured',
         priceVersion: unpriced ? null : 'bench',
         latencyMs: 200 + Math.floor(r() * 8000),
@@ -272,7 +291,10 @@ async function fill(store: UsageStore, label: string, now: number): Promise<Fill
       cpu += c.user + c.system;
     }
     n += batch.length;
-    if (n % 100_000 === 0) process.stderr.write(`  ${label}: ${n.toLocaleString('en-US')} records (${((performance.now() - t) / 1000).toFixed(0)} s)\n`);
+    if (n % 100_000 === 0)
+      process.stderr.write(
+        `  ${label}: ${n.toLocaleString('en-US')} records (${((performance.now() - t) / 1000).toFixed(0)} s)\n`,
+      );
   }
   const stats: FillStats = {
     store: label,
@@ -303,13 +325,23 @@ function views(now: number, topCustomer: string, firstCursor: string | null): { 
         ['table (grouped + total)', `/api/usage?group_by=${groupBy}&${q(from, now)}${filters}`],
         ['previous period', `/api/usage?${q(from - span, from)}${filters}`],
         // After the table (it names the top groups): the chart's stacks.
-        [`chart (${interval}, top 8 + other)`, `/api/usage/series?group_by=${groupBy}&${q(from, now)}&interval=${interval}${filters}`, 2],
+        [
+          `chart (${interval}, top 8 + other)`,
+          `/api/usage/series?group_by=${groupBy}&${q(from, now)}&interval=${interval}${filters}`,
+          2,
+        ],
       ] as Call[],
     };
   };
   const f = (k: string, v: string) => `&filter[${k}]=${encodeURIComponent(v)}`;
   return [
-    { view: 'sign-in', calls: [['info', '/api/info'], ['dimensions', '/api/dimensions']] },
+    {
+      view: 'sign-in',
+      calls: [
+        ['info', '/api/info'],
+        ['dimensions', '/api/dimensions'],
+      ],
+    },
     usage('1 h', HOUR, 'hour', 'agent'),
     usage('24 h', DAY, 'hour', 'agent'),
     usage('7 d', 7 * DAY, 'day', 'agent'),
@@ -325,17 +357,34 @@ function views(now: number, topCustomer: string, firstCursor: string | null): { 
     usage('7 d', 7 * DAY, 'day', 'feature', f('agent', 'agent-00')),
     usage('24 h', DAY, 'hour', 'feature', f('agent', 'agent-00')),
     usage('30 d', 30 * DAY, 'day', 'customer_id', f('agent', 'agent-02') + f('env', 'prod')),
-    { view: 'CSV export 30 d by customer_id', calls: [['usage.csv', `/api/usage.csv?group_by=customer_id&${q(now - 30 * DAY, now)}`]] },
+    {
+      view: 'CSV export 30 d by customer_id',
+      calls: [['usage.csv', `/api/usage.csv?group_by=customer_id&${q(now - 30 * DAY, now)}`]],
+    },
     {
       view: 'requests 30 d',
       calls: [
         ['page 1', `/api/requests?limit=50&${q(now - 30 * DAY, now)}`],
-        ['page 2 (cursor)', `/api/requests?limit=50&${q(now - 30 * DAY, now)}${firstCursor ? `&cursor=${firstCursor}` : ''}`],
+        [
+          'page 2 (cursor)',
+          `/api/requests?limit=50&${q(now - 30 * DAY, now)}${firstCursor ? `&cursor=${firstCursor}` : ''}`,
+        ],
       ],
     },
-    { view: 'requests 30 d where customer_id (top)', calls: [['page 1', `/api/requests?limit=50&${q(now - 30 * DAY, now)}${f('customer_id', topCustomer)}`]] },
-    { view: 'requests 30 d where customer_id (tail)', calls: [['page 1', `/api/requests?limit=50&${q(now - 30 * DAY, now)}${f('customer_id', 'cust-1999')}`]] },
-    { view: 'requests 30 d where agent + model', calls: [['page 1', `/api/requests?limit=50&${q(now - 30 * DAY, now)}${f('agent', 'agent-03')}${f('model', 'gpt-4o')}`]] },
+    {
+      view: 'requests 30 d where customer_id (top)',
+      calls: [['page 1', `/api/requests?limit=50&${q(now - 30 * DAY, now)}${f('customer_id', topCustomer)}`]],
+    },
+    {
+      view: 'requests 30 d where customer_id (tail)',
+      calls: [['page 1', `/api/requests?limit=50&${q(now - 30 * DAY, now)}${f('customer_id', 'cust-1999')}`]],
+    },
+    {
+      view: 'requests 30 d where agent + model',
+      calls: [
+        ['page 1', `/api/requests?limit=50&${q(now - 30 * DAY, now)}${f('agent', 'agent-03')}${f('model', 'gpt-4o')}`],
+      ],
+    },
     { view: 'API keys', calls: [['keys', '/api/keys']] },
   ];
 }
@@ -344,14 +393,19 @@ async function measure(store: UsageStore, label: string, now: number): Promise<T
   const { url, server } = await serve(store);
   const out: Timing[] = [];
   try {
-    const first = await request(`${url}/api/requests?limit=50&from=${now - 30 * DAY}&to=${now}`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    const first = await request(`${url}/api/requests?limit=50&from=${now - 30 * DAY}&to=${now}`, {
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
     const cursor = ((await first.body.json()) as { next_cursor: string | null }).next_cursor;
     for (const v of views(now, 'cust-0000', cursor)) {
       // The chart asks for the table's top 8 groups by cost (all of them when there are 9 or fewer).
       const table = v.calls.find(([name]) => name.startsWith('table'));
       if (table) {
         const res = await request(`${url}${table[1]}`, { headers: { authorization: `Bearer ${TOKEN}` } });
-        const body = (await res.body.json()) as { group_by: string[]; rows: { group: Record<string, string | null> }[] };
+        const body = (await res.body.json()) as {
+          group_by: string[];
+          rows: { group: Record<string, string | null> }[];
+        };
         const top = body.rows.slice(0, body.rows.length <= 9 ? 9 : 8).map((r) => r.group[body.group_by[0]] ?? '(none)');
         for (const c of v.calls) if (c[2] === 2) c[1] += top.map((t) => `&value=${encodeURIComponent(t)}`).join('');
       }
@@ -372,8 +426,22 @@ async function measure(store: UsageStore, label: string, now: number): Promise<T
           each.set(name, e);
         }
       }
-      out.push({ store: label, view: v.view, call: '(whole view, as the page loads it)', median_ms: median(wall), max_ms: Math.max(...wall) });
-      for (const [name, e] of each) out.push({ store: label, view: v.view, call: name, median_ms: median(e.ms), max_ms: Math.max(...e.ms), rows: e.rows });
+      out.push({
+        store: label,
+        view: v.view,
+        call: '(whole view, as the page loads it)',
+        median_ms: median(wall),
+        max_ms: Math.max(...wall),
+      });
+      for (const [name, e] of each)
+        out.push({
+          store: label,
+          view: v.view,
+          call: name,
+          median_ms: median(e.ms),
+          max_ms: Math.max(...e.ms),
+          rows: e.rows,
+        });
       const w = out[out.length - each.size - 1];
       process.stderr.write(`  ${label} ${v.view}: ${w.median_ms.toFixed(0)} ms (max ${w.max_ms.toFixed(0)} ms)\n`);
     }
@@ -385,7 +453,10 @@ async function measure(store: UsageStore, label: string, now: number): Promise<T
 
 function markdown(all: Timing[]): string {
   const lines = ['| store | view | call | median ms | max ms | rows |', '|---|---|---|---:|---:|---:|'];
-  for (const t of all) lines.push(`| ${t.store} | ${t.view} | ${t.call} | ${t.median_ms.toFixed(1)} | ${t.max_ms.toFixed(1)} | ${t.rows ?? ''} |`);
+  for (const t of all)
+    lines.push(
+      `| ${t.store} | ${t.view} | ${t.call} | ${t.median_ms.toFixed(1)} | ${t.max_ms.toFixed(1)} | ${t.rows ?? ''} |`,
+    );
   return lines.join('\n');
 }
 
@@ -393,11 +464,16 @@ function markdown(all: Timing[]): string {
 function summaryTable(all: Timing[], stores: string[]): string {
   const whole = all.filter((t) => t.call.startsWith('(whole view'));
   const views = [...new Set(whole.map((t) => t.view))];
-  const lines = [`| view | ${stores.map((s) => `${s} median (max) ms`).join(' | ')} |`, `|---|${stores.map(() => '---:').join('|')}|`];
+  const lines = [
+    `| view | ${stores.map((s) => `${s} median (max) ms`).join(' | ')} |`,
+    `|---|${stores.map(() => '---:').join('|')}|`,
+  ];
   for (const v of views) {
     const cells = stores.map((s) => {
       const t = whole.find((w) => w.view === v && w.store === s);
-      return t ? `${t.median_ms.toFixed(0)} (${t.max_ms.toFixed(0)})${t.median_ms >= BUDGET_MS ? ' **over budget**' : ''}` : '';
+      return t
+        ? `${t.median_ms.toFixed(0)} (${t.max_ms.toFixed(0)})${t.median_ms >= BUDGET_MS ? ' **over budget**' : ''}`
+        : '';
     });
     lines.push(`| ${v} | ${cells.join(' | ')} |`);
   }
@@ -405,15 +481,29 @@ function summaryTable(all: Timing[], stores: string[]): string {
 }
 
 function fillTable(fills: FillStats[]): string {
-  const lines = ['| store | records | batch | insertBatch time | records/s | CPU µs per record |', '|---|---:|---:|---:|---:|---:|'];
+  const lines = [
+    '| store | records | batch | insertBatch time | records/s | CPU µs per record |',
+    '|---|---:|---:|---:|---:|---:|',
+  ];
   for (const f of fills) {
-    lines.push(`| ${f.store} | ${f.records.toLocaleString('en-US')} | ${f.batch} | ${f.insert_s.toFixed(1)} s | ${f.records_per_s.toLocaleString('en-US')} | ${f.cpu_us_per_record.toFixed(0)} |`);
+    lines.push(
+      `| ${f.store} | ${f.records.toLocaleString('en-US')} | ${f.batch} | ${f.insert_s.toFixed(1)} s | ${f.records_per_s.toLocaleString('en-US')} | ${f.cpu_us_per_record.toFixed(0)} |`,
+    );
   }
   return lines.join('\n');
 }
 
 /** Row counts of the tables (the rollups' sizes decide what the queries read). */
-const TABLES = ['usage_records', 'usage_rollup_hourly', 'usage_tag_rollup_hourly', 'usage_rollup_daily', 'usage_tag_rollup_daily', 'tag_sets', 'tag_set_members', 'usage_tag_set_daily'];
+const TABLES = [
+  'usage_records',
+  'usage_rollup_hourly',
+  'usage_tag_rollup_hourly',
+  'usage_rollup_daily',
+  'usage_tag_rollup_daily',
+  'tag_sets',
+  'tag_set_members',
+  'usage_tag_set_daily',
+];
 
 async function sqliteSizes(path: string): Promise<Record<string, number>> {
   const Database = (await import('better-sqlite3')).default;
@@ -433,8 +523,12 @@ async function postgresSizes(pool: Pool, schema: string): Promise<Record<string,
 
 function sizesTable(sizes: Record<string, Record<string, number>>): string {
   const stores = Object.keys(sizes);
-  const lines = [`| table | ${stores.map((s) => `${s} rows`).join(' | ')} |`, `|---|${stores.map(() => '---:').join('|')}|`];
-  for (const t of TABLES) lines.push(`| ${t} | ${stores.map((s) => sizes[s][t].toLocaleString('en-US')).join(' | ')} |`);
+  const lines = [
+    `| table | ${stores.map((s) => `${s} rows`).join(' | ')} |`,
+    `|---|${stores.map(() => '---:').join('|')}|`,
+  ];
+  for (const t of TABLES)
+    lines.push(`| ${t} | ${stores.map((s) => sizes[s][t].toLocaleString('en-US')).join(' | ')} |`);
   return lines.join('\n');
 }
 
@@ -526,7 +620,17 @@ async function main(): Promise<void> {
     if (existsSync(latest)) renameSync(latest, join(outDir, `dashboard-previous.${ext}`));
   }
   writeFileSync(join(outDir, 'dashboard-latest.md'), md);
-  const json = { at: new Date().toISOString(), records: RECORDS, days: DAYS, runs: RUNS, budget_ms: BUDGET_MS, budget_met: over.length === 0, fills, sizes, timings: all };
+  const json = {
+    at: new Date().toISOString(),
+    records: RECORDS,
+    days: DAYS,
+    runs: RUNS,
+    budget_ms: BUDGET_MS,
+    budget_met: over.length === 0,
+    fills,
+    sizes,
+    timings: all,
+  };
   writeFileSync(join(outDir, 'dashboard-latest.json'), JSON.stringify(json, null, 2));
   process.stdout.write(`${md}\nwritten to bench/results/dashboard-latest.{md,json}\n`);
   if (over.length) {

@@ -24,8 +24,18 @@ import { groupStat, machineCpu } from './lib/proc.mjs';
 // ---------------------------------------------------------------- args
 function parseArgs(argv) {
   const o = {
-    url: null, method: 'POST', headers: [], body: null, connections: 32, duration: 10, warmup: 0,
-    mode: 'plain', timeout: 30, label: '', watch: [], tags: {},
+    url: null,
+    method: 'POST',
+    headers: [],
+    body: null,
+    connections: 32,
+    duration: 10,
+    warmup: 0,
+    mode: 'plain',
+    timeout: 30,
+    label: '',
+    watch: [],
+    tags: {},
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -34,28 +44,69 @@ function parseArgs(argv) {
       return argv[++i];
     };
     switch (a) {
-      case '--url': o.url = v(); break;
-      case '--method': case '-X': o.method = v().toUpperCase(); break;
-      case '-H': case '--header': o.headers.push(v()); break;
-      case '--body': o.body = v(); break;
-      case '--body-file': o.body = readFileSync(v()); break;
-      case '--connections': case '-c': o.connections = Number(v()); break;
-      case '--duration': case '-d': o.duration = Number(v()); break;
-      case '--warmup': o.warmup = Number(v()); break;
-      case '--mode': o.mode = v(); break;
-      case '--timeout': o.timeout = Number(v()); break;
-      case '--label': o.label = v(); break;
-      case '--watch': { // NAME=PGID : report CPU/RSS of that process group over the measured window
+      case '--url':
+        o.url = v();
+        break;
+      case '--method':
+      case '-X':
+        o.method = v().toUpperCase();
+        break;
+      case '-H':
+      case '--header':
+        o.headers.push(v());
+        break;
+      case '--body':
+        o.body = v();
+        break;
+      case '--body-file':
+        o.body = readFileSync(v());
+        break;
+      case '--connections':
+      case '-c':
+        o.connections = Number(v());
+        break;
+      case '--duration':
+      case '-d':
+        o.duration = Number(v());
+        break;
+      case '--warmup':
+        o.warmup = Number(v());
+        break;
+      case '--mode':
+        o.mode = v();
+        break;
+      case '--timeout':
+        o.timeout = Number(v());
+        break;
+      case '--label':
+        o.label = v();
+        break;
+      case '--watch': {
+        // NAME=PGID : report CPU/RSS of that process group over the measured window
         const [n, g] = v().split('=');
         if (!n || !(Number(g) > 0)) throw new Error('--watch wants NAME=PGID');
         o.watch.push([n, Number(g)]);
         break;
       }
-      case '--tag': { const t = v(); const i = t.indexOf('='); o.tags[t.slice(0, i)] = t.slice(i + 1); break; }
-      case '-h': case '--help':
-        console.error(readFileSync(new URL(import.meta.url)).toString().split('\n').slice(1, 15).join('\n'));
+      case '--tag': {
+        const t = v();
+        const i = t.indexOf('=');
+        o.tags[t.slice(0, i)] = t.slice(i + 1);
+        break;
+      }
+      case '-h':
+      case '--help':
+        console.error(
+          readFileSync(new URL(import.meta.url))
+            .toString()
+            .split('\n')
+            .slice(1, 15)
+            .join('\n'),
+        );
         process.exit(0);
-      default: throw new Error(`unknown argument ${a}`);
+        break;
+      default:
+        throw new Error(`unknown argument ${a}`);
     }
   }
   if (!o.url) throw new Error('--url is required');
@@ -97,9 +148,16 @@ const REQ = bodyBuf ? Buffer.concat([Buffer.from(head, 'latin1'), bodyBuf]) : Bu
 
 // ---------------------------------------------------------------- stats
 class Samples {
-  constructor() { this.a = new Float64Array(1 << 16); this.n = 0; }
+  constructor() {
+    this.a = new Float64Array(1 << 16);
+    this.n = 0;
+  }
   push(x) {
-    if (this.n === this.a.length) { const b = new Float64Array(this.a.length * 2); b.set(this.a); this.a = b; }
+    if (this.n === this.a.length) {
+      const b = new Float64Array(this.a.length * 2);
+      b.set(this.a);
+      this.a = b;
+    }
     this.a[this.n++] = x;
   }
   summary() {
@@ -109,41 +167,90 @@ class Samples {
     let sum = 0;
     for (let i = 0; i < this.n; i++) sum += s[i];
     const r = (x) => Math.round(x * 1000) / 1000;
-    return { min: r(s[0]), mean: r(sum / this.n), p50: r(q(0.5)), p90: r(q(0.9)), p99: r(q(0.99)), max: r(s[this.n - 1]) };
+    return {
+      min: r(s[0]),
+      mean: r(sum / this.n),
+      p50: r(q(0.5)),
+      p90: r(q(0.9)),
+      p99: r(q(0.99)),
+      max: r(s[this.n - 1]),
+    };
   }
 }
 
 const st = {
-  latency: new Samples(), ttfb: new Samples(), ttfh: new Samples(), gap: new Samples(), span: new Samples(),
-  completedInWindow: 0, recorded: 0, errors: 0, timeouts: 0, non2xx: 0, status: {}, bytes: 0,
-  reconnects: 0, evMin: Infinity, evMax: 0, badStreamEnd: 0, errorKinds: {}, sample: null,
+  latency: new Samples(),
+  ttfb: new Samples(),
+  ttfh: new Samples(),
+  gap: new Samples(),
+  span: new Samples(),
+  completedInWindow: 0,
+  recorded: 0,
+  errors: 0,
+  timeouts: 0,
+  non2xx: 0,
+  status: {},
+  bytes: 0,
+  reconnects: 0,
+  evMin: Infinity,
+  evMax: 0,
+  badStreamEnd: 0,
+  errorKinds: {},
+  sample: null,
 };
 let phase = 'warmup'; // warmup -> measure -> drain -> done
 let measureStart = 0;
 let measureEnd = 0;
 
 // ---------------------------------------------------------------- connection
-const S_HDR = 0, S_CL = 1, S_CSIZE = 2, S_CDATA = 3, S_CCRLF = 4, S_TRAILER = 5, S_CLOSE = 6;
+const S_HDR = 0,
+  S_CL = 1,
+  S_CSIZE = 2,
+  S_CDATA = 3,
+  S_CCRLF = 4,
+  S_TRAILER = 5,
+  S_CLOSE = 6;
 const conns = [];
 
 class Conn {
-  constructor() { this.sock = null; this.inflight = false; this.dead = false; this.connect(); }
+  constructor() {
+    this.sock = null;
+    this.inflight = false;
+    this.dead = false;
+    this.connect();
+  }
 
   connect() {
-    if (phase === 'done' || phase === 'drain') { this.dead = true; return; }
+    if (phase === 'done' || phase === 'drain') {
+      this.dead = true;
+      return;
+    }
     const s = net.connect({ host, port });
     this.sock = s;
     s.setNoDelay(true);
     s.on('connect', () => this.send());
     s.on('data', (b) => this.onData(b));
-    s.on('error', (e) => { this.errKind = e.code || e.message; });
+    s.on('error', (e) => {
+      this.errKind = e.code || e.message;
+    });
     s.on('close', () => this.onClose(s));
   }
 
   send() {
-    if (phase === 'done' || phase === 'drain') { this.dead = true; this.sock.destroy(); return; }
-    this.state = S_HDR; this.hbuf = null; this.line = ''; this.remaining = 0;
-    this.tHead = 0; this.tFirst = 0; this.tLast = 0; this.status = 0; this.close = false;
+    if (phase === 'done' || phase === 'drain') {
+      this.dead = true;
+      this.sock.destroy();
+      return;
+    }
+    this.state = S_HDR;
+    this.hbuf = null;
+    this.line = '';
+    this.remaining = 0;
+    this.tHead = 0;
+    this.tFirst = 0;
+    this.tLast = 0;
+    this.status = 0;
+    this.close = false;
     this.body = STREAM || st.sample == null ? '' : null;
     this.inflight = true;
     this.t0 = performance.now();
@@ -195,14 +302,18 @@ class Conn {
       const idx = data.indexOf('\r\n\r\n');
       if (idx < 0) {
         this.hbuf = data;
-        if (data.length > 1 << 16) { this.fail('header too large'); this.sock.destroy(); }
+        if (data.length > 1 << 16) {
+          this.fail('header too large');
+          this.sock.destroy();
+        }
         return;
       }
       this.hbuf = null;
       this.tHead = performance.now();
       const headStr = data.toString('latin1', 0, idx);
       this.status = parseInt(headStr.slice(9, 12), 10);
-      let cl = -1, chunked = false;
+      let cl = -1,
+        chunked = false;
       let p = headStr.indexOf('\r\n') + 2;
       while (p > 1 && p < headStr.length) {
         let e = headStr.indexOf('\r\n', p);
@@ -216,45 +327,73 @@ class Conn {
         }
         p = e + 2;
       }
-      buf = data; off = idx + 4;
+      buf = data;
+      off = idx + 4;
       if (this.status === 204 || this.status === 304 || opts.method === 'HEAD') return this.complete();
       if (chunked) this.state = S_CSIZE;
-      else if (cl >= 0) { this.state = S_CL; this.remaining = cl; if (cl === 0) return this.complete(); }
-      else { this.state = S_CLOSE; this.close = true; }
+      else if (cl >= 0) {
+        this.state = S_CL;
+        this.remaining = cl;
+        if (cl === 0) return this.complete();
+      } else {
+        this.state = S_CLOSE;
+        this.close = true;
+      }
     }
     while (off < buf.length && this.inflight) {
       switch (this.state) {
         case S_CL: {
           const n = Math.min(this.remaining, buf.length - off);
           this.onBodyBytes(buf, off, off + n);
-          this.remaining -= n; off += n;
+          this.remaining -= n;
+          off += n;
           if (this.remaining === 0) this.complete();
           break;
         }
-        case S_CSIZE: case S_TRAILER: {
+        case S_CSIZE:
+        case S_TRAILER: {
           const nl = buf.indexOf(10, off);
-          if (nl < 0) { this.line += buf.toString('latin1', off); off = buf.length; break; }
+          if (nl < 0) {
+            this.line += buf.toString('latin1', off);
+            off = buf.length;
+            break;
+          }
           this.line += buf.toString('latin1', off, nl);
           off = nl + 1;
           const line = this.line.trim();
           this.line = '';
-          if (this.state === S_TRAILER) { if (line === '') this.complete(); break; }
+          if (this.state === S_TRAILER) {
+            if (line === '') this.complete();
+            break;
+          }
           const size = parseInt(line, 16);
-          if (Number.isNaN(size)) { this.fail('bad chunk size'); this.sock.destroy(); return; }
+          if (Number.isNaN(size)) {
+            this.fail('bad chunk size');
+            this.sock.destroy();
+            return;
+          }
           if (size === 0) this.state = S_TRAILER;
-          else { this.state = S_CDATA; this.remaining = size; }
+          else {
+            this.state = S_CDATA;
+            this.remaining = size;
+          }
           break;
         }
         case S_CDATA: {
           const n = Math.min(this.remaining, buf.length - off);
           this.onBodyBytes(buf, off, off + n);
-          this.remaining -= n; off += n;
-          if (this.remaining === 0) { this.state = S_CCRLF; this.remaining = 2; }
+          this.remaining -= n;
+          off += n;
+          if (this.remaining === 0) {
+            this.state = S_CCRLF;
+            this.remaining = 2;
+          }
           break;
         }
         case S_CCRLF: {
           const n = Math.min(this.remaining, buf.length - off);
-          this.remaining -= n; off += n;
+          this.remaining -= n;
+          off += n;
           if (this.remaining === 0) this.state = S_CSIZE;
           break;
         }
@@ -263,7 +402,8 @@ class Conn {
           off = buf.length;
           break;
         }
-        default: off = buf.length;
+        default:
+          off = buf.length;
       }
     }
   }
@@ -283,7 +423,8 @@ class Conn {
         st.ttfb.push((this.tFirst || t1) - this.t0);
         if (this.tFirst) st.span.push(this.tLast - this.tFirst);
         const b = this.body || '';
-        let ev = 0, i = -1;
+        let ev = 0,
+          i = -1;
         while ((i = b.indexOf('data:', i + 1)) !== -1) if (i === 0 || b.charCodeAt(i - 1) === 10) ev++;
         if (ev < st.evMin) st.evMin = ev;
         if (ev > st.evMax) st.evMax = ev;
@@ -291,9 +432,15 @@ class Conn {
       }
       if (st.sample == null && this.body != null) st.sample = { status: code, body: this.body.slice(0, 600) };
     }
-    if (this.close) { this.sock.destroy(); return; } // onClose reconnects
+    if (this.close) {
+      this.sock.destroy();
+      return;
+    } // onClose reconnects
     if (phase === 'warmup' || phase === 'measure') this.send();
-    else { this.dead = true; this.sock.destroy(); }
+    else {
+      this.dead = true;
+      this.sock.destroy();
+    }
   }
 }
 
@@ -333,7 +480,10 @@ async function main() {
   phase = 'done';
   clearInterval(watchdog);
   for (const c of conns) {
-    if (c.inflight) { st.errors++; st.errorKinds['unfinished at end'] = (st.errorKinds['unfinished at end'] || 0) + 1; }
+    if (c.inflight) {
+      st.errors++;
+      st.errorKinds['unfinished at end'] = (st.errorKinds['unfinished at end'] || 0) + 1;
+    }
     c.sock?.destroy();
   }
   const window = (measureEnd - measureStart) / 1000;
@@ -392,4 +542,7 @@ async function main() {
   process.exit(0);
 }
 
-main().catch((e) => { console.error(e); process.exit(1); });
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});

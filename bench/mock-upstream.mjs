@@ -7,6 +7,7 @@
 //   POST /v1/messages           Anthropic message JSON, or SSE when body has "stream": true
 //   POST /v1/audio/transcriptions  multipart upload: the body is counted, never buffered; answers {"text": ...}
 //   GET  /v1/models             OpenAI model list
+//   POST /v1/traces             an OTLP/HTTP (JSON) collector: counts the spans of each export, answers 200
 //   GET  /__mock/stats          request counters + last request seen (for verifying a gateway forwards)
 //   POST /__mock/reset          reset counters
 //
@@ -122,7 +123,9 @@ function openaiStreamEvents(model) {
   const ev = [];
   for (let i = 0; i < CHUNKS; i++) {
     const delta = i === 0 ? { role: 'assistant', content: TOKENS[i], refusal: null } : { content: TOKENS[i] };
-    ev.push(`data: ${head}[{"index":0,"delta":${JSON.stringify(delta)},"logprobs":null,"finish_reason":null}],"usage":null}\n\n`);
+    ev.push(
+      `data: ${head}[{"index":0,"delta":${JSON.stringify(delta)},"logprobs":null,"finish_reason":null}],"usage":null}\n\n`,
+    );
   }
   ev.push(`data: ${head}[{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}],"usage":null}\n\n`);
   ev.push(
@@ -140,15 +143,34 @@ function anthropicStreamEvents(model) {
     e('message_start', {
       type: 'message_start',
       message: {
-        id, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null,
-        usage: { input_tokens: PROMPT_TOKENS, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 1 },
+        id,
+        type: 'message',
+        role: 'assistant',
+        model,
+        content: [],
+        stop_reason: null,
+        stop_sequence: null,
+        usage: {
+          input_tokens: PROMPT_TOKENS,
+          cache_creation_input_tokens: 0,
+          cache_read_input_tokens: 0,
+          output_tokens: 1,
+        },
       },
     }),
   );
-  ev.push(e('content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }));
+  ev.push(
+    e('content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }),
+  );
   ev.push(e('ping', { type: 'ping' }));
   for (let i = 0; i < CHUNKS; i++) {
-    ev.push(e('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: TOKENS[i] } }));
+    ev.push(
+      e('content_block_delta', {
+        type: 'content_block_delta',
+        index: 0,
+        delta: { type: 'text_delta', text: TOKENS[i] },
+      }),
+    );
   }
   ev.push(e('content_block_stop', { type: 'content_block_stop', index: 0 }));
   ev.push(
@@ -165,7 +187,10 @@ function anthropicStreamEvents(model) {
 const MODELS_JSON = JSON.stringify({
   object: 'list',
   data: [OPENAI_DEFAULT_MODEL, 'gpt-4o-2024-08-06', 'gpt-4.1-mini', 'text-embedding-3-small'].map((id) => ({
-    id, object: 'model', created: 1715367049, owned_by: 'system',
+    id,
+    object: 'model',
+    created: 1715367049,
+    owned_by: 'system',
   })),
 });
 
@@ -205,7 +230,9 @@ function sendSse(res, events, extra, delayMs = CHUNK_DELAY_MS) {
   }
   let i = 0;
   let closed = false;
-  res.on('close', () => { closed = true; });
+  res.on('close', () => {
+    closed = true;
+  });
   const tick = () => {
     if (closed) return;
     res.write(events[i++]);
@@ -241,21 +268,35 @@ function handle(req, res, body) {
     count('models', req);
     return later(() => sendJson(res, 200, MODELS_JSON));
   }
+  if (req.method === 'POST' && url === '/v1/traces') {
+    // The OTLP/HTTP collector of the traced gateway target: takes each export, keeps only how many spans came.
+    stats.otlp_exports = (stats.otlp_exports || 0) + 1;
+    stats.otlp_spans = (stats.otlp_spans || 0) + body.split('"spanId"').length - 1;
+    return sendJson(res, 200, '{}');
+  }
   if (req.method === 'GET' && url === '/__mock/stats') return sendJson(res, 200, JSON.stringify(stats));
   if (req.method === 'POST' && url === '/__mock/reset') {
-    stats.total = 0; stats.by_route = {}; stats.last = null;
+    stats.total = 0;
+    stats.by_route = {};
+    stats.last = null;
     return sendJson(res, 200, '{"ok":true}');
   }
   if (req.method === 'GET' && (url === '/' || url === '/health')) return sendJson(res, 200, '{"ok":true}');
   count('not_found', req);
-  return sendJson(res, 404, JSON.stringify({ error: { message: `Unknown route ${req.method} ${url}`, type: 'invalid_request_error' } }));
+  return sendJson(
+    res,
+    404,
+    JSON.stringify({ error: { message: `Unknown route ${req.method} ${url}`, type: 'invalid_request_error' } }),
+  );
 }
 
 const server = http.createServer((req, res) => {
   if (req.method === 'POST' && req.url.split('?')[0] === '/v1/audio/transcriptions') {
     // Uploads are counted, not kept: the mock must not be what limits a 20 MB upload.
     let bytes = 0;
-    req.on('data', (c) => { bytes += c.length; });
+    req.on('data', (c) => {
+      bytes += c.length;
+    });
     req.on('end', () => {
       count('transcriptions', req);
       stats.last_upload_bytes = bytes;
@@ -278,6 +319,12 @@ server.requestTimeout = 0;
 
 server.listen(PORT, HOST, () => {
   const a = server.address();
-  console.log(`mock-upstream listening on http://${a.address}:${a.port} delay=${DELAY_MS}ms chunks=${CHUNKS} chunk_delay=${CHUNK_DELAY_MS}ms`);
+  console.log(
+    `mock-upstream listening on http://${a.address}:${a.port} delay=${DELAY_MS}ms chunks=${CHUNKS} chunk_delay=${CHUNK_DELAY_MS}ms`,
+  );
 });
-for (const sig of ['SIGTERM', 'SIGINT']) process.on(sig, () => { server.close(); process.exit(0); });
+for (const sig of ['SIGTERM', 'SIGINT'])
+  process.on(sig, () => {
+    server.close();
+    process.exit(0);
+  });

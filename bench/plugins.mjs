@@ -15,7 +15,7 @@ const ROOT = resolve(HERE, '..');
 const require = createRequire(import.meta.url);
 require('reflect-metadata');
 const { loadConfigFile } = require(join(ROOT, 'dist/config/load.js'));
-const { createGateway } = require(join(ROOT, 'dist/core/app.js'));
+const { createGateway } = require(join(ROOT, 'dist/runtime/gateway.js'));
 const { GatewayContext } = require(join(ROOT, 'dist/core/context.js'));
 const { endpointAt } = require(join(ROOT, 'dist/core/endpoints.js'));
 const { newRequestId } = require(join(ROOT, 'dist/core/request-id.js'));
@@ -33,29 +33,47 @@ const env = { ...process.env, BENCH_PORT: '1', BENCH_DATA: dir, MOCK_URL: 'http:
 copyFileSync(join(HERE, 'tollgate.bench.yaml'), join(dir, 'gateway.config.yaml'));
 const loaded = loadConfigFile(join(dir, 'gateway.config.yaml'), env);
 // The records of the loop are written like any others; the queue may hold them all (no spill file in the figures).
-for (const p of loaded.config.plugins) if (p.use === 'usage-recorder') p.options = { ...p.options, max_in_memory: 10_000_000, batch_size: 500 };
+for (const p of loaded.config.plugins)
+  if (p.use === 'usage-recorder') p.options = { ...p.options, max_in_memory: 10_000_000, batch_size: 500 };
 const logger = pino({ level: 'warn' }, pino.destination({ dest: '/dev/null', sync: true }));
 const gw = await createGateway(loaded, { logger });
 
 const endpoint = endpointAt('/v1/chat/completions');
 const headers = {
-  host: '127.0.0.1', 'content-type': 'application/json', 'x-gateway-key': KEY, authorization: 'Bearer sk-bench',
-  'x-gateway-metadata': '{"agent":"bench","feature":"load-test"}', 'x-gateway-metadata-customer-id': 'acme',
+  host: '127.0.0.1',
+  'content-type': 'application/json',
+  'x-gateway-key': KEY,
+  authorization: 'Bearer sk-bench',
+  'x-gateway-metadata': '{"agent":"bench","feature":"load-test"}',
+  'x-gateway-metadata-customer-id': 'acme',
 };
 const rawHeaders = Object.entries(headers).flat();
 const body = readFileSync(join(HERE, 'bodies', 'chat.json'));
-const answer = Buffer.from(JSON.stringify({
-  id: 'chatcmpl-1', object: 'chat.completion', model: 'gpt-4o-mini-2024-07-18',
-  choices: [{ index: 0, message: { role: 'assistant', content: 'Hello.' }, finish_reason: 'stop' }],
-  usage: { prompt_tokens: 42, completion_tokens: 48, total_tokens: 90 },
-}));
+const answer = Buffer.from(
+  JSON.stringify({
+    id: 'chatcmpl-1',
+    object: 'chat.completion',
+    model: 'gpt-4o-mini-2024-07-18',
+    choices: [{ index: 0, message: { role: 'assistant', content: 'Hello.' }, finish_reason: 'stop' }],
+    usage: { prompt_tokens: 42, completion_tokens: 48, total_tokens: 90 },
+  }),
+);
 const proxy = gw.proxy;
 const { pipeline } = proxy.deps;
 const setup = pipeline.plugins.filter((p) => p.name === 'auth' || p.name === 'attribution');
 
 /** One request through one plugin's hooks (auth and attribution set the context up first, outside the timing). */
 async function once(plugin) {
-  const ctx = new GatewayContext(newRequestId(), 'POST', endpoint.path, endpoint, headers, logger, proxy.secretHeaders, rawHeaders);
+  const ctx = new GatewayContext(
+    newRequestId(),
+    'POST',
+    endpoint.path,
+    endpoint,
+    headers,
+    logger,
+    proxy.secretHeaders,
+    rawHeaders,
+  );
   ctx.body = body;
   ctx.bodySize = body.length;
   ctx.json = JSON.parse(body);

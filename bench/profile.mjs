@@ -38,7 +38,10 @@ function freePort() {
 async function waitTcp(port) {
   for (let i = 0; i < 300; i++) {
     const ok = await new Promise((r) => {
-      const c = connect({ host: '127.0.0.1', port }, () => { c.destroy(); r(true); });
+      const c = connect({ host: '127.0.0.1', port }, () => {
+        c.destroy();
+        r(true);
+      });
       c.on('error', () => r(false));
     });
     if (ok) return;
@@ -48,7 +51,12 @@ async function waitTcp(port) {
 }
 function start(name, args, env) {
   const fd = openSync(join(dir, `${name}.log`), 'a');
-  const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env }, detached: true, stdio: ['ignore', fd, fd] });
+  const child = spawn(process.execPath, args, {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    detached: true,
+    stdio: ['ignore', fd, fd],
+  });
   closeSync(fd);
   started.push(child);
   return child;
@@ -58,14 +66,29 @@ const mockPort = await freePort();
 const gwPort = await freePort();
 start('mock', [join(HERE, 'mock-upstream.mjs')], { MOCK_PORT: String(mockPort) });
 let yaml = readFileSync(join(HERE, 'tollgate.bench.yaml'), 'utf8');
-if (argv.includes('--no-recorder')) yaml = yaml.replace(/\n  - use: usage-recorder\n(    .*\n)*/, '\n');
+if (argv.includes('--no-recorder')) yaml = yaml.replace(/\n {2}- use: usage-recorder\n( {4}.*\n)*/, '\n');
 // Limits in Redis, as the bench's tollgate-redis target runs them (its own key prefix).
 const redisUrl = value('--redis', undefined);
 if (redisUrl) yaml += `\nlimit_store:\n  redis_url: ${redisUrl}\n  key_prefix: "tollgate-profile-${process.pid}:"\n`;
 writeFileSync(join(dir, 'gateway.config.yaml'), yaml);
-const gw = start('tollgate', ['--cpu-prof', '--cpu-prof-dir', dir, join(ROOT, 'dist', 'cli', 'index.js'), 'start', '--config', join(dir, 'gateway.config.yaml')], {
-  BENCH_PORT: String(gwPort), BENCH_DATA: dir, MOCK_URL: `http://127.0.0.1:${mockPort}`, GATEWAY_KEY: KEY,
-});
+const gw = start(
+  'tollgate',
+  [
+    '--cpu-prof',
+    '--cpu-prof-dir',
+    dir,
+    join(ROOT, 'dist', 'cli', 'index.js'),
+    'start',
+    '--config',
+    join(dir, 'gateway.config.yaml'),
+  ],
+  {
+    BENCH_PORT: String(gwPort),
+    BENCH_DATA: dir,
+    MOCK_URL: `http://127.0.0.1:${mockPort}`,
+    GATEWAY_KEY: KEY,
+  },
+);
 await waitTcp(mockPort);
 await waitTcp(gwPort);
 
@@ -76,19 +99,53 @@ if (scenario === 'slow') {
   body = join(dir, 'slow.json');
   writeFileSync(body, JSON.stringify(b));
 }
-const load = spawn(process.execPath, [join(HERE, 'load.mjs'), '--url', `http://127.0.0.1:${gwPort}/v1/chat/completions`, '--body-file', body,
-  '--mode', scenario === 'chat' ? 'plain' : 'stream', '-c', String(connections), '-d', String(duration), '--warmup', '2', '--watch', `gw=${gw.pid}`,
-  '-H', `X-Gateway-Key: ${KEY}`, '-H', 'Authorization: Bearer sk-mock', '-H', 'X-Gateway-Metadata: {"agent":"bench","feature":"profile"}', '-H', 'X-Gateway-Metadata-Customer-Id: acme'],
-{ stdio: ['ignore', 'pipe', 'inherit'] });
+const load = spawn(
+  process.execPath,
+  [
+    join(HERE, 'load.mjs'),
+    '--url',
+    `http://127.0.0.1:${gwPort}/v1/chat/completions`,
+    '--body-file',
+    body,
+    '--mode',
+    scenario === 'chat' ? 'plain' : 'stream',
+    '-c',
+    String(connections),
+    '-d',
+    String(duration),
+    '--warmup',
+    '2',
+    '--watch',
+    `gw=${gw.pid}`,
+    '-H',
+    `X-Gateway-Key: ${KEY}`,
+    '-H',
+    'Authorization: Bearer sk-mock',
+    '-H',
+    'X-Gateway-Metadata: {"agent":"bench","feature":"profile"}',
+    '-H',
+    'X-Gateway-Metadata-Customer-Id: acme',
+  ],
+  { stdio: ['ignore', 'pipe', 'inherit'] },
+);
 let out = '';
-load.stdout.on('data', (d) => { out += d; });
+load.stdout.on('data', (d) => {
+  out += d;
+});
 await new Promise((r) => load.on('exit', r));
 const r = JSON.parse(out);
-console.log(`${scenario}, ${connections} connections: ${r.rps} req/s, p50 ${r.latency_ms.p50} ms, p99 ${r.latency_ms.p99} ms, gateway ${r.procs.gw.cpu_pct}% CPU, ${r.procs.gw.cpu_us_per_req} µs/request`);
+console.log(
+  `${scenario}, ${connections} connections: ${r.rps} req/s, p50 ${r.latency_ms.p50} ms, p99 ${r.latency_ms.p99} ms, gateway ${r.procs.gw.cpu_pct}% CPU, ${r.procs.gw.cpu_us_per_req} µs/request`,
+);
 
 process.kill(-gw.pid, 'SIGTERM');
 await new Promise((r) => gw.on('exit', r));
-for (const c of started) try { process.kill(-c.pid, 'SIGTERM'); } catch { /* gone */ }
+for (const c of started)
+  try {
+    process.kill(-c.pid, 'SIGTERM');
+  } catch {
+    /* gone */
+  }
 const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
 if (!file) throw new Error('no .cpuprofile written');
 const prof = JSON.parse(readFileSync(join(dir, file), 'utf8'));
@@ -134,7 +191,11 @@ for (const [id, n] of counts) {
   const name = cf.functionName || '(anonymous)';
   const key = `${name}  ${m}:${cf.lineNumber + 1}`;
   fn.set(key, (fn.get(key) ?? 0) + n);
-  const mk = cf.url ? m.replace(/\/[^/]*$/, (x) => (m.startsWith('node:') || !m.includes('/') ? x : '')) || m : name.startsWith('(') ? name : '(native/V8)';
+  const mk = cf.url
+    ? m.replace(/\/[^/]*$/, (x) => (m.startsWith('node:') || !m.includes('/') ? x : '')) || m
+    : name.startsWith('(')
+      ? name
+      : '(native/V8)';
   mod.set(mk, (mod.get(mk) ?? 0) + n);
 }
 const pct = (n) => ((n / total) * 100).toFixed(1).padStart(5) + '%';

@@ -7,6 +7,9 @@
 //   tollgate        the built gateway (dist/) with every shipped plugin on: auth, header-strip, attribution
 //                   (tags sent on every request), usage-recorder writing to SQLite; info-level request logs
 //   tollgate-norec  the same without the usage recorder (only in chat_c32: the recorder's cost)
+//   tollgate-nometrics  the same with metrics.enabled: false (only in chat_c32: the Prometheus metrics' cost)
+//   tollgate-traced the same with OpenTelemetry tracing on, every request sampled, spans sent over OTLP/HTTP to the
+//                   mock (only in chat_c32: the cost of tracing)
 //   tollgate-redis  the same with its limits in Redis (only in chat_c32, when a Redis answers on 127.0.0.1:6379)
 //   tollgate-x<N>   the same with server.workers = N and, when Redis answers, limits shared through it (chat_c32:
 //                   multi-core scaling, compared with tollgate-redis, else with tollgate)
@@ -20,16 +23,29 @@
 //
 // usage: node bench/run.mjs [--quick] [--no-portkey] [--targets a,b] [--scenarios a,b] [--duration S]
 //                           [--warmup S] [--soak S] [--workers N] [--compare FILE] [--out DIR]
+//        node bench/run.mjs --ab SPEC_A --ab SPEC_B [--scenarios a,b] [--pairs N]
+//   --ab: two Tollgate variants (Node flags, config values, another build: bench/lib/ab.mjs) loaded in strict
+//   alternation, scenario by scenario (default chat_c32,stream_c8), compared by CPU per request and peak RSS.
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync, openSync, closeSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+  openSync,
+  closeSync,
+} from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
-import { createRequire } from 'node:module';
 import { groupStat, machineCpu } from './lib/proc.mjs';
 import { medianInterval, renderReport } from './lib/report.mjs';
+import { applySettings, describeVariant, pairUp, parseVariant, renderAB, summariseAB } from './lib/ab.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, '..');
@@ -43,7 +59,12 @@ const value = (name, dflt) => {
   return i >= 0 && i + 1 < argv.length ? argv[i + 1] : dflt;
 };
 if (flag('--help') || flag('-h')) {
-  console.log(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(1, 18).join('\n'));
+  console.log(
+    readFileSync(fileURLToPath(import.meta.url), 'utf8')
+      .split('\n')
+      .slice(1, 21)
+      .join('\n'),
+  );
   process.exit(0);
 }
 const QUICK = flag('--quick');
@@ -56,22 +77,46 @@ const MAX_SECONDS = Number(value('--max-seconds', QUICK ? 150 : 900));
 let quietBudgetMs = Number(value('--quiet-wait', QUICK ? 3 : 30)) * 1000;
 const OUT_DIR = resolve(value('--out', join(HERE, 'results')));
 const ALL_SCENARIOS = ['chat_c1', 'chat_c32', 'stream_c8', 'slow_stream_c8', 'soak', 'upload_c1', 'upload_spooled_c1'];
-const SCENARIOS = value('--scenarios', ALL_SCENARIOS.join(',')).split(',').filter(Boolean);
-for (const s of SCENARIOS) if (!ALL_SCENARIOS.includes(s)) die(`unknown scenario ${s} (known: ${ALL_SCENARIOS.join(', ')})`);
+const AB_SPECS = argv.flatMap((a, i) => (a === '--ab' && i + 1 < argv.length ? [argv[i + 1]] : []));
+if (AB_SPECS.length && AB_SPECS.length !== 2) badUsage('--ab is given twice: the variant A, then the variant B');
+const AB_PAIRS = Number(value('--pairs', QUICK ? 3 : 9));
+const SCENARIOS = value('--scenarios', AB_SPECS.length ? 'chat_c32,stream_c8' : ALL_SCENARIOS.join(','))
+  .split(',')
+  .filter(Boolean);
+for (const s of SCENARIOS)
+  if (!ALL_SCENARIOS.includes(s)) badUsage(`unknown scenario ${s} (known: ${ALL_SCENARIOS.join(', ')})`);
+if (AB_SPECS.length && SCENARIOS.includes('soak'))
+  badUsage('--ab compares CPU per request and peak RSS under load: the soak has no place in it');
 const CLUSTER = `tollgate-x${WORKERS}`;
-const ALL_TARGETS = ['direct', 'bare', 'bare-dispatch', 'tollgate', 'tollgate-norec', ...(WORKERS > 1 ? ['tollgate-redis', CLUSTER] : []), 'portkey'];
+const ALL_TARGETS = [
+  'direct',
+  'bare',
+  'bare-dispatch',
+  'tollgate',
+  'tollgate-norec',
+  'tollgate-nometrics',
+  'tollgate-traced',
+  ...(WORKERS > 1 ? ['tollgate-redis', CLUSTER] : []),
+  'portkey',
+];
 let TARGETS = value('--targets', ALL_TARGETS.join(',')).split(',').filter(Boolean);
 if (flag('--no-portkey')) TARGETS = TARGETS.filter((t) => t !== 'portkey');
 const UPLOAD_BYTES = 20 * 1024 * 1024;
 const SLOW_CHUNK_MS = 20;
 
 const GATEWAY_KEY = 'tg_bench_' + randomBytes(16).toString('hex');
-/** The quiet period after which the gateway collects its memory (server.idle_gc_ms, left at its default by the bench config). */
-const idleGcMs = () => createRequire(import.meta.url)('../dist/config/schema.js').gatewayConfigSchema.shape.server.parse({}).idle_gc_ms;
-const TAG_HEADERS = ['X-Gateway-Metadata: {"agent":"bench","feature":"load-test"}', 'X-Gateway-Metadata-Customer-Id: acme'];
+const TAG_HEADERS = [
+  'X-Gateway-Metadata: {"agent":"bench","feature":"load-test"}',
+  'X-Gateway-Metadata-Customer-Id: acme',
+];
 
 function log(msg) {
   process.stderr.write(`[bench ${((Date.now() - started) / 1000).toFixed(0).padStart(3)}s] ${msg}\n`);
+}
+/** A wrong option: nothing was started yet. */
+function badUsage(msg) {
+  log(`ERROR: ${msg}`);
+  process.exit(2);
 }
 function die(msg) {
   log(`ERROR: ${msg}`);
@@ -85,7 +130,12 @@ const tmp = mkdtempSync(join(tmpdir(), 'tollgate-bench-'));
 function startGroup(name, cmd, args, env = {}) {
   const logFile = join(tmp, `${name}.log`);
   const fd = openSync(logFile, 'a');
-  const child = spawn(cmd, args, { cwd: ROOT, env: { ...process.env, ...env }, detached: true, stdio: ['ignore', fd, fd] });
+  const child = spawn(cmd, args, {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    detached: true,
+    stdio: ['ignore', fd, fd],
+  });
   closeSync(fd);
   groups.set(name, { pgid: child.pid, child, logFile });
   child.on('exit', (code, sig) => {
@@ -100,9 +150,18 @@ async function stopGroup(name) {
   const g = groups.get(name);
   if (!g || g.exited) return;
   g.stopping = true;
-  try { process.kill(-g.pgid, 'SIGTERM'); } catch { return; }
+  try {
+    process.kill(-g.pgid, 'SIGTERM');
+  } catch {
+    return;
+  }
   for (let i = 0; i < 50 && !g.exited; i++) await sleep(100);
-  if (!g.exited) try { process.kill(-g.pgid, 'SIGKILL'); } catch { /* gone */ }
+  if (!g.exited)
+    try {
+      process.kill(-g.pgid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
 }
 
 let shuttingDown = false;
@@ -113,9 +172,15 @@ async function shutdown(code) {
   if (!flag('--keep-tmp')) rmSync(tmp, { recursive: true, force: true });
   process.exit(code);
 }
-process.on('SIGINT', () => { log('interrupted'); shutdown(130); });
+process.on('SIGINT', () => {
+  log('interrupted');
+  shutdown(130);
+});
 process.on('SIGTERM', () => shutdown(143));
-setTimeout(() => { log(`--max-seconds ${MAX_SECONDS} reached, aborting`); shutdown(124); }, MAX_SECONDS * 1000).unref();
+setTimeout(() => {
+  log(`--max-seconds ${MAX_SECONDS} reached, aborting`);
+  shutdown(124);
+}, MAX_SECONDS * 1000).unref();
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -137,7 +202,9 @@ async function waitHttp(url, seconds, init) {
       const r = await fetch(url, { ...init, signal: AbortSignal.timeout(1000) });
       await r.arrayBuffer();
       return true;
-    } catch { await sleep(100); }
+    } catch {
+      await sleep(100);
+    }
   }
   return false;
 }
@@ -146,7 +213,10 @@ async function waitTcp(port, seconds, g) {
   const deadline = Date.now() + seconds * 1000;
   while (Date.now() < deadline && !g?.exited) {
     const ok = await new Promise((r) => {
-      const c = connect({ host: '127.0.0.1', port }, () => { c.destroy(); r(true); });
+      const c = connect({ host: '127.0.0.1', port }, () => {
+        c.destroy();
+        r(true);
+      });
       c.on('error', () => r(false));
     });
     if (ok) return true;
@@ -164,7 +234,11 @@ function checkLoopback() {
     const addr = line.trim().split(/\s+/)[3];
     for (const m of line.matchAll(/pid=(\d+)/g)) {
       let pgrp;
-      try { pgrp = Number(readFileSync(`/proc/${m[1]}/stat`, 'latin1').split(') ')[1].split(' ')[2]); } catch { continue; }
+      try {
+        pgrp = Number(readFileSync(`/proc/${m[1]}/stat`, 'latin1').split(') ')[1].split(' ')[2]);
+      } catch {
+        continue;
+      }
       if (ours.has(pgrp) && !/^(127\.|\[::1\]|::1)/.test(addr)) die(`pid ${m[1]} listens on ${addr}, not loopback`);
     }
   }
@@ -173,7 +247,11 @@ function checkLoopback() {
 /** Resets a group's peak RSS (VmHWM), so the next reading is the peak of the next scenario only. */
 function resetPeak(pgid) {
   for (const pid of groupStat(pgid).pids) {
-    try { writeFileSync(`/proc/${pid}/clear_refs`, '5'); } catch { /* not permitted: peak stays since start */ }
+    try {
+      writeFileSync(`/proc/${pid}/clear_refs`, '5');
+    } catch {
+      /* not permitted: peak stays since start */
+    }
   }
 }
 
@@ -191,7 +269,9 @@ async function machineBusyPct(ms) {
 async function waitQuiet() {
   let busy = await machineBusyPct(QUICK ? 200 : 400);
   if (busy < 25) return busy;
-  log(`machine busy: ${busy.toFixed(0)}% of a core used by other processes; waiting (budget ${(quietBudgetMs / 1000).toFixed(0)} s left)`);
+  log(
+    `machine busy: ${busy.toFixed(0)}% of a core used by other processes; waiting (budget ${(quietBudgetMs / 1000).toFixed(0)} s left)`,
+  );
   while (busy >= 25 && quietBudgetMs > 0) {
     const t = Date.now();
     busy = await machineBusyPct(1000);
@@ -207,10 +287,18 @@ const PORTKEY_JS = join(PORTKEY_DIR, 'node_modules', '@portkey-ai', 'gateway', '
 
 function ensurePortkey() {
   if (existsSync(PORTKEY_JS)) return true;
-  log('Portkey is not installed: installing @portkey-ai/gateway 1.15.2 into bench/peers/portkey (npm ci, bench-local only)');
-  const r = spawnSync('npm', ['ci', '--no-audit', '--no-fund', '--ignore-scripts'], { cwd: PORTKEY_DIR, encoding: 'utf8', timeout: 180_000 });
+  log(
+    'Portkey is not installed: installing @portkey-ai/gateway 1.15.2 into bench/peers/portkey (npm ci, bench-local only)',
+  );
+  const r = spawnSync('npm', ['ci', '--no-audit', '--no-fund', '--ignore-scripts'], {
+    cwd: PORTKEY_DIR,
+    encoding: 'utf8',
+    timeout: 180_000,
+  });
   if (r.status !== 0 || !existsSync(PORTKEY_JS)) {
-    log(`Portkey skipped: npm ci in bench/peers/portkey failed (${(r.stderr || r.error?.message || '').trim().split('\n').pop()})`);
+    log(
+      `Portkey skipped: npm ci in bench/peers/portkey failed (${(r.stderr || r.error?.message || '').trim().split('\n').pop()})`,
+    );
     return false;
   }
   return true;
@@ -219,26 +307,53 @@ function ensurePortkey() {
 const targets = {}; // name -> { base, headers: { openai, upload }, group }
 const mock = {};
 
-/**
- * Node's flags for Tollgate, as `npm start` passes them (package.json): a smaller young generation (less memory),
- * one V8 helper thread instead of four (docs/performance.md, twelfth round), and gc() for the full collection the
- * gateway runs once it is idle (core/idle-memory.ts). BENCH_TRACE_GC=1 adds --trace-gc: each collection goes to the
- * target's log (kept with --keep-tmp).
- */
-const NODE_FLAGS = ['--max-semi-space-size=8', '--v8-pool-size=1', '--expose-gc', ...(process.env.BENCH_TRACE_GC ? ['--trace-gc'] : [])];
+/** BENCH_TRACE_GC=1 runs Tollgate with --trace-gc: each collection goes to the target's log (kept with --keep-tmp). */
+const TRACE_GC = process.env.BENCH_TRACE_GC ? ['--trace-gc'] : [];
 
-async function startTollgate(name, port, { recorder = true, workers = 1, redisUrl } = {}) {
+/**
+ * Starts a Tollgate target as `npm start` does (no Node flags); `nodeFlags`, `settings` (config values) and `root`
+ * (another build) make an A/B variant.
+ */
+async function startTollgate(
+  name,
+  port,
+  {
+    recorder = true,
+    metrics = true,
+    traced = false,
+    workers = 1,
+    redisUrl,
+    nodeFlags = [],
+    settings = [],
+    root = ROOT,
+  } = {},
+) {
   const data = join(tmp, `${name}-data`);
   mkdirSync(data, { recursive: true });
-  let yaml = readFileSync(join(HERE, 'tollgate.bench.yaml'), 'utf8');
-  if (!recorder) yaml = yaml.replace(/\n  - use: usage-recorder\n(    .*\n)*/, '\n');
-  if (redisUrl) yaml += `\nlimit_store:\n  redis_url: ${redisUrl}\n  key_prefix: "tollgate-bench-${process.pid}-${name}:"\n`;
+  let yaml = applySettings(readFileSync(join(HERE, 'tollgate.bench.yaml'), 'utf8'), settings);
+  if (!recorder) yaml = yaml.replace(/\n {2}- use: usage-recorder\n( {4}.*\n)*/, '\n');
+  if (!metrics) yaml += '\nmetrics:\n  enabled: false\n';
+  if (redisUrl)
+    yaml += `\nlimit_store:\n  redis_url: ${redisUrl}\n  key_prefix: "tollgate-bench-${process.pid}-${name}:"\n`;
   const config = join(data, 'gateway.config.yaml');
   writeFileSync(config, yaml);
-  const g = startGroup(name, process.execPath, [...NODE_FLAGS, join(ROOT, 'dist', 'cli', 'index.js'), 'start', '--config', config], {
-    BENCH_PORT: String(port), BENCH_DATA: data, BENCH_WORKERS: String(workers), MOCK_URL: mock.url, GATEWAY_KEY,
-    TOLLGATE_ADMIN_TOKEN: '',
-  });
+  const g = startGroup(
+    name,
+    process.execPath,
+    [...nodeFlags, ...TRACE_GC, join(root, 'dist', 'cli', 'index.js'), 'start', '--config', config],
+    {
+      BENCH_PORT: String(port),
+      BENCH_DATA: data,
+      BENCH_WORKERS: String(workers),
+      MOCK_URL: mock.url,
+      GATEWAY_KEY,
+      TOLLGATE_ADMIN_TOKEN: '',
+      // Tracing only where asked for, whatever OTEL_* variables this shell has: every request sampled, to the mock.
+      ...(traced
+        ? { OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_ENDPOINT: mock.url, OTEL_TRACES_SAMPLER: 'always_on' }
+        : { OTEL_TRACES_EXPORTER: 'none' }),
+    },
+  );
   const ready = async () => {
     if (!(await waitTcp(port, 30, g))) return false;
     if (workers <= 1) return true;
@@ -250,43 +365,81 @@ async function startTollgate(name, port, { recorder = true, workers = 1, redisUr
     return false;
   };
   if (!(await ready())) {
-    log(`${name} did not start; last lines of its log:\n${readFileSync(g.logFile, 'utf8').split('\n').slice(-8).join('\n')}`);
+    log(
+      `${name} did not start; last lines of its log:\n${readFileSync(g.logFile, 'utf8').split('\n').slice(-8).join('\n')}`,
+    );
     await stopGroup(name);
     return false;
   }
   const common = [`X-Gateway-Key: ${GATEWAY_KEY}`, 'Authorization: Bearer sk-mock', ...TAG_HEADERS];
-  targets[name] = { base: `http://127.0.0.1:${port}/v1`, headers: { json: common, upload: common }, group: g, data, workers, limitStore: redisUrl ? 'redis' : 'memory' };
+  targets[name] = {
+    base: `http://127.0.0.1:${port}/v1`,
+    headers: { json: common, upload: common },
+    group: g,
+    data,
+    workers,
+    limitStore: redisUrl ? 'redis' : 'memory',
+  };
   return true;
 }
 
-async function startTargets() {
+async function startMock() {
   mock.port = await freePort();
   mock.url = `http://127.0.0.1:${mock.port}`;
-  mock.group = startGroup('mock', process.execPath, [join(HERE, 'mock-upstream.mjs')], { MOCK_PORT: String(mock.port), MOCK_CHUNK_DELAY_MS: '0' });
+  mock.group = startGroup('mock', process.execPath, [join(HERE, 'mock-upstream.mjs')], {
+    MOCK_PORT: String(mock.port),
+    MOCK_CHUNK_DELAY_MS: '0',
+  });
   if (!(await waitHttp(`${mock.url}/health`, 10))) die('the mock provider did not start');
+}
+
+async function startTargets() {
+  await startMock();
   const auth = ['Authorization: Bearer sk-mock'];
   if (TARGETS.includes('direct')) targets.direct = { base: `${mock.url}/v1`, headers: { json: auth, upload: auth } };
-  for (const [name, script] of [['bare', 'bare-proxy.mjs'], ['bare-dispatch', 'bare-dispatch.mjs']]) {
+  for (const [name, script] of [
+    ['bare', 'bare-proxy.mjs'],
+    ['bare-dispatch', 'bare-dispatch.mjs'],
+  ]) {
     if (!TARGETS.includes(name)) continue;
     const port = await freePort();
     const g = startGroup(name, process.execPath, [join(HERE, script)], { PORT: String(port), UPSTREAM: mock.url });
-    if (await waitTcp(port, 10, g)) targets[name] = { base: `http://127.0.0.1:${port}/v1`, headers: { json: auth, upload: auth }, group: g };
+    if (await waitTcp(port, 10, g))
+      targets[name] = { base: `http://127.0.0.1:${port}/v1`, headers: { json: auth, upload: auth }, group: g };
     else log(`${name} did not start: skipped`);
   }
-  if (TARGETS.includes('tollgate') && !(await startTollgate('tollgate', await freePort()))) die('tollgate did not start (did `npm run build` run?)');
+  if (TARGETS.includes('tollgate') && !(await startTollgate('tollgate', await freePort())))
+    die('tollgate did not start (did `npm run build` run?)');
   if (TARGETS.includes('tollgate-norec')) await startTollgate('tollgate-norec', await freePort(), { recorder: false });
+  if (TARGETS.includes('tollgate-nometrics'))
+    await startTollgate('tollgate-nometrics', await freePort(), { metrics: false });
+  if (TARGETS.includes('tollgate-traced')) await startTollgate('tollgate-traced', await freePort(), { traced: true });
   const redisUrl = TARGETS.includes(CLUSTER) ? await localRedis() : undefined;
-  if (TARGETS.includes(CLUSTER)) log(`${CLUSTER}: ${redisUrl ? `limits shared through Redis at ${redisUrl}` : 'no local Redis answered: each worker keeps its own limits (memory store)'}`);
+  if (TARGETS.includes(CLUSTER))
+    log(
+      `${CLUSTER}: ${redisUrl ? `limits shared through Redis at ${redisUrl}` : 'no local Redis answered: each worker keeps its own limits (memory store)'}`,
+    );
   // The same single process with its limits in Redis: what the multi-core target scales from.
-  if (redisUrl && TARGETS.includes('tollgate-redis')) await startTollgate('tollgate-redis', await freePort(), { redisUrl });
+  if (redisUrl && TARGETS.includes('tollgate-redis'))
+    await startTollgate('tollgate-redis', await freePort(), { redisUrl });
   if (TARGETS.includes(CLUSTER) && !(await startTollgate(CLUSTER, await freePort(), { workers: WORKERS, redisUrl }))) {
     log(`${CLUSTER} skipped: tollgate did not start with server.workers = ${WORKERS}`);
   }
   if (TARGETS.includes('portkey') && ensurePortkey()) {
     const port = await freePort();
-    const g = startGroup('portkey', process.execPath, ['--import', join(HERE, 'lib', 'loopback-listen.mjs'), PORTKEY_JS, `--port=${port}`, '--headless']);
+    const g = startGroup('portkey', process.execPath, [
+      '--import',
+      join(HERE, 'lib', 'loopback-listen.mjs'),
+      PORTKEY_JS,
+      `--port=${port}`,
+      '--headless',
+    ]);
     if (await waitHttp(`http://127.0.0.1:${port}/`, 30)) {
-      const ph = ['Authorization: Bearer sk-mock', 'x-portkey-provider: openai', `x-portkey-custom-host: ${mock.url}/v1`];
+      const ph = [
+        'Authorization: Bearer sk-mock',
+        'x-portkey-provider: openai',
+        `x-portkey-custom-host: ${mock.url}/v1`,
+      ];
       targets.portkey = { base: `http://127.0.0.1:${port}/v1`, headers: { json: ph, upload: ph }, group: g };
     } else {
       log('Portkey skipped: it did not start (see its log)');
@@ -305,8 +458,13 @@ async function localRedis() {
   const url = new URL(process.env.BENCH_REDIS_URL || 'redis://127.0.0.1:6379');
   if (!/^(127\.|localhost$|\[::1\]$)/.test(url.hostname)) return undefined;
   return new Promise((resolveUrl) => {
-    const c = connect({ host: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port || 6379) }, () => c.write('PING\r\n'));
-    const done = (ok) => { c.destroy(); resolveUrl(ok ? url.href.replace(/\/$/, '') : undefined); };
+    const c = connect({ host: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port || 6379) }, () =>
+      c.write('PING\r\n'),
+    );
+    const done = (ok) => {
+      c.destroy();
+      resolveUrl(ok ? url.href.replace(/\/$/, '') : undefined);
+    };
     c.setTimeout(1000, () => done(false));
     c.on('data', (d) => done(String(d).startsWith('+PONG')));
     c.on('error', () => done(false));
@@ -333,9 +491,10 @@ function uploadBody(order) {
   const model = `--${boundary}\r\nContent-Disposition: form-data; name="model"\r\n\r\nwhisper-1\r\n`;
   const fileHead = `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="audio.mp3"\r\nContent-Type: audio/mpeg\r\n\r\n`;
   const format = `--${boundary}\r\nContent-Disposition: form-data; name="response_format"\r\n\r\njson\r\n`;
-  const parts = order === 'model first'
-    ? [model, fileHead, randomBytes(UPLOAD_BYTES), `\r\n${format}--${boundary}--\r\n`]
-    : [fileHead, randomBytes(UPLOAD_BYTES), `\r\n${model}${format}--${boundary}--\r\n`];
+  const parts =
+    order === 'model first'
+      ? [model, fileHead, randomBytes(UPLOAD_BYTES), `\r\n${format}--${boundary}--\r\n`]
+      : [fileHead, randomBytes(UPLOAD_BYTES), `\r\n${model}${format}--${boundary}--\r\n`];
   writeFileSync(file, Buffer.concat(parts.map((p) => (Buffer.isBuffer(p) ? p : Buffer.from(p)))));
   return { file, contentType: `multipart/form-data; boundary=${boundary}` };
 }
@@ -344,8 +503,31 @@ function scenarioDefs() {
   const core = ['direct', 'bare', 'bare-dispatch', 'tollgate', 'portkey'];
   return {
     chat_c1: { path: '/chat/completions', body: join(BODY_DIR, 'chat.json'), mode: 'plain', c: 1, targets: core },
-    chat_c32: { path: '/chat/completions', body: join(BODY_DIR, 'chat.json'), mode: 'plain', c: 32, targets: ['direct', 'bare', 'bare-dispatch', 'tollgate', 'tollgate-norec', 'tollgate-redis', CLUSTER, 'portkey'] },
-    stream_c8: { path: '/chat/completions', body: join(BODY_DIR, 'chat_stream.json'), mode: 'stream', c: 8, targets: core },
+    chat_c32: {
+      path: '/chat/completions',
+      body: join(BODY_DIR, 'chat.json'),
+      mode: 'plain',
+      c: 32,
+      targets: [
+        'direct',
+        'bare',
+        'bare-dispatch',
+        'tollgate',
+        'tollgate-norec',
+        'tollgate-nometrics',
+        'tollgate-traced',
+        'tollgate-redis',
+        CLUSTER,
+        'portkey',
+      ],
+    },
+    stream_c8: {
+      path: '/chat/completions',
+      body: join(BODY_DIR, 'chat_stream.json'),
+      mode: 'stream',
+      c: 8,
+      targets: core,
+    },
     slow_stream_c8: { path: '/chat/completions', body: slowBody(), mode: 'stream', c: 8, targets: core },
     upload_c1: SCENARIOS.includes('upload_c1') && uploadScenario(uploadBody('model first'), core),
     upload_spooled_c1: SCENARIOS.includes('upload_spooled_c1') && uploadScenario(uploadBody('file first'), core),
@@ -354,23 +536,53 @@ function scenarioDefs() {
 
 function uploadScenario(upload, core) {
   return {
-    path: '/audio/transcriptions', body: upload.file, mode: 'plain', c: 1, targets: core.filter((t) => t !== 'bare-dispatch'), headerKind: 'upload',
-    extra: [`Content-Type: ${upload.contentType}`], duration: QUICK ? 1 : 4, warmup: QUICK ? 0.2 : 1,
+    path: '/audio/transcriptions',
+    body: upload.file,
+    mode: 'plain',
+    c: 1,
+    targets: core.filter((t) => t !== 'bare-dispatch'),
+    headerKind: 'upload',
+    extra: [`Content-Type: ${upload.contentType}`],
+    duration: QUICK ? 1 : 4,
+    warmup: QUICK ? 0.2 : 1,
   };
 }
 
 function runLoad(name, sc, target, { duration = DURATION, warmup = WARMUP, c = sc.c, label = name } = {}) {
   const t = targets[target];
-  const args = [join(HERE, 'load.mjs'), '--url', t.base + sc.path, '--body-file', sc.body, '--mode', sc.mode, '-c', String(c),
-    '-d', String(duration), '--warmup', String(warmup), '--tag', `scenario=${label}`, '--tag', `target=${target}`, '--watch', `mock=${mock.group.pgid}`];
+  const args = [
+    join(HERE, 'load.mjs'),
+    '--url',
+    t.base + sc.path,
+    '--body-file',
+    sc.body,
+    '--mode',
+    sc.mode,
+    '-c',
+    String(c),
+    '-d',
+    String(duration),
+    '--warmup',
+    String(warmup),
+    '--tag',
+    `scenario=${label}`,
+    '--tag',
+    `target=${target}`,
+    '--watch',
+    `mock=${mock.group.pgid}`,
+  ];
   for (const h of [...(t.headers[sc.headerKind ?? 'json'] ?? []), ...(sc.extra ?? [])]) args.push('-H', h);
   if (t.group) args.push('--watch', `gw=${t.group.pgid}`);
   return new Promise((resolveRun) => {
     const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
-    child.stdout.on('data', (d) => { out += d; });
-    child.stderr.on('data', (d) => { err += d; });
+    child.stdout.on('data', (d) => {
+      out += d;
+    });
+    child.stderr.on('data', (d) => {
+      err += d;
+    });
     const timer = setTimeout(() => child.kill('SIGKILL'), (duration + warmup + 45) * 1000);
     child.on('exit', () => {
       clearTimeout(timer);
@@ -394,12 +606,19 @@ async function preflight(name, sc, target) {
     headers[h.slice(0, i).trim().toLowerCase()] = h.slice(i + 1).trim();
   }
   let status = 0;
-  let text = '';
+  let text;
   try {
-    const r = await fetch(t.base + sc.path, { method: 'POST', headers, body: readFileSync(sc.body), signal: AbortSignal.timeout(15_000) });
+    const r = await fetch(t.base + sc.path, {
+      method: 'POST',
+      headers,
+      body: readFileSync(sc.body),
+      signal: AbortSignal.timeout(15_000),
+    });
     status = r.status;
     text = await r.text();
-  } catch (e) { text = e.message; }
+  } catch (e) {
+    text = e.message;
+  }
   const after = (await (await fetch(`${mock.url}/__mock/stats`)).json()).total;
   if (status < 200 || status > 299 || after <= before) {
     log(`preflight failed ${name}/${target}: HTTP ${status}, mock ${before} -> ${after}: ${text.slice(0, 200)}`);
@@ -414,58 +633,151 @@ function summarise(r) {
   let s = `rps=${r.rps} p50=${l.p50} p99=${l.p99} err=${r.errors + r.non2xx + (r.bad_stream_end ?? 0)}`;
   if (r.ttfb_ms) s += ` ttfb50=${r.ttfb_ms.p50}`;
   if (r.gap_ms) s += ` gap50=${r.gap_ms.p50}`;
-  if (r.procs?.gw) s += ` gw=${r.procs.gw.cpu_pct}% ${r.procs.gw.cpu_us_per_req}us/req peak=${r.procs.gw.peak_rss_mb}MiB`;
+  if (r.procs?.gw)
+    s += ` gw=${r.procs.gw.cpu_pct}% ${r.procs.gw.cpu_us_per_req}us/req peak=${r.procs.gw.peak_rss_mb}MiB`;
   s += ` other=${r.other_cpu_pct}% steal=${r.steal_pct}%`;
   return s;
 }
 
-// ------------------------------------------------------------------ recorder cost, alternating
+// ------------------------------------------------------------------ A/B, alternating
 /**
- * The recorder's cost is a difference of a few % between two targets, smaller than how much this machine drifts
- * between two cases a minute apart. So it is measured in one sequence that alternates the two targets, recorder
- * off first and last (off, on, off, on, ..., off), and each run with the recorder is compared with the mean of the
- * two runs without it on either side: a drift that is linear over three runs cancels out. Strict alternation also
- * keeps both targets warm. A target left without requests for server.idle_gc_ms runs its idle collection, and V8
- * then recompiles the request path for the next few seconds (docs/performance.md, fourteenth round). The pairs used
- * until then (off, on; on, off; ...) left each target idle for two runs in a row, and whether the collection fired
- * moved single pairs by tens of %. Both targets first get one unmeasured run: their last case was minutes ago.
- * The target reads the median of the ratios and its interval (bench/lib/report.mjs).
+ * A difference of a few % between two targets is smaller than how much this machine drifts between two cases a
+ * minute apart. So two targets are compared in one sequence that alternates them, B first and last (B, A, B, A,
+ * ..., B), and each run of A is compared with the mean of the two runs of B on either side: a drift that is linear
+ * over three runs cancels out. Strict alternation also gives both targets the same idle time between their runs.
+ * Both targets first get one unmeasured run: their last case was minutes ago.
  */
-async function recorderAB(sc) {
-  if (!targets.tollgate || !targets['tollgate-norec']) return undefined;
-  const n = QUICK ? 3 : 9;
-  const duration = QUICK ? 1 : 4;
-  const warmup = QUICK ? 0.2 : 1;
+async function alternate(
+  name,
+  sc,
+  a,
+  b,
+  { n = AB_PAIRS, duration = QUICK ? 1 : 4, warmup = QUICK ? 0.2 : 1, label = name } = {},
+) {
   const run = async (target, d = duration) => {
     await waitQuiet();
-    return runLoad('chat_c32', sc, target, { duration: d, warmup, label: 'recorder_ab' });
+    const g = targets[target].group;
+    resetPeak(g.pgid);
+    const rssBefore = groupStat(g.pgid).rss_kb;
+    const r = await runLoad(name, sc, target, { duration: d, warmup, label });
+    if (r) r.rss_before_mb = mib(rssBefore);
+    return r;
   };
-  for (const target of ['tollgate-norec', 'tollgate']) await run(target, QUICK ? 0.5 : 2);
-  const off = [await run('tollgate-norec')];
+  for (const target of [b, a]) await run(target, QUICK ? 0.5 : 2);
+  const bRuns = [await run(b)];
   const rounds = [];
   for (let i = 0; i < n; i++) {
-    const on = await run('tollgate');
-    off.push(await run('tollgate-norec'));
-    const [before, after] = off.slice(-2);
+    const on = await run(a);
+    bRuns.push(await run(b));
+    const [before, after] = bRuns.slice(-2);
     if (!on?.rps || !before?.rps || !after?.rps) continue;
-    const offRps = (before.rps + after.rps) / 2;
-    const cpu = (r) => r.procs?.gw?.cpu_us_per_req;
-    const offCpu = cpu(before) && cpu(after) ? (cpu(before) + cpu(after)) / 2 : undefined;
-    rounds.push({
-      on_rps: on.rps, off_rps: Math.round(offRps * 10) / 10, ratio: Math.round((on.rps / offRps) * 1000) / 1000,
-      on_cpu_us: cpu(on), off_cpu_us: offCpu && Math.round(offCpu), cpu_ratio: offCpu && cpu(on) ? Math.round((cpu(on) / offCpu) * 1000) / 1000 : undefined,
-    });
+    rounds.push(pairUp(on, before, after));
   }
+  return rounds;
+}
+
+/**
+ * A feature's cost in chat_c32 (the usage recorder, the metrics, tracing): the target with it (A) against the one
+ * without (B), alternating. The target reads the median of the ratios.
+ */
+async function featureAB(sc, onTarget, offTarget, label, what) {
+  if (!targets[onTarget] || !targets[offTarget]) return undefined;
+  const duration = QUICK ? 1 : 4;
+  const rounds = (await alternate('chat_c32', sc, onTarget, offTarget, { duration, label })).map((r) => ({
+    on_rps: r.a.rps,
+    off_rps: Math.round(r.b.rps * 10) / 10,
+    ratio: r.ratio.rps,
+    on_cpu_us: r.a.cpu_us,
+    off_cpu_us: r.b.cpu_us && Math.round(r.b.cpu_us),
+    cpu_ratio: r.ratio.cpu,
+  }));
   if (!rounds.length) return undefined;
   const cpuRatios = rounds.map((r) => r.cpu_ratio).filter((x) => x != null);
   const res = {
-    method: 'alternating', rounds, median_ratio: medianInterval(rounds.map((r) => r.ratio)).median,
+    method: 'alternating',
+    off: offTarget,
+    on: onTarget,
+    rounds,
+    median_ratio: medianInterval(rounds.map((r) => r.ratio)).median,
     median_cpu_ratio: cpuRatios.length ? medianInterval(cpuRatios).median : undefined,
     seconds_each: duration,
   };
-  log(`recorder A/B (chat, 32 conn, ${rounds.length} runs of ${duration} s with the recorder, each against the runs without it on either side): ` +
-    `req/s ratios ${rounds.map((r) => r.ratio).join(', ')}; median ${res.median_ratio}; CPU per request ratio, median ${res.median_cpu_ratio}`);
+  log(
+    `${what} A/B (chat, 32 conn, ${rounds.length} runs of ${duration} s of ${onTarget}, each against the runs of ${offTarget} on either side): ` +
+      `req/s ratios ${rounds.map((r) => r.ratio).join(', ')}; median ${res.median_ratio}; CPU per request ratios ${cpuRatios.join(', ')}, median ${res.median_cpu_ratio}`,
+  );
   return res;
+}
+
+/**
+ * Spans the mock received against requests the traced target served (its request log lines): a batch processor
+ * whose queue overflows drops spans, which would make tracing look cheaper than it is.
+ */
+async function exportedSpans() {
+  await sleep(6000); // the batch timer (OTEL_BSP_SCHEDULE_DELAY, 5 s) sends what is left
+  const stats = await (await fetch(`${mock.url}/__mock/stats`)).json();
+  const requests = readFileSync(targets['tollgate-traced'].group.logFile, 'utf8')
+    .split('\n')
+    .filter((l) => l.includes('"msg":"request"')).length;
+  log(
+    `tracing: ${stats.otlp_spans ?? 0} spans exported in ${stats.otlp_exports ?? 0} batches for ${requests} requests`,
+  );
+  return { exported: stats.otlp_spans ?? 0, batches: stats.otlp_exports ?? 0, requests };
+}
+
+/** --ab: the two variants, scenario by scenario, alternating; prints and writes ab-latest.{json,md}. */
+async function variantsAB() {
+  const variants = AB_SPECS.map((spec, i) => parseVariant(spec, i ? 'B' : 'A', ROOT));
+  if (variants[0].name === variants[1].name) die('--ab: the two variants need different names');
+  await startMock();
+  for (const [i, v] of variants.entries()) {
+    v.target = `tollgate-${'ab'[i]}`;
+    if (!(await startTollgate(v.target, await freePort(), v))) die(`variant ${v.name} did not start`);
+  }
+  await sleep(300);
+  checkLoopback();
+  const [a, b] = variants;
+  const defs = scenarioDefs();
+  const result = {
+    version: 1,
+    kind: 'ab',
+    date: new Date().toISOString(),
+    quick: QUICK,
+    variants: Object.fromEntries(
+      variants.map((v, i) => [
+        'ab'[i],
+        { name: v.name, description: describeVariant(v, ROOT), node_flags: v.nodeFlags, root: v.root },
+      ]),
+    ),
+    scenarios: {},
+    runs: {},
+  };
+  for (const name of SCENARIOS) {
+    const sc = defs[name];
+    if (!(await preflight(name, sc, a.target)) || !(await preflight(name, sc, b.target))) continue;
+    // --duration / --warmup, when given, set every run's length; else a scenario's own (uploads) or 4 s after 1 s.
+    const duration = argv.includes('--duration') ? DURATION : (sc.duration ?? (QUICK ? 1 : 4));
+    const warmup = argv.includes('--warmup') ? WARMUP : (sc.warmup ?? (QUICK ? 0.2 : 1));
+    const rounds = await alternate(name, sc, a.target, b.target, { duration, warmup });
+    result.runs[name] = rounds;
+    result.scenarios[name] = rounds.length
+      ? { ...summariseAB(rounds), seconds_each: duration, warmup_each: warmup }
+      : undefined;
+    const s = result.scenarios[name];
+    if (s)
+      log(
+        `A/B ${name}: CPU/req ${a.name} vs ${b.name} ${rounds.map((r) => r.ratio.cpu).join(', ')} (median ${s.ratio.cpu?.median}); ` +
+          `peak RSS ${rounds.map((r) => r.ratio.peak_rss).join(', ')} (median ${s.ratio.peak_rss?.median}); ${a.name} pays: ${s.pays}`,
+      );
+  }
+  result.elapsed_s = Math.round((Date.now() - started) / 1000);
+  mkdirSync(OUT_DIR, { recursive: true });
+  writeFileSync(join(OUT_DIR, 'ab-latest.json'), JSON.stringify(result, null, 2) + '\n');
+  const report = renderAB(result);
+  writeFileSync(join(OUT_DIR, 'ab-latest.md'), report + '\n');
+  console.log(report);
+  log(`results: ${join(OUT_DIR, 'ab-latest.json')} (and ab-latest.md); ${result.elapsed_s} s in total`);
+  await shutdown(0);
 }
 
 // ------------------------------------------------------------------ soak: memory over a long mixed load
@@ -474,29 +786,32 @@ async function soak(runs) {
   if (!t) return undefined;
   const pgid = t.group.pgid;
   const defs = scenarioDefs.cache;
-  const mixed = (duration, label) => Promise.all([
-    runLoad('soak', defs.chat_c32, 'tollgate', { duration, warmup: 0, c: 16, label: `${label}_chat` }),
-    runLoad('soak', defs.stream_c8, 'tollgate', { duration, warmup: 0, c: 4, label: `${label}_stream` }),
-  ]);
+  const mixed = (duration, label) =>
+    Promise.all([
+      runLoad('soak', defs.chat_c32, 'tollgate', { duration, warmup: 0, c: 16, label: `${label}_chat` }),
+      runLoad('soak', defs.stream_c8, 'tollgate', { duration, warmup: 0, c: 4, label: `${label}_stream` }),
+    ]);
   // "Before" and "after" are read in the same state: warm (code compiled, pools and caches filled by a short run
-  // of the same mix, which is not reported) and idle for as long after that load as after the soak: 10 s past the
-  // gateway's idle collection (server.idle_gc_ms).
-  const idleGc = idleGcMs();
-  const idle = QUICK ? 3000 : idleGc + 10_000;
+  // of the same mix, which is not reported) and idle for as long after that load as after the soak.
+  const idle = QUICK ? 3000 : 30_000;
   await waitQuiet();
   await mixed(QUICK ? 1 : 5, 'soak_warmup');
   await sleep(idle);
   const before = groupStat(pgid).rss_kb;
   resetPeak(pgid);
-  log(`soak: ${SOAK} s of mixed load on tollgate (chat at 16 connections + streams at 4), RSS before ${mib(before)} MiB`);
+  log(
+    `soak: ${SOAK} s of mixed load on tollgate (chat at 16 connections + streams at 4), RSS before ${mib(before)} MiB`,
+  );
   let max = before;
-  const sampler = setInterval(() => { max = Math.max(max, groupStat(pgid).rss_kb); }, 500);
+  const sampler = setInterval(() => {
+    max = Math.max(max, groupStat(pgid).rss_kb);
+  }, 500);
   const [chat, stream] = await mixed(SOAK, 'soak');
   clearInterval(sampler);
   for (const r of [chat, stream]) if (r) runs.push(r);
   const peak = Math.max(max, groupStat(pgid).hwm_kb);
-  // Settle: let timers flush the record queue. RSS is read at `settle` (the figure earlier runs reported) and at
-  // `idle`, after the gateway's own collection once it has been idle for server.idle_gc_ms.
+  // Settle: let timers flush the record queue. RSS is read at `settle`, and at `idle`, as long after the load as
+  // "before" was.
   const settle = QUICK ? 1500 : 6000;
   await sleep(settle);
   const after = groupStat(pgid).rss_kb;
@@ -504,20 +819,33 @@ async function soak(runs) {
   const afterIdle = groupStat(pgid).rss_kb;
   const ratio = (kb) => Math.round((kb / before) * 1000) / 1000;
   const res = {
-    seconds: SOAK, requests: (chat?.requests ?? 0) + (stream?.requests ?? 0), errors: (chat?.errors ?? 0) + (stream?.errors ?? 0) + (chat?.non2xx ?? 0) + (stream?.non2xx ?? 0),
-    rss_before_mb: mib(before), rss_peak_mb: mib(peak), rss_after_mb: mib(after), settle_s: settle / 1000,
+    seconds: SOAK,
+    requests: (chat?.requests ?? 0) + (stream?.requests ?? 0),
+    errors: (chat?.errors ?? 0) + (stream?.errors ?? 0) + (chat?.non2xx ?? 0) + (stream?.non2xx ?? 0),
+    rss_before_mb: mib(before),
+    rss_peak_mb: mib(peak),
+    rss_after_mb: mib(after),
+    settle_s: settle / 1000,
     after_vs_before: ratio(after),
-    rss_after_idle_mb: mib(afterIdle), idle_s: idle / 1000, after_idle_vs_before: ratio(afterIdle), idle_gc_s: idleGc / 1000,
+    rss_after_idle_mb: mib(afterIdle),
+    idle_s: idle / 1000,
+    after_idle_vs_before: ratio(afterIdle),
   };
-  log(`soak: ${res.requests} requests, RSS before ${res.rss_before_mb} MiB, peak ${res.rss_peak_mb} MiB, ` +
-    `${res.settle_s} s after ${res.rss_after_mb} MiB (${res.after_vs_before}x), ${res.idle_s} s after ${res.rss_after_idle_mb} MiB (${res.after_idle_vs_before}x)`);
+  log(
+    `soak: ${res.requests} requests, RSS before ${res.rss_before_mb} MiB, peak ${res.rss_peak_mb} MiB, ` +
+      `${res.settle_s} s after ${res.rss_after_mb} MiB (${res.after_vs_before}x), ${res.idle_s} s after ${res.rss_after_idle_mb} MiB (${res.after_idle_vs_before}x)`,
+  );
   return res;
 }
 
 // ------------------------------------------------------------------ main
 async function main() {
-  log(`${QUICK ? 'quick' : 'full'} run: ${DURATION}s measured after ${WARMUP}s warm-up per case; scenarios ${SCENARIOS.join(', ')}; temp dir ${tmp}`);
-  if (!existsSync(join(ROOT, 'dist', 'cli', 'index.js'))) die('dist/ is missing: run `npm run build` first (npm run bench does)');
+  if (!existsSync(join(ROOT, 'dist', 'cli', 'index.js')))
+    die('dist/ is missing: run `npm run build` first (npm run bench does)');
+  if (AB_SPECS.length) return variantsAB();
+  log(
+    `${QUICK ? 'quick' : 'full'} run: ${DURATION}s measured after ${WARMUP}s warm-up per case; scenarios ${SCENARIOS.join(', ')}; temp dir ${tmp}`,
+  );
   await startTargets();
   log(`targets: ${Object.keys(targets).join(', ')}`);
   const idle = {};
@@ -549,18 +877,42 @@ async function main() {
       }
       log(`${name.padEnd(15)} ${target.padEnd(15)} ${summarise(r)}`);
     }
-    if (name === 'chat_c32') memory.recorder_ab = await recorderAB(sc);
+    if (name === 'chat_c32') {
+      memory.recorder_ab = await featureAB(sc, 'tollgate', 'tollgate-norec', 'recorder_ab', 'recorder');
+      memory.metrics_ab = await featureAB(sc, 'tollgate', 'tollgate-nometrics', 'metrics_ab', 'metrics');
+      memory.tracing_ab = await featureAB(sc, 'tollgate-traced', 'tollgate', 'tracing_ab', 'tracing');
+      if (memory.tracing_ab) memory.tracing_ab.spans = await exportedSpans();
+    }
   }
-  for (const [name, t] of Object.entries(targets)) if (t.group) memory[name] = { ...(memory[name] ?? {}), rss_end_mb: mib(groupStat(t.group.pgid).rss_kb) };
+  for (const [name, t] of Object.entries(targets))
+    if (t.group) memory[name] = { ...(memory[name] ?? {}), rss_end_mb: mib(groupStat(t.group.pgid).rss_kb) };
 
   const result = {
     version: 1,
     date: new Date().toISOString(),
     quick: QUICK,
-    settings: { duration_s: DURATION, warmup_s: WARMUP, soak_s: SOAK, workers: WORKERS, upload_bytes: UPLOAD_BYTES, slow_chunk_ms: SLOW_CHUNK_MS, stream_chunks: 20 },
-    machine: { cpus: cpus().length, cpu: cpus()[0]?.model, mem_gib: Math.round(totalmem() / 2 ** 30), node: process.version, platform: `${process.platform} ${process.arch}` },
+    settings: {
+      duration_s: DURATION,
+      warmup_s: WARMUP,
+      soak_s: SOAK,
+      workers: WORKERS,
+      upload_bytes: UPLOAD_BYTES,
+      slow_chunk_ms: SLOW_CHUNK_MS,
+      stream_chunks: 20,
+    },
+    machine: {
+      cpus: cpus().length,
+      cpu: cpus()[0]?.model,
+      mem_gib: Math.round(totalmem() / 2 ** 30),
+      node: process.version,
+      platform: `${process.platform} ${process.arch}`,
+    },
     targets: Object.keys(targets),
-    target_details: Object.fromEntries(Object.entries(targets).filter(([, t]) => t.workers).map(([n, t]) => [n, { workers: t.workers, limit_store: t.limitStore }])),
+    target_details: Object.fromEntries(
+      Object.entries(targets)
+        .filter(([, t]) => t.workers)
+        .map(([n, t]) => [n, { workers: t.workers, limit_store: t.limitStore }]),
+    ),
     runs,
     memory,
     elapsed_s: Math.round((Date.now() - started) / 1000),
@@ -569,7 +921,11 @@ async function main() {
   const latest = join(OUT_DIR, 'latest.json');
   const compareWith = value('--compare', existsSync(latest) ? latest : join(ROOT, 'docs', 'bench-latest.json'));
   let previous;
-  try { previous = JSON.parse(readFileSync(compareWith, 'utf8')); } catch { previous = undefined; }
+  try {
+    previous = JSON.parse(readFileSync(compareWith, 'utf8'));
+  } catch {
+    previous = undefined;
+  }
   if (existsSync(latest)) renameSync(latest, join(OUT_DIR, 'previous.json'));
   const stamp = result.date.replace(/[:.]/g, '-');
   writeFileSync(join(OUT_DIR, `${stamp}.json`), JSON.stringify(result, null, 2) + '\n');

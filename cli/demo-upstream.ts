@@ -44,7 +44,9 @@ export class DemoUpstream {
     } catch {
       // answered below as a 400
     }
-    const [input, output, cacheRead, reasoning] = String(req.headers['x-demo-usage'] ?? '10,20,0,0').split(',').map((n) => Number(n) || 0);
+    const [input, output, cacheRead, reasoning] = String(req.headers['x-demo-usage'] ?? '10,20,0,0')
+      .split(',')
+      .map((n) => Number(n) || 0);
     const status = Number(req.headers['x-demo-status'] ?? 200);
     const model = body.model ?? 'unknown';
     const text = REPLIES[(input + output) % REPLIES.length];
@@ -54,10 +56,24 @@ export class DemoUpstream {
       res.end(JSON.stringify(value));
     };
 
-    if (!body.model) return json(400, { error: { message: 'demo upstream: model missing', type: 'invalid_request_error' } });
+    if (!body.model)
+      return json(400, { error: { message: 'demo upstream: model missing', type: 'invalid_request_error' } });
     if (status !== 200) {
-      if (path.endsWith('/messages')) return json(status, { type: 'error', error: { type: status === 429 ? 'rate_limit_error' : 'api_error', message: 'demo upstream: simulated failure' } });
-      return json(status, { error: { message: 'demo upstream: simulated failure', type: status === 429 ? 'rate_limit_exceeded' : 'server_error', code: null } });
+      if (path.endsWith('/messages'))
+        return json(status, {
+          type: 'error',
+          error: {
+            type: status === 429 ? 'rate_limit_error' : 'api_error',
+            message: 'demo upstream: simulated failure',
+          },
+        });
+      return json(status, {
+        error: {
+          message: 'demo upstream: simulated failure',
+          type: status === 429 ? 'rate_limit_exceeded' : 'server_error',
+          code: null,
+        },
+      });
     }
     if (path.endsWith('/messages')) {
       return json(200, {
@@ -68,7 +84,12 @@ export class DemoUpstream {
         content: [{ type: 'text', text }],
         stop_reason: 'end_turn',
         stop_sequence: null,
-        usage: { input_tokens: input, output_tokens: output, cache_read_input_tokens: cacheRead, cache_creation_input_tokens: 0 },
+        usage: {
+          input_tokens: input,
+          output_tokens: output,
+          cache_read_input_tokens: cacheRead,
+          cache_creation_input_tokens: 0,
+        },
       });
     }
     if (path.endsWith('/chat/completions')) {
@@ -77,8 +98,13 @@ export class DemoUpstream {
       if (body.stream) {
         res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
         const words = text.split(/(?<= )/);
-        for (const w of words) res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta: { content: w }, finish_reason: null }] })}\n\n`);
-        res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}\n\n`);
+        for (const w of words)
+          res.write(
+            `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta: { content: w }, finish_reason: null }] })}\n\n`,
+          );
+        res.write(
+          `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}\n\n`,
+        );
         res.end('data: [DONE]\n\n');
         return;
       }

@@ -14,10 +14,14 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 import { request } from 'undici';
 import { parseConfig } from '../config/load';
-import { createLogger } from '../core/logger';
-import { startGateway, type RunningGateway } from '../core/server';
-import { createGatewayKey } from '../plugins/auth/key-admin';
+import { createLogger } from '../runtime/logger';
+import { startGateway, type RunningGateway } from '../runtime/servers';
+import { createGatewayKey } from '../admin/key-admin';
 import { DemoUpstream } from './demo-upstream';
+import { listenFailure } from './errors';
+import { count } from './format';
+import { wholeNumber } from './number-option';
+import { startProgress } from './progress';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -44,7 +48,8 @@ function pick<T>(r: () => number, items: Weighted<T>): T {
 }
 
 /** Log-uniform integer in [lo, hi]: token counts have long tails. */
-const logUniform = (r: () => number, lo: number, hi: number) => Math.round(Math.exp(Math.log(lo) + r() * (Math.log(hi) - Math.log(lo))));
+const logUniform = (r: () => number, lo: number, hi: number) =>
+  Math.round(Math.exp(Math.log(lo) + r() * (Math.log(hi) - Math.log(lo))));
 
 interface AgentProfile {
   agent: string;
@@ -60,14 +65,111 @@ interface AgentProfile {
 }
 
 const AGENTS: AgentProfile[] = [
-  { agent: 'support-bot', weight: 36, team: 'support', key: 'support', features: [['ticket-reply', 6], ['triage', 3], ['kb-search', 2]], models: [['gpt-4o-mini', 6], ['claude-haiku-4-5', 3]], input: [500, 3000], output: [60, 450], cache: 0.4 },
-  { agent: 'research-agent', weight: 10, team: 'platform', key: 'platform', features: [['deep-research', 3], ['summarize', 2]], models: [['claude-sonnet-4-5', 5], ['o3', 2], ['gemini-2.5-pro', 2]], input: [4000, 40000], output: [500, 5000], cache: 0.3 },
-  { agent: 'code-review', weight: 14, team: 'platform', key: 'platform', features: [['pr-review', 4], ['explain-diff', 1]], models: [['claude-sonnet-4-5', 4], ['gpt-4.1', 3]], input: [2000, 20000], output: [200, 2000], cache: 0.5 },
-  { agent: 'sales-assistant', weight: 20, team: 'growth', key: 'growth', features: [['email-draft', 3], ['lead-scoring', 2]], models: [['gpt-4o-mini', 5], ['gemini-2.5-flash', 3], ['mistral-small-latest', 1]], input: [300, 2500], output: [100, 600], cache: 0.1 },
-  { agent: 'doc-summarizer', weight: 20, team: 'growth', key: 'growth', features: [['summarize', 3], ['extract-fields', 2]], models: [['gemini-2.5-flash', 5], ['gpt-4.1-mini', 2], ['mistral-nightly-preview', 1]], input: [2000, 16000], output: [150, 1200], cache: 0.2 },
+  {
+    agent: 'support-bot',
+    weight: 36,
+    team: 'support',
+    key: 'support',
+    features: [
+      ['ticket-reply', 6],
+      ['triage', 3],
+      ['kb-search', 2],
+    ],
+    models: [
+      ['gpt-4o-mini', 6],
+      ['claude-haiku-4-5', 3],
+    ],
+    input: [500, 3000],
+    output: [60, 450],
+    cache: 0.4,
+  },
+  {
+    agent: 'research-agent',
+    weight: 10,
+    team: 'platform',
+    key: 'platform',
+    features: [
+      ['deep-research', 3],
+      ['summarize', 2],
+    ],
+    models: [
+      ['claude-sonnet-4-5', 5],
+      ['o3', 2],
+      ['gemini-2.5-pro', 2],
+    ],
+    input: [4000, 40000],
+    output: [500, 5000],
+    cache: 0.3,
+  },
+  {
+    agent: 'code-review',
+    weight: 14,
+    team: 'platform',
+    key: 'platform',
+    features: [
+      ['pr-review', 4],
+      ['explain-diff', 1],
+    ],
+    models: [
+      ['claude-sonnet-4-5', 4],
+      ['gpt-4.1', 3],
+    ],
+    input: [2000, 20000],
+    output: [200, 2000],
+    cache: 0.5,
+  },
+  {
+    agent: 'sales-assistant',
+    weight: 20,
+    team: 'growth',
+    key: 'growth',
+    features: [
+      ['email-draft', 3],
+      ['lead-scoring', 2],
+    ],
+    models: [
+      ['gpt-4o-mini', 5],
+      ['gemini-2.5-flash', 3],
+      ['mistral-small-latest', 1],
+    ],
+    input: [300, 2500],
+    output: [100, 600],
+    cache: 0.1,
+  },
+  {
+    agent: 'doc-summarizer',
+    weight: 20,
+    team: 'growth',
+    key: 'growth',
+    features: [
+      ['summarize', 3],
+      ['extract-fields', 2],
+    ],
+    models: [
+      ['gemini-2.5-flash', 5],
+      ['gpt-4.1-mini', 2],
+      ['mistral-nightly-preview', 1],
+    ],
+    input: [2000, 16000],
+    output: [150, 1200],
+    cache: 0.2,
+  },
 ];
 
-const CUSTOMERS = ['acme', 'globex', 'initech', 'umbrella', 'hooli', 'stark-industries', 'wayne-enterprises', 'wonka', 'soylent', 'tyrell', 'cyberdyne', 'massive-dynamic'];
+const CUSTOMERS = [
+  'acme',
+  'globex',
+  'initech',
+  'umbrella',
+  'hooli',
+  'stark-industries',
+  'wayne-enterprises',
+  'wonka',
+  'soylent',
+  'tyrell',
+  'cyberdyne',
+  'massive-dynamic',
+];
 /** Zipf-like: a few big customers, a long tail. */
 const CUSTOMER_WEIGHTS: Weighted<string> = CUSTOMERS.map((c, i) => [c, 1 / (i + 1) ** 1.1]);
 
@@ -87,6 +189,8 @@ export interface DemoOptions {
   seed?: number;
   /** Progress lines (default: none). */
   log?: (line: string) => void;
+  /** Called after each request with the count sent so far and the total. */
+  onProgress?: (sent: number, total: number) => void;
 }
 
 export interface RunningDemo {
@@ -124,6 +228,10 @@ function requestTimes(r: () => number, count: number, days: number, now: number)
 export async function startDemo(opts: DemoOptions = {}): Promise<RunningDemo> {
   const count = opts.requests ?? 5000;
   const days = opts.days ?? 14;
+  // requestTimes trims its list down to `count`: a negative count would never get there.
+  if (!Number.isSafeInteger(count) || count < 0)
+    throw new RangeError(`requests must be a whole number >= 0, got ${count}`);
+  if (!(days > 0)) throw new RangeError(`days must be > 0, got ${days}`);
   const log = opts.log ?? (() => {});
   const r = rng(opts.seed ?? 42);
   const token = opts.token ?? `demo-${randomBytes(12).toString('hex')}`;
@@ -157,7 +265,10 @@ providers:
   mistral: { type: openai-compatible, display_name: Mistral, base_url: "${up}/mistral/v1", prefixes: [mistral-] }
 `;
   const config = parseConfig(yaml, { DEMO_ADMIN_TOKEN: token, DEMO_GATEWAY_KEY: demoKey }, 'demo config');
-  const running = await startGateway({ config, path: join(dataDir, 'gateway.config.yaml'), dir: dataDir }, { logger: createLogger('warn'), announce: () => {} });
+  const running = await startGateway(
+    { config, path: join(dataDir, 'gateway.config.yaml'), dir: dataDir },
+    { logger: createLogger('warn'), announce: () => {} },
+  );
   const cleanup = async () => {
     await running.stop();
     await upstream.stop();
@@ -169,7 +280,11 @@ providers:
     const workspaces = config.workspaces;
     // Gateway keys as a team would have them: one per group of agents, plus one revoked.
     const keys: Record<string, string> = {};
-    for (const [name, label] of [['support', 'support-bot (production)'], ['platform', 'platform agents'], ['growth', 'growth team']] as const) {
+    for (const [name, label] of [
+      ['support', 'support-bot (production)'],
+      ['platform', 'platform agents'],
+      ['growth', 'growth team'],
+    ] as const) {
       keys[name] = (await createGatewayKey(store, workspaces, { label })).key;
     }
     const old = await createGatewayKey(store, workspaces, { label: 'old laptop key' });
@@ -186,9 +301,17 @@ providers:
       const worker = async () => {
         while (next < times.length) {
           const i = next++;
-          const p = pick(r, AGENTS.map((a): [AgentProfile, number] => [a, a.weight]));
+          const p = pick(
+            r,
+            AGENTS.map((a): [AgentProfile, number] => [a, a.weight]),
+          );
           const model = pick(r, p.models);
-          const tags: Record<string, string> = { agent: p.agent, feature: pick(r, p.features), customer_id: pick(r, CUSTOMER_WEIGHTS), team: p.team };
+          const tags: Record<string, string> = {
+            agent: p.agent,
+            feature: pick(r, p.features),
+            customer_id: pick(r, CUSTOMER_WEIGHTS),
+            team: p.team,
+          };
           if (r() < 0.08) tags.env = 'staging';
           const inputAll = logUniform(r, p.input[0], p.input[1]);
           const cacheRead = r() < 0.6 ? Math.round(inputAll * p.cache * r() * 2) : 0;
@@ -204,15 +327,26 @@ providers:
             'x-gateway-metadata': JSON.stringify(tags),
             'x-demo-usage': `${input},${output},${Math.min(cacheRead, inputAll - 1)},${reasoning}`,
             'x-demo-status': String(failure),
-            ...(messages ? { 'x-api-key': PROVIDER_KEY, 'anthropic-version': '2023-06-01' } : { authorization: `Bearer ${PROVIDER_KEY}` }),
+            ...(messages
+              ? { 'x-api-key': PROVIDER_KEY, 'anthropic-version': '2023-06-01' }
+              : { authorization: `Bearer ${PROVIDER_KEY}` }),
           };
           const body = messages
             ? { model, max_tokens: 4096, messages: [{ role: 'user', content: `(${tags.feature}) request ${i}` }] }
-            : { model, messages: [{ role: 'user', content: `(${tags.feature}) request ${i}` }], ...(stream ? { stream: true } : {}) };
+            : {
+                model,
+                messages: [{ role: 'user', content: `(${tags.feature}) request ${i}` }],
+                ...(stream ? { stream: true } : {}),
+              };
           simulated = times[i];
-          const res = await request(`${running.url}${messages ? '/v1/messages' : '/v1/chat/completions'}`, { method: 'POST', headers, body: JSON.stringify(body) });
+          const res = await request(`${running.url}${messages ? '/v1/messages' : '/v1/chat/completions'}`, {
+            method: 'POST',
+            headers,
+            body: JSON.stringify(body),
+          });
           await res.body.text();
           sent++;
+          opts.onProgress?.(sent, times.length);
           if (sent % 1000 === 0) log(`  ${sent} / ${times.length} requests sent`);
         }
       };
@@ -238,23 +372,53 @@ providers:
   }
 }
 
+/** More would take long through one loopback gateway and prove nothing more on the dashboard. */
+const MAX_DEMO_REQUESTS = 1_000_000;
+
 export function registerDemoCommand(program: Command): void {
   program
     .command('demo')
-    .description('start a throw-away gateway filled with realistic demo usage (through a loopback mock provider) to explore the dashboard')
-    .option('-n, --requests <n>', 'requests to send through the proxy', '5000')
-    .option('--days <n>', 'spread them over this many past days', '14')
-    .option('--admin-port <port>', 'dashboard / admin API port', '8081')
-    .option('--port <port>', 'proxy port (default: any free port)', '0')
-    .action(async (o: { requests: string; days: string; adminPort: string; port: string }) => {
+    .description(
+      'start a throw-away gateway filled with realistic demo usage (through a loopback mock provider) to explore the dashboard',
+    )
+    .option('-n, --requests <n>', 'requests to send through the proxy', wholeNumber(1, MAX_DEMO_REQUESTS), 5000)
+    .option('--days <n>', 'spread them over this many past days', wholeNumber(1, 365), 14)
+    .option('--admin-port <port>', 'dashboard / admin API port', wholeNumber(0, 65535), 8081)
+    .option('--port <port>', 'proxy port (default: any free port)', wholeNumber(0, 65535), 0)
+    .action(async (o: { requests: number; days: number; adminPort: number; port: number }) => {
       const token = process.env.TOLLGATE_ADMIN_TOKEN || undefined;
-      process.stderr.write(`Tollgate demo: sending ${o.requests} requests through the gateway to a loopback mock provider...\n`);
+      process.stderr.write(
+        `Tollgate demo: sending ${count(o.requests)} requests through the gateway to a loopback mock provider...\n`,
+      );
       const t0 = Date.now();
-      const demo = await startDemo({ requests: Number(o.requests), days: Number(o.days), adminPort: Number(o.adminPort), port: Number(o.port), token, log: (l) => process.stderr.write(`${l}\n`) });
+      const progress = startProgress('demo', o.requests, 'requests', { realDateNow: false });
+      let demo: RunningDemo;
+      try {
+        demo = await startDemo({
+          requests: o.requests,
+          days: o.days,
+          adminPort: o.adminPort,
+          port: o.port,
+          token,
+          onProgress: (sent) => progress.update(sent),
+        });
+      } catch (err) {
+        throw listenFailure(err);
+      } finally {
+        progress.stop();
+      }
+      // Before "Press Ctrl-C": a signal that came before its handler would end the process without the clean-up.
+      const stop = () =>
+        void demo.stop().then(
+          () => process.exit(0),
+          () => process.exit(1),
+        );
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
       process.stdout.write(
         [
           '',
-          `Recorded ${demo.sent} requests over the past ${o.days} days in ${((Date.now() - t0) / 1000).toFixed(1)} s.`,
+          `Recorded ${count(demo.sent)} requests over the past ${o.days} days in ${((Date.now() - t0) / 1000).toFixed(1)} s.`,
           '',
           `  Dashboard:    ${demo.adminUrl}/`,
           `  Admin token:  ${demo.token}${token ? ' (from TOLLGATE_ADMIN_TOKEN)' : ''}`,
@@ -264,8 +428,5 @@ export function registerDemoCommand(program: Command): void {
           '',
         ].join('\n'),
       );
-      const stop = () => void demo.stop().then(() => process.exit(0), () => process.exit(1));
-      process.once('SIGINT', stop);
-      process.once('SIGTERM', stop);
     });
 }

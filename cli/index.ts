@@ -2,62 +2,83 @@
 import 'reflect-metadata';
 import cluster from 'node:cluster';
 import { Command } from 'commander';
-import { ConfigError, configPath, loadConfigFile, type LoadedConfig } from '../config/load';
-import { GatewayError } from '../core/errors';
-import { onPrimaryShutdown, runPrimary, workerCount } from '../core/cluster';
-import { checkWiring } from '../core/check-wiring';
-import { startGateway } from '../core/server';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { configPath, loadConfigFile, type LoadedConfig } from '../config/load';
+import { onPrimaryShutdown, runPrimary, workerCount } from '../runtime/cluster';
+import { prepareWiring } from '../runtime/wiring';
+import { startGateway } from '../runtime/servers';
+import { exitQuietlyWhenOutputCloses } from './closed-output';
 import { registerDemoCommand } from './demo';
+import { errorLine, EXIT_INTERNAL, EXIT_USER, exitWithError, isUserError, listenFailure, UserError } from './errors';
 import { registerKeyCommands } from './keys';
 import { registerUsageCommands } from './usage';
+
+exitQuietlyWhenOutputCloses();
+
+/** The installed package's version: dist/cli/index.js sits two folders below package.json. */
+const { version } = JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')) as {
+  version: string;
+};
 
 const program = new Command()
   .name('tollgate')
   .description('Tollgate: a transparent gateway for language-model APIs with exact cost attribution')
-  .option('-c, --config <file>', 'config file (default: $GATEWAY_CONFIG or ./gateway.config.yaml)');
+  .version(version, '-V, --version', 'print the version')
+  .option('-c, --config <file>', 'config file (default: $GATEWAY_CONFIG or ./gateway.config.yaml)')
+  // Commander's own refusals (unknown option, missing or invalid argument) end as the others do: one line, exit 2.
+  .exitOverride()
+  // (its suggestion, "(Did you mean usage?)", comes on a line of its own: joined to the message).
+  .configureOutput({
+    outputError: (text, write) => write(`tollgate: ${text.replace(/^error: /, '').replace(/\n(?=.)/g, ' ')}`),
+  });
 
+/** The config file, or a one-line error (exit 2) naming what is wrong with it. */
 function loadOrExit(): LoadedConfig {
   try {
     return loadConfigFile(configPath(program.opts().config));
   } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`tollgate: ${err.message}\n`);
-      process.exit(2);
-    }
-    throw err;
+    exitWithError(err);
   }
 }
 
 program
   .command('start')
   .description('start the gateway')
-  .option('-w, --workers <n>', 'gateway processes sharing the port, a number or "auto" (one per CPU core); default: server.workers')
+  .option(
+    '-w, --workers <n>',
+    'gateway processes sharing the port, a number or "auto" (one per CPU core); default: server.workers',
+  )
   .action(async (options: { workers?: string }) => {
     const loaded = loadOrExit();
     let workers: number;
     try {
       workers = workerCount(options.workers ?? loaded.config.server.workers);
     } catch (err) {
-      process.stderr.write(`tollgate: ${(err as Error).message}\n`);
-      process.exit(2);
+      exitWithError(new UserError((err as Error).message));
     }
     if (workers > 1 && cluster.isPrimary) {
       try {
         process.exit(await runPrimary(loaded, workers));
       } catch (err) {
-        process.stderr.write(`tollgate: cannot start: ${(err as Error).message}\n`);
-        process.exit(1);
+        exitWithError(listenFailure(err), 'cannot start');
       }
     }
     let running;
     try {
       running = await startGateway(loaded);
     } catch (err) {
-      process.stderr.write(`tollgate: cannot start: ${(err as Error).message}\n`);
-      process.exit(1);
+      const failure = listenFailure(err);
+      // With several workers each fails alike (same config, same port): the first one says why, the others
+      // exit with the same code, and the primary stops (core/cluster.ts).
+      if (cluster.isWorker && cluster.worker?.id !== 1) process.exit(isUserError(failure) ? EXIT_USER : EXIT_INTERNAL);
+      exitWithError(failure, 'cannot start');
     }
     const { gateway, url, adminUrl, stop } = running;
-    gateway.logger.info({ url, adminUrl, config: loaded.path, providers: gateway.providers.list().map((p) => p.slug) }, 'tollgate listening');
+    gateway.logger.info(
+      { url, adminUrl, config: loaded.path, providers: gateway.providers.list().map((p) => p.slug) },
+      'tollgate listening',
+    );
     if (adminUrl) process.stderr.write(`Tollgate admin API and dashboard on ${adminUrl}\n`);
     process.stderr.write(`Tollgate proxy listening on ${url} (config ${loaded.path})\n`);
     let signals = 0;
@@ -84,21 +105,18 @@ program
     const loaded = loadOrExit();
     const c = loaded.config;
     try {
-      await checkWiring(loaded);
+      await prepareWiring(loaded);
     } catch (err) {
-      process.stderr.write(`tollgate: ${loaded.path}: ${(err as Error).message}\n`);
-      process.exit(2);
+      exitWithError(new UserError(`${loaded.path}: ${errorLine(err)}`, { cause: err }));
     }
     for (const warning of loaded.warnings ?? []) process.stderr.write(`tollgate: warning: ${warning}\n`);
-    process.stdout.write(`${loaded.path} is valid: proxy ${c.server.host}:${c.server.port}, ${Object.keys(c.providers).length} provider entries, ${c.workspaces.length} workspace(s), ${c.plugins.length} plugin(s)\n`);
+    process.stdout.write(
+      `${loaded.path} is valid: proxy ${c.server.host}:${c.server.port}, ${Object.keys(c.providers).length} provider entries, ${c.workspaces.length} workspace(s), ${c.plugins.length} plugin(s)\n`,
+    );
   });
 
 registerUsageCommands(program, loadOrExit);
 registerKeyCommands(program, loadOrExit);
 registerDemoCommand(program);
 
-program.parseAsync(process.argv).catch((err) => {
-  // A refusal the user can act on (unknown workspace ...) prints its message; anything else its stack.
-  process.stderr.write(`tollgate: ${err instanceof GatewayError ? err.message : ((err as Error).stack ?? err)}\n`);
-  process.exit(1);
-});
+program.parseAsync(process.argv).catch((err) => exitWithError(err));

@@ -1,35 +1,66 @@
 import type { Command } from 'commander';
 import type { LoadedConfig } from '../config/load';
-import { createGatewayKey, keyJson } from '../plugins/auth/key-admin';
-import { SharedKeys, type SharedKey } from '../plugins/auth/shared-keys';
+import { createGatewayKey, keyJson } from '../admin/key-admin';
+import { SharedKeys, type SharedKey } from '../runtime/services/keys/shared-keys';
 import type { GatewayKey } from '../storage/store';
+import { UserError } from './errors';
 import { withStore } from './store';
 import { renderTable } from './table';
 
 /** `tollgate keys create|list|revoke`: the same operations as the admin API's /api/keys, on the store directly. */
 export function registerKeyCommands(program: Command, load: () => LoadedConfig): void {
-  const keys = program.command('keys').description('manage gateway keys (stored hashed; a key is shown once at creation)');
+  const keys = program
+    .command('keys')
+    .description('manage gateway keys (stored hashed; a key is shown once at creation)');
 
   keys
     .command('create')
     .description('create a key and print it once')
     .option('-w, --workspace <id>', 'workspace (default: the first in the config)')
     .option('-l, --label <text>', 'a label to recognise the key by')
-    .action(async (opts: { workspace?: string; label?: string }) => {
+    .option('--json', 'print the key and its record as JSON (the fields of POST /api/keys)')
+    .action(async (opts: { workspace?: string; label?: string; json?: boolean }) => {
       const loaded = load();
-      const { key, record } = await withStore(loaded, (store) => createGatewayKey(store, loaded.config.workspaces, opts));
+      const { key, record } = await withStore(loaded, (store) =>
+        createGatewayKey(store, loaded.config.workspaces, opts),
+      );
       await share(loaded, record);
-      process.stdout.write(`Created key ${record.id} for workspace ${record.workspaceId}. Copy it now, it is not shown again:\n\n    ${key}\n\n`);
+      if (opts.json) {
+        process.stdout.write(`${JSON.stringify({ ...keyJson(record), source: 'store', key })}\n`);
+        return;
+      }
+      process.stdout.write(
+        `Created key ${record.id} for workspace ${record.workspaceId}. Copy it now, it is not shown again:\n\n    ${key}\n\n`,
+      );
     });
 
   keys
     .command('list')
     .description('list keys (never the keys themselves)')
     .option('-w, --workspace <id>', 'only this workspace')
-    .action(async (opts: { workspace?: string }) => {
-      const list = await withStore(load(), (store) => store.listKeys(opts.workspace));
-      const rows = list.map(keyJson).map((k) => [k.id, k.workspace, k.label || '-', k.created_at, k.last_used_at ?? 'never', k.revoked ? `revoked ${k.revoked_at}` : 'active']);
-      process.stdout.write(`${renderTable(['id', 'workspace', 'label', 'created', 'last used', 'status'], rows)}\n`);
+    .option('--json', 'print the keys as JSON (the fields of GET /api/keys)')
+    .action(async (opts: { workspace?: string; json?: boolean }) => {
+      const list = (await withStore(load(), (store) => store.listKeys(opts.workspace), { mustExist: true })).map(
+        (k) => ({ ...keyJson(k), source: 'store' as const }),
+      );
+      if (opts.json) {
+        process.stdout.write(`${JSON.stringify(list, null, 2)}\n`);
+        return;
+      }
+      const rows = list.map((k) => [
+        k.id,
+        k.workspace,
+        k.label || '-',
+        k.created_at,
+        k.last_used_at ?? 'never',
+        k.revoked ? `revoked ${k.revoked_at}` : 'active',
+      ]);
+      process.stdout.write(
+        `${renderTable(
+          ['id', 'workspace', 'label', 'created', 'last used', 'status'].map((header) => ({ header })),
+          rows,
+        )}\n`,
+      );
     });
 
   keys
@@ -37,11 +68,12 @@ export function registerKeyCommands(program: Command, load: () => LoadedConfig):
     .description('revoke a key: every running instance refuses it within a second')
     .action(async (id: string) => {
       const loaded = load();
-      const record = await withStore(loaded, async (store) => ((await store.revokeKey(id)) ? (await store.listKeys()).find((k) => k.id === id) : undefined));
-      if (!record) {
-        process.stderr.write(`tollgate: no active key with id ${id}\n`);
-        process.exit(1);
-      }
+      const record = await withStore(
+        loaded,
+        async (store) => ((await store.revokeKey(id)) ? (await store.listKeys()).find((k) => k.id === id) : undefined),
+        { mustExist: true },
+      );
+      if (!record) throw new UserError(`no active key with id ${id} (tollgate keys list shows them)`);
       await share(loaded, record);
       process.stdout.write(`Revoked ${id}\n`);
     });
@@ -60,7 +92,9 @@ async function share(loaded: LoadedConfig, k: GatewayKey): Promise<void> {
     const key: SharedKey = { id: k.id, hash: k.hash, workspaceId: k.workspaceId, revoked: k.revokedAt !== null };
     await shared.publish([key]);
   } catch (err) {
-    process.stderr.write(`tollgate: warning: could not publish the change through Redis (${(err as Error).message}); instances sharing this usage store still apply it within a second\n`);
+    process.stderr.write(
+      `tollgate: warning: could not publish the change through Redis (${(err as Error).message}); instances sharing this usage store still apply it within a second\n`,
+    );
   } finally {
     await shared.close();
   }

@@ -1,13 +1,57 @@
 /**
- * Renders rows as an aligned plain-text table for terminal output. Number columns are right-aligned: those
- * whose cells are numbers or amounts ("$0.00027", ">=$0.5"), where "unknown" and "" may stand for a missing one.
+ * Aligned plain-text tables for the terminal (cli-table3), borderless so that grep and awk still read them.
+ * Widths are display columns (string-width), not UTF-16 units: a CJK character or an emoji takes two, so tag
+ * values in any script line up.
  */
-export function renderTable(headers: string[], rows: (string | number)[][]): string {
-  const cells = [headers, ...rows.map((r) => r.map(String))];
-  const widths = headers.map((_, i) => Math.max(...cells.map((r) => r[i].length)));
-  const numeric = headers.map((_, i) => rows.length > 0 && rows.every((r) => typeof r[i] === 'number' || NUMERIC_CELL.test(String(r[i]))));
-  const line = (r: string[]) => r.map((c, i) => (numeric[i] ? c.padStart(widths[i]) : c.padEnd(widths[i]))).join('  ').trimEnd();
-  return [line(headers), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.slice(1).map(line)].join('\n');
+import Table from 'cli-table3';
+import stringWidth from 'string-width';
+
+export interface Column {
+  header: string;
+  /** Numbers and amounts are right-aligned. */
+  align?: 'left' | 'right';
 }
 
-const NUMERIC_CELL = /^(?:(?:>=)?[\d.,$-]+|unknown|)$/;
+/** Wider cells are cut with "…" (a tag value may be 200 characters long). */
+const MAX_CELL_WIDTH = 48;
+const GAP = '  ';
+
+const BORDERLESS = {
+  top: '',
+  'top-mid': '',
+  'top-left': '',
+  'top-right': '',
+  bottom: '',
+  'bottom-mid': '',
+  'bottom-left': '',
+  'bottom-right': '',
+  left: '',
+  'left-mid': '',
+  mid: '',
+  'mid-mid': '',
+  right: '',
+  'right-mid': '',
+  middle: GAP,
+};
+
+export function renderTable(columns: Column[], rows: string[][]): string {
+  const widths = columns.map((c, i) =>
+    Math.min(MAX_CELL_WIDTH, Math.max(stringWidth(c.header), ...rows.map((r) => stringWidth(r[i])))),
+  );
+  const table = new Table({
+    chars: BORDERLESS,
+    colWidths: widths,
+    colAligns: columns.map((c) => c.align ?? 'left'),
+    style: { head: [], border: [], 'padding-left': 0, 'padding-right': 0, compact: true },
+  });
+  table.push(
+    columns.map((c) => c.header),
+    widths.map((w) => '-'.repeat(w)),
+    ...rows,
+  );
+  return table
+    .toString()
+    .split('\n')
+    .map((l) => l.trimEnd())
+    .join('\n');
+}

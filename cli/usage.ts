@@ -1,54 +1,96 @@
 import type { Command } from 'commander';
 import { groupRowJson } from '../admin/serialize';
 import type { LoadedConfig } from '../config/load';
-import { PriceCatalog } from '../pricing/catalog';
-import { formatUsd } from '../pricing/money';
+import type { PriceCatalog } from '../pricing/catalog';
+import { deployProviders } from '../runtime/wiring';
 import { repriceRecord } from '../pricing/reprice';
+import { planUsageQuery, type UsagePlan } from '../storage';
 import { addTotals, costStatus, zeroTotals } from '../storage/counters';
-import type { UsageTotals } from '../storage/store';
+import type { UsageRecord } from '../core/usage';
+import type { Repricing, UsageQuery, UsageStore, UsageTotals } from '../storage/store';
+import { repricingChanges } from '../storage/reprice';
+import { errorLine, UserError } from './errors';
+import { formatUsd } from '../pricing/money';
+import { count, usdCents } from './format';
+import { startProgress } from './progress';
 import { withStore } from './store';
-import { renderTable } from './table';
+import { renderTable, type Column } from './table';
+import { TIME_HELP, timeRange } from './time-range';
 
 const DAY = 24 * 3600 * 1000;
-
-function parseTime(text: string | undefined, fallback: number): number {
-  if (!text) return fallback;
-  const rel = /^(\d+)([hd])$/.exec(text); // 24h, 7d: that long ago
-  if (rel) return Date.now() - Number(rel[1]) * (rel[2] === 'h' ? 3600_000 : DAY);
-  const t = /^\d+$/.test(text) ? Number(text) : Date.parse(text);
-  if (!Number.isFinite(t)) throw new Error(`cannot read the time "${text}" (use 24h, 7d, an ISO date or epoch ms)`);
-  return t;
-}
 
 function parseFilters(list: string[]): Record<string, string> {
   return Object.fromEntries(
     list.map((f) => {
       const i = f.indexOf('=');
-      if (i <= 0) throw new Error(`--filter takes key=value, got "${f}"`);
+      if (i <= 0) throw new UserError(`--filter takes key=value, got "${f}"`);
       return [f.slice(0, i), f.slice(i + 1)];
     }),
   );
 }
 
+/** The store's own checks (a dimension twice, a status that is no HTTP status ...), before anything is opened. */
+function checkedPlan(query: UsageQuery): UsagePlan {
+  try {
+    return planUsageQuery(query);
+  } catch (err) {
+    throw new UserError((err as Error).message);
+  }
+}
+
 /**
- * A cost cell: every digit of the exact amount ($0.000000 would hide a real cost of $0.0000003), "unknown"
- * when no record of the group has a price (never $0), ">=" when some records are unpriced (a lower bound).
+ * Any name that is not built-in is taken for a tag key, so a misspelt one ("agnet") would silently group
+ * everything under "(untagged)": say so when no record carries that tag.
+ */
+async function warnUnknownTags(store: UsageStore, plan: UsagePlan): Promise<void> {
+  const asked = [
+    ...new Set([
+      ...plan.groupBy.flatMap((d) => (d.kind === 'tag' ? [d.key] : [])),
+      ...plan.filters.tags.map((t) => t.key),
+    ]),
+  ];
+  if (asked.length === 0) return;
+  const known = await store.listTagKeys();
+  for (const key of asked.filter((k) => !known.includes(k))) {
+    process.stderr.write(
+      `tollgate: warning: no record has a tag "${key}" (tags in the data: ${known.join(', ') || 'none'})\n`,
+    );
+  }
+}
+
+/**
+ * A cost cell, to the cent: "unknown" when no record of the group has a price (never $0), ">=" when some
+ * records are unpriced (a lower bound, so rounded down). --json has the exact amounts.
  */
 export function costCell(t: UsageTotals): string {
   const status = costStatus(t);
   if (status === 'unknown') return 'unknown';
-  return `${status === 'lower_bound' ? '>=' : ''}$${formatUsd(t.costPico)}`;
+  return status === 'lower_bound' ? `>=${usdCents(t.costPico, true)}` : usdCents(t.costPico);
 }
 
 /** The summary under the table: requests, cost, and how many records the cost leaves out or estimates. */
 export function totalLine(t: UsageTotals): string {
   const notes = [
-    t.unknownCostCount ? `${t.unknownCostCount} unpriced (cost unknown, not included)` : '',
-    t.estimatedCount ? `${t.estimatedCount} estimated` : '',
-    t.partialCount ? `${t.partialCount} partial` : '',
+    t.unknownCostCount ? `${count(t.unknownCostCount)} unpriced (cost unknown, not included)` : '',
+    t.estimatedCount ? `${count(t.estimatedCount)} estimated` : '',
+    t.partialCount ? `${count(t.partialCount)} partial` : '',
   ].filter(Boolean);
   const cost = costStatus(t) === 'unknown' ? 'cost unknown' : costCell(t);
-  return `${t.requests} requests, ${cost}${notes.length ? ` (${notes.join(', ')})` : ''}`;
+  return `${count(t.requests)} requests, ${cost}${notes.length ? ` (${notes.join(', ')})` : ''}`;
+}
+
+const right = (header: string): Column => ({ header, align: 'right' });
+
+/**
+ * The prices start-up uses, provider modules' included; a price file or module that is missing or unreadable is the
+ * config's fault, as check-config says.
+ */
+async function priceCatalog(loaded: LoadedConfig): Promise<PriceCatalog> {
+  try {
+    return (await deployProviders(loaded)).prices;
+  } catch (err) {
+    throw new UserError(`${loaded.path}: pricing: ${errorLine(err)}`, { cause: err });
+  }
 }
 
 /** `tollgate usage` (grouped spend as a table) and `tollgate usage reprice`. */
@@ -57,15 +99,35 @@ export function registerUsageCommands(program: Command, load: () => LoadedConfig
     .command('usage')
     .description('print spend grouped by any dimension (agent, feature, customer_id, provider, model or any tag)')
     .option('-g, --group-by <dims>', 'comma-separated dimensions', 'provider,model')
-    .option('--from <time>', 'start: 24h, 7d, an ISO date or epoch ms', '30d')
-    .option('--to <time>', 'end (default now)')
-    .option('-f, --filter <key=value>', 'only records with this dimension value (repeatable)', (v: string, all: string[]) => [...all, v], [] as string[])
-    .option('--json', 'print JSON instead of a table')
-    .action(async (opts: { groupBy: string; from: string; to?: string; filter: string[]; json?: boolean }) => {
-      const groupBy = opts.groupBy.split(',').map((s) => s.trim()).filter(Boolean);
-      const to = parseTime(opts.to, Date.now());
-      const query = { from: parseTime(opts.from, to - 30 * DAY), to, groupBy, filters: parseFilters(opts.filter) };
-      const rows = await withStore(load(), (store) => store.queryUsage(query));
+    .option('--from <time>', `start: ${TIME_HELP} (default: 30 days before --to)`)
+    .option('--to <time>', 'end (default: now)')
+    .option(
+      '-f, --filter <key=value>',
+      'only records with this dimension value (repeatable)',
+      (v: string, all: string[]) => [...all, v],
+      [] as string[],
+    )
+    .option('--json', 'print the rows as JSON (exact costs, the field names of GET /api/usage)')
+    .action(async (opts: { groupBy: string; from?: string; to?: string; filter: string[]; json?: boolean }) => {
+      const groupBy = opts.groupBy
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean);
+      const query: UsageQuery = {
+        ...timeRange(opts, (to) => to - 30 * DAY),
+        groupBy,
+        filters: parseFilters(opts.filter),
+      };
+      const plan = checkedPlan(query);
+      const loaded = load();
+      const rows = await withStore(
+        loaded,
+        async (store) => {
+          await warnUnknownTags(store, plan);
+          return store.queryUsage(query);
+        },
+        { mustExist: true },
+      );
       rows.sort((a, b) => (b.costPico > a.costPico ? 1 : b.costPico < a.costPico ? -1 : b.requests - a.requests));
       if (opts.json) {
         // The same rows as GET /api/usage (cost_usd null when unknown, cost_status, counts by provenance).
@@ -75,26 +137,145 @@ export function registerUsageCommands(program: Command, load: () => LoadedConfig
       // Cache reads and writes are priced differently (a read is cheaper than input, a write dearer), so apart.
       const table = rows.map((r) => [
         ...groupBy.map((g) => r.group[g] ?? '(none)'),
-        r.requests, r.inputTokens, r.outputTokens, r.cacheReadTokens, r.cacheWriteTokens + r.cacheWrite1hTokens,
-        costCell(r), r.unknownCostCount, r.estimatedCount, r.partialCount,
+        ...[
+          r.requests,
+          r.inputTokens,
+          r.outputTokens,
+          r.cacheReadTokens,
+          r.cacheWriteTokens + r.cacheWrite1hTokens,
+        ].map(count),
+        costCell(r),
+        ...[r.unknownCostCount, r.estimatedCount, r.partialCount].map(count),
       ]);
       // Each grouping partitions the records (one value per dimension per record), so its rows add up to the total.
       const total = rows.reduce((sum, r) => addTotals(sum, r), zeroTotals());
-      const headers = [...groupBy, 'requests', 'input', 'output', 'cache read', 'cache write', 'cost', 'unpriced', 'estimated', 'partial'];
-      process.stdout.write(`${renderTable(headers, table)}\n`);
-      process.stdout.write(`\n${totalLine(total)} from ${new Date(query.from).toISOString()} to ${new Date(to).toISOString()}\n`);
+      const columns = [
+        ...groupBy.map((header): Column => ({ header })),
+        ...['requests', 'input', 'output', 'cache read', 'cache write', 'cost', 'unpriced', 'estimated', 'partial'].map(
+          right,
+        ),
+      ];
+      process.stdout.write(`${renderTable(columns, table)}\n`);
+      process.stdout.write(
+        `\n${totalLine(total)} from ${new Date(query.from).toISOString()} to ${new Date(query.to).toISOString()}\n`,
+      );
     });
 
   usage
     .command('reprice')
-    .description('recompute the cost of stored records with the current price catalog (after a price was added or fixed)')
-    .option('--from <time>', 'start: 24h, 7d, an ISO date or epoch ms', '3650d')
-    .option('--to <time>', 'end (default now)')
-    .action(async (opts: { from: string; to?: string }) => {
+    .description(
+      'recompute the cost of stored records with the current price catalog (after a price was added or fixed)',
+    )
+    .option('--from <time>', `start: ${TIME_HELP} (default: the first record)`)
+    .option('--to <time>', 'end (default: now)')
+    .option('--dry-run', 'change nothing: print the old and new totals by model, and how many records would change')
+    .option('--json', 'print the result as JSON')
+    .action(async function (this: Command) {
+      // Commander gives `usage reprice --from 7d` to the parent, which has a --from of its own: read both.
+      const opts = this.optsWithGlobals() as { from?: string; to?: string; json?: boolean; dryRun?: boolean };
+      const range = timeRange(opts, () => 0);
       const loaded = load();
-      const catalog = new PriceCatalog(loaded.config.pricing, { baseDir: loaded.dir });
-      const to = parseTime(opts.to, Date.now());
-      const result = await withStore(loaded, (store) => store.repriceAll((r) => repriceRecord(catalog, r), { from: parseTime(opts.from, 0), to }));
-      process.stdout.write(`repriced with catalog ${catalog.version}: ${result.updated} of ${result.scanned} records changed\n`);
+      const catalog = await priceCatalog(loaded);
+      const diff = new RepriceDiff();
+      const result = await withStore(
+        loaded,
+        async (store) => {
+          // The rollups count the records of the range cheaply: the total of the progress.
+          const [all] = await store.queryUsage({ ...range, groupBy: [] });
+          const progress = startProgress(
+            opts.dryRun ? 'usage reprice --dry-run' : 'usage reprice',
+            all?.requests ?? 0,
+            'records',
+          );
+          let scanned = 0;
+          try {
+            return await store.repriceAll((r) => {
+              if (++scanned % 1000 === 0) progress.update(scanned);
+              const next = repriceRecord(catalog, r);
+              diff.add(r, next);
+              return opts.dryRun ? undefined : next;
+            }, range);
+          } finally {
+            progress.update(scanned);
+            progress.stop();
+          }
+        },
+        { mustExist: true },
+      );
+      if (opts.json) {
+        const changed = opts.dryRun ? diff.changed : result.updated;
+        process.stdout.write(
+          `${JSON.stringify({ catalog_version: catalog.version, dry_run: Boolean(opts.dryRun), scanned: result.scanned, updated: opts.dryRun ? 0 : changed, would_change: opts.dryRun ? changed : undefined })}\n`,
+        );
+        return;
+      }
+      if (opts.dryRun) {
+        const columns: Column[] = [
+          { header: 'model' },
+          { header: 'records', align: 'right' },
+          { header: 'changed', align: 'right' },
+          { header: 'old cost', align: 'right' },
+          { header: 'new cost', align: 'right' },
+        ];
+        process.stdout.write(
+          `${renderTable(
+            columns,
+            diff.rows().map((row) => row.map((c) => (typeof c === 'number' ? count(c) : c))),
+          )}\n`,
+        );
+        process.stdout.write(
+          `\ndry run with catalog ${catalog.version}: ${count(diff.changed)} of ${count(result.scanned)} records would change; nothing was written\n`,
+        );
+        return;
+      }
+      process.stdout.write(
+        `repriced with catalog ${catalog.version}: ${count(result.updated)} of ${count(result.scanned)} records changed\n`,
+      );
     });
+}
+
+/** Old and new cost totals by model, for `usage reprice --dry-run`; unknown costs are counted apart, never as $0. */
+export class RepriceDiff {
+  private readonly byModel = new Map<string, { records: number; changed: number; old: Side; next: Side }>();
+  changed = 0;
+
+  add(r: UsageRecord, next: Repricing | undefined): void {
+    const model = r.servedModel ?? r.model ?? '(none)';
+    let m = this.byModel.get(model);
+    if (!m) this.byModel.set(model, (m = { records: 0, changed: 0, old: new Side(), next: new Side() }));
+    m.records++;
+    m.old.add(r.costPico, r.provenance);
+    const after = next ?? r;
+    m.next.add(after.costPico, after.provenance);
+    if (next && repricingChanges(r, next)) {
+      m.changed++;
+      this.changed++;
+    }
+  }
+
+  rows(): (string | number)[][] {
+    return [...this.byModel]
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([model, m]) => [model, m.records, m.changed, m.old.cell(), m.next.cell()]);
+  }
+}
+
+/** One side of the diff: the known costs summed, and how many records have none (unpriced). */
+class Side {
+  private pico = 0n;
+  private unknown = 0;
+  private counted = 0;
+
+  add(cost: bigint | null, provenance: string): void {
+    if (provenance === 'not_counted') return;
+    this.counted++;
+    if (cost === null) this.unknown++;
+    else this.pico += cost;
+  }
+
+  cell(): string {
+    if (this.counted === 0) return 'not counted';
+    if (this.unknown === this.counted) return 'unknown';
+    return `${this.unknown > 0 ? '>=' : ''}$${formatUsd(this.pico)}${this.unknown > 0 ? ` (${this.unknown} unpriced)` : ''}`;
+  }
 }

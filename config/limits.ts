@@ -41,6 +41,11 @@ const budget = z
 export const workspaceLimitsSchema = z.strictObject({
   /** Upper cap on max_tokens / max_completion_tokens / max_output_tokens; a larger value is refused, never rewritten. */
   max_tokens: positiveInt.optional(),
+  /**
+   * With max_tokens set, a request that names no output-token field: cap (the provider's own output-limit field is
+   * set to max_tokens), reject (400 max_tokens_required) or allow (sent as is, uncapped).
+   */
+  max_tokens_when_absent: z.enum(['cap', 'reject', 'allow']).default('cap'),
   ...rateLimits,
   /** The same limits for each value of a tag, e.g. { customer_id: { concurrent_streams: 5 } }. */
   per_tag: z.record(tagKey, z.strictObject(rateLimits)).optional(),
@@ -54,7 +59,13 @@ export const workspaceLimitsSchema = z.strictObject({
 export const limitStoreSchema = z.strictObject({
   /** Share limits, slots, budgets and key revocation across instances through Redis; in memory when unset. */
   // An empty value (an unset ${TOLLGATE_REDIS_URL:-}) means no Redis.
-  redis_url: z.preprocess((v) => (v === '' ? undefined : v), z.string().regex(/^rediss?:\/\//, 'expected redis://... or rediss://...').optional()),
+  redis_url: z.preprocess(
+    (v) => (v === '' ? undefined : v),
+    z
+      .string()
+      .regex(/^rediss?:\/\//, 'expected redis://... or rediss://...')
+      .optional(),
+  ),
   key_prefix: z.string().default('tollgate:'),
   /** When the limit store cannot be reached: keep serving without limits (open) or refuse with 503 (closed). */
   on_error: z.enum(['open', 'closed']).default('open'),
@@ -76,7 +87,27 @@ export const limitStoreSchema = z.strictObject({
   circuit_breaker_ms: fromText(z.number().int().min(100)).default(1000),
 });
 
+/** Settings that only say how another limit behaves: each has a default, so every workspace holds them. */
+export const LIMIT_MODIFIERS: ReadonlySet<string> = new Set(['missing_tags', 'max_tokens_when_absent']);
+
 export type WorkspaceLimits = z.output<typeof workspaceLimitsSchema>;
 export type RateLimits = Pick<WorkspaceLimits, keyof typeof rateLimits>;
 export type BudgetConfig = z.output<typeof budget>;
 export type LimitStoreConfig = z.output<typeof limitStoreSchema>;
+
+/**
+ * budgets: how budgets treat a model without a price (its cost cannot be reserved or known). refuse (default): a
+ * request for it is refused wherever a budget applies (403 model_unpriced); allow: it passes, reserving and
+ * counting nothing; { price_as: <model> }: it is reserved and counted at that model's price.
+ */
+export const budgetPolicySchema = z.strictObject({
+  unpriced: z.union([z.enum(['refuse', 'allow']), z.strictObject({ price_as: z.string().min(1) })]).default('refuse'),
+  /**
+   * Input tokens a reservation counts at least for a request that references context the body does not hold
+   * (previous_response_id, a conversation, file ids, image URLs, file or web search): a number, or context_window
+   * (default: the model's whole context window, the bound that makes such a request unable to overshoot).
+   */
+  referenced_input_tokens: z.union([z.literal('context_window'), positiveInt]).default('context_window'),
+});
+
+export type BudgetPolicy = z.output<typeof budgetPolicySchema>;

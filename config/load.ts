@@ -37,12 +37,16 @@ export function loadConfigFile(path: string, env: NodeJS.ProcessEnv = process.en
 
 /** A gateway key written into the file itself is a secret at rest: the file should hold ${ENV} or sha256. */
 function plainTextKeys(text: string): string[] {
-  const raw = parseDocument(text).toJS() as { workspaces?: { id?: unknown; keys?: { id?: unknown; key?: unknown }[] }[] } | null;
+  const raw = parseDocument(text).toJS() as {
+    workspaces?: { id?: unknown; keys?: { id?: unknown; key?: unknown }[] }[];
+  } | null;
   const out: string[] = [];
   for (const [w, ws] of (raw?.workspaces ?? []).entries()) {
     for (const [k, entry] of (ws?.keys ?? []).entries()) {
       if (typeof entry?.key === 'string' && entry.key !== '' && !entry.key.includes('${')) {
-        out.push(`workspaces[${w}].keys[${k}].key is written in the config file as plain text: use an \${ENV} reference or its sha256`);
+        out.push(
+          `workspaces[${w}].keys[${k}].key is written in the config file as plain text: use an \${ENV} reference or its sha256`,
+        );
       }
     }
   }
@@ -52,7 +56,9 @@ function plainTextKeys(text: string): string[] {
 /** YAML text -> validated config. Interpolation runs on parsed string values, so an env value can never inject YAML. */
 export function parseConfig(text: string, env: NodeJS.ProcessEnv = process.env, source = 'config'): GatewayConfig {
   const doc = parseDocument(text);
-  if (doc.errors.length > 0) throw new ConfigError(`${source}: invalid YAML: ${doc.errors[0].message}`);
+  // The parser's message goes on with a code frame of the line after "at line L, column C:"; the first line says it all.
+  if (doc.errors.length > 0)
+    throw new ConfigError(`${source}: invalid YAML: ${doc.errors[0].message.split('\n')[0].replace(/:$/, '')}`);
   const raw = interpolate(doc.toJS() ?? {}, env, []);
   return validate(raw, source);
 }
@@ -75,7 +81,9 @@ function interpolate(value: unknown, env: NodeJS.ProcessEnv, path: (string | num
       const v = env[name];
       if (v !== undefined && v !== '') return v;
       if (fallback !== undefined) return fallback;
-      throw new ConfigError(`${formatPath(path)}: environment variable ${name} is not set (use \${${name}:-default} for an optional value)`);
+      throw new ConfigError(
+        `${formatPath(path)}: environment variable ${name} is not set (use \${${name}:-default} for an optional value)`,
+      );
     });
   }
   if (Array.isArray(value)) return value.map((v, i) => interpolate(v, env, [...path, i]));
@@ -86,10 +94,16 @@ function interpolate(value: unknown, env: NodeJS.ProcessEnv, path: (string | num
 }
 
 function formatPath(path: readonly PropertyKey[]): string {
-  return path.length === 0 ? '(top level)' : path.map((p) => (typeof p === 'number' ? `[${p}]` : String(p))).join('.').replace(/\.\[/g, '[');
+  return path.length === 0
+    ? '(top level)'
+    : path
+        .map((p) => (typeof p === 'number' ? `[${p}]` : String(p)))
+        .join('.')
+        .replace(/\.\[/g, '[');
 }
 
 function describeIssue(issue: z.core.$ZodIssue): string {
-  if (issue.code === 'unrecognized_keys') return `unknown key${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')}`;
+  if (issue.code === 'unrecognized_keys')
+    return `unknown key${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')}`;
   return issue.message;
 }

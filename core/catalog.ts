@@ -18,7 +18,10 @@ export class ModelCatalog {
   constructor(models: readonly CatalogModel[]) {
     const sorted = [...models].sort((a, b) => a.provider.localeCompare(b.provider) || a.id.localeCompare(b.id));
     this.openaiShape = Buffer.from(
-      JSON.stringify({ object: 'list', data: sorted.map((m) => ({ id: m.id, object: 'model', created: m.created, owned_by: m.provider })) }),
+      JSON.stringify({
+        object: 'list',
+        data: sorted.map((m) => ({ id: m.id, object: 'model', created: m.created, owned_by: m.provider })),
+      }),
     );
     const data = sorted.map((m) => ({
       type: 'model',
@@ -31,7 +34,7 @@ export class ModelCatalog {
     );
   }
 
-  /** The messages-style shape is chosen by the messages-style version/beta headers (spec, GET /v1/models). */
+  /** The messages-style shape is chosen by the messages-style version/beta headers, as Anthropic's SDKs send them. */
   static wantsMessagesShape(header: (name: string) => string | undefined): boolean {
     return ['anthropic-version', 'anthropic-beta', 'alt-version', 'alt-beta'].some((h) => header(h) !== undefined);
   }

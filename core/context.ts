@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { EndpointSpec } from './endpoints';
 import type { GatewayError } from './errors';
-import type { ProviderInstance } from './provider';
+import type { ProviderInstance } from './provider-contract';
 import type { Usage } from './usage';
 
 export interface Workspace {
@@ -9,11 +9,18 @@ export interface Workspace {
   name: string;
 }
 
-/** Key of the raw request headers on a context; internal to the core and the built-in auth plugin. */
+/** Key of the raw request headers on a context; internal to the core. */
 export const RAW_HEADERS = Symbol('tollgate.rawHeaders');
 
-/** Headers a plugin may never read or write: the client's credentials. */
-export const SECRET_HEADERS: ReadonlySet<string> = new Set(['authorization', 'x-api-key', 'x-gateway-key', 'proxy-authorization', 'cookie']);
+/** Headers a plugin may never read or write: the client's credentials (the admin token included, should a client send it here). */
+export const SECRET_HEADERS: ReadonlySet<string> = new Set([
+  'authorization',
+  'x-api-key',
+  'x-gateway-key',
+  'x-admin-token',
+  'proxy-authorization',
+  'cookie',
+]);
 
 /** SECRET_HEADERS plus every auth header a deployed provider reads its key from (e.g. x-goog-api-key). */
 export function secretHeadersFor(providerAuthHeaders: Iterable<string>): ReadonlySet<string> {
@@ -55,10 +62,22 @@ export class GatewayContext {
    */
   readonly upstreamHeaders: Record<string, string | string[]> = Object.create(null);
 
+  /** Set by the core once every admission hook passed and the request went to the provider. */
+  sentUpstream = false;
+  /**
+   * When the upstream call was sent, and when its answer had been read whole or relayed to its end (ms since the
+   * request arrived; set by the core). What lies outside them is the gateway's own time (metrics, tracing).
+   */
+  upstreamSentMs: number | undefined;
+  upstreamDoneMs: number | undefined;
+
   /** Set when the upstream answered (onResponse). */
   status: number | undefined;
   ttfbMs: number | undefined;
-  /** Extra response headers plugins add in onResponse (e.g. x-gateway-cost); the upstream's are never changed. */
+  /**
+   * Extra response headers plugins add (e.g. x-gateway-cost in onResponse); set in any gating phase, they go out with
+   * every answer, refusals included. A header the answer already carries is never replaced.
+   */
   readonly responseHeaders: Record<string, string> = Object.create(null);
   /** Complete body of a non-streamed JSON response (available in onResponse and onComplete). */
   responseBody: Buffer | undefined;
@@ -76,6 +95,9 @@ export class GatewayContext {
 
   /** Namespaced per-plugin state, e.g. state.set('ratelimit.slot', ...). */
   readonly state = new Map<string, unknown>();
+
+  /** @internal How far the admission phases got (PluginPipeline): whose onComplete runs. Not part of the plugin API. */
+  admission = -1;
 
   constructor(
     readonly requestId: string,
@@ -123,7 +145,7 @@ export class GatewayContext {
   }
 }
 
-/** A credential header (first value), for the core and the built-in auth plugin only. */
+/** A credential header (first value), for the core only: plugins learn what a gateway key grants from KeyRingService.check. */
 export function credentialHeader(ctx: GatewayContext, name: string): string | undefined {
   const v = ctx[RAW_HEADERS][name];
   return Array.isArray(v) ? v[0] : v;

@@ -1,4 +1,19 @@
-import type { EndpointKey } from './usage';
+/** Stable names of the gateway's endpoints; ENDPOINTS below gives each its path. */
+export const ENDPOINT_KEYS = [
+  'chat.completions',
+  'messages',
+  'responses',
+  'embeddings',
+  'audio.speech',
+  'audio.transcriptions',
+  'audio.translations',
+  'images.generations',
+  'images.edits',
+  'images.variations',
+  'models',
+] as const;
+
+export type EndpointKey = (typeof ENDPOINT_KEYS)[number];
 
 /** How the gateway reads a request body: only what routing and limits need, the bytes are forwarded as received. */
 export type BodyKind = 'json' | 'multipart' | 'none';
@@ -11,7 +26,7 @@ export interface EndpointSpec {
   /** Path relative to a provider's base URL (base URLs end in the version segment, e.g. https://api.openai.com/v1). */
   upstreamPath: string;
   body: BodyKind;
-  /** Whether usage counts toward cost totals (spec 8: audio and images are passed through but not counted). */
+  /** Whether usage counts toward cost totals (audio and images are passed through but not counted: they are not priced by token). */
   costCounted: boolean;
   /** The body field naming the model, for routing. */
   modelField?: string;
@@ -27,7 +42,7 @@ const post = (key: EndpointKey, path: string, body: BodyKind, costCounted: boole
   modelField: 'model',
 });
 
-/** Every endpoint of the spec. Nothing else is ever proxied (spec 9). */
+/** Every endpoint the gateway proxies. Nothing else is ever proxied: any other path is answered by the gateway. */
 export const ENDPOINTS: readonly EndpointSpec[] = [
   post('chat.completions', '/v1/chat/completions', 'json', true),
   post('messages', '/v1/messages', 'json', true),

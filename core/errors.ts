@@ -1,6 +1,6 @@
 /**
  * Errors the gateway raises itself. They always render in the chat-completions error shape
- * {"error": {"message", "type", "param", "code"}} (spec, Errors 1); upstream errors are never
+ * {"error": {"message", "type", "param", "code"}}, which every SDK parses; upstream errors are never
  * re-wrapped, they pass through as the provider sent them.
  */
 
@@ -16,12 +16,16 @@ export const ERROR_CODES = {
   model_provider_mismatch: { status: 400, type: 'invalid_request_error' },
   endpoint_not_supported: { status: 400, type: 'invalid_request_error' },
   model_missing: { status: 400, type: 'invalid_request_error' },
+  /** A model name longer than MAX_MODEL_LENGTH (core/body.ts). */
+  invalid_model: { status: 400, type: 'invalid_request_error' },
   invalid_json: { status: 400, type: 'invalid_request_error' },
   invalid_body: { status: 400, type: 'invalid_request_error' },
   invalid_metadata: { status: 400, type: 'invalid_request_error' },
   unsupported_media_type: { status: 415, type: 'invalid_request_error' },
   body_too_large: { status: 413, type: 'invalid_request_error' },
   max_tokens_exceeded: { status: 400, type: 'invalid_request_error' },
+  /** The workspace caps output tokens and refuses requests that name no limit (limits.max_tokens_when_absent: reject). */
+  max_tokens_required: { status: 400, type: 'invalid_request_error' },
   required_tag_missing: { status: 400, type: 'invalid_request_error' },
   /** A policy plugin refused the request (e.g. a model not allowed for the workspace); the message says why. */
   policy_denied: { status: 403, type: 'permission_error' },
@@ -30,6 +34,8 @@ export const ERROR_CODES = {
   /** Too many invalid gateway keys from one client address (auth plugin, lockout options). */
   auth_blocked: { status: 429, type: 'rate_limit_error' },
   budget_exceeded: { status: 429, type: 'rate_limit_error' },
+  /** A budget applies and the model has no price, so its cost can be neither reserved nor counted (budgets.unpriced). */
+  model_unpriced: { status: 403, type: 'permission_error' },
   limits_unavailable: { status: 503, type: 'gateway_error' },
   request_aborted: { status: 499, type: 'gateway_error' },
   upstream_unreachable: { status: 502, type: 'gateway_error' },
@@ -74,5 +80,9 @@ export class GatewayError extends Error {
 /** Anything thrown that is not a GatewayError becomes an internal error with a generic message (no leaks). */
 export function asGatewayError(err: unknown, fallback: ErrorCode = 'internal_error'): GatewayError {
   if (err instanceof GatewayError) return err;
-  return new GatewayError(fallback, fallback === 'plugin_error' ? 'A gateway plugin failed while handling the request' : 'Internal gateway error', { cause: err });
+  return new GatewayError(
+    fallback,
+    fallback === 'plugin_error' ? 'A gateway plugin failed while handling the request' : 'Internal gateway error',
+    { cause: err },
+  );
 }

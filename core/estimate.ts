@@ -7,8 +7,21 @@ type Encoding = 'o200k_base' | 'cl100k_base';
 
 /** Model-name prefixes tokenized with o200k_base; everything else (older OpenAI and non-OpenAI) uses cl100k_base. */
 const O200K_PREFIXES = [
-  'gpt-4o', 'gpt-4.1', 'gpt-4.5', 'gpt-5', 'gpt-oss', 'gpt-realtime', 'gpt-audio', 'gpt-image', 'chatgpt-',
-  'o1', 'o3', 'o4', 'codex-', 'computer-use-', 'omni-moderation',
+  'gpt-4o',
+  'gpt-4.1',
+  'gpt-4.5',
+  'gpt-5',
+  'gpt-oss',
+  'gpt-realtime',
+  'gpt-audio',
+  'gpt-image',
+  'chatgpt-',
+  'o1',
+  'o3',
+  'o4',
+  'codex-',
+  'computer-use-',
+  'omni-moderation',
 ];
 
 export function encodingForModel(model: string): Encoding {
@@ -30,9 +43,12 @@ const loaded = new Map<Encoding, Bpe>();
 function bpe(name: Encoding): Bpe {
   let enc = loaded.get(name);
   if (!enc) {
+    // Loaded on first use so that the multi-megabyte rank tables stay out of start-up.
+    /* eslint-disable @typescript-eslint/no-require-imports */
     const data = (
       name === 'o200k_base' ? require('js-tiktoken/ranks/o200k_base') : require('js-tiktoken/ranks/cl100k_base')
     ) as TiktokenBPE;
+    /* eslint-enable @typescript-eslint/no-require-imports */
     const ranks = new Map<string, number>();
     for (const line of data.bpe_ranks.split('\n')) {
       const fields = line.split(' '); // "<tag> <first rank> <base64 token> <base64 token> ..."

@@ -1,32 +1,89 @@
 /**
  * Tollgate's public API (`import ... from 'tollgate'`): everything a plugin or a provider module may use,
  * versioned by PLUGIN_API_VERSION. Anything not exported here is internal and may change in any release.
- * Guides: docs/plugins.md and docs/providers.md. Test helpers: 'tollgate/testing' (core/testing.ts).
+ * Guides: docs/plugins.md and docs/providers.md. Test helpers: 'tollgate/testing' (testing/index.ts).
  */
 
 export { PLUGIN_API_VERSION } from './api-version';
 
 // Plugins
-export { definePlugin, type GatewayPlugin, type PluginDefinition } from './plugin';
+export { definePlugin, type GatewayPlugin, type PluginDefinition } from './plugin-contract';
 export type { GatewayContext, Workspace } from './context';
 export { ERROR_CODES, GatewayError, type ErrorCode } from './errors';
 export type { EndpointSpec } from './endpoints';
+export { MAX_MODEL_LENGTH } from './body';
+export { truncate, TRUNCATION_MARKER } from './truncate';
+export { BoundedCache } from './bounded-cache';
+export { addressKey, FailedKeyTracker, type LockoutOptions } from './lockout';
 
 // Provider modules
-export { apiKeyHeader, bearer, defineProvider, noAuth, type AuthScheme, type ProviderInstance, type ProviderModule, type UpstreamTimeouts } from './provider';
-export { anthropicUsageParser } from '../providers/usage/anthropic-messages';
-export { openaiUsageParser } from '../providers/usage/openai';
-export { openrouterUsageParser } from '../providers/usage/openrouter';
-export { perplexityUsageParser } from '../providers/usage/perplexity';
+export {
+  apiKeyHeader,
+  bearer,
+  defineProvider,
+  noAuth,
+  type AuthScheme,
+  type ProviderInstance,
+  type ProviderModelPrice,
+  type ProviderModule,
+  type UpstreamTimeouts,
+} from './provider-contract';
+export { anthropicUsageParser } from '../providers/wire/messages';
+export { openaiUsageParser } from '../providers/openai/usage';
+export { openrouterUsageParser } from '../providers/openrouter/usage';
+export { perplexityUsageParser } from '../providers/perplexity/usage';
 
 // The usage vocabulary shared by both
-export type { CostProvenance, EndpointKey, PicoUsd, SseEvent, StreamUsageAccumulator, Usage, UsageParser, UsageRecord } from './usage';
-export { formatUsd } from '../pricing/money';
+export {
+  PROVIDER_REPORTED,
+  RESERVED_TAG_KEYS,
+  UNTAGGED,
+  type CostProvenance,
+  type EndpointKey,
+  type PicoUsd,
+  type SseEvent,
+  type StreamUsageAccumulator,
+  type Usage,
+  type UsageParser,
+  type UsageRecord,
+  type UsageSource,
+} from './usage';
+export { OUTPUT_TOKEN_FIELDS, outputLimitField, requestedOutputTokens, tokenCount } from './output-tokens';
+export { withJsonField } from './body-field';
+export { streamIncomplete } from './usage-settle';
+export { formatUsd, parseUsd } from '../pricing/money';
 
 // Dependency injection: tokens and the public views of the services behind them
-export { TOKENS } from './tokens';
-export type { PricedUsage, ProviderLookup, RequestCostService } from './services';
+export { registerService, resolveService, TOKENS, type ServiceOf, type Token } from './tokens';
+export type {
+  BudgetLedgerService,
+  BudgetSource,
+  BudgetStatus,
+  KeyGrant,
+  KeyRingService,
+  PresentedKey,
+  PricedUsage,
+  PriceLookup,
+  ProviderLookup,
+  RecordQueue,
+  RecordQueueOptions,
+  RecordQueuesService,
+  RequestCostService,
+  UsageStoreService,
+} from './services';
+export type { Clock } from './clock';
+export type {
+  Bucket,
+  BucketState,
+  BudgetCheck,
+  BudgetState,
+  LeaseRenewer,
+  LimitScope,
+  LimitStore,
+  WorkspaceLimitsService,
+} from './limit-store';
 export type { GatewayConfig } from '../config/schema';
+export type { BudgetConfig, BudgetPolicy, RateLimits, WorkspaceLimits } from '../config/limits';
 export type { DependencyContainer } from 'tsyringe';
 export type { Logger } from 'pino';
 

@@ -1,15 +1,15 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import { multipartFields, parseJsonBody, readBody } from './body';
+import { modelField, multipartFields, parseJsonBody, readBody } from './body';
+import { bodyHeld } from './body-memory';
 import { ModelCatalog } from './catalog';
 import { GatewayContext, secretHeadersFor } from './context';
+import { UpstreamCredentials, type GatewaySecretCheck } from './credentials';
 import type { EndpointSpec } from './endpoints';
 import { asGatewayError, GatewayError } from './errors';
-import { BULK_BODY_BYTES, holdForBulkBody } from './heap-growth';
 import { forwardableRequestHeaders, forwardableResponseHeaders, headerValue, upstreamHeadersOf } from './headers';
-import type { PluginPipeline } from './pipeline';
-import { describeAuthHeader } from './provider';
-import type { ProviderRegistry } from './provider-registry';
+import type { PluginPipeline } from './plugin-pipeline';
+import type { ProviderRegistry } from './provider-routing';
 import { newRequestId, REQUEST_ID_HEADER } from './request-id';
 import { decodeBody } from './response-body';
 import { StreamTap } from './stream-tap';
@@ -30,6 +30,8 @@ export interface ProxyDeps {
   /** Where large multipart uploads are received; absent: in memory. */
   uploads?: UploadSpool;
   logger: Logger;
+  /** True for a gateway key or the admin token: never sent upstream, even in a provider's credential header. */
+  isGatewaySecret?: GatewaySecretCheck;
 }
 
 /** application/json, or a +json type such as application/problem+json. */
@@ -41,18 +43,42 @@ function isJsonDocument(contentType: string): boolean {
  * Gateway errors of status 500+ that are not logged as failures of the gateway itself: time-outs and unreachable
  * upstreams are the provider's state; plugin_error and limits_unavailable were logged where they arose.
  */
-const EXPECTED_FAILURES: ReadonlySet<string> = new Set(['upstream_timeout', 'upstream_unreachable', 'plugin_error', 'limits_unavailable']);
+const EXPECTED_FAILURES: ReadonlySet<string> = new Set([
+  'upstream_timeout',
+  'upstream_unreachable',
+  'plugin_error',
+  'limits_unavailable',
+]);
+
+/** One request on its way through the proxy: what its steps share, in one object instead of a list of parameters. */
+interface InFlight {
+  readonly gw: GatewayContext;
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly endpoint: EndpointSpec;
+  /** Created before anything is read, so a client that leaves at any point cancels the upstream call too. */
+  readonly upstream: UpstreamExchange;
+  /** The provider named by X-Gateway-Provider, when the client sent one. */
+  explicit: string | undefined;
+  /** A large multipart upload, received or streaming through (core/upload-spool.ts). */
+  upload: ReceivedUpload | undefined;
+  /** Watches a streamed answer for usage and the plugins' onStreamEvent. */
+  tap: StreamTap | undefined;
+  /** The client got the whole answer: the response finished on a live connection. */
+  delivered: boolean;
+}
 
 /**
  * The whole request flow, in one place:
  *   onRequest -> read body -> resolve provider -> beforeUpstream -> upstream call -> onResponse
- *   -> relay (stream piped chunk by chunk, or a JSON body in one piece) -> [client done] -> onComplete.
+ *   -> relay (stream piped chunk by chunk, or a JSON body in one piece) -> [client done] -> onComplete (in reverse).
+ *
+ * It writes the response on node:http itself rather than through Koa's response, so that the upstream's status,
+ * headers and bytes go out untouched and as they arrive, with no body buffering or header rewriting in between.
  */
-export class Proxy {
+export class GatewayProxy {
   /** Requests not yet completed (onComplete included); shutdown waits for zero. */
   inflight = 0;
-  /** Requests begun since start (the idle-memory release watches it). */
-  started = 0;
   /** Set when shutdown begins: requests still arriving on open connections are refused (503, connection closed). */
   draining = false;
   private idleWaiters: (() => void)[] = [];
@@ -64,30 +90,49 @@ export class Proxy {
 
   /** Request headers no plugin may read: credentials, and the key header of every deployed provider. */
   private readonly secretHeaders: ReadonlySet<string>;
+  /** Which credential header goes to which provider. */
+  private readonly credentials: UpstreamCredentials;
 
   constructor(private readonly deps: ProxyDeps) {
     this.requestLog = deps.logger.child({}, { redact: [] });
     this.secretHeaders = secretHeadersFor(deps.providers.list().flatMap((p) => p.auth.headers));
+    this.credentials = new UpstreamCredentials(deps.providers.list(), deps.isGatewaySecret);
   }
 
   async handle(req: IncomingMessage, res: ServerResponse, endpoint: EndpointSpec): Promise<void> {
     if (this.draining) return this.refuseWhileDraining(res);
     const id = newRequestId();
-    const gw = new GatewayContext(id, req.method ?? 'GET', endpoint.path, endpoint, req.headers, this.deps.logger, this.secretHeaders, req.rawHeaders);
+    const gw = new GatewayContext(
+      id,
+      req.method ?? 'GET',
+      endpoint.path,
+      endpoint,
+      req.headers,
+      this.deps.logger,
+      this.secretHeaders,
+      req.rawHeaders,
+    );
     gw.clientAddress = req.socket.remoteAddress;
-    // Created before anything is read, so a client that leaves at any point cancels the upstream call too.
-    const upstream = new UpstreamExchange();
-    let tap: StreamTap | undefined;
-    this.started++;
+    const flight: InFlight = {
+      gw,
+      req,
+      res,
+      endpoint,
+      upstream: new UpstreamExchange(),
+      explicit: undefined,
+      upload: undefined,
+      tap: undefined,
+      delivered: false,
+    };
     this.inflight++;
-    // The client got the whole answer when the response finished on a live connection. Node also reports finish
-    // (and writableFinished) for a response whose socket was already reset, although nothing more reached the client.
-    let delivered = false;
+    // Node also reports finish (and writableFinished) for a response whose socket was already reset, although
+    // nothing more reached the client: delivered needs the socket alive too.
     const socket = req.socket;
-    res.once('finish', () => (delivered = !socket.destroyed));
+    res.once('finish', () => (flight.delivered = !socket.destroyed));
     const closed = new Promise<void>((resolve) =>
       res.once('close', () => {
-        if (!delivered) upstream.cancel(new GatewayError('request_aborted', 'The client closed the request')); // client gone
+        if (!flight.delivered)
+          flight.upstream.cancel(new GatewayError('request_aborted', 'The client closed the request')); // client gone
         resolve();
       }),
     );
@@ -95,14 +140,14 @@ export class Proxy {
     try {
       const pending = this.deps.pipeline.run('onRequest', gw);
       if (pending) await pending;
-      const explicit = gw.header('x-gateway-provider');
-      if (endpoint.key === 'models' && explicit === undefined) this.sendCatalog(gw, res);
-      else await this.forward(gw, req, res, endpoint, explicit, upstream, (t) => (tap = t));
+      flight.explicit = gw.header('x-gateway-provider');
+      if (endpoint.key === 'models' && flight.explicit === undefined) this.sendCatalog(gw, res);
+      else await this.forward(flight);
     } catch (err) {
       this.fail(gw, res, err);
     }
     await closed;
-    await this.finish(gw, delivered, tap);
+    await this.finish(flight);
   }
 
   /**
@@ -112,56 +157,50 @@ export class Proxy {
   private refuseWhileDraining(res: ServerResponse): void {
     const body = new GatewayError('shutting_down', 'The gateway is shutting down; retry the request.').toBody();
     res.writeHead(503, {
-      'content-type': 'application/json', 'content-length': Buffer.byteLength(body), connection: 'close', 'retry-after': '1', [REQUEST_ID_HEADER]: newRequestId(),
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(body),
+      connection: 'close',
+      'retry-after': '1',
+      [REQUEST_ID_HEADER]: newRequestId(),
     });
     res.end(body);
   }
 
   /**
    * Reads the request, then has it forwarded; an upload is disposed of (its spool file closed) once the call is
-   * over. A bulk body held in memory (1 MiB or more) widens the heap growth bound until then (core/heap-growth.ts):
-   * from the start when its length says so, once read when it was sent without one (chunked: most are small chat
-   * requests, which must leave the bound alone). The upload spool does the same for what it spools, never for an
-   * upload it streams.
+   * over. A body held whole in memory is reported to the memory policy (core/body-memory.ts) until then: from the
+   * start when its length is declared, once read when it was sent without one.
    */
-  private async forward(
-    gw: GatewayContext, req: IncomingMessage, res: ServerResponse, endpoint: EndpointSpec,
-    explicit: string | undefined, upstream: UpstreamExchange, setTap: (tap: StreamTap) => void,
-  ): Promise<void> {
+  private async forward(flight: InFlight): Promise<void> {
+    const { gw, req, endpoint } = flight;
     const contentType = req.headers['content-type'] ?? '';
-    const spool = contentType.startsWith('multipart/form-data') && this.deps.uploads?.wants(req) ? this.deps.uploads : undefined;
-    let bulk = !spool && endpoint.body !== 'none' && Number(req.headers['content-length']) >= BULK_BODY_BYTES ? holdForBulkBody() : undefined;
-    let upload: ReceivedUpload | undefined;
+    const spool =
+      contentType.startsWith('multipart/form-data') && this.deps.uploads?.wants(req) ? this.deps.uploads : undefined;
+    let held = !spool && endpoint.body !== 'none' ? bodyHeld(Number(req.headers['content-length'])) : undefined;
     try {
-      upload = await this.readRequest(gw, req, endpoint, contentType, spool);
-      if (!spool && !bulk && gw.bodySize >= BULK_BODY_BYTES) bulk = holdForBulkBody();
-      await this.callAndRelay(gw, req, res, endpoint, explicit, upstream, setTap, upload);
+      flight.upload = await this.readRequest(gw, req, endpoint, contentType, spool);
+      if (!spool && !held) held = bodyHeld(gw.bodySize);
+      await this.callAndRelay(flight);
     } finally {
-      upload?.dispose(); // the upstream call is over: its body was sent, or never will be
-      bulk?.();
+      flight.upload?.dispose(); // the upstream call is over: its body was sent, or never will be
+      held?.();
     }
   }
 
   /** Picks the provider, calls it and relays its answer. */
-  private async callAndRelay(
-    gw: GatewayContext, req: IncomingMessage, res: ServerResponse, endpoint: EndpointSpec,
-    explicit: string | undefined, upstream: UpstreamExchange, setTap: (tap: StreamTap) => void, upload: ReceivedUpload | undefined,
-  ): Promise<void> {
-    const provider = this.deps.providers.resolve(endpoint, explicit, gw.model);
+  private async callAndRelay(flight: InFlight): Promise<void> {
+    const { gw, req, res, endpoint, upstream, upload } = flight;
+    const provider = this.deps.providers.resolve(endpoint, flight.explicit, gw.model);
     gw.provider = provider;
 
-    // The provider key is held back while plugins run, so no plugin can read or replace it.
-    const credentials = provider.auth.headers.filter((h) => req.headers[h]);
-    if (provider.auth.headers.length > 0 && credentials.length === 0) {
-      const forms = provider.auth.headers.map(describeAuthHeader).join(' or ');
-      throw new GatewayError('provider_key_missing', `${provider.displayName} needs your provider key in the ${forms} header. It is forwarded as is and never stored.`);
-    }
-    // The gateway key is never forwarded; held back here, plugins listed before header-strip cannot read it either.
-    forwardableRequestHeaders(req.headers, gw.upstreamHeaders, [...provider.auth.headers, 'x-gateway-key']);
+    // The provider key is held back while plugins run, so no plugin can read or replace it; every other
+    // credential (another provider's key, the gateway key, the admin token) is never forwarded (core/credentials.ts).
+    const credential = this.credentials.pick(provider, req.headers);
+    forwardableRequestHeaders(req.headers, gw.upstreamHeaders, this.credentials.withheld);
     const pending = this.deps.pipeline.run('beforeUpstream', gw);
     if (pending) await pending;
-    const headers = upstreamHeadersOf(gw.upstreamHeaders, provider.auth.headers);
-    for (const h of credentials) headers[h] = req.headers[h]!;
+    const headers = upstreamHeadersOf(gw.upstreamHeaders, this.credentials.withheld);
+    if (credential) headers[credential.header] = credential.value;
 
     const target = provider.baseUrl + (provider.paths?.[endpoint.key] ?? endpoint.upstreamPath);
     let url = this.upstreamUrls.get(target);
@@ -172,7 +211,19 @@ export class Proxy {
       url.search = req.url!.slice(query);
     }
     if (upload) headers['content-length'] = String(upload.size);
-    await this.deps.pools.send({ url, method: endpoint.method, headers, body: upload ? upload.stream() : gw.body, timeouts: provider.timeouts }, upstream);
+    gw.sentUpstream = true;
+    gw.upstreamSentMs = gw.elapsedMs();
+    await this.deps.pools.send(
+      {
+        url,
+        method: endpoint.method,
+        headers,
+        body: upload ? upload.stream() : gw.body,
+        timeouts: provider.timeouts,
+        provider: provider.slug,
+      },
+      upstream,
+    );
     gw.ttfbMs = gw.elapsedMs();
     gw.status = upstream.statusCode;
 
@@ -182,14 +233,16 @@ export class Proxy {
     if (isJsonDocument(contentType)) {
       await this.relayWhole(gw, res, upstream);
     } else {
-      let tap: StreamTap | undefined;
       if (contentType.startsWith('text/event-stream') && upstream.statusCode < 400) {
         const pipeline = this.deps.pipeline;
         const observe = pipeline.observesStreams ? (e: SseEvent) => pipeline.streamEvent(gw, e) : undefined;
-        tap = new StreamTap(provider.usage.createStreamAccumulator(endpoint.key), headerValue(upstream.headers, 'content-encoding'), observe);
-        setTap(tap);
+        flight.tap = new StreamTap(
+          provider.usage.createStreamAccumulator(endpoint.key),
+          headerValue(upstream.headers, 'content-encoding'),
+          observe,
+        );
       }
-      await this.relayStream(gw, res, upstream, tap);
+      await this.relayStream(gw, res, upstream, flight.tap);
     }
   }
 
@@ -199,7 +252,11 @@ export class Proxy {
    * upstream call to send.
    */
   private async readRequest(
-    gw: GatewayContext, req: IncomingMessage, endpoint: EndpointSpec, contentType: string, spool: UploadSpool | undefined,
+    gw: GatewayContext,
+    req: IncomingMessage,
+    endpoint: EndpointSpec,
+    contentType: string,
+    spool: UploadSpool | undefined,
   ): Promise<ReceivedUpload | undefined> {
     if (endpoint.body === 'none') return undefined;
     if (spool) {
@@ -216,27 +273,25 @@ export class Proxy {
       return undefined;
     }
     gw.json = parseJsonBody(gw.body);
-    if (gw.json.model !== undefined && typeof gw.json.model !== 'string') {
-      throw new GatewayError('invalid_body', 'The "model" field must be a string.', { param: 'model' });
-    }
-    gw.model = gw.json.model as string | undefined;
+    gw.model = modelField(gw.json.model);
     gw.stream = gw.json.stream === true;
     return undefined;
   }
 
   /**
-   * A non-streamed JSON answer: read it whole (usage and cost can then go into headers), send it unchanged. One of
-   * 1 MiB or more (a batch of embeddings, generated images) widens the heap growth bound while it is held, as a
-   * bulk request body does (core/heap-growth.ts); a streamed answer, never held whole, leaves it as it is.
+   * A non-streamed JSON answer: read it whole (usage and cost can then go into headers), send it unchanged. While
+   * it is held it is reported to the memory policy, as a request body is.
    */
   private async relayWhole(gw: GatewayContext, res: ServerResponse, upstream: UpstreamExchange): Promise<void> {
-    const bulk = Number(headerValue(upstream.headers, 'content-length')) >= BULK_BODY_BYTES ? holdForBulkBody() : undefined;
+    const held = bodyHeld(Number(headerValue(upstream.headers, 'content-length')));
     try {
       let body: Buffer;
       try {
         body = await upstream.readAll();
       } catch (err) {
-        throw upstreamFailure(err, gw.provider!.baseUrl);
+        throw upstreamFailure(err, gw.provider!.slug);
+      } finally {
+        gw.upstreamDoneMs = gw.elapsedMs();
       }
       gw.responseBody = body;
       if (upstream.statusCode < 400) {
@@ -249,12 +304,17 @@ export class Proxy {
       res.writeHead(upstream.statusCode, this.responseHeaders(gw, forwardableResponseHeaders(upstream.headers)));
       res.end(body);
     } finally {
-      bulk?.();
+      held?.();
     }
   }
 
   /** Anything else (SSE, audio bytes, errors with odd types): piped chunk by chunk as it arrives. */
-  private async relayStream(gw: GatewayContext, res: ServerResponse, upstream: UpstreamExchange, tap: StreamTap | undefined): Promise<void> {
+  private async relayStream(
+    gw: GatewayContext,
+    res: ServerResponse,
+    upstream: UpstreamExchange,
+    tap: StreamTap | undefined,
+  ): Promise<void> {
     try {
       const pending = this.deps.pipeline.run('onResponse', gw);
       if (pending) await pending;
@@ -269,12 +329,18 @@ export class Proxy {
       gw.streamCut = true;
       // Headers are out: the client sees the stream end early (the socket is cut); the record says why.
       res.destroy();
-      gw.error = upstream.cancelled ? new GatewayError('request_aborted', 'The client disconnected mid-stream') : upstreamFailure(err, gw.provider!.baseUrl);
+      gw.error = upstream.cancelled
+        ? new GatewayError('request_aborted', 'The client disconnected mid-stream')
+        : upstreamFailure(err, gw.provider!.slug);
+    } finally {
+      gw.upstreamDoneMs = gw.elapsedMs();
     }
   }
 
   private sendCatalog(gw: GatewayContext, res: ServerResponse): void {
-    const body = ModelCatalog.wantsMessagesShape((h) => gw.header(h)) ? this.deps.catalog.messagesShape : this.deps.catalog.openaiShape;
+    const body = ModelCatalog.wantsMessagesShape((h) => gw.header(h))
+      ? this.deps.catalog.messagesShape
+      : this.deps.catalog.openaiShape;
     gw.status = 200;
     res.writeHead(200, this.responseHeaders(gw, { 'content-type': 'application/json', 'content-length': body.length }));
     res.end(body);
@@ -300,14 +366,18 @@ export class Proxy {
     }
     gw.status = error.status;
     const body = Buffer.from(error.toBody());
-    const headers: OutgoingHttpHeaders = { ...error.headers, 'content-type': 'application/json', 'content-length': body.length };
+    const headers: OutgoingHttpHeaders = {
+      ...error.headers,
+      'content-type': 'application/json',
+      'content-length': body.length,
+    };
     if (error.code === 'body_too_large') headers.connection = 'close'; // do not keep reading an oversized upload
     res.writeHead(error.status, this.responseHeaders(gw, headers));
     res.end(body);
   }
 
   /** After the client is done: settle usage, run onComplete and log, all off the request path. */
-  private async finish(gw: GatewayContext, delivered: boolean, tap: StreamTap | undefined): Promise<void> {
+  private async finish({ gw, delivered, tap }: InFlight): Promise<void> {
     gw.latencyMs = gw.elapsedMs();
     if (!delivered && !gw.error) {
       gw.streamCut = gw.status !== undefined;
@@ -335,21 +405,24 @@ export class Proxy {
 
   /** One structured line per request. Never headers, never bodies: nothing secret can reach the log. */
   private logLine(gw: GatewayContext): void {
-    this.requestLog.info({
-      requestId: gw.requestId,
-      method: gw.method,
-      path: gw.path,
-      status: gw.status,
-      provider: gw.provider?.slug,
-      model: gw.model,
-      stream: gw.stream,
-      workspace: gw.workspace?.id,
-      keyId: gw.keyId,
-      latencyMs: Math.round(gw.latencyMs * 100) / 100,
-      ttfbMs: gw.ttfbMs === undefined ? undefined : Math.round(gw.ttfbMs * 100) / 100,
-      error: gw.error?.code,
-      cut: gw.streamCut || undefined,
-    }, 'request');
+    this.requestLog.info(
+      {
+        requestId: gw.requestId,
+        method: gw.method,
+        path: gw.path,
+        status: gw.status,
+        provider: gw.provider?.slug,
+        model: gw.model,
+        stream: gw.stream,
+        workspace: gw.workspace?.id,
+        keyId: gw.keyId,
+        latencyMs: Math.round(gw.latencyMs * 100) / 100,
+        ttfbMs: gw.ttfbMs === undefined ? undefined : Math.round(gw.ttfbMs * 100) / 100,
+        error: gw.error?.code,
+        cut: gw.streamCut || undefined,
+      },
+      'request',
+    );
   }
 
   /** Resolves when no request is in flight (used by graceful shutdown). */
@@ -360,6 +433,6 @@ export class Proxy {
 
 /** Model and stream flag from a multipart form's plain fields. */
 function routeByForm(gw: GatewayContext, fields: Record<string, string>): void {
-  gw.model = fields.model;
+  gw.model = modelField(fields.model);
   gw.stream = fields.stream === 'true';
 }

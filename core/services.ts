@@ -1,12 +1,15 @@
-import type { RequestCost } from '../pricing/request-cost';
+import type { BudgetConfig } from '../config/limits';
 import type { PricedUsage } from '../pricing/cost';
-import type { GatewayContext } from './context';
-import type { ProviderInstance } from './provider';
-import type { ProviderRegistry } from './provider-registry';
+import type { ModelPrice } from '../pricing/model-price';
+import type { GatewayContext, Workspace } from './context';
+import type { PresentedKey } from './presented-key';
+import type { ProviderInstance } from './provider-contract';
+import type { PicoUsd, Usage, UsageRecord } from './usage';
 
 /**
- * The public views of the shared services a plugin may resolve from its container. They are deliberately
- * narrower than the classes behind them, so the internals can change without breaking plugins.
+ * The public views of the shared services a plugin may resolve from its container (core/tokens.ts). They are
+ * deliberately narrower than the classes behind them, so the internals can change without breaking plugins;
+ * registerService type-checks that what the runtime registers offers them.
  */
 
 /** TOKENS.Providers: the deployed providers. */
@@ -17,14 +20,104 @@ export interface ProviderLookup {
   byModel(model: string): ProviderInstance | undefined;
 }
 
+/** TOKENS.PriceCatalog: the prices in force (bundled catalog plus the deployment's overrides). */
+export interface PriceLookup {
+  /** The catalog version costs are computed with; a usage record keeps it. */
+  readonly version: string;
+  lookup(provider: string, model: string): ModelPrice | undefined;
+}
+
 /** TOKENS.RequestCost: the request's cost from its usage (computed once per request, shared by every plugin). */
 export interface RequestCostService {
   /** Cost in pico-USD (1e-12 USD; format with formatUsd), or null when unknown, with where it came from. */
   of(ctx: GatewayContext): PricedUsage;
+  /**
+   * What the request would cost with `usage` instead of its own, e.g. its worst case at admission; priced as
+   * `as` when given (a budget's stand-in for a model without a price), else as the served or requested model of
+   * the request's provider. Not kept.
+   */
+  price(ctx: GatewayContext, usage: Usage, as?: { provider: string; model: string }): PricedUsage;
+  /** The prices it computes with. */
+  readonly prices: PriceLookup;
 }
 
-export type { PricedUsage };
+/** TOKENS.UsageStore: the usage store as plugins use it: recorded spend, and the records they write. */
+export interface UsageStoreService {
+  /** Totals of the records in [from, to) matching `filters` (dimension or tag -> value), one row per group. */
+  queryUsage(query: {
+    from: number;
+    to: number;
+    groupBy: string[];
+    filters?: Record<string, string>;
+  }): Promise<{ group: Record<string, string | null>; costPico: PicoUsd }[]>;
+  /** Stores records (an id already stored is skipped, so a retried batch is safe). */
+  insertBatch(records: readonly UsageRecord[]): Promise<{ inserted: number; duplicates: number }>;
+}
 
-// Compile-time proof that the services behind the tokens still offer these views (the build fails otherwise).
-type Offers<Service extends View, View> = Service;
-export type ServiceViewsChecked = [Offers<ProviderRegistry, ProviderLookup>, Offers<RequestCost, RequestCostService>];
+/** How a usage-record queue writes (TOKENS.RecordQueues). */
+export interface RecordQueueOptions {
+  /** Append-only file for records beyond the memory bound and for what close() could not write. */
+  spillPath: string;
+  /** Records per write; a batch is also written every flushIntervalMs. */
+  batchSize: number;
+  flushIntervalMs: number;
+  /** Records held in memory while the store is slow or down before they go to the spill file. */
+  maxInMemory: number;
+}
+
+/**
+ * Writes usage records to the usage store off the request path: enqueue() never waits for the store; batches are
+ * retried, spilled to a file while the store is down and replayed later; close() drains it.
+ */
+export interface RecordQueue {
+  enqueue(record: UsageRecord): void;
+  close(): Promise<void>;
+}
+
+/** TOKENS.RecordQueues: opens record queues onto the usage store. */
+export interface RecordQueuesService {
+  open(options: RecordQueueOptions): RecordQueue;
+}
+
+/** What a valid gateway key grants: its id and workspace. */
+export interface KeyGrant {
+  keyId: string;
+  workspace: Workspace;
+}
+
+/** TOKENS.KeyRing: the valid gateway keys (configured and synced), held only as hashes. */
+export interface KeyRingService {
+  /** What the presented key grants, or undefined when it is not a valid key (constant-time comparison). */
+  verify(presented: string): KeyGrant | undefined;
+  /** The request's X-Gateway-Key, checked: missing, invalid (with a fingerprint) or valid (with its grant). */
+  check(ctx: GatewayContext): PresentedKey;
+}
+
+/** The state of one budget in its current period, for the admin API and the alert log. Money in pico-USD. */
+export interface BudgetStatus {
+  key: string;
+  workspace: string;
+  /** "workspace" or the tag filter, e.g. "customer_id=acme". */
+  scope: string;
+  period: BudgetConfig['period'];
+  periodStart: number;
+  periodEnd: number;
+  limitPico: bigint;
+  spentPico: bigint;
+  reservedPico: bigint;
+  alertAt: number;
+  /** True once spent reached alertAt x limit in this period. */
+  alerted: boolean;
+}
+
+/** Whatever can list the budgets: the budget plugin, reading the limit store (Redis when configured). */
+export interface BudgetSource {
+  statuses(now: number): Promise<BudgetStatus[]>;
+}
+
+/** TOKENS.BudgetLedger: where the admin API reads budgets from; the budget plugin attaches itself to it. */
+export interface BudgetLedgerService {
+  attach(source: BudgetSource): void;
+}
+
+export type { PresentedKey, PricedUsage };

@@ -2,7 +2,6 @@ import { StringDecoder } from 'node:string_decoder';
 import type { SseEvent } from './usage';
 
 const LF = 10;
-const CR = 13;
 const COLON = 58;
 const SPACE = 32;
 
@@ -14,14 +13,14 @@ const SPACE = 32;
  * - Bytes are decoded with a StringDecoder, so a multi-byte UTF-8 character split across chunks is kept whole.
  * - Lines end in LF, CRLF or CR; a CR at the end of one chunk followed by LF in the next is one line break.
  * - `event:` sets the type, `data:` lines join with "\n", `id:` sets the last event id (ignored if it
- *   contains NUL; it persists across events as in the spec), `retry:` and unknown fields are ignored,
+ *   contains NUL; it persists across events, as EventSource keeps it), `retry:` and unknown fields are ignored,
  *   lines starting with ":" are comments, one optional space after the colon is removed, a leading BOM is dropped.
  * - A blank line dispatches the event if it has data (an event with only `event:` is not dispatched).
- * - Deliberate difference from the spec: end() dispatches a final event that was not followed by a blank
- *   line (the spec discards it). For metering, a usage chunk the provider sent is worth reading even if the
+ * - Deliberate difference from EventSource: end() dispatches a final event that was not followed by a blank
+ *   line (EventSource discards it). For metering, a usage chunk the provider sent is worth reading even if the
  *   connection closed before the terminating blank line.
  *
- * `event` is left undefined when the event named none (the spec's default type would be "message").
+ * `event` is left undefined when the event named none (EventSource's default type would be "message").
  * Do not mix Buffer and string chunks within one stream: strings bypass the UTF-8 decoder.
  */
 export class SseDecoder {

@@ -7,8 +7,7 @@ import { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import { multipartFieldReader, receiveBody, refuseDeclaredOverLimit } from './body';
 import { GatewayError } from './errors';
-import { holdForBulkBody } from './heap-growth';
-import { bodyBytesRelayed } from './young-collection';
+import { bodyRelayed, bodySpooled } from './body-memory';
 
 /**
  * Large multipart uploads (audio to transcribe, images to edit). Routing needs the form's `model` field:
@@ -19,8 +18,8 @@ import { bodyBytesRelayed } from './young-collection';
  *   starts receiving while the client is still sending. Fields after the file are forwarded but not read.
  * - Otherwise (the Node SDK keeps the caller's key order, `{ file, model }`, so the file often comes first; or
  *   the body is chunked) it is received whole first, into a temporary file, not memory, the way nginx buffers
- *   request bodies. Held in memory, each 20 MB upload raised the gateway's RSS by 60-80 MB until the next full
- *   GC, per concurrent upload. Spooled, it costs a few 64 KiB chunks; the provider gets it with its length.
+ *   request bodies: held in memory, each concurrent upload would raise RSS by several times its size until the
+ *   next full GC. Spooled, it costs a few 64 KiB chunks; the provider gets it with its length.
  *
  * The form's plain fields are read from the chunks as they pass (busboy); the file part is never parsed or
  * copied. The file is unlinked as soon as it is created and lives on as an open descriptor only: nothing is
@@ -42,7 +41,7 @@ export class UploadSpool {
     try {
       mkdirSync(dir, { recursive: true, mode: 0o700 });
     } catch (err) {
-      throw new Error(`server.upload_spool_dir: cannot create ${dir}: ${(err as Error).message}`);
+      throw new Error(`server.upload_spool_dir: cannot create ${dir}: ${(err as Error).message}`, { cause: err });
     }
     return new UploadSpool(dir, fromBytes, log);
   }
@@ -72,7 +71,10 @@ export class UploadSpool {
     });
     // Gone from the directory at once; the descriptors keep the data. (Where an open file cannot be unlinked,
     // as on Windows, it is removed once the upload is disposed of.)
-    const leftover = await unlink(path).then(() => undefined, () => path);
+    const leftover = await unlink(path).then(
+      () => undefined,
+      () => path,
+    );
     const removeLeftover = () => void (leftover && unlink(leftover).catch(() => undefined));
     return new Promise((resolve, reject) => {
       let through: Readable | undefined;
@@ -93,12 +95,10 @@ export class UploadSpool {
         // upload can stream through; dropped once it cannot.
         let head: Buffer[] | undefined = declared === undefined ? undefined : [];
         let headBytes = 0;
-        // An upload received whole widens the heap growth bound until it is disposed of (core/heap-growth.ts: its
-        // buffers, in and then back out of the file, would set off a full collection every few MiB). One that
-        // streams through has its buffers freed by young collections as they pass (core/young-collection.ts); with
-        // the bound widened instead, they raised RSS by 2.0-2.3x the upload's size in four benchmark runs.
+        // The memory policy hears of an upload received whole until it is disposed of, and of each chunk of one
+        // that streams through (core/body-memory.ts).
         let release: (() => void) | undefined;
-        const spooling = () => (release ??= holdForBulkBody());
+        const spooling = () => (release ??= bodySpooled());
         if (!head) spooling();
         const streamThrough = (size: number, chunks: Buffer[]) => {
           through = new Readable({ highWaterMark: 256 * 1024, read: control.resume });
@@ -111,7 +111,7 @@ export class UploadSpool {
           write(chunk) {
             // Once streaming, the form is no longer parsed; after dispose() the rest of the body is dropped.
             if (through) {
-              bodyBytesRelayed(chunk.length);
+              bodyRelayed(chunk.length);
               return through.destroyed || through.push(chunk);
             }
             fields.write(chunk);
@@ -141,7 +141,9 @@ export class UploadSpool {
           abort() {
             if (through) {
               // The upstream call reading it fails, so the provider's request is cut too.
-              through.destroy(new GatewayError('request_aborted', 'The client closed the connection before the upload ended'));
+              through.destroy(
+                new GatewayError('request_aborted', 'The client closed the connection before the upload ended'),
+              );
               return;
             }
             out.destroy();
@@ -158,7 +160,11 @@ export class UploadSpool {
 
   private storageFailed(err: unknown): GatewayError {
     this.log.error({ err, dir: this.dir }, 'upload could not be spooled to disk');
-    return new GatewayError('upload_storage_failed', 'The gateway could not store the upload temporarily; retry later.', { cause: err });
+    return new GatewayError(
+      'upload_storage_failed',
+      'The gateway could not store the upload temporarily; retry later.',
+      { cause: err },
+    );
   }
 }
 
@@ -203,13 +209,18 @@ class SpooledUpload implements ReceivedUpload {
     readonly size: number,
     readonly fields: Record<string, string>,
     private readonly removeLeftover: () => void,
-    /** Restores the heap growth bound (holdForBulkBody). */
+    /** Tells the memory policy the spooled body is gone (bodySpooled). */
     private readonly release: () => void,
   ) {}
 
   /** The whole body from its first byte; one reader per upload, which owns the descriptor from then on. */
   stream(): Readable {
-    this.reader = createReadStream('', { fd: this.fd, start: 0, end: Math.max(0, this.size - 1), highWaterMark: READ_CHUNK });
+    this.reader = createReadStream('', {
+      fd: this.fd,
+      start: 0,
+      end: Math.max(0, this.size - 1),
+      highWaterMark: READ_CHUNK,
+    });
     this.reader.once('close', this.removeLeftover);
     return this.reader;
   }

@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
-import { bodyBytesRelayed } from './young-collection';
+import { bodyRelayed } from './body-memory';
 
 /** Where the body of an answer goes once the proxy knows what to do with it (collect it, or relay it). */
 interface BodySink {
@@ -13,9 +13,8 @@ interface BodySink {
  * One upstream request and its answer, driven directly by undici's dispatch callbacks.
  *
  * undici's `request()` wraps every answer in a Readable stream (plus an AsyncResource and a promise), and
- * piping that stream to the client adds a second stream machinery: measured with a bare node:http proxy on this
- * project's benchmark, that layer alone cost more CPU than everything else a proxy does (6,400 vs 14,200 req/s,
- * and most of the garbage). Here the body's chunks go straight from undici's parser to a sink: collected for a
+ * piping that stream to the client adds a second stream machinery, which costs a bare proxy more CPU and garbage
+ * than everything else it does (bench/bare-proxy.mjs against bench/bare-dispatch.mjs). Here the body's chunks go straight from undici's parser to a sink: collected for a
  * JSON answer, written to the client socket for a stream, with backpressure through undici's pause/resume.
  *
  * Chunks that arrive before the proxy attached a sink (headers and body usually come in one socket read) are
@@ -79,7 +78,9 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
     return new Promise((resolve, reject) => {
       // The headers leave with the first chunk, in one write. If the provider holds that chunk back (a model
       // thinking), they leave alone on the next turn of the event loop, so the client sees the answer start.
-      let flush: NodeJS.Immediate | undefined = this.held.length ? undefined : setImmediate(() => res.writableEnded || res.flushHeaders());
+      let flush: NodeJS.Immediate | undefined = this.held.length
+        ? undefined
+        : setImmediate(() => res.writableEnded || res.flushHeaders());
       let paused = false;
       const resume = () => {
         paused = false;
@@ -94,7 +95,7 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
             res.once('drain', resume);
           }
           if (observe) process.nextTick(observe, chunk);
-          bodyBytesRelayed(chunk.length);
+          bodyRelayed(chunk.length);
         },
         end: () => {
           if (flush) flush = void clearImmediate(flush);
@@ -125,7 +126,11 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
     if (this.cancelledWith) controller.abort(this.cancelledWith);
   }
 
-  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
+  onResponseStart(
+    _controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: Record<string, string | string[] | undefined>,
+  ): void {
     if (statusCode < 200) return; // 1xx informational answers are not forwarded
     this.statusCode = statusCode;
     this.headers = headers;

@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import { Pool, errors as undiciErrors } from 'undici';
 import { GatewayError } from './errors';
-import type { UpstreamTimeouts } from './provider';
+import type { UpstreamTimeouts } from './provider-contract';
 import type { UpstreamExchange } from './upstream-exchange';
 
 export interface UpstreamCall {
@@ -12,6 +12,8 @@ export interface UpstreamCall {
   /** A stream (a spooled upload) needs its content-length in `headers`. */
   body: Buffer | Readable | undefined;
   timeouts: UpstreamTimeouts;
+  /** The provider's slug: errors name it, never the upstream's address. */
+  provider: string;
 }
 
 export interface PoolOptions {
@@ -47,13 +49,20 @@ export class UpstreamPools {
   async send(call: UpstreamCall, exchange: UpstreamExchange): Promise<UpstreamExchange> {
     const { origin, path } = partsOf(call.url);
     this.pool(origin, call.timeouts.connectMs).dispatch(
-      { path, method: call.method, headers: call.headers, body: call.body, headersTimeout: call.timeouts.firstByteMs, bodyTimeout: call.timeouts.idleMs },
+      {
+        path,
+        method: call.method,
+        headers: call.headers,
+        body: call.body,
+        headersTimeout: call.timeouts.firstByteMs,
+        bodyTimeout: call.timeouts.idleMs,
+      },
       exchange,
     );
     try {
       return await exchange.response();
     } catch (err) {
-      throw upstreamFailure(err, call.url.origin);
+      throw upstreamFailure(err, call.provider);
     }
   }
 
@@ -78,14 +87,25 @@ function partsOf(url: URL): { origin: string; path: string } {
   return parts;
 }
 
-/** Maps a transport failure to the gateway error a client sees. */
-export function upstreamFailure(err: unknown, origin: string): GatewayError {
+/**
+ * Maps a transport failure to the gateway error a client sees. It names the provider by its slug: the upstream's
+ * address (often an internal one for a self-hosted model) and the transport's own message stay in the log.
+ */
+export function upstreamFailure(err: unknown, provider: string): GatewayError {
   if (err instanceof GatewayError) return err;
   if (err instanceof undiciErrors.RequestAbortedError || (err as Error)?.name === 'AbortError') {
     return new GatewayError('request_aborted', 'The client closed the request', { cause: err });
   }
-  if (err instanceof undiciErrors.HeadersTimeoutError || err instanceof undiciErrors.ConnectTimeoutError || err instanceof undiciErrors.BodyTimeoutError) {
-    return new GatewayError('upstream_timeout', `The upstream provider at ${origin} did not answer in time`, { cause: err });
+  if (
+    err instanceof undiciErrors.HeadersTimeoutError ||
+    err instanceof undiciErrors.ConnectTimeoutError ||
+    err instanceof undiciErrors.BodyTimeoutError
+  ) {
+    return new GatewayError('upstream_timeout', `The upstream provider ${provider} did not answer in time`, {
+      cause: err,
+    });
   }
-  return new GatewayError('upstream_unreachable', `The upstream provider at ${origin} could not be reached`, { cause: err });
+  return new GatewayError('upstream_unreachable', `The upstream provider ${provider} could not be reached`, {
+    cause: err,
+  });
 }

@@ -27,7 +27,7 @@ export function settleUsage(gw: GatewayContext, streamedText: () => string): voi
     usage.inputTokens = gw.json ? estimateRequestInputTokens(endpoint.key, gw.json, gw.model) : undefined;
   }
   // On a cut or failed stream the last reported output count is stale: count what the client actually received.
-  // The generated text is only gathered now, when it is needed (see providers/usage/stream.ts).
+  // The generated text is only gathered now, when it is needed (see providers/wire/sse-usage.ts).
   const streamedTokens = budgetedCounter(gw.model)(streamedText());
   usage.outputTokens = Math.max(usage.outputTokens ?? 0, streamedTokens);
   gw.usage = usage;

@@ -1,3 +1,5 @@
+import type { EndpointKey } from './endpoints';
+
 /**
  * The provider-neutral usage vocabulary shared by provider modules, pricing, storage and plugins.
  *
@@ -27,6 +29,12 @@ export interface Usage {
   citationTokens?: number;
   /** Number of web searches the provider ran and bills per query. */
   searchQueries?: number;
+  /**
+   * Billable tool and server calls by kind, priced by the catalog's tool fees: web_search and web_search_preview
+   * (OpenAI web search calls), file_search (OpenAI file search calls), code_interpreter (OpenAI containers used),
+   * code_execution (Anthropic code execution tool calls). Anthropic web searches stay in searchQueries.
+   */
+  toolCalls?: Readonly<Record<string, number>>;
   /** Perplexity request-fee tier (low | medium | high search context size) when reported. */
   searchContextSize?: string;
   /**
@@ -34,6 +42,12 @@ export interface Usage {
    * cost_details.upstream_inference_cost for a BYOK request (whose usage.cost is only OpenRouter's fee).
    */
   providerCostUsd?: string;
+  /**
+   * The token buckets of each sampling iteration when the provider reports them (Anthropic usage.iterations:
+   * a compaction step, server-tool loops). The buckets above are their sum; pricing uses the iterations to
+   * pick a long-context rate per iteration, as the provider bills it.
+   */
+  iterations?: readonly IterationUsage[];
   /** The model that actually served the request, when the response names it (aggregators). */
   servedModel?: string;
   /**
@@ -43,6 +57,12 @@ export interface Usage {
    */
   streamError?: string;
 }
+
+/** The token buckets of one sampling iteration (see Usage.iterations). */
+export type IterationUsage = Pick<
+  Usage,
+  'inputTokens' | 'outputTokens' | 'cacheReadTokens' | 'cacheWriteTokens' | 'cacheWrite1hTokens'
+>;
 
 /** One Server-Sent Event, as framed by core/sse.ts. `data` joins multi-line data with "\n". */
 export interface SseEvent {
@@ -74,19 +94,35 @@ export interface UsageParser {
   createStreamAccumulator(endpoint: EndpointKey): StreamUsageAccumulator;
 }
 
-/** Stable names of the gateway's endpoints (see core/endpoints.ts for the path table). */
-export type EndpointKey =
-  | 'chat.completions'
-  | 'messages'
-  | 'responses'
-  | 'embeddings'
-  | 'audio.speech'
-  | 'audio.transcriptions'
-  | 'audio.translations'
-  | 'images.generations'
-  | 'images.edits'
-  | 'images.variations'
-  | 'models';
+/** Stable names of the gateway's endpoints (core/endpoints.ts). */
+export type { EndpointKey } from './endpoints';
+
+/** The tag value a record carries for a required tag it was sent without (missing_tags: record_untagged). */
+export const UNTAGGED = '(untagged)';
+
+/**
+ * Built-in dimensions. `model` is the model that served the request: the one the response names when the
+ * provider reports it (an aggregator such as OpenRouter), else the requested model; `requested_model` is the
+ * model the client asked for. Any other name is a tag key (`tag:<key>` reaches a tag stored under a built-in's
+ * name before such keys were refused).
+ */
+export const BUILTIN_DIMENSIONS = [
+  'provider',
+  'model',
+  'requested_model',
+  'endpoint',
+  'workspace',
+  'key_id',
+  'status',
+] as const;
+export type BuiltinDimension = (typeof BUILTIN_DIMENSIONS)[number];
+/** Former name of `model` (the served model), still accepted in group_by and filters. */
+export const SERVED_MODEL_ALIAS = 'served_model';
+/** Names a tag key may not take (the attribution plugin refuses them): group_by would read the built-in instead. */
+export const RESERVED_TAG_KEYS: ReadonlySet<string> = new Set<string>([...BUILTIN_DIMENSIONS, SERVED_MODEL_ALIAS]);
+
+/** UsageRecord.priceVersion of a record whose cost is the provider's own figure (an aggregator's usage.cost). */
+export const PROVIDER_REPORTED = 'provider-reported';
 
 /**
  * Where a record's cost comes from.
@@ -95,10 +131,13 @@ export type EndpointKey =
  * - partial: the stream did not complete (client disconnect, upstream reset, or an error event mid-stream);
  *   the output count covers at least what was streamed
  * - unpriced: usage known but the model has no price; cost is NULL, never shown as $0
- * - not_counted: endpoint not counted toward cost totals (audio, images) per the spec
+ * - not_counted: endpoint not counted toward cost totals (audio, images: not priced by token)
  * - failed: the request failed (gateway or upstream error); cost is zero
  */
 export type CostProvenance = 'measured' | 'estimated' | 'partial' | 'unpriced' | 'not_counted' | 'failed';
+
+/** How a record's token counts were obtained (UsageRecord.usageSource). */
+export type UsageSource = 'provider' | 'tokenizer' | 'none';
 
 /**
  * Money is an integer count of pico-dollars (1e-12 USD), carried as bigint in code.
@@ -141,6 +180,22 @@ export interface UsageRecord {
   provenance: CostProvenance;
   /** Price catalog version the cost was computed with (null when no price was used). */
   priceVersion: string | null;
+  /**
+   * How the token counts were obtained, apart from whether they were priced (`provenance`): from the provider's
+   * usage, counted by the tokenizer, or not at all. Absent on records written before migration 008.
+   */
+  usageSource?: UsageSource | null;
+  /** The cost the provider itself reported (OpenRouter, Perplexity usage.cost), whichever figure costPico uses. */
+  providerCostPico?: PicoUsd | null;
+  /**
+   * True when the provider's figure and the one computed from tokens and prices differ by more than 1%, false
+   * when both are known and agree, null when there was nothing to compare.
+   */
+  costDisagrees?: boolean | null;
+  /** Billable tool and server calls by kind (web_search, file_search, code_interpreter ...), null when none. */
+  toolCalls?: Readonly<Record<string, number>> | null;
+  /** provider/model of the catalog entry whose prices were used (a dated snapshot names its family's entry). */
+  priceId?: string | null;
   latencyMs: number;
   /** Time to first byte from upstream, ms; null if no byte arrived. */
   ttfbMs: number | null;

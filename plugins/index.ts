@@ -1,4 +1,4 @@
-import type { PluginDefinition } from '../core/plugin';
+import type { PluginDefinition } from '../core';
 import { attribution } from './attribution';
 import { auth } from './auth';
 import { headerStrip } from './header-strip';
@@ -10,7 +10,7 @@ import { requiredTags } from './required-tags';
 import { usageRecorder } from './usage-recorder';
 
 /** Plugins that ship with Tollgate, by the name used in gateway.config.yaml (`use: <name>`). */
-export const BUILTIN_PLUGINS: Readonly<Record<string, PluginDefinition<any>>> = {
+export const BUILTIN_PLUGINS: Readonly<Record<string, PluginDefinition<unknown>>> = {
   auth,
   'header-strip': headerStrip,
   attribution,

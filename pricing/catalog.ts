@@ -1,10 +1,10 @@
 /**
  * The price catalog: the bundled pricing/catalog.json plus the deployment's overrides (pricing: block).
  *
- * Precedence: bundled < litellm_file < models overrides; an override replaces ALL price fields of an
- * entry (a partial merge could pair a negotiated input price with a stale cache price) and keeps its
- * metadata (kind, context window, aliases) unless given. Discounts are applied last, by the provider that
- * bills the request, exactly (decimal multiplication by 1 - discount).
+ * Precedence: bundled < the provider modules' own prices < litellm_file < models overrides; an override
+ * replaces ALL price fields of an entry (a partial merge could pair a negotiated input price with a stale cache
+ * price) and keeps its metadata (kind, context window, aliases) unless given. Discounts are applied last, by the
+ * provider that bills the request, exactly (decimal multiplication by 1 - discount).
  *
  * lookup() matching, first hit wins, nothing fuzzy:
  *   1. exact (provider, id);
@@ -19,6 +19,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import bundledJson from './catalog.json';
+import toolFeesJson from './tool-fees.json';
 import { normalizeProviderSlug, pricingConfigSchema, type ModelOverride, type PricingConfig } from './config';
 import { mulDecimal, subDecimal } from './decimal';
 import { importLiteLlm } from './litellm';
@@ -31,6 +32,7 @@ import {
   type MatchRule,
   type ModelPrice,
   type SkippedEntry,
+  type ToolFee,
 } from './model-price';
 
 export interface PriceCatalogOptions {
@@ -38,12 +40,21 @@ export interface PriceCatalogOptions {
   baseDir?: string;
   /** Replaces the bundled catalog (tests). */
   bundled?: CatalogFile;
+  /** Prices the deployed provider modules declare (ProviderModule.prices): above the bundled ones, below the rest. */
+  providerPrices?: readonly ModelOverride[];
 }
 
 interface Entry {
   price: CatalogModel;
   origin: ModelPrice['origin'];
 }
+
+/** Where an override's prices come from, for the entry's source note. */
+const SOURCE_OF: Record<Exclude<Entry['origin'], 'bundled'>, string> = {
+  provider: 'the provider module',
+  litellm: 'pricing.litellm_file',
+  override: 'pricing.models',
+};
 
 /** Fields that are prices: an override replaces these as a whole. */
 const PRICE_FIELDS = [
@@ -63,7 +74,8 @@ const PRICE_FIELDS = [
 let bundledCache: CatalogFile | undefined;
 /** The committed catalog, validated once (a malformed price fails loudly at startup, never as $0). */
 export function bundledCatalog(): CatalogFile {
-  bundledCache ??= catalogFileSchema.parse(bundledJson);
+  // Tool and server call fees live in their own file: scripts/build-price-catalog.ts rewrites catalog.json.
+  bundledCache ??= catalogFileSchema.parse({ ...bundledJson, tool_fees: toolFeesJson });
   return bundledCache;
 }
 
@@ -85,15 +97,27 @@ export class PriceCatalog {
   private readonly derived = new Map<string, ModelPrice>();
   private readonly lookups = new Map<string, ModelPrice | undefined>();
   private readonly defaultCreated: number;
+  /** Tool-call fees by provider: model-specific entries first (bundled catalog, tool_fees). */
+  private readonly toolFees = new Map<string, ToolFee[]>();
 
   /** Builds a catalog from an already validated `pricing:` block (see fromConfig for raw YAML values). */
   constructor(config?: PricingConfig, options: PriceCatalogOptions = {}) {
     const bundled = options.bundled ?? bundledCatalog();
     this.bundledVersion = bundled.version;
     this.defaultCreated = Math.floor(Date.parse(bundled.retrieved) / 1000);
-    if (!Number.isSafeInteger(this.defaultCreated)) throw new Error(`catalog retrieved date unreadable: ${bundled.retrieved}`);
+    if (!Number.isSafeInteger(this.defaultCreated))
+      throw new Error(`catalog retrieved date unreadable: ${bundled.retrieved}`);
 
     for (const m of bundled.models) this.put(m, 'bundled');
+    for (const f of bundled.tool_fees ?? []) {
+      const list = this.toolFees.get(f.provider) ?? [];
+      list.push(f);
+      // Model-specific entries before the provider-wide ones, so the first match is the most specific.
+      list.sort((a, b) => (a.models ? 0 : 1) - (b.models ? 0 : 1));
+      this.toolFees.set(f.provider, list);
+    }
+    const fromProviders = options.providerPrices ?? [];
+    for (const m of fromProviders) this.override(m, 'provider');
     const skipped: SkippedEntry[] = [...bundled.skipped];
 
     let imported: CatalogModel[] = [];
@@ -109,9 +133,11 @@ export class PriceCatalog {
     this.discounts = Object.freeze({ ...(config?.discounts ?? {}) });
     this.skipped = Object.freeze(skipped);
 
-    const changed = overrides.length > 0 || imported.length > 0 || Object.keys(this.discounts).length > 0;
+    const changed =
+      overrides.length > 0 || imported.length > 0 || Object.keys(this.discounts).length > 0 || fromProviders.length > 0;
+    const providers = fromProviders.length > 0 ? fromProviders : undefined; // absent: versions without them unchanged
     this.version = changed
-      ? `${bundled.version}+${digest({ litellm: imported, models: overrides, discounts: this.discounts })}`
+      ? `${bundled.version}+${digest({ litellm: imported, models: overrides, discounts: this.discounts, providers })}`
       : bundled.version;
   }
 
@@ -158,7 +184,15 @@ export class PriceCatalog {
       if (p === undefined || e.price.provider === p) out.push(this.derive(e.price.provider, key, 'exact'));
     }
     return out.sort((a, b) =>
-      a.provider === b.provider ? (a.model < b.model ? -1 : a.model > b.model ? 1 : 0) : a.provider < b.provider ? -1 : 1,
+      a.provider === b.provider
+        ? a.model < b.model
+          ? -1
+          : a.model > b.model
+            ? 1
+            : 0
+        : a.provider < b.provider
+          ? -1
+          : 1,
     );
   }
 
@@ -195,6 +229,8 @@ export class PriceCatalog {
       origin: e.origin,
     };
     if (d !== undefined) price.discount = d;
+    const fees = this.feesFor(e.price.provider, e.price.model, d);
+    if (fees) price.toolFees = fees;
     if (via !== 'exact') {
       price.match = {
         via,
@@ -209,6 +245,24 @@ export class PriceCatalog {
     return price;
   }
 
+  /** The tool fees that apply to a model: per tool, the first entry naming the model, else the provider-wide one. */
+  private feesFor(provider: string, model: string, discount: string | undefined): Record<string, ToolFee> | undefined {
+    const list = this.toolFees.get(provider);
+    if (!list) return undefined;
+    const out: Record<string, ToolFee> = {};
+    for (const f of list) {
+      if (out[f.tool] || (f.models && !f.models.includes(model))) continue;
+      out[f.tool] =
+        discount === undefined || f.usd === undefined ? f : { ...f, usd: mulDecimal(f.usd, subDecimal('1', discount)) };
+    }
+    return Object.keys(out).length > 0 ? Object.freeze(out) : undefined;
+  }
+
+  /** Every tool-fee entry of the catalog, as the docs and GET /v1/models may list them. */
+  fees(): ToolFee[] {
+    return [...this.toolFees.values()].flat();
+  }
+
   private put(m: CatalogModel, origin: Entry['origin']): void {
     const key = keyOf(m.provider, m.model);
     this.entries.set(key, { price: m, origin });
@@ -220,13 +274,15 @@ export class PriceCatalog {
   }
 
   /** Adds an entry, or replaces all price fields of an existing one (metadata kept unless given). */
-  private override(m: ModelOverride, origin: Entry['origin']): void {
-    const existing = this.entries.get(keyOf(m.provider, m.model))?.price;
+  private override(m: ModelOverride, origin: Exclude<Entry['origin'], 'bundled'>): void {
+    const replaced = this.entries.get(keyOf(m.provider, m.model));
+    const existing = replaced?.price;
     const merged: CatalogModel = { ...(existing ?? {}), kind: existing?.kind ?? 'chat', ...m } as CatalogModel;
     if (existing) {
       for (const f of PRICE_FIELDS) if (!(f in m)) delete merged[f];
       merged.aliases = [...new Set([...(existing.aliases ?? []), ...(m.aliases ?? [])])];
-      merged.source_note = `prices from ${origin === 'litellm' ? 'pricing.litellm_file' : 'pricing.models'} (bundled entry replaced)`;
+      const whose = replaced!.origin === 'provider' ? "the provider module's" : 'bundled';
+      merged.source_note = `prices from ${SOURCE_OF[origin]} (${whose} entry replaced)`;
     }
     this.put(merged, origin);
     this.derived.clear();
@@ -243,7 +299,8 @@ function discounted(p: CatalogModel, discount: string): CatalogModel {
   for (const f of [...BUCKETS, 'search_query_fee'] as const) {
     if (out[f] !== undefined) out[f] = mul(out[f]);
   }
-  if (p.request_fee !== undefined) out.request_fee = typeof p.request_fee === 'string' ? mul(p.request_fee) : rates(p.request_fee);
+  if (p.request_fee !== undefined)
+    out.request_fee = typeof p.request_fee === 'string' ? mul(p.request_fee) : rates(p.request_fee);
   if (p.long_context) out.long_context = p.long_context.map(rates);
   if (p.service_tiers) {
     out.service_tiers = Object.fromEntries(Object.entries(p.service_tiers).map(([k, v]) => [k, v && rates(v)]));
@@ -264,5 +321,8 @@ function digest(value: unknown): string {
               .map((k) => [k, canonical((v as Record<string, unknown>)[k])]),
           )
         : v;
-  return createHash('sha256').update(JSON.stringify(canonical(value))).digest('hex').slice(0, 12);
+  return createHash('sha256')
+    .update(JSON.stringify(canonical(value)))
+    .digest('hex')
+    .slice(0, 12);
 }

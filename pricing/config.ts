@@ -133,11 +133,13 @@ const modelOverride = modelOverrideInput.transform((raw, ctx): ModelOverride => 
       out.request_fee = toDecimal(f, ctx, ['request_fee']);
     }
   }
-  if (raw.search_query_fee !== undefined) out.search_query_fee = toDecimal(raw.search_query_fee, ctx, ['search_query_fee']);
+  if (raw.search_query_fee !== undefined)
+    out.search_query_fee = toDecimal(raw.search_query_fee, ctx, ['search_query_fee']);
   if (raw.long_context !== undefined) {
-    out.long_context = raw.long_context.map(
-      (t, i): LongContextTier => ({ above_input_tokens: t.above_input_tokens, ...buckets(t, ctx, ['long_context', i]) }),
-    );
+    out.long_context = raw.long_context.map((t, i): LongContextTier => ({
+      above_input_tokens: t.above_input_tokens,
+      ...buckets(t, ctx, ['long_context', i]),
+    }));
   }
   for (const k of ['kind', 'context_window', 'max_output_tokens', 'created', 'aliases'] as const) {
     if (raw[k] !== undefined) (out as Record<string, unknown>)[k] = raw[k];

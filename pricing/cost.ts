@@ -2,11 +2,12 @@
  * Cost of one request: sum over the disjoint Usage buckets of tokens x rate, in exact pico-USD.
  *
  * Order of decisions:
- *   1. endpoint not counted (audio, images; spec 8)          -> null, 'not_counted'
- *   2. usage.providerCostUsd present (OpenRouter usage.cost)  -> that figure, parsed exactly, 'provider_reported'
- *      (the aggregator's own bill wins; catalog discounts are not applied to it)
- *   3. no price, a price without any rate, or no usage        -> null, 'unpriced' (never $0)
- *   4. otherwise                                              -> exact sum, 'priced'
+ *   1. endpoint not counted (audio, images)       -> null, 'not_counted'
+ *   2. no price, a price without any rate, or no usage        -> null, 'unpriced' (never $0)
+ *   3. otherwise                                              -> exact sum, 'priced'
+ *   4. usage.providerCostUsd present (OpenRouter, Perplexity usage.cost): kept beside the computed cost and
+ *      compared with it (withProviderFigure); it replaces the computed cost when that is unknown, rests on another
+ *      seller's price, or is no more precise ('provider_reported'; catalog discounts are not applied to it)
  *
  * Bucket rates and fallbacks (a bucket with tokens and no possible rate makes the whole result unpriced):
  *   inputTokens       input
@@ -24,12 +25,14 @@
  *                     documented default search_context_size); an unknown size is unpriced
  * Long context: when inputTokens + all cache tokens exceed a tier's above_input_tokens, every bucket uses
  * the highest such tier's rate, and the base rate for a bucket the tier does not list (as LiteLLM does).
+ * When the usage carries per-iteration counts (Usage.iterations), the tier is chosen per iteration.
  * Exactness: all bundled rates are integer pico-USD per token; a rate with more than 6 decimals is kept as
  * a fraction and the total is rounded once, half away from zero (money.ts).
  */
-import type { EndpointKey, PicoUsd, Usage } from '../core/usage';
+import type { EndpointKey, IterationUsage, PicoUsd, Usage } from '../core/usage';
 import type { LongContextTier, ModelPrice } from './model-price';
-import { ExactSum, parseUsd, rateFromPerMillion, rateFromUsd, type Rate } from './money';
+import { parseDecimal } from './decimal';
+import { ExactSum, formatUsd, parseUsd, rateFromPerMillion, rateFromUsd, roundScaled, type Rate } from './money';
 
 export interface PriceUsageOptions {
   endpoint: EndpointKey;
@@ -44,6 +47,18 @@ export interface PricedUsage {
   provenanceHint: ProvenanceHint;
   /** Why the cost is null, for logs. */
   reason?: string;
+  /** The provider's own figure (usage.cost), when it reported one. */
+  providerCostPico?: PicoUsd;
+  /** The cost computed from the counts and the catalog, when the record uses the provider's figure instead. */
+  computedCostPico?: PicoUsd | null;
+  /** The provider's figure and the computed one differ by more than 1% (after the provider's rounding). */
+  costDisagrees?: boolean;
+  /** A fee in the cost could only be estimated (e.g. code interpreter sessions), or a counted call has no price. */
+  estimated?: boolean;
+  /** Calls counted but not priced per request (the catalog entry says why), by tool. */
+  unpricedCalls?: Readonly<Record<string, number>>;
+  /** provider/model of the catalog entry whose prices were used. */
+  priceId?: string;
 }
 
 type RateBucket = 'input' | 'output' | 'cache_read' | 'cache_write' | 'cache_write_1h' | 'citation' | 'reasoning';
@@ -61,7 +76,15 @@ interface Compiled {
 
 const ZERO: Rate = { num: 0n, scale: 0 };
 const DEFAULT_CONTEXT_SIZE: ContextSize = 'low';
-const RATE_BUCKETS: RateBucket[] = ['input', 'output', 'cache_read', 'cache_write', 'cache_write_1h', 'citation', 'reasoning'];
+const RATE_BUCKETS: RateBucket[] = [
+  'input',
+  'output',
+  'cache_read',
+  'cache_write',
+  'cache_write_1h',
+  'citation',
+  'reasoning',
+];
 
 // ModelPrice objects from PriceCatalog are frozen and cached, so their parsed rates can be cached too.
 const compiledCache = new WeakMap<ModelPrice, Compiled>();
@@ -116,26 +139,142 @@ const COUNT_FIELDS = [
   'reasoningTokens',
 ] as const;
 
+type Line = [units: number | undefined, rate: Rate | undefined, name: string];
+
+/** The rates of the highest long-context tier the prompt (input plus every cache bucket) exceeds, else the base. */
+function tierRates(c: Compiled, u: IterationUsage): Rates {
+  const prompt =
+    (u.inputTokens ?? 0) + (u.cacheReadTokens ?? 0) + (u.cacheWriteTokens ?? 0) + (u.cacheWrite1hTokens ?? 0);
+  return c.tiers.find((t) => prompt > t.above)?.rates ?? c.base;
+}
+
+/** The token buckets of a request or of one iteration, each with its rate (and the fallbacks of the header). */
+function tokenBucketLines(u: IterationUsage, output: number | undefined, r: Rates): Line[] {
+  return [
+    [u.inputTokens, r.input, 'input'],
+    [output, r.output, 'output'],
+    [u.cacheReadTokens, r.cache_read ?? r.input, 'cache_read'],
+    [u.cacheWriteTokens, r.cache_write ?? r.input, 'cache_write'],
+    [u.cacheWrite1hTokens, r.cache_write_1h, 'cache_write_1h'],
+  ];
+}
+
+/**
+ * Adds each counted tool call times its fee (ModelPrice.toolFees). A call kind the catalog does not know makes
+ * the cost unknown (the reason is returned); one it lists without a price is counted only (unpricedCalls), and
+ * a fee marked as an estimate marks the cost estimated.
+ */
+function addToolFees(
+  sum: ExactSum,
+  price: ModelPrice,
+  calls: Usage['toolCalls'],
+): Pick<PricedUsage, 'estimated' | 'unpricedCalls'> | string {
+  const out: { estimated?: boolean; unpricedCalls?: Record<string, number> } = {};
+  for (const [tool, n] of Object.entries(calls ?? {})) {
+    if (!n) continue;
+    if (!(Number.isSafeInteger(n) && n > 0)) return `invalid ${tool} call count: ${n}`;
+    const fee = price.toolFees?.[tool];
+    if (!fee) return `${price.provider}/${price.model} has no fee for ${n} ${tool} calls`;
+    if (fee.usd === undefined) {
+      (out.unpricedCalls ??= {})[tool] = n;
+      continue;
+    }
+    sum.add(BigInt(n), rateFromUsd(fee.usd));
+    if (fee.estimate) out.estimated = true;
+  }
+  return out;
+}
+
 const unpriced = (reason: string): PricedUsage => ({ costPico: null, provenanceHint: 'unpriced', reason });
 
 /** Prices one request's usage; never throws on bad input (a record must always be written). */
-export function priceUsage(price: ModelPrice | undefined, usage: Usage | undefined, opts: PriceUsageOptions): PricedUsage {
+export function priceUsage(
+  price: ModelPrice | undefined,
+  usage: Usage | undefined,
+  opts: PriceUsageOptions,
+): PricedUsage {
   if (!opts.counted) return { costPico: null, provenanceHint: 'not_counted' };
+  const computed = computeCost(price, usage);
+  const reported = providerFigure(usage);
+  if (reported === undefined) return computed;
+  return withProviderFigure(computed, reported, price);
+}
 
-  if (usage?.providerCostUsd !== undefined) {
-    try {
-      const reported = parseUsd(usage.providerCostUsd);
-      if (reported >= 0n) return { costPico: reported, provenanceHint: 'provider_reported' };
-    } catch {
-      // An unreadable reported cost falls through to the catalog price.
-    }
+/** The provider's own cost figure in pico-USD with its number of decimals, or undefined (absent, unreadable). */
+function providerFigure(usage: Usage | undefined): { pico: PicoUsd; decimals: number } | undefined {
+  const text = usage?.providerCostUsd;
+  if (text === undefined) return undefined;
+  try {
+    const pico = parseUsd(text);
+    return pico >= 0n ? { pico, decimals: decimalsOf(text) } : undefined;
+  } catch {
+    return undefined; // an unreadable figure: the computed cost stands
   }
+}
+
+/**
+ * Puts the provider's figure beside the computed cost. The provider's figure is the record's cost when nothing
+ * else is known, when the computed cost rests on another seller's price (OpenRouter priced by the vendor's list
+ * price), or when it is at least as precise as the computed one (as many decimals: OpenRouter's usage.cost).
+ * A rounded figure (Perplexity's usage.cost, to the tenth of a cent) gives way to the exact computed cost. The
+ * two disagree when they differ by more than 1% once the computed cost is rounded as the provider rounds.
+ */
+function withProviderFigure(
+  computed: PricedUsage,
+  reported: { pico: PicoUsd; decimals: number },
+  price: ModelPrice | undefined,
+): PricedUsage {
+  if (computed.costPico === null) {
+    return {
+      costPico: reported.pico,
+      provenanceHint: 'provider_reported',
+      providerCostPico: reported.pico,
+      reason: computed.reason,
+    };
+  }
+  const own = price?.match?.via !== 'openrouter_vendor_fallback';
+  const asPrecise = reported.decimals >= decimalsOf(formatUsd(computed.costPico));
+  const comparable =
+    reported.decimals >= 12
+      ? computed.costPico
+      : roundScaled({ coef: computed.costPico, scale: 12 - reported.decimals }) * 10n ** BigInt(12 - reported.decimals);
+  const diff = reported.pico > comparable ? reported.pico - comparable : comparable - reported.pico;
+  const costDisagrees = diff * 100n > comparable || (comparable === 0n && reported.pico > 0n);
+  const useReported = !own || asPrecise;
+  return {
+    ...computed,
+    costPico: useReported ? reported.pico : computed.costPico,
+    provenanceHint: useReported ? 'provider_reported' : computed.provenanceHint,
+    providerCostPico: reported.pico,
+    computedCostPico: computed.costPico,
+    costDisagrees,
+  };
+}
+
+/** Decimal places of a plain or exponent decimal string ("0.005" -> 3, "1.5e-7" -> 8, "2" -> 0). */
+function decimalsOf(text: string): number {
+  const v = parseDecimal(text.trim());
+  let { coef, scale } = v;
+  while (scale > 0 && coef % 10n === 0n) {
+    coef /= 10n;
+    scale--;
+  }
+  return Math.max(0, scale);
+}
+
+/** The cost from the usage's counts and the catalog price (steps 3 and 4 of the header). */
+function computeCost(price: ModelPrice | undefined, usage: Usage | undefined): PricedUsage {
   if (!price) return unpriced('model not in the price catalog');
   if (!usage) return unpriced('no usage reported');
 
   for (const f of COUNT_FIELDS) {
     const v = usage[f];
     if (v !== undefined && !(Number.isSafeInteger(v) && v >= 0)) return unpriced(`invalid ${f}: ${v}`);
+  }
+  for (const it of usage.iterations ?? []) {
+    for (const v of Object.values(it)) {
+      if (v !== undefined && !(Number.isSafeInteger(v) && v >= 0)) return unpriced(`invalid iteration count: ${v}`);
+    }
   }
   let c: Compiled;
   try {
@@ -145,9 +284,7 @@ export function priceUsage(price: ModelPrice | undefined, usage: Usage | undefin
   }
   if (!c.hasAnyRate) return unpriced(`${price.provider}/${price.model} has no token or request price`);
 
-  const prompt =
-    (usage.inputTokens ?? 0) + (usage.cacheReadTokens ?? 0) + (usage.cacheWriteTokens ?? 0) + (usage.cacheWrite1hTokens ?? 0);
-  const r = c.tiers.find((t) => prompt > t.above)?.rates ?? c.base;
+  const r = tierRates(c, usage);
   const byRequest = c.requestFee !== undefined;
 
   // Split outputTokens only when reasoning has its own rate; otherwise reasoning is just output.
@@ -161,13 +298,15 @@ export function priceUsage(price: ModelPrice | undefined, usage: Usage | undefin
     output -= reasoning;
   }
 
-  const lines: [number | undefined, Rate | undefined, string][] = [
-    [usage.inputTokens, r.input, 'input'],
-    [output, r.output, 'output'],
+  // With per-iteration counts (Anthropic compaction, server-tool loops) each iteration is priced at its own
+  // long-context tier; the sums above only decide the rates of what is not per iteration.
+  const tokenLines =
+    usage.iterations && c.tiers.length > 0 && reasoning === undefined
+      ? usage.iterations.flatMap((it) => tokenBucketLines(it, it.outputTokens, tierRates(c, it)))
+      : tokenBucketLines(usage, output, r);
+  const lines: Line[] = [
+    ...tokenLines,
     [reasoning, r.reasoning, 'reasoning'],
-    [usage.cacheReadTokens, r.cache_read ?? r.input, 'cache_read'],
-    [usage.cacheWriteTokens, r.cache_write ?? r.input, 'cache_write'],
-    [usage.cacheWrite1hTokens, r.cache_write_1h, 'cache_write_1h'],
     [usage.citationTokens, r.citation ?? (byRequest ? ZERO : undefined), 'citation'],
     [usage.searchQueries, c.searchFee ?? (byRequest ? ZERO : undefined), 'search_query_fee'],
   ];
@@ -188,5 +327,7 @@ export function priceUsage(price: ModelPrice | undefined, usage: Usage | undefin
     }
     sum.add(1n, fee);
   }
-  return { costPico: sum.toPico(), provenanceHint: 'priced' };
+  const tools = addToolFees(sum, price, usage.toolCalls);
+  if (typeof tools === 'string') return unpriced(tools);
+  return { costPico: sum.toPico(), provenanceHint: 'priced', priceId: `${price.provider}/${price.model}`, ...tools };
 }

@@ -74,7 +74,12 @@ function perMillion(v: unknown): string | Error {
   return shiftDecimal(d, 6);
 }
 
-function convert(key: string, e: Record<string, unknown>, provider: string, litellmProvider: string): CatalogModel | Error {
+function convert(
+  key: string,
+  e: Record<string, unknown>,
+  provider: string,
+  litellmProvider: string,
+): CatalogModel | Error {
   // API id: the key minus LiteLLM's provider prefix ("gemini/gemini-2.5-pro" -> "gemini-2.5-pro").
   const model = key.startsWith(`${litellmProvider}/`) ? key.slice(litellmProvider.length + 1) : key;
   const mode = typeof e.mode === 'string' ? e.mode : 'chat';
@@ -96,7 +101,8 @@ function convert(key: string, e: Record<string, unknown>, provider: string, lite
       tiers.set(above, t);
     }
   }
-  if (tiers.size > 0) out.long_context = [...tiers.values()].sort((a, b) => a.above_input_tokens - b.above_input_tokens);
+  if (tiers.size > 0)
+    out.long_context = [...tiers.values()].sort((a, b) => a.above_input_tokens - b.above_input_tokens);
 
   const search = e.search_context_cost_per_query;
   if (search !== undefined && typeof search === 'object' && search !== null) {
@@ -133,7 +139,10 @@ function convert(key: string, e: Record<string, unknown>, provider: string, lite
   if (typeof e.deprecation_date === 'string') out.deprecation_date = e.deprecation_date;
 
   const priced =
-    out.input !== undefined || out.output !== undefined || out.request_fee !== undefined || out.search_query_fee !== undefined;
+    out.input !== undefined ||
+    out.output !== undefined ||
+    out.request_fee !== undefined ||
+    out.search_query_fee !== undefined;
   if (!priced) return new Error('no per-token or per-request price (non-token pricing is not represented)');
   return out;
 }

@@ -78,6 +78,23 @@ export const skippedEntrySchema = z.strictObject({
   value: z.unknown().optional(),
 });
 
+/**
+ * A fee per tool or server call (OpenAI web search, file search, code interpreter sessions; Anthropic code
+ * execution), for one provider's models: `models` lists the ids it applies to (absent: every model of the
+ * provider; a model-specific entry wins). An entry without `usd` names a call that is counted but cannot be
+ * priced per request (`note` says why); `estimate` marks a fee whose count can only approximate the bill.
+ */
+export const toolFeeSchema = z.strictObject({
+  provider: z.string().min(1),
+  tool: z.string().min(1),
+  usd: decimalString.optional(),
+  models: z.array(z.string().min(1)).optional(),
+  estimate: z.boolean().optional(),
+  source: z.string().min(1),
+  retrieved: z.string().min(1),
+  note: z.string().optional(),
+});
+
 export const catalogFileSchema = z.strictObject({
   version: z.string().regex(/^\d{4}-\d{2}-\d{2}\.\d+$/),
   source: z.string(),
@@ -86,6 +103,7 @@ export const catalogFileSchema = z.strictObject({
   unit: z.literal('per 1M tokens'),
   notes: z.array(z.string()).optional(),
   models: z.array(catalogModelSchema),
+  tool_fees: z.array(toolFeeSchema).optional(),
   skipped: z.array(skippedEntrySchema),
 });
 
@@ -94,18 +112,22 @@ export type LongContextTier = z.infer<typeof longContextTierSchema>;
 export type CatalogModel = z.infer<typeof catalogModelSchema>;
 export type SkippedEntry = z.infer<typeof skippedEntrySchema>;
 export type CatalogFile = z.infer<typeof catalogFileSchema>;
+export type ToolFee = z.infer<typeof toolFeeSchema>;
 
 /** The token buckets a price can carry (CatalogModel keys). */
-export const BUCKETS = ['input', 'output', 'cache_read', 'cache_write', 'cache_write_1h', 'citation', 'reasoning'] as const;
+export const BUCKETS = [
+  'input',
+  'output',
+  'cache_read',
+  'cache_write',
+  'cache_write_1h',
+  'citation',
+  'reasoning',
+] as const;
 export type Bucket = (typeof BUCKETS)[number];
 
 /** How lookup() reached an entry. */
-export type MatchRule =
-  | 'exact'
-  | 'alias'
-  | 'provider_prefix'
-  | 'dated_snapshot'
-  | 'openrouter_vendor_fallback';
+export type MatchRule = 'exact' | 'alias' | 'provider_prefix' | 'dated_snapshot' | 'openrouter_vendor_fallback';
 
 export interface PriceMatch {
   via: MatchRule;
@@ -121,9 +143,11 @@ export interface ModelPrice extends CatalogModel {
   /** Unix seconds; the catalog's retrieval date when the source gives none, so it is stable. */
   created: number;
   /** Where the prices came from. */
-  origin: 'bundled' | 'litellm' | 'override';
+  origin: 'bundled' | 'provider' | 'litellm' | 'override';
   /** Negotiated fraction off already applied to every price and fee of this entry. */
   discount?: string;
   /** Set when lookup() matched anything other than the exact id. */
   match?: PriceMatch;
+  /** The tool and server call fees that apply to this model, by tool (discount applied). */
+  toolFees?: Readonly<Record<string, ToolFee>>;
 }

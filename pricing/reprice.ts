@@ -1,23 +1,58 @@
 import { endpointByKey } from '../core/endpoints';
-import type { UsageRecord } from '../core/usage';
+import { PROVIDER_REPORTED, type Usage, type UsageRecord, type UsageSource } from '../core/usage';
 import type { Repricing } from '../storage/store';
 import type { PriceCatalog } from './catalog';
 import { priceUsage } from './cost';
+import { formatUsd } from './money';
 
-/** Price version written on records whose cost is the provider's own figure (an aggregator's usage.cost). */
-export const PROVIDER_REPORTED = 'provider-reported';
+export { PROVIDER_REPORTED } from '../core/usage';
+
+const TOKEN_COLUMNS = [
+  'inputTokens',
+  'outputTokens',
+  'cacheReadTokens',
+  'cacheWriteTokens',
+  'cacheWrite1hTokens',
+] as const;
 
 /**
- * The cost a stored record has under today's catalog, from its raw token counts. Records that carry no
- * repriceable cost are left alone: failures (zero by definition), endpoints not counted, and costs the
- * provider itself reported. A record that was unpriced becomes measured once its model has a price.
+ * How a stored record's counts were obtained. Records written before migration 008 do not say: tokenizer counts
+ * made them 'estimated' or 'partial'; a record with no count has none; a non-streamed answer always carried the
+ * provider's usage, and a measured one did. A streamed record left unpriced may have been counted either way, so
+ * it is taken as tokenizer counts: repricing never vouches for counts it cannot trace to the provider.
+ */
+export function storedUsageSource(r: UsageRecord): UsageSource {
+  if (r.usageSource) return r.usageSource;
+  if (TOKEN_COLUMNS.every((f) => r[f] === null)) return 'none';
+  if (r.provenance === 'estimated' || r.provenance === 'partial') return 'tokenizer';
+  return !r.streamed || r.provenance === 'measured' ? 'provider' : 'tokenizer';
+}
+
+/**
+ * The cost a stored record has under today's catalog, from its raw counts. Left alone: failures (zero by
+ * definition) and endpoints not counted. A record without counts is unpriced, whatever it said before (never a
+ * $0 or a request fee alone); tokenizer counts stay estimated and a cut stream stays partial once priced. The
+ * provider's own figure (kept since migration 008; on older records the cost itself when it was
+ * provider-reported) is compared again and used under the rules of pricing/cost.ts.
  */
 export function repriceRecord(catalog: PriceCatalog, r: UsageRecord): Repricing | undefined {
-  if (r.provenance === 'failed' || r.provenance === 'not_counted' || r.priceVersion === PROVIDER_REPORTED) return undefined;
+  if (r.provenance === 'failed' || r.provenance === 'not_counted') return undefined;
   if (!r.provider || !r.endpoint) return undefined;
+  const usageSource = storedUsageSource(r);
+  const providerCost = r.providerCostPico ?? (r.priceVersion === PROVIDER_REPORTED ? r.costPico : null);
+  if (usageSource === 'none' && providerCost === null) {
+    return {
+      costPico: null,
+      provenance: r.provenance === 'partial' ? 'partial' : 'unpriced',
+      priceVersion: null,
+      usageSource,
+      priceId: null,
+      costDisagrees: null,
+    };
+  }
   const model = r.servedModel ?? r.model;
   const price = model ? catalog.lookup(r.provider, model) : undefined;
-  const usage = {
+  const usage: Usage = {
     inputTokens: r.inputTokens ?? undefined,
     outputTokens: r.outputTokens ?? undefined,
     cacheReadTokens: r.cacheReadTokens ?? undefined,
@@ -28,9 +63,33 @@ export function repriceRecord(catalog: PriceCatalog, r: UsageRecord): Repricing 
     searchQueries: r.searchQueries ?? undefined,
     // The request fee's tier; unknown on records older than migration 003 (priced at the default, low).
     searchContextSize: r.searchContextSize ?? undefined,
+    toolCalls: r.toolCalls ?? undefined,
+    providerCostUsd: providerCost === null ? undefined : formatUsd(providerCost),
   };
-  const priced = priceUsage(price, usage, { endpoint: r.endpoint, counted: endpointByKey(r.endpoint).costCounted });
+  const priced = priceUsage(
+    usageSource === 'none' ? undefined : price,
+    usageSource === 'none' ? { providerCostUsd: usage.providerCostUsd } : usage,
+    {
+      endpoint: r.endpoint,
+      counted: endpointByKey(r.endpoint).costCounted,
+    },
+  );
   const costPico = priced.costPico;
-  const provenance = r.provenance === 'estimated' || r.provenance === 'partial' ? r.provenance : costPico === null ? 'unpriced' : 'measured';
-  return { costPico, provenance, priceVersion: costPico === null ? null : catalog.version };
+  const provenance =
+    r.provenance === 'partial'
+      ? 'partial'
+      : costPico === null
+        ? 'unpriced'
+        : usageSource === 'tokenizer' || priced.estimated
+          ? 'estimated'
+          : 'measured';
+  return {
+    costPico,
+    provenance,
+    priceVersion:
+      costPico === null ? null : priced.provenanceHint === 'provider_reported' ? PROVIDER_REPORTED : catalog.version,
+    usageSource,
+    priceId: priced.priceId ?? null,
+    costDisagrees: priced.costDisagrees ?? null,
+  };
 }

@@ -247,7 +247,8 @@ function convert(e: Raw, skipped: SkippedEntry[]): CatalogModel {
 }
 
 function main(): void {
-  const [yamlPath = '/work/shared/facts/prices.yaml', outPath = 'pricing/catalog.json', version] = process.argv.slice(2);
+  const [yamlPath = '/work/shared/facts/prices.yaml', outPath = 'pricing/catalog.json', version] =
+    process.argv.slice(2);
   const doc = obj(parse(readFileSync(yamlPath, 'utf8'), { schema: 'failsafe' }), 'root');
   const meta = obj(doc.catalog, 'catalog');
   const values = obj(meta.source_values_from, 'catalog.source_values_from');
@@ -283,7 +284,9 @@ function main(): void {
     skipped,
   });
   writeFileSync(outPath, JSON.stringify(catalog, null, 2) + '\n');
-  process.stdout.write(`${outPath}: ${models.length} models, ${skipped.length} skipped fields, version ${catalog.version}\n`);
+  process.stdout.write(
+    `${outPath}: ${models.length} models, ${skipped.length} skipped fields, version ${catalog.version}\n`,
+  );
 }
 
 main();

@@ -2,7 +2,7 @@
  * Record <-> row mapping shared by both dialects, and decoding of the integer types the drivers
  * return (better-sqlite3 with safeIntegers: bigint; pg: int8/numeric as string).
  */
-import type { CostProvenance, EndpointKey, UsageRecord } from '../core/usage';
+import type { CostProvenance, EndpointKey, UsageRecord, UsageSource } from '../core/usage';
 
 /** A value ready to bind: booleans are adapted by the dialect (SQLite has none). */
 export type SqlValue = string | number | bigint | boolean | null;
@@ -35,6 +35,11 @@ export const RECORD_COLUMNS = [
   'ttfb_ms',
   'tags',
   'error_code',
+  'usage_source',
+  'provider_cost_pico',
+  'cost_disagrees',
+  'tool_calls',
+  'price_id',
 ] as const;
 
 /** The tags of a record without any (frozen: see memoLastFrozen). */
@@ -91,7 +96,18 @@ export function recordValues(r: UsageRecord): SqlValue[] {
     r.ttfbMs,
     tagsJson(r.tags ?? NO_TAGS),
     r.errorCode,
+    // Absent on records built before migration 008 (a spill file): stored as NULL.
+    r.usageSource ?? null,
+    r.providerCostPico ?? null,
+    flag(r.costDisagrees),
+    r.toolCalls ? JSON.stringify(r.toolCalls) : null,
+    r.priceId ?? null,
   ];
+}
+
+/** A nullable flag as the INTEGER column stores it (1, 0 or NULL). */
+export function flag(b: boolean | null | undefined): number | null {
+  return b === undefined || b === null ? null : b ? 1 : 0;
 }
 
 export function toNumber(v: unknown): number {
@@ -122,7 +138,10 @@ const str = (v: unknown): string | null => (v === null || v === undefined ? null
 
 /** A usage_records row (either driver) back to a record. */
 export function recordFromRow(row: Record<string, unknown>): UsageRecord {
-  const tags = typeof row.tags === 'string' ? (JSON.parse(row.tags) as Record<string, string>) : ((row.tags ?? {}) as Record<string, string>);
+  const tags =
+    typeof row.tags === 'string'
+      ? (JSON.parse(row.tags) as Record<string, string>)
+      : ((row.tags ?? {}) as Record<string, string>);
   return {
     id: String(row.id),
     ts: toNumber(row.ts),
@@ -151,6 +170,12 @@ export function recordFromRow(row: Record<string, unknown>): UsageRecord {
     ttfbMs: toNumberOrNull(row.ttfb_ms),
     tags,
     errorCode: str(row.error_code),
+    usageSource: str(row.usage_source) as UsageSource | null,
+    providerCostPico: toMoneyOrNull(row.provider_cost_pico),
+    costDisagrees:
+      row.cost_disagrees === null || row.cost_disagrees === undefined ? null : toNumber(row.cost_disagrees) === 1,
+    toolCalls: typeof row.tool_calls === 'string' ? (JSON.parse(row.tool_calls) as Record<string, number>) : null,
+    priceId: str(row.price_id),
   };
 }
 

@@ -12,8 +12,17 @@ export const KEY_COLUMNS = 'id, workspace_id, label, hash, created_at, last_used
 export function checkNewKey(k: NewGatewayKey, now = Date.now()): GatewayKey {
   if (!k.id) throw new Error('key id is required');
   if (!k.workspaceId) throw new Error('key workspaceId is required');
-  if (!SHA256_HEX.test(k.hash)) throw new Error('key hash must be a lower-case sha256 hex digest (never the key itself)');
-  return { id: k.id, workspaceId: k.workspaceId, label: k.label ?? '', hash: k.hash, createdAt: k.createdAt ?? now, lastUsedAt: null, revokedAt: null };
+  if (!SHA256_HEX.test(k.hash))
+    throw new Error('key hash must be a lower-case sha256 hex digest (never the key itself)');
+  return {
+    id: k.id,
+    workspaceId: k.workspaceId,
+    label: k.label ?? '',
+    hash: k.hash,
+    createdAt: k.createdAt ?? now,
+    lastUsedAt: null,
+    revokedAt: null,
+  };
 }
 
 export function keyValues(k: GatewayKey): (string | number | null)[] {

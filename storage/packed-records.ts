@@ -4,19 +4,46 @@
  * Why: a structured clone walks every record property by property, its key strings included, on both threads.
  * Packed, the numbers travel in typed arrays whose buffers are transferred (no copy), the strings that repeat
  * from record to record (workspace, key, provider, model, endpoint, provenance, tag keys and values...) once per
- * batch in a table, and the request ids end to end in one string. Measured in alternating rounds of 500-record
- * batches (docs/performance.md, thirteenth round): the proxy thread's part of a write 1.8 -> 1.0 µs per record,
- * the writer thread's 18.3 -> 16.9 µs.
+ * batch in a table, and the request ids end to end in one string: less CPU per record on both threads.
  *
  * A batch that does not fit the packed shape (a value of an unexpected type, as a hand-edited spill file may
  * hold, a cost outside 64 bits, a `__proto__` tag key) is not packed: the caller sends its records as they are,
- * so the writer sees exactly what it was given and the store decides, as before, whether a value is bad.
+ * so the writer sees exactly what it was given and the store decides whether a value is bad.
  */
-import type { CostProvenance, EndpointKey, UsageRecord } from '../core/usage';
+import type { CostProvenance, EndpointKey, UsageRecord, UsageSource } from '../core/usage';
 
 /** Slots of a record in `numbers` (NaN stands for null) and in `refs` (string indexes, -1 stands for null). */
-const NUM = { ts: 0, status: 1, inputTokens: 2, outputTokens: 3, cacheReadTokens: 4, cacheWriteTokens: 5, cacheWrite1hTokens: 6, reasoningTokens: 7, citationTokens: 8, searchQueries: 9, latencyMs: 10, ttfbMs: 11 };
-const STR = { workspaceId: 0, keyId: 1, provider: 2, model: 3, servedModel: 4, endpoint: 5, searchContextSize: 6, provenance: 7, priceVersion: 8, errorCode: 9 };
+const NUM = {
+  ts: 0,
+  status: 1,
+  inputTokens: 2,
+  outputTokens: 3,
+  cacheReadTokens: 4,
+  cacheWriteTokens: 5,
+  cacheWrite1hTokens: 6,
+  reasoningTokens: 7,
+  citationTokens: 8,
+  searchQueries: 9,
+  latencyMs: 10,
+  ttfbMs: 11,
+  costDisagrees: 12,
+};
+const STR = {
+  workspaceId: 0,
+  keyId: 1,
+  provider: 2,
+  model: 3,
+  servedModel: 4,
+  endpoint: 5,
+  searchContextSize: 6,
+  provenance: 7,
+  priceVersion: 8,
+  errorCode: 9,
+  usageSource: 10,
+  providerCost: 11,
+  toolCalls: 12,
+  priceId: 13,
+};
 const NF = Object.keys(NUM).length;
 const SF = Object.keys(STR).length;
 const INT64_MIN = -(2n ** 63n);
@@ -116,7 +143,21 @@ export function packRecords(records: readonly UsageRecord[]): PackedRecords | un
       string(s + STR.searchContextSize, r.searchContextSize ?? null, true) &&
       string(s + STR.provenance, r.provenance, false) &&
       string(s + STR.priceVersion, r.priceVersion, true) &&
-      string(s + STR.errorCode, r.errorCode, true);
+      string(s + STR.errorCode, r.errorCode, true) &&
+      // The fields of migration 008 are absent on records spilled before it; stored as null either way.
+      number(
+        b + NUM.costDisagrees,
+        r.costDisagrees === undefined || r.costDisagrees === null ? null : r.costDisagrees ? 1 : 0,
+        true,
+      ) &&
+      string(s + STR.usageSource, r.usageSource ?? null, true) &&
+      string(
+        s + STR.providerCost,
+        typeof r.providerCostPico === 'bigint' ? r.providerCostPico.toString() : (r.providerCostPico ?? null),
+        true,
+      ) &&
+      string(s + STR.toolCalls, r.toolCalls ? JSON.stringify(r.toolCalls) : null, true) &&
+      string(s + STR.priceId, r.priceId ?? null, true);
     if (!fits) return undefined;
     ids[i] = r.id;
     idEnd[i] = idChars += r.id.length;
@@ -136,12 +177,26 @@ export function packRecords(records: readonly UsageRecord[]): PackedRecords | un
     }
     tagStart[i + 1] = tagRefs.length >> 1;
   }
-  return { count: n, ids: ids.join(''), idEnd, strings, numbers, refs, streamed, costs, hasCost, tagStart, tagRefs: Int32Array.from(tagRefs) };
+  return {
+    count: n,
+    ids: ids.join(''),
+    idEnd,
+    strings,
+    numbers,
+    refs,
+    streamed,
+    costs,
+    hasCost,
+    tagStart,
+    tagRefs: Int32Array.from(tagRefs),
+  };
 }
 
 /** The buffers a postMessage can transfer instead of copying. */
 export function packedBuffers(p: PackedRecords): ArrayBuffer[] {
-  return [p.idEnd, p.numbers, p.refs, p.streamed, p.costs, p.hasCost, p.tagStart, p.tagRefs].map((a) => a.buffer as ArrayBuffer);
+  return [p.idEnd, p.numbers, p.refs, p.streamed, p.costs, p.hasCost, p.tagStart, p.tagRefs].map(
+    (a) => a.buffer as ArrayBuffer,
+  );
 }
 
 export function unpackRecords(p: PackedRecords): UsageRecord[] {
@@ -168,6 +223,9 @@ export function unpackRecords(p: PackedRecords): UsageRecord[] {
       lastFrom = from;
       lastTo = to;
     }
+    const providerCost = str(s + STR.providerCost);
+    const disagrees = num(b + NUM.costDisagrees);
+    const toolCalls = str(s + STR.toolCalls);
     // Field order as plugins/usage-recorder/record.ts builds it (one object shape).
     out[i] = {
       id: p.ids.slice(i === 0 ? 0 : p.idEnd[i - 1], p.idEnd[i]),
@@ -196,6 +254,11 @@ export function unpackRecords(p: PackedRecords): UsageRecord[] {
       ttfbMs: num(b + NUM.ttfbMs),
       tags,
       errorCode: str(s + STR.errorCode),
+      usageSource: str(s + STR.usageSource) as UsageSource | null,
+      providerCostPico: providerCost === null ? null : BigInt(providerCost),
+      costDisagrees: disagrees === null ? null : disagrees === 1,
+      toolCalls: toolCalls === null ? null : (JSON.parse(toolCalls) as Record<string, number>),
+      priceId: str(s + STR.priceId),
     };
   }
   return out;

@@ -9,9 +9,17 @@ import type { SqlDialect } from './dialect';
 import { scanRecords } from './query/list';
 import type { Exec } from './query/run';
 import { RollupAccumulator } from './rollup';
-import type { RepriceFn, RepriceResult, UsageFilter } from './store';
+import type { RepriceFn, RepriceResult, Repricing, UsageFilter } from './store';
 
 export const REPRICE_CHUNK = 1000;
+
+/** The fields a repricing may change (storage/store.ts Repricing); a record whose fields all stay is not rewritten. */
+const REPRICED_FIELDS = ['costPico', 'provenance', 'priceVersion', 'usageSource', 'priceId', 'costDisagrees'] as const;
+
+/** Whether a repricing changes anything stored on the record. */
+export function repricingChanges(old: UsageRecord, p: Repricing): boolean {
+  return REPRICED_FIELDS.some((f) => f in p && (p[f] ?? null) !== (old[f] ?? null));
+}
 
 export interface Change {
   old: UsageRecord;
@@ -21,7 +29,13 @@ export interface Change {
 /** Applies changes in one transaction; returns those actually updated (still had the old cost). */
 export type ApplyChanges = (changes: Change[]) => Promise<Change[]>;
 
-export async function repriceRecords(d: SqlDialect, exec: Exec, apply: ApplyChanges, fn: RepriceFn, filter: Partial<UsageFilter> = {}): Promise<RepriceResult> {
+export async function repriceRecords(
+  d: SqlDialect,
+  exec: Exec,
+  apply: ApplyChanges,
+  fn: RepriceFn,
+  filter: Partial<UsageFilter> = {},
+): Promise<RepriceResult> {
   let scanned = 0;
   let updated = 0;
   for await (const records of scanRecords(d, exec, filter, REPRICE_CHUNK)) {
@@ -30,8 +44,8 @@ export async function repriceRecords(d: SqlDialect, exec: Exec, apply: ApplyChan
     for (const old of records) {
       const p = fn(old);
       if (!p) continue;
-      if (p.costPico === old.costPico && p.provenance === old.provenance && p.priceVersion === old.priceVersion) continue;
-      changes.push({ old, next: { ...old, costPico: p.costPico, provenance: p.provenance, priceVersion: p.priceVersion } });
+      if (!repricingChanges(old, p)) continue;
+      changes.push({ old, next: { ...old, ...p } });
     }
     if (changes.length) updated += (await apply(changes)).length;
   }
@@ -44,6 +58,8 @@ export async function repriceRecords(d: SqlDialect, exec: Exec, apply: ApplyChan
  */
 export function repriceDeltas(changes: Change[], tagSetIds: readonly number[]): RollupAccumulator {
   const acc = new RollupAccumulator();
-  changes.forEach(({ old, next }, i) => acc.add(next, tagSetIds[i], addTotals(contribution(next), contribution(old), -1)));
+  changes.forEach(({ old, next }, i) =>
+    acc.add(next, tagSetIds[i], addTotals(contribution(next), contribution(old), -1)),
+  );
   return acc;
 }

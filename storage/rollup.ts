@@ -18,7 +18,16 @@ import type { UsageTotals } from './store';
 export const HOUR_MS = 3_600_000;
 export const DAY_MS = 86_400_000;
 
-export const ROLLUP_DIM_COLUMNS = ['hour', 'workspace_id', 'provider', 'model', 'served_model', 'endpoint', 'key_id', 'status'] as const;
+export const ROLLUP_DIM_COLUMNS = [
+  'hour',
+  'workspace_id',
+  'provider',
+  'model',
+  'served_model',
+  'endpoint',
+  'key_id',
+  'status',
+] as const;
 export const TAG_ROLLUP_DIM_COLUMNS = ['tag_key', 'tag_value', ...ROLLUP_DIM_COLUMNS] as const;
 
 export const ROLLUP_TABLE = 'usage_rollup_hourly';
@@ -32,7 +41,9 @@ export const TAG_DAILY_DIM_COLUMNS = ['tag_key', 'tag_value', 'day'] as const;
 /** Daily rollup per tag set (migration 004), money split like the other daily tables. */
 export const TAG_SET_DAILY_TABLE = 'usage_tag_set_daily';
 export const TAG_SET_DAILY_DIM_COLUMNS = ['set_id', 'day'] as const;
-export const DAILY_COUNTER_COLUMNS: readonly string[] = COUNTER_COLUMNS.flatMap((c) => (c === 'cost_pico' ? ['cost_pico_hi', 'cost_pico_lo'] : [c]));
+export const DAILY_COUNTER_COLUMNS: readonly string[] = COUNTER_COLUMNS.flatMap((c) =>
+  c === 'cost_pico' ? ['cost_pico_hi', 'cost_pico_lo'] : [c],
+);
 
 export function floorHour(ts: number): number {
   return ts - (((ts % HOUR_MS) + HOUR_MS) % HOUR_MS);
@@ -44,7 +55,16 @@ export function floorDay(ts: number): number {
 
 /** Rollup dimension values of a record, in ROLLUP_DIM_COLUMNS order. */
 export function rollupDims(r: UsageRecord): (string | number)[] {
-  return [floorHour(r.ts), r.workspaceId ?? '', r.provider ?? '', r.model ?? '', r.servedModel ?? '', r.endpoint ?? '', r.keyId ?? '', r.status];
+  return [
+    floorHour(r.ts),
+    r.workspaceId ?? '',
+    r.provider ?? '',
+    r.model ?? '',
+    r.servedModel ?? '',
+    r.endpoint ?? '',
+    r.keyId ?? '',
+    r.status,
+  ];
 }
 
 /** One rollup row increment: dimension values then counter values (COUNTER_COLUMNS order). */
@@ -173,7 +193,12 @@ function splitCost(values: (number | bigint)[]): (number | bigint)[] {
  * Adds increments to rollup rows; `source` yields rows of (dims..., counters...) in that order
  * (a VALUES list or a SELECT over unnest). Counters may be negative (repricing corrections).
  */
-export function rollupUpsertSql(table: string, dims: readonly string[], source: string, counters: readonly string[] = COUNTER_COLUMNS): string {
+export function rollupUpsertSql(
+  table: string,
+  dims: readonly string[],
+  source: string,
+  counters: readonly string[] = COUNTER_COLUMNS,
+): string {
   const cols = [...dims, ...counters];
   return [
     `INSERT INTO ${table} (${cols.join(', ')})`,

@@ -7,13 +7,30 @@
  * the next attempt (re-writing records is harmless: inserts are idempotent by id).
  * One spill path per process: two processes must not share it.
  */
-import { appendFileSync, createReadStream, createWriteStream, existsSync, mkdirSync, readdirSync, renameSync, statSync, type WriteStream } from 'node:fs';
+import {
+  appendFileSync,
+  createReadStream,
+  createWriteStream,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  renameSync,
+  statSync,
+  type WriteStream,
+} from 'node:fs';
 import { unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { UsageRecord } from '../core/usage';
 import { recordFromJson, recordToJson } from './record-json';
 import type { StorageLogger } from './store';
+
+/** Lines of a spill file, read back. */
+export interface SpillBatch {
+  records: UsageRecord[];
+  /** Lines that are not usage records, and why. */
+  unreadable: { line: string; err: unknown }[];
+}
 
 export class SpillFile {
   private stream: WriteStream | null = null;
@@ -31,12 +48,26 @@ export class SpillFile {
     mkdirSync(dirname(path), { recursive: true });
     this.activeDirty = existsSync(path) && statSync(path).size > 0;
     const prefix = `${basename(path)}.replay-`;
-    for (const name of readdirSync(dirname(path))) if (name.startsWith(prefix)) this.replayFiles.add(join(dirname(path), name));
+    for (const name of readdirSync(dirname(path)))
+      if (name.startsWith(prefix)) this.replayFiles.add(join(dirname(path), name));
   }
 
   /** True while spilled records wait to be replayed. */
   pending(): boolean {
     return this.activeDirty || this.replayFiles.size > 0;
+  }
+
+  /** Bytes waiting for replay: the active file (buffered appends included) and the files moved aside. */
+  bytes(): number {
+    let n = (this.stream?.writableLength ?? 0) + this.held.reduce((sum, text) => sum + Buffer.byteLength(text), 0);
+    for (const file of [this.path, ...this.replayFiles]) {
+      try {
+        n += statSync(file).size;
+      } catch {
+        // not created yet, or replayed and removed meanwhile
+      }
+    }
+    return n;
   }
 
   /** Buffered, non-blocking append (the hot path during an outage). */
@@ -50,7 +81,9 @@ export class SpillFile {
   private write(text: string): void {
     if (!this.stream) {
       this.stream = createWriteStream(this.path, { flags: 'a' });
-      this.stream.on('error', (err) => this.log?.error({ err, path: this.path }, 'usage spill file write failed: records may be lost'));
+      this.stream.on('error', (err) =>
+        this.log?.error({ err, path: this.path }, 'usage spill file write failed: records may be lost'),
+      );
     }
     this.stream.write(text);
     this.activeDirty = true;
@@ -87,28 +120,28 @@ export class SpillFile {
     return [...this.replayFiles].sort();
   }
 
-  /** Records of a replay file in batches; unreadable lines (e.g. a torn last line after a crash) are skipped. */
-  async *read(file: string, batchSize: number): AsyncGenerator<UsageRecord[]> {
+  /**
+   * Records of a replay file in batches of at most `batchSize` lines. A line that is not a record (a torn last line
+   * after a crash, a corrupted or hand-edited line) comes in `unreadable`, with the reason, for the quarantine.
+   */
+  async *read(file: string, batchSize: number): AsyncGenerator<SpillBatch> {
     const input = createReadStream(file, { encoding: 'utf8' });
     const lines = createInterface({ input, crlfDelay: Infinity });
-    let batch: UsageRecord[] = [];
-    let lineNo = 0;
+    let batch: SpillBatch = { records: [], unreadable: [] };
     try {
       for await (const line of lines) {
-        lineNo++;
         if (!line.trim()) continue;
         try {
-          batch.push(recordFromJson(line));
+          batch.records.push(recordFromJson(line));
         } catch (err) {
-          this.log?.warn({ err, file, line: lineNo }, 'skipping unreadable usage spill line');
-          continue;
+          batch.unreadable.push({ line, err });
         }
-        if (batch.length >= batchSize) {
+        if (batch.records.length + batch.unreadable.length >= batchSize) {
           yield batch;
-          batch = [];
+          batch = { records: [], unreadable: [] };
         }
       }
-      if (batch.length) yield batch;
+      if (batch.records.length + batch.unreadable.length) yield batch;
     } finally {
       lines.close();
       input.destroy();

@@ -4,11 +4,12 @@
  * process (e.g. the CLI) waits for the write lock instead of failing.
  * better-sqlite3 is synchronous: each method does its work in one synchronous call.
  */
-import { mkdirSync } from 'node:fs';
+import { constants, mkdirSync } from 'node:fs';
+import { access } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { UsageRecord } from '../core/usage';
-import { RECORD_COLUMNS, dedupeById, recordValues } from './codec';
+import { RECORD_COLUMNS, dedupeById, flag, recordValues, toNumber } from './codec';
 import { COUNTER_COLUMNS } from './counters';
 import { sqliteDialect as d } from './dialect';
 import { KEY_COLUMNS, checkNewKey, keyFromRow, keyValues } from './keys';
@@ -17,6 +18,7 @@ import { listTagKeys } from './query/dimensions';
 import { listPage } from './query/list';
 import { runUsageQuery, type Exec } from './query/run';
 import { repriceDeltas, repriceRecords, type Change } from './reprice';
+import { MaintenanceRuns, RAISE_MARK_SQL, READ_MARK_SQL, RECORDS_KEPT_FROM, deleteInBatches } from './retention';
 import { SqliteWriterThread } from './sqlite-writer';
 import {
   DAILY_COUNTER_COLUMNS,
@@ -34,11 +36,14 @@ import {
   rollupUpsertSql,
   type RollupDeltas,
 } from './rollup';
+import type { QuarantinedRecord } from './quarantine';
 import { RECORD_TAG_SET_COLUMN, TagSetIds, tagSetKey, tagSetMembers } from './tag-sets';
 import type {
   GatewayKey,
   InsertResult,
   ListRequestsQuery,
+  MaintenanceOptions,
+  MaintenanceResult,
   MigrateResult,
   NewGatewayKey,
   RepriceFn,
@@ -61,6 +66,8 @@ export interface SqliteStoreOptions {
    * file; an in-memory database cannot be shared between threads and is always written inline.
    */
   writerThread?: boolean;
+  /** Open an existing database file only: create neither it nor its folder. */
+  mustExist?: boolean;
   logger?: StorageLogger;
 }
 
@@ -78,6 +85,21 @@ const WAL_AUTOCHECKPOINT_PAGES = 10_000;
 /** The writer's upserts touch recent pages only (time-ordered ids, hourly rollups): a small cache serves them. */
 const WRITER_CACHE_KIB = 4 * 1024;
 
+/**
+ * Whether the file holds Tollgate's tables (a migration ran once), read on a read-only connection: a file that
+ * is empty or another program's database is left byte for byte as it was.
+ */
+export function sqliteFileHasSchema(path: string): boolean {
+  const db = new Database(path, { readonly: true, fileMustExist: true });
+  try {
+    return (
+      db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").get() !== undefined
+    );
+  } finally {
+    db.close();
+  }
+}
+
 export class SqliteUsageStore implements UsageStore {
   readonly dialect = 'sqlite' as const;
   private readonly db: Database.Database;
@@ -88,10 +110,14 @@ export class SqliteUsageStore implements UsageStore {
   private readonly writer?: SqliteWriterThread;
   /** Tag set ids of the connection that writes (the writer thread has its own store and cache). */
   private readonly tagSets = new TagSetIds();
+  private readonly maintenance = new MaintenanceRuns();
 
-  constructor(path: string, opts: SqliteStoreOptions = {}) {
-    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-    this.db = new Database(path);
+  constructor(
+    private readonly path: string,
+    opts: SqliteStoreOptions = {},
+  ) {
+    if (path !== ':memory:' && !opts.mustExist) mkdirSync(dirname(path), { recursive: true });
+    this.db = new Database(path, { fileMustExist: opts.mustExist === true });
     this.log = opts.logger;
     this.db.pragma('journal_mode = WAL');
     this.busyTimeoutMs = Math.floor(opts.busyTimeoutMs ?? 5000);
@@ -100,7 +126,7 @@ export class SqliteUsageStore implements UsageStore {
     this.db.pragma('synchronous = NORMAL');
     // Checkpoint every ~40 MiB of WAL instead of SQLite's 4 MiB: a batch dirties ~1500 pages (rollup rows, tag sets,
     // index entries), so the default copied nearly every batch's pages into the database again at each commit;
-    // pages a later batch touches again are now copied once. Measured: -8% writer CPU per record (200k records).
+    // pages a later batch touches again are copied once.
     this.db.pragma(`wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`);
     this.db.pragma('foreign_keys = ON');
     // A negative cache_size is in KiB (SQLite's default is 2 MiB): grouping queries over rollups read many pages.
@@ -116,11 +142,14 @@ export class SqliteUsageStore implements UsageStore {
     const run = this.db.transaction((): { applied: number[]; done: number[] } => {
       const applied = (this.db.prepare('SELECT version FROM schema_migrations').pluck().all() as number[]).map(Number);
       const newer = newerVersions(applied);
-      if (newer.length) this.log?.warn({ versions: newer, known: LATEST_VERSION }, 'database has migrations newer than this build');
+      if (newer.length)
+        this.log?.warn({ versions: newer, known: LATEST_VERSION }, 'database has migrations newer than this build');
       const done: number[] = [];
       for (const m of pendingMigrations(applied)) {
         this.db.exec(m.sqlite);
-        this.db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, Date.now());
+        this.db
+          .prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)')
+          .run(m.version, m.name, Date.now());
         done.push(m.version);
       }
       return { applied, done };
@@ -143,7 +172,14 @@ export class SqliteUsageStore implements UsageStore {
     const upsertBase = db.prepare(rollupUpsertSql(ROLLUP_TABLE, ROLLUP_DIM_COLUMNS, baseSource));
     const upsertTag = db.prepare(rollupUpsertSql(TAG_ROLLUP_TABLE, TAG_ROLLUP_DIM_COLUMNS, tagSource));
     const daily = (table: string, dims: readonly string[]) =>
-      db.prepare(rollupUpsertSql(table, dims, `VALUES (${placeholders(dims.length + DAILY_COUNTER_COLUMNS.length)})`, DAILY_COUNTER_COLUMNS));
+      db.prepare(
+        rollupUpsertSql(
+          table,
+          dims,
+          `VALUES (${placeholders(dims.length + DAILY_COUNTER_COLUMNS.length)})`,
+          DAILY_COUNTER_COLUMNS,
+        ),
+      );
     const upsertDaily = daily(DAILY_TABLE, DAILY_DIM_COLUMNS);
     const upsertTagDaily = daily(TAG_DAILY_TABLE, TAG_DAILY_DIM_COLUMNS);
     const upsertTagSetDaily = daily(TAG_SET_DAILY_TABLE, TAG_SET_DAILY_DIM_COLUMNS);
@@ -163,8 +199,7 @@ export class SqliteUsageStore implements UsageStore {
       for (const r of records) {
         const setId = tagSets.id(r, found);
         // changes === 0: the id is already stored (retried batch) -> no rollup increment. The values are passed as
-        // arguments, not as one array: better-sqlite3 binds arguments with about half the instructions (callgrind:
-        // 24.9k -> 13.8k per record).
+        // arguments, not as one array: better-sqlite3 binds arguments with about half the instructions.
         if (insertRecords.run(...recordValues(r).map(d.bind), setId).changes === 0) continue;
         inserted++;
         acc.add(r, setId);
@@ -174,17 +209,50 @@ export class SqliteUsageStore implements UsageStore {
     });
     // Compare-and-set: only a record still carrying the old values is changed (and corrected in the rollups).
     const updateCost = db.prepare(
-      'UPDATE usage_records SET cost_pico = ?, provenance = ?, price_version = ? WHERE id = ? AND cost_pico IS ? AND provenance = ? AND price_version IS ?',
+      'UPDATE usage_records SET cost_pico = ?, provenance = ?, price_version = ?, usage_source = ?, price_id = ?, cost_disagrees = ? ' +
+        'WHERE id = ? AND cost_pico IS ? AND provenance = ? AND price_version IS ?',
     );
     const reprice = db.transaction((changes: Change[], found: Map<string, number>): Change[] => {
       tagSets.checkSchema();
       const done = changes.filter(
-        ({ old, next }) => updateCost.run(next.costPico, next.provenance, next.priceVersion, old.id, old.costPico, old.provenance, old.priceVersion).changes === 1,
+        ({ old, next }) =>
+          updateCost.run(
+            next.costPico,
+            next.provenance,
+            next.priceVersion,
+            next.usageSource ?? null,
+            next.priceId ?? null,
+            flag(next.costDisagrees),
+            old.id,
+            old.costPico,
+            old.provenance,
+            old.priceVersion,
+          ).changes === 1,
       );
-      applyDeltas(repriceDeltas(done, done.map((c) => tagSets.id(c.old, found))).result());
+      applyDeltas(
+        repriceDeltas(
+          done,
+          done.map((c) => tagSets.id(c.old, found)),
+        ).result(),
+      );
       return done;
     });
-    return { insert, reprice };
+    const insertQuarantined = db.prepare(
+      'INSERT INTO quarantined_records (digest, record_id, record_ts, quarantined_at, error_code, error_message, record_json) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (digest) DO NOTHING',
+    );
+    const quarantine = db.transaction((entries: readonly QuarantinedRecord[]): void => {
+      for (const e of entries)
+        insertQuarantined.run(
+          e.digest,
+          e.recordId,
+          e.recordTs,
+          e.quarantinedAt,
+          e.errorCode,
+          e.errorMessage,
+          e.recordJson,
+        );
+    });
+    return { insert, reprice, quarantine };
   }
 
   /**
@@ -236,13 +304,28 @@ export class SqliteUsageStore implements UsageStore {
     if (records.length === 0) return { inserted: 0, duplicates: 0 };
     if (this.writer) return this.writer.insertBatch(records);
     const unique = dedupeById(records);
+    const inserted = this.withShortLockWait(() => this.withTagSets((found) => this.w.insert.immediate(unique, found)));
+    return { inserted, duplicates: records.length - inserted };
+  }
+
+  async quarantine(entries: readonly QuarantinedRecord[]): Promise<void> {
+    if (entries.length === 0) return;
+    if (this.writer) return this.writer.quarantine(entries);
+    this.withShortLockWait(() => this.w.quarantine.immediate(entries));
+  }
+
+  /** A write of the write queue: waits at most INSERT_BUSY_TIMEOUT_MS for another connection's lock. */
+  private withShortLockWait<T>(write: () => T): T {
     this.db.pragma(`busy_timeout = ${Math.min(INSERT_BUSY_TIMEOUT_MS, this.busyTimeoutMs)}`);
     try {
-      const inserted = this.withTagSets((found) => this.w.insert.immediate(unique, found));
-      return { inserted, duplicates: records.length - inserted };
+      return write();
     } finally {
       this.db.pragma(`busy_timeout = ${this.busyTimeoutMs}`);
     }
+  }
+
+  async countQuarantined(): Promise<number> {
+    return Number(this.db.prepare('SELECT count(*) FROM quarantined_records').pluck().get());
   }
 
   /** Read statements return integers as bigint (exact money); the shared decoders convert. */
@@ -269,7 +352,13 @@ export class SqliteUsageStore implements UsageStore {
   }
 
   repriceAll(fn: RepriceFn, filter?: Partial<UsageFilter>): Promise<RepriceResult> {
-    return repriceRecords(d, this.exec, async (changes) => this.withTagSets((found) => this.w.reprice.immediate(changes, found)), fn, filter);
+    return repriceRecords(
+      d,
+      this.exec,
+      async (changes) => this.withTagSets((found) => this.w.reprice.immediate(changes, found)),
+      fn,
+      filter,
+    );
   }
 
   async insertKey(key: NewGatewayKey): Promise<GatewayKey> {
@@ -282,35 +371,90 @@ export class SqliteUsageStore implements UsageStore {
     const rows =
       workspaceId === undefined
         ? this.db.prepare(`SELECT ${KEY_COLUMNS} FROM keys ORDER BY created_at, id`).all()
-        : this.db.prepare(`SELECT ${KEY_COLUMNS} FROM keys WHERE workspace_id = ? ORDER BY created_at, id`).all(workspaceId);
+        : this.db
+            .prepare(`SELECT ${KEY_COLUMNS} FROM keys WHERE workspace_id = ? ORDER BY created_at, id`)
+            .all(workspaceId);
     return (rows as Record<string, unknown>[]).map(keyFromRow);
   }
 
   async findKeyByHash(hash: string): Promise<GatewayKey | undefined> {
-    const row = this.db.prepare(`SELECT ${KEY_COLUMNS} FROM keys WHERE hash = ?`).get(hash) as Record<string, unknown> | undefined;
+    const row = this.db.prepare(`SELECT ${KEY_COLUMNS} FROM keys WHERE hash = ?`).get(hash) as
+      Record<string, unknown> | undefined;
     return row && keyFromRow(row);
   }
 
   async revokeKey(id: string, at = Date.now()): Promise<boolean> {
-    return this.db.prepare('UPDATE keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(at, id).changes === 1;
+    return (
+      this.db.prepare('UPDATE keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(at, id).changes === 1
+    );
   }
 
   async touchKeys(ids: readonly string[], lastUsedAt: number): Promise<void> {
     if (ids.length === 0) return;
     // A write on this thread would wait (blocking the event loop) while the writer thread holds the lock.
     if (this.writer) return this.writer.touchKeys(ids, lastUsedAt);
-    const stmt = this.db.prepare('UPDATE keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)');
+    const stmt = this.db.prepare(
+      'UPDATE keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)',
+    );
     this.db.transaction(() => {
       for (const id of new Set(ids)) stmt.run(lastUsedAt, id, lastUsedAt);
     })();
   }
 
-  async releaseMemory(): Promise<void> {
-    await this.writer?.collectGarbage();
+  /**
+   * On the writer thread when there is one (its connection writes; this thread only posts the request). SQLite has
+   * no partitions: retention deletes in batches, each DELETE its own short write transaction, so the writer's
+   * inserts queued meanwhile go in between two batches.
+   */
+  maintain(opts: MaintenanceOptions): Promise<MaintenanceResult> {
+    if (this.writer) return this.writer.maintain(opts);
+    return this.maintenance.track(this.maintainInline(opts));
+  }
+
+  private async maintainInline(opts: MaintenanceOptions): Promise<MaintenanceResult> {
+    const result: MaintenanceResult = { deleted: 0, deleteStatements: 0, droppedPartitions: [], createdPartitions: [] };
+    if (this.maintenance.closing) return { ...result, skipped: 'closing' };
+    if (!opts.retention) return result;
+    const { before } = opts.retention;
+    this.db.prepare(RAISE_MARK_SQL).run(RECORDS_KEPT_FROM, before);
+    // Oldest first through the (ts, id, tag_set_id) index, which carries each row's rowid.
+    const del = this.db.prepare(
+      'DELETE FROM usage_records WHERE rowid IN (SELECT rowid FROM usage_records WHERE ts < ? ORDER BY ts LIMIT ?)',
+    );
+    const run = await deleteInBatches({
+      ...opts.retention,
+      stopped: () => this.maintenance.closing,
+      deleteBatch: (limit) => del.run(before, limit).changes,
+    });
+    return {
+      ...result,
+      deleted: run.deleted,
+      deleteStatements: run.statements,
+      ...(run.stopped ? { skipped: 'closing' as const } : {}),
+    };
+  }
+
+  async recordsKeptFrom(): Promise<number | null> {
+    const [row] = await this.exec({ sql: READ_MARK_SQL, params: [RECORDS_KEPT_FROM] });
+    return row ? toNumber(row.value) : null;
+  }
+
+  /**
+   * The database file, its WAL and their folder (where SQLite creates its journal files) must be writable by this
+   * process: access(2) answers for permissions, a read-only mount and the immutable flag alike, without a write.
+   */
+  async checkWritable(): Promise<void> {
+    if (this.path === ':memory:') return;
+    await access(this.path, constants.W_OK);
+    await access(dirname(this.path), constants.W_OK);
+    await access(`${this.path}-wal`, constants.W_OK).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'ENOENT') throw err; // no WAL file between checkpoints is fine
+    });
   }
 
   async close(): Promise<void> {
     if (!this.db.open) return;
+    await this.maintenance.stop();
     await this.writer?.close();
     this.db.pragma('optimize'); // refreshes planner statistics where useful (cheap)
     this.db.close();

@@ -1,6 +1,6 @@
 /**
  * SQLite writes on a worker thread. better-sqlite3 is synchronous: a batch of usage records (rows, tags and
- * rollup upserts) took ~20% of the proxy thread's CPU under load when written inline. The worker owns its
+ * rollup upserts) written inline would take a large share of the proxy thread's CPU under load. The worker owns its
  * own connection to the same file (WAL: readers on the main thread are never blocked) and runs the very same
  * SqliteUsageStore write code, so behaviour and errors are identical; only the thread differs.
  *
@@ -15,7 +15,8 @@ import { setFlagsFromString } from 'node:v8';
 import { Worker } from 'node:worker_threads';
 import type { UsageRecord } from '../core/usage';
 import { packRecords, packedBuffers, type PackedRecords } from './packed-records';
-import type { InsertResult } from './store';
+import type { QuarantinedRecord } from './quarantine';
+import type { InsertResult, MaintenanceOptions, MaintenanceResult } from './store';
 
 /** What the main thread asks of the worker. */
 export type WriterRequest =
@@ -23,11 +24,13 @@ export type WriterRequest =
   /** The same, packed by column (storage/packed-records.ts): how every batch that fits the packed shape travels. */
   | { id: number; op: 'insertPacked'; packed: PackedRecords }
   | { id: number; op: 'touchKeys'; ids: readonly string[]; lastUsedAt: number }
-  /** Full GCs of the worker's own heap, asked for by the idle-memory release of the main thread (core/idle-memory.ts). */
-  | { id: number; op: 'collectGarbage' };
+  | { id: number; op: 'quarantine'; entries: readonly QuarantinedRecord[] }
+  /** The background maintenance (storage/maintenance.ts): retention's batched deletes run on this connection. */
+  | { id: number; op: 'maintain'; opts: MaintenanceOptions };
 
-/** The worker's answer; an error keeps its code (SQLITE_CONSTRAINT... decides retry vs dead letter). */
-export type WriterResponse = { id: number; result: unknown } | { id: number; error: { message: string; name: string; code?: string } };
+/** The worker's answer; an error keeps its code (SQLITE_CONSTRAINT... decides retry vs quarantine). */
+export type WriterResponse =
+  { id: number; result: unknown } | { id: number; error: { message: string; name: string; code?: string } };
 
 export interface WriterThreadOptions {
   path: string;
@@ -37,11 +40,9 @@ export interface WriterThreadOptions {
 }
 
 /**
- * The writer's young generation. A batch of 500 records is live for its whole transaction, and each of its young
- * collections copies it: at 2 MiB the writer ran 240-266 of them per 10 s of chat at 32 connections, on V8's helper
- * threads shared with the proxy thread. At 8 MiB: 55-69, the writer thread 22-27 instead of 24-31 µs per record, the
- * one-connection p99 lower in 3 rounds of 4 (1.43-1.85 vs 1.77-2.37 ms). What it costs: ~1 MiB of peak RSS (147 vs 146
- * in the benchmark's full runs), up to ~6 MiB more right after heavy load, until the idle collection gives it back.
+ * The writer's young generation. A batch of 500 records is live for its whole transaction and each young collection
+ * copies it, so a small young generation (2 MiB) means a collection every few batches, on V8's helper threads that the
+ * proxy thread shares; 8 MiB collects about a quarter as often.
  */
 const WRITER_YOUNG_GENERATION_MB = 8;
 
@@ -65,13 +66,17 @@ export class SqliteWriterThread {
     return this.call(request, packed && packedBuffers(packed)) as Promise<InsertResult>;
   }
 
+  async quarantine(entries: readonly QuarantinedRecord[]): Promise<void> {
+    await this.call({ id: this.nextId++, op: 'quarantine', entries });
+  }
+
   async touchKeys(ids: readonly string[], lastUsedAt: number): Promise<void> {
     await this.call({ id: this.nextId++, op: 'touchKeys', ids, lastUsedAt });
   }
 
-  /** Runs full GCs in the worker after the writes already posted; nothing when no worker runs. */
-  async collectGarbage(): Promise<void> {
-    if (this.worker) await this.call({ id: this.nextId++, op: 'collectGarbage' });
+  /** Runs on the worker, between the inserts posted meanwhile (its batches pause, and each is one short transaction). */
+  maintain(opts: MaintenanceOptions): Promise<MaintenanceResult> {
+    return this.call({ id: this.nextId++, op: 'maintain', opts }) as Promise<MaintenanceResult>;
   }
 
   /** Lets pending writes finish, then stops the worker (its connection closes with it). */
@@ -96,9 +101,8 @@ export class SqliteWriterThread {
   private start(): Worker {
     // A bounded young generation (WRITER_YOUNG_GENERATION_MB): V8's default would let it grow by tens of MiB under
     // load (it runs in this process: its heap is the gateway's memory too). A --max-semi-space-size given to node
-    // (npm start passes 8 MiB, for the proxy thread) applies to every isolate created later and would override this
-    // limit (the writer had 16 MiB of young generation, measured, whatever resourceLimits said): it is reset first.
-    // The main isolate sized its heap when it started; the flag is only read when an isolate is created.
+    // (on its command line or in NODE_OPTIONS) applies to every isolate created later and overrides resourceLimits,
+    // so it is reset first; the main isolate sized its heap when it started, and the flag is read only then.
     setFlagsFromString('--max-semi-space-size=0');
     const worker = new Worker(join(__dirname, 'sqlite-writer-worker.js'), {
       workerData: this.options,
@@ -126,7 +130,8 @@ export class SqliteWriterThread {
     if (!p) return;
     this.pending.delete(msg.id);
     if (this.pending.size === 0) this.worker?.unref();
-    if ('error' in msg) p.reject(Object.assign(new Error(msg.error.message), { name: msg.error.name, code: msg.error.code }));
+    if ('error' in msg)
+      p.reject(Object.assign(new Error(msg.error.message), { name: msg.error.name, code: msg.error.code }));
     else p.resolve(msg.result);
   }
 }

@@ -5,28 +5,19 @@
  * Money is bigint pico-USD everywhere (core/usage.ts); counts and token sums are plain numbers.
  * Times are epoch milliseconds; time buckets are UTC hours / UTC days.
  */
-import type { CostProvenance, PicoUsd, UsageRecord } from '../core/usage';
+import type { CostProvenance, PicoUsd, UsageRecord, UsageSource } from '../core/usage';
+import type { QuarantinedRecord } from './quarantine';
 
 /** Group value of a record that lacks the grouped tag key, and the filter value matching such records. */
-export const UNTAGGED = '(untagged)';
+export { UNTAGGED } from '../core/usage';
 /**
  * Filter value matching a record whose built-in dimension is absent (null workspace, key, model...).
  * In result rows an absent built-in value is `null`.
  */
 export const NONE = '(none)';
 
-/**
- * Built-in dimensions. `model` is the model that served the request: the one the response names when the
- * provider reports it (an aggregator such as OpenRouter), else the requested model; `requested_model` is the
- * model the client asked for. Any other name is a tag key (`tag:<key>` reaches a tag stored under a built-in's
- * name before such keys were refused).
- */
-export const BUILTIN_DIMENSIONS = ['provider', 'model', 'requested_model', 'endpoint', 'workspace', 'key_id', 'status'] as const;
-export type BuiltinDimension = (typeof BUILTIN_DIMENSIONS)[number];
-/** Former name of `model` (the served model), still accepted in group_by and filters. */
-export const SERVED_MODEL_ALIAS = 'served_model';
-/** Names a tag key may not take (plugins/attribution refuses them): group_by would read the built-in instead. */
-export const RESERVED_TAG_KEYS: ReadonlySet<string> = new Set<string>([...BUILTIN_DIMENSIONS, SERVED_MODEL_ALIAS]);
+/** The built-in dimensions and the tag keys they reserve (core/usage.ts: the record's vocabulary). */
+export { BUILTIN_DIMENSIONS, RESERVED_TAG_KEYS, SERVED_MODEL_ALIAS, type BuiltinDimension } from '../core/usage';
 
 export type Interval = 'hour' | 'day';
 
@@ -66,6 +57,8 @@ export interface UsageTotals {
   partialCount: number;
   /** Records with an errorCode or an HTTP status >= 400. */
   errorCount: number;
+  /** Records whose provider-reported cost and computed cost differ by more than 1%. */
+  costDisagreementCount: number;
 }
 
 export interface UsageGroupRow extends UsageTotals {
@@ -94,6 +87,12 @@ export interface Repricing {
   costPico: PicoUsd | null;
   provenance: CostProvenance;
   priceVersion: string | null;
+  /** How the record's counts were obtained (inferred for a record written before migration 008). */
+  usageSource?: UsageSource | null;
+  /** The catalog entry now used. */
+  priceId?: string | null;
+  /** The provider's figure compared again with the recomputed cost. */
+  costDisagrees?: boolean | null;
 }
 
 /** Returns the new cost of a record, or undefined to leave it alone. */
@@ -111,6 +110,37 @@ export interface InsertResult {
   inserted: number;
   /** Records skipped because their id was already stored (a retried batch). */
   duplicates: number;
+}
+
+/**
+ * One run of the store's background maintenance (storage/maintenance.ts): on PostgreSQL it keeps the month partitions
+ * of usage_records ahead of time; with `retention` it also deletes the records older than the cut-off, in batches,
+ * and keeps every rollup (storage/retention.ts).
+ */
+export interface MaintenanceOptions {
+  /** The current time (epoch ms): PostgreSQL keeps this month's and the next month's partitions ready. */
+  now: number;
+  retention?: {
+    /** Records with ts before this are deleted (a UTC day start, retentionCutoff). */
+    before: number;
+    /** Rows one DELETE statement removes at the most. */
+    batchSize: number;
+    /** Pause between two DELETE statements, ms: inserts get the database in between. */
+    pauseMs: number;
+  };
+}
+
+export interface MaintenanceResult {
+  /** Records removed by the batched DELETE statements. */
+  deleted: number;
+  /** Batched DELETE statements run (each removes at most batchSize rows). */
+  deleteStatements: number;
+  /** PostgreSQL: month partitions dropped whole (every record in them was older than the cut-off). */
+  droppedPartitions: string[];
+  /** PostgreSQL: month partitions created ahead of time. */
+  createdPartitions: string[];
+  /** Why the run did nothing or stopped early: another instance held the maintenance lock, or the store closed. */
+  skipped?: 'locked' | 'closing';
 }
 
 export interface MigrateResult {
@@ -150,6 +180,13 @@ export interface UsageStore {
    * Idempotent on record id: already stored ids are skipped and add nothing to the rollups.
    */
   insertBatch(records: readonly UsageRecord[]): Promise<InsertResult>;
+  /**
+   * Keeps records refused for their content in quarantined_records (storage/quarantine.ts), in one transaction;
+   * an entry whose digest is already there is skipped.
+   */
+  quarantine(entries: readonly QuarantinedRecord[]): Promise<void>;
+  /** Rows in quarantined_records (every instance's, on a shared PostgreSQL). */
+  countQuarantined(): Promise<number>;
   /** Grouped totals (and time series when `interval` is set); see storage/query/plan.ts for the paths. */
   queryUsage(query: UsageQuery): Promise<UsageGroupRow[]>;
   /** Raw records, newest first, keyset-paged. */
@@ -167,8 +204,22 @@ export interface UsageStore {
   /** Batched last-used update; never moves last_used_at backwards. */
   touchKeys(ids: readonly string[], lastUsedAt: number): Promise<void>;
 
-  /** For a store with a thread of its own: full GCs there, when the gateway is idle (core/idle-memory.ts). */
-  releaseMemory?(): Promise<void>;
+  /**
+   * Background maintenance (storage/maintenance.ts runs it at start and every hour), on the store's own connection:
+   * the SQLite writer thread, a PostgreSQL pool client. Never on a request's path.
+   */
+  maintain(opts: MaintenanceOptions): Promise<MaintenanceResult>;
+  /**
+   * The retention's cut-off: records before it were deleted (the rollups keep their totals); null while none were.
+   * listRequests has nothing before it, and queryUsage leaves out the parts of a range that it could only read from
+   * records there (storage/query/coverage.ts says which).
+   */
+  recordsKeptFrom(): Promise<number | null>;
+  /**
+   * Rejects when the store could not take a write now (readiness, GET /readyz). Cheap, and writes nothing: SQLite
+   * checks that its files and folder are writable, PostgreSQL that the server answers and is not read-only.
+   */
+  checkWritable(): Promise<void>;
 
   close(): Promise<void>;
 }

@@ -2,20 +2,18 @@
  * Tag sets: what lets queries on two or more tag keys read a rollup (storage/query/plan.ts, path "tag-set").
  *
  * The per-tag rollups keep one tag per row, so they cannot say which features acme's requests carried
- * ("group by feature where customer_id=acme"); that took a join of usage_records with record_tags, 0.8 to 3.9 s
- * at a million records. Here every distinct set of tags that records carry (all string tags of a record, sorted
+ * ("group by feature where customer_id=acme") without a join of every matching record with its tags, which takes
+ * seconds at a million records. Here every distinct set of tags that records carry (all string tags of a record, sorted
  * by key; no tag at all is the empty set) gets an id in tag_sets, its members go to tag_set_members (indexed by
  * key, value), and usage_tag_set_daily keeps the usual counters per (set, UTC day) (migration 004). A query then
  * picks the sets matching its tag filters from tag_set_members, sums their daily rows and groups them by the
  * sets' member values; a set without the grouped key is "(untagged)". Every record is in exactly one set, so
  * the groups of any such query reconcile with the total, one value per tag key per request.
  *
- * Measured on the dashboard benchmark's data (1,000,000 records over 35 days, 2000 Zipf customers, 12 agents,
- * 30 features, optional team and env tags): 157,787 sets and 512,769 daily rows, one per two records, as the
- * customer id makes most sets distinct. A tag filter keeps few of them: agent=agent-00 (260,141 records) selects
- * 17,191 sets and 95,831 daily rows; customer_id=cust-0000 (145,282 records) 7,341 daily rows; that customer
- * with feature-00 (25,925 records) 1,222. Built-in dimensions are left out of the key (each would multiply the
- * rows: such queries stay raw), and there is no hourly table: within an hour nearly every record has a set of its own.
+ * With a high-cardinality tag such as a customer id most sets are distinct (the dashboard benchmark's million
+ * records make about one daily row per two records), but a tag filter keeps few of them. Built-in dimensions are
+ * left out of the key (each would multiply the rows: such queries stay raw), and there is no hourly table: within
+ * an hour nearly every record has a set of its own.
  *
  * Each record also carries its set's id (usage_records.tag_set_id, migration 005): the raw path filters and
  * groups records by tag through their set's members, instead of one row per tag and record.

@@ -9,25 +9,29 @@
  * next start. close() drains everything, or parks it all in the spill file if the store is
  * still down. Inserts are idempotent by record id, so any re-write double-counts nothing.
  *
- * A batch refused for a data reason (a constraint or an invalid value, see isDataError) would be
- * retried forever and block every record behind it, so it is split instead: halves are written on
- * their own until each poison record is alone; it goes to the dead-letter file (same JSONL format
- * as the spill file, logged as an error) and every good record to the store. Connectivity failures
- * never dead-letter anything: they are retried.
+ * A batch refused for its content (a constraint, an invalid value, an index row too large: see
+ * storage/store-errors.ts) would be retried forever and block every record behind it, so it is split
+ * instead: halves are written on their own until each refused record is alone; it goes to the
+ * quarantine (storage/quarantine.ts) and every good record to the store. Spill files are replayed the
+ * same way, and a spill line that is not a record is quarantined too. An unavailable store never
+ * quarantines anything: its failures are retried.
  */
-import { appendFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { UsageRecord } from '../core/usage';
-import { recordToJson } from './record-json';
+import { Quarantine, quarantineRecord, quarantineSpillLine } from './quarantine';
 import { RecordDeque } from './record-deque';
-import { SpillFile } from './spill-file';
+import { SpillFile, type SpillBatch } from './spill-file';
 import type { StorageLogger, UsageStore } from './store';
+import { isContentError, summarizeStoreError } from './store-errors';
 
 export interface WriteQueueOptions {
   /** JSONL file for records beyond the memory bound and for what close() could not write. */
   spillPath: string;
-  /** JSONL file for records the store refuses for a data reason; default <spill name>.dead-letter.jsonl next to it. */
-  deadLetterPath?: string;
+  /**
+   * JSONL file for refused records that the store's quarantine table refuses too (storage/quarantine.ts); default
+   * <spill name>.quarantine.jsonl next to the spill file.
+   */
+  quarantinePath?: string;
   /** Records per insertBatch, default 500. */
   batchSize?: number;
   /** Longest a record waits in memory while the store is healthy, default 1000 ms. */
@@ -54,15 +58,29 @@ export interface WriteQueueStats {
   replayed: number;
   /** Failed or timed-out insertBatch calls. */
   failures: number;
-  /** Records the store refused for a data reason, isolated into the dead-letter file. */
-  deadLettered: number;
+  /** Records the store refused for their content, quarantined (in its quarantine table or in the file). */
+  quarantined: number;
+  /** Of these, the ones in the quarantine file. */
+  quarantinedToFile: number;
   /** Records waiting in memory now. */
   inMemory: number;
   /** Spilled records wait for replay. */
   spillPending: boolean;
+  /** Size of the spill files waiting for replay, bytes. */
+  spillBytes: number;
 }
 
-type BatchWriter = Pick<UsageStore, 'insertBatch'>;
+/** The store as the queue uses it; without quarantine(), refused records go to the quarantine file. */
+type BatchWriter = Pick<UsageStore, 'insertBatch'> & Partial<Pick<UsageStore, 'quarantine'>>;
+
+/** What splitting a refused batch found. */
+interface Isolated {
+  /** Records refused alone, with the error. */
+  refused: { record: UsageRecord; err: unknown }[];
+  /** Records not written because the store became unavailable (`failure`) during the split. */
+  left: UsageRecord[];
+  failure?: unknown;
+}
 
 /**
  * What a pump run writes besides full batches: 'full' nothing more (more records are on their way), 'waiting' the
@@ -78,10 +96,10 @@ export class UsageWriteQueue {
   private retry: UsageRecord[] | null = null;
   private inflight = 0;
   private readonly spill: SpillFile;
-  private readonly opts: Required<Omit<WriteQueueOptions, 'logger' | 'deadLetterPath'>>;
+  private readonly opts: Required<Omit<WriteQueueOptions, 'logger' | 'quarantinePath'>>;
   private readonly log?: StorageLogger;
-  private readonly counters = { queued: 0, written: 0, spilled: 0, replayed: 0, failures: 0, deadLettered: 0 };
-  private readonly deadLetterPath: string;
+  private readonly counters = { queued: 0, written: 0, spilled: 0, replayed: 0, failures: 0 };
+  private readonly quarantine: Quarantine;
 
   /** Pump runs are serialised on this chain; `busy` counts runs queued or running. */
   private chain: Promise<unknown> = Promise.resolve();
@@ -99,7 +117,6 @@ export class UsageWriteQueue {
     private readonly store: BatchWriter,
     opts: WriteQueueOptions,
   ) {
-    this.deadLetterPath = opts.deadLetterPath ?? join(dirname(opts.spillPath), `${basename(opts.spillPath, '.jsonl')}.dead-letter.jsonl`);
     this.opts = {
       spillPath: opts.spillPath,
       batchSize: opts.batchSize ?? 500,
@@ -109,9 +126,18 @@ export class UsageWriteQueue {
       retryMaxMs: opts.retryMaxMs ?? 30_000,
       writeTimeoutMs: opts.writeTimeoutMs ?? 30_000,
     };
-    if (this.opts.batchSize < 1 || this.opts.maxInMemory < this.opts.batchSize) throw new Error('need 1 <= batchSize <= maxInMemory');
+    if (this.opts.batchSize < 1 || this.opts.maxInMemory < this.opts.batchSize)
+      throw new Error('need 1 <= batchSize <= maxInMemory');
     this.log = opts.logger;
     this.spill = new SpillFile(this.opts.spillPath, this.log);
+    const quarantinePath =
+      opts.quarantinePath ?? join(dirname(opts.spillPath), `${basename(opts.spillPath, '.jsonl')}.quarantine.jsonl`);
+    this.quarantine = new Quarantine(
+      store,
+      quarantinePath,
+      (write) => withTimeout(write(), this.opts.writeTimeoutMs),
+      this.log,
+    );
     // Timers are unref'd: a pending flush never keeps the process alive (shutdown calls close()).
     this.ticker = setInterval(() => this.tick(), this.opts.flushIntervalMs).unref();
     if (this.spill.pending()) {
@@ -130,14 +156,23 @@ export class UsageWriteQueue {
       return;
     }
     if (this.inMemory() >= this.opts.maxInMemory) {
-      if (!this.spilling) this.log?.warn({ path: this.opts.spillPath, inMemory: this.inMemory() }, 'usage store behind: spilling records to disk');
+      if (!this.spilling)
+        this.log?.warn(
+          { path: this.opts.spillPath, inMemory: this.inMemory() },
+          'usage store behind: spilling records to disk',
+        );
       this.spilling = true;
       this.spill.append([record]);
       this.counters.spilled++;
       return;
     }
     this.mem.push(record);
-    if (this.mem.length >= this.opts.batchSize && !this.kickScheduled && this.busy === 0 && Date.now() >= this.backoffUntil) {
+    if (
+      this.mem.length >= this.opts.batchSize &&
+      !this.kickScheduled &&
+      this.busy === 0 &&
+      Date.now() >= this.backoffUntil
+    ) {
       // setImmediate: the store's work (synchronous for SQLite) must not run inside enqueue's caller.
       this.kickScheduled = true;
       setImmediate(() => {
@@ -159,7 +194,13 @@ export class UsageWriteQueue {
   }
 
   stats(): WriteQueueStats {
-    return { ...this.counters, inMemory: this.inMemory(), spillPending: this.spill.pending() };
+    return {
+      ...this.counters,
+      ...this.quarantine.stats(),
+      inMemory: this.inMemory(),
+      spillPending: this.spill.pending(),
+      spillBytes: this.spill.bytes(),
+    };
   }
 
   private async shutdown(): Promise<void> {
@@ -171,7 +212,11 @@ export class UsageWriteQueue {
     if (rest.length) {
       this.spill.append(rest);
       this.counters.spilled += rest.length;
-      if (!drained) this.log?.warn({ records: rest.length, path: this.opts.spillPath }, 'usage store unavailable at shutdown: records left in the spill file');
+      if (!drained)
+        this.log?.warn(
+          { records: rest.length, path: this.opts.spillPath },
+          'usage store unavailable at shutdown: records left in the spill file',
+        );
     }
     this.closed = true;
     await this.spill.close();
@@ -225,8 +270,10 @@ export class UsageWriteQueue {
     for (const file of await this.spill.takeForReplay()) {
       for await (const batch of this.spill.read(file, this.opts.batchSize)) {
         while (this.mem.length >= this.opts.batchSize) if (!(await this.writeFromMemory())) return false;
-        if ((await this.write(batch)).length > 0) return false; // the file stays; replayed again later
-        this.counters.replayed += batch.length;
+        // On a failure the file stays, and is replayed again later (what was written already is skipped by id).
+        if (!(await this.quarantineUnreadable(batch))) return false;
+        if ((await this.write(batch.records)).length > 0) return false;
+        this.counters.replayed += batch.records.length;
       }
       await this.spill.remove(file);
       this.log?.info({ file }, 'usage spill file replayed');
@@ -235,22 +282,45 @@ export class UsageWriteQueue {
     return true;
   }
 
-  /** Writes a batch; returns the records still to be written (none when all were stored or dead-lettered). */
+  /** Quarantines the lines of a spill file that are not records; false when the store was unavailable. */
+  private async quarantineUnreadable(batch: SpillBatch): Promise<boolean> {
+    if (batch.unreadable.length === 0) return true;
+    try {
+      await this.quarantine.add(batch.unreadable.map(({ line, err }) => quarantineSpillLine(line, err)));
+      return true;
+    } catch (err) {
+      this.failed(err, []);
+      return false;
+    }
+  }
+
+  /** Writes a batch; returns the records still to be written (none when all were stored or quarantined). */
   private async write(batch: UsageRecord[]): Promise<UsageRecord[]> {
-    let left = batch;
+    if (batch.length === 0) return batch;
     try {
       await this.insert(batch);
-      left = [];
     } catch (err) {
-      if (!isDataError(err)) return this.failed(err, batch);
-      this.log?.warn({ err, records: batch.length }, 'usage store refused a batch for a data reason: isolating the bad record(s)');
-      left = await this.isolate(batch, err);
-      if (left.length > 0) return left; // a connectivity failure interrupted the split (already counted)
+      if (!isContentError(err)) return this.failed(err, batch);
+      const { code, message } = summarizeStoreError(err);
+      this.log?.warn(
+        { records: batch.length, errorCode: code, error: message },
+        'usage store refused a batch for its content: splitting it to quarantine the refused record(s)',
+      );
+      const found: Isolated = { refused: [], left: [] };
+      await this.isolate(batch, err, found);
+      const refused = found.refused.map((r) => r.record);
+      // While the store is unavailable, refused records wait with the rest (they are split out again on the retry).
+      if (found.failure !== undefined) return this.failed(found.failure, [...refused, ...found.left]);
+      try {
+        await this.quarantine.add(found.refused.map((r) => quarantineRecord(r.record, r.err)));
+      } catch (e) {
+        return this.failed(e, refused);
+      }
     }
     if (this.attempt > 0) this.log?.info({ attempts: this.attempt }, 'usage store writes recovered');
     this.attempt = 0;
     this.backoffUntil = 0;
-    return left;
+    return [];
   }
 
   private async insert(batch: UsageRecord[]): Promise<void> {
@@ -262,50 +332,55 @@ export class UsageWriteQueue {
   }
 
   /**
-   * Splits a batch the store refused for a data reason until every poison record is alone, writing the good
-   * halves as it goes; a lone refused record goes to the dead-letter file. Returns what is left when a
-   * connectivity failure stopped the split (it is retried as usual).
+   * Splits a batch the store refused for its content (`err`) until each refused record is alone, writing the parts
+   * it takes as it goes. When the first half is taken, the second one holds what the whole was refused for: it is
+   * split at once, without writing it whole first (a record is only ever called refused after it failed alone).
+   * Stops when the store becomes unavailable: what was not written yet is `left`.
    */
-  private async isolate(batch: UsageRecord[], err: unknown): Promise<UsageRecord[]> {
+  private async isolate(batch: UsageRecord[], err: unknown, found: Isolated): Promise<void> {
     if (batch.length === 1) {
-      this.deadLetter(batch[0], err);
-      return [];
+      found.refused.push({ record: batch[0], err });
+      return;
     }
     const mid = Math.ceil(batch.length / 2);
-    const left: UsageRecord[] = [];
-    for (const half of [batch.slice(0, mid), batch.slice(mid)]) {
-      if (left.length > 0) {
-        left.push(...half);
+    const halves = [batch.slice(0, mid), batch.slice(mid)];
+    let firstTaken = false;
+    for (const [i, half] of halves.entries()) {
+      if (found.failure !== undefined) {
+        found.left.push(...half);
+        continue;
+      }
+      if (i === 1 && firstTaken && half.length > 1) {
+        await this.isolate(half, err, found);
         continue;
       }
       try {
         await this.insert(half);
+        firstTaken = i === 0;
       } catch (e) {
-        left.push(...(isDataError(e) ? await this.isolate(half, e) : this.failed(e, half)));
+        if (isContentError(e)) {
+          await this.isolate(half, e, found);
+        } else {
+          found.failure = e;
+          found.left.push(...half);
+        }
       }
     }
-    return left;
-  }
-
-  /** Parks a record the store will never take; an operator can fix it and move the file to the spill path to replay it. */
-  private deadLetter(record: UsageRecord, err: unknown): void {
-    try {
-      appendFileSync(this.deadLetterPath, `${recordToJson(record)}\n`);
-    } catch (e) {
-      this.log?.error({ err: e, recordId: record.id, path: this.deadLetterPath }, 'usage dead-letter file write failed: record lost');
-      return;
-    }
-    this.counters.deadLettered++;
-    this.log?.error({ err, recordId: record.id, path: this.deadLetterPath }, 'usage record refused by the store: written to the dead-letter file');
   }
 
   /** Counts a failed write and schedules the retry; returns the batch (still to be written). */
   private failed(err: unknown, batch: UsageRecord[]): UsageRecord[] {
     this.counters.failures++;
     this.attempt++;
-    const delay = Math.min(this.opts.retryMaxMs, this.opts.retryBaseMs * 2 ** Math.min(this.attempt - 1, 30)) * (0.5 + Math.random() / 2);
+    const delay =
+      Math.min(this.opts.retryMaxMs, this.opts.retryBaseMs * 2 ** Math.min(this.attempt - 1, 30)) *
+      (0.5 + Math.random() / 2);
     this.backoffUntil = Date.now() + delay;
-    this.log?.warn({ err, records: batch.length, attempt: this.attempt, retryInMs: Math.round(delay) }, 'usage store write failed');
+    const { code, message } = summarizeStoreError(err);
+    this.log?.warn(
+      { errorCode: code, error: message, records: batch.length, attempt: this.attempt, retryInMs: Math.round(delay) },
+      'usage store write failed',
+    );
     if (!this.closing) {
       if (this.retryTimer) clearTimeout(this.retryTimer);
       this.retryTimer = setTimeout(() => {
@@ -316,18 +391,6 @@ export class UsageWriteQueue {
     }
     return batch;
   }
-}
-
-/**
- * True for errors the database raises because of the records (retrying the same batch fails the same way):
- * PostgreSQL SQLSTATE classes 22 (data exception, e.g. a NUL byte in text) and 23 (integrity constraint);
- * SQLite constraint, datatype mismatch, too big, range. Everything else (connectivity, locks, time-outs, a
- * closed store, unknown errors) is retried, never dead-lettered.
- */
-export function isDataError(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  if (typeof code !== 'string') return false;
-  return /^2[23][0-9A-Z]{3}$/.test(code) || /^SQLITE_(CONSTRAINT|MISMATCH|TOOBIG|RANGE)/.test(code);
 }
 
 function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {

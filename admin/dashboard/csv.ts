@@ -57,7 +57,12 @@ function counters(t: UsageTotals, total: UsageTotals | undefined): string[] {
 }
 
 /** Header line, then the rows in the order given (the API's: most expensive first). CRLF line ends. */
-export function usageCsv(groupBy: readonly string[], rows: readonly UsageGroupRow[], total: UsageTotals | undefined, withBucket: boolean): string {
+export function usageCsv(
+  groupBy: readonly string[],
+  rows: readonly UsageGroupRow[],
+  total: UsageTotals | undefined,
+  withBucket: boolean,
+): string {
   const header = [...groupBy, ...(withBucket ? ['bucket'] : []), ...CSV_COUNTER_COLUMNS];
   const lines = [header.map(csvCell).join(',')];
   for (const row of rows) {

@@ -15,6 +15,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import type Koa from 'koa';
+import type { Logger } from 'pino';
 
 interface Asset {
   body: Buffer;
@@ -56,22 +57,32 @@ export function dashboardPaths(moduleDir = __dirname) {
 function asset(path: string): Asset {
   const body = readFileSync(path);
   const ext = path.slice(path.lastIndexOf('.'));
-  return { body, gzip: gzipSync(body), type: TYPES[ext] ?? 'application/octet-stream', etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"` };
+  return {
+    body,
+    gzip: gzipSync(body),
+    type: TYPES[ext] ?? 'application/octet-stream',
+    etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"`,
+  };
 }
 
 function loadAssets(): Map<string, Asset> {
   const { staticDir, scriptDir, chartJs } = dashboardPaths();
   const out = new Map<string, Asset>();
   out.set('/', asset(join(staticDir, 'index.html')));
-  for (const name of readdirSync(staticDir)) if (/\.(css|png|svg)$/.test(name)) out.set(`/assets/${name}`, asset(join(staticDir, name)));
+  for (const name of readdirSync(staticDir))
+    if (/\.(css|png|svg)$/.test(name)) out.set(`/assets/${name}`, asset(join(staticDir, name)));
   if (!existsSync(scriptDir)) throw new Error(`dashboard scripts are not built (${scriptDir}): run npm run build`);
-  for (const name of readdirSync(scriptDir)) if (/\.js(\.map)?$/.test(name)) out.set(`/assets/${name}`, asset(join(scriptDir, name)));
+  for (const name of readdirSync(scriptDir))
+    if (/\.js(\.map)?$/.test(name)) out.set(`/assets/${name}`, asset(join(scriptDir, name)));
   out.set('/assets/chart.umd.min.js', asset(chartJs));
   return out;
 }
 
-/** Koa middleware: answers GET/HEAD / and /assets/*, passes everything else on. */
-export function dashboardStatic(): Koa.Middleware {
+/**
+ * Koa middleware: answers GET/HEAD / and /assets/*, passes everything else on. When the files cannot be read the
+ * page says so without their location (the admin listener answers this before any token check); the log has it.
+ */
+export function dashboardStatic(logger?: Logger): Koa.Middleware {
   let assets: Map<string, Asset> | undefined;
   return async (ctx, next) => {
     const isPage = ctx.path === '/' || ctx.path === '/index.html' || ctx.path.startsWith('/assets/');
@@ -81,7 +92,9 @@ export function dashboardStatic(): Koa.Middleware {
     } catch (err) {
       ctx.status = 503;
       ctx.type = 'text/plain';
-      ctx.body = `Tollgate dashboard unavailable: ${(err as Error).message}\n`;
+      ctx.body =
+        'Tollgate dashboard unavailable: its files could not be read (run npm run build; the gateway log says which).\n';
+      logger?.error({ err }, 'dashboard files could not be read');
       return;
     }
     const a = assets.get(ctx.path === '/index.html' ? '/' : ctx.path);

@@ -9,11 +9,19 @@ export function groupStat(pgid) {
   pgid = Number(pgid);
   const out = { pgid, pids: [], cpu_ms: 0, rss_kb: 0, hwm_kb: 0 };
   let ents;
-  try { ents = readdirSync('/proc'); } catch { return out; }
+  try {
+    ents = readdirSync('/proc');
+  } catch {
+    return out;
+  }
   for (const e of ents) {
     if (e.charCodeAt(0) < 48 || e.charCodeAt(0) > 57) continue;
     let s;
-    try { s = readFileSync(`/proc/${e}/stat`, 'latin1'); } catch { continue; }
+    try {
+      s = readFileSync(`/proc/${e}/stat`, 'latin1');
+    } catch {
+      continue;
+    }
     const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
     // f[0]=state f[1]=ppid f[2]=pgrp ... f[11]=utime f[12]=stime (fields 14,15 of stat)
     if (Number(f[2]) !== pgid) continue;
@@ -25,7 +33,9 @@ export function groupStat(pgid) {
       const hwm = /VmHWM:\s+(\d+)/.exec(st);
       if (rss) out.rss_kb += Number(rss[1]);
       if (hwm) out.hwm_kb += Number(hwm[1]);
-    } catch { /* exited */ }
+    } catch {
+      /* exited */
+    }
   }
   return out;
 }
@@ -37,7 +47,11 @@ export function machineCpu() {
     const f = readFileSync('/proc/stat', 'latin1').split('\n', 1)[0].trim().split(/\s+/).slice(1).map(Number);
     // user nice system idle iowait irq softirq steal
     const busy = f[0] + f[1] + f[2] + f[5] + f[6];
-    return { busy_ms: (busy * 1000) / CLK_TCK, idle_ms: ((f[3] + f[4]) * 1000) / CLK_TCK, steal_ms: ((f[7] || 0) * 1000) / CLK_TCK };
+    return {
+      busy_ms: (busy * 1000) / CLK_TCK,
+      idle_ms: ((f[3] + f[4]) * 1000) / CLK_TCK,
+      steal_ms: ((f[7] || 0) * 1000) / CLK_TCK,
+    };
   } catch {
     return { busy_ms: 0, idle_ms: 0, steal_ms: 0 };
   }

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Renders a bench result (bench/results/*.json) as Markdown tables: per scenario, the targets side by side with
-// ratios to the direct call and to the bare proxy, then the issue-7 targets (met or not), then the change
-// against a previous result.
+// ratios to the direct call and to the bare proxy, then the goals (met or not), then the change against a previous
+// result.
 //   node bench/lib/report.mjs bench/results/latest.json [bench/results/previous.json]
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -13,8 +13,13 @@ const thousands = (x) => (x == null ? '-' : Math.round(x).toLocaleString('en-US'
 
 function table(header, rows) {
   const w = header.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i]).length)));
-  const line = (r) => '| ' + r.map((c, i) => (i === 0 ? String(c).padEnd(w[i]) : String(c).padStart(w[i]))).join(' | ') + ' |';
-  return [line(header), '|' + w.map((n, i) => (i === 0 ? '-'.repeat(n + 2) : '-'.repeat(n + 1) + ':')).join('|') + '|', ...rows.map(line)].join('\n');
+  const line = (r) =>
+    '| ' + r.map((c, i) => (i === 0 ? String(c).padEnd(w[i]) : String(c).padStart(w[i]))).join(' | ') + ' |';
+  return [
+    line(header),
+    '|' + w.map((n, i) => (i === 0 ? '-'.repeat(n + 2) : '-'.repeat(n + 1) + ':')).join('|') + '|',
+    ...rows.map(line),
+  ].join('\n');
 }
 
 /** The run of one scenario and target. */
@@ -47,36 +52,94 @@ function errorsOf(r) {
 function plainTable(result, sc) {
   const direct = pick(result, sc, 'direct');
   const bare = pick(result, sc, 'bare');
-  const rows = result.runs.filter((r) => r.scenario === sc).map((r) => {
-    const l = r.latency_ms;
-    const gw = r.procs?.gw;
-    return [
-      r.target, thousands(r.rps), num(ratio(r.rps, direct?.rps), 2), num(ratio(r.rps, bare?.rps), 2),
-      num(l.p50, 3), num(l.p90, 3), num(l.p99, 3),
-      r.target === 'direct' ? '' : signed(direct && l.p50 - direct.latency_ms.p50, 3),
-      r.target === 'direct' ? '' : signed(direct && l.p99 - direct.latency_ms.p99, 3),
-      gw ? thousands(gw.cpu_us_per_req) : '-', gw ? num(gw.cpu_pct, 0) : '-', gw ? num(gw.peak_rss_mb, 0) : '-', errorsOf(r), ...noiseCells(r),
-    ];
-  });
-  return table(['target', 'req/s', 'x direct', 'x bare', 'p50 ms', 'p90 ms', 'p99 ms', '+p50 ms', '+p99 ms', 'gw CPU µs/req', 'gw CPU %', 'peak RSS MiB', 'errors', ...NOISE_HEADERS], rows);
+  const rows = result.runs
+    .filter((r) => r.scenario === sc)
+    .map((r) => {
+      const l = r.latency_ms;
+      const gw = r.procs?.gw;
+      return [
+        r.target,
+        thousands(r.rps),
+        num(ratio(r.rps, direct?.rps), 2),
+        num(ratio(r.rps, bare?.rps), 2),
+        num(l.p50, 3),
+        num(l.p90, 3),
+        num(l.p99, 3),
+        r.target === 'direct' ? '' : signed(direct && l.p50 - direct.latency_ms.p50, 3),
+        r.target === 'direct' ? '' : signed(direct && l.p99 - direct.latency_ms.p99, 3),
+        gw ? thousands(gw.cpu_us_per_req) : '-',
+        gw ? num(gw.cpu_pct, 0) : '-',
+        gw ? num(gw.peak_rss_mb, 0) : '-',
+        errorsOf(r),
+        ...noiseCells(r),
+      ];
+    });
+  return table(
+    [
+      'target',
+      'req/s',
+      'x direct',
+      'x bare',
+      'p50 ms',
+      'p90 ms',
+      'p99 ms',
+      '+p50 ms',
+      '+p99 ms',
+      'gw CPU µs/req',
+      'gw CPU %',
+      'peak RSS MiB',
+      'errors',
+      ...NOISE_HEADERS,
+    ],
+    rows,
+  );
 }
 
 function streamTable(result, sc) {
   const direct = pick(result, sc, 'direct');
   const bare = pick(result, sc, 'bare');
-  const rows = result.runs.filter((r) => r.scenario === sc).map((r) => {
-    const gw = r.procs?.gw;
-    return [
-      r.target, thousands(r.rps), num(ratio(r.rps, direct?.rps), 2), num(ratio(r.rps, bare?.rps), 2),
-      num(r.ttfb_ms.p50, 2), num(r.ttfb_ms.p99, 2),
-      r.target === 'direct' ? '' : signed(direct && r.ttfb_ms.p50 - direct.ttfb_ms.p50),
-      r.target === 'direct' || r.target === 'bare' ? '' : signed(bare && r.ttfb_ms.p50 - bare.ttfb_ms.p50),
-      num(r.latency_ms.p50, 2), num(r.latency_ms.p99, 2),
-      gw ? thousands(gw.cpu_us_per_req) : '-', gw ? num(gw.peak_rss_mb, 0) : '-',
-      r.sse_events_per_response ? `${r.sse_events_per_response.min}-${r.sse_events_per_response.max}` : '-', errorsOf(r), ...noiseCells(r),
-    ];
-  });
-  return table(['target', 'streams/s', 'x direct', 'x bare', 'TTFB p50', 'TTFB p99', '+TTFB p50 vs direct', '+TTFB p50 vs bare', 'total p50', 'total p99', 'gw CPU µs/stream', 'peak RSS MiB', 'SSE events', 'errors', ...NOISE_HEADERS], rows);
+  const rows = result.runs
+    .filter((r) => r.scenario === sc)
+    .map((r) => {
+      const gw = r.procs?.gw;
+      return [
+        r.target,
+        thousands(r.rps),
+        num(ratio(r.rps, direct?.rps), 2),
+        num(ratio(r.rps, bare?.rps), 2),
+        num(r.ttfb_ms.p50, 2),
+        num(r.ttfb_ms.p99, 2),
+        r.target === 'direct' ? '' : signed(direct && r.ttfb_ms.p50 - direct.ttfb_ms.p50),
+        r.target === 'direct' || r.target === 'bare' ? '' : signed(bare && r.ttfb_ms.p50 - bare.ttfb_ms.p50),
+        num(r.latency_ms.p50, 2),
+        num(r.latency_ms.p99, 2),
+        gw ? thousands(gw.cpu_us_per_req) : '-',
+        gw ? num(gw.peak_rss_mb, 0) : '-',
+        r.sse_events_per_response ? `${r.sse_events_per_response.min}-${r.sse_events_per_response.max}` : '-',
+        errorsOf(r),
+        ...noiseCells(r),
+      ];
+    });
+  return table(
+    [
+      'target',
+      'streams/s',
+      'x direct',
+      'x bare',
+      'TTFB p50',
+      'TTFB p99',
+      '+TTFB p50 vs direct',
+      '+TTFB p50 vs bare',
+      'total p50',
+      'total p99',
+      'gw CPU µs/stream',
+      'peak RSS MiB',
+      'SSE events',
+      'errors',
+      ...NOISE_HEADERS,
+    ],
+    rows,
+  );
 }
 
 /** Added delay per chunk: growth of the first-to-last-byte span over the direct call, spread over the gaps. */
@@ -91,33 +154,87 @@ export function perChunkAdded(result, target) {
 function slowTable(result) {
   const sc = 'slow_stream_c8';
   const direct = pick(result, sc, 'direct');
-  const rows = result.runs.filter((r) => r.scenario === sc).map((r) => [
-    r.target, num(r.rps, 1), num(r.ttfb_ms.p50, 2), r.target === 'direct' ? '' : signed(direct && r.ttfb_ms.p50 - direct.ttfb_ms.p50),
-    num(r.gap_ms?.p50, 2), num(r.gap_ms?.p99, 2), num(r.span_ms?.p50, 1), num(r.span_ms?.p99, 1),
-    r.target === 'direct' ? '' : signed(perChunkAdded(result, r.target), 3),
-    r.procs?.gw ? thousands(r.procs.gw.cpu_us_per_req) : '-', errorsOf(r), ...noiseCells(r),
-  ]);
-  return table(['target', 'streams/s', 'TTFB p50', '+TTFB p50', 'chunk gap p50', 'chunk gap p99', 'first→last byte p50', 'p99', 'added per chunk ms', 'gw CPU µs/stream', 'errors', ...NOISE_HEADERS], rows);
+  const rows = result.runs
+    .filter((r) => r.scenario === sc)
+    .map((r) => [
+      r.target,
+      num(r.rps, 1),
+      num(r.ttfb_ms.p50, 2),
+      r.target === 'direct' ? '' : signed(direct && r.ttfb_ms.p50 - direct.ttfb_ms.p50),
+      num(r.gap_ms?.p50, 2),
+      num(r.gap_ms?.p99, 2),
+      num(r.span_ms?.p50, 1),
+      num(r.span_ms?.p99, 1),
+      r.target === 'direct' ? '' : signed(perChunkAdded(result, r.target), 3),
+      r.procs?.gw ? thousands(r.procs.gw.cpu_us_per_req) : '-',
+      errorsOf(r),
+      ...noiseCells(r),
+    ]);
+  return table(
+    [
+      'target',
+      'streams/s',
+      'TTFB p50',
+      '+TTFB p50',
+      'chunk gap p50',
+      'chunk gap p99',
+      'first→last byte p50',
+      'p99',
+      'added per chunk ms',
+      'gw CPU µs/stream',
+      'errors',
+      ...NOISE_HEADERS,
+    ],
+    rows,
+  );
 }
 
 function uploadTable(result, sc) {
   const direct = pick(result, sc, 'direct');
   const size = result.settings.upload_bytes / 2 ** 20;
-  const rows = result.runs.filter((r) => r.scenario === sc).map((r) => {
-    const gw = r.procs?.gw;
-    const rise = gw && r.rss_before_mb != null ? gw.peak_rss_mb - r.rss_before_mb : null;
-    return [
-      r.target, num(r.rps, 1), num(r.latency_ms.p50, 2), num(r.latency_ms.p99, 2),
-      r.target === 'direct' ? '' : signed(direct && r.latency_ms.p50 - direct.latency_ms.p50),
-      gw ? num(r.rss_before_mb, 0) : '-', gw ? num(gw.peak_rss_mb, 0) : '-', rise == null ? '-' : num(rise, 0),
-      rise == null ? '-' : num(rise / size, 2), gw ? thousands(gw.cpu_us_per_req) : '-', errorsOf(r), ...noiseCells(r),
-    ];
-  });
-  return table(['target', 'uploads/s', 'p50 ms', 'p99 ms', '+p50 ms', 'RSS before MiB', 'peak RSS MiB', 'RSS rise MiB', 'rise / upload size', 'gw CPU µs/upload', 'errors', ...NOISE_HEADERS], rows);
+  const rows = result.runs
+    .filter((r) => r.scenario === sc)
+    .map((r) => {
+      const gw = r.procs?.gw;
+      const rise = gw && r.rss_before_mb != null ? gw.peak_rss_mb - r.rss_before_mb : null;
+      return [
+        r.target,
+        num(r.rps, 1),
+        num(r.latency_ms.p50, 2),
+        num(r.latency_ms.p99, 2),
+        r.target === 'direct' ? '' : signed(direct && r.latency_ms.p50 - direct.latency_ms.p50),
+        gw ? num(r.rss_before_mb, 0) : '-',
+        gw ? num(gw.peak_rss_mb, 0) : '-',
+        rise == null ? '-' : num(rise, 0),
+        rise == null ? '-' : num(rise / size, 2),
+        gw ? thousands(gw.cpu_us_per_req) : '-',
+        errorsOf(r),
+        ...noiseCells(r),
+      ];
+    });
+  return table(
+    [
+      'target',
+      'uploads/s',
+      'p50 ms',
+      'p99 ms',
+      '+p50 ms',
+      'RSS before MiB',
+      'peak RSS MiB',
+      'RSS rise MiB',
+      'rise / upload size',
+      'gw CPU µs/upload',
+      'errors',
+      ...NOISE_HEADERS,
+    ],
+    rows,
+  );
 }
 
 function peakUnderLoad(result, target) {
-  const peaks = result.runs.filter((r) => r.target === target && r.procs?.gw && !String(r.scenario).startsWith('upload')).map((r) => r.procs.gw.peak_rss_mb);
+  const peaks = result.runs
+    .filter((r) => r.target === target && r.procs?.gw && !String(r.scenario).startsWith('upload'))
+    .map((r) => r.procs.gw.peak_rss_mb);
   const soak = target === 'tollgate' ? result.memory?.soak?.rss_peak_mb : undefined;
   if (soak != null) peaks.push(soak);
   return peaks.length ? Math.max(...peaks) : null;
@@ -143,7 +260,7 @@ export function medianInterval(xs) {
   return { median: s[Math.floor(n / 2)], lo: s[k - 1], hi: s[n - k], coverage: 1 - 2 * atMost[k - 1] };
 }
 
-/** The targets of issue 7, each with its measured value. */
+/** The benchmark's goals, each with its measured value. */
 export function targets(result) {
   const t = (scenario, target) => pick(result, scenario, target);
   const out = [];
@@ -152,47 +269,101 @@ export function targets(result) {
   const r1 = ratio(c32?.rps, t('chat_c32', 'portkey')?.rps);
   add('chat, 32 conn: req/s vs Portkey', r1 == null ? null : `${num(r1, 1)}x`, '≥ 5x', r1 == null ? null : r1 >= 5);
   const r2 = ratio(c32?.rps, t('chat_c32', 'bare')?.rps);
-  add('chat, 32 conn: req/s vs bare proxy', r2 == null ? null : `${num(r2 * 100, 0)}%`, '≥ 70%', r2 == null ? null : r2 >= 0.7);
+  add(
+    'chat, 32 conn: req/s vs bare proxy',
+    r2 == null ? null : `${num(r2 * 100, 0)}%`,
+    '≥ 70%',
+    r2 == null ? null : r2 >= 0.7,
+  );
   const r2d = ratio(c32?.rps, t('chat_c32', 'bare-dispatch')?.rps);
-  if (r2d != null) add('chat, 32 conn: req/s vs bare-dispatch', `${num(r2d * 100, 0)}%`, '≥ 70%', r2d >= 0.7, 'the faster floor: undici dispatch(), no stream objects');
+  if (r2d != null)
+    add(
+      'chat, 32 conn: req/s vs bare-dispatch',
+      `${num(r2d * 100, 0)}%`,
+      '≥ 70%',
+      r2d >= 0.7,
+      'the faster floor: undici dispatch(), no stream objects',
+    );
   const c1 = t('chat_c1', 'tollgate');
   const d1 = t('chat_c1', 'direct');
   const a50 = c1 && d1 ? c1.latency_ms.p50 - d1.latency_ms.p50 : null;
   const a99 = c1 && d1 ? c1.latency_ms.p99 - d1.latency_ms.p99 : null;
-  add('chat, 1 conn: added p50', a50 == null ? null : `${num(a50, 3)} ms`, '≤ 0.25 ms', a50 == null ? null : a50 <= 0.25);
+  add(
+    'chat, 1 conn: added p50',
+    a50 == null ? null : `${num(a50, 3)} ms`,
+    '≤ 0.25 ms',
+    a50 == null ? null : a50 <= 0.25,
+  );
   add('chat, 1 conn: added p99', a99 == null ? null : `${num(a99, 3)} ms`, '≤ 1 ms', a99 == null ? null : a99 <= 1);
   const s = t('stream_c8', 'tollgate');
   const r3 = ratio(s?.rps, t('stream_c8', 'portkey')?.rps);
   add('stream: streams/s vs Portkey', r3 == null ? null : `${num(r3, 1)}x`, '≥ 10x', r3 == null ? null : r3 >= 10);
   const sb = t('stream_c8', 'bare');
   const dt = s && sb ? s.ttfb_ms.p50 - sb.ttfb_ms.p50 : null;
-  add('stream: TTFB p50 over bare proxy', dt == null ? null : `${signed(dt, 3)} ms`, '≤ 0.5 ms', dt == null ? null : dt <= 0.5);
+  add(
+    'stream: TTFB p50 over bare proxy',
+    dt == null ? null : `${signed(dt, 3)} ms`,
+    '≤ 0.5 ms',
+    dt == null ? null : dt <= 0.5,
+  );
   const sbd = t('stream_c8', 'bare-dispatch');
-  if (s && sbd) add('stream: TTFB p50 over bare-dispatch', `${signed(s.ttfb_ms.p50 - sbd.ttfb_ms.p50, 3)} ms`, '≤ 0.5 ms', s.ttfb_ms.p50 - sbd.ttfb_ms.p50 <= 0.5);
+  if (s && sbd)
+    add(
+      'stream: TTFB p50 over bare-dispatch',
+      `${signed(s.ttfb_ms.p50 - sbd.ttfb_ms.p50, 3)} ms`,
+      '≤ 0.5 ms',
+      s.ttfb_ms.p50 - sbd.ttfb_ms.p50 <= 0.5,
+    );
   const pc = perChunkAdded(result, 'tollgate');
   const pcBare = perChunkAdded(result, 'bare');
-  add('slow stream: added delay per chunk', pc == null ? null : `${signed(pc, 3)} ms`, '0 within noise (≤ 0.1 ms)', pc == null ? null : pc <= 0.1,
-    pcBare == null ? '' : `bare proxy: ${signed(pcBare, 3)} ms`);
+  add(
+    'slow stream: added delay per chunk',
+    pc == null ? null : `${signed(pc, 3)} ms`,
+    '0 within noise (≤ 0.1 ms)',
+    pc == null ? null : pc <= 0.1,
+    pcBare == null ? '' : `bare proxy: ${signed(pcBare, 3)} ms`,
+  );
   const peak = peakUnderLoad(result, 'tollgate');
-  add('peak RSS under load', peak == null ? null : `${num(peak, 0)} MiB`, '≤ 150 MiB', peak == null ? null : peak <= 150);
+  add(
+    'peak RSS under load',
+    peak == null ? null : `${num(peak, 0)} MiB`,
+    '≤ 150 MiB',
+    peak == null ? null : peak <= 150,
+  );
   const size = result.settings.upload_bytes / 2 ** 20;
-  for (const [sc, label] of [['upload_c1', '20 MiB upload'], ['upload_spooled_c1', '20 MiB upload, file first']]) {
+  for (const [sc, label] of [
+    ['upload_c1', '20 MiB upload'],
+    ['upload_spooled_c1', '20 MiB upload, file first'],
+  ]) {
     const up = t(sc, 'tollgate');
     if (!up && sc !== 'upload_c1') continue;
     const rise = up?.procs?.gw && up.rss_before_mb != null ? up.procs.gw.peak_rss_mb - up.rss_before_mb : null;
-    add(`${label}: RSS rise`, rise == null ? null : `${num(rise, 0)} MiB (${num(rise / size, 2)}x)`, '< 2x upload size', rise == null ? null : rise < 2 * size);
+    add(
+      `${label}: RSS rise`,
+      rise == null ? null : `${num(rise, 0)} MiB (${num(rise / size, 2)}x)`,
+      '< 2x upload size',
+      rise == null ? null : rise < 2 * size,
+    );
   }
-  // Once idle, the gateway gives memory back (server.idle_gc_ms): the target reads RSS after that; runs
-  // from before the idle read have only the figure at settle_s.
+  // The target reads RSS as long after the soak as "before" was read after the warm-up; results without that
+  // reading have only the figure at settle_s.
   const soak = result.memory?.soak;
   const soakIdle = soak?.after_idle_vs_before != null;
   const soakRatio = soakIdle ? soak.after_idle_vs_before : soak?.after_vs_before;
-  add(`soak: RSS ${soakIdle ? `${soak.idle_s} s` : 'after'} vs before`, soak ? `${num(soak.rss_before_mb, 0)} → ${num(soakIdle ? soak.rss_after_idle_mb : soak.rss_after_mb, 0)} MiB (${signed((soakRatio - 1) * 100, 1)}%)` : null, 'at most +10%',
+  add(
+    `soak: RSS ${soakIdle ? `${soak.idle_s} s` : 'after'} vs before`,
+    soak
+      ? `${num(soak.rss_before_mb, 0)} → ${num(soakIdle ? soak.rss_after_idle_mb : soak.rss_after_mb, 0)} MiB (${signed((soakRatio - 1) * 100, 1)}%)`
+      : null,
+    'at most +10%',
     soak ? soakRatio <= 1.1 : null,
-    soak ? `${soak.seconds} s, ${thousands(soak.requests)} requests, peak ${num(soak.rss_peak_mb, 0)} MiB${soakIdle ? `, ${soak.settle_s} s after: ${num(soak.rss_after_mb, 0)} MiB` : ''}` : '');
+    soak
+      ? `${soak.seconds} s, ${thousands(soak.requests)} requests, peak ${num(soak.rss_peak_mb, 0)} MiB${soakIdle ? `, ${soak.settle_s} s after: ${num(soak.rss_after_mb, 0)} MiB` : ''}`
+      : '',
+  );
   const norec = t('chat_c32', 'tollgate-norec');
   const onePair = ratio(c32?.rps, norec?.rps);
-  // Runs with the repeated measurement (bench/run.mjs recorderAB) are judged on its median and the median's interval:
+  // Runs with the repeated measurement (bench/run.mjs alternatingAB) are judged on its median and the median's interval:
   // met when the whole interval is at or above -10%, not met when it is below, else inconclusive (the machine's noise
   // is larger than the difference being judged). Older runs are judged on one pair.
   const ab = result.memory?.recorder_ab;
@@ -200,26 +371,67 @@ export function targets(result) {
   if (ab) {
     const ci = medianInterval(ab.rounds.map((r) => r.ratio));
     const alternating = ab.method === 'alternating';
-    add(`usage recorder cost (chat, 32 conn, median of ${ab.rounds.length} ${alternating ? 'alternating runs' : 'pairs'})`, `${pct(ci.median)} req/s`, '≥ -10%',
+    add(
+      `usage recorder cost (chat, 32 conn, median of ${ab.rounds.length} ${alternating ? 'alternating runs' : 'pairs'})`,
+      `${pct(ci.median)} req/s`,
+      '≥ -10%',
       ci.lo >= 0.9 ? true : ci.hi < 0.9 ? false : 'inconclusive',
       `${Math.round(ci.coverage * 100)}% interval of the median: ${pct(ci.lo)} to ${pct(ci.hi)}; ${alternating ? 'runs' : 'pairs'}: ${ab.rounds.map((r) => pct(r.ratio)).join(', ')}` +
-      (ab.median_cpu_ratio != null ? `; gateway CPU per request: ${pct(ab.median_cpu_ratio)} (median)` : '') + `; in the table above: ${pct(onePair)}`);
+        (ab.median_cpu_ratio != null ? `; gateway CPU per request: ${pct(ab.median_cpu_ratio)} (median)` : '') +
+        `; in the table above: ${pct(onePair)}`,
+    );
   } else {
-    add('usage recorder cost (chat, 32 conn)', onePair == null ? null : `${pct(onePair)} req/s`, '≥ -10%', onePair == null ? null : onePair >= 0.9,
-      norec ? `recorder off: ${thousands(norec.rps)} req/s` : '');
+    add(
+      'usage recorder cost (chat, 32 conn)',
+      onePair == null ? null : `${pct(onePair)} req/s`,
+      '≥ -10%',
+      onePair == null ? null : onePair >= 0.9,
+      norec ? `recorder off: ${thousands(norec.rps)} req/s` : '',
+    );
+  }
+  // Metrics and tracing have no goal: their cost is measured, as gateway CPU per request (what they add to the
+  // gateway's own work; req/s on this machine also moves with the loader and the mock sharing the cores).
+  for (const [key, what] of [
+    ['metrics_ab', 'Prometheus metrics cost'],
+    ['tracing_ab', 'tracing cost, every request sampled'],
+  ]) {
+    const x = result.memory?.[key];
+    if (!x) continue;
+    const rounds = x.rounds.filter((r) => r.cpu_ratio != null);
+    const cpu = rounds.length ? medianInterval(rounds.map((r) => r.cpu_ratio)) : undefined;
+    const added = rounds.length ? medianInterval(rounds.map((r) => r.on_cpu_us - r.off_cpu_us)).median : undefined;
+    add(
+      `${what} (chat, 32 conn, median of ${x.rounds.length} alternating runs)`,
+      cpu ? `${pct(cpu.median)} gw CPU/req (${signed(added, 0)} µs)` : null,
+      'measured',
+      null,
+      (cpu
+        ? `${Math.round(cpu.coverage * 100)}% interval of the median: ${pct(cpu.lo)} to ${pct(cpu.hi)}; runs: ${rounds.map((r) => pct(r.cpu_ratio)).join(', ')}; `
+        : '') +
+        `req/s: ${pct(medianInterval(x.rounds.map((r) => r.ratio)).median)} (median); ${x.off} vs ${x.on}` +
+        (x.spans ? `; ${thousands(x.spans.exported)} spans exported for ${thousands(x.spans.requests)} requests` : ''),
+    );
   }
   const cluster = result.runs.find((r) => r.scenario === 'chat_c32' && /^tollgate-x\d+$/.test(r.target));
-  const single = result.target_details?.[cluster?.target]?.limit_store === 'redis' ? t('chat_c32', 'tollgate-redis') : c32;
+  const single =
+    result.target_details?.[cluster?.target]?.limit_store === 'redis' ? t('chat_c32', 'tollgate-redis') : c32;
   const rw = ratio(cluster?.rps, single?.rps);
-  add(`multi-core (${cluster?.target ?? 'workers'}) vs one process`, rw == null ? null : `${num(rw, 2)}x`, '≥ 1.7x on 2 cores', rw == null ? null : rw >= 1.7,
-    cluster ? `${thousands(cluster.rps)} vs ${thousands(single?.rps)} req/s (${single?.target}); loader, mock${single?.target === 'tollgate-redis' ? ', Redis' : ''} share the 2 cores` : '');
+  add(
+    `multi-core (${cluster?.target ?? 'workers'}) vs one process`,
+    rw == null ? null : `${num(rw, 2)}x`,
+    '≥ 1.7x on 2 cores',
+    rw == null ? null : rw >= 1.7,
+    cluster
+      ? `${thousands(cluster.rps)} vs ${thousands(single?.rps)} req/s (${single?.target}); loader, mock${single?.target === 'tollgate-redis' ? ', Redis' : ''} share the 2 cores`
+      : '',
+  );
   return out;
 }
 
 function targetsTable(result) {
   const verdict = (met) => (met == null ? '-' : met === 'inconclusive' ? '?' : met ? 'yes' : 'NO');
   const rows = targets(result).map((x) => [x.name, x.measured ?? 'not measured', x.goal, verdict(x.met), x.note]);
-  return table(['target (issue 7)', 'measured', 'goal', 'met', 'note'], rows);
+  return table(['target', 'measured', 'goal', 'met', 'note'], rows);
 }
 
 function comparison(result, previous) {
@@ -230,7 +442,16 @@ function comparison(result, previous) {
     const metric = (name, now, before, d, lowerIsBetter) => {
       if (now == null || before == null) return;
       const change = before ? ((now - before) / before) * 100 : null;
-      rows.push([r.scenario, r.target, name, num(before, d), num(now, d), change == null ? '-' : `${signed(change, 1)}%${Math.abs(change) >= 10 ? (lowerIsBetter === change < 0 ? ' better' : ' worse') : ''}`]);
+      rows.push([
+        r.scenario,
+        r.target,
+        name,
+        num(before, d),
+        num(now, d),
+        change == null
+          ? '-'
+          : `${signed(change, 1)}%${Math.abs(change) >= 10 ? (lowerIsBetter === change < 0 ? ' better' : ' worse') : ''}`,
+      ]);
     };
     metric('req/s', r.rps, p.rps, 0, false);
     metric('p50 ms', r.latency_ms?.p50, p.latency_ms?.p50, 3, true);
@@ -238,22 +459,31 @@ function comparison(result, previous) {
     if (r.ttfb_ms) metric('TTFB p50 ms', r.ttfb_ms.p50, p.ttfb_ms?.p50, 3, true);
     metric('gw CPU µs/req', r.procs?.gw?.cpu_us_per_req, p.procs?.gw?.cpu_us_per_req, 0, true);
   }
-  return rows.length ? table(['scenario', 'target', 'metric', 'previous', 'now', 'change'], rows) : 'No scenario in common with the previous result.';
+  return rows.length
+    ? table(['scenario', 'target', 'metric', 'previous', 'now', 'change'], rows)
+    : 'No scenario in common with the previous result.';
 }
 
 export function renderReport(result, previous, previousName) {
   const m = result.machine;
   const out = [];
-  out.push(`## Tollgate benchmark, ${result.date} (${result.quick ? 'quick run' : 'full run'})`);
+  out.push(`## Tollgate benchmark (${result.quick ? 'quick run' : 'full run'})`);
   out.push('');
-  out.push(`${m.cpus} × ${m.cpu}, ${m.mem_gib} GiB, Node ${m.node}, ${m.platform}. Each case: ${result.settings.duration_s} s measured after ${result.settings.warmup_s} s warm-up, ` +
-    `one after the other in one run against the same mock provider. Targets: ${result.targets.join(', ')}.`);
-  out.push('`x direct` / `x bare`: the target\'s rate divided by the direct call\'s / the bare proxy\'s. `+p50`: added latency over the direct call. ' +
-    '`gw CPU`: CPU time of the target\'s process group over the measured window, per request and as % of one core. Peak RSS: VmHWM during the case. ' +
-    '`other CPU %`: CPU that processes other than the loader, the mock and the target used during the case, in % of one core: anything above a few % means other jobs disturbed the figures. ' +
-    '`steal %`: CPU time the hypervisor gave to other guests while this virtual machine had work, in % of one core: time the case did not get.');
+  out.push(
+    `${m.cpus} cores, ${m.mem_gib} GiB, Node ${m.node}, ${m.platform}. Each case: ${result.settings.duration_s} s measured after ${result.settings.warmup_s} s warm-up, ` +
+      `one after the other in one run against the same mock provider. Targets: ${result.targets.join(', ')}.`,
+  );
+  out.push(
+    "`x direct` / `x bare`: the target's rate divided by the direct call's / the bare proxy's. `+p50`: added latency over the direct call. " +
+      "`gw CPU`: CPU time of the target's process group over the measured window, per request and as % of one core. Peak RSS: VmHWM during the case. " +
+      '`other CPU %`: CPU that processes other than the loader, the mock and the target used during the case, in % of one core: anything above a few % means other jobs disturbed the figures. ' +
+      '`steal %`: CPU time the hypervisor gave to other guests while this virtual machine had work, in % of one core: time the case did not get.',
+  );
   const noisy = result.runs.filter((r) => disturbed(r) && !String(r.scenario).startsWith('soak'));
-  if (noisy.length) out.push(`**Warning:** other processes used, or the hypervisor took, more than ${NOISE_LIMIT_PCT}% of a core during ${noisy.length} case(s) (${noisy.map((r) => `${r.scenario}/${r.target}`).join(', ')}); run again on a quieter machine before drawing conclusions.`);
+  if (noisy.length)
+    out.push(
+      `**Warning:** other processes used, or the hypervisor took, more than ${NOISE_LIMIT_PCT}% of a core during ${noisy.length} case(s) (${noisy.map((r) => `${r.scenario}/${r.target}`).join(', ')}); run again on a quieter machine before drawing conclusions.`,
+    );
   for (const sc of ['chat_c1', 'chat_c32', 'stream_c8', 'slow_stream_c8', 'upload_c1', 'upload_spooled_c1']) {
     if (!result.runs.some((r) => r.scenario === sc)) continue;
     out.push('');
@@ -268,14 +498,23 @@ export function renderReport(result, previous, previousName) {
   out.push('');
   out.push('### Memory');
   out.push('');
-  const memRows = Object.keys(mem.idle_rss_mb ?? {}).map((t) => [t, num(mem.idle_rss_mb[t], 0), num(peakUnderLoad(result, t), 0), num(mem[t]?.rss_end_mb, 0)]);
+  const memRows = Object.keys(mem.idle_rss_mb ?? {}).map((t) => [
+    t,
+    num(mem.idle_rss_mb[t], 0),
+    num(peakUnderLoad(result, t), 0),
+    num(mem[t]?.rss_end_mb, 0),
+  ]);
   out.push(table(['target', 'RSS idle after start MiB', 'peak RSS under load MiB', 'RSS at the end MiB'], memRows));
   if (mem.soak) {
     const s = mem.soak;
     out.push('');
-    out.push(`Soak (tollgate, ${s.seconds} s: chat at 16 connections + streams at 4): ${thousands(s.requests)} requests, ${s.errors} errors; ` +
-      `RSS ${num(s.rss_before_mb, 1)} MiB before, peak ${num(s.rss_peak_mb, 1)} MiB, ${num(s.rss_after_mb, 1)} MiB ${s.settle_s} s after (${num(s.after_vs_before, 3)}x)` +
-      (s.rss_after_idle_mb == null ? '.' : `, ${num(s.rss_after_idle_mb, 1)} MiB ${s.idle_s} s after (${num(s.after_idle_vs_before, 3)}x; the gateway collects after ${s.idle_gc_s ?? 10} s idle).`));
+    out.push(
+      `Soak (tollgate, ${s.seconds} s: chat at 16 connections + streams at 4): ${thousands(s.requests)} requests, ${s.errors} errors; ` +
+        `RSS ${num(s.rss_before_mb, 1)} MiB before, peak ${num(s.rss_peak_mb, 1)} MiB, ${num(s.rss_after_mb, 1)} MiB ${s.settle_s} s after (${num(s.after_vs_before, 3)}x)` +
+        (s.rss_after_idle_mb == null
+          ? '.'
+          : `, ${num(s.rss_after_idle_mb, 1)} MiB ${s.idle_s} s after (${num(s.after_idle_vs_before, 3)}x).`),
+    );
   }
   out.push('');
   out.push('### Targets');
@@ -283,7 +522,7 @@ export function renderReport(result, previous, previousName) {
   out.push(targetsTable(result));
   if (previous) {
     out.push('');
-    out.push(`### Compared with the previous result (${previousName ?? previous.date}, ${previous.date})`);
+    out.push(`### Compared with the previous result (${previousName ?? 'the previous run'})`);
     out.push('');
     out.push(comparison(result, previous));
   }

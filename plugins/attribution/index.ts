@@ -1,8 +1,4 @@
-import { z } from 'zod';
-import { fromText } from '../../config/from-text';
-import type { GatewayContext } from '../../core/context';
-import { definePlugin, type GatewayPlugin } from '../../core/plugin';
-import { BoundedCache } from '../../core/bounded-cache';
+import { BoundedCache, definePlugin, fromText, z, type GatewayContext, type GatewayPlugin } from '../../core';
 import { FLAT_PREFIX, METADATA_HEADER, parseTags, type TagLimits } from './parse-tags';
 
 const optionsSchema = z
@@ -13,7 +9,7 @@ const optionsSchema = z
   })
   .prefault({});
 
-/** Turns the metadata headers into the request's tag map (spec, Attribution headers). */
+/** Turns the metadata headers into the request's tag map (X-Gateway-Metadata and X-Gateway-Metadata-*). */
 export class AttributionPlugin implements GatewayPlugin {
   readonly name = 'attribution';
 
@@ -49,5 +45,6 @@ export class AttributionPlugin implements GatewayPlugin {
 export const attribution = definePlugin({
   name: 'attribution',
   optionsSchema,
-  create: (_container, o) => new AttributionPlugin({ maxKeys: o.max_keys, maxKeyLength: o.max_key_length, maxValueLength: o.max_value_length }),
+  create: (_container, o) =>
+    new AttributionPlugin({ maxKeys: o.max_keys, maxKeyLength: o.max_key_length, maxValueLength: o.max_value_length }),
 });

@@ -1,5 +1,4 @@
-import { GatewayError } from '../../core/errors';
-import { RESERVED_TAG_KEYS } from '../../storage/store';
+import { GatewayError, RESERVED_TAG_KEYS, truncate } from '../../core';
 
 export interface TagLimits {
   maxKeys: number;
@@ -23,6 +22,8 @@ export interface TagHeaders {
 export const METADATA_HEADER = 'x-gateway-metadata';
 export const FLAT_PREFIX = 'x-gateway-metadata-';
 const KEY_SHAPE = /^[a-z0-9_][a-z0-9_.]*$/;
+/** Tags the gateway writes itself (e.g. gateway.max_tokens_applied): a client cannot send one to forge a record. */
+export const GATEWAY_TAG_PREFIX = 'gateway.';
 const NON_ASCII = /[\u0080-\uffff]/;
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
 
@@ -32,7 +33,11 @@ export function normaliseTagKey(key: string): string {
 }
 
 function invalid(message: string): GatewayError {
-  return new GatewayError('invalid_metadata', `${message} Attribution tags come from X-Gateway-Metadata (a JSON object of string values) and X-Gateway-Metadata-<Name> headers.`, { param: 'X-Gateway-Metadata' });
+  return new GatewayError(
+    'invalid_metadata',
+    `${message} Attribution tags come from X-Gateway-Metadata (a JSON object of string values) and X-Gateway-Metadata-<Name> headers.`,
+    { param: 'X-Gateway-Metadata' },
+  );
 }
 
 /**
@@ -52,15 +57,26 @@ function utf8(value: string, source: string): string {
 function put(tags: Record<string, string>, rawKey: string, value: unknown, limits: TagLimits, source: string): string {
   const key = normaliseTagKey(rawKey);
   if (!KEY_SHAPE.test(key) || key.length > limits.maxKeyLength) {
-    throw invalid(`Invalid tag key "${rawKey.slice(0, 80)}" in ${source}: use letters, digits, _ . - (at most ${limits.maxKeyLength} characters).`);
+    throw invalid(
+      `Invalid tag key "${truncate(rawKey, 80)}" in ${source}: use letters, digits, _ . - (at most ${limits.maxKeyLength} characters).`,
+    );
+  }
+  if (key.startsWith(GATEWAY_TAG_PREFIX)) {
+    throw invalid(
+      `Tag key "${key}" in ${source} is reserved: keys starting with "${GATEWAY_TAG_PREFIX}" are set by the gateway itself.`,
+    );
   }
   if (RESERVED_TAG_KEYS.has(key)) {
-    throw invalid(`Tag key "${key}" in ${source} is reserved: it names a built-in dimension (${[...RESERVED_TAG_KEYS].join(', ')}) and could not be grouped by. Use another name, e.g. "${key}_tag".`);
+    throw invalid(
+      `Tag key "${key}" in ${source} is reserved: it names a built-in dimension (${[...RESERVED_TAG_KEYS].join(', ')}) and could not be grouped by. Use another name, e.g. "${key}_tag".`,
+    );
   }
-  if (typeof value !== 'string') throw invalid(`Tag "${key}" in ${source} must be a string, got ${value === null ? 'null' : typeof value}.`);
+  if (typeof value !== 'string')
+    throw invalid(`Tag "${key}" in ${source} must be a string, got ${value === null ? 'null' : typeof value}.`);
   if (value.length === 0 || value.length > limits.maxValueLength) {
     throw invalid(`Tag "${key}" in ${source} must be 1 to ${limits.maxValueLength} characters long.`);
   }
+  // eslint-disable-next-line no-control-regex -- control characters are exactly what is refused
   if (/[\u0000-\u001f\u007f]/.test(value)) throw invalid(`Tag "${key}" in ${source} contains control characters.`);
   tags[key] = value;
   return key;
@@ -71,7 +87,8 @@ function stringTokens(json: string): number {
   let quotes = 0;
   for (let i = 0; i < json.length; i++) {
     const c = json.charCodeAt(i);
-    if (c === 92) i++; // a backslash escapes the next character
+    if (c === 92)
+      i++; // a backslash escapes the next character
     else if (c === 34) quotes++;
   }
   return quotes / 2;
@@ -90,11 +107,13 @@ function duplicatedKey(json: string): string {
 }
 
 function twice(key: string): GatewayError {
-  return invalid(`Tag "${key}" is given twice in X-Gateway-Metadata (keys are case-insensitive, "-" and "_" are the same).`);
+  return invalid(
+    `Tag "${truncate(key, 80)}" is given twice in X-Gateway-Metadata (keys are case-insensitive, "-" and "_" are the same).`,
+  );
 }
 
 function refuseRepeated(h: TagHeaders, name: string): void {
-  if ((h.timesSent?.(name) ?? 1) > 1) throw invalid(`The header ${name} was sent more than once.`);
+  if ((h.timesSent?.(name) ?? 1) > 1) throw invalid(`The header ${truncate(name, 100)} was sent more than once.`);
 }
 
 /**
@@ -115,7 +134,8 @@ export function parseTags(h: TagHeaders, limits: TagLimits): Record<string, stri
     } catch {
       throw invalid('X-Gateway-Metadata is not valid JSON.');
     }
-    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw invalid('X-Gateway-Metadata must be a JSON object.');
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
+      throw invalid('X-Gateway-Metadata must be a JSON object.');
     const entries = Object.entries(parsed);
     for (const [k, v] of entries) {
       if (normaliseTagKey(k) in tags) throw twice(normaliseTagKey(k)); // "Agent" and "agent"
@@ -129,11 +149,12 @@ export function parseTags(h: TagHeaders, limits: TagLimits): Record<string, stri
   for (const name of h.names) {
     if (!name.startsWith(FLAT_PREFIX)) continue;
     refuseRepeated(h, name);
-    const source = `header ${name}`;
+    const source = `header ${truncate(name, 100)}`;
     const key = put(tags, name.slice(FLAT_PREFIX.length), utf8(h.header(name) ?? '', source), limits, source);
     if (flat.has(key)) throw invalid(`Tag "${key}" is given by two X-Gateway-Metadata-<Name> headers.`);
     flat.add(key);
   }
-  if (Object.keys(tags).length > limits.maxKeys) throw invalid(`Too many tags: at most ${limits.maxKeys} keys per request.`);
+  if (Object.keys(tags).length > limits.maxKeys)
+    throw invalid(`Too many tags: at most ${limits.maxKeys} keys per request.`);
   return tags;
 }

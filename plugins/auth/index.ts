@@ -1,16 +1,20 @@
-import { hash } from 'node:crypto';
-import { z } from 'zod';
-import { fromText } from '../../config/from-text';
-import { credentialHeader, type GatewayContext } from '../../core/context';
-import { GatewayError } from '../../core/errors';
-import { definePlugin, type GatewayPlugin } from '../../core/plugin';
-import { TOKENS } from '../../core/tokens';
-import type { KeyRing } from './key-ring';
-import { addressKey, FailedKeyTracker } from './lockout';
+import {
+  addressKey,
+  definePlugin,
+  FailedKeyTracker,
+  fromText,
+  GatewayError,
+  resolveService,
+  TOKENS,
+  z,
+  type GatewayContext,
+  type GatewayPlugin,
+  type KeyRingService,
+} from '../../core';
 
 const optionsSchema = z
   .strictObject({
-    /** Distinct invalid gateway keys from one client address: after max_failures within window_ms it is blocked for block_ms. */
+    /** Distinct invalid gateway keys from one client address: after max_failures within window_ms its invalid keys get 429 for block_ms (valid keys never do). */
     lockout: z
       .strictObject({
         enabled: fromText(z.boolean()).default(true),
@@ -23,7 +27,11 @@ const optionsSchema = z
          * Only behind a reverse proxy you trust: the header it sets with the client's address (e.g. x-forwarded-for,
          * whose last entry is used). Otherwise the TCP peer is used; a client could forge the header.
          */
-        client_address_header: z.string().min(1).transform((h) => h.toLowerCase()).optional(),
+        client_address_header: z
+          .string()
+          .min(1)
+          .transform((h) => h.toLowerCase())
+          .optional(),
       })
       .prefault({}),
   })
@@ -31,7 +39,12 @@ const optionsSchema = z
 
 type Options = z.output<typeof optionsSchema>;
 
-/** Validates X-Gateway-Key and sets the request's workspace and key id. Every request needs it (spec, Authentication). */
+/**
+ * Validates X-Gateway-Key and sets the request's workspace and key id. Every request needs it: without a valid key nothing is
+ * proxied.
+ * The lockout refuses only invalid keys: behind a NAT or a shared egress proxy, one client guessing keys never locks
+ * out the others, and keys of at least 24 characters (config security.allow_weak_keys) leave nothing to guess.
+ */
 export class AuthPlugin implements GatewayPlugin {
   readonly name = 'auth';
 
@@ -39,35 +52,50 @@ export class AuthPlugin implements GatewayPlugin {
   readonly failures: FailedKeyTracker | undefined;
   private readonly addressHeader: string | undefined;
 
-  constructor(private readonly keys: KeyRing, options: Options = optionsSchema.parse({})) {
+  constructor(
+    private readonly keys: KeyRingService,
+    options: Options = optionsSchema.parse({}),
+  ) {
     const o = options.lockout;
-    this.failures = o.enabled ? new FailedKeyTracker({ maxFailures: o.max_failures, windowMs: o.window_ms, blockMs: o.block_ms, maxAddresses: o.max_addresses }) : undefined;
+    this.failures = o.enabled
+      ? new FailedKeyTracker({
+          maxFailures: o.max_failures,
+          windowMs: o.window_ms,
+          blockMs: o.block_ms,
+          maxAddresses: o.max_addresses,
+        })
+      : undefined;
     this.addressHeader = o.client_address_header;
   }
 
   onRequest(ctx: GatewayContext): void {
-    // Nothing is tracked in the usual case (no invalid key lately): the address is only worked out when needed.
-    const tracked = this.failures !== undefined && this.failures.size > 0;
-    let address = tracked ? this.addressOf(ctx) : undefined;
-    if (address !== undefined) {
-      const left = this.failures!.blockedFor(address);
-      if (left > 0) throw blocked(left);
+    const presented = this.keys.check(ctx);
+    if (presented.status === 'missing') {
+      throw new GatewayError(
+        'gateway_key_missing',
+        'Missing gateway key: send your Tollgate key in the X-Gateway-Key header.',
+        { param: 'X-Gateway-Key' },
+      );
     }
-    const presented = credentialHeader(ctx, 'x-gateway-key');
-    if (!presented) {
-      throw new GatewayError('gateway_key_missing', 'Missing gateway key: send your Tollgate key in the X-Gateway-Key header.', { param: 'X-Gateway-Key' });
-    }
-    const grant = this.keys.verify(presented);
-    if (!grant) {
-      if (this.failures) address ??= this.addressOf(ctx);
-      if (address !== undefined) {
-        const blockMs = this.failures!.fail(address, hash('sha256', presented, 'base64').slice(0, 12));
-        if (blockMs > 0) ctx.log.warn({ address, blockMs }, 'too many invalid gateway keys: client address blocked');
+    if (presented.status === 'invalid') {
+      if (this.failures) {
+        const address = this.addressOf(ctx);
+        const left = this.failures.blockedFor(address);
+        if (left > 0) throw blocked(left);
+        const blockMs = this.failures.fail(address, presented.fingerprint);
+        if (blockMs > 0)
+          ctx.log.warn(
+            { address, blockMs },
+            'too many invalid gateway keys: invalid keys from this client address blocked',
+          );
       }
-      throw new GatewayError('gateway_key_invalid', 'Invalid gateway key in X-Gateway-Key.', { param: 'X-Gateway-Key' });
+      throw new GatewayError('gateway_key_invalid', 'Invalid gateway key in X-Gateway-Key.', {
+        param: 'X-Gateway-Key',
+      });
     }
-    ctx.workspace = grant.workspace;
-    ctx.keyId = grant.keyId;
+    // A valid key is always accepted, whatever other clients behind the same address did.
+    ctx.workspace = presented.grant.workspace;
+    ctx.keyId = presented.grant.keyId;
   }
 
   /** The tracked form of the client's address: the TCP peer, or the trusted proxy's header when configured. */
@@ -82,13 +110,19 @@ export class AuthPlugin implements GatewayPlugin {
 
 function blocked(leftMs: number): GatewayError {
   const seconds = Math.max(1, Math.ceil(leftMs / 1000));
-  return new GatewayError('auth_blocked', `Too many invalid gateway keys from this address: blocked for ${seconds} more seconds.`, {
-    param: 'X-Gateway-Key', headers: { 'retry-after': String(seconds) },
-  });
+  return new GatewayError(
+    'auth_blocked',
+    `Too many invalid gateway keys from this address: invalid keys are refused for ${seconds} more seconds.`,
+    {
+      param: 'X-Gateway-Key',
+      headers: { 'retry-after': String(seconds) },
+    },
+  );
 }
 
 export const auth = definePlugin({
   name: 'auth',
+  requires: { services: ['KeyRing'] },
   optionsSchema,
-  create: (container, options) => new AuthPlugin(container.resolve<KeyRing>(TOKENS.KeyRing), options),
+  create: (container, options) => new AuthPlugin(resolveService(container, TOKENS.KeyRing), options),
 });

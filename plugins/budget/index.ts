@@ -1,26 +1,35 @@
-import type { Logger } from 'pino';
-import type { BudgetConfig, WorkspaceLimits } from '../../config/limits';
-import type { GatewayContext } from '../../core/context';
-import { BoundedCache } from '../../core/bounded-cache';
-import { GatewayError } from '../../core/errors';
-import { definePlugin, type GatewayPlugin } from '../../core/plugin';
-import { TOKENS } from '../../core/tokens';
-import { priceUsage } from '../../pricing/cost';
-import { formatUsd, parseUsd } from '../../pricing/money';
-import type { RequestCost } from '../../pricing/request-cost';
-import { UNTAGGED, type UsageStore } from '../../storage/store';
-import { LeaseRenewer } from '../limits/lease-renewer';
-import type { BudgetCheck, BudgetState } from '../limits/limit-store';
-import { LimitsContext, tagScope } from '../limits/workspace-limits';
-import { requestedOutputTokens } from '../max-tokens';
-import { alertReached, type BudgetLedger, type BudgetSource, type BudgetStatus } from './ledger';
+import {
+  BoundedCache,
+  definePlugin,
+  formatUsd,
+  GatewayError,
+  parseUsd,
+  resolveService,
+  TOKENS,
+  UNTAGGED,
+  type BudgetCheck,
+  type BudgetConfig,
+  type BudgetSource,
+  type BudgetState,
+  type BudgetStatus,
+  type Clock,
+  type GatewayContext,
+  type GatewayPlugin,
+  type LeaseRenewer,
+  type Logger,
+  type RequestCostService,
+  type UsageStoreService,
+  type WorkspaceLimits,
+  type WorkspaceLimitsService,
+} from '../../core';
+import { alertReached } from './alert';
 import { periodAt, type Period } from './periods';
+import { BudgetPricing, type BudgetPrice } from './unpriced';
+import { worstCaseCost, type ReferencedInput } from './worst-case';
 
 const HELD = 'budget.reservation';
-/** Output tokens assumed per answer when the request names no maximum and the catalog knows none for the model. */
-export const DEFAULT_MAX_OUTPUT = 4096;
-/** Input is estimated from the body size without a tokenizer (cheap on the request path): ~3 bytes a token. */
-const BYTES_PER_TOKEN = 3;
+/** The price_as stand-in of a request for an unpriced model (budgets.unpriced), for its settlement. */
+const STAND_IN = 'budget.stand-in';
 /** Budget instances (budget x workspace x tag value) kept ready per budget; beyond that the oldest are dropped. */
 const MAX_CACHED = 10_000;
 const PERIOD_ADJECTIVE = { day: 'daily', month: 'monthly' } as const;
@@ -47,9 +56,10 @@ interface Rule {
 
 /**
  * Spend limits per period (day, month) for a workspace, a tag value, or each value of a tag. Streams cannot
- * overshoot unnoticed: admission reserves the worst case (estimated input + the output tokens the request may
- * produce, priced from the catalog), completion settles against the real cost. A request whose reservation
- * does not fit is refused. Crossing alert_at (default 80%) is logged once per period and shown in the admin API.
+ * overshoot unnoticed: admission reserves the worst case (worst-case.ts: estimated input, at least
+ * budgets.referenced_input_tokens when the body references context stored elsewhere, plus the output tokens the
+ * request may produce, priced from the catalog), completion settles against the real cost. A request whose
+ * reservation does not fit is refused. Crossing alert_at (default 80%) is logged once per period and shown in the admin API.
  *
  * A reservation is a lease held by the request id and renewed while the request is open: if the settlement never
  * comes (the instance died, or the reserve's reply was lost to a time-out while Redis ran it) it lapses after
@@ -64,19 +74,22 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
   private readonly renewer: LeaseRenewer<readonly BudgetCheck[]>;
 
   constructor(
-    private readonly limits: LimitsContext,
-    private readonly cost: RequestCost,
-    private readonly usage: UsageStore,
+    private readonly limits: WorkspaceLimitsService,
+    private readonly cost: RequestCostService,
+    private readonly usage: UsageStoreService,
     private readonly log: Logger,
+    private readonly clock: Clock,
+    private readonly pricing: BudgetPricing,
+    private readonly referencedInput: ReferencedInput,
   ) {
     const lease = limits.storeConfig.reservation_lease_ms;
-    this.renewer = new LeaseRenewer(lease, (holder, checks) => limits.store.renewReservation(checks, holder, lease));
+    this.renewer = limits.leases(lease, (holder, checks) => limits.store.renewReservation(checks, holder, lease));
   }
 
   async beforeUpstream(ctx: GatewayContext): Promise<void> {
     const l = this.limits.limitsOf(ctx);
     if (!l || l.budgets.length === 0) return;
-    const now = Date.now();
+    const now = this.clock.now();
     const applied: Applied[] = [];
     for (const rule of this.rulesOf(l)) {
       const a = this.instance(ctx, rule, now);
@@ -85,14 +98,20 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
       applied.push(a);
     }
     if (applied.length === 0) return;
-    const amountPico = this.worstCase(ctx);
+    const priced = this.pricing.of(ctx);
+    const amountPico = priced ? worstCaseCost(ctx, this.cost, priced, this.referencedInput) : 0n;
     const checks = applied.map((a) => a.check);
     const store = this.limits.store;
-    const result = await this.limits.guard('budget', () => store.reserve(checks, ctx.requestId, amountPico, this.renewer.leaseMs), undefined);
+    const result = await this.limits.guard(
+      'budget',
+      () => store.reserve(checks, ctx.requestId, amountPico, this.renewer.leaseMs),
+      undefined,
+    );
     if (result && !result.allowed) throw refusal(applied, result.states, amountPico, now);
     // Settled even when the store failed open: the spend is added, and a reserve that ran in Redis after its
     // reply timed out is released by request id.
     ctx.state.set(HELD, applied);
+    if (priced?.standIn) ctx.state.set(STAND_IN, priced.standIn);
     if (!result) return;
     if (amountPico > 0n) this.renewer.add(ctx.requestId, checks);
     this.alertIfCrossed(applied, result.states);
@@ -103,10 +122,21 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     if (!applied) return;
     this.renewer.remove(ctx.requestId);
     const failed = ctx.error !== undefined && !ctx.streamCut;
-    const actual = failed || (ctx.status ?? 500) >= 400 ? 0n : (this.cost.of(ctx).costPico ?? 0n);
+    const actual = failed || (ctx.status ?? 500) >= 400 ? 0n : (this.actualCost(ctx) ?? 0n);
     const checks = applied.map((a) => a.check);
-    const after = await this.limits.guard('budget settle', () => this.limits.store.settle(checks, ctx.requestId, actual), undefined);
+    const after = await this.limits.guard(
+      'budget settle',
+      () => this.limits.store.settle(checks, ctx.requestId, actual),
+      undefined,
+    );
     if (after) this.alertIfCrossed(applied, after);
+  }
+
+  /** The request's cost: the one every plugin shares, or at the price_as stand-in's price for an unpriced model. */
+  private actualCost(ctx: GatewayContext): bigint | null {
+    const standIn = ctx.state.get(STAND_IN) as BudgetPrice['standIn'];
+    if (!standIn) return this.cost.of(ctx).costPico;
+    return ctx.usage ? this.cost.price(ctx, ctx.usage, standIn).costPico : null;
   }
 
   /**
@@ -122,32 +152,24 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     const states = await readLimitStore(() => this.limits.store.budgetStates(found.map((a) => a.check)));
     return found.map((a, i) => {
       const { spentPico, reservedPico } = states[i];
-      return { ...a.status, spentPico, reservedPico, alerted: alertReached(spentPico, a.status.limitPico, a.status.alertAt) };
+      return {
+        ...a.status,
+        spentPico,
+        reservedPico,
+        alerted: alertReached(spentPico, a.status.limitPico, a.status.alertAt),
+      };
     });
-  }
-
-  /**
-   * Worst-case cost of the request; zero for a model without a price (its cost cannot be known in advance).
-   * Output: the maximum the request asks for, else the model's maximum output (a request without max_tokens is
-   * not capped by the workspace's max_tokens: the gateway never rewrites it), times `n` answers on chat
-   * completions. Input: body bytes / 3, at most the model's context window (base64 images are bytes, not tokens).
-   */
-  private worstCase(ctx: GatewayContext): bigint {
-    const price = ctx.provider && ctx.model ? this.cost.prices.lookup(ctx.provider.slug, ctx.model) : undefined;
-    if (!price || !ctx.endpoint) return 0n;
-    const inputTokens = Math.min(Math.ceil(ctx.bodySize / BYTES_PER_TOKEN), price.context_window ?? Infinity);
-    const asked = requestedOutputTokens(ctx);
-    const perAnswer = asked === undefined || Number.isNaN(asked) ? (price.max_output_tokens ?? DEFAULT_MAX_OUTPUT) : asked;
-    const n = ctx.endpoint.key === 'chat.completions' ? ctx.json?.n : undefined;
-    const answers = Number.isSafeInteger(n) && (n as number) > 1 ? (n as number) : 1;
-    const priced = priceUsage(price, { inputTokens, outputTokens: perAnswer * answers }, { endpoint: ctx.endpoint.key, counted: ctx.endpoint.costCounted });
-    return priced.costPico ?? 0n;
   }
 
   private rulesOf(l: WorkspaceLimits): Rule[] {
     let rules = this.rules.get(l);
     if (!rules) {
-      rules = l.budgets.map((config) => ({ config, limitPico: parseUsd(config.usd), tags: Object.entries(config.tag ?? {}), instances: new BoundedCache<string, Applied>(MAX_CACHED) }));
+      rules = l.budgets.map((config) => ({
+        config,
+        limitPico: parseUsd(config.usd),
+        tags: Object.entries(config.tag ?? {}),
+        instances: new BoundedCache<string, Applied>(MAX_CACHED),
+      }));
       this.rules.set(l, rules);
     }
     return rules;
@@ -171,14 +193,23 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
 
     const tags: [string, string][] = value === undefined ? rule.tags : [[b.per_tag!, value]];
     const period = periodAt(b.period, now);
-    const a = describe(workspace, rule, tags, period, 0n);
+    const a = describe(this.limits, workspace, rule, tags, period, 0n);
     // Spend recorded before this process knew the budget (earlier runs, other instances) is read once.
     a.seeded = this.usage
-      .queryUsage({ from: period.startMs, to: now + 1, groupBy: [], filters: { workspace, ...Object.fromEntries(tags) } })
-      .then(([t]) => (a.check.seedPico = t?.costPico ?? 0n), () => undefined)
+      .queryUsage({
+        from: period.startMs,
+        to: now + 1,
+        groupBy: [],
+        filters: { workspace, ...Object.fromEntries(tags) },
+      })
+      .then(
+        ([t]) => (a.check.seedPico = t?.costPico ?? 0n),
+        () => undefined,
+      )
       .then(() => (a.seeded = undefined));
     // Noted once per value and period, so that the admin API of every instance lists it.
-    if (b.per_tag) this.limits.store.addToSet(tagValuesKey(workspace, b, period), tags[0][1], period.endMs).catch(() => undefined);
+    if (b.per_tag)
+      this.limits.store.addToSet(tagValuesKey(workspace, b, period), tags[0][1], period.endMs).catch(() => undefined);
     rule.instances.set(lookup, a); // bounded; a later miss only re-reads the store
     return a;
   }
@@ -189,8 +220,12 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     const period = periodAt(b.period, now);
     const range = { from: period.startMs, to: now + 1 };
     if (!b.per_tag) {
-      const [total] = await this.usage.queryUsage({ ...range, groupBy: [], filters: { workspace, ...Object.fromEntries(rule.tags) } });
-      return [describe(workspace, rule, rule.tags, period, total?.costPico ?? 0n)];
+      const [total] = await this.usage.queryUsage({
+        ...range,
+        groupBy: [],
+        filters: { workspace, ...Object.fromEntries(rule.tags) },
+      });
+      return [describe(this.limits, workspace, rule, rule.tags, period, total?.costPico ?? 0n)];
     }
     const tag = b.per_tag;
     const seeds = new Map<string, bigint>();
@@ -200,17 +235,24 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     }
     const met = await readLimitStore(() => this.limits.store.setMembers(tagValuesKey(workspace, b, period)));
     for (const value of met) if (!seeds.has(value)) seeds.set(value, 0n);
-    return [...seeds].map(([value, seed]) => describe(workspace, rule, [[tag, value]], period, seed));
+    return [...seeds].map(([value, seed]) => describe(this.limits, workspace, rule, [[tag, value]], period, seed));
   }
 
   private alertIfCrossed(applied: Applied[], states: readonly BudgetState[]): void {
     for (let i = 0; i < applied.length; i++) {
       const { status } = applied[i];
-      if (this.alertsLogged.has(status.key) || !alertReached(states[i].spentPico, status.limitPico, status.alertAt)) continue;
+      if (this.alertsLogged.has(status.key) || !alertReached(states[i].spentPico, status.limitPico, status.alertAt))
+        continue;
       if (this.alertsLogged.size >= MAX_CACHED) this.alertsLogged.clear(); // bounded; at worst an alert is logged again
       this.alertsLogged.add(status.key);
       this.log.warn(
-        { budget: status.key, workspace: status.workspace, scope: status.scope, spentUsd: formatUsd(states[i].spentPico), limitUsd: formatUsd(status.limitPico) },
+        {
+          budget: status.key,
+          workspace: status.workspace,
+          scope: status.scope,
+          spentUsd: formatUsd(states[i].spentPico),
+          limitUsd: formatUsd(status.limitPico),
+        },
         `budget alert: ${Math.round(status.alertAt * 100)}% of the ${PERIOD_ADJECTIVE[status.period]} budget used`,
       );
     }
@@ -218,8 +260,14 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
 }
 
 /** The budget's identity in the limit store: workspace, scope, period kind and start. */
-function budgetKey(workspace: string, b: BudgetConfig, tags: readonly [string, string][], period: Period): string {
-  return `ws:${workspace}:${tags.map(([k, v]) => tagScope(k, v)).join(':') || 'all'}:${b.period}:${period.startMs}`;
+function budgetKey(
+  limits: WorkspaceLimitsService,
+  workspace: string,
+  b: BudgetConfig,
+  tags: readonly [string, string][],
+  period: Period,
+): string {
+  return `ws:${workspace}:${tags.map(([k, v]) => limits.tagScope(k, v)).join(':') || 'all'}:${b.period}:${period.startMs}`;
 }
 
 /** The set of tag values a per_tag budget met in a period. */
@@ -227,14 +275,27 @@ function tagValuesKey(workspace: string, b: BudgetConfig, period: Period): strin
   return `budget-tags:ws:${workspace}:${b.per_tag}:${b.period}:${period.startMs}`;
 }
 
-function describe(workspace: string, rule: Rule, tags: readonly [string, string][], period: Period, seedPico: bigint): Applied {
+function describe(
+  limits: WorkspaceLimitsService,
+  workspace: string,
+  rule: Rule,
+  tags: readonly [string, string][],
+  period: Period,
+  seedPico: bigint,
+): Applied {
   const b = rule.config;
-  const key = budgetKey(workspace, b, tags, period);
+  const key = budgetKey(limits, workspace, b, tags, period);
   return {
     check: { key, limitPico: rule.limitPico, periodEndMs: period.endMs, seedPico },
     status: {
-      key, workspace, scope: tags.map(([k, v]) => `${k}=${v}`).join(',') || 'workspace',
-      period: b.period, periodStart: period.startMs, periodEnd: period.endMs, limitPico: rule.limitPico, alertAt: b.alert_at,
+      key,
+      workspace,
+      scope: tags.map(([k, v]) => `${k}=${v}`).join(',') || 'workspace',
+      period: b.period,
+      periodStart: period.startMs,
+      periodEnd: period.endMs,
+      limitPico: rule.limitPico,
+      alertAt: b.alert_at,
     },
   };
 }
@@ -244,7 +305,11 @@ async function readLimitStore<T>(op: () => Promise<T>): Promise<T> {
   try {
     return await op();
   } catch {
-    throw new GatewayError('limits_unavailable', 'Budgets cannot be read right now (limit store unavailable); try again shortly.', { headers: { 'retry-after': '1' } });
+    throw new GatewayError(
+      'limits_unavailable',
+      'Budgets cannot be read right now (limit store unavailable); try again shortly.',
+      { headers: { 'retry-after': '1' } },
+    );
   }
 }
 
@@ -252,7 +317,8 @@ async function readLimitStore<T>(op: () => Promise<T>): Promise<T> {
 function refusal(applied: Applied[], states: readonly BudgetState[], amountPico: bigint, now: number): GatewayError {
   const i = states.findIndex((s) => s.spentPico + s.reservedPico + amountPico > s.limitPico);
   const { status } = applied[i];
-  const whose = status.scope === 'workspace' ? `workspace ${status.workspace}` : `${status.scope} in workspace ${status.workspace}`;
+  const whose =
+    status.scope === 'workspace' ? `workspace ${status.workspace}` : `${status.scope} in workspace ${status.workspace}`;
   return new GatewayError(
     'budget_exceeded',
     `The ${PERIOD_ADJECTIVE[status.period]} budget of $${formatUsd(status.limitPico)} for ${whose} does not cover this request: ` +
@@ -263,14 +329,33 @@ function refusal(applied: Applied[], states: readonly BudgetState[], amountPico:
 
 export const budget = definePlugin({
   name: 'budget',
+  requires: {
+    plugins: ['auth'],
+    services: [
+      'WorkspaceLimits',
+      'RequestCost',
+      'UsageStore',
+      'Logger',
+      'BudgetLedger',
+      'Clock',
+      'Config',
+      'Providers',
+    ],
+  },
+  enforces: ['budgets'],
   create: (container) => {
+    const cost = resolveService(container, TOKENS.RequestCost);
+    const policy = resolveService(container, TOKENS.Config).budgets;
     const plugin = new BudgetPlugin(
-      LimitsContext.from(container),
-      container.resolve<RequestCost>(TOKENS.RequestCost),
-      container.resolve<UsageStore>(TOKENS.UsageStore),
-      container.resolve<Logger>(TOKENS.Logger),
+      resolveService(container, TOKENS.WorkspaceLimits),
+      cost,
+      resolveService(container, TOKENS.UsageStore),
+      resolveService(container, TOKENS.Logger),
+      resolveService(container, TOKENS.Clock),
+      new BudgetPricing(cost.prices, policy.unpriced, resolveService(container, TOKENS.Providers)),
+      policy.referenced_input_tokens,
     );
-    container.resolve<BudgetLedger>(TOKENS.BudgetLedger).attach(plugin);
+    resolveService(container, TOKENS.BudgetLedger).attach(plugin);
     return plugin;
   },
 });

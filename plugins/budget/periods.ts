@@ -19,5 +19,8 @@ function computePeriod(kind: 'day' | 'month', now: number): Period {
     const startMs = Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate());
     return { startMs, endMs: startMs + 24 * 3600_000 };
   }
-  return { startMs: Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1), endMs: Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1) };
+  return {
+    startMs: Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1),
+    endMs: Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1),
+  };
 }

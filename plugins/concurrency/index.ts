@@ -1,8 +1,13 @@
-import type { GatewayContext } from '../../core/context';
-import { GatewayError } from '../../core/errors';
-import { definePlugin, type GatewayPlugin } from '../../core/plugin';
-import { LeaseRenewer } from '../limits/lease-renewer';
-import { LimitsContext } from '../limits/workspace-limits';
+import {
+  definePlugin,
+  GatewayError,
+  resolveService,
+  TOKENS,
+  type GatewayContext,
+  type GatewayPlugin,
+  type LeaseRenewer,
+  type WorkspaceLimitsService,
+} from '../../core';
 
 const HELD = 'concurrency.held';
 
@@ -17,9 +22,11 @@ export class ConcurrencyPlugin implements GatewayPlugin {
   /** Renews the slot keys each open stream holds. */
   private readonly renewer: LeaseRenewer<readonly string[]>;
 
-  constructor(private readonly limits: LimitsContext) {
+  constructor(private readonly limits: WorkspaceLimitsService) {
     const lease = limits.storeConfig.slot_lease_ms;
-    this.renewer = new LeaseRenewer(lease, (holder, keys) => Promise.all(keys.map((k) => limits.store.renewSlot(k, holder, lease))));
+    this.renewer = limits.leases(lease, (holder, keys) =>
+      Promise.all(keys.map((k) => limits.store.renewSlot(k, holder, lease))),
+    );
   }
 
   async beforeUpstream(ctx: GatewayContext): Promise<void> {
@@ -33,11 +40,19 @@ export class ConcurrencyPlugin implements GatewayPlugin {
     ctx.state.set(HELD, acquired); // before the first acquire: whatever happens next, onComplete releases it
     for (const s of scopes) {
       const key = `streams:${s.key}`;
-      const result = await this.limits.guard('concurrent streams', () => store.acquireSlot(key, ctx.requestId, s.limits.concurrent_streams!, lease), { acquired: true, inUse: 0 });
+      const result = await this.limits.guard(
+        'concurrent streams',
+        () => store.acquireSlot(key, ctx.requestId, s.limits.concurrent_streams!, lease),
+        { acquired: true, inUse: 0 },
+      );
       if (!result.acquired) {
-        throw new GatewayError('concurrency_limited', `Too many open streams for ${s.label}: ${s.limits.concurrent_streams} at most. Retry when one ends.`, {
-          headers: { 'retry-after': '1' },
-        });
+        throw new GatewayError(
+          'concurrency_limited',
+          `Too many open streams for ${s.label}: ${s.limits.concurrent_streams} at most. Retry when one ends.`,
+          {
+            headers: { 'retry-after': '1' },
+          },
+        );
       }
       acquired.push(key);
     }
@@ -54,5 +69,7 @@ export class ConcurrencyPlugin implements GatewayPlugin {
 
 export const concurrency = definePlugin({
   name: 'concurrency',
-  create: (container) => new ConcurrencyPlugin(LimitsContext.from(container)),
+  requires: { plugins: ['auth'], services: ['WorkspaceLimits'] },
+  enforces: ['concurrent_streams'],
+  create: (container) => new ConcurrencyPlugin(resolveService(container, TOKENS.WorkspaceLimits)),
 });

@@ -1,15 +1,20 @@
-import { z } from 'zod';
-import type { GatewayContext } from '../../core/context';
-import { definePlugin, type GatewayPlugin } from '../../core/plugin';
+import { definePlugin, z, type GatewayContext, type GatewayPlugin } from '../../core';
 
 const optionsSchema = z
   .strictObject({
     /** Further request headers never to forward (lower-case), e.g. cookie or x-forwarded-for. */
-    remove: z.array(z.string().min(1).transform((s) => s.toLowerCase())).default([]),
+    remove: z
+      .array(
+        z
+          .string()
+          .min(1)
+          .transform((s) => s.toLowerCase()),
+      )
+      .default([]),
   })
   .prefault({});
 
-/** Removes every X-Gateway-* header (and any configured extra) before the request goes upstream (spec, Authentication 2). */
+/** Removes every X-Gateway-* header (and any configured extra) before the request goes upstream: the provider never sees the gateway key. */
 export class HeaderStripPlugin implements GatewayPlugin {
   readonly name = 'header-strip';
   private readonly remove: ReadonlySet<string>;

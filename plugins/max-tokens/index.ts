@@ -1,68 +1,71 @@
-import type { GatewayContext } from '../../core/context';
-import { GatewayError } from '../../core/errors';
-import { definePlugin, type GatewayPlugin } from '../../core/plugin';
-import type { EndpointKey } from '../../core/usage';
-import { LimitsContext } from '../limits/workspace-limits';
-
-/** The body fields that ask for output tokens, per endpoint. */
-export const OUTPUT_TOKEN_FIELDS: Partial<Record<EndpointKey, readonly string[]>> = {
-  'chat.completions': ['max_tokens', 'max_completion_tokens'],
-  messages: ['max_tokens'],
-  responses: ['max_output_tokens'],
-};
-
-/**
- * The largest output-token count a request asks for: undefined when it names none (absent or null), NaN when a
- * field holds anything but a non-negative integer (e.g. the string "100000").
- */
-export function requestedOutputTokens(ctx: GatewayContext): number | undefined {
-  const fields = ctx.endpoint ? OUTPUT_TOKEN_FIELDS[ctx.endpoint.key] : undefined;
-  let max: number | undefined;
-  for (const f of fields ?? []) {
-    const n = tokenCount(ctx.json?.[f]);
-    if (n !== undefined) max = Math.max(max ?? 0, n); // NaN wins
-  }
-  return max;
-}
-
-/** One output-token field: undefined when absent or null, NaN when not a non-negative integer. */
-function tokenCount(v: unknown): number | undefined {
-  if (v === undefined || v === null) return undefined;
-  return Number.isSafeInteger(v) && (v as number) >= 0 ? (v as number) : NaN;
-}
+import {
+  definePlugin,
+  GatewayError,
+  OUTPUT_TOKEN_FIELDS,
+  outputLimitField,
+  resolveService,
+  tokenCount,
+  TOKENS,
+  type GatewayContext,
+  type GatewayPlugin,
+  type WorkspaceLimitsService,
+} from '../../core';
+import { capOutput } from './cap-output';
 
 /**
- * Refuses a request that asks for more output tokens than the workspace's cap. It never rewrites the request.
- * Where a cap applies, each output-token field must be a non-negative integer (a string such as "100000" would
- * slip past a numeric comparison), and /v1/messages must name max_tokens: the spec makes it required there and
- * a missing value cannot be checked against the cap. Without a cap the body is left to the provider.
+ * Holds a request to the workspace's output-token cap (limits.max_tokens). A request that asks for more is
+ * refused, never rewritten. Each output-token field it names must be a non-negative integer (a string such as
+ * "100000" would slip past a numeric comparison). A request that names none is, by limits.max_tokens_when_absent:
+ * capped (default: the provider's own output-limit field is set to the cap, see cap-output.ts), refused, or let
+ * through as is. Without a cap the body is left to the provider.
  */
 export class MaxTokensPlugin implements GatewayPlugin {
   readonly name = 'max-tokens';
 
-  constructor(private readonly limits: LimitsContext) {}
+  constructor(private readonly limits: WorkspaceLimitsService) {}
 
   beforeUpstream(ctx: GatewayContext): void {
-    const cap = this.limits.limitsOf(ctx)?.max_tokens;
-    const fields = ctx.endpoint ? OUTPUT_TOKEN_FIELDS[ctx.endpoint.key] : undefined;
-    if (cap === undefined || !fields || !ctx.json) return;
-    if (ctx.endpoint!.key === 'messages' && (ctx.json.max_tokens === undefined || ctx.json.max_tokens === null)) {
-      throw new GatewayError('invalid_body', `max_tokens is required on /v1/messages; this workspace allows at most ${cap}.`, { param: 'max_tokens' });
-    }
+    const limits = this.limits.limitsOf(ctx);
+    const cap = limits?.max_tokens;
+    const endpoint = ctx.endpoint?.key;
+    const fields = endpoint ? OUTPUT_TOKEN_FIELDS[endpoint] : undefined;
+    if (!limits || cap === undefined || !fields || !ctx.json) return;
+    let named = false;
     for (const field of fields) {
       const n = tokenCount(ctx.json[field]);
       if (n === undefined) continue;
+      named = true;
       if (Number.isNaN(n)) {
-        throw new GatewayError('invalid_body', `${field} must be a non-negative integer, got ${JSON.stringify(ctx.json[field]).slice(0, 40)}.`, { param: field });
+        throw new GatewayError(
+          'invalid_body',
+          `${field} must be a non-negative integer, got ${JSON.stringify(ctx.json[field]).slice(0, 40)}.`,
+          { param: field },
+        );
       }
       if (n > cap) {
-        throw new GatewayError('max_tokens_exceeded', `${field} is ${n}, above this workspace's cap of ${cap}. Ask for ${cap} or fewer.`, { param: field });
+        throw new GatewayError(
+          'max_tokens_exceeded',
+          `${field} is ${n}, above this workspace's cap of ${cap}. Ask for ${cap} or fewer.`,
+          { param: field },
+        );
       }
     }
+    if (named || limits.max_tokens_when_absent === 'allow') return;
+    const field = outputLimitField(ctx.provider, endpoint!)!;
+    if (limits.max_tokens_when_absent === 'reject') {
+      throw new GatewayError(
+        'max_tokens_required',
+        `This workspace caps output at ${cap} tokens: name ${field} (at most ${cap}) in the request.`,
+        { param: field },
+      );
+    }
+    capOutput(ctx, field, cap);
   }
 }
 
 export const maxTokens = definePlugin({
   name: 'max-tokens',
-  create: (container) => new MaxTokensPlugin(LimitsContext.from(container)),
+  requires: { plugins: ['auth'], services: ['WorkspaceLimits'] },
+  enforces: ['max_tokens'],
+  create: (container) => new MaxTokensPlugin(resolveService(container, TOKENS.WorkspaceLimits)),
 });

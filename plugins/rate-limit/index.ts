@@ -1,19 +1,21 @@
-import type { GatewayContext } from '../../core/context';
-import { GatewayError } from '../../core/errors';
-import { definePlugin, type GatewayPlugin } from '../../core/plugin';
-import type { Bucket, BucketState } from '../limits/limit-store';
-import type { LimitScope } from '../limits/scopes';
-import { LimitsContext } from '../limits/workspace-limits';
+import {
+  definePlugin,
+  GatewayError,
+  resolveService,
+  TOKENS,
+  type GatewayContext,
+  type GatewayPlugin,
+  type WorkspaceLimitsService,
+} from '../../core';
+import type { Bucket, BucketState, LimitScope } from '../../core';
 
 const MINUTE = 60_000;
 const SCOPES = 'rate-limit.scopes';
 const TAKEN = 'rate-limit.taken';
-/** Refusals by the limits after this one: the request never went out, so its token is given back. */
-const REFUNDED_REFUSALS: ReadonlySet<string> = new Set(['concurrency_limited', 'budget_exceeded']);
 
 const seconds = (ms: number) => String(Math.max(1, Math.ceil(ms / 1000)));
 
-/** What the plugin checks for one set of scopes (LimitsContext.scopesOf gives the same array for the same set). */
+/** What the plugin checks for one set of scopes (WorkspaceLimitsService.scopesOf gives the same array for the same set). */
 interface RatePlan {
   scopes: LimitScope[];
   tokenScopes: LimitScope[];
@@ -35,9 +37,9 @@ function rateHeaders(states: readonly BucketState[]): Record<string, string> {
  * Request rate (per minute, per second burst) and tokens per minute, for the workspace and per tag value
  * (e.g. each customer_id), enforced at admission. Token usage is counted when the request completes, so
  * tokens_per_minute is a soft limit: requests in flight when the minute's total reaches it still finish.
- * A request that takes a token here but is then refused by the concurrency or budget limit gets its token
- * back: the rate limits count requests let through, and a client retrying a full stream limit is not also
- * pushed into a rate limit by its refused attempts.
+ * A request that takes a token here but never goes upstream (a plugin after this one refused it, such as the
+ * concurrency or budget limit) gets its token back: the rate limits count requests let through, and a client
+ * retrying a full stream limit is not also pushed into a rate limit by its refused attempts.
  */
 export class RateLimitPlugin implements GatewayPlugin {
   readonly name = 'rate-limit';
@@ -45,7 +47,7 @@ export class RateLimitPlugin implements GatewayPlugin {
   /** Per scope set (null: none of its scopes has a rate limit). */
   private readonly plans = new WeakMap<readonly LimitScope[], RatePlan | null>();
 
-  constructor(private readonly limits: LimitsContext) {}
+  constructor(private readonly limits: WorkspaceLimitsService) {}
 
   async beforeUpstream(ctx: GatewayContext): Promise<void> {
     const l = this.limits.limitsOf(ctx);
@@ -57,14 +59,22 @@ export class RateLimitPlugin implements GatewayPlugin {
     const store = this.limits.store;
 
     if (tokenScopes.length > 0) {
-      const used = await Promise.all(tokenScopes.map((s) => this.limits.guard('tokens_per_minute', () => store.windowTotal(`tpm:${s.key}`, MINUTE), 0)));
+      const used = await Promise.all(
+        tokenScopes.map((s) =>
+          this.limits.guard('tokens_per_minute', () => store.windowTotal(`tpm:${s.key}`, MINUTE), 0),
+        ),
+      );
       const full = tokenScopes.findIndex((s, i) => used[i] >= s.limits.tokens_per_minute!);
       if (full >= 0) {
         const wait = MINUTE - (Date.now() % MINUTE);
         const { label, limits } = tokenScopes[full];
-        throw new GatewayError('rate_limited', `Token rate limit reached for ${label}: ${used[full]} of ${limits.tokens_per_minute} tokens per minute used. Retry after ${seconds(wait)} s.`, {
-          headers: { 'retry-after': seconds(wait) },
-        });
+        throw new GatewayError(
+          'rate_limited',
+          `Token rate limit reached for ${label}: ${used[full]} of ${limits.tokens_per_minute} tokens per minute used. Retry after ${seconds(wait)} s.`,
+          {
+            headers: { 'retry-after': seconds(wait) },
+          },
+        );
       }
     }
 
@@ -88,15 +98,24 @@ export class RateLimitPlugin implements GatewayPlugin {
   private planFor(all: readonly LimitScope[]): RatePlan | undefined {
     let plan = this.plans.get(all);
     if (plan === undefined) {
-      const scopes = all.filter((s) => s.limits.requests_per_minute || s.limits.requests_per_second || s.limits.tokens_per_minute);
-      plan = scopes.length === 0 ? null : {
-        scopes,
-        tokenScopes: scopes.filter((s) => s.limits.tokens_per_minute),
-        buckets: scopes.flatMap((s) => [
-          ...(s.limits.requests_per_minute ? [{ key: `rpm:${s.key}`, limit: s.limits.requests_per_minute, windowMs: MINUTE }] : []),
-          ...(s.limits.requests_per_second ? [{ key: `rps:${s.key}`, limit: s.limits.requests_per_second, windowMs: 1000 }] : []),
-        ]),
-      };
+      const scopes = all.filter(
+        (s) => s.limits.requests_per_minute || s.limits.requests_per_second || s.limits.tokens_per_minute,
+      );
+      plan =
+        scopes.length === 0
+          ? null
+          : {
+              scopes,
+              tokenScopes: scopes.filter((s) => s.limits.tokens_per_minute),
+              buckets: scopes.flatMap((s) => [
+                ...(s.limits.requests_per_minute
+                  ? [{ key: `rpm:${s.key}`, limit: s.limits.requests_per_minute, windowMs: MINUTE }]
+                  : []),
+                ...(s.limits.requests_per_second
+                  ? [{ key: `rps:${s.key}`, limit: s.limits.requests_per_second, windowMs: 1000 }]
+                  : []),
+              ]),
+            };
       this.plans.set(all, plan);
     }
     return plan ?? undefined;
@@ -104,17 +123,27 @@ export class RateLimitPlugin implements GatewayPlugin {
 
   async onComplete(ctx: GatewayContext): Promise<void> {
     const taken = ctx.state.get(TAKEN) as Bucket[] | undefined;
-    if (taken && ctx.error && REFUNDED_REFUSALS.has(ctx.error.code)) {
-      await this.limits.guard('request rate refund', () => this.limits.store.refund(taken), undefined).catch(() => undefined);
+    if (taken && !ctx.sentUpstream) {
+      await this.limits
+        .guard('request rate refund', () => this.limits.store.refund(taken), undefined)
+        .catch(() => undefined);
       return;
     }
     const scopes = ctx.state.get(SCOPES) as LimitScope[] | undefined;
     const u = ctx.usage;
     if (!scopes || !u) return;
-    const tokens = (u.inputTokens ?? 0) + (u.outputTokens ?? 0) + (u.cacheReadTokens ?? 0) + (u.cacheWriteTokens ?? 0) + (u.cacheWrite1hTokens ?? 0);
+    const tokens =
+      (u.inputTokens ?? 0) +
+      (u.outputTokens ?? 0) +
+      (u.cacheReadTokens ?? 0) +
+      (u.cacheWriteTokens ?? 0) +
+      (u.cacheWrite1hTokens ?? 0);
     if (tokens === 0) return;
     for (const s of scopes) {
-      if (s.limits.tokens_per_minute) await this.limits.guard('tokens_per_minute', () => this.limits.store.addToWindow(`tpm:${s.key}`, MINUTE, tokens), 0).catch(() => 0);
+      if (s.limits.tokens_per_minute)
+        await this.limits
+          .guard('tokens_per_minute', () => this.limits.store.addToWindow(`tpm:${s.key}`, MINUTE, tokens), 0)
+          .catch(() => 0);
     }
   }
 }
@@ -127,5 +156,7 @@ function describe(state: BucketState, buckets: readonly Bucket[], scopes: readon
 
 export const rateLimit = definePlugin({
   name: 'rate-limit',
-  create: (container) => new RateLimitPlugin(LimitsContext.from(container)),
+  requires: { plugins: ['auth'], services: ['WorkspaceLimits'] },
+  enforces: ['requests_per_minute', 'requests_per_second', 'tokens_per_minute'],
+  create: (container) => new RateLimitPlugin(resolveService(container, TOKENS.WorkspaceLimits)),
 });

@@ -1,9 +1,13 @@
-import type { GatewayContext } from '../../core/context';
-import { GatewayError } from '../../core/errors';
-import { definePlugin, type GatewayPlugin } from '../../core/plugin';
-import { LimitsContext } from '../limits/workspace-limits';
-
-export const UNTAGGED = '(untagged)';
+import {
+  definePlugin,
+  GatewayError,
+  resolveService,
+  TOKENS,
+  type GatewayContext,
+  type GatewayPlugin,
+  type WorkspaceLimitsService,
+  UNTAGGED,
+} from '../../core';
 
 /**
  * A workspace may require tag keys (e.g. agent and feature). A request missing one is refused with a 400,
@@ -13,7 +17,7 @@ export const UNTAGGED = '(untagged)';
 export class RequiredTagsPlugin implements GatewayPlugin {
   readonly name = 'required-tags';
 
-  constructor(private readonly limits: LimitsContext) {}
+  constructor(private readonly limits: WorkspaceLimitsService) {}
 
   beforeUpstream(ctx: GatewayContext): void {
     const l = this.limits.limitsOf(ctx);
@@ -32,9 +36,15 @@ export class RequiredTagsPlugin implements GatewayPlugin {
   }
 }
 
-const headerName = (key: string) => key.split('_').map((p) => p.charAt(0).toUpperCase() + p.slice(1)).join('-');
+const headerName = (key: string) =>
+  key
+    .split('_')
+    .map((p) => p.charAt(0).toUpperCase() + p.slice(1))
+    .join('-');
 
 export const requiredTags = definePlugin({
   name: 'required-tags',
-  create: (container) => new RequiredTagsPlugin(LimitsContext.from(container)),
+  requires: { plugins: ['auth'], services: ['WorkspaceLimits'] },
+  enforces: ['required_tags'],
+  create: (container) => new RequiredTagsPlugin(resolveService(container, TOKENS.WorkspaceLimits)),
 });

@@ -1,15 +1,16 @@
 import { isAbsolute, resolve } from 'node:path';
-import type { Logger } from 'pino';
-import { z } from 'zod';
-import { fromText } from '../../config/from-text';
-import type { GatewayContext } from '../../core/context';
-import { definePlugin, type GatewayPlugin } from '../../core/plugin';
-import { TOKENS } from '../../core/tokens';
-import { workerScopedPath } from '../../core/worker-slot';
-import { formatUsd } from '../../pricing/money';
-import type { RequestCost } from '../../pricing/request-cost';
-import type { UsageStore } from '../../storage/store';
-import { UsageWriteQueue } from '../../storage/write-queue';
+import {
+  definePlugin,
+  formatUsd,
+  fromText,
+  resolveService,
+  TOKENS,
+  z,
+  type GatewayContext,
+  type GatewayPlugin,
+  type RecordQueue,
+  type RequestCostService,
+} from '../../core';
 import { buildRecord } from './record';
 
 export const COST_HEADER = 'x-gateway-cost';
@@ -38,8 +39,8 @@ export class UsageRecorderPlugin implements GatewayPlugin {
   readonly name = 'usage-recorder';
 
   constructor(
-    private readonly cost: RequestCost,
-    private readonly queue: UsageWriteQueue,
+    private readonly cost: RequestCostService,
+    private readonly queue: RecordQueue,
     private readonly options: Options,
   ) {}
 
@@ -68,18 +69,21 @@ export class UsageRecorderPlugin implements GatewayPlugin {
 
 export const usageRecorder = definePlugin({
   name: 'usage-recorder',
+  requires: { services: ['RecordQueues', 'RequestCost', 'ConfigDir', 'ProcessFilePath'] },
   optionsSchema,
   create(container, options) {
-    const configDir = container.resolve<string>(TOKENS.ConfigDir);
-    // Multi-core mode: each worker process has its own spill file (core/worker-slot.ts).
-    const spillPath = workerScopedPath(isAbsolute(options.spill_path) ? options.spill_path : resolve(configDir, options.spill_path));
-    const queue = new UsageWriteQueue(container.resolve<UsageStore>(TOKENS.UsageStore), {
+    const configDir = resolveService(container, TOKENS.ConfigDir);
+    // Multi-core mode: each worker process has its own spill file.
+    const spillPath = resolveService(
+      container,
+      TOKENS.ProcessFilePath,
+    )(isAbsolute(options.spill_path) ? options.spill_path : resolve(configDir, options.spill_path));
+    const queue = resolveService(container, TOKENS.RecordQueues).open({
       spillPath,
       batchSize: options.batch_size,
       flushIntervalMs: options.flush_interval_ms,
       maxInMemory: options.max_in_memory,
-      logger: container.resolve<Logger>(TOKENS.Logger),
     });
-    return new UsageRecorderPlugin(container.resolve<RequestCost>(TOKENS.RequestCost), queue, options);
+    return new UsageRecorderPlugin(resolveService(container, TOKENS.RequestCost), queue, options);
   },
 });

@@ -1,14 +1,63 @@
-import type { GatewayContext } from '../../core/context';
-import type { CostProvenance, UsageRecord } from '../../core/usage';
-import { streamIncomplete } from '../../core/usage-settle';
-import type { PricedUsage } from '../../pricing/cost';
-import { PROVIDER_REPORTED } from '../../pricing/reprice';
+import {
+  MAX_MODEL_LENGTH,
+  PROVIDER_REPORTED,
+  streamIncomplete,
+  truncate,
+  type CostProvenance,
+  type GatewayContext,
+  type PricedUsage,
+  type UsageRecord,
+  type UsageSource,
+} from '../../core';
 
 const count = (n: number | undefined): number | null => (n === undefined ? null : n);
 
 /**
+ * Longest text a record keeps per field, in characters; a longer one is cut and ends with TRUNCATION_MARKER
+ * (core/truncate.ts). The requested model is refused beyond MAX_MODEL_LENGTH before it gets here (core/body.ts);
+ * the served model, the search context size and a stream's error code come from the provider. Tags are bounded by
+ * the attribution plugin's own maxima (max_keys, max_key_length, max_value_length at their highest), which hold for
+ * tags another plugin sets too. Workspace and key ids come from the configuration (at most 64 characters), the
+ * provider from its slug, the endpoint and provenance from fixed lists.
+ */
+export const RECORD_TEXT_LIMITS = {
+  model: MAX_MODEL_LENGTH,
+  servedModel: 256,
+  searchContextSize: 64,
+  errorCode: 80,
+  tagCount: 256,
+  tagKey: 256,
+  tagValue: 4096,
+} as const;
+
+const bounded = (text: string | null | undefined, max: number): string | null =>
+  text == null ? null : truncate(text, max);
+
+/** A copy of the tags within RECORD_TEXT_LIMITS: the first tagCount keys, each key and value cut to its limit. */
+function boundedTags(tags: Record<string, string>): Record<string, string> {
+  const keys = Object.keys(tags);
+  const within =
+    keys.length <= RECORD_TEXT_LIMITS.tagCount &&
+    keys.every(
+      (k) =>
+        k.length <= RECORD_TEXT_LIMITS.tagKey &&
+        !(typeof tags[k] === 'string' && tags[k].length > RECORD_TEXT_LIMITS.tagValue),
+    );
+  if (within) return { ...tags };
+  return Object.fromEntries(
+    keys.slice(0, RECORD_TEXT_LIMITS.tagCount).map((k) => {
+      const v = tags[k];
+      return [
+        truncate(k, RECORD_TEXT_LIMITS.tagKey),
+        typeof v === 'string' ? truncate(v, RECORD_TEXT_LIMITS.tagValue) : v,
+      ];
+    }),
+  );
+}
+
+/**
  * How much to trust a record's cost, in order: a stream that did not complete (cut, or an error event after its
- * 200) is partial; a failed request costs nothing; audio and images are not counted (spec 8); tokenizer counts
+ * 200) is partial; a failed request costs nothing; audio and images are not counted (not priced by token); tokenizer counts
  * are estimated; no price means unpriced (cost unknown, never $0); otherwise the cost is measured from the
  * provider's own usage.
  */
@@ -18,24 +67,48 @@ export function provenanceOf(ctx: GatewayContext, priced: PricedUsage | undefine
   if (ctx.error || status >= 400) return 'failed';
   if (!ctx.endpoint?.costCounted) return 'not_counted';
   if (!priced || priced.costPico === null) return 'unpriced';
-  return ctx.usageEstimated ? 'estimated' : 'measured';
+  return ctx.usageEstimated || priced.estimated ? 'estimated' : 'measured';
 }
 
-/** The stored record of one request: ids, routing, token counts, cost and its provenance, tags. Never a key or a body. */
+/** How the token counts were obtained, whatever became of their price (UsageRecord.usageSource). */
+export function usageSourceOf(ctx: GatewayContext): UsageSource {
+  const u = ctx.usage;
+  if (!u || TOKEN_FIELDS.every((f) => u[f] === undefined)) return 'none';
+  return ctx.usageEstimated ? 'tokenizer' : 'provider';
+}
+
+const TOKEN_FIELDS = [
+  'inputTokens',
+  'outputTokens',
+  'cacheReadTokens',
+  'cacheWriteTokens',
+  'cacheWrite1hTokens',
+] as const;
+
+/**
+ * The stored record of one request: ids, routing, token counts, cost and its provenance, tags. Never a key or a body;
+ * every text within RECORD_TEXT_LIMITS.
+ */
 export function buildRecord(ctx: GatewayContext, priced: PricedUsage | undefined, priceVersion: string): UsageRecord {
   const u = ctx.usage;
   const provenance = provenanceOf(ctx, priced);
   const cost = provenance === 'failed' ? 0n : provenance === 'not_counted' ? null : (priced?.costPico ?? null);
   const streamError = u?.streamError;
-  const error = ctx.error ? ctx.error.code : (ctx.status ?? 0) >= 400 ? `upstream_${ctx.status}` : streamError ? `upstream_${streamError}` : null;
+  const error = ctx.error
+    ? ctx.error.code
+    : (ctx.status ?? 0) >= 400
+      ? `upstream_${ctx.status}`
+      : streamError
+        ? `upstream_${streamError}`
+        : null;
   return {
     id: ctx.requestId,
     ts: ctx.startedAt,
     workspaceId: ctx.workspace?.id ?? null,
     keyId: ctx.keyId ?? null,
     provider: ctx.provider?.slug ?? null,
-    model: ctx.model ?? null,
-    servedModel: u?.servedModel ?? ctx.model ?? null,
+    model: bounded(ctx.model, RECORD_TEXT_LIMITS.model),
+    servedModel: bounded(u?.servedModel ?? ctx.model, RECORD_TEXT_LIMITS.servedModel),
     endpoint: ctx.endpoint?.key ?? null,
     status: ctx.status ?? ctx.error?.status ?? 500,
     streamed: ctx.stream,
@@ -47,13 +120,23 @@ export function buildRecord(ctx: GatewayContext, priced: PricedUsage | undefined
     reasoningTokens: count(u?.reasoningTokens),
     citationTokens: count(u?.citationTokens),
     searchQueries: count(u?.searchQueries),
-    searchContextSize: u?.searchContextSize ?? null,
+    searchContextSize: bounded(u?.searchContextSize, RECORD_TEXT_LIMITS.searchContextSize),
     costPico: cost,
     provenance,
-    priceVersion: cost === null || provenance === 'failed' ? null : priced?.provenanceHint === 'provider_reported' ? PROVIDER_REPORTED : priceVersion,
+    priceVersion:
+      cost === null || provenance === 'failed'
+        ? null
+        : priced?.provenanceHint === 'provider_reported'
+          ? PROVIDER_REPORTED
+          : priceVersion,
     latencyMs: Math.round(ctx.latencyMs),
     ttfbMs: ctx.ttfbMs === undefined ? null : Math.round(ctx.ttfbMs),
-    tags: { ...ctx.tags },
-    errorCode: error,
+    tags: boundedTags(ctx.tags),
+    errorCode: bounded(error, RECORD_TEXT_LIMITS.errorCode),
+    usageSource: usageSourceOf(ctx),
+    providerCostPico: priced?.providerCostPico ?? null,
+    costDisagrees: priced?.costDisagrees ?? null,
+    toolCalls: u?.toolCalls && Object.keys(u.toolCalls).length > 0 ? { ...u.toolCalls } : null,
+    priceId: priced?.priceId ?? null,
   };
 }

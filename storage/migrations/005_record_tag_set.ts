@@ -6,7 +6,7 @@
  * index): with three tags, six of the ten index entries a record wrote, and about half of the SQLite writer's CPU.
  * The set id is one column and one index entry per record, and it answers what record_tags did: tag filters
  * through the sets carrying the value (tag_set_members (key, value, set_id)), then (tag_set_id, ts); tag grouping
- * and "(untagged)" through tag_set_members (set_id, key). docs/performance.md has the measurements.
+ * and "(untagged)" through tag_set_members (set_id, key).
  *
  *   usage_records_tag_set_ts  (tag_set_id, ts): a filtered query reads each matching set's records in the range
  *   usage_records_ts          (ts, id, tag_set_id) instead of (ts, id): a query filtered by a common tag value

@@ -7,6 +7,9 @@ import { dailyRollups } from './002_daily_rollups';
 import { searchContextSize } from './003_search_context_size';
 import { tagSets } from './004_tag_sets';
 import { recordTagSet } from './005_record_tag_set';
+import { quarantinedRecords } from './006_quarantined_records';
+import { recordsRetention } from './007_records_retention';
+import { costTruth } from './008_cost_truth';
 
 export interface Migration {
   version: number;
@@ -16,11 +19,22 @@ export interface Migration {
 }
 
 /** Append only, versions strictly increasing. */
-export const MIGRATIONS: readonly Migration[] = [initial, dailyRollups, searchContextSize, tagSets, recordTagSet];
+export const MIGRATIONS: readonly Migration[] = [
+  initial,
+  dailyRollups,
+  searchContextSize,
+  tagSets,
+  recordTagSet,
+  quarantinedRecords,
+  recordsRetention,
+  costTruth,
+];
 
 export const SCHEMA_MIGRATIONS_DDL = {
-  postgres: 'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)',
-  sqlite: 'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT',
+  postgres:
+    'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)',
+  sqlite:
+    'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT',
 };
 
 export const LATEST_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;

@@ -47,13 +47,17 @@ export async function listPage(d: SqlDialect, exec: Exec, q: ListRequestsQuery):
   const want = limit + 1;
   const rows: Record<string, unknown>[] = [];
   if (via === 'time') {
-    rows.push(...(await exec(listRecordsSql(d, { from: q.from, to: q.to, filters, order: 'desc', after, limit: want, via }))));
+    rows.push(
+      ...(await exec(listRecordsSql(d, { from: q.from, to: q.to, filters, order: 'desc', after, limit: want, via }))),
+    );
   } else {
     // Rows at after.ts may remain (ids below the cursor's): the first window ends just past it.
     let to = after ? Math.min(q.to, after.ts + 1) : q.to;
     for (let span = FIRST_WINDOW_MS; to > q.from && rows.length < want; span *= WINDOW_GROWTH) {
       const from = Math.max(q.from, to - span);
-      rows.push(...(await exec(listRecordsSql(d, { from, to, filters, order: 'desc', after, limit: want - rows.length, via }))));
+      rows.push(
+        ...(await exec(listRecordsSql(d, { from, to, filters, order: 'desc', after, limit: want - rows.length, via }))),
+      );
       to = from;
     }
   }
@@ -63,7 +67,12 @@ export async function listPage(d: SqlDialect, exec: Exec, q: ListRequestsQuery):
 }
 
 /** All records matching `filter`, oldest first, in chunks (for maintenance jobs such as repricing). */
-export async function* scanRecords(d: SqlDialect, exec: Exec, filter: Partial<UsageFilter>, chunk: number): AsyncGenerator<UsageRecord[]> {
+export async function* scanRecords(
+  d: SqlDialect,
+  exec: Exec,
+  filter: Partial<UsageFilter>,
+  chunk: number,
+): AsyncGenerator<UsageRecord[]> {
   checkRange(filter);
   const from = filter.from ?? Number.MIN_SAFE_INTEGER;
   const to = filter.to ?? Number.MAX_SAFE_INTEGER;

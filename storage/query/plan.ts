@@ -25,7 +25,14 @@
  *               usage_rollup_daily / usage_tag_rollup_daily (one row per day, or per tag value and day),
  *               and only the partial days at the edges from the hourly rollups (and partial hours raw).
  */
-import { NONE, SERVED_MODEL_ALIAS, type BuiltinDimension, type Interval, type UsageFilter, type UsageQuery } from '../store';
+import {
+  NONE,
+  SERVED_MODEL_ALIAS,
+  type BuiltinDimension,
+  type Interval,
+  type UsageFilter,
+  type UsageQuery,
+} from '../store';
 import { DAY_MS, HOUR_MS } from '../rollup';
 
 export interface BuiltinDim {
@@ -66,7 +73,9 @@ export function parseDimension(name: string): Dim {
     if (!key) throw new Error(`empty tag key in "${name}"`);
     return { kind: 'tag', name, key };
   }
-  const column = Object.hasOwn(BUILTIN_COLUMNS, name) ? BUILTIN_COLUMNS[name as keyof typeof BUILTIN_COLUMNS] : undefined;
+  const column = Object.hasOwn(BUILTIN_COLUMNS, name)
+    ? BUILTIN_COLUMNS[name as keyof typeof BUILTIN_COLUMNS]
+    : undefined;
   return column ? { kind: 'builtin', name, column } : { kind: 'tag', name, key: name };
 }
 
@@ -136,7 +145,8 @@ export function checkRange(f: Partial<UsageFilter>): void {
 
 export function planUsageQuery(q: UsageQuery): UsagePlan {
   checkRange(q);
-  if (q.interval !== undefined && q.interval !== 'hour' && q.interval !== 'day') throw new Error(`unknown interval ${String(q.interval)}`);
+  if (q.interval !== undefined && q.interval !== 'hour' && q.interval !== 'day')
+    throw new Error(`unknown interval ${String(q.interval)}`);
   const groupBy = (q.groupBy ?? []).map(parseDimension);
   const seen = new Set<string>();
   for (const d of groupBy) {
@@ -145,11 +155,21 @@ export function planUsageQuery(q: UsageQuery): UsagePlan {
     seen.add(id);
   }
   const filters = parseFilters(q.filters);
-  const tagKeys = new Set<string>([...groupBy.flatMap((d) => (d.kind === 'tag' ? [d.key] : [])), ...filters.tags.map((t) => t.key)]);
+  const tagKeys = new Set<string>([
+    ...groupBy.flatMap((d) => (d.kind === 'tag' ? [d.key] : [])),
+    ...filters.tags.map((t) => t.key),
+  ]);
   const tagsOnly = q.interval !== 'hour' && filters.builtins.length === 0 && groupBy.every((d) => d.kind === 'tag');
-  const path: QueryPath = tagKeys.size === 0 ? 'rollup' : tagKeys.size === 1 ? 'tag-rollup' : tagsOnly ? 'tag-set' : 'raw';
+  const path: QueryPath =
+    tagKeys.size === 0 ? 'rollup' : tagKeys.size === 1 ? 'tag-rollup' : tagsOnly ? 'tag-set' : 'raw';
   const daily = path !== 'raw' && tagsOnly;
-  const plan: UsagePlan = { groupBy, filters, interval: q.interval, path, segments: splitRange(q.from, q.to, path, daily) };
+  const plan: UsagePlan = {
+    groupBy,
+    filters,
+    interval: q.interval,
+    path,
+    segments: splitRange(q.from, q.to, path, daily),
+  };
   if (path === 'tag-rollup') plan.tagKey = [...tagKeys][0];
   return plan;
 }
@@ -164,7 +184,12 @@ function splitRange(from: number, to: number, path: QueryPath, daily = false): S
     const firstDay = Math.ceil(from / DAY_MS) * DAY_MS;
     const lastDay = Math.floor(to / DAY_MS) * DAY_MS;
     const whole: SegmentPath = path === 'tag-set' ? 'tag-set' : 'daily';
-    if (firstDay < lastDay) return [...splitRange(from, firstDay, path), { from: firstDay, to: lastDay, path: whole }, ...splitRange(lastDay, to, path)];
+    if (firstDay < lastDay)
+      return [
+        ...splitRange(from, firstDay, path),
+        { from: firstDay, to: lastDay, path: whole },
+        ...splitRange(lastDay, to, path),
+      ];
   }
   if (path === 'raw' || path === 'tag-set') return [{ from, to, path: 'raw' }];
   const firstFull = Math.ceil(from / HOUR_MS) * HOUR_MS;

@@ -21,7 +21,12 @@ interface Group {
 }
 
 /** Decodes one aggregate row; `fixed` supplies values for groupBy positions the SQL did not select. */
-function decodeAggregate(d: SqlDialect, row: Record<string, unknown>, groupBy: Dim[], fixed: Map<number, string>): Group {
+function decodeAggregate(
+  d: SqlDialect,
+  row: Record<string, unknown>,
+  groupBy: Dim[],
+  fixed: Map<number, string>,
+): Group {
   const values = groupBy.map((dim, i) => {
     const pinned = fixed.get(i);
     if (pinned !== undefined) return pinned;
@@ -43,7 +48,12 @@ class GroupMap {
   add(g: Group, sign: 1 | -1 = 1, key = JSON.stringify([g.bucket, ...g.values])): void {
     const hit = this.groups.get(key);
     if (hit) addTotals(hit.totals, g.totals, sign);
-    else this.groups.set(key, { bucket: g.bucket, values: [...g.values], totals: addTotals(zeroTotals(), g.totals, sign) });
+    else
+      this.groups.set(key, {
+        bucket: g.bucket,
+        values: [...g.values],
+        totals: addTotals(zeroTotals(), g.totals, sign),
+      });
   }
 }
 
@@ -56,7 +66,10 @@ export async function runUsageQuery(d: SqlDialect, exec: Exec, q: UsageQuery): P
     .filter((g) => g.totals.requests !== 0)
     .sort(compareGroups)
     .map((g) => {
-      const row: UsageGroupRow = { group: Object.fromEntries(plan.groupBy.map((dim, i) => [dim.name, g.values[i]])), ...g.totals };
+      const row: UsageGroupRow = {
+        group: Object.fromEntries(plan.groupBy.map((dim, i) => [dim.name, g.values[i]])),
+        ...g.totals,
+      };
       if (plan.interval) row.bucket = g.bucket ?? undefined;
       return row;
     });
@@ -76,16 +89,38 @@ async function runSegment(d: SqlDialect, exec: Exec, plan: UsagePlan, seg: Segme
   const none = new Map<number, string>();
   if (seg.path === 'raw') {
     const via = await aggregateVia(d, exec, plan.filters, seg.from, seg.to);
-    const sql = rawAggregateSql(d, { from: seg.from, to: seg.to, groupBy: plan.groupBy, filters: plan.filters, interval: plan.interval, via });
+    const sql = rawAggregateSql(d, {
+      from: seg.from,
+      to: seg.to,
+      groupBy: plan.groupBy,
+      filters: plan.filters,
+      interval: plan.interval,
+      via,
+    });
     return (await exec(sql)).map((r) => decodeAggregate(d, r, plan.groupBy, none));
   }
   if (seg.path === 'tag-set') {
     // The plan sends only tag groupings and tag filters here.
-    const sql = tagSetAggregateSql(d, { from: seg.from, to: seg.to, groupBy: plan.groupBy as TagDim[], tags: plan.filters.tags, interval: plan.interval });
+    const sql = tagSetAggregateSql(d, {
+      from: seg.from,
+      to: seg.to,
+      groupBy: plan.groupBy as TagDim[],
+      tags: plan.filters.tags,
+      interval: plan.interval,
+    });
     return (await exec(sql)).map((r) => decodeAggregate(d, r, plan.groupBy, none));
   }
-  const builtins = plan.groupBy.flatMap((dim, index) => (dim.kind === 'builtin' ? [{ dim: dim as BuiltinDim, index }] : []));
-  const base: RollupSpec = { from: seg.from, to: seg.to, groupBy: builtins, builtinFilters: plan.filters.builtins, interval: plan.interval, daily: seg.path === 'daily' };
+  const builtins = plan.groupBy.flatMap((dim, index) =>
+    dim.kind === 'builtin' ? [{ dim: dim as BuiltinDim, index }] : [],
+  );
+  const base: RollupSpec = {
+    from: seg.from,
+    to: seg.to,
+    groupBy: builtins,
+    builtinFilters: plan.filters.builtins,
+    interval: plan.interval,
+    daily: seg.path === 'daily',
+  };
   if (seg.path === 'rollup' || (seg.path === 'daily' && plan.path === 'rollup')) {
     return (await exec(rollupAggregateSql(d, base))).map((r) => decodeAggregate(d, r, plan.groupBy, none));
   }
@@ -116,7 +151,8 @@ async function runTagRollup(d: SqlDialect, exec: Exec, plan: UsagePlan, base: Ro
   ]);
   const untaggedFixed = grouped === undefined ? new Map<number, string>() : new Map([[grouped, UNTAGGED]]);
   // Key of the built-in part of a group: bucket + values with K's slot pinned to "(untagged)".
-  const remainderKey = (g: Group): string => JSON.stringify([g.bucket, ...g.values.map((v, i) => (i === grouped ? UNTAGGED : v))]);
+  const remainderKey = (g: Group): string =>
+    JSON.stringify([g.bucket, ...g.values.map((v, i) => (i === grouped ? UNTAGGED : v))]);
 
   const remainder = new GroupMap();
   for (const r of totalRows) {

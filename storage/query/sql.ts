@@ -7,7 +7,15 @@
 import { RECORD_COLUMNS, type SqlValue } from '../codec';
 import { COUNTERS } from '../counters';
 import type { SqlDialect } from '../dialect';
-import { DAILY_TABLE, DAY_MS, HOUR_MS, ROLLUP_TABLE, TAG_DAILY_TABLE, TAG_ROLLUP_TABLE, TAG_SET_DAILY_TABLE } from '../rollup';
+import {
+  DAILY_TABLE,
+  DAY_MS,
+  HOUR_MS,
+  ROLLUP_TABLE,
+  TAG_DAILY_TABLE,
+  TAG_ROLLUP_TABLE,
+  TAG_SET_DAILY_TABLE,
+} from '../rollup';
 import { UNTAGGED, type Interval } from '../store';
 import { RECORD_TAG_SET_COLUMN, TAG_SET_MEMBERS_TABLE, TAG_SETS_TABLE } from '../tag-sets';
 import type { BuiltinDim, BuiltinFilter, Dim, ParsedFilters, TagDim, TagFilter } from './plan';
@@ -39,7 +47,9 @@ function bucketExpr(col: string, interval: Interval | undefined): string | undef
 }
 
 function aggregateSelect(d: SqlDialect, counterExpr: (c: (typeof COUNTERS)[number]) => string): string[] {
-  return COUNTERS.map((c) => (c.field === 'costPico' ? d.sumMoney(counterExpr(c), c.column) : `SUM(${counterExpr(c)}) AS ${c.column}`));
+  return COUNTERS.map((c) =>
+    c.field === 'costPico' ? d.sumMoney(counterExpr(c), c.column) : `SUM(${counterExpr(c)}) AS ${c.column}`,
+  );
 }
 
 function groupClause(aliases: string[]): string {
@@ -97,7 +107,11 @@ export function rollupAggregateSql(d: SqlDialect, spec: RollupSpec): SqlQuery {
   }
   select.push(
     ...(spec.daily
-      ? COUNTERS.map((c) => (c.field === 'costPico' ? d.sumSplitMoney('cost_pico_hi', 'cost_pico_lo', c.column) : `SUM(${c.column}) AS ${c.column}`))
+      ? COUNTERS.map((c) =>
+          c.field === 'costPico'
+            ? d.sumSplitMoney('cost_pico_hi', 'cost_pico_lo', c.column)
+            : `SUM(${c.column}) AS ${c.column}`,
+        )
       : aggregateSelect(d, (c) => c.column)),
   );
 
@@ -109,7 +123,9 @@ export function rollupAggregateSql(d: SqlDialect, spec: RollupSpec): SqlQuery {
   for (const f of spec.builtinFilters) rollupBuiltinFilter(w, f);
 
   const table = spec.daily ? (spec.tag ? TAG_DAILY_TABLE : DAILY_TABLE) : spec.tag ? TAG_ROLLUP_TABLE : ROLLUP_TABLE;
-  const sql = [`SELECT ${select.join(',\n  ')}`, `FROM ${table}`, String(w), groupClause(aliases)].filter(Boolean).join('\n');
+  const sql = [`SELECT ${select.join(',\n  ')}`, `FROM ${table}`, String(w), groupClause(aliases)]
+    .filter(Boolean)
+    .join('\n');
   return { sql: d.sql(sql), params: w.params.map(d.bind) as SqlValue[] };
 }
 
@@ -133,8 +149,8 @@ export interface TagSetSpec {
  *
  * SQLite keeps the written join order (CROSS JOIN). PostgreSQL plans freely, and its estimate of how many sets
  * carry a (key, value) pair is poor (keys and values are correlated): with a value filter it hash-joined the whole
- * daily table and every member of the grouped key (440 ms at a million records, bench/dashboard.ts), where one
- * index seek per candidate set takes a third of that. So when a value filter bounds the candidates, PostgreSQL
+ * daily table and every member of the grouped key, where one index seek per candidate set reads a fraction of
+ * that. So when a value filter bounds the candidates, PostgreSQL
  * gets the per-set form: member values as scalar subqueries and the daily rows as a LATERAL subquery, both behind
  * OFFSET 0 so that the planner cannot flatten them back into a hash join. Without a value filter every set is a
  * candidate and the hash join is the better plan, so it is left to the planner.
@@ -152,12 +168,20 @@ export function tagSetAggregateSql(d: SqlDialect, spec: TagSetSpec): SqlQuery {
     select.push(perSet ? `s.g${i} AS g${i}` : `m${i}.value AS g${i}`);
     aliases.push(`g${i}`);
   });
-  select.push(...COUNTERS.map((c) => (c.field === 'costPico' ? d.sumSplitMoney('r.cost_pico_hi', 'r.cost_pico_lo', c.column) : `SUM(r.${c.column}) AS ${c.column}`)));
+  select.push(
+    ...COUNTERS.map((c) =>
+      c.field === 'costPico'
+        ? d.sumSplitMoney('r.cost_pico_hi', 'r.cost_pico_lo', c.column)
+        : `SUM(r.${c.column}) AS ${c.column}`,
+    ),
+  );
   const groupKeys = spec.groupBy.map((dim) => dim.key);
   const sets = matchingSets(d, values, untagged);
 
   if (perSet) {
-    const members = spec.groupBy.map((_, i) => `(SELECT m.value FROM ${TAG_SET_MEMBERS_TABLE} m WHERE m.set_id = x.set_id AND m.key = ?) AS g${i}`);
+    const members = spec.groupBy.map(
+      (_, i) => `(SELECT m.value FROM ${TAG_SET_MEMBERS_TABLE} m WHERE m.set_id = x.set_id AND m.key = ?) AS g${i}`,
+    );
     const sql = [
       `SELECT ${select.join(',\n  ')}`,
       `FROM (SELECT ${['x.set_id', ...members].join(', ')} FROM (${sets.sql}) x OFFSET 0) s`,
@@ -167,12 +191,21 @@ export function tagSetAggregateSql(d: SqlDialect, spec: TagSetSpec): SqlQuery {
     return { sql: d.sql(sql), params: [...groupKeys, ...sets.params, spec.from, spec.to].map(d.bind) as SqlValue[] };
   }
 
-  const joins = spec.groupBy.map((_, i) => `LEFT JOIN ${TAG_SET_MEMBERS_TABLE} m${i} ON m${i}.set_id = s.set_id AND m${i}.key = ?`);
+  const joins = spec.groupBy.map(
+    (_, i) => `LEFT JOIN ${TAG_SET_MEMBERS_TABLE} m${i} ON m${i}.set_id = s.set_id AND m${i}.key = ?`,
+  );
   const w = new Where();
   w.add('r.set_id = s.set_id');
   w.add('r.day >= ?', spec.from);
   w.add('r.day < ?', spec.to);
-  const sql = [`SELECT ${select.join(',\n  ')}`, `FROM (${sets.sql}) s`, ...joins, `CROSS JOIN ${TAG_SET_DAILY_TABLE} r`, String(w), groupClause(aliases)].join('\n');
+  const sql = [
+    `SELECT ${select.join(',\n  ')}`,
+    `FROM (${sets.sql}) s`,
+    ...joins,
+    `CROSS JOIN ${TAG_SET_DAILY_TABLE} r`,
+    String(w),
+    groupClause(aliases),
+  ].join('\n');
   return { sql: d.sql(sql), params: [...sets.params, ...groupKeys, ...w.params].map(d.bind) as SqlValue[] };
 }
 
@@ -182,24 +215,30 @@ export function splitTagFilters(tags: TagFilter[]): { values: TagFilter[]; untag
 }
 
 /** "Set `alias` has no member with this key": an "(untagged)" filter, one parameter (the key). */
-const lacksKey = (alias: string) => `NOT EXISTS (SELECT 1 FROM ${TAG_SET_MEMBERS_TABLE} u WHERE u.set_id = ${alias} AND u.key = ?)`;
+const lacksKey = (alias: string) =>
+  `NOT EXISTS (SELECT 1 FROM ${TAG_SET_MEMBERS_TABLE} u WHERE u.set_id = ${alias} AND u.key = ?)`;
 
 /**
  * SQL selecting `set_id` of every tag set that carries all `values` and none of the `untagged` keys, found through
  * tag_set_members (key, value, set_id); with no value, every set (tag_sets) is a candidate.
  * PostgreSQL gets the candidates as a join on the members' (set_id, key) key: the planner drives it from the
  * filter it expects to be the most selective and probes the others, where INTERSECT reads every filter's whole
- * list (a series of the chart, three filters: 30 ms -> 3 ms; the table, two filters: 180 -> 100 ms, at a million
- * records). SQLite keeps a join's written order, so it gets the INTERSECT, which does not depend on that order.
+ * list. SQLite keeps a join's written order, so it gets the INTERSECT, which does not depend on that order.
  */
 function matchingSets(d: SqlDialect, values: TagFilter[], untagged: TagFilter[]): SqlQuery {
   let sql: string;
   if (values.length === 0) sql = `SELECT id AS set_id FROM ${TAG_SETS_TABLE}`;
   else if (d.reordersJoins) {
-    const from = values.map((_, i) => (i === 0 ? `${TAG_SET_MEMBERS_TABLE} f0` : `JOIN ${TAG_SET_MEMBERS_TABLE} f${i} ON f${i}.set_id = f0.set_id`)).join(' ');
+    const from = values
+      .map((_, i) =>
+        i === 0 ? `${TAG_SET_MEMBERS_TABLE} f0` : `JOIN ${TAG_SET_MEMBERS_TABLE} f${i} ON f${i}.set_id = f0.set_id`,
+      )
+      .join(' ');
     sql = `SELECT f0.set_id FROM ${from} WHERE ${values.map((_, i) => `f${i}.key = ? AND f${i}.value = ?`).join(' AND ')}`;
   } else {
-    sql = values.map(() => `SELECT set_id FROM ${TAG_SET_MEMBERS_TABLE} WHERE key = ? AND value = ?`).join(' INTERSECT ');
+    sql = values
+      .map(() => `SELECT set_id FROM ${TAG_SET_MEMBERS_TABLE} WHERE key = ? AND value = ?`)
+      .join(' INTERSECT ');
   }
   const params: SqlValue[] = values.flatMap((t) => [t.key, t.value]);
   if (untagged.length) {
@@ -213,7 +252,10 @@ function matchingSets(d: SqlDialect, values: TagFilter[], untagged: TagFilter[])
 export function matchingSetCountSql(d: SqlDialect, tags: TagFilter[], limit: number): SqlQuery {
   const { values, untagged } = splitTagFilters(tags);
   const sets = matchingSets(d, values, untagged);
-  return { sql: d.sql(`SELECT COUNT(*) AS n FROM (${sets.sql} LIMIT ?) s`), params: [...sets.params, limit].map(d.bind) as SqlValue[] };
+  return {
+    sql: d.sql(`SELECT COUNT(*) AS n FROM (${sets.sql} LIMIT ?) s`),
+    params: [...sets.params, limit].map(d.bind) as SqlValue[],
+  };
 }
 
 /**
@@ -224,25 +266,32 @@ export function matchingSetCountSql(d: SqlDialect, tags: TagFilter[], limit: num
  *         hash, read from the index): a listing reads records newest first and stops at its page; an aggregate
  *         of a common value reads the table in order rather than scattered, set by set. The test is written
  *         `(... IN (...)) IS TRUE` so that neither database turns it into a join: SQLite would seek the sets
- *         instead, and PostgreSQL, estimating a few dozen matches, hash-joined and sorted the whole month (165 ms
- *         for a page of the top customer, 0.5 ms as written, at a million records)
+ *         instead, and PostgreSQL, estimating a few dozen matches, would hash-join and sort the whole month for
+ *         one page
  *   probe by time as well, looking each record's set up in tag_set_members (set_id, key): no hash of the matching
  *         sets to build, for a range holding fewer records than the value has sets (the partial hours at the edges
- *         of a chart of agent=agent-00, 17,169 sets: 328 records in half an hour took 2.1 ms by time, 0.17 ms
- *         probed, at a million records). Wrapped in IS TRUE for the same reason.
+ *         of a chart of a common value). Wrapped in IS TRUE for the same reason.
  * storage/query/via.ts chooses.
  */
 export type RawVia = 'sets' | 'time' | 'probe';
 
 /** "Set `alias` has the member key = value": one parameter pair. */
-const hasMember = (alias: string) => `EXISTS (SELECT 1 FROM ${TAG_SET_MEMBERS_TABLE} p WHERE p.set_id = ${alias} AND p.key = ? AND p.value = ?)`;
+const hasMember = (alias: string) =>
+  `EXISTS (SELECT 1 FROM ${TAG_SET_MEMBERS_TABLE} p WHERE p.set_id = ${alias} AND p.key = ? AND p.value = ?)`;
 
 /**
  * The FROM clause (with its parameters) and the conditions selecting usage_records `r` by time range and
  * filters. Tags are matched through the record's tag set: a value filter by the sets carrying it, "(untagged)"
  * by the set lacking the key (tag_set_members (set_id, key)).
  */
-function rawSource(d: SqlDialect, w: Where, from: number, to: number, filters: ParsedFilters, via: RawVia): { from: string; params: SqlValue[] } {
+function rawSource(
+  d: SqlDialect,
+  w: Where,
+  from: number,
+  to: number,
+  filters: ParsedFilters,
+  via: RawVia,
+): { from: string; params: SqlValue[] } {
   const { values, untagged } = splitTagFilters(filters.tags);
   let source = { from: 'FROM usage_records r', params: [] as SqlValue[] };
   const set = `r.${RECORD_TAG_SET_COLUMN}`;
@@ -292,7 +341,9 @@ export function rawAggregateSql(d: SqlDialect, spec: RawSpec): SqlQuery {
       select.push(`r.${dim.column} AS g${i}`);
     } else {
       // One LEFT JOIN per grouped tag key: a record whose set lacks the key yields NULL -> "(untagged)".
-      joins.push(`LEFT JOIN ${TAG_SET_MEMBERS_TABLE} t${i} ON t${i}.set_id = r.${RECORD_TAG_SET_COLUMN} AND t${i}.key = ?`);
+      joins.push(
+        `LEFT JOIN ${TAG_SET_MEMBERS_TABLE} t${i} ON t${i}.set_id = r.${RECORD_TAG_SET_COLUMN} AND t${i}.key = ?`,
+      );
       joinParams.push(dim.key);
       select.push(`t${i}.value AS g${i}`);
     }
@@ -302,7 +353,9 @@ export function rawAggregateSql(d: SqlDialect, spec: RawSpec): SqlQuery {
 
   const w = new Where();
   const source = rawSource(d, w, spec.from, spec.to, spec.filters, spec.via);
-  const sql = [`SELECT ${select.join(',\n  ')}`, source.from, ...joins, String(w), groupClause(aliases)].filter(Boolean).join('\n');
+  const sql = [`SELECT ${select.join(',\n  ')}`, source.from, ...joins, String(w), groupClause(aliases)]
+    .filter(Boolean)
+    .join('\n');
   return { sql: d.sql(sql), params: [...source.params, ...joinParams, ...w.params].map(d.bind) as SqlValue[] };
 }
 
@@ -324,6 +377,12 @@ export function listRecordsSql(d: SqlDialect, spec: ListSpec): SqlQuery {
   const op = spec.order === 'desc' ? '<' : '>';
   if (spec.after) w.add(`(r.ts ${op} ? OR (r.ts = ? AND r.id ${op} ?))`, spec.after.ts, spec.after.ts, spec.after.id);
   const dir = spec.order === 'desc' ? 'DESC' : 'ASC';
-  const sql = [`SELECT ${RECORD_COLUMNS.map((c) => `r.${c}`).join(', ')}`, source.from, String(w), `ORDER BY r.ts ${dir}, r.id ${dir}`, 'LIMIT ?'].join('\n');
+  const sql = [
+    `SELECT ${RECORD_COLUMNS.map((c) => `r.${c}`).join(', ')}`,
+    source.from,
+    String(w),
+    `ORDER BY r.ts ${dir}, r.id ${dir}`,
+    'LIMIT ?',
+  ].join('\n');
   return { sql: d.sql(sql), params: [...source.params, ...w.params, spec.limit].map(d.bind) as SqlValue[] };
 }

@@ -13,11 +13,9 @@
  *
  * Aggregates on PostgreSQL always go by sets, as a join its planner orders (aggregateVia says why).
  *
- * Costs measured at a million records on SQLite (bench/dashboard.ts data, docs/performance.md "Eleventh round"), in
- * units of one record scanned by time (~0.08 µs): a record read by sets costs ~16 more than one read by time
- * (scattered against sequential reads of the table), a set's seek ~8. So an aggregate goes by sets only for values
- * that are rare in the range: a customer with 0.01% of the month's records took 0.2 ms by sets and 67 ms by time;
- * one with 14.5% took 473 ms by sets and 385 ms by time.
+ * Costs on SQLite at a million records (bench/dashboard.ts), in units of one record scanned by time: a record read
+ * by sets costs ~16 more than one read by time (scattered against sequential reads of the table), a set's seek ~8.
+ * So an aggregate goes by sets only for values that are rare in the range.
  */
 import { toNumber } from '../codec';
 import type { SqlDialect } from '../dialect';
@@ -43,7 +41,13 @@ interface RangeCounts {
 }
 
 /** Estimated records of [from, to) and records matching every value filter (`values` non-empty). */
-async function rangeCounts(d: SqlDialect, exec: Exec, values: TagFilter[], from: number, to: number): Promise<RangeCounts> {
+async function rangeCounts(
+  d: SqlDialect,
+  exec: Exec,
+  values: TagFilter[],
+  from: number,
+  to: number,
+): Promise<RangeCounts> {
   const base = `SELECT MIN(day) AS lo, MAX(day) AS hi, SUM(requests) AS n, COUNT(*) AS days FROM ${DAILY_TABLE} WHERE day >= ? AND day < ?`;
   const [b] = await exec({ sql: d.sql(base), params: [floorDay(from), to] });
   const days = toNumber(b?.days);
@@ -53,7 +57,8 @@ async function rangeCounts(d: SqlDialect, exec: Exec, values: TagFilter[], from:
   const scale = (Math.min(to, hi + DAY_MS) - Math.max(from, lo)) / (days * DAY_MS);
   // The days that have records, generated: each is one seek on the (tag_key, day, tag_value) key.
   const perValue = values.map(
-    (_, i) => `(SELECT SUM(t.requests) FROM days CROSS JOIN ${TAG_DAILY_TABLE} t WHERE t.tag_key = ? AND t.day = days.day AND t.tag_value = ?) AS m${i}`,
+    (_, i) =>
+      `(SELECT SUM(t.requests) FROM days CROSS JOIN ${TAG_DAILY_TABLE} t WHERE t.tag_key = ? AND t.day = days.day AND t.tag_value = ?) AS m${i}`,
   );
   const sql = `WITH RECURSIVE days (day) AS (SELECT CAST(? AS BIGINT) UNION ALL SELECT day + ${DAY_MS} FROM days WHERE day < ?)
 SELECT ${perValue.join(', ')}`;
@@ -63,9 +68,9 @@ SELECT ${perValue.join(', ')}`;
 }
 
 /**
- * Ranges expected to hold fewer records than this are probed record by record (~0.5-1 µs each on SQLite at a million
- * records) rather than scanned against a hash of the matching sets, which costs ~0.13 µs per set to build: the
- * partial hours at the edges of a one-tag chart hold a few hundred records, and a common value has thousands of sets.
+ * Ranges expected to hold fewer records than this are probed record by record rather than scanned against a hash
+ * of the matching sets, whose build costs per set: the partial hours at the edges of a one-tag chart hold a few
+ * hundred records, and a common value has thousands of sets.
  */
 const PROBE_MAX_RECORDS = 2000;
 
@@ -73,13 +78,18 @@ const PROBE_MAX_RECORDS = 2000;
  * An aggregate reads every matching record: by sets when the seeks and scattered reads cost less than the scan;
  * otherwise by time, probing each record's set when the range is small.
  */
-export async function aggregateVia(d: SqlDialect, exec: Exec, filters: ParsedFilters, from: number, to: number): Promise<RawVia> {
+export async function aggregateVia(
+  d: SqlDialect,
+  exec: Exec,
+  filters: ParsedFilters,
+  from: number,
+  to: number,
+): Promise<RawVia> {
   const { values } = splitTagFilters(filters.tags);
   if (values.length === 0) return 'time';
   // PostgreSQL plans the sets' join itself (a hash join over the range, or a seek per set) from its statistics, and
-  // did so within a few ms of the better form here; forcing a scan by time cost it 1-2 µs per record (52 against
-  // 4.8 ms for a day of cust-0000 with feature-00), a probe ~8 µs. Only SQLite, which keeps a join's written order,
-  // needs the choice made for it.
+  // forcing a scan by time or a probe only slows it down. Only SQLite, which keeps a join's written order, needs the
+  // choice made for it.
   if (d.reordersJoins) return 'sets';
   const { records, matches } = await rangeCounts(d, exec, values, from, to);
   const byTime: RawVia = records < PROBE_MAX_RECORDS ? 'probe' : 'time';
@@ -91,7 +101,13 @@ export async function aggregateVia(d: SqlDialect, exec: Exec, filters: ParsedFil
 }
 
 /** A listing: by time for values common in the range, by sets in time windows for rare ones. */
-export async function listVia(d: SqlDialect, exec: Exec, filters: ParsedFilters, from: number, to: number): Promise<RawVia> {
+export async function listVia(
+  d: SqlDialect,
+  exec: Exec,
+  filters: ParsedFilters,
+  from: number,
+  to: number,
+): Promise<RawVia> {
   const { values } = splitTagFilters(filters.tags);
   if (values.length === 0) return 'time';
   const { records, matches } = await rangeCounts(d, exec, values, from, to);

@@ -11,12 +11,20 @@ const run = promisify(execFile);
  * PATH): in CI the browser suites fail, loudly; elsewhere they are skipped with a loud SKIPPED line.
  */
 describe('dashboard browser setup: never a silent skip in CI', () => {
-  const script = `require(${JSON.stringify(resolve(PROJECT_ROOT, 'dist/test/dashboard/browser.js'))}).ensureChromium()` +
+  const script =
+    `require(${JSON.stringify(resolve(PROJECT_ROOT, 'dist/test/dashboard/browser.js'))}).ensureChromium()` +
     `.then((p) => console.log('RESULT ' + p), (e) => { console.log('ERROR ' + e.message); process.exitCode = 3; })`;
   const attempt = (ci: string | undefined) => {
-    const env: NodeJS.ProcessEnv = { PATH: '/nonexistent-bin', TOLLGATE_CHROMIUM: '/nonexistent/chromium', TOLLGATE_CHROMEDRIVER: '/nonexistent/chromedriver' };
+    const env: NodeJS.ProcessEnv = {
+      PATH: '/nonexistent-bin',
+      TOLLGATE_CHROMIUM: '/nonexistent/chromium',
+      TOLLGATE_CHROMEDRIVER: '/nonexistent/chromedriver',
+    };
     if (ci !== undefined) env.CI = ci;
-    return run(process.execPath, ['-e', script], { env, encoding: 'utf8' }).then((r) => ({ code: 0, out: r.stdout }), (e) => ({ code: e.code as number, out: String(e.stdout) }));
+    return run(process.execPath, ['-e', script], { env, encoding: 'utf8' }).then(
+      (r) => ({ code: 0, out: r.stdout }),
+      (e) => ({ code: e.code as number, out: String(e.stdout) }),
+    );
   };
 
   it('CI=true: Chromium missing and not installable is an error (the suite fails), with a loud FAILED line', async () => {

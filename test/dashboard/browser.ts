@@ -2,7 +2,7 @@
  * Headless Chromium for the dashboard tests: Debian's /usr/bin/chromium driven by playwright-core over CDP
  * (no browser download). Where the Debian packages chromium and chromium-driver are missing and we are root (CI),
  * they are installed with apt-get. When Chromium cannot be had: in CI (CI=true) the browser suites FAIL, loudly;
- * elsewhere they are skipped with a loud SKIPPED line.
+ * elsewhere they are skipped with a loud SKIPPED line (helpers/services.ts, like every suite that needs a service).
  *
  * TOLLGATE_CHROMIUM / TOLLGATE_CHROMEDRIVER point elsewhere (another distribution's paths).
  */
@@ -10,12 +10,11 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
+import { announce, IN_CI, missingService } from '../helpers/services';
 
+const SUITE = 'dashboard browser tests';
 export const CHROMIUM = process.env.TOLLGATE_CHROMIUM || '/usr/bin/chromium';
 export const CHROMEDRIVER = process.env.TOLLGATE_CHROMEDRIVER || '/usr/bin/chromedriver';
-/** CI runs must not skip the browser tests silently (GitHub Actions, GitLab and most others set CI=true). */
-export const IN_CI = /^(true|1|yes)$/i.test(process.env.CI ?? '');
-
 export const CHROMIUM_ARGS = [
   '--no-sandbox',
   '--disable-gpu',
@@ -42,20 +41,40 @@ let available: Promise<string | undefined> | undefined;
  */
 export function ensureChromium(): Promise<string | undefined> {
   return (available ??= (async () => {
-    const missing = [...(existsSync(CHROMIUM) ? [] : ['chromium']), ...(existsSync(CHROMEDRIVER) ? [] : ['chromium-driver'])];
+    const missing = [
+      ...(existsSync(CHROMIUM) ? [] : ['chromium']),
+      ...(existsSync(CHROMEDRIVER) ? [] : ['chromium-driver']),
+    ];
     if (missing.length === 0) return CHROMIUM;
     const root = typeof process.getuid === 'function' && process.getuid() === 0;
-    if (!root) return unavailable(`${missing.join(' and ')} missing (${CHROMIUM}, ${CHROMEDRIVER}) and this is not root: install with "sudo apt-get install -y chromium chromium-driver"`, missing);
-    process.stdout.write(`      (dashboard tests: installing Debian's ${missing.join(' and ')}: apt-get update && apt-get install -y ${missing.join(' ')})\n`);
+    if (!root)
+      return unavailable(
+        `${missing.join(' and ')} missing (${CHROMIUM}, ${CHROMEDRIVER}) and this is not root: install with "sudo apt-get install -y chromium chromium-driver"`,
+        missing,
+      );
+    process.stdout.write(
+      `      (dashboard tests: installing Debian's ${missing.join(' and ')}: apt-get update && apt-get install -y ${missing.join(' ')})\n`,
+    );
     try {
       const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
       execFileSync('apt-get', ['update'], { stdio: ['ignore', 'ignore', 'inherit'], env, timeout: 300_000 });
-      execFileSync('apt-get', ['install', '-y', '--no-install-recommends', ...missing], { stdio: ['ignore', 'ignore', 'inherit'], env, timeout: 600_000 });
+      execFileSync('apt-get', ['install', '-y', '--no-install-recommends', ...missing], {
+        stdio: ['ignore', 'ignore', 'inherit'],
+        env,
+        timeout: 600_000,
+      });
     } catch (err) {
-      return unavailable(`installing ${missing.join(' and ')} failed: ${(err as Error).message.split('\n')[0]}`, missing);
+      return unavailable(
+        `installing ${missing.join(' and ')} failed: ${(err as Error).message.split('\n')[0]}`,
+        missing,
+      );
     }
     const still = [CHROMIUM, CHROMEDRIVER].filter((p) => !existsSync(p));
-    if (still.length) return unavailable(`apt-get installed ${missing.join(' and ')} but ${still.join(' and ')} is still missing`, missing);
+    if (still.length)
+      return unavailable(
+        `apt-get installed ${missing.join(' and ')} but ${still.join(' and ')} is still missing`,
+        missing,
+      );
     return CHROMIUM;
   })());
 }
@@ -65,11 +84,12 @@ export function ensureChromium(): Promise<string | undefined> {
  * a SKIPPED line elsewhere. Without only chromium-driver (playwright-core does not use it), they still run outside CI.
  */
 function unavailable(why: string, missing: string[]): string | undefined {
-  const line = `${IN_CI ? 'FAILED' : missing.includes('chromium') ? 'SKIPPED' : 'WARNING'}: dashboard browser tests: ${why}`;
-  const bar = '!'.repeat(Math.min(line.length, 100));
-  process.stdout.write(`\n${bar}\n${line}\n${bar}\n\n`);
-  if (IN_CI) throw new Error(`dashboard browser tests cannot run in CI (CI=${process.env.CI}): ${why}`);
-  return missing.includes('chromium') ? undefined : CHROMIUM;
+  if (missing.includes('chromium') || IN_CI) {
+    missingService(SUITE, why); // throws in CI
+    return undefined;
+  }
+  announce(`WARNING: ${SUITE}: ${why}`);
+  return CHROMIUM;
 }
 
 /** Launches Chromium headless; a launch that fails is an error everywhere (it was found, so it must work). */
@@ -77,8 +97,7 @@ export async function launchChromium(executablePath: string): Promise<Browser> {
   try {
     return await chromium.launch({ executablePath, headless: true, args: CHROMIUM_ARGS, timeout: 30_000 });
   } catch (err) {
-    const line = `FAILED: dashboard browser tests: ${executablePath} did not launch: ${(err as Error).message.split('\n')[0]}`;
-    process.stdout.write(`\n${'!'.repeat(100)}\n${line}\n${'!'.repeat(100)}\n\n`);
+    announce(`FAILED: ${SUITE}: ${executablePath} did not launch: ${(err as Error).message.split('\n')[0]}`);
     throw err;
   }
 }

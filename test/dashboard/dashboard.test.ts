@@ -26,19 +26,29 @@ function parseCsv(text: string): string[][] {
   for (let i = 0; i < text.length; i++) {
     const c = text[i];
     if (quoted) {
-      if (c === '"' && text[i + 1] === '"') (cell += '"'), i++;
+      if (c === '"' && text[i + 1] === '"') ((cell += '"'), i++);
       else if (c === '"') quoted = false;
       else cell += c;
     } else if (c === '"') quoted = true;
-    else if (c === ',') row.push(cell), (cell = '');
-    else if (c === '\n') row.push(cell), rows.push(row), (row = []), (cell = '');
+    else if (c === ',') (row.push(cell), (cell = ''));
+    else if (c === '\n') (row.push(cell), rows.push(row), (row = []), (cell = ''));
     else if (c !== '\r') cell += c;
   }
-  if (cell || row.length) row.push(cell), rows.push(row);
+  if (cell || row.length) (row.push(cell), rows.push(row));
   return rows;
 }
 
-const NUMERIC = ['requests', 'input_tokens', 'output_tokens', 'cache_read_tokens', 'cache_write_tokens', 'reasoning_tokens', 'unpriced_count', 'estimated_count', 'error_count'] as const;
+const NUMERIC = [
+  'requests',
+  'input_tokens',
+  'output_tokens',
+  'cache_read_tokens',
+  'cache_write_tokens',
+  'reasoning_tokens',
+  'unpriced_count',
+  'estimated_count',
+  'error_count',
+] as const;
 
 describe('dashboard: static page on the admin listener', () => {
   const upstream = new TestUpstream();
@@ -57,7 +67,9 @@ describe('dashboard: static page on the admin listener', () => {
     const html = await page.body.text();
     expect(page.statusCode).to.equal(200);
     expect(page.headers['content-type']).to.match(/^text\/html/);
-    expect(String(page.headers['content-security-policy'])).to.include("script-src 'self'").and.include("connect-src 'self'");
+    expect(String(page.headers['content-security-policy']))
+      .to.include("script-src 'self'")
+      .and.include("connect-src 'self'");
     expect(html).to.include('assets/main.js').and.include('assets/chart.umd.min.js');
     expect(html).to.not.match(/https?:\/\//, 'no third-party (CDN) URL in the page');
     for (const asset of ['/assets/main.js', '/assets/style.css', '/assets/chart.umd.min.js']) {
@@ -96,7 +108,7 @@ describe('dashboard in a real browser (Chromium, playwright-core)', function () 
   before(async function () {
     this.timeout(15 * 60_000); // a first run may install Chromium
     const chromium = await ensureChromium();
-    if (!chromium) return this.skip();
+    if (!chromium) return this.skip(); // ensureChromium said why: a SKIPPED line (in CI it threw instead)
     this.timeout(60_000);
     await upstream.start();
     gw = await startTestGateway(upstream.url);
@@ -115,9 +127,16 @@ describe('dashboard in a real browser (Chromium, playwright-core)', function () 
     await upstream.stop();
   });
 
-  const ready = (view: string) => page.waitForSelector(`#view[data-view="${view}"][data-ready="true"]`, { timeout: 10_000 });
-  const range = async () => ({ from: await page.getAttribute('#view', 'data-from'), to: await page.getAttribute('#view', 'data-to') });
-  const filterQuery = (filters: Record<string, string>) => Object.entries(filters).map(([k, v]) => `&filter[${k}]=${encodeURIComponent(v)}`).join('');
+  const ready = (view: string) =>
+    page.waitForSelector(`#view[data-view="${view}"][data-ready="true"]`, { timeout: 10_000 });
+  const range = async () => ({
+    from: await page.getAttribute('#view', 'data-from'),
+    to: await page.getAttribute('#view', 'data-to'),
+  });
+  const filterQuery = (filters: Record<string, string>) =>
+    Object.entries(filters)
+      .map(([k, v]) => `&filter[${k}]=${encodeURIComponent(v)}`)
+      .join('');
 
   /** The page's table (and totals and cards) against GET /api/usage with the same range and filters. */
   async function expectPageEqualsApi(groupBy: string, filters: Record<string, string> = {}) {
@@ -125,7 +144,11 @@ describe('dashboard in a real browser (Chromium, playwright-core)', function () 
     expect(await page.getAttribute('#view', 'data-group-by')).to.equal(groupBy);
     const { from, to } = await range();
     const api = await adminGet(gw, `/api/usage?group_by=${groupBy}&from=${from}&to=${to}${filterQuery(filters)}`);
-    const rows = await page.$$eval('#groups tbody tr', (trs) => trs.map((tr) => Object.fromEntries([...tr.querySelectorAll('td')].map((td) => [td.dataset.col, td.dataset.value]))));
+    const rows = await page.$$eval('#groups tbody tr', (trs) =>
+      trs.map((tr) =>
+        Object.fromEntries([...tr.querySelectorAll('td')].map((td) => [td.dataset.col, td.dataset.value])),
+      ),
+    );
     expect(rows.length, 'one table row per API group').to.equal(api.rows.length);
     for (const row of api.rows) {
       const shown = rows.find((r) => r.group === (row.group[groupBy] ?? '(none)'));
@@ -140,21 +163,38 @@ describe('dashboard in a real browser (Chromium, playwright-core)', function () 
     expect(await card('requests')).to.equal(String(api.total.requests));
     expect(await card('input_tokens')).to.equal(String(api.total.input_tokens));
     expect(await card('output_tokens')).to.equal(String(api.total.output_tokens));
-    expect(await page.getAttribute('#overview .card[data-metric="flagged"]', 'data-estimated')).to.equal(String(api.total.estimated_count));
-    expect(await page.getAttribute('#overview .card[data-metric="flagged"]', 'data-unpriced')).to.equal(String(api.total.unpriced_count));
-    expect(await page.getAttribute('#groups tfoot td[data-col="cost_usd"]', 'data-value')).to.equal(api.total.cost_usd ?? '');
+    expect(await page.getAttribute('#overview .card[data-metric="flagged"]', 'data-estimated')).to.equal(
+      String(api.total.estimated_count),
+    );
+    expect(await page.getAttribute('#overview .card[data-metric="flagged"]', 'data-unpriced')).to.equal(
+      String(api.total.unpriced_count),
+    );
+    expect(await page.getAttribute('#groups tfoot td[data-col="cost_usd"]', 'data-value')).to.equal(
+      api.total.cost_usd ?? '',
+    );
     // The chart has one series per group (up to 8, then "other").
     const series = JSON.parse((await page.getAttribute('.chart-box', 'data-series')) ?? '[]') as string[];
     expect(series.length).to.equal(api.rows.length <= 9 ? api.rows.length : 9);
     // The chart's stacks add up to the table: each shown group's series, "other" and the total.
     const interval = Number(to) - Number(from) <= 3 * 24 * 3600_000 ? 'hour' : 'day';
-    const values = series.filter((v) => v !== 'other').map((v) => `&value=${encodeURIComponent(v)}`).join('');
-    const stacks = await adminGet(gw, `/api/usage/series?group_by=${groupBy}&from=${from}&to=${to}&interval=${interval}${filterQuery(filters)}${values}`);
+    const values = series
+      .filter((v) => v !== 'other')
+      .map((v) => `&value=${encodeURIComponent(v)}`)
+      .join('');
+    const stacks = await adminGet(
+      gw,
+      `/api/usage/series?group_by=${groupBy}&from=${from}&to=${to}&interval=${interval}${filterQuery(filters)}${values}`,
+    );
     const sum = (xs: string[]) => xs.reduce((a, x) => a + BigInt(x), 0n);
     // The chart stacks known costs: a group whose cost is unknown adds nothing to them.
-    for (const s of stacks.series) expect(String(sum(s.cost_pico)), `series ${s.group}`).to.equal(api.rows.find((r: any) => (r.group[groupBy] ?? '(none)') === s.group).cost_pico ?? '0');
+    for (const s of stacks.series)
+      expect(String(sum(s.cost_pico)), `series ${s.group}`).to.equal(
+        api.rows.find((r: any) => (r.group[groupBy] ?? '(none)') === s.group).cost_pico ?? '0',
+      );
     expect(String(sum(stacks.total.cost_pico))).to.equal(api.total.cost_pico ?? '0');
-    expect(sum(stacks.other.cost_pico) + stacks.series.reduce((a: bigint, s: any) => a + sum(s.cost_pico), 0n)).to.equal(BigInt(api.total.cost_pico ?? '0'));
+    expect(
+      sum(stacks.other.cost_pico) + stacks.series.reduce((a: bigint, s: any) => a + sum(s.cost_pico), 0n),
+    ).to.equal(BigInt(api.total.cost_pico ?? '0'));
     return api;
   }
 
@@ -183,10 +223,18 @@ describe('dashboard in a real browser (Chromium, playwright-core)', function () 
     expect(api.total.unpriced_count).to.be.greaterThan(0);
     expect(api.total.estimated_count).to.be.greaterThan(0);
     // The y-axis labels share one precision (never "$0.005000" next to "$0.0500"), and the top one is a real cost.
-    const ticks = await page.evaluate(() => (window as any).Chart.getChart(document.querySelector('#cost-chart')).scales.y.ticks.map((t: { label: string }) => t.label) as string[]);
+    const ticks = await page.evaluate(
+      () =>
+        (window as any).Chart.getChart(document.querySelector('#cost-chart')).scales.y.ticks.map(
+          (t: { label: string }) => t.label,
+        ) as string[],
+    );
     expect(ticks.length, JSON.stringify(ticks)).to.be.at.least(3);
     const decimals = ticks.map((t) => /^\$[\d,]+\.(\d+)$/.exec(t)?.[1].length);
-    expect(decimals.every((d) => d !== undefined && d === decimals[0]), `one precision on the y axis: ${JSON.stringify(ticks)}`).to.equal(true);
+    expect(
+      decimals.every((d) => d !== undefined && d === decimals[0]),
+      `one precision on the y axis: ${JSON.stringify(ticks)}`,
+    ).to.equal(true);
     expect(ticks[0], 'the axis starts at zero').to.match(/^\$0\.0+$/);
     await page.screenshot({ path: resultPath('dashboard-usage.png'), fullPage: true });
   });
@@ -199,16 +247,27 @@ describe('dashboard in a real browser (Chromium, playwright-core)', function () 
     expect(dims.tags).to.deep.equal(['agent', 'customer_id', 'feature', 'team']);
     await page.selectOption('#group-by', 'model');
     const api = await expectPageEqualsApi('model');
-    expect(api.rows.map((r: any) => r.group.model)).to.include.members(['gpt-4o-mini', 'gpt-4o', 'claude-sonnet-4-5', 'codestral-nobody-priced-this']);
+    expect(api.rows.map((r: any) => r.group.model)).to.include.members([
+      'gpt-4o-mini',
+      'gpt-4o',
+      'claude-sonnet-4-5',
+      'codestral-nobody-priced-this',
+    ]);
     // The unpriced model's cost is unknown: shown as "—", never $0.
     expect(api.rows.find((r: any) => r.group.model === 'codestral-nobody-priced-this').cost_usd).to.equal(null);
-    expect(await page.textContent('#groups tbody tr[data-group="codestral-nobody-priced-this"] td[data-col="cost_usd"]')).to.equal('—');
+    expect(
+      await page.textContent('#groups tbody tr[data-group="codestral-nobody-priced-this"] td[data-col="cost_usd"]'),
+    ).to.equal('—');
     // Sorting by a column reorders the table.
     await page.click('#groups th[data-col="requests"] button');
-    const requests = await page.$$eval('#groups tbody td[data-col="requests"]', (tds) => tds.map((td) => Number((td as HTMLElement).dataset.value)));
+    const requests = await page.$$eval('#groups tbody td[data-col="requests"]', (tds) =>
+      tds.map((td) => Number((td as HTMLElement).dataset.value)),
+    );
     expect(requests).to.deep.equal([...requests].sort((a, b) => b - a));
     await page.click('#groups th[data-col="requests"] button');
-    const asc = await page.$$eval('#groups tbody td[data-col="requests"]', (tds) => tds.map((td) => Number((td as HTMLElement).dataset.value)));
+    const asc = await page.$$eval('#groups tbody td[data-col="requests"]', (tds) =>
+      tds.map((td) => Number((td as HTMLElement).dataset.value)),
+    );
     expect(asc).to.deep.equal([...asc].sort((a, b) => a - b));
   });
 
@@ -217,7 +276,11 @@ describe('dashboard in a real browser (Chromium, playwright-core)', function () 
     await expectPageEqualsApi('customer_id');
     await page.click('#groups tbody tr[data-group="acme"]');
     await ready('usage');
-    expect(await page.$$eval('.chip', (cs) => cs.map((c) => `${(c as HTMLElement).dataset.filter}=${(c as HTMLElement).dataset.value}`))).to.deep.equal(['customer_id=acme']);
+    expect(
+      await page.$$eval('.chip', (cs) =>
+        cs.map((c) => `${(c as HTMLElement).dataset.filter}=${(c as HTMLElement).dataset.value}`),
+      ),
+    ).to.deep.equal(['customer_id=acme']);
     await page.selectOption('#group-by', 'feature');
     const api = await expectPageEqualsApi('feature', { customer_id: 'acme' });
     expect(api.total.requests).to.equal(SEEDED / 5);
@@ -231,7 +294,9 @@ describe('dashboard in a real browser (Chromium, playwright-core)', function () 
     // Removing the second filter keeps the first.
     await page.click('.chip[data-filter="feature"] .chip-x');
     await ready('usage');
-    expect(await page.$$eval('.chip', (cs) => cs.map((c) => (c as HTMLElement).dataset.filter))).to.deep.equal(['customer_id']);
+    expect(await page.$$eval('.chip', (cs) => cs.map((c) => (c as HTMLElement).dataset.filter))).to.deep.equal([
+      'customer_id',
+    ]);
   });
 
   it('exports the grouping as CSV with the same numbers as the table', async () => {
@@ -242,7 +307,11 @@ describe('dashboard in a real browser (Chromium, playwright-core)', function () 
     expect(download.suggestedFilename()).to.equal('usage-agent.csv');
     const [header, ...lines] = csv;
     expect(header[0]).to.equal('agent');
-    const table = await page.$$eval('#groups tbody tr', (trs) => trs.map((tr) => Object.fromEntries([...tr.querySelectorAll('td')].map((td) => [td.dataset.col, td.dataset.value]))));
+    const table = await page.$$eval('#groups tbody tr', (trs) =>
+      trs.map((tr) =>
+        Object.fromEntries([...tr.querySelectorAll('td')].map((td) => [td.dataset.col, td.dataset.value])),
+      ),
+    );
     expect(lines.length).to.equal(table.length);
     const shownCols = Object.keys(table[0]).filter((c) => c !== 'group');
     expect(shownCols).to.include.members(['requests', 'input_tokens', 'output_tokens', 'cost_usd', 'cost_share_pct']);
@@ -256,7 +325,10 @@ describe('dashboard in a real browser (Chromium, playwright-core)', function () 
     expect(shares.reduce((a, b) => a + b, 0)).to.be.closeTo(100, 0.02);
     // And the server-side CSV is scriptable with the same parameters as /api/usage.
     const { from, to } = await range();
-    const res = await request(`${gw.adminUrl}/api/usage.csv?group_by=agent&from=${from}&to=${to}&filter[customer_id]=acme`, { headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` } });
+    const res = await request(
+      `${gw.adminUrl}/api/usage.csv?group_by=agent&from=${from}&to=${to}&filter[customer_id]=acme`,
+      { headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` } },
+    );
     expect(res.statusCode).to.equal(200);
     expect(res.headers['content-type']).to.match(/^text\/csv/);
     expect(parseCsv(await res.body.text())).to.deep.equal(csv);
@@ -271,7 +343,9 @@ describe('dashboard in a real browser (Chromium, playwright-core)', function () 
     const first = await adminGet(gw, `/api/requests?limit=50&from=${from}&to=${to}`);
     const ids = await page.$$eval('#requests tbody tr', (trs) => trs.map((tr) => (tr as HTMLElement).dataset.id));
     expect(ids).to.deep.equal(first.data.map((r: any) => r.id));
-    const marked = await page.$$eval('#requests tbody tr', (trs) => trs.map((tr) => [(tr as HTMLElement).dataset.provenance, tr.querySelector('.badge')?.textContent ?? null]));
+    const marked = await page.$$eval('#requests tbody tr', (trs) =>
+      trs.map((tr) => [(tr as HTMLElement).dataset.provenance, tr.querySelector('.badge')?.textContent ?? null]),
+    );
     for (const [provenance, badge] of marked) {
       if (provenance === 'unpriced' || provenance === 'estimated') expect(badge).to.equal(provenance);
       if (provenance === 'measured') expect(badge).to.equal(null);
@@ -287,7 +361,9 @@ describe('dashboard in a real browser (Chromium, playwright-core)', function () 
     await page.click('#page-older');
     await ready('requests');
     const second = await adminGet(gw, `/api/requests?limit=50&from=${from}&to=${to}&cursor=${first.next_cursor}`);
-    expect(await page.$$eval('#requests tbody tr', (trs) => trs.map((tr) => (tr as HTMLElement).dataset.id))).to.deep.equal(second.data.map((r: any) => r.id));
+    expect(
+      await page.$$eval('#requests tbody tr', (trs) => trs.map((tr) => (tr as HTMLElement).dataset.id)),
+    ).to.deep.equal(second.data.map((r: any) => r.id));
     expect(second.data.length).to.equal(SEEDED - 50);
     expect(await page.isDisabled('#page-older')).to.equal(true);
     await page.click('#page-newer');
@@ -324,7 +400,9 @@ describe('dashboard in a real browser (Chromium, playwright-core)', function () 
     const entry = listed.data.find((k: any) => k.id === id);
     expect(entry).to.include({ label: 'e2e dashboard key', revoked: false });
     expect(JSON.stringify(listed)).to.not.include(key);
-    expect(await page.textContent(`#keys tr[data-key-id="${id}"]`)).to.include('e2e dashboard key').and.include('active');
+    expect(await page.textContent(`#keys tr[data-key-id="${id}"]`))
+      .to.include('e2e dashboard key')
+      .and.include('active');
     await page.screenshot({ path: resultPath('dashboard-keys.png') });
 
     const call = async () => {
@@ -345,7 +423,9 @@ describe('dashboard in a real browser (Chromium, playwright-core)', function () 
     await ready('keys');
     expect(await page.$('.new-key'), 'the key banner after navigating away and back').to.equal(null);
     expect(await page.content(), 'the plain key anywhere in the page').to.not.include(key);
-    expect(await page.textContent(`#keys tr[data-key-id="${id}"]`), 'the key is still listed').to.include('e2e dashboard key');
+    expect(await page.textContent(`#keys tr[data-key-id="${id}"]`), 'the key is still listed').to.include(
+      'e2e dashboard key',
+    );
     const revoke = `#keys button[data-revoke="${id}"]`;
     await page.click(revoke);
     expect(await page.textContent(revoke)).to.equal('Confirm revoke');
@@ -374,8 +454,21 @@ describe('dashboard in a real browser (Chromium, playwright-core)', function () 
     const listed = await adminGet(gw, '/api/keys');
     const declared = listed.data.filter((k: any) => k.source === 'config');
     // The test gateway declares one key, { id: test, key: ${GATEWAY_KEY} } in workspace default.
-    expect(declared).to.deep.equal([{ id: 'test', workspace: 'default', label: '', created_at: null, last_used_at: null, revoked: false, revoked_at: null, source: 'config' }]);
-    expect(listed.data.filter((k: any) => k.source !== 'config').every((k: any) => k.source === 'store')).to.equal(true);
+    expect(declared).to.deep.equal([
+      {
+        id: 'test',
+        workspace: 'default',
+        label: '',
+        created_at: null,
+        last_used_at: null,
+        revoked: false,
+        revoked_at: null,
+        source: 'config',
+      },
+    ]);
+    expect(listed.data.filter((k: any) => k.source !== 'config').every((k: any) => k.source === 'store')).to.equal(
+      true,
+    );
     for (const k of listed.data) expect(k).to.not.have.any.keys('hash', 'key', 'sha256');
     // It carries the seeded traffic: its id is the records' key_id.
     const byKey = await adminGet(gw, '/api/usage?group_by=key_id');
@@ -391,7 +484,9 @@ describe('dashboard in a real browser (Chromium, playwright-core)', function () 
     expect(cells).to.deep.equal(['(no label)', 'test', 'default', '—', '—', 'from config', '']);
     expect(await page.$(`${row} button`), 'no revoke button on a key from the config file').to.equal(null);
     // Listed after the keys created here.
-    const order = await page.$$eval('#keys tbody tr', (trs) => trs.map((tr) => (tr as HTMLElement).dataset.source ?? 'store'));
+    const order = await page.$$eval('#keys tbody tr', (trs) =>
+      trs.map((tr) => (tr as HTMLElement).dataset.source ?? 'store'),
+    );
     expect(order.at(-1)).to.equal('config');
     expect(order.filter((s) => s === 'store').length).to.equal(listed.data.length - 1);
   });
@@ -399,12 +494,35 @@ describe('dashboard in a real browser (Chromium, playwright-core)', function () 
   it('in the requests view, a tag named like a built-in dimension filters on tag:<key>, not on the built-in', async () => {
     // Older records (or a plugin) may carry a tag named "model"; attribution refuses such keys from clients now.
     const id = `zz-shadow-${Date.now()}`;
-    await gw.gateway.store.insertBatch([{
-      id, ts: Date.now() - 1000, workspaceId: 'default', keyId: 'test', provider: 'openai', model: 'gpt-4o-mini', servedModel: 'gpt-4o-mini',
-      endpoint: 'chat.completions', status: 200, streamed: false, inputTokens: 3, outputTokens: 2, cacheReadTokens: 0, cacheWriteTokens: 0,
-      cacheWrite1hTokens: null, reasoningTokens: null, citationTokens: null, searchQueries: null, costPico: 1_000_000n, provenance: 'measured',
-      priceVersion: null, latencyMs: 5, ttfbMs: 2, tags: { model: 'shadow-model' }, errorCode: null,
-    } satisfies UsageRecord]);
+    await gw.gateway.store.insertBatch([
+      {
+        id,
+        ts: Date.now() - 1000,
+        workspaceId: 'default',
+        keyId: 'test',
+        provider: 'openai',
+        model: 'gpt-4o-mini',
+        servedModel: 'gpt-4o-mini',
+        endpoint: 'chat.completions',
+        status: 200,
+        streamed: false,
+        inputTokens: 3,
+        outputTokens: 2,
+        cacheReadTokens: 0,
+        cacheWriteTokens: 0,
+        cacheWrite1hTokens: null,
+        reasoningTokens: null,
+        citationTokens: null,
+        searchQueries: null,
+        costPico: 1_000_000n,
+        provenance: 'measured',
+        priceVersion: null,
+        latencyMs: 5,
+        ttfbMs: 2,
+        tags: { model: 'shadow-model' },
+        errorCode: null,
+      } satisfies UsageRecord,
+    ]);
     await page.click('a[data-view="requests"]');
     await page.reload(); // the requests view keeps the range it resolved first: a reload takes in the new record
     await ready('requests');
@@ -412,11 +530,20 @@ describe('dashboard in a real browser (Chromium, playwright-core)', function () 
     await page.waitForSelector(tag);
     await page.click(tag);
     await ready('requests');
-    expect(await page.$$eval('.chip', (cs) => cs.map((c) => `${(c as HTMLElement).dataset.filter}=${(c as HTMLElement).dataset.value}`))).to.deep.equal(['tag:model=shadow-model']);
+    expect(
+      await page.$$eval('.chip', (cs) =>
+        cs.map((c) => `${(c as HTMLElement).dataset.filter}=${(c as HTMLElement).dataset.value}`),
+      ),
+    ).to.deep.equal(['tag:model=shadow-model']);
     const { from, to } = await range();
-    const api = await adminGet(gw, `/api/requests?limit=50&from=${from}&to=${to}&filter[${encodeURIComponent('tag:model')}]=shadow-model`);
+    const api = await adminGet(
+      gw,
+      `/api/requests?limit=50&from=${from}&to=${to}&filter[${encodeURIComponent('tag:model')}]=shadow-model`,
+    );
     expect(api.data.map((r: any) => r.id)).to.deep.equal([id]);
-    expect(await page.$$eval('#requests tbody tr', (trs) => trs.map((tr) => (tr as HTMLElement).dataset.id))).to.deep.equal([id]);
+    expect(
+      await page.$$eval('#requests tbody tr', (trs) => trs.map((tr) => (tr as HTMLElement).dataset.id)),
+    ).to.deep.equal([id]);
     await page.click('.chip .chip-x');
     await ready('requests');
   });
@@ -445,7 +572,12 @@ describe('dashboard in a real browser (Chromium, playwright-core)', function () 
       // After a first request, "Check again" shows the data.
       const res = await request(`${fresh.url}/v1/chat/completions`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-gateway-key': fresh.key, authorization: `Bearer ${OPENAI_KEY}`, 'x-gateway-metadata-agent': 'first' },
+        headers: {
+          'content-type': 'application/json',
+          'x-gateway-key': fresh.key,
+          authorization: `Bearer ${OPENAI_KEY}`,
+          'x-gateway-metadata-agent': 'first',
+        },
         body: JSON.stringify({ model: 'gpt-4o-mini', messages: [] }),
       });
       await res.body.text();

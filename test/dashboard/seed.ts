@@ -17,7 +17,11 @@ export interface Seeded {
 export async function seedThroughProxy(gw: TestGateway, count: number): Promise<Seeded> {
   const tags: Record<string, string>[] = [];
   for (let i = 0; i < count; i++) {
-    const t: Record<string, string> = { agent: AGENTS[i % 3], feature: FEATURES[(i * 7) % 4], customer_id: CUSTOMERS[(i * 3) % 5] };
+    const t: Record<string, string> = {
+      agent: AGENTS[i % 3],
+      feature: FEATURES[(i * 7) % 4],
+      customer_id: CUSTOMERS[(i * 3) % 5],
+    };
     if (i % 4 === 0) t.team = i % 8 === 0 ? 'payments' : 'growth';
     tags.push(t);
     const kind = i % 6;
@@ -26,8 +30,18 @@ export async function seedThroughProxy(gw: TestGateway, count: number): Promise<
     if (kind === 3) {
       res = await request(`${gw.url}/v1/messages`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-gateway-key': gw.key, 'x-api-key': ANTHROPIC_KEY, 'anthropic-version': '2023-06-01', ...meta },
-        body: JSON.stringify({ model: 'claude-sonnet-4-5', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] }),
+        headers: {
+          'content-type': 'application/json',
+          'x-gateway-key': gw.key,
+          'x-api-key': ANTHROPIC_KEY,
+          'anthropic-version': '2023-06-01',
+          ...meta,
+        },
+        body: JSON.stringify({
+          model: 'claude-sonnet-4-5',
+          max_tokens: 100,
+          messages: [{ role: 'user', content: 'hi' }],
+        }),
       });
     } else {
       const body =
@@ -38,7 +52,12 @@ export async function seedThroughProxy(gw: TestGateway, count: number): Promise<
             : { model: i % 2 ? 'gpt-4o' : 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] };
       res = await request(`${gw.url}/v1/chat/completions`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-gateway-key': gw.key, authorization: `Bearer ${OPENAI_KEY}`, ...meta },
+        headers: {
+          'content-type': 'application/json',
+          'x-gateway-key': gw.key,
+          authorization: `Bearer ${OPENAI_KEY}`,
+          ...meta,
+        },
         body: JSON.stringify(body),
       });
     }

@@ -1,8 +1,8 @@
 /**
- * Storage added for the dashboard, on SQLite and PostgreSQL (when DATABASE_URL is set): the tag-key list
- * (listTagKeys), the daily rollups and the tag-set rollup (answers equal to the hourly rollups, or to the raw
- * records for two or more tag keys, also after repricing), their backfill by migrations 002, 004 and 005, and
- * tag-driven request listing.
+ * Storage added for the dashboard, on SQLite and PostgreSQL (DATABASE_URL; helpers/services.ts when it is unset):
+ * the tag-key list (listTagKeys), the daily rollups and the tag-set rollup (answers equal to the hourly rollups, or
+ * to the raw records for two or more tag keys, also after repricing), their backfill by migrations 002, 004 and 005,
+ * and tag-driven request listing.
  */
 import { expect } from 'chai';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -11,12 +11,12 @@ import { join } from 'node:path';
 import { Client } from 'pg';
 import type { UsageRecord } from '../../core/usage';
 import { openStore, planUsageQuery, type UsageQuery, type UsageStore } from '../../storage';
-import { olderSchemaSql } from '../helpers/older-schema';
+import { olderSchemaSql, undo008Sql } from '../helpers/older-schema';
+import { requirePostgres } from '../helpers/services';
 
 const DAY = 86_400_000;
 const HOUR = 3_600_000;
 const BASE = Date.UTC(2026, 0, 5);
-const PG_URL = process.env.DATABASE_URL;
 
 function records(n: number): UsageRecord[] {
   const out: UsageRecord[] = [];
@@ -61,12 +61,23 @@ const QUERIES: UsageQuery[] = [
   { from: BASE, to: BASE + 6 * DAY, groupBy: ['customer_id'] },
   { from: BASE - DAY, to: BASE + 7 * DAY, groupBy: ['feature'], interval: 'day' },
   { from: BASE + 5 * HOUR + 17, to: BASE + 5 * DAY + 3 * HOUR + 1, groupBy: ['agent'] },
-  { from: BASE + 5 * HOUR, to: BASE + 4 * DAY + 3 * HOUR, groupBy: [], interval: 'day', filters: { customer_id: 'c3' } },
+  {
+    from: BASE + 5 * HOUR,
+    to: BASE + 4 * DAY + 3 * HOUR,
+    groupBy: [],
+    interval: 'day',
+    filters: { customer_id: 'c3' },
+  },
   { from: BASE, to: BASE + 6 * DAY, groupBy: ['agent'], filters: { feature: '(untagged)' } },
   // Two or more tag keys: the tag-set rollup for whole days, raw records for the partial ones.
   { from: BASE, to: BASE + 6 * DAY, groupBy: ['customer_id'], filters: { agent: 'bot' } },
   { from: BASE + 7 * HOUR + 5, to: BASE + 5 * DAY + 1, groupBy: ['feature', 'agent'], interval: 'day' },
-  { from: BASE - DAY, to: BASE + 4 * DAY + 13 * HOUR, groupBy: ['zz.rare-key'], filters: { customer_id: 'c3', agent: 'writer' } },
+  {
+    from: BASE - DAY,
+    to: BASE + 4 * DAY + 13 * HOUR,
+    groupBy: ['zz.rare-key'],
+    filters: { customer_id: 'c3', agent: 'writer' },
+  },
   { from: BASE, to: BASE + 6 * DAY, groupBy: [], filters: { feature: 'chat', customer_id: '(untagged)' } },
 ];
 
@@ -94,23 +105,33 @@ async function viaHourly(store: UsageStore, q: UsageQuery): Promise<Map<string, 
 
 async function viaDaily(store: UsageStore, q: UsageQuery): Promise<Map<string, string>> {
   if (q.interval !== 'hour' && q.to - q.from >= 2 * DAY && planUsageQuery(q).path !== 'raw') {
-    expect(planUsageQuery(q).segments.some((s) => s.path === 'daily' || s.path === 'tag-set'), JSON.stringify(q)).to.equal(true);
+    expect(
+      planUsageQuery(q).segments.some((s) => s.path === 'daily' || s.path === 'tag-set'),
+      JSON.stringify(q),
+    ).to.equal(true);
   }
   const rows = await store.queryUsage(q);
-  return new Map(rows.map((r) => [JSON.stringify([r.bucket ?? null, r.group]), `${r.requests}/${r.costPico}/${r.unknownCostCount}/${r.inputTokens}`]));
+  return new Map(
+    rows.map((r) => [
+      JSON.stringify([r.bucket ?? null, r.group]),
+      `${r.requests}/${r.costPico}/${r.unknownCostCount}/${r.inputTokens}`,
+    ]),
+  );
 }
 
-function suite(name: string, open: () => Promise<UsageStore>, raw: (store: UsageStore, sql: string) => Promise<void>, cleanup: () => Promise<void>): void {
+/** `open` runs in the suite's first hook, with its context (to skip or fail when the store's service is missing). */
+function suite(
+  name: string,
+  open: (ctx: Mocha.Context) => Promise<UsageStore>,
+  raw: (store: UsageStore, sql: string) => Promise<void>,
+  cleanup: () => Promise<void>,
+): void {
   describe(`dashboard storage: ${name}`, function () {
     this.timeout(60_000);
     let store: UsageStore;
     const data = records(1500);
     before(async function () {
-      if (name === 'PostgreSQL' && !PG_URL) {
-        console.log('\n  SKIPPED: dashboard storage on PostgreSQL (set DATABASE_URL=postgres://... to run it)\n');
-        return this.skip();
-      }
-      store = await open();
+      store = await open(this);
     });
     after(async () => {
       await store?.close();
@@ -126,31 +147,40 @@ function suite(name: string, open: () => Promise<UsageStore>, raw: (store: Usage
     it('answers whole days from the daily rollups with the same numbers as the hourly rollups (money beyond 2^63)', async () => {
       const [total] = await store.queryUsage(QUERIES[0]);
       expect(total.costPico > 2n ** 63n).to.equal(true);
-      for (const q of QUERIES) expect(await viaDaily(store, q), JSON.stringify(q)).to.deep.equal(await viaHourly(store, q));
+      for (const q of QUERIES)
+        expect(await viaDaily(store, q), JSON.stringify(q)).to.deep.equal(await viaHourly(store, q));
     });
 
     it('keeps the daily rollups right through repricing', async () => {
-      const result = await store.repriceAll((r) => (r.provenance === 'unpriced' ? { costPico: 5_000_000n, provenance: 'measured', priceVersion: 'v2' } : undefined));
+      const result = await store.repriceAll((r) =>
+        r.provenance === 'unpriced' ? { costPico: 5_000_000n, provenance: 'measured', priceVersion: 'v2' } : undefined,
+      );
       expect(result.updated).to.be.greaterThan(0);
-      for (const q of QUERIES) expect(await viaDaily(store, q), JSON.stringify(q)).to.deep.equal(await viaHourly(store, q));
+      for (const q of QUERIES)
+        expect(await viaDaily(store, q), JSON.stringify(q)).to.deep.equal(await viaHourly(store, q));
     });
 
     it('migration 002 fills the daily rollups from the hourly ones', async () => {
       const before = await Promise.all(QUERIES.map((q) => viaDaily(store, q)));
-      await raw(store, 'DROP TABLE usage_rollup_daily; DROP TABLE usage_tag_rollup_daily; DELETE FROM schema_migrations WHERE version = 2');
+      await raw(
+        store,
+        'DROP TABLE usage_rollup_daily; DROP TABLE usage_tag_rollup_daily; DELETE FROM schema_migrations WHERE version = 2',
+      );
+      await raw(store, undo008Sql(['usage_rollup_daily', 'usage_tag_rollup_daily']));
       const migrated = await store.migrate();
-      expect(migrated.applied).to.deep.equal([2]);
+      expect(migrated.applied).to.deep.equal([2, 8]);
       const after = await Promise.all(QUERIES.map((q) => viaDaily(store, q)));
       expect(after).to.deep.equal(before);
     });
 
-    it('migrations 004 and 005 fill the tag-set rollup and the records\' sets from the stored records (money beyond 2^63 per day kept exact)', async () => {
+    it("migrations 004 and 005 fill the tag-set rollup and the records' sets from the stored records (money beyond 2^63 per day kept exact)", async () => {
       const before = await Promise.all(QUERIES.map((q) => viaDaily(store, q)));
       await raw(store, olderSchemaSql(store.dialect, 3));
-      expect((await store.migrate()).applied).to.deep.equal([4, 5]);
+      expect((await store.migrate()).applied).to.deep.equal([4, 5, 6, 7, 8]);
       const after = await Promise.all(QUERIES.map((q) => viaDaily(store, q)));
       expect(after).to.deep.equal(before);
-      for (const q of QUERIES) expect(after[QUERIES.indexOf(q)], JSON.stringify(q)).to.deep.equal(await viaHourly(store, q));
+      for (const q of QUERIES)
+        expect(after[QUERIES.indexOf(q)], JSON.stringify(q)).to.deep.equal(await viaHourly(store, q));
     });
 
     it('lists requests filtered by tags newest first, paged, through the tag sets', async () => {
@@ -187,18 +217,22 @@ suite(
 );
 
 const schema = `tollgate_dash_${process.pid}_${Date.now().toString(36)}`;
+let pgUrl: string | undefined;
 suite(
   'PostgreSQL',
-  () => openStore(PG_URL as string, { schema }),
+  async (ctx) => {
+    pgUrl = await requirePostgres(ctx, 'dashboard storage on PostgreSQL');
+    return openStore(pgUrl, { schema });
+  },
   async (_store, sql) => {
-    const c = new Client({ connectionString: PG_URL, options: `-c search_path=${schema}` });
+    const c = new Client({ connectionString: pgUrl, options: `-c search_path=${schema}` });
     await c.connect();
     await c.query(sql);
     await c.end();
   },
   async () => {
-    if (!PG_URL) return;
-    const c = new Client({ connectionString: PG_URL });
+    if (!pgUrl) return;
+    const c = new Client({ connectionString: pgUrl });
     await c.connect();
     await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
     await c.end();

@@ -9,18 +9,26 @@ const ACME = join(EXAMPLES_DIR, 'providers/acme');
 const ACME_KEY = 'acme-test-PLANTED-SECRET-0004';
 
 /** Acme's wire format (examples/providers/acme/usage.ts): OpenAI-shaped, with its own usage object. */
-const ACME_JSON = Buffer.from(JSON.stringify({
-  id: 'acme-1', object: 'chat.completion', created: 1, model: 'acme-large',
-  choices: [{ index: 0, message: { role: 'assistant', content: 'Hello' }, finish_reason: 'stop' }],
-  usage: { input_tokens: 120, cached_input_tokens: 100, output_tokens: 30 },
-}));
-const chunk = (body: object) => `data: ${JSON.stringify({ id: 'acme-2', object: 'chat.completion.chunk', model: 'acme-large', ...body })}\n\n`;
-const ACME_SSE = Buffer.from([
-  chunk({ choices: [{ index: 0, delta: { content: 'Hel' } }] }),
-  chunk({ choices: [{ index: 0, delta: { content: 'lo' } }] }),
-  chunk({ choices: [], usage: { input_tokens: 50, cached_input_tokens: 0, output_tokens: 2 } }),
-  'data: [DONE]\n\n',
-].join(''));
+const ACME_JSON = Buffer.from(
+  JSON.stringify({
+    id: 'acme-1',
+    object: 'chat.completion',
+    created: 1,
+    model: 'acme-large',
+    choices: [{ index: 0, message: { role: 'assistant', content: 'Hello' }, finish_reason: 'stop' }],
+    usage: { input_tokens: 120, cached_input_tokens: 100, output_tokens: 30 },
+  }),
+);
+const chunk = (body: object) =>
+  `data: ${JSON.stringify({ id: 'acme-2', object: 'chat.completion.chunk', model: 'acme-large', ...body })}\n\n`;
+const ACME_SSE = Buffer.from(
+  [
+    chunk({ choices: [{ index: 0, delta: { content: 'Hel' } }] }),
+    chunk({ choices: [{ index: 0, delta: { content: 'lo' } }] }),
+    chunk({ choices: [], usage: { input_tokens: 50, cached_input_tokens: 0, output_tokens: 2 } }),
+    'data: [DONE]\n\n',
+  ].join(''),
+);
 
 const acmeResponder: Responder = (req, body) => {
   if (!req.mount.startsWith('acme') || !req.url.endsWith('/chat/completions')) return undefined;
@@ -38,15 +46,20 @@ describe('examples/providers/acme behind the gateway', () => {
 
   before(async () => {
     await upstream.start();
-    gw = await startTestGateway(upstream.url, `
+    gw = await startTestGateway(
+      upstream.url,
+      `
 providers:
   acme: { use: "${ACME}", base_url: "${upstream.url}/acme/v1" }
   # The same module deployed twice: the YAML key is the slug, the other keys override the module's.
   acme-eu: { use: "${ACME}", base_url: "${upstream.url}/acme-eu/v1", prefixes: [acme-eu-], display_name: Acme EU }
+# Acme's prices ship with the module (acme-large: input 2, output 6, cache_read 0.5 USD per 1M tokens). This
+# deployment's own price for acme-large under acme-eu wins over them.
 pricing:
   models:
-    - { provider: acme, model: acme-large, input: "2", output: "6", cache_read: "0.5" }
-`);
+    - { provider: acme-eu, model: acme-large, input: "1", output: "3", cache_read: "0.25" }
+`,
+    );
   });
   after(async () => {
     await gw?.stop();
@@ -57,7 +70,7 @@ pricing:
     upstream.respondWith(acmeResponder);
   });
 
-  it('routes acme- models to it with the client\'s X-Acme-Key, and reads its own usage shape', async () => {
+  it("routes acme- models to it with the client's X-Acme-Key, and reads its own usage shape", async () => {
     const r = await call(gw, '/v1/chat/completions', chat('acme-large'), acmeHeaders);
     expect(r.status).to.equal(200);
     expect(Buffer.from(r.text).equals(ACME_JSON)).to.equal(true);
@@ -65,17 +78,30 @@ pricing:
     expect(sent.url).to.equal('/acme/v1/chat/completions');
     expect(sent.headers['x-acme-key']).to.equal(ACME_KEY);
     expect(sent.headers.authorization).to.equal(undefined);
-    // 20 input x $2 + 100 cached x $0.5 + 30 output x $6 per 1M tokens = $0.00027, exactly.
+    // With the module's own prices: 20 input x $2 + 100 cached x $0.5 + 30 output x $6 per 1M tokens = $0.00027.
     expect(r.headers['x-gateway-cost']).to.equal('0.00027');
     const record = await waitForRecord(gw, r.headers['x-gateway-request-id']);
-    expect(record).to.include({ provider: 'acme', input_tokens: 20, cache_read_tokens: 100, output_tokens: 30, cost_usd: '0.00027', provenance: 'measured' });
+    expect(record).to.include({
+      provider: 'acme',
+      input_tokens: 20,
+      cache_read_tokens: 100,
+      output_tokens: 30,
+      cost_usd: '0.00027',
+      provenance: 'measured',
+    });
   });
 
   it('meters a stream with its custom accumulator while relaying it unchanged', async () => {
     const r = await call(gw, '/v1/chat/completions', chat('acme-large', { stream: true }), acmeHeaders);
     expect(r.text).to.equal(ACME_SSE.toString('utf8'));
     const record = await waitForRecord(gw, r.headers['x-gateway-request-id']);
-    expect(record).to.include({ provider: 'acme', input_tokens: 50, output_tokens: 2, cost_usd: '0.000112', provenance: 'measured' });
+    expect(record).to.include({
+      provider: 'acme',
+      input_tokens: 50,
+      output_tokens: 2,
+      cost_usd: '0.000112',
+      provenance: 'measured',
+    });
   });
 
   it('reuses the built-in OpenAI parser for embeddings', async () => {
@@ -90,7 +116,9 @@ pricing:
     const r = await call(gw, '/v1/chat/completions', chat('acme-large'));
     expect(r.status).to.equal(401);
     expect(r.json.error.code).to.equal('provider_key_missing');
-    expect(r.json.error.message).to.equal('Acme AI needs your provider key in the x-acme-key: <key> header. It is forwarded as is and never stored.');
+    expect(r.json.error.message).to.equal(
+      'Acme AI needs your provider key in the x-acme-key: <key> header. It is forwarded as is and never stored.',
+    );
     expect(upstream.received).to.have.length(0);
   });
 
@@ -99,8 +127,30 @@ pricing:
     expect(r.status).to.equal(200);
     expect(upstream.last().url).to.equal('/acme-eu/v1/chat/completions');
     expect((await waitForRecord(gw, r.headers['x-gateway-request-id'])).provider).to.equal('acme-eu');
-    const viaHeader = await call(gw, '/v1/chat/completions', chat('anything'), { ...acmeHeaders, 'x-gateway-provider': 'acme-eu' });
+    const viaHeader = await call(gw, '/v1/chat/completions', chat('anything'), {
+      ...acmeHeaders,
+      'x-gateway-provider': 'acme-eu',
+    });
     expect(viaHeader.status).to.equal(200);
+  });
+
+  it("prices with the module's own prices under every slug, and the deployment's pricing.models wins", async () => {
+    const viaEu = await call(gw, '/v1/chat/completions', chat('acme-large'), {
+      ...acmeHeaders,
+      'x-gateway-provider': 'acme-eu',
+    });
+    // The deployment's price for acme-eu: 20 input x $1 + 100 cached x $0.25 + 30 output x $3 per 1M = $0.000135.
+    expect(viaEu.headers['x-gateway-cost']).to.equal('0.000135');
+    expect(await waitForRecord(gw, viaEu.headers['x-gateway-request-id'])).to.include({
+      provider: 'acme-eu',
+      cost_usd: '0.000135',
+      provenance: 'measured',
+    });
+    const { json: models } = await call(gw, '/v1/models', undefined);
+    const large = models.data.find(
+      (m: { id: string; owned_by: string }) => m.id === 'acme-large' && m.owned_by === 'acme',
+    );
+    expect(large, 'acme-large in the catalog, from the module').to.not.equal(undefined);
   });
 
   it('leaves YAML-only openai-compatible providers working alongside', async () => {
@@ -136,20 +186,35 @@ describe('provider modules: loading from YAML', () => {
     );
   });
 
+  it('a module whose prices are not valid stops start-up, naming the provider and the price', async () => {
+    const path = join(FIXTURES_DIR, 'badly-priced-provider');
+    const message = await bootError(`providers:\n  cheap: { use: "${path}" }\n`);
+    expect(message).to.equal(
+      'providers.cheap: the module\'s prices are not valid: prices.0.input: must be a decimal number, got "cheap"; ' +
+        "prices.1.provider: not allowed: a module's prices apply to the slug it is deployed as",
+    );
+  });
+
   it('a module that needs another plugin API version', async () => {
     const path = join(FIXTURES_DIR, 'future-provider');
     const message = await bootError(`providers:\n  future: { use: "${path}" }\n`);
-    expect(message).to.equal(`providers.future: "${path}": it needs plugin API version "2", but this Tollgate provides version "1"`);
+    expect(message).to.equal(
+      `providers.future: "${path}": it needs plugin API version "3", but this Tollgate provides version "2" (and still runs "1")`,
+    );
   });
 
   it('a module that is missing or exports no provider', async () => {
-    expect(await bootError('providers:\n  ghost: { use: ./no/such/provider }\n')).to.match(/^providers\.ghost: cannot load "\.\/no\/such\/provider": Cannot find module/);
+    expect(await bootError('providers:\n  ghost: { use: ./no/such/provider }\n')).to.match(
+      /^providers\.ghost: cannot load "\.\/no\/such\/provider": Cannot find module/,
+    );
     expect(await bootError('providers:\n  nothing: { use: ./not-a-plugin }\n', FIXTURES_DIR)).to.equal(
       'providers.nothing: "./not-a-plugin" does not export a provider module (export default defineProvider({ ... }))',
     );
   });
 
   it('type and use together are refused by the config schema', () => {
-    expect(() => parseConfig('providers:\n  acme: { type: openai-compatible, use: ./x, base_url: "https://a.example" }\n', {})).to.throw(ConfigError, 'providers.acme.use: give either type or use, not both');
+    expect(() =>
+      parseConfig('providers:\n  acme: { type: openai-compatible, use: ./x, base_url: "https://a.example" }\n', {}),
+    ).to.throw(ConfigError, 'providers.acme.use: give either type or use, not both');
   });
 });

@@ -1,8 +1,8 @@
 import { join } from 'node:path';
 import { request } from 'undici';
 import { parseConfig } from '../../config/load';
-import { createGateway, type Gateway } from '../../core/app';
-import { createLogger } from '../../core/logger';
+import { createGateway, type Gateway } from '../../runtime/gateway';
+import { createLogger } from '../../runtime/logger';
 import { adminGet } from '../helpers/admin';
 import { PROJECT_ROOT } from '../helpers/fixtures';
 import { OPENAI_KEY, type TestGateway } from '../helpers/gateway';
@@ -20,7 +20,12 @@ export function pipelineYaml(entries: string[], at: 'start' | 'beforeRecorder' |
   const head = ['  - use: auth', '  - use: header-strip', '  - use: attribution'];
   const recorder = ['  - use: usage-recorder', '    options: { flush_interval_ms: 20 }'];
   const extra = entries.map((e) => e.replace(/^/gm, '  '));
-  const lines = at === 'start' ? [...extra, ...head, ...recorder] : at === 'end' ? [...head, ...recorder, ...extra] : [...head, ...extra, ...recorder];
+  const lines =
+    at === 'start'
+      ? [...extra, ...head, ...recorder]
+      : at === 'end'
+        ? [...head, ...recorder, ...extra]
+        : [...head, ...extra, ...recorder];
   return `plugins:\n${lines.join('\n')}\n`;
 }
 
@@ -32,8 +37,18 @@ export interface CallResult {
 }
 
 /** POST through the gateway with its key and an OpenAI key; `headers` add to or replace those (undefined drops one). */
-export async function call(gw: TestGateway, path: string, body: object | undefined, headers: Record<string, string | undefined> = {}): Promise<CallResult> {
-  const all = { 'content-type': 'application/json', 'x-gateway-key': gw.key, authorization: `Bearer ${OPENAI_KEY}`, ...headers };
+export async function call(
+  gw: TestGateway,
+  path: string,
+  body: object | undefined,
+  headers: Record<string, string | undefined> = {},
+): Promise<CallResult> {
+  const all = {
+    'content-type': 'application/json',
+    'x-gateway-key': gw.key,
+    authorization: `Bearer ${OPENAI_KEY}`,
+    ...headers,
+  };
   const res = await request(gw.url + path, {
     method: body === undefined ? 'GET' : 'POST',
     headers: Object.fromEntries(Object.entries(all).filter((e): e is [string, string] => e[1] !== undefined)),
@@ -49,15 +64,26 @@ export async function call(gw: TestGateway, path: string, body: object | undefin
   return { status: res.statusCode, headers: res.headers, text, json };
 }
 
-export const chat = (model: string, extra: object = {}) => ({ model, messages: [{ role: 'user', content: 'hi' }], ...extra });
+export const chat = (model: string, extra: object = {}) => ({
+  model,
+  messages: [{ role: 'user', content: 'hi' }],
+  ...extra,
+});
 
 /**
  * Creates a gateway from YAML text exactly as `tollgate start` does (parseConfig, then createGateway), with
  * the config file's folder at `dir` (relative `use:` paths resolve against it) and an in-memory store.
  */
 export async function bootGateway(yaml: string, dir = PROJECT_ROOT): Promise<Gateway> {
-  const config = parseConfig(`storage: { url: "sqlite::memory:" }\nworkspaces: [{ id: default, keys: [{ id: k, key: "${BOOT_KEY}" }] }]\n${yaml}`, {}, 'test config');
-  return createGateway({ config, path: join(dir, 'gateway.config.yaml'), dir }, { logger: createLogger('silent'), announce: () => {} });
+  const config = parseConfig(
+    `storage: { url: "sqlite::memory:" }\nworkspaces: [{ id: default, keys: [{ id: k, key: "${BOOT_KEY}" }] }]\n${yaml}`,
+    {},
+    'test config',
+  );
+  return createGateway(
+    { config, path: join(dir, 'gateway.config.yaml'), dir },
+    { logger: createLogger('silent'), announce: () => {} },
+  );
 }
 
 /** The gateway key of bootGateway's default workspace. */

@@ -27,13 +27,16 @@ describe('examples/plugins/model-policy with tollgate/testing', () => {
     const refusal = await harness.exchange(ctx);
     expect(refusal?.code).to.equal('policy_denied');
     expect(refusal?.status).to.equal(403);
-    expect(refusal?.message).to.equal('Model "o1-preview" is not allowed for workspace "default": it matches the deny pattern "o1*".');
+    expect(refusal?.message).to.equal(
+      'Model "o1-preview" is not allowed for workspace "default": it matches the deny pattern "o1*".',
+    );
     expect(ctx.status).to.equal(403);
   });
 
   it('a workspace rule replaces the default: only its allow list counts', async () => {
     const harness = await createPluginHarness(modelPolicy, { options });
-    const run = (model: string) => harness.run('beforeUpstream', createTestContext({ workspace: 'team-a', json: chat(model) }));
+    const run = (model: string) =>
+      harness.run('beforeUpstream', createTestContext({ workspace: 'team-a', json: chat(model) }));
     await run('claude-sonnet-4-5');
     await run('gpt-4o-mini');
     let refused: any;
@@ -48,8 +51,12 @@ describe('examples/plugins/model-policy with tollgate/testing', () => {
 
   it('validates its options as start-up does, naming the plugin, the key and the problem', async () => {
     let message = '';
-    await createPluginHarness(modelPolicy, { options: { workspaces: { 'team-a': { allow: ['claude-*-sonnet'] } } } }).catch((e) => (message = e.message));
-    expect(message).to.equal('plugins[0] (model-policy): options.workspaces.team-a.allow.0: expected a model name, or a prefix ending in "*" (e.g. "claude-*")');
+    await createPluginHarness(modelPolicy, {
+      options: { workspaces: { 'team-a': { allow: ['claude-*-sonnet'] } } },
+    }).catch((e) => (message = e.message));
+    expect(message).to.equal(
+      'plugins[0] (model-policy): options.workspaces.team-a.allow.0: expected a model name, or a prefix ending in "*" (e.g. "claude-*")',
+    );
   });
 });
 
@@ -60,11 +67,14 @@ describe('examples/plugins/model-policy behind the gateway', () => {
 
   before(async () => {
     await upstream.start();
-    gw = await startTestGateway(upstream.url, `
+    gw = await startTestGateway(
+      upstream.url,
+      `
 workspaces:
   - { id: default, keys: [{ id: test, key: "\${GATEWAY_KEY}" }] }
   - { id: team-a, keys: [{ id: a, key: "${TEAM_A_KEY}" }] }
-${pipelineYaml([`- use: "${join(EXAMPLES_DIR, 'plugins/model-policy')}"\n  options:${POLICY.replace(/^/gm, '    ')}`])}`);
+${pipelineYaml([`- use: "${join(EXAMPLES_DIR, 'plugins/model-policy')}"\n  options:${POLICY.replace(/^/gm, '    ')}`])}`,
+    );
   });
   after(async () => {
     await gw?.stop();
@@ -82,14 +92,19 @@ ${pipelineYaml([`- use: "${join(EXAMPLES_DIR, 'plugins/model-policy')}"\n  optio
     const r = await call(gw, '/v1/chat/completions', chat('o1-preview'));
     expect(r.status).to.equal(403);
     expect(r.json).to.deep.equal({
-      error: { message: 'Model "o1-preview" is not allowed for workspace "default": it matches the deny pattern "o1*".', type: 'permission_error', param: 'model', code: 'policy_denied' },
+      error: {
+        message: 'Model "o1-preview" is not allowed for workspace "default": it matches the deny pattern "o1*".',
+        type: 'permission_error',
+        param: 'model',
+        code: 'policy_denied',
+      },
     });
     expect(upstream.received).to.have.length(0);
     const record = await waitForRecord(gw, r.headers['x-gateway-request-id']);
     expect(record).to.include({ status: 403, error_code: 'policy_denied', model: 'o1-preview' });
   });
 
-  it('applies the workspace\'s own rule to its keys', async () => {
+  it("applies the workspace's own rule to its keys", async () => {
     const teamA = { 'x-gateway-key': TEAM_A_KEY };
     expect((await call(gw, '/v1/chat/completions', chat('gpt-4o-mini'), teamA)).status).to.equal(200);
     expect((await call(gw, '/v1/chat/completions', chat('gpt-4o'), teamA)).json.error.code).to.equal('policy_denied');
@@ -100,14 +115,20 @@ ${pipelineYaml([`- use: "${join(EXAMPLES_DIR, 'plugins/model-policy')}"\n  optio
   });
 
   it('bad options stop start-up with a message naming the plugin, the key and the problem', async () => {
-    const message = await bootError(pipelineYaml([`- use: ./dist/examples/plugins/model-policy\n  options: { workspaces: { team-a: { alow: ["gpt-4o"] } } }`]));
+    const message = await bootError(
+      pipelineYaml([
+        `- use: ./dist/examples/plugins/model-policy\n  options: { workspaces: { team-a: { alow: ["gpt-4o"] } } }`,
+      ]),
+    );
     expect(message).to.equal('plugins[3] (model-policy): options.workspaces.team-a: Unrecognized key: "alow"');
   });
 });
 
 describe('examples/plugins/model-policy by a path relative to the config file', () => {
   it('loads `use: ./dist/examples/plugins/model-policy` from a config in the project root', async () => {
-    const gateway = await bootGateway(pipelineYaml(['- use: ./dist/examples/plugins/model-policy\n  options: { default: { deny: ["gpt-*"] } }']));
+    const gateway = await bootGateway(
+      pipelineYaml(['- use: ./dist/examples/plugins/model-policy\n  options: { default: { deny: ["gpt-*"] } }']),
+    );
     const server = createServer(gateway.koa.callback());
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {

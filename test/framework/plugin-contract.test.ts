@@ -30,7 +30,10 @@ describe('framework: the plugin contract', () => {
     await upstream.start();
     // A provider whose key travels in a header of its own: plugins must not read that one either.
     const keyed = `providers:\n  keyed: { type: openai-compatible, base_url: "${upstream.url}/keyed/v1", prefixes: [keyed-], auth: { header: x-keyed-api-key } }\n`;
-    gw = await startTestGateway(upstream.url, pipelineYaml([`- use: "${probe}"\n  options: { tag: probed }`, `- use: "${throwing}"`]) + keyed);
+    gw = await startTestGateway(
+      upstream.url,
+      pipelineYaml([`- use: "${probe}"\n  options: { tag: probed }`, `- use: "${throwing}"`]) + keyed,
+    );
   });
   after(async () => {
     await gw?.stop();
@@ -39,7 +42,9 @@ describe('framework: the plugin contract', () => {
   beforeEach(() => upstream.reset());
 
   it('reads the request context: workspace, key id, provider, model and tags', async () => {
-    const r = await call(gw, '/v1/chat/completions', chat('gpt-4o-mini'), { 'x-gateway-metadata': '{"agent":"bot","feature":"triage"}' });
+    const r = await call(gw, '/v1/chat/completions', chat('gpt-4o-mini'), {
+      'x-gateway-metadata': '{"agent":"bot","feature":"triage"}',
+    });
     expect(r.status).to.equal(200);
     const s = seen(r);
     expect(s).to.include({ workspace: 'default', keyId: 'test', provider: 'openai', model: 'gpt-4o-mini' });
@@ -63,9 +68,16 @@ describe('framework: the plugin contract', () => {
     });
 
     it('cannot read or replace x-api-key (Anthropic), nor add the other header Anthropic accepts', async () => {
-      const r = await call(gw, '/v1/messages', { model: 'claude-sonnet-4-5', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }, {
-        authorization: undefined, 'x-api-key': ANTHROPIC_KEY, 'anthropic-version': '2023-06-01',
-      });
+      const r = await call(
+        gw,
+        '/v1/messages',
+        { model: 'claude-sonnet-4-5', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] },
+        {
+          authorization: undefined,
+          'x-api-key': ANTHROPIC_KEY,
+          'anthropic-version': '2023-06-01',
+        },
+      );
       expect(r.status).to.equal(200);
       for (const [door, value] of Object.entries(seen(r).read)) expect(value, door).to.equal(null);
       const sent = upstream.last().headers;
@@ -75,7 +87,10 @@ describe('framework: the plugin contract', () => {
     });
 
     it("cannot read a YAML provider's own key header (x-keyed-api-key)", async () => {
-      const r = await call(gw, '/v1/chat/completions', chat('keyed-model'), { authorization: undefined, 'x-keyed-api-key': 'keyed-PLANTED-SECRET' });
+      const r = await call(gw, '/v1/chat/completions', chat('keyed-model'), {
+        authorization: undefined,
+        'x-keyed-api-key': 'keyed-PLANTED-SECRET',
+      });
       expect(r.status).to.equal(200);
       for (const [door, value] of Object.entries(seen(r).read)) expect(value, door).to.equal(null);
       expect(upstream.last().headers['x-keyed-api-key']).to.equal('keyed-PLANTED-SECRET');
@@ -85,20 +100,32 @@ describe('framework: the plugin contract', () => {
       for (const [path, body, headers] of [
         ['/v1/chat/completions', chat('gpt-4o-mini'), {}],
         ['/v1/chat/completions', chat('gpt-4o-mini', { stream: true }), {}],
-        ['/v1/messages', { model: 'claude-sonnet-4-5', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }, { authorization: undefined, 'x-api-key': ANTHROPIC_KEY }],
-        ['/v1/chat/completions', chat('keyed-model'), { authorization: undefined, 'x-keyed-api-key': 'keyed-PLANTED-SECRET' }],
+        [
+          '/v1/messages',
+          { model: 'claude-sonnet-4-5', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] },
+          { authorization: undefined, 'x-api-key': ANTHROPIC_KEY },
+        ],
+        [
+          '/v1/chat/completions',
+          chat('keyed-model'),
+          { authorization: undefined, 'x-keyed-api-key': 'keyed-PLANTED-SECRET' },
+        ],
       ] as const) {
         const before = completed.length;
         const r = await call(gw, path, body, headers);
         expect(r.status, path).to.equal(200);
-        const done = await eventually(() => completed.slice(before).find((c) => c.requestId === r.headers['x-gateway-request-id']));
+        const done = await eventually(() =>
+          completed.slice(before).find((c) => c.requestId === r.headers['x-gateway-request-id']),
+        );
         expect(Object.keys(done.laterReads)).to.have.length(20);
         for (const [door, value] of Object.entries(done.laterReads)) {
           // Only what the probe itself wrote into upstreamHeaders in beforeUpstream may come back.
-          if (door.includes(' upstream:') && value !== null) expect(String(value), `${path} ${door}`).to.include(STOLEN);
+          if (door.includes(' upstream:') && value !== null)
+            expect(String(value), `${path} ${door}`).to.include(STOLEN);
           else expect(value, `${path} ${door}`).to.equal(null);
         }
-        for (const secret of [OPENAI_KEY, ANTHROPIC_KEY, 'keyed-PLANTED-SECRET', gw.key]) expect(JSON.stringify(done.laterReads)).to.not.include(secret);
+        for (const secret of [OPENAI_KEY, ANTHROPIC_KEY, 'keyed-PLANTED-SECRET', gw.key])
+          expect(JSON.stringify(done.laterReads)).to.not.include(secret);
       }
     });
 
@@ -106,26 +133,46 @@ describe('framework: the plugin contract', () => {
       await call(gw, '/v1/chat/completions', chat('gpt-4o-mini'));
       const sent = upstream.last().headers;
       expect(sent.authorization).to.not.include(STOLEN);
-      // x-api-key is not OpenAI's credential header: a plain header as far as OpenAI is concerned.
-      expect(sent['x-api-key']).to.equal(STOLEN);
+      // x-api-key carries Anthropic's key: no provider gets a credential header but its own, whoever wrote it.
+      expect(sent['x-api-key']).to.equal(undefined);
+      // x-acme-key is no deployed provider's credential header here: a plain header, forwarded.
+      expect(sent['x-acme-key']).to.equal(STOLEN);
     });
   });
 
   it('observes every event of a stream while the client gets the upstream bytes unchanged', async () => {
     const before = completed.length;
-    const r = await call(gw, '/v1/chat/completions', chat('gpt-4o-mini', { stream: true, stream_options: { include_usage: true } }));
+    const r = await call(
+      gw,
+      '/v1/chat/completions',
+      chat('gpt-4o-mini', { stream: true, stream_options: { include_usage: true } }),
+    );
     expect(r.status).to.equal(200);
     expect(r.text).to.equal(fixtureBytes('openai/chat_stream_with_usage.sse').toString('utf8'));
-    const done = await eventually(() => completed.slice(before).find((c) => c.requestId === r.headers['x-gateway-request-id']));
+    const done = await eventually(() =>
+      completed.slice(before).find((c) => c.requestId === r.headers['x-gateway-request-id']),
+    );
     const events = r.text.split('\n\n').filter((e) => e.includes('data:')).length;
     expect(done.events).to.equal(events);
     expect(done.usage).to.include({ inputTokens: 12, outputTokens: 12 });
   });
 
+  it('completes a request refused before it was reached: the probe is written for plugin API 1, which had that rule', async () => {
+    const before = completed.length;
+    const r = await call(gw, '/v1/chat/completions', chat('gpt-4o-mini'), { 'x-gateway-key': undefined });
+    expect(r.json.error.code).to.equal('gateway_key_missing');
+    const done = await eventually(() =>
+      completed.slice(before).find((c) => c.requestId === r.headers['x-gateway-request-id']),
+    );
+    expect(done.status).to.equal(401);
+  });
+
   it('acts on completion with the final status, usage and tags', async () => {
     const before = completed.length;
     const r = await call(gw, '/v1/chat/completions', chat('gpt-4o-mini'), { 'x-gateway-metadata-customer-id': 'acme' });
-    const done = await eventually(() => completed.slice(before).find((c) => c.requestId === r.headers['x-gateway-request-id']));
+    const done = await eventually(() =>
+      completed.slice(before).find((c) => c.requestId === r.headers['x-gateway-request-id']),
+    );
     expect(done.status).to.equal(200);
     expect(done.tags).to.deep.equal({ customer_id: 'acme', probed: 'yes' });
     expect(done.usage?.cacheReadTokens).to.equal(1024);
@@ -147,15 +194,24 @@ describe('framework: the plugin contract', () => {
     }
 
     it('an exception in onStreamEvent leaves the stream untouched', async () => {
-      const r = await call(gw, '/v1/chat/completions', chat('gpt-4o-mini', { stream: true, stream_options: { include_usage: true } }), { 'x-gateway-metadata-explode': 'onStreamEvent' });
+      const r = await call(
+        gw,
+        '/v1/chat/completions',
+        chat('gpt-4o-mini', { stream: true, stream_options: { include_usage: true } }),
+        { 'x-gateway-metadata-explode': 'onStreamEvent' },
+      );
       expect(r.status).to.equal(200);
       expect(r.text).to.equal(fixtureBytes('openai/chat_stream_with_usage.sse').toString('utf8'));
     });
 
     it('an exception in onComplete is logged; the answer and the record are unaffected', async () => {
-      const r = await call(gw, '/v1/chat/completions', chat('gpt-4o-mini'), { 'x-gateway-metadata-explode': 'onComplete' });
+      const r = await call(gw, '/v1/chat/completions', chat('gpt-4o-mini'), {
+        'x-gateway-metadata-explode': 'onComplete',
+      });
       expect(r.status).to.equal(200);
-      await eventually(() => (gw.logs.some((l) => l.includes('"phase":"onComplete"') && l.includes(INTERNAL_MESSAGE)) ? true : undefined));
+      await eventually(() =>
+        gw.logs.some((l) => l.includes('"phase":"onComplete"') && l.includes(INTERNAL_MESSAGE)) ? true : undefined,
+      );
       expect((await waitForRecord(gw, r.headers['x-gateway-request-id'])).status).to.equal(200);
     });
   });
@@ -193,9 +249,23 @@ describe('framework: a stream observer cannot hold a chunk back', () => {
         res.on('end', () => console.log(JSON.stringify({ status: res.statusCode, times })));
       });
       req.end(process.argv[3]);`;
-    const headers = { 'content-type': 'application/json', 'x-gateway-key': gw.key, authorization: `Bearer ${OPENAI_KEY}` };
+    const headers = {
+      'content-type': 'application/json',
+      'x-gateway-key': gw.key,
+      authorization: `Bearer ${OPENAI_KEY}`,
+    };
     // Asynchronously: the gateway runs in this process and must keep serving while the client waits.
-    const { stdout: out } = await promisify(execFile)(process.execPath, ['-e', client, `${gw.url}/v1/chat/completions`, JSON.stringify(headers), JSON.stringify(chat('gpt-4o-mini', { stream: true }))], { encoding: 'utf8', timeout: 20_000 });
+    const { stdout: out } = await promisify(execFile)(
+      process.execPath,
+      [
+        '-e',
+        client,
+        `${gw.url}/v1/chat/completions`,
+        JSON.stringify(headers),
+        JSON.stringify(chat('gpt-4o-mini', { stream: true })),
+      ],
+      { encoding: 'utf8', timeout: 20_000 },
+    );
     const { status, times } = JSON.parse(out) as { status: number; times: number[] };
     expect(status).to.equal(200);
     expect(times.length).to.be.at.least(2);
@@ -229,7 +299,9 @@ describe('framework: built-in positions in the pipeline', () => {
   });
 
   it('refuses to start with auth or header-strip disabled', async () => {
-    expect(await bootError('plugins:\n  - { use: header-strip, enabled: false }\n')).to.equal('plugins: "header-strip" cannot be disabled');
+    expect(await bootError('plugins:\n  - { use: header-strip, enabled: false }\n')).to.equal(
+      'plugins: "header-strip" cannot be disabled',
+    );
   });
 });
 
@@ -239,7 +311,10 @@ describe('framework: a plugin listed before auth and header-strip', () => {
 
   before(async () => {
     await upstream.start();
-    gw = await startTestGateway(upstream.url, `plugins:\n  - use: "${probe}"\n  - use: auth\n  - use: header-strip\n  - use: usage-recorder\n`);
+    gw = await startTestGateway(
+      upstream.url,
+      `plugins:\n  - use: "${probe}"\n  - use: auth\n  - use: header-strip\n  - use: usage-recorder\n`,
+    );
   });
   after(async () => {
     await gw?.stop();
@@ -259,8 +334,10 @@ describe('framework: a plugin listed before auth and header-strip', () => {
 });
 
 describe('framework: plugin loading errors stop start-up with a message naming the plugin', () => {
-  it('options that fail the plugin\'s schema: the entry, the plugin, the key and the problem', async () => {
-    const message = await bootError(`plugins:\n  - use: auth\n  - use: "${probe}"\n    options: { tag: 7, colour: red }\n`);
+  it("options that fail the plugin's schema: the entry, the plugin, the key and the problem", async () => {
+    const message = await bootError(
+      `plugins:\n  - use: auth\n  - use: "${probe}"\n    options: { tag: 7, colour: red }\n`,
+    );
     expect(message).to.match(/^plugins\[1\] \(probe\): /);
     expect(message).to.include('options.tag: Invalid input: expected string, received number');
     expect(message).to.include('"colour"');
@@ -273,7 +350,9 @@ describe('framework: plugin loading errors stop start-up with a message naming t
 
   it('a plugin that needs another plugin API version', async () => {
     const message = await bootError(`plugins:\n  - use: "${join(FIXTURES_DIR, 'future-api-plugin')}"\n`);
-    expect(message).to.equal('plugins[0] (from-the-future): it needs plugin API version "99", but this Tollgate provides version "1"');
+    expect(message).to.equal(
+      'plugins[0] (from-the-future): it needs plugin API version "99", but this Tollgate provides version "2" (and still runs "1")',
+    );
   });
 
   it('a path that does not exist, relative to the config file', async () => {
@@ -288,7 +367,10 @@ describe('framework: plugin loading errors stop start-up with a message naming t
     mkdirSync(pkg, { recursive: true });
     writeFileSync(join(pkg, 'package.json'), JSON.stringify({ name: 'tollgate-plugin-hello', main: 'lib/main.js' }));
     mkdirSync(join(pkg, 'lib'));
-    writeFileSync(join(pkg, 'lib/main.js'), "module.exports = { name: 'hello', create: (_c, o) => { globalThis.helloOptions = o; return { name: 'hello' }; } };\n");
+    writeFileSync(
+      join(pkg, 'lib/main.js'),
+      "module.exports = { name: 'hello', create: (_c, o) => { globalThis.helloOptions = o; return { name: 'hello' }; } };\n",
+    );
     const gateway = await bootGateway('plugins:\n  - use: tollgate-plugin-hello\n    options: { greeting: hi }\n', dir);
     await gateway.close(0);
     expect((globalThis as any).helloOptions).to.deep.equal({ greeting: 'hi' });
@@ -298,9 +380,18 @@ describe('framework: plugin loading errors stop start-up with a message naming t
     const dir = mkdtempSync(join(tmpdir(), 'tollgate-esm-pkg-'));
     const pkg = join(dir, 'node_modules/tollgate-plugin-esm-only');
     mkdirSync(pkg, { recursive: true });
-    writeFileSync(join(pkg, 'package.json'), JSON.stringify({ name: 'tollgate-plugin-esm-only', type: 'module', exports: { '.': { import: './index.js' } } }));
-    writeFileSync(join(pkg, 'index.js'), "export default { name: 'esm-only', create: (_c, o) => { globalThis.esmOnlyOptions = o; return { name: 'esm-only' }; } };\n");
-    const gateway = await bootGateway('plugins:\n  - use: tollgate-plugin-esm-only\n    options: { colour: green }\n', dir);
+    writeFileSync(
+      join(pkg, 'package.json'),
+      JSON.stringify({ name: 'tollgate-plugin-esm-only', type: 'module', exports: { '.': { import: './index.js' } } }),
+    );
+    writeFileSync(
+      join(pkg, 'index.js'),
+      "export default { name: 'esm-only', create: (_c, o) => { globalThis.esmOnlyOptions = o; return { name: 'esm-only' }; } };\n",
+    );
+    const gateway = await bootGateway(
+      'plugins:\n  - use: tollgate-plugin-esm-only\n    options: { colour: green }\n',
+      dir,
+    );
     await gateway.close(0);
     expect((globalThis as any).esmOnlyOptions).to.deep.equal({ colour: 'green' });
   });
@@ -312,7 +403,9 @@ describe('framework: plugin loading errors stop start-up with a message naming t
 
   it('a module that exports no plugin definition', async () => {
     const message = await bootError('plugins:\n  - use: ./not-a-plugin\n', FIXTURES_DIR);
-    expect(message).to.equal('plugins[0]: "./not-a-plugin" does not export a plugin definition (export default definePlugin({ name, create }))');
+    expect(message).to.equal(
+      'plugins[0]: "./not-a-plugin" does not export a plugin definition (export default definePlugin({ name, create }))',
+    );
   });
 });
 

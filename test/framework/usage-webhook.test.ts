@@ -66,7 +66,11 @@ describe('examples/plugins/usage-webhook behind the gateway', () => {
   before(async () => {
     await upstream.start();
     await receiver.start();
-    gw = await startTestGateway(upstream.url, pipelineYaml([webhookEntry(receiver.url, ', flush_interval_ms: 20')], 'end'), { WEBHOOK_TOKEN });
+    gw = await startTestGateway(
+      upstream.url,
+      pipelineYaml([webhookEntry(receiver.url, ', flush_interval_ms: 20')], 'end'),
+      { WEBHOOK_TOKEN },
+    );
   });
   after(async () => {
     await gw?.stop();
@@ -74,15 +78,30 @@ describe('examples/plugins/usage-webhook behind the gateway', () => {
     await upstream.stop();
   });
 
-  it('POSTs each request\'s summary: ids, routing, tokens, the exact cost and tags', async () => {
-    const r = await call(gw, '/v1/chat/completions', { model: 'gpt-4o-mini', messages: [{ role: 'user', content: PROMPT }] }, {
-      'x-gateway-metadata': '{"agent":"support-bot"}', 'x-gateway-metadata-customer-id': 'acme',
-    });
+  it("POSTs each request's summary: ids, routing, tokens, the exact cost and tags", async () => {
+    const r = await call(
+      gw,
+      '/v1/chat/completions',
+      { model: 'gpt-4o-mini', messages: [{ role: 'user', content: PROMPT }] },
+      {
+        'x-gateway-metadata': '{"agent":"support-bot"}',
+        'x-gateway-metadata-customer-id': 'acme',
+      },
+    );
     expect(r.status).to.equal(200);
     const s = await eventually(() => receiver.find(r.headers['x-gateway-request-id']));
     expect(s).to.deep.include({
-      workspace: 'default', key_id: 'test', provider: 'openai', model: 'gpt-4o-mini', served_model: 'gpt-4o-mini',
-      endpoint: 'chat.completions', status: 200, streamed: false, estimated: false, error: null, cost_source: 'priced',
+      workspace: 'default',
+      key_id: 'test',
+      provider: 'openai',
+      model: 'gpt-4o-mini',
+      served_model: 'gpt-4o-mini',
+      endpoint: 'chat.completions',
+      status: 200,
+      streamed: false,
+      estimated: false,
+      error: null,
+      cost_source: 'priced',
       tags: { agent: 'support-bot', customer_id: 'acme' },
       tokens: { input: 125, output: 353, cache_read: 1024, cache_write: null, reasoning: 0 },
     });
@@ -92,13 +111,26 @@ describe('examples/plugins/usage-webhook behind the gateway', () => {
   });
 
   it('summarises streams and refusals too', async () => {
-    const streamed = await call(gw, '/v1/chat/completions', chat('gpt-4o-mini', { stream: true, stream_options: { include_usage: true } }));
+    const streamed = await call(
+      gw,
+      '/v1/chat/completions',
+      chat('gpt-4o-mini', { stream: true, stream_options: { include_usage: true } }),
+    );
     const refused = await call(gw, '/v1/chat/completions', chat('gpt-4o-mini'), { 'x-gateway-key': 'tg_wrong' });
     expect(refused.status).to.equal(401);
     const s = await eventually(() => receiver.find(streamed.headers['x-gateway-request-id']));
-    expect(s).to.deep.include({ streamed: true, tokens: { input: 12, output: 12, cache_read: 0, cache_write: null, reasoning: 0 } });
+    expect(s).to.deep.include({
+      streamed: true,
+      tokens: { input: 12, output: 12, cache_read: 0, cache_write: null, reasoning: 0 },
+    });
     const f = await eventually(() => receiver.find(refused.headers['x-gateway-request-id']));
-    expect(f).to.deep.include({ status: 401, error: 'gateway_key_invalid', workspace: null, cost_usd: null, cost_source: 'no_usage' });
+    expect(f).to.deep.include({
+      status: 401,
+      error: 'gateway_key_invalid',
+      workspace: null,
+      cost_usd: null,
+      cost_source: 'no_usage',
+    });
   });
 
   it('authenticates to the receiver with its configured header, and never sends a key or a prompt', async () => {
@@ -128,7 +160,11 @@ describe('examples/plugins/usage-webhook off the request path', () => {
 
   it('answers clients at once while the receiver is down, then delivers everything on shutdown', async () => {
     receiver.failNext = 1_000; // down
-    const gw = await startTestGateway(upstream.url, pipelineYaml([webhookEntry(receiver.url, ', flush_interval_ms: 20, batch_size: 2')], 'end'), { WEBHOOK_TOKEN });
+    const gw = await startTestGateway(
+      upstream.url,
+      pipelineYaml([webhookEntry(receiver.url, ', flush_interval_ms: 20, batch_size: 2')], 'end'),
+      { WEBHOOK_TOKEN },
+    );
     const ids: unknown[] = [];
     for (let i = 0; i < 5; i++) {
       const started = Date.now();
@@ -156,8 +192,11 @@ describe('examples/plugins/usage-webhook with tollgate/testing', () => {
   });
 
   it('sends a batch as soon as it is full, and the rest on close', async () => {
-    const harness = await createPluginHarness(usageWebhook, { options: { url: receiver.url, batch_size: 3, flush_interval_ms: 60_000 } });
-    const complete = (n: number) => harness.complete(createTestContext({ json: chat('gpt-4o-mini'), status: 200, tags: { n: String(n) } }));
+    const harness = await createPluginHarness(usageWebhook, {
+      options: { url: receiver.url, batch_size: 3, flush_interval_ms: 60_000 },
+    });
+    const complete = (n: number) =>
+      harness.complete(createTestContext({ json: chat('gpt-4o-mini'), status: 200, tags: { n: String(n) } }));
     await complete(1);
     await complete(2);
     expect(receiver.posts).to.have.length(0);
@@ -171,21 +210,28 @@ describe('examples/plugins/usage-webhook with tollgate/testing', () => {
 
   it('prices the usage with the shared cost service', async () => {
     const harness = await createPluginHarness(usageWebhook, { options: { url: receiver.url, batch_size: 1 } });
-    await harness.complete(createTestContext({ json: chat('gpt-4o-mini'), status: 200, usage: { inputTokens: 1_000_000, outputTokens: 0 } }));
+    await harness.complete(
+      createTestContext({ json: chat('gpt-4o-mini'), status: 200, usage: { inputTokens: 1_000_000, outputTokens: 0 } }),
+    );
     await harness.close();
     expect(receiver.records()[0]).to.include({ cost_usd: '0.15', cost_source: 'priced' });
   });
 
   it('keeps at most max_queue summaries waiting, dropping the oldest', async () => {
-    const harness = await createPluginHarness(usageWebhook, { options: { url: receiver.url, batch_size: 10, flush_interval_ms: 60_000, max_queue: 2 } });
-    for (const n of [1, 2, 3]) await harness.complete(createTestContext({ json: chat('gpt-4o-mini'), tags: { n: String(n) } }));
+    const harness = await createPluginHarness(usageWebhook, {
+      options: { url: receiver.url, batch_size: 10, flush_interval_ms: 60_000, max_queue: 2 },
+    });
+    for (const n of [1, 2, 3])
+      await harness.complete(createTestContext({ json: chat('gpt-4o-mini'), tags: { n: String(n) } }));
     await harness.close();
     expect(receiver.records().map((r) => r.tags.n)).to.deep.equal(['2', '3']);
   });
 
   it('refuses a missing or malformed url at start-up', async () => {
     let message = '';
-    await createPluginHarness(usageWebhook, { options: { url: 'ftp://example.com' } }).catch((e) => (message = e.message));
+    await createPluginHarness(usageWebhook, { options: { url: 'ftp://example.com' } }).catch(
+      (e) => (message = e.message),
+    );
     expect(message).to.equal('plugins[0] (usage-webhook): options.url: expected an http(s) URL');
   });
 });

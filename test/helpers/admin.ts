@@ -2,7 +2,10 @@ import { expect } from 'chai';
 import { request } from 'undici';
 import { TEST_ADMIN_TOKEN, type TestGateway } from './gateway';
 
-/** GET on the admin API with the test admin token; asserts 200 and returns the JSON. */
+/**
+ * GET on the admin API with the test admin token; asserts 200 and returns the JSON. Like every admin answer read
+ * through undici, it is also checked against the OpenAPI document (admin-contract.ts, installed by root-hooks.ts).
+ */
 export async function adminGet(gw: TestGateway, path: string): Promise<any> {
   const res = await request(`${gw.adminUrl}${path}`, { headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` } });
   const body = await res.body.json();

@@ -38,20 +38,34 @@ export const PROVIDER_ERRORS = {
   openai500: {
     status: 500,
     headers: { ...JSON_TYPE, 'x-request-id': 'req_test_500' },
-    body: Buffer.from('{"error":{"message":"The server had an error while processing your request. Sorry about that!","type":"server_error","param":null,"code":null}}'),
+    body: Buffer.from(
+      '{"error":{"message":"The server had an error while processing your request. Sorry about that!","type":"server_error","param":null,"code":null}}',
+    ),
   },
   openai429: {
     status: 429,
     headers: { ...JSON_TYPE, 'retry-after': '3', 'x-ratelimit-remaining-requests': '0' },
-    body: Buffer.from('{"error":{"message":"Rate limit reached for gpt-4o-mini in organization org-test on requests per min (RPM): Limit 3, Used 3, Requested 1.","type":"requests","param":null,"code":"rate_limit_exceeded"}}'),
+    body: Buffer.from(
+      '{"error":{"message":"Rate limit reached for gpt-4o-mini in organization org-test on requests per min (RPM): Limit 3, Used 3, Requested 1.","type":"requests","param":null,"code":"rate_limit_exceeded"}}',
+    ),
   },
-  openrouter429: { status: 429, headers: JSON_TYPE, body: fixtureBytes('openrouter/error_429_upstream_rate_limited.json') },
+  openrouter429: {
+    status: 429,
+    headers: JSON_TYPE,
+    body: fixtureBytes('openrouter/error_429_upstream_rate_limited.json'),
+  },
   anthropic529: {
     status: 529,
     headers: { ...JSON_TYPE, 'request-id': 'req_test_529', 'x-should-retry': 'true' },
-    body: Buffer.from('{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":"req_test_529"}'),
+    body: Buffer.from(
+      '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":"req_test_529"}',
+    ),
   },
-  html502: { status: 502, headers: { 'content-type': 'text/html' }, body: Buffer.from('<html><head><title>502 Bad Gateway</title></head><body>cloudflare</body></html>') },
+  html502: {
+    status: 502,
+    headers: { 'content-type': 'text/html' },
+    body: Buffer.from('<html><head><title>502 Bad Gateway</title></head><body>cloudflare</body></html>'),
+  },
 } satisfies Record<string, Reply & { status: number; headers: Record<string, string>; body: Buffer }>;
 
 /** The recorded OpenAI chat stream (with usage), split into its events. */
@@ -109,7 +123,10 @@ export class FaultyUpstream {
     const seen = this.received.find(test);
     if (seen) return Promise.resolve(seen);
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('the faulty upstream did not receive the expected request')), timeoutMs);
+      const timer = setTimeout(
+        () => reject(new Error('the faulty upstream did not receive the expected request')),
+        timeoutMs,
+      );
       this.waiters.push({ test, resolve: (r) => (clearTimeout(timer), resolve(r)) });
     });
   }
@@ -139,10 +156,18 @@ export class FaultyUpstream {
     let ended = false;
     let resolveDone!: () => void;
     const record: ReceivedRequest = {
-      method: req.method!, url: req.url!, headers: req.headers, body: Buffer.concat(chunks),
-      mount: req.url!.split('/')[1], aborted: false, done: new Promise((r) => (resolveDone = r)),
+      method: req.method!,
+      url: req.url!,
+      headers: req.headers,
+      body: Buffer.concat(chunks),
+      mount: req.url!.split('/')[1],
+      aborted: false,
+      done: new Promise((r) => (resolveDone = r)),
     };
-    res.once('finish', () => { ended = true; resolveDone(); });
+    res.once('finish', () => {
+      ended = true;
+      resolveDone();
+    });
     res.once('close', () => {
       if (!ended) record.aborted = true;
       resolveDone();

@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { parseConfig } from '../../config/load';
-import { createLogger } from '../../core/logger';
-import { startGateway, type RunningGateway } from '../../core/server';
+import { createLogger } from '../../runtime/logger';
+import { startGateway, type RunningGateway } from '../../runtime/servers';
 import { registerGateway, rememberGeneratedKeys, snapshotAdmin } from './secret-scan';
 import type { TestUpstream } from './upstream';
 
@@ -41,7 +41,11 @@ providers:
  * Starts a real gateway on a random loopback port from YAML text (through the real config loader), with its
  * providers pointed at the test upstream and its logs captured.
  */
-export async function startTestGateway(upstreamUrl: string, extraYaml = '', env: NodeJS.ProcessEnv = {}): Promise<TestGateway> {
+export async function startTestGateway(
+  upstreamUrl: string,
+  extraYaml = '',
+  env: NodeJS.ProcessEnv = {},
+): Promise<TestGateway> {
   const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-test-'));
   const yaml = `
 server: { host: 127.0.0.1, port: 0, shutdown_grace_ms: 5000, upload_spool_dir: "${dataDir}/uploads" }
@@ -53,8 +57,8 @@ plugins:
   - use: attribution
   - use: required-tags
   - use: max-tokens
-  - use: rate-limit
   - use: concurrency
+  - use: rate-limit
   - use: budget
   - use: usage-recorder
     options: { flush_interval_ms: 20, spill_path: "${dataDir}/spill.jsonl" }
@@ -75,7 +79,11 @@ ${providerBlock(upstreamUrl)}`;
   const logger = createLogger('info', sink);
   // A first start without any key creates one and announces it once: that key is a secret for the scan too.
   const announce = (message: string) => void rememberGeneratedKeys(message, 'the key a first start created');
-  const running = await startGateway({ config, path: join(dataDir, 'gateway.config.yaml'), dir: dataDir }, { logger, announce });
+  // The OTEL_* variables come from `env` only: the machine's own never turn tracing on in a test.
+  const running = await startGateway(
+    { config, path: join(dataDir, 'gateway.config.yaml'), dir: dataDir },
+    { logger, announce, env },
+  );
   // Registered for the suite-wide secret scan (helpers/root-hooks.ts): its admin answers are read before it stops.
   const scan = registerGateway({ kind: 'in-process', logs: () => logs, dataDir, adminUrl: running.adminUrl });
   const stop = async () => {
@@ -97,13 +105,18 @@ const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typ
 
 /**
  * Mocha hooks shared by the integration suites: start the test upstream and a gateway in front of it once,
- * clear what the upstream recorded before each test, stop both at the end.
+ * clear what the upstream recorded before each test, stop both at the end. `extraYaml` may be a function of the
+ * upstream's URL (known once it started), for providers of the test's own.
  */
-export function useGateway(upstream: TestUpstream, set: (gw: TestGateway) => void, extraYaml = ''): void {
+export function useGateway(
+  upstream: TestUpstream,
+  set: (gw: TestGateway) => void,
+  extraYaml: string | ((upstreamUrl: string) => string) = '',
+): void {
   let gw: TestGateway | undefined;
   before(async () => {
     await upstream.start();
-    gw = await startTestGateway(upstream.url, extraYaml);
+    gw = await startTestGateway(upstream.url, typeof extraYaml === 'function' ? extraYaml(upstream.url) : extraYaml);
     set(gw);
   });
   after(async () => {

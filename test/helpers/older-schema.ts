@@ -1,11 +1,36 @@
 /**
  * SQL turning a store at the latest schema back into what an earlier build left, with the same records in it, so
  * that a test can run the migrations that upgrade it:
+ *   version 6  no storage_marks; on PostgreSQL usage_records one plain table with primary key (id), as migration 007
+ *              found it
  *   version 4  records without tag_set_id, one record_tags row per string tag (as migration 001 created it and the
  *              writer filled it until migration 005), usage_records_ts on (ts, id)
  *   version 3  the same, without the tag-set tables of migration 004
+ * Versions 3 and 4 have no quarantine table (migration 006) either; none has the columns of migration 008.
  */
 type Dialect = 'sqlite' | 'postgres';
+
+/**
+ * Migration 008's columns dropped, records and rollups as every earlier build left them, and 008 no longer
+ * recorded as applied; `droppedTables` are rollup tables the caller drops itself.
+ */
+export function undo008Sql(droppedTables: readonly string[] = []): string {
+  return [
+    ...['usage_source', 'provider_cost_pico', 'cost_disagrees', 'tool_calls', 'price_id'].map(
+      (c) => `ALTER TABLE usage_records DROP COLUMN ${c};`,
+    ),
+    ...[
+      'usage_rollup_hourly',
+      'usage_tag_rollup_hourly',
+      'usage_rollup_daily',
+      'usage_tag_rollup_daily',
+      'usage_tag_set_daily',
+    ]
+      .filter((t) => !droppedTables.includes(t))
+      .map((t) => `ALTER TABLE ${t} DROP COLUMN cost_disagreement_count;`),
+    'DELETE FROM schema_migrations WHERE version = 8;',
+  ].join('\n');
+}
 
 const RECORD_TAGS: Record<Dialect, string> = {
   sqlite: `CREATE TABLE record_tags (
@@ -24,15 +49,37 @@ INSERT INTO record_tags (record_id, key, value, ts)
 SELECT r.id, e.key, e.value #>> '{}', r.ts FROM usage_records r, jsonb_each(r.tags) e WHERE jsonb_typeof(e.value) = 'string';`,
 };
 
-export function olderSchemaSql(dialect: Dialect, version: 3 | 4): string {
+const BEFORE_RETENTION: Record<Dialect, string> = {
+  sqlite: 'DROP TABLE storage_marks;',
+  postgres: `DROP TABLE storage_marks;
+ALTER TABLE usage_records RENAME TO usage_records_partitioned;
+CREATE TABLE usage_records (LIKE usage_records_partitioned INCLUDING DEFAULTS);
+INSERT INTO usage_records SELECT * FROM usage_records_partitioned;
+DROP TABLE usage_records_partitioned;
+ALTER TABLE usage_records ADD PRIMARY KEY (id);
+CREATE INDEX usage_records_ts ON usage_records (ts, id, tag_set_id);
+CREATE INDEX usage_records_workspace_ts ON usage_records (workspace_id, ts, id);
+CREATE INDEX usage_records_tag_set_ts ON usage_records (tag_set_id, ts);`,
+};
+
+export function olderSchemaSql(dialect: Dialect, version: 3 | 4 | 6): string {
+  if (version === 6)
+    return `${undo008Sql()}
+${BEFORE_RETENTION[dialect]}
+DELETE FROM schema_migrations WHERE version > 6;`;
   return [
+    undo008Sql(),
+    BEFORE_RETENTION[dialect],
     RECORD_TAGS[dialect],
     'CREATE INDEX record_tags_key_value_ts ON record_tags (key, value, ts);',
     'DROP INDEX usage_records_tag_set_ts;',
     'DROP INDEX usage_records_ts;',
     'ALTER TABLE usage_records DROP COLUMN tag_set_id;',
     'CREATE INDEX usage_records_ts ON usage_records (ts, id);',
-    ...(version === 3 ? ['DROP TABLE usage_tag_set_daily;', 'DROP TABLE tag_set_members;', 'DROP TABLE tag_sets;'] : []),
+    ...(version === 3
+      ? ['DROP TABLE usage_tag_set_daily;', 'DROP TABLE tag_set_members;', 'DROP TABLE tag_sets;']
+      : []),
+    'DROP TABLE quarantined_records;',
     `DELETE FROM schema_migrations WHERE version > ${version};`,
   ].join('\n');
 }

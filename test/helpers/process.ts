@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { PROJECT_ROOT } from './fixtures';
@@ -22,24 +22,25 @@ export interface GatewayProcess {
   exited: Promise<number | null>;
 }
 
-/** The Node flags `npm start` runs the gateway with, read from package.json's start script. */
-export function npmStartNodeFlags(): string[] {
-  const pkg = JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } };
-  const words = pkg.scripts.start.split(/\s+/);
-  return words.slice(words.indexOf('node') + 1, words.indexOf('dist/cli/index.js'));
-}
-
 /**
  * Runs the real `tollgate start` with this YAML as its config file (in a fresh folder) and waits until it listens.
- * `nodeFlags` go to Node before the script (e.g. npmStartNodeFlags()).
+ * `nodeFlags` go to Node before the script.
  */
-export async function spawnGateway(yaml: string, env: NodeJS.ProcessEnv = {}, nodeFlags: string[] = []): Promise<GatewayProcess> {
+export async function spawnGateway(
+  yaml: string,
+  env: NodeJS.ProcessEnv = {},
+  nodeFlags: string[] = [],
+): Promise<GatewayProcess> {
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-proc-'));
   writeFileSync(join(dir, 'gateway.config.yaml'), yaml);
-  const child = spawn(process.execPath, [...nodeFlags, resolve(PROJECT_ROOT, 'dist/cli/index.js'), 'start', '--config', join(dir, 'gateway.config.yaml')], {
-    env: { ...process.env, GATEWAY_KEY: TEST_GATEWAY_KEY, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [...nodeFlags, resolve(PROJECT_ROOT, 'dist/cli/index.js'), 'start', '--config', join(dir, 'gateway.config.yaml')],
+    {
+      env: { ...process.env, GATEWAY_KEY: TEST_GATEWAY_KEY, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let stderr = '';
   const lines: string[] = [];
   const collect = (stream: NodeJS.ReadableStream) => {
@@ -65,7 +66,13 @@ export async function spawnGateway(yaml: string, env: NodeJS.ProcessEnv = {}, no
   const adminUrl = /admin API and dashboard on (http:\/\/\S+)/.exec(stderr)?.[1];
   // A first start without any key announces the one it created: a secret everywhere but in that announcement.
   rememberGeneratedKeys(stderr, 'the key a first start created');
-  const scan = registerGateway({ kind: 'process', logs: () => lines, dataDir: dir, adminUrl, alive: () => child.exitCode === null && child.signalCode === null });
+  const scan = registerGateway({
+    kind: 'process',
+    logs: () => lines,
+    dataDir: dir,
+    adminUrl,
+    alive: () => child.exitCode === null && child.signalCode === null,
+  });
   return { child, url, adminUrl, dir, stderr: () => stderr, output: () => lines, scan, exited };
 }
 

@@ -11,7 +11,12 @@ export interface RawResponse {
  * with Connection: close, and parses the answer. For path-smuggling and hop-by-hop header tests, and header
  * bytes in a chosen encoding (utf8, or latin1 to send bytes that are not UTF-8).
  */
-export function rawRequest(baseUrl: string, head: string, body = '', encoding: BufferEncoding = 'utf8'): Promise<RawResponse> {
+export function rawRequest(
+  baseUrl: string,
+  head: string,
+  body = '',
+  encoding: BufferEncoding = 'utf8',
+): Promise<RawResponse> {
   const { hostname, port } = new URL(baseUrl);
   return new Promise((resolve, reject) => {
     const socket = connect(Number(port), hostname);

@@ -17,7 +17,11 @@ export async function freePort(): Promise<number> {
 
 /** A throwaway redis-server on a loopback port, without persistence; the caller kills it by its handle. */
 export async function startRedis(port: number): Promise<ChildProcess> {
-  const child = spawn('redis-server', ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  const child = spawn(
+    'redis-server',
+    ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--appendonly', 'no'],
+    { stdio: 'ignore' },
+  );
   const probe = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
   probe.on('error', () => undefined); // refused until the server listens
   try {

@@ -5,7 +5,14 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { expect } from 'chai';
 import { Agent, request } from 'undici';
-import { ANTHROPIC_KEY, OPENAI_KEY, startTestGateway, TEST_ADMIN_TOKEN, TEST_GATEWAY_KEY, type TestGateway } from './gateway';
+import {
+  ANTHROPIC_KEY,
+  OPENAI_KEY,
+  startTestGateway,
+  TEST_ADMIN_TOKEN,
+  TEST_GATEWAY_KEY,
+  type TestGateway,
+} from './gateway';
 import type { UsageStore } from '../../storage/store';
 import { knownSecrets } from './secret-scan';
 
@@ -18,21 +25,39 @@ import { knownSecrets } from './secret-scan';
 export const WRONG_GATEWAY_KEY = 'tg_wrong_key_PLANTED-SECRET-0005';
 export const OPENROUTER_KEY = 'sk-or-v1-PLANTED-SECRET-0006';
 /** Everything that must never appear in a log line, a stored record or an admin answer. */
-export const PLANTED_SECRETS = [OPENAI_KEY, ANTHROPIC_KEY, OPENROUTER_KEY, TEST_GATEWAY_KEY, TEST_ADMIN_TOKEN, WRONG_GATEWAY_KEY, 'PLANTED-SECRET'];
+export const PLANTED_SECRETS = [
+  OPENAI_KEY,
+  ANTHROPIC_KEY,
+  OPENROUTER_KEY,
+  TEST_GATEWAY_KEY,
+  TEST_ADMIN_TOKEN,
+  WRONG_GATEWAY_KEY,
+  'PLANTED-SECRET',
+];
 
 /** Every admin API answer a reliability suite read, per gateway, for the secret scan. */
 const adminAnswers = new WeakMap<TestGateway, string[]>();
 
 /** Starts a test gateway (see helpers/gateway.ts) whose admin answers are kept for the secret scan. */
-export async function startGateway(upstreamUrl: string, extraYaml = '', env: NodeJS.ProcessEnv = {}): Promise<TestGateway> {
+export async function startGateway(
+  upstreamUrl: string,
+  extraYaml = '',
+  env: NodeJS.ProcessEnv = {},
+): Promise<TestGateway> {
   const gw = await startTestGateway(upstreamUrl, extraYaml, env);
   adminAnswers.set(gw, []);
   return gw;
 }
 
 /** GET on the admin API; the raw answer is kept for the secret scan. */
-export async function admin(gw: TestGateway, path: string, token: string | undefined = TEST_ADMIN_TOKEN): Promise<{ status: number; text: string; json: any }> {
-  const res = await request(`${gw.adminUrl}${path}`, { headers: token === undefined ? {} : { authorization: `Bearer ${token}` } });
+export async function admin(
+  gw: TestGateway,
+  path: string,
+  token: string | undefined = TEST_ADMIN_TOKEN,
+): Promise<{ status: number; text: string; json: any }> {
+  const res = await request(`${gw.adminUrl}${path}`, {
+    headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
+  });
   const text = await res.body.text();
   adminAnswers.get(gw)?.push(text);
   let json: any;
@@ -104,7 +129,8 @@ export async function recordsFor(gw: TestGateway, ids: string[], timeoutMs = 500
     const byId = new Map((await allRecords(gw)).map((r) => [r.id, r]));
     const missing = ids.filter((id) => !byId.has(id));
     if (missing.length === 0) return new Map(ids.map((id) => [id, byId.get(id)]));
-    if (Date.now() > deadline) throw new Error(`no usage record for ${missing.length} request(s): ${missing.slice(0, 5).join(', ')}`);
+    if (Date.now() > deadline)
+      throw new Error(`no usage record for ${missing.length} request(s): ${missing.slice(0, 5).join(', ')}`);
     await sleep(25);
   }
 }
@@ -114,7 +140,8 @@ export function expectNoSecretsIn(texts: readonly string[], what: string): void 
   const list = [...new Set([...PLANTED_SECRETS, ...knownSecrets()])];
   for (const text of texts) {
     for (const secret of list) {
-      if (text.includes(secret)) expect.fail(`a ${what} contains the planted secret ${secret.slice(0, 12)}...: ${text.slice(0, 300)}`);
+      if (text.includes(secret))
+        expect.fail(`a ${what} contains the planted secret ${secret.slice(0, 12)}...: ${text.slice(0, 300)}`);
     }
   }
 }
@@ -123,13 +150,23 @@ export function expectNoSecretsIn(texts: readonly string[], what: string): void 
  * The secret scan: every log line of the gateway, every record in its store and every admin answer the suite
  * read (plus any `extra` text, e.g. client-visible bodies) must be free of the planted secrets.
  */
-export async function expectNoSecrets(gw: TestGateway, extra: string[] = []): Promise<{ logLines: number; records: number; adminAnswers: number; files: number }> {
+export async function expectNoSecrets(
+  gw: TestGateway,
+  extra: string[] = [],
+): Promise<{ logLines: number; records: number; adminAnswers: number; files: number }> {
   const records = await allRecords(gw);
   const answers = adminAnswers.get(gw) ?? [];
-  // Files at rest too: the SQLite database and its WAL, the spill and dead-letter files.
-  const files = readdirSync(gw.dataDir).map((f) => join(gw.dataDir, f)).filter((f) => statSync(f).isFile()).map((f) => readFileSync(f).toString('latin1'));
+  // Files at rest too: the SQLite database and its WAL, the spill and quarantine files.
+  const files = readdirSync(gw.dataDir)
+    .map((f) => join(gw.dataDir, f))
+    .filter((f) => statSync(f).isFile())
+    .map((f) => readFileSync(f).toString('latin1'));
   const sources: [string, string[]][] = [
-    ['log line', gw.logs], ['stored record', records.map((r) => JSON.stringify(r))], ['admin answer', answers], ['client-visible text', extra], ['file in the data folder', files],
+    ['log line', gw.logs],
+    ['stored record', records.map((r) => JSON.stringify(r))],
+    ['admin answer', answers],
+    ['client-visible text', extra],
+    ['file in the data folder', files],
   ];
   for (const [what, texts] of sources) expectNoSecretsIn(texts, what);
   return { logLines: gw.logs.length, records: records.length, adminAnswers: answers.length, files: files.length };
@@ -149,20 +186,36 @@ export interface CallResult {
 }
 
 export const jsonHeaders = (gw: TestGateway, extra: Record<string, string> = {}): Record<string, string> => ({
-  'content-type': 'application/json', 'x-gateway-key': gw.key, authorization: `Bearer ${OPENAI_KEY}`, ...extra,
+  'content-type': 'application/json',
+  'x-gateway-key': gw.key,
+  authorization: `Bearer ${OPENAI_KEY}`,
+  ...extra,
 });
 
-export const chatBody = (extra: object = {}) => JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], ...extra });
-export const streamBody = (extra: object = {}) => chatBody({ stream: true, stream_options: { include_usage: true }, ...extra });
+export const chatBody = (extra: object = {}) =>
+  JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], ...extra });
+export const streamBody = (extra: object = {}) =>
+  chatBody({ stream: true, stream_options: { include_usage: true }, ...extra });
 
 /** POST (by default) through the gateway; never throws on a cut body (see bodyError). */
 export async function call(
-  gw: TestGateway, path: string,
-  init: { method?: string; headers?: Record<string, string>; body?: string | Buffer; signal?: AbortSignal; dispatcher?: Agent } = {},
+  gw: TestGateway,
+  path: string,
+  init: {
+    method?: string;
+    headers?: Record<string, string>;
+    body?: string | Buffer;
+    signal?: AbortSignal;
+    dispatcher?: Agent;
+  } = {},
 ): Promise<CallResult> {
   const started = performance.now();
   const res = await request(gw.url + path, {
-    method: (init.method ?? 'POST') as 'POST', headers: init.headers ?? jsonHeaders(gw), body: init.body, signal: init.signal, dispatcher: init.dispatcher,
+    method: (init.method ?? 'POST') as 'POST',
+    headers: init.headers ?? jsonHeaders(gw),
+    body: init.body,
+    signal: init.signal,
+    dispatcher: init.dispatcher,
   });
   const chunks: Buffer[] = [];
   let bodyError: Error | undefined;
@@ -183,7 +236,11 @@ export async function call(
 }
 
 /** Asserts the gateway's own error shape with a stable code. */
-export function expectGatewayError(res: { status: number; json: any; text: string; headers: Record<string, unknown> }, status: number, code: string): void {
+export function expectGatewayError(
+  res: { status: number; json: any; text: string; headers: Record<string, unknown> },
+  status: number,
+  code: string,
+): void {
   expect(res.status, res.text.slice(0, 300)).to.equal(status);
   expect(res.json?.error?.code, res.text.slice(0, 300)).to.equal(code);
   expect(res.json.error).to.have.all.keys('message', 'type', 'param', 'code');
@@ -208,13 +265,15 @@ export interface Outcome {
 export async function runPool<T>(n: number, concurrency: number, job: (i: number) => Promise<T>): Promise<T[]> {
   const out = new Array<T>(n);
   let next = 0;
-  await Promise.all(Array.from({ length: Math.min(concurrency, n) }, async () => {
-    for (;;) {
-      const i = next++;
-      if (i >= n) return;
-      out[i] = await job(i);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: Math.min(concurrency, n) }, async () => {
+      for (;;) {
+        const i = next++;
+        if (i >= n) return;
+        out[i] = await job(i);
+      }
+    }),
+  );
   return out;
 }
 
@@ -273,7 +332,13 @@ export interface ParsedResponse {
  * Writes `bytes` to the server as they are (no client normalisation) and collects the answer until the server
  * closes or `timeoutMs` passes. `chunks` may be given to send pieces with a pause between them.
  */
-export function rawExchange(baseUrl: string, bytes: Buffer | Buffer[], timeoutMs = 3000, pauseMs = 0, localAddress?: string): Promise<RawExchange> {
+export function rawExchange(
+  baseUrl: string,
+  bytes: Buffer | Buffer[],
+  timeoutMs = 3000,
+  pauseMs = 0,
+  localAddress?: string,
+): Promise<RawExchange> {
   const { hostname, port } = new URL(baseUrl);
   return new Promise((resolve) => {
     const socket = connect({ port: Number(port), host: hostname, localAddress });
@@ -387,7 +452,11 @@ export const PARSER_STATUSES = [400, 408, 413, 414, 417, 431, 501, 505];
  * error shape with a stable code (status matching the code), an upstream answer passed through (2xx here), or
  * Node's parser refusing the bytes (status line and headers only, connection closed).
  */
-export function expectWellFormed(ex: RawExchange, label: string, errorCodes: Record<string, { status: number }>): ParsedResponse {
+export function expectWellFormed(
+  ex: RawExchange,
+  label: string,
+  errorCodes: Record<string, { status: number }>,
+): ParsedResponse {
   const what = `${label}\n  got: ${JSON.stringify(ex.raw.subarray(0, 400).toString('latin1'))}`;
   expect(ex.end, `${label}: no answer before the deadline`).to.not.equal('timeout');
   const final = ex.responses.filter((x) => x.status >= 200); // 100 Continue may come first

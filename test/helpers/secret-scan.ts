@@ -70,8 +70,15 @@ export function registeredGateways(): readonly RegisteredGateway[] {
 }
 
 /** Registers a gateway for the scan; call snapshotAdmin() before stopping it. */
-export function registerGateway(g: Omit<RegisteredGateway, 'answers' | 'snapshotProblems' | 'startedAt'> & { startedAt?: string }): RegisteredGateway {
-  const entry: RegisteredGateway = { ...g, startedAt: g.startedAt ?? callerLocation(), answers: [], snapshotProblems: [] };
+export function registerGateway(
+  g: Omit<RegisteredGateway, 'answers' | 'snapshotProblems' | 'startedAt'> & { startedAt?: string },
+): RegisteredGateway {
+  const entry: RegisteredGateway = {
+    ...g,
+    startedAt: g.startedAt ?? callerLocation(),
+    answers: [],
+    snapshotProblems: [],
+  };
   registry.push(entry);
   return entry;
 }
@@ -91,12 +98,22 @@ export function snapshotAdmin(g: RegisteredGateway, token: string): Promise<void
   return (g.snapshot ??= (async () => {
     const range = `from=0&to=${FAR_FUTURE()}`;
     const paths = [
-      `/api/usage?${range}`, `/api/usage?${range}&group_by=key_id`, `/api/usage?${range}&group_by=model,provider`, `/api/usage.csv?${range}&group_by=workspace`,
-      '/api/keys', '/api/budgets', '/api/info', '/api/dimensions',
+      `/api/usage?${range}`,
+      `/api/usage?${range}&group_by=key_id`,
+      `/api/usage?${range}&group_by=model,provider`,
+      `/api/usage.csv?${range}&group_by=workspace`,
+      '/api/keys',
+      '/api/budgets',
+      '/api/info',
+      '/api/dimensions',
     ];
     const get = async (path: string): Promise<AdminAnswer | undefined> => {
       try {
-        const res = await request(`${g.adminUrl}${path}`, { headers: { authorization: `Bearer ${token}` }, headersTimeout: 5000, bodyTimeout: 5000 });
+        const res = await request(`${g.adminUrl}${path}`, {
+          headers: { authorization: `Bearer ${token}` },
+          headersTimeout: 5000,
+          bodyTimeout: 5000,
+        });
         const answer = { path, status: res.statusCode, text: await res.body.text() };
         g.answers.push(answer);
         if (res.statusCode !== 200) g.snapshotProblems.push(`${path}: ${res.statusCode}`);
@@ -110,7 +127,9 @@ export function snapshotAdmin(g: RegisteredGateway, token: string): Promise<void
     // Every record, page by page.
     let cursor: string | null = null;
     for (let page = 0; page < 200; page++) {
-      const answer = await get(`/api/requests?${range}&limit=1000${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+      const answer = await get(
+        `/api/requests?${range}&limit=1000${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+      );
       if (answer?.status !== 200) break;
       cursor = (JSON.parse(answer.text) as { next_cursor: string | null }).next_cursor;
       if (!cursor) break;
@@ -133,7 +152,7 @@ export interface Finding {
 /** Files a test wrote into the folder (configs, plugin code) are its input, not the gateway's output. */
 const TEST_INPUT = /\.(ya?ml|m?js|cjs|ts)$/;
 
-/** Files in the data folder (recursively) the gateway wrote: the SQLite database and its WAL, spill and dead-letter files. */
+/** Files in the data folder (recursively) the gateway wrote: the SQLite database and its WAL, spill and quarantine files. */
 export function dataFiles(dir: string): string[] {
   let entries;
   try {
@@ -141,11 +160,18 @@ export function dataFiles(dir: string): string[] {
   } catch {
     return [];
   }
-  return entries.filter((e) => e.isFile() && !TEST_INPUT.test(e.name)).map((e) => join(e.parentPath ?? (e as any).path, e.name));
+  return entries
+    .filter((e) => e.isFile() && !TEST_INPUT.test(e.name))
+    .map((e) => join(e.parentPath ?? (e as any).path, e.name));
 }
 
 /** Where `secret` (or a generated key) occurs in `text`; `allowed` exempts a line (the first start's announcement). */
-export function scanText(text: string, where: string, list: readonly string[], allowed?: (line: string) => boolean): Finding[] {
+export function scanText(
+  text: string,
+  where: string,
+  list: readonly string[],
+  allowed?: (line: string) => boolean,
+): Finding[] {
   const found: Finding[] = [];
   const report = (index: number, secret: string, what: string) => {
     const lineStart = text.lastIndexOf('\n', index) + 1;
@@ -155,11 +181,18 @@ export function scanText(text: string, where: string, list: readonly string[], a
     const line = countLines(text, index);
     if (found.some((f) => f.line === line)) return; // one finding per line (a key and the marker inside it)
     let excerpt = lineText.slice(Math.max(0, index - lineStart - 60), index - lineStart + secret.length + 60);
-    for (const s of [secret, ...list].sort((a, b) => b.length - a.length)) excerpt = excerpt.split(s).join(`${s.slice(0, 6)}…`);
-    found.push({ secret: `${secret.slice(0, 12)}… (${what})`, where, line, excerpt: excerpt.replace(GENERATED_KEY, (k) => `${k.slice(0, 6)}…`).replace(/[^\x20-\x7e]/g, '.') });
+    for (const s of [secret, ...list].sort((a, b) => b.length - a.length))
+      excerpt = excerpt.split(s).join(`${s.slice(0, 6)}…`);
+    found.push({
+      secret: `${secret.slice(0, 12)}… (${what})`,
+      where,
+      line,
+      excerpt: excerpt.replace(GENERATED_KEY, (k) => `${k.slice(0, 6)}…`).replace(/[^\x20-\x7e]/g, '.'),
+    });
   };
   for (const secret of list) {
-    for (let at = text.indexOf(secret); at >= 0; at = text.indexOf(secret, at + secret.length)) report(at, secret, secrets.get(secret) ?? 'planted secret');
+    for (let at = text.indexOf(secret); at >= 0; at = text.indexOf(secret, at + secret.length))
+      report(at, secret, secrets.get(secret) ?? 'planted secret');
   }
   for (const m of text.matchAll(GENERATED_KEY)) {
     if (!list.includes(m[0])) report(m.index, m[0], 'shaped like a generated gateway key');
@@ -188,7 +221,10 @@ export interface ScanStats {
 }
 
 /** Scans one registered gateway: its log lines, its admin answers, every file in its data folder. */
-export function scanGateway(g: RegisteredGateway, list: readonly string[] = knownSecrets()): { findings: Finding[]; logLines: number; answers: number; records: number; files: number; bytes: number } {
+export function scanGateway(
+  g: RegisteredGateway,
+  list: readonly string[] = knownSecrets(),
+): { findings: Finding[]; logLines: number; answers: number; records: number; files: number; bytes: number } {
   const findings: Finding[] = [];
   const logs = g.logs();
   const label = `${g.kind} gateway started at ${g.startedAt}`;
@@ -198,7 +234,8 @@ export function scanGateway(g: RegisteredGateway, list: readonly string[] = know
   let records = 0;
   for (const a of g.answers) {
     findings.push(...scanText(a.text, `admin answer GET ${a.path.split('?')[0]} of the ${label}`, list));
-    if (a.path.startsWith('/api/requests') && a.status === 200) records += (JSON.parse(a.text) as { data: unknown[] }).data.length;
+    if (a.path.startsWith('/api/requests') && a.status === 200)
+      records += (JSON.parse(a.text) as { data: unknown[] }).data.length;
   }
   const files = dataFiles(g.dataDir);
   let bytes = 0;
@@ -220,7 +257,16 @@ export async function scanAll(token: string): Promise<{ findings: Finding[]; sta
   await Promise.all(registry.map((g) => snapshotAdmin(g, token)));
   const list = knownSecrets();
   const findings: Finding[] = [];
-  const stats: ScanStats = { gateways: registry.length, logLines: 0, adminAnswers: 0, records: 0, files: 0, bytes: 0, secrets: list.length, snapshotProblems: [] };
+  const stats: ScanStats = {
+    gateways: registry.length,
+    logLines: 0,
+    adminAnswers: 0,
+    records: 0,
+    files: 0,
+    bytes: 0,
+    secrets: list.length,
+    snapshotProblems: [],
+  };
   for (const g of registry) {
     const r = scanGateway(g, list);
     findings.push(...r.findings);
@@ -229,7 +275,8 @@ export async function scanAll(token: string): Promise<{ findings: Finding[]; sta
     stats.records += r.records;
     stats.files += r.files;
     stats.bytes += r.bytes;
-    if (g.snapshotProblems.length) stats.snapshotProblems.push(`${g.startedAt}: ${g.snapshotProblems.slice(0, 3).join('; ')}`);
+    if (g.snapshotProblems.length)
+      stats.snapshotProblems.push(`${g.startedAt}: ${g.snapshotProblems.slice(0, 3).join('; ')}`);
   }
   return { findings, stats };
 }
@@ -261,7 +308,9 @@ function sourceLocation(file: string, line: number, column: number): string {
   }
   const entry = map?.findEntry(line - 1, column - 1) as { originalSource?: string; originalLine?: number } | undefined;
   if (entry?.originalSource && entry.originalLine !== undefined) {
-    const source = entry.originalSource.startsWith('file://') ? new URL(entry.originalSource).pathname : join(file, '..', entry.originalSource);
+    const source = entry.originalSource.startsWith('file://')
+      ? new URL(entry.originalSource).pathname
+      : join(file, '..', entry.originalSource);
     return `${relative(PROJECT_ROOT, source)}:${entry.originalLine + 1}`;
   }
   return `${relative(PROJECT_ROOT, file)}:${line}`;

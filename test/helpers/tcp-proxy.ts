@@ -72,7 +72,10 @@ export class TcpProxy {
       client.destroy();
       upstream.destroy();
     };
-    for (const [from, to] of [[client, upstream], [upstream, client]] as const) {
+    for (const [from, to] of [
+      [client, upstream],
+      [upstream, client],
+    ] as const) {
       let chain = Promise.resolve();
       let held = 0; // chunks waiting in the chain: later chunks queue behind them, so order is kept
       from.on('data', (chunk: Buffer) => {
@@ -82,11 +85,16 @@ export class TcpProxy {
         }
         const wait = this.delayMs;
         held++;
-        chain = chain.then(() => new Promise<void>((r) => setTimeout(() => {
-          held--;
-          if (!to.destroyed) to.write(chunk);
-          r();
-        }, wait)));
+        chain = chain.then(
+          () =>
+            new Promise<void>((r) =>
+              setTimeout(() => {
+                held--;
+                if (!to.destroyed) to.write(chunk);
+                r();
+              }, wait),
+            ),
+        );
       });
       from.on('error', close);
       from.on('close', close);

@@ -1,4 +1,10 @@
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fixtureBytes } from './fixtures';
 
@@ -50,18 +56,29 @@ export const recordedResponder: Responder = (req, body) => {
   const path = req.url.split('?')[0];
   const stream = body?.stream === true;
   if (path.endsWith('/chat/completions')) {
-    if (req.mount === 'openrouter') return stream ? sse('openrouter/chat_stream_with_usage.sse') : json('openrouter/chat_completion_anthropic_cache_write.json');
+    if (req.mount === 'openrouter')
+      return stream
+        ? sse('openrouter/chat_stream_with_usage.sse')
+        : json('openrouter/chat_completion_anthropic_cache_write.json');
     if (req.mount === 'perplexity') return json('perplexity/sonar_chat_completion.json');
     if (!stream) return json('openai/chat_completion_cached_tokens.json');
-    return sse(body?.stream_options?.include_usage ? 'openai/chat_stream_with_usage.sse' : 'openai/chat_stream_without_usage.sse');
+    return sse(
+      body?.stream_options?.include_usage
+        ? 'openai/chat_stream_with_usage.sse'
+        : 'openai/chat_stream_without_usage.sse',
+    );
   }
-  if (path.endsWith('/messages')) return stream ? sse('anthropic/messages_stream.sse') : json('anthropic/messages_basic.json');
+  if (path.endsWith('/messages'))
+    return stream ? sse('anthropic/messages_stream.sse') : json('anthropic/messages_basic.json');
   if (path.endsWith('/responses')) return stream ? sse('openai/responses_stream.sse') : json('openai/responses.json');
   if (path.endsWith('/embeddings')) return json('openai/embeddings_float_reformatted.json');
-  if (path.endsWith('/audio/transcriptions') || path.endsWith('/audio/translations')) return json('openai/audio_transcription_docs_example.json');
-  if (path.endsWith('/audio/speech')) return { status: 200, headers: { 'content-type': 'audio/mpeg' }, body: Buffer.from('ID3\u0004fake-mpeg-frames') };
+  if (path.endsWith('/audio/transcriptions') || path.endsWith('/audio/translations'))
+    return json('openai/audio_transcription_docs_example.json');
+  if (path.endsWith('/audio/speech'))
+    return { status: 200, headers: { 'content-type': 'audio/mpeg' }, body: Buffer.from('ID3\u0004fake-mpeg-frames') };
   if (path.includes('/images/')) return json('openai/images_generations.json');
-  if (path.endsWith('/models')) return req.mount === 'openrouter' ? json('openrouter/models_list_truncated.json') : json('openai/models_list.json');
+  if (path.endsWith('/models'))
+    return req.mount === 'openrouter' ? json('openrouter/models_list_truncated.json') : json('openai/models_list.json');
   return undefined;
 };
 
@@ -131,10 +148,18 @@ export class TestUpstream {
     let ended = false;
     let resolveDone!: () => void;
     const record: ReceivedRequest = {
-      method: req.method!, url: req.url!, headers: req.headers, body: Buffer.concat(chunks),
-      mount: req.url!.split('/')[1], aborted: false, done: new Promise((r) => (resolveDone = r)),
+      method: req.method!,
+      url: req.url!,
+      headers: req.headers,
+      body: Buffer.concat(chunks),
+      mount: req.url!.split('/')[1],
+      aborted: false,
+      done: new Promise((r) => (resolveDone = r)),
     };
-    res.once('finish', () => { ended = true; resolveDone(); });
+    res.once('finish', () => {
+      ended = true;
+      resolveDone();
+    });
     res.once('close', () => {
       if (!ended) record.aborted = true;
       resolveDone();

@@ -18,7 +18,10 @@ describe('gateway keys: create, use, revoke', () => {
 
   before(async () => {
     await upstream.start();
-    gw = await startTestGateway(upstream.url, 'workspaces: [{ id: default, keys: [{ id: test, key: "${GATEWAY_KEY}" }] }, { id: research, name: Research }]');
+    gw = await startTestGateway(
+      upstream.url,
+      'workspaces: [{ id: default, keys: [{ id: test, key: "${GATEWAY_KEY}" }] }, { id: research, name: Research }]',
+    );
   });
   after(async () => {
     await gw.stop();
@@ -102,7 +105,10 @@ describe('gateway keys: create, use, revoke', () => {
 
   it('CLI: keys created and revoked from the terminal reach the running gateway within a second', async () => {
     const config = join(gw.dataDir, 'cli.yaml');
-    writeFileSync(config, `storage: { url: "sqlite:${gw.dataDir}/tollgate.db" }\nworkspaces: [{ id: default }, { id: research }]\n`);
+    writeFileSync(
+      config,
+      `storage: { url: "sqlite:${gw.dataDir}/tollgate.db" }\nworkspaces: [{ id: default }, { id: research }]\n`,
+    );
     const { stdout } = await run(process.execPath, [CLI, 'keys', 'create', '--label', 'ci runner', '--config', config]);
     const key = /(tg_[A-Za-z0-9_-]{43})/.exec(stdout)![1];
     const id = /Created key (\S+)/.exec(stdout)![1];

@@ -38,16 +38,30 @@ describe('workspace limits', () => {
   async function post(path: string, body: object, headers: Record<string, string> = {}): Promise<Call> {
     const res = await request(`${gw.url}${path}`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-gateway-key': TEST_GATEWAY_KEY, authorization: `Bearer ${OPENAI_KEY}`, 'x-api-key': 'sk-ant-x', ...headers },
+      headers: {
+        'content-type': 'application/json',
+        'x-gateway-key': TEST_GATEWAY_KEY,
+        authorization: `Bearer ${OPENAI_KEY}`,
+        'x-api-key': 'sk-ant-x',
+        ...headers,
+      },
       body: JSON.stringify(body),
     });
     const text = await res.body.text();
     return { status: res.statusCode, headers: res.headers, json: text.startsWith('{') ? JSON.parse(text) : undefined };
   }
-  const chat = (extra: object = {}, headers: Record<string, string> = {}) => post('/v1/chat/completions', { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], ...extra }, headers);
+  const chat = (extra: object = {}, headers: Record<string, string> = {}) =>
+    post(
+      '/v1/chat/completions',
+      { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], ...extra },
+      headers,
+    );
 
   it('refuses to start when a limit is set but its plugin is not in the pipeline', async () => {
-    const err = await startTestGateway(upstream.url, `${workspaceWith('{ requests_per_minute: 5 }')}\nplugins: [{ use: auth }, { use: usage-recorder }]`).catch((e) => e);
+    const err = await startTestGateway(
+      upstream.url,
+      `${workspaceWith('{ requests_per_minute: 5 }')}\nplugins: [{ use: auth }, { use: usage-recorder }]`,
+    ).catch((e) => e);
     expect(err).to.be.instanceOf(Error);
     expect(err.message).to.include('workspaces.default.limits needs the "rate-limit" plugin');
   });
@@ -86,13 +100,13 @@ describe('workspace limits', () => {
       });
     }
 
-    it('/v1/messages without max_tokens is refused naming it (the spec makes it required there)', async () => {
-      const r = await post('/v1/messages', { model: 'claude-sonnet-4-5', messages: [] });
-      expect(r.status).to.equal(400);
-      expect(r.json.error).to.include({ code: 'invalid_body', param: 'max_tokens' });
-      expect(r.json.error.message).to.include('required');
-      expect((await post('/v1/chat/completions', { model: 'gpt-4o-mini', messages: [] })).status, 'optional on chat completions').to.equal(200);
-      expect(upstream.received).to.have.length(1);
+    it("a request naming no limit gets the cap in the provider's own field (max_tokens_when_absent: cap, the default)", async () => {
+      expect((await post('/v1/messages', { model: 'claude-sonnet-4-5', messages: [] })).status).to.equal(200);
+      expect((await post('/v1/chat/completions', { model: 'gpt-4o-mini', messages: [] })).status).to.equal(200);
+      expect(upstream.received.map((r) => JSON.parse(r.body.toString()))).to.deep.equal([
+        { model: 'claude-sonnet-4-5', messages: [], max_tokens: 100 },
+        { model: 'gpt-4o-mini', messages: [], max_completion_tokens: 100 },
+      ]);
     });
   });
 
@@ -133,12 +147,21 @@ describe('workspace limits', () => {
     it('a request refused by the concurrency limit gives its request-rate token back', async () => {
       await start('{ requests_per_minute: 2, concurrent_streams: 1 }');
       const events = sseChunks(fixtureBytes('openai/chat_stream_with_usage.sse'));
-      upstream.respondWith((req) => (JSON.parse(req.body.toString()).stream ? { headers: { 'content-type': 'text/event-stream' }, body: events, delayMs: 100 } : undefined));
-      const stream = () => request(`${gw.url}/v1/chat/completions`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-gateway-key': TEST_GATEWAY_KEY, authorization: `Bearer ${OPENAI_KEY}` },
-        body: JSON.stringify({ model: 'gpt-4o-mini', messages: [], stream: true }),
-      });
+      upstream.respondWith((req) =>
+        JSON.parse(req.body.toString()).stream
+          ? { headers: { 'content-type': 'text/event-stream' }, body: events, delayMs: 100 }
+          : undefined,
+      );
+      const stream = () =>
+        request(`${gw.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            'x-gateway-key': TEST_GATEWAY_KEY,
+            authorization: `Bearer ${OPENAI_KEY}`,
+          },
+          body: JSON.stringify({ model: 'gpt-4o-mini', messages: [], stream: true }),
+        });
       const open = await stream(); // token 1 of 2
       for (let i = 0; i < 3; i++) {
         const refused = await stream();
@@ -153,7 +176,7 @@ describe('workspace limits', () => {
       await open.body.text();
     });
 
-    it('per tag value: one customer cannot use up another one\'s quota', async () => {
+    it("per tag value: one customer cannot use up another one's quota", async () => {
       await start('{ per_tag: { customer_id: { requests_per_minute: 2 } } }');
       const acme = { 'x-gateway-metadata-customer-id': 'acme' };
       expect((await chat({}, acme)).status).to.equal(200);
@@ -182,12 +205,21 @@ describe('workspace limits', () => {
   describe('concurrent streams', () => {
     const slowStream = () => {
       const events = sseChunks(fixtureBytes('openai/chat_stream_with_usage.sse'));
-      upstream.respondWith((req) => (JSON.parse(req.body.toString()).stream ? { headers: { 'content-type': 'text/event-stream' }, body: events, delayMs: 100 } : undefined));
+      upstream.respondWith((req) =>
+        JSON.parse(req.body.toString()).stream
+          ? { headers: { 'content-type': 'text/event-stream' }, body: events, delayMs: 100 }
+          : undefined,
+      );
     };
     const openStream = async (headers: Record<string, string> = {}, signal?: AbortSignal) =>
       request(`${gw.url}/v1/chat/completions`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-gateway-key': TEST_GATEWAY_KEY, authorization: `Bearer ${OPENAI_KEY}`, ...headers },
+        headers: {
+          'content-type': 'application/json',
+          'x-gateway-key': TEST_GATEWAY_KEY,
+          authorization: `Bearer ${OPENAI_KEY}`,
+          ...headers,
+        },
         body: JSON.stringify({ model: 'gpt-4o-mini', messages: [], stream: true }),
         signal,
       });
@@ -268,15 +300,22 @@ describe('workspace limits', () => {
     // Actual cost of one recorded answer (the cached-tokens fixture), computed by hand from the catalog.
     const u = fixtureJson('openai/chat_completion_cached_tokens.json').usage;
     const cached = u.prompt_tokens_details.cached_tokens;
-    const actual = BigInt(u.prompt_tokens - cached) * pico(gpt4oMini.input) + BigInt(cached) * pico(gpt4oMini.cache_read) + BigInt(u.completion_tokens) * pico(gpt4oMini.output);
+    const actual =
+      BigInt(u.prompt_tokens - cached) * pico(gpt4oMini.input) +
+      BigInt(cached) * pico(gpt4oMini.cache_read) +
+      BigInt(u.completion_tokens) * pico(gpt4oMini.output);
     const body = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], max_tokens: 100 };
     // Reservation: body bytes / 3 input tokens (documented estimate) + max_tokens output tokens, at list price.
-    const worst = BigInt(Math.ceil(Buffer.byteLength(JSON.stringify(body)) / 3)) * pico(gpt4oMini.input) + 100n * pico(gpt4oMini.output);
+    const worst =
+      BigInt(Math.ceil(Buffer.byteLength(JSON.stringify(body)) / 3)) * pico(gpt4oMini.input) +
+      100n * pico(gpt4oMini.output);
     const usd = (p: bigint) => `${p / 1_000_000_000_000n}.${(p % 1_000_000_000_000n).toString().padStart(12, '0')}`;
     const trim = (s: string) => s.replace(/0+$/, '').replace(/\.$/, '');
     /** The reservation of a chat body: input bytes / 3 (at most the context window) + output tokens, at list price. */
     const reservation = (b: object, outputTokens: number) =>
-      BigInt(Math.min(Math.ceil(Buffer.byteLength(JSON.stringify(b)) / 3), gpt4oMini.context_window)) * pico(gpt4oMini.input) + BigInt(outputTokens) * pico(gpt4oMini.output);
+      BigInt(Math.min(Math.ceil(Buffer.byteLength(JSON.stringify(b)) / 3), gpt4oMini.context_window)) *
+        pico(gpt4oMini.input) +
+      BigInt(outputTokens) * pico(gpt4oMini.output);
 
     it('admits requests while spent + reservation fits, refuses the first that does not, and raises the alert', async () => {
       const limit = actual * 3n + worst; // exactly room for a 4th admission, not a 5th
@@ -287,7 +326,9 @@ describe('workspace limits', () => {
         if (r.status !== 200) {
           expect(r.status).to.equal(429);
           expect(r.json.error.code).to.equal('budget_exceeded');
-          expect(r.json.error.message).to.match(/^The daily budget of \$[\d.]+ for workspace default does not cover this request/);
+          expect(r.json.error.message).to.match(
+            /^The daily budget of \$[\d.]+ for workspace default does not cover this request/,
+          );
           expect(Number(r.headers['retry-after'])).to.be.within(1, 24 * 3600);
           break;
         }
@@ -302,6 +343,25 @@ describe('workspace limits', () => {
       expect(gw.logs.some((l) => l.includes('budget alert'))).to.equal(true);
     });
 
+    it('the alert fires when the spend reaches exactly alert_at of the limit, not a pico-dollar before', async () => {
+      // One answer costs `actual`: exactly half of the daily limit, and a pico-dollar short of half the monthly one.
+      const daily = actual * 2n;
+      await start(
+        `{ budgets: [{ period: day, usd: "${usd(daily)}", alert_at: 0.5 }, { period: month, usd: "${usd(daily + 2n)}", alert_at: 0.5 }] }`,
+      );
+      expect((await post('/v1/chat/completions', body)).status).to.equal(200);
+      await waitForRecords(gw, 1); // the budget settles in onComplete, before usage-recorder stores the record
+      const budgets = (await adminGet(gw, '/api/budgets')).data;
+      expect(budgets.map((b: any) => [b.period, b.spent_usd, b.alerted])).to.have.deep.members([
+        ['day', trim(usd(actual)), true],
+        ['month', trim(usd(actual)), false],
+      ]);
+      const alerts = gw.logs.filter((l) => l.includes('budget alert')).map((l) => JSON.parse(l));
+      expect(alerts.map((a) => [a.msg, a.spentUsd, a.limitUsd])).to.deep.equal([
+        ['budget alert: 50% of the daily budget used', trim(usd(actual)), trim(usd(daily))],
+      ]);
+    });
+
     it('reserves the worst case for open streams, so concurrent streams cannot overshoot', async () => {
       const limit = worst * 2n + worst / 2n; // two reservations fit, a third does not
       await start(`{ budgets: [{ period: month, usd: "${usd(limit)}" }] }`);
@@ -310,7 +370,11 @@ describe('workspace limits', () => {
       const open = () =>
         request(`${gw.url}/v1/chat/completions`, {
           method: 'POST',
-          headers: { 'content-type': 'application/json', 'x-gateway-key': TEST_GATEWAY_KEY, authorization: `Bearer ${OPENAI_KEY}` },
+          headers: {
+            'content-type': 'application/json',
+            'x-gateway-key': TEST_GATEWAY_KEY,
+            authorization: `Bearer ${OPENAI_KEY}`,
+          },
           body: JSON.stringify({ ...body, stream: true, stream_options: { include_usage: true } }),
         });
       const a = await open();
@@ -326,19 +390,25 @@ describe('workspace limits', () => {
       expect((await post('/v1/chat/completions', body, acme)).status).to.equal(200);
       expect((await post('/v1/chat/completions', body, acme)).status).to.equal(200);
       expect((await post('/v1/chat/completions', body, acme)).status).to.equal(429);
-      expect((await post('/v1/chat/completions', body, { 'x-gateway-metadata-customer-id': 'globex' })).status).to.equal(200);
+      expect(
+        (await post('/v1/chat/completions', body, { 'x-gateway-metadata-customer-id': 'globex' })).status,
+      ).to.equal(200);
       const scopes = (await adminGet(gw, '/api/budgets')).data.map((b: any) => b.scope).sort();
       expect(scopes).to.deep.equal(['customer_id=acme', 'customer_id=globex']);
       const refused = await post('/v1/chat/completions', body, acme);
-      expect(refused.json.error.message).to.include('daily budget').and.include('for customer_id=acme in workspace default');
+      expect(refused.json.error.message)
+        .to.include('daily budget')
+        .and.include('for customer_id=acme in workspace default');
     });
 
-    it('without max_tokens the worst case is the model\'s maximum output, not the workspace cap (the request is not capped)', async () => {
+    it("without max_tokens, and the cap not applied (max_tokens_when_absent: allow), the worst case is the model's maximum output", async () => {
       const bare = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] };
       const capped = reservation(bare, 100);
       const uncapped = reservation(bare, gpt4oMini.max_output_tokens);
       expect(uncapped > capped).to.equal(true);
-      await start(`{ max_tokens: 100, budgets: [{ period: day, usd: "${usd(uncapped - 1n)}" }] }`);
+      await start(
+        `{ max_tokens: 100, max_tokens_when_absent: allow, budgets: [{ period: day, usd: "${usd(uncapped - 1n)}" }] }`,
+      );
       const r = await post('/v1/chat/completions', bare);
       expect(r.status).to.equal(429);
       expect(r.json.error.message).to.include(`may cost up to $${trim(usd(uncapped))}`);
@@ -356,8 +426,16 @@ describe('workspace limits', () => {
       expect((await post('/v1/chat/completions', two)).status, 'exactly the limit fits').to.equal(200);
     });
 
-    it('the input estimate stops at the model\'s context window (a large base64 image is bytes, not tokens)', async () => {
-      const image = { ...body, messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: `data:image/png;base64,${'A'.repeat(600_000)}` } }] }] };
+    it("the input estimate stops at the model's context window (a large base64 image is bytes, not tokens)", async () => {
+      const image = {
+        ...body,
+        messages: [
+          {
+            role: 'user',
+            content: [{ type: 'image_url', image_url: { url: `data:image/png;base64,${'A'.repeat(600_000)}` } }],
+          },
+        ],
+      };
       const worstCase = BigInt(gpt4oMini.context_window) * pico(gpt4oMini.input) + 100n * pico(gpt4oMini.output);
       expect(Math.ceil(Buffer.byteLength(JSON.stringify(image)) / 3)).to.be.greaterThan(gpt4oMini.context_window);
       await start(`{ budgets: [{ period: day, usd: "${usd(worstCase)}" }] }`);
@@ -367,13 +445,20 @@ describe('workspace limits', () => {
     it('GET /api/budgets on a fresh instance lists every budget with its spend, read back from the stores', async () => {
       const limits = `{ budgets: [{ period: day, usd: "1", alert_at: 0.5 }, { period: month, usd: "${usd(actual * 3n)}", alert_at: 0.5 }, { period: day, usd: "5", per_tag: customer_id }, { period: month, usd: "9", tag: { feature: search } }] }`;
       await start(limits);
-      expect((await post('/v1/chat/completions', body, { 'x-gateway-metadata-customer-id': 'acme' })).status).to.equal(200);
-      expect((await post('/v1/chat/completions', body, { 'x-gateway-metadata-customer-id': 'globex' })).status).to.equal(200);
+      expect((await post('/v1/chat/completions', body, { 'x-gateway-metadata-customer-id': 'acme' })).status).to.equal(
+        200,
+      );
+      expect(
+        (await post('/v1/chat/completions', body, { 'x-gateway-metadata-customer-id': 'globex' })).status,
+      ).to.equal(200);
       await waitForRecords(gw, 2);
       const dataDir = gw.dataDir;
       await gw.stop();
       // A new instance on the same usage store: it has reserved and settled nothing itself.
-      gw = await startTestGateway(upstream.url, `${workspaceWith(limits)}\nstorage: { url: "sqlite:${dataDir}/tollgate.db" }`);
+      gw = await startTestGateway(
+        upstream.url,
+        `${workspaceWith(limits)}\nstorage: { url: "sqlite:${dataDir}/tollgate.db" }`,
+      );
       const budgets = (await adminGet(gw, '/api/budgets')).data;
       const view = budgets.map((b: any) => [b.period, b.scope, b.spent_usd, b.reserved_usd, b.alerted]);
       expect(view).to.have.deep.members([
@@ -384,7 +469,8 @@ describe('workspace limits', () => {
         ['month', 'feature=search', '0', '0', false],
       ]);
       const day = budgets.find((b: any) => b.period === 'day' && b.scope === 'workspace');
-      const start0 = new Date(); start0.setUTCHours(0, 0, 0, 0);
+      const start0 = new Date();
+      start0.setUTCHours(0, 0, 0, 0);
       expect(day.period_start).to.equal(start0.toISOString());
       expect(Date.parse(day.period_end) - Date.parse(day.period_start)).to.equal(24 * 3600_000);
     });

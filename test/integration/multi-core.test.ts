@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { workerCount } from '../../core/cluster';
+import { workerCount } from '../../runtime/cluster';
 import { openStore } from '../../storage';
 import { OPENAI_KEY, providerBlock, TEST_GATEWAY_KEY } from '../helpers/gateway';
 import { spawnGateway, type GatewayProcess } from '../helpers/process';
@@ -23,17 +23,34 @@ function childrenOf(pid: number): number[] {
   return out;
 }
 
+/** CPUs this process may run on, counted from its affinity list in /proc ("0-3,8,10-11" is 7). */
+function allowedCpus(): number {
+  const list = /^Cpus_allowed_list:\s*(\S+)$/m.exec(readFileSync('/proc/self/status', 'latin1'))![1];
+  return list.split(',').reduce((n, range) => {
+    const [from, to = from] = range.split('-').map(Number);
+    return n + to - from + 1;
+  }, 0);
+}
+
 /** One request on a connection of its own, so that the cluster hands successive requests to different workers. */
 function post(url: string, body: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest(`${url}/v1/chat/completions`, {
-      method: 'POST',
-      agent: false,
-      headers: { 'content-type': 'application/json', 'x-gateway-key': TEST_GATEWAY_KEY, authorization: `Bearer ${OPENAI_KEY}` },
-    }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
+    const req = httpRequest(
+      `${url}/v1/chat/completions`,
+      {
+        method: 'POST',
+        agent: false,
+        headers: {
+          'content-type': 'application/json',
+          'x-gateway-key': TEST_GATEWAY_KEY,
+          authorization: `Bearer ${OPENAI_KEY}`,
+        },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -44,7 +61,7 @@ describe('multi-core mode (server.workers / tollgate start --workers)', () => {
     expect(workerCount(undefined)).to.equal(1);
     expect(workerCount(3)).to.equal(3);
     expect(workerCount('2')).to.equal(2);
-    expect(workerCount('auto')).to.be.at.least(1);
+    expect(workerCount('auto'), 'one worker per CPU this process may run on').to.equal(allowedCpus());
     expect(() => workerCount('0')).to.throw(/workers/);
     expect(() => workerCount('many')).to.throw(/workers/);
   });
@@ -66,7 +83,8 @@ plugins:
     options: { flush_interval_ms: 60000, batch_size: 10000 }
 `);
       // The port answers as soon as one worker listens; the primary says when all of them do.
-      for (let i = 0; i < 600 && !gw.stderr().includes('2 worker processes serve'); i++) await new Promise((r) => setTimeout(r, 50));
+      for (let i = 0; i < 600 && !gw.stderr().includes('2 worker processes serve'); i++)
+        await new Promise((r) => setTimeout(r, 50));
     });
     after(async () => {
       if (gw.child.exitCode === null) gw.child.kill('SIGKILL');
@@ -78,8 +96,12 @@ plugins:
       expect(gw.stderr()).to.include('2 worker processes serve');
       expect(childrenOf(gw.child.pid!)).to.have.length(2);
       const statuses: number[] = [];
-      for (let i = 0; i < 30; i++) statuses.push(await post(gw.url, JSON.stringify({ model: 'gpt-4o-mini', messages: [] })));
-      expect(statuses.every((s) => s === 200), `statuses ${statuses.join(',')}`).to.equal(true);
+      for (let i = 0; i < 30; i++)
+        statuses.push(await post(gw.url, JSON.stringify({ model: 'gpt-4o-mini', messages: [] })));
+      expect(
+        statuses.every((s) => s === 200),
+        `statuses ${statuses.join(',')}`,
+      ).to.equal(true);
 
       gw.child.kill('SIGTERM');
       expect(await gw.exited).to.equal(0);

@@ -6,15 +6,23 @@ import { request } from 'undici';
 import { fixtureBytes, PROJECT_ROOT } from '../helpers/fixtures';
 import { OPENAI_KEY, providerBlock, startTestGateway, TEST_ADMIN_TOKEN, TEST_GATEWAY_KEY } from '../helpers/gateway';
 import { spawnGateway, stopGateway, type GatewayProcess } from '../helpers/process';
-import { freePort, HAS_REDIS_SERVER, startRedis } from '../helpers/redis-server';
+import { freePort, startRedis } from '../helpers/redis-server';
+import { requireRedis, requireRedisServer } from '../helpers/services';
 import { sleep, sseChunks, TestUpstream } from '../helpers/upstream';
 
-const REDIS_URL = process.env.REDIS_URL;
 const run = promisify(execFile);
 
-const headers = { 'content-type': 'application/json', 'x-gateway-key': TEST_GATEWAY_KEY, authorization: `Bearer ${OPENAI_KEY}` };
+const headers = {
+  'content-type': 'application/json',
+  'x-gateway-key': TEST_GATEWAY_KEY,
+  authorization: `Bearer ${OPENAI_KEY}`,
+};
 const chat = (url: string, stream = false, key = TEST_GATEWAY_KEY) =>
-  request(`${url}/v1/chat/completions`, { method: 'POST', headers: { ...headers, 'x-gateway-key': key }, body: JSON.stringify({ model: 'gpt-4o-mini', messages: [], stream, max_tokens: 50 }) });
+  request(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { ...headers, 'x-gateway-key': key },
+    body: JSON.stringify({ model: 'gpt-4o-mini', messages: [], stream, max_tokens: 50 }),
+  });
 const statusOf = async (url: string, key: string) => {
   const res = await chat(url, false, key);
   await res.body.text();
@@ -45,17 +53,21 @@ ${body}`);
 }
 async function adminCall(i: Instance, method: 'GET' | 'POST' | 'DELETE', path: string, body?: object): Promise<any> {
   const res = await request(`${i.admin}${path}`, {
-    method, headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: body ? JSON.stringify(body) : undefined,
+    method,
+    headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}`, 'content-type': 'application/json' },
+    body: body ? JSON.stringify(body) : undefined,
   });
   const json = (await res.body.json()) as any;
   expect(res.statusCode, `${method} ${path}: ${JSON.stringify(json)}`).to.be.oneOf([200, 201]);
   return json;
 }
 
-if (!REDIS_URL) {
-  console.log('\n  SKIPPED: two gateway processes sharing limits through Redis (set REDIS_URL=redis://127.0.0.1:6379 to run it)\n');
-  describe.skip('limits shared through Redis (set REDIS_URL to run)', () => it('needs REDIS_URL'));
-} else {
+describe('limits, keys and budgets shared through one Redis (REDIS_URL)', () => {
+  let redisUrl: string;
+  before(async function () {
+    redisUrl = await requireRedis(this, 'limits, keys and budgets shared through Redis');
+  });
+
   describe('two gateway processes sharing one Redis enforce one limit', () => {
     const upstream = new TestUpstream();
     let a: GatewayProcess;
@@ -66,7 +78,7 @@ if (!REDIS_URL) {
       const yaml = `
 server: { host: 127.0.0.1, port: 0 }
 storage: { url: "sqlite:./tollgate.db" }
-limit_store: { redis_url: "${REDIS_URL}", key_prefix: "tollgate-test:${process.pid}:${Date.now()}:" }
+limit_store: { redis_url: "${redisUrl}", key_prefix: "tollgate-test:${process.pid}:${Date.now()}:" }
 workspaces:
   - id: default
     keys: [{ id: ci, key: "\${GATEWAY_KEY}" }]
@@ -98,7 +110,7 @@ ${providerBlock(upstream.url)}`;
       const yaml = `
 server: { host: 127.0.0.1, port: 0 }
 storage: { url: "sqlite:./tollgate.db" }
-limit_store: { redis_url: "${REDIS_URL}", key_prefix: "tollgate-test:${process.pid}:${Date.now()}:c:" }
+limit_store: { redis_url: "${redisUrl}", key_prefix: "tollgate-test:${process.pid}:${Date.now()}:c:" }
 workspaces:
   - id: default
     keys: [{ id: ci, key: "\${GATEWAY_KEY}" }]
@@ -128,7 +140,7 @@ ${providerBlock(upstream.url)}`;
     before(async () => {
       await upstream.start();
       const body = `
-limit_store: { redis_url: "${REDIS_URL}", key_prefix: "tollgate-test:${process.pid}:${Date.now()}:keys:" }
+limit_store: { redis_url: "${redisUrl}", key_prefix: "tollgate-test:${process.pid}:${Date.now()}:keys:" }
 workspaces: [{ id: default, keys: [{ id: ci, key: "\${GATEWAY_KEY}" }] }]
 ${providerBlock(upstream.url)}`;
       [a, b] = await Promise.all([spawnWithAdmin(body), spawnWithAdmin(body)]);
@@ -143,23 +155,32 @@ ${providerBlock(upstream.url)}`;
       expect(await statusOf(a.url, created.key)).to.equal(200);
       const reachedB = await until(b.url, created.key, 200);
       expect(reachedB, 'creation reaches B (which has its own store) through Redis').to.be.lessThan(1000);
-      expect((await adminCall(b, 'GET', '/api/keys')).data.map((k: any) => k.id), 'B\'s own store never had it').to.not.include(created.id);
+      expect(
+        (await adminCall(b, 'GET', '/api/keys')).data.map((k: any) => k.id),
+        "B's own store never had it",
+      ).to.not.include(created.id);
 
       await adminCall(a, 'DELETE', `/api/keys/${created.id}`);
       const refusedB = await until(b.url, created.key, 401);
-      console.log(`      (created on A: usable on B after ${reachedB} ms; revoked on A: refused on B after ${refusedB} ms)`);
+      console.log(
+        `      (created on A: usable on B after ${reachedB} ms; revoked on A: refused on B after ${refusedB} ms)`,
+      );
       expect(refusedB).to.be.lessThan(1000);
       expect(await statusOf(a.url, created.key)).to.equal(401);
     });
 
-    it('CLI: a key revoked with A\'s config is refused by B within a second', async () => {
+    it("CLI: a key revoked with A's config is refused by B within a second", async () => {
       const cli = resolve(PROJECT_ROOT, 'dist/cli/index.js');
       const config = join(a.dir, 'gateway.config.yaml');
-      const { stdout } = await run(process.execPath, [cli, 'keys', 'create', '--label', 'cli', '--config', config], { env: { ...process.env, GATEWAY_KEY: TEST_GATEWAY_KEY } });
+      const { stdout } = await run(process.execPath, [cli, 'keys', 'create', '--label', 'cli', '--config', config], {
+        env: { ...process.env, GATEWAY_KEY: TEST_GATEWAY_KEY },
+      });
       const key = /(tg_[A-Za-z0-9_-]{43})/.exec(stdout)![1];
       const id = /Created key (\S+)/.exec(stdout)![1];
       expect(await until(b.url, key, 200)).to.be.lessThan(1000);
-      await run(process.execPath, [cli, 'keys', 'revoke', id, '--config', config], { env: { ...process.env, GATEWAY_KEY: TEST_GATEWAY_KEY } });
+      await run(process.execPath, [cli, 'keys', 'revoke', id, '--config', config], {
+        env: { ...process.env, GATEWAY_KEY: TEST_GATEWAY_KEY },
+      });
       expect(await until(b.url, key, 401)).to.be.lessThan(1000);
       expect(await until(a.url, key, 401)).to.be.lessThan(1000);
     });
@@ -173,9 +194,13 @@ ${providerBlock(upstream.url)}`;
       this.timeout(30_000);
       await upstream.start();
       // 16 events, 250 ms apart: the stream stays open about 4 s.
-      upstream.respondWith(() => ({ headers: { 'content-type': 'text/event-stream' }, body: sseChunks(fixtureBytes('openai/chat_stream_with_usage.sse')), delayMs: 250 }));
+      upstream.respondWith(() => ({
+        headers: { 'content-type': 'text/event-stream' },
+        body: sseChunks(fixtureBytes('openai/chat_stream_with_usage.sse')),
+        delayMs: 250,
+      }));
       const body = `
-limit_store: { redis_url: "${REDIS_URL}", key_prefix: "tollgate-test:${process.pid}:${Date.now()}:lease:", reservation_lease_ms: 1000 }
+limit_store: { redis_url: "${redisUrl}", key_prefix: "tollgate-test:${process.pid}:${Date.now()}:lease:", reservation_lease_ms: 1000 }
 workspaces: [{ id: default, keys: [{ id: ci, key: "\${GATEWAY_KEY}" }], limits: { budgets: [{ period: day, usd: "100" }] } }]
 ${providerBlock(upstream.url)}`;
       const [a, b] = await Promise.all([spawnWithAdmin(body), spawnWithAdmin(body)]);
@@ -186,7 +211,7 @@ ${providerBlock(upstream.url)}`;
         expect(stream.statusCode).to.equal(200);
         stream.body.on('error', () => undefined).resume();
         const held = await reserved();
-        expect(Number(held), 'B sees A\'s reservation').to.be.greaterThan(0);
+        expect(Number(held), "B sees A's reservation").to.be.greaterThan(0);
         await sleep(1_800);
         expect(await reserved(), 'renewed while the stream is open, past the 1 s lease').to.equal(held);
         a.child.kill('SIGKILL'); // no settlement will ever come
@@ -202,72 +227,72 @@ ${providerBlock(upstream.url)}`;
       }
     });
   });
+});
 
-  describe('when Redis hangs', () => {
-    const upstream = new TestUpstream();
-    before(() => upstream.start());
-    after(() => upstream.stop());
+describe('when Redis hangs', () => {
+  const upstream = new TestUpstream();
+  before(() => upstream.start());
+  after(() => upstream.stop());
 
-    it('a request pays one command time-out at most, then the circuit breaker answers at once', async function () {
-      if (!HAS_REDIS_SERVER) return this.skip(); // needs a private server to stop
-      this.timeout(20_000);
-      const port = await freePort();
-      const server = await startRedis(port);
+  it('a request pays one command time-out at most, then the circuit breaker answers at once', async function () {
+    requireRedisServer(this, 'a hung Redis (the test stops a private redis-server)');
+    this.timeout(20_000);
+    const port = await freePort();
+    const server = await startRedis(port);
+    const gw = await startTestGateway(
+      upstream.url,
+      `limit_store: { redis_url: "redis://127.0.0.1:${port}", on_error: open, circuit_breaker_ms: 2000 }
+workspaces: [{ id: default, keys: [{ id: test, key: "\${GATEWAY_KEY}" }], limits: { requests_per_minute: 1000, tokens_per_minute: 10000000, concurrent_streams: 5, budgets: [{ period: day, usd: "100" }] } }]`,
+    );
+    const timed = async () => {
+      const t0 = Date.now();
+      const res = await chat(gw.url);
+      await res.body.text();
+      expect(res.statusCode).to.equal(200);
+      return Date.now() - t0;
+    };
+    try {
+      await timed();
+      server.kill('SIGSTOP');
+      const first = await timed(); // the token check waits out the 500 ms time-out; the rest fail fast
+      const next = [await timed(), await timed(), await timed()];
+      console.log(`      (hung Redis: first request ${first} ms, next ${next.join(', ')} ms)`);
+      expect(first).to.be.within(400, 1_000);
+      for (const ms of next) expect(ms).to.be.below(150);
+    } finally {
+      server.kill('SIGCONT');
+      server.kill('SIGKILL');
+      await gw.stop();
+    }
+  });
+});
+
+describe('when Redis is unreachable', () => {
+  const upstream = new TestUpstream();
+  before(() => upstream.start());
+  after(() => upstream.stop());
+
+  for (const policy of ['open', 'closed'] as const) {
+    it(`on_error: ${policy} ${policy === 'open' ? 'keeps serving and logs it' : 'refuses with 503 limits_unavailable'}`, async () => {
       const gw = await startTestGateway(
         upstream.url,
-        `limit_store: { redis_url: "redis://127.0.0.1:${port}", on_error: open, circuit_breaker_ms: 2000 }
-workspaces: [{ id: default, keys: [{ id: test, key: "\${GATEWAY_KEY}" }], limits: { requests_per_minute: 1000, tokens_per_minute: 10000000, concurrent_streams: 5, budgets: [{ period: day, usd: "100" }] } }]`,
+        `limit_store: { redis_url: "redis://127.0.0.1:1", on_error: ${policy} }\nworkspaces: [{ id: default, keys: [{ id: test, key: "\${GATEWAY_KEY}" }], limits: { requests_per_minute: 100 } }]`,
       );
-      const timed = async () => {
-        const t0 = Date.now();
-        const res = await chat(gw.url);
-        await res.body.text();
-        expect(res.statusCode).to.equal(200);
-        return Date.now() - t0;
-      };
       try {
-        await timed();
-        server.kill('SIGSTOP');
-        const first = await timed(); // the token check waits out the 500 ms time-out; the rest fail fast
-        const next = [await timed(), await timed(), await timed()];
-        console.log(`      (hung Redis: first request ${first} ms, next ${next.join(', ')} ms)`);
-        expect(first).to.be.within(400, 1_000);
-        for (const ms of next) expect(ms).to.be.below(150);
+        const started = Date.now();
+        const res = await chat(gw.url);
+        const body = (await res.body.json()) as any;
+        expect(Date.now() - started, 'fails fast, no hang').to.be.lessThan(3000);
+        if (policy === 'open') {
+          expect(res.statusCode).to.equal(200);
+          expect(gw.logs.some((l) => l.includes('limit store unavailable: failing open'))).to.equal(true);
+        } else {
+          expect(res.statusCode).to.equal(503);
+          expect(body.error.code).to.equal('limits_unavailable');
+        }
       } finally {
-        server.kill('SIGCONT');
-        server.kill('SIGKILL');
         await gw.stop();
       }
     });
-  });
-
-  describe('when Redis is unreachable', () => {
-    const upstream = new TestUpstream();
-    before(() => upstream.start());
-    after(() => upstream.stop());
-
-    for (const policy of ['open', 'closed'] as const) {
-      it(`on_error: ${policy} ${policy === 'open' ? 'keeps serving and logs it' : 'refuses with 503 limits_unavailable'}`, async () => {
-        const gw = await startTestGateway(
-          upstream.url,
-          `limit_store: { redis_url: "redis://127.0.0.1:1", on_error: ${policy} }\nworkspaces: [{ id: default, keys: [{ id: test, key: "\${GATEWAY_KEY}" }], limits: { requests_per_minute: 100 } }]`,
-        );
-        try {
-          const started = Date.now();
-          const res = await chat(gw.url);
-          const body = (await res.body.json()) as any;
-          expect(Date.now() - started, 'fails fast, no hang').to.be.lessThan(3000);
-          if (policy === 'open') {
-            expect(res.statusCode).to.equal(200);
-            expect(gw.logs.some((l) => l.includes('limit store unavailable: failing open'))).to.equal(true);
-          } else {
-            expect(res.statusCode).to.equal(503);
-            expect(body.error.code).to.equal('limits_unavailable');
-          }
-        } finally {
-          await gw.stop();
-        }
-      });
-    }
-  });
-}
+  }
+});

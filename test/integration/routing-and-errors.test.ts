@@ -5,10 +5,19 @@ import { rawRequest } from '../helpers/raw-http';
 import { TestUpstream } from '../helpers/upstream';
 
 /** Raw HTTP against the gateway, as curl would send it. */
-async function call(gw: TestGateway, path: string, init: { method?: string; headers?: Record<string, string>; body?: string | Buffer } = {}) {
+async function call(
+  gw: TestGateway,
+  path: string,
+  init: { method?: string; headers?: Record<string, string>; body?: string | Buffer } = {},
+) {
   const res = await request(gw.url + path, {
     method: (init.method ?? 'POST') as 'POST',
-    headers: { 'content-type': 'application/json', 'x-gateway-key': gw.key, authorization: `Bearer ${OPENAI_KEY}`, ...init.headers },
+    headers: {
+      'content-type': 'application/json',
+      'x-gateway-key': gw.key,
+      authorization: `Bearer ${OPENAI_KEY}`,
+      ...init.headers,
+    },
     body: init.body,
   });
   const text = await res.body.text();
@@ -21,7 +30,8 @@ async function call(gw: TestGateway, path: string, init: { method?: string; head
   return { status: res.statusCode, headers: res.headers, text, json };
 }
 
-const chat = (model: string, extra: object = {}) => JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }], ...extra });
+const chat = (model: string, extra: object = {}) =>
+  JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }], ...extra });
 
 describe('provider detection, auth and gateway errors', () => {
   const upstream = new TestUpstream();
@@ -30,17 +40,88 @@ describe('provider detection, auth and gateway errors', () => {
   useGateway(upstream, (g) => (gw = g));
 
   describe('detection table (spec, Provider detection)', () => {
-    const rows: { name: string; path: string; body: string; headers?: Record<string, string>; mount: string; upstreamPath: string }[] = [
-      { name: 'gpt- prefix -> openai', path: '/v1/chat/completions', body: chat('gpt-4o-mini'), mount: 'openai', upstreamPath: '/openai/v1/chat/completions' },
-      { name: 'o3 prefix -> openai', path: '/v1/chat/completions', body: chat('o3-mini'), mount: 'openai', upstreamPath: '/openai/v1/chat/completions' },
-      { name: 'sonar prefix -> perplexity (root path)', path: '/v1/chat/completions', body: chat('sonar-pro'), mount: 'perplexity', upstreamPath: '/perplexity/chat/completions' },
-      { name: 'YAML-declared provider by prefix', path: '/v1/chat/completions', body: chat('mistral-large-latest'), mount: 'mistral', upstreamPath: '/mistral/v1/chat/completions' },
-      { name: 'text-embedding- -> openai', path: '/v1/embeddings', body: JSON.stringify({ model: 'text-embedding-3-small', input: 'x' }), mount: 'openai', upstreamPath: '/openai/v1/embeddings' },
-      { name: 'header wins over the prefix', path: '/v1/chat/completions', body: chat('gpt-4o-mini'), headers: { 'x-gateway-provider': 'openrouter' }, mount: 'openrouter', upstreamPath: '/openrouter/api/v1/chat/completions' },
-      { name: 'aggregator via header, vendor/model id', path: '/v1/chat/completions', body: chat('anthropic/claude-sonnet-4.5'), headers: { 'x-gateway-provider': 'openrouter' }, mount: 'openrouter', upstreamPath: '/openrouter/api/v1/chat/completions' },
-      { name: 'header slug is case-insensitive', path: '/v1/chat/completions', body: chat('gpt-4o'), headers: { 'x-gateway-provider': 'OpenAI' }, mount: 'openai', upstreamPath: '/openai/v1/chat/completions' },
-      { name: '/v1/messages -> anthropic', path: '/v1/messages', body: JSON.stringify({ model: 'claude-haiku-4-5', max_tokens: 10, messages: [] }), headers: { 'x-api-key': ANTHROPIC_KEY }, mount: 'anthropic', upstreamPath: '/anthropic/v1/messages' },
-      { name: 'query string forwarded', path: '/v1/chat/completions?api-version=2024-10-01', body: chat('gpt-4o'), mount: 'openai', upstreamPath: '/openai/v1/chat/completions?api-version=2024-10-01' },
+    const rows: {
+      name: string;
+      path: string;
+      body: string;
+      headers?: Record<string, string>;
+      mount: string;
+      upstreamPath: string;
+    }[] = [
+      {
+        name: 'gpt- prefix -> openai',
+        path: '/v1/chat/completions',
+        body: chat('gpt-4o-mini'),
+        mount: 'openai',
+        upstreamPath: '/openai/v1/chat/completions',
+      },
+      {
+        name: 'o3 prefix -> openai',
+        path: '/v1/chat/completions',
+        body: chat('o3-mini'),
+        mount: 'openai',
+        upstreamPath: '/openai/v1/chat/completions',
+      },
+      {
+        name: 'sonar prefix -> perplexity (root path)',
+        path: '/v1/chat/completions',
+        body: chat('sonar-pro'),
+        mount: 'perplexity',
+        upstreamPath: '/perplexity/chat/completions',
+      },
+      {
+        name: 'YAML-declared provider by prefix',
+        path: '/v1/chat/completions',
+        body: chat('mistral-large-latest'),
+        mount: 'mistral',
+        upstreamPath: '/mistral/v1/chat/completions',
+      },
+      {
+        name: 'text-embedding- -> openai',
+        path: '/v1/embeddings',
+        body: JSON.stringify({ model: 'text-embedding-3-small', input: 'x' }),
+        mount: 'openai',
+        upstreamPath: '/openai/v1/embeddings',
+      },
+      {
+        name: 'header wins over the prefix',
+        path: '/v1/chat/completions',
+        body: chat('gpt-4o-mini'),
+        headers: { 'x-gateway-provider': 'openrouter' },
+        mount: 'openrouter',
+        upstreamPath: '/openrouter/api/v1/chat/completions',
+      },
+      {
+        name: 'aggregator via header, vendor/model id',
+        path: '/v1/chat/completions',
+        body: chat('anthropic/claude-sonnet-4.5'),
+        headers: { 'x-gateway-provider': 'openrouter' },
+        mount: 'openrouter',
+        upstreamPath: '/openrouter/api/v1/chat/completions',
+      },
+      {
+        name: 'header slug is case-insensitive',
+        path: '/v1/chat/completions',
+        body: chat('gpt-4o'),
+        headers: { 'x-gateway-provider': 'OpenAI' },
+        mount: 'openai',
+        upstreamPath: '/openai/v1/chat/completions',
+      },
+      {
+        name: '/v1/messages -> anthropic',
+        path: '/v1/messages',
+        body: JSON.stringify({ model: 'claude-haiku-4-5', max_tokens: 10, messages: [] }),
+        headers: { 'x-api-key': ANTHROPIC_KEY },
+        mount: 'anthropic',
+        upstreamPath: '/anthropic/v1/messages',
+      },
+      {
+        name: 'query string forwarded',
+        path: '/v1/chat/completions?api-version=2024-10-01',
+        body: chat('gpt-4o'),
+        mount: 'openai',
+        upstreamPath: '/openai/v1/chat/completions?api-version=2024-10-01',
+      },
     ];
     for (const row of rows) {
       it(row.name, async () => {
@@ -51,17 +132,81 @@ describe('provider detection, auth and gateway errors', () => {
       });
     }
 
-    const refusals: { name: string; path: string; body: string; headers?: Record<string, string>; status: number; code: string }[] = [
-      { name: 'unknown model prefix', path: '/v1/chat/completions', body: chat('llama-3-70b'), status: 400, code: 'provider_not_determined' },
-      { name: 'unknown provider slug', path: '/v1/chat/completions', body: chat('gpt-4o'), headers: { 'x-gateway-provider': 'nope' }, status: 400, code: 'provider_unknown' },
-      { name: '/v1/messages with a non-claude model', path: '/v1/messages', body: JSON.stringify({ model: 'gpt-4o', max_tokens: 1, messages: [] }), headers: { 'x-api-key': ANTHROPIC_KEY }, status: 400, code: 'model_provider_mismatch' },
-      { name: 'provider without the endpoint', path: '/v1/embeddings', body: JSON.stringify({ model: 'claude-3', input: 'x' }), status: 400, code: 'endpoint_not_supported' },
-      { name: 'no model field', path: '/v1/chat/completions', body: JSON.stringify({ messages: [] }), status: 400, code: 'model_missing' },
-      { name: 'model not a string', path: '/v1/chat/completions', body: JSON.stringify({ model: 42 }), status: 400, code: 'invalid_body' },
-      { name: 'malformed JSON', path: '/v1/chat/completions', body: '{"model": "gpt-4o", ', status: 400, code: 'invalid_json' },
-      { name: 'JSON that is not an object', path: '/v1/chat/completions', body: '["gpt-4o"]', status: 400, code: 'invalid_body' },
+    const refusals: {
+      name: string;
+      path: string;
+      body: string;
+      headers?: Record<string, string>;
+      status: number;
+      code: string;
+    }[] = [
+      {
+        name: 'unknown model prefix',
+        path: '/v1/chat/completions',
+        body: chat('llama-3-70b'),
+        status: 400,
+        code: 'provider_not_determined',
+      },
+      {
+        name: 'unknown provider slug',
+        path: '/v1/chat/completions',
+        body: chat('gpt-4o'),
+        headers: { 'x-gateway-provider': 'nope' },
+        status: 400,
+        code: 'provider_unknown',
+      },
+      {
+        name: '/v1/messages with a non-claude model',
+        path: '/v1/messages',
+        body: JSON.stringify({ model: 'gpt-4o', max_tokens: 1, messages: [] }),
+        headers: { 'x-api-key': ANTHROPIC_KEY },
+        status: 400,
+        code: 'model_provider_mismatch',
+      },
+      {
+        name: 'provider without the endpoint',
+        path: '/v1/embeddings',
+        body: JSON.stringify({ model: 'claude-3', input: 'x' }),
+        status: 400,
+        code: 'endpoint_not_supported',
+      },
+      {
+        name: 'no model field',
+        path: '/v1/chat/completions',
+        body: JSON.stringify({ messages: [] }),
+        status: 400,
+        code: 'model_missing',
+      },
+      {
+        name: 'model not a string',
+        path: '/v1/chat/completions',
+        body: JSON.stringify({ model: 42 }),
+        status: 400,
+        code: 'invalid_body',
+      },
+      {
+        name: 'malformed JSON',
+        path: '/v1/chat/completions',
+        body: '{"model": "gpt-4o", ',
+        status: 400,
+        code: 'invalid_json',
+      },
+      {
+        name: 'JSON that is not an object',
+        path: '/v1/chat/completions',
+        body: '["gpt-4o"]',
+        status: 400,
+        code: 'invalid_body',
+      },
       { name: 'empty body', path: '/v1/chat/completions', body: '', status: 400, code: 'invalid_json' },
-      { name: 'missing provider key', path: '/v1/messages', body: JSON.stringify({ model: 'claude-haiku-4-5', max_tokens: 1, messages: [] }), headers: { authorization: '' }, status: 401, code: 'provider_key_missing' },
+      {
+        name: 'missing provider key',
+        path: '/v1/messages',
+        body: JSON.stringify({ model: 'claude-haiku-4-5', max_tokens: 1, messages: [] }),
+        headers: { authorization: '' },
+        status: 401,
+        code: 'provider_key_missing',
+      },
     ];
     for (const row of refusals) {
       it(`refuses: ${row.name} (${row.status} ${row.code})`, async () => {
@@ -85,7 +230,10 @@ describe('provider detection, auth and gateway errors', () => {
     });
 
     it('refuses a wrong gateway key with 401 gateway_key_invalid', async () => {
-      const res = await call(gw, '/v1/chat/completions', { body: chat('gpt-4o'), headers: { 'x-gateway-key': `${gw.key}x` } });
+      const res = await call(gw, '/v1/chat/completions', {
+        body: chat('gpt-4o'),
+        headers: { 'x-gateway-key': `${gw.key}x` },
+      });
       expect(res.status).to.equal(401);
       expect(res.json.error.code).to.equal('gateway_key_invalid');
       expect(res.json.error.type).to.equal('authentication_error');
@@ -105,10 +253,25 @@ describe('provider detection, auth and gateway errors', () => {
   });
 
   describe('paths and methods', () => {
-    for (const path of ['/v1/chat', '/v1/completions', '/v2/chat/completions', '/v1/chat/completions/', '/V1/CHAT/COMPLETIONS', '/v1/chat%2Fcompletions', '//v1/chat/completions', '/v1/../v1/chat/completions', '/admin', '/']) {
+    for (const path of [
+      '/v1/chat',
+      '/v1/completions',
+      '/v2/chat/completions',
+      '/v1/chat/completions/',
+      '/V1/CHAT/COMPLETIONS',
+      '/v1/chat%2Fcompletions',
+      '//v1/chat/completions',
+      '/v1/../v1/chat/completions',
+      '/admin',
+      '/',
+    ]) {
       it(`404 for ${path}, never proxied`, async () => {
         const body = chat('gpt-4o');
-        const res = await rawRequest(gw.url, `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-Gateway-Key: ${gw.key}\r\nAuthorization: Bearer ${OPENAI_KEY}`, body);
+        const res = await rawRequest(
+          gw.url,
+          `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-Gateway-Key: ${gw.key}\r\nAuthorization: Bearer ${OPENAI_KEY}`,
+          body,
+        );
         expect(res.status).to.equal(404);
         expect(JSON.parse(res.body).error.code).to.equal('route_not_found');
         expect(upstream.received).to.have.length(0);
@@ -137,8 +300,14 @@ describe('provider detection, auth and gateway errors', () => {
 
   describe('upstream failures', () => {
     it('passes upstream errors through unchanged (status, headers, bytes)', async () => {
-      const body = Buffer.from('{"error":{"message":"Rate limit reached","type":"requests","param":null,"code":"rate_limit_exceeded"}}');
-      upstream.respondWith(() => ({ status: 429, headers: { 'content-type': 'application/json', 'retry-after': '7', 'x-ratelimit-remaining-requests': '0' }, body }));
+      const body = Buffer.from(
+        '{"error":{"message":"Rate limit reached","type":"requests","param":null,"code":"rate_limit_exceeded"}}',
+      );
+      upstream.respondWith(() => ({
+        status: 429,
+        headers: { 'content-type': 'application/json', 'retry-after': '7', 'x-ratelimit-remaining-requests': '0' },
+        body,
+      }));
       const res = await call(gw, '/v1/chat/completions', { body: chat('gpt-4o') });
       expect(res.status).to.equal(429);
       expect(res.text).to.equal(body.toString());
@@ -175,11 +344,17 @@ describe('provider detection, auth and gateway errors', () => {
     });
 
     it('a per-provider time-out overrides the global one', async () => {
-      const own = await startTestGateway(upstream.url, 'upstream: { first_byte_ms: 60000 }\nproviders: { anthropic: { timeouts: { first_byte_ms: 300 } } }');
+      const own = await startTestGateway(
+        upstream.url,
+        'upstream: { first_byte_ms: 60000 }\nproviders: { anthropic: { timeouts: { first_byte_ms: 300 } } }',
+      );
       try {
         upstream.respondWith(() => ({ headerDelayMs: 4000, body: Buffer.from('{}') }));
         const started = Date.now();
-        const res = await call(own, '/v1/messages', { body: JSON.stringify({ model: 'claude-haiku-4-5', max_tokens: 1, messages: [] }), headers: { 'x-api-key': ANTHROPIC_KEY } });
+        const res = await call(own, '/v1/messages', {
+          body: JSON.stringify({ model: 'claude-haiku-4-5', max_tokens: 1, messages: [] }),
+          headers: { 'x-api-key': ANTHROPIC_KEY },
+        });
         expect(res.status).to.equal(504);
         expect(res.json.error.code).to.equal('upstream_timeout');
         expect(Date.now() - started).to.be.lessThan(2500);

@@ -27,16 +27,31 @@ plugins:
   after(() => upstream.stop());
 
   it('finishes the open stream, writes every record, exits 0', async () => {
-    const headers = { 'content-type': 'application/json', 'x-gateway-key': TEST_GATEWAY_KEY, authorization: `Bearer ${OPENAI_KEY}` };
+    const headers = {
+      'content-type': 'application/json',
+      'x-gateway-key': TEST_GATEWAY_KEY,
+      authorization: `Bearer ${OPENAI_KEY}`,
+    };
     // 20 quick requests: their records sit in the queue (flush interval 60 s), so only shutdown can write them.
     for (let i = 0; i < 20; i++) {
-      const r = await request(`${gw.url}/v1/chat/completions`, { method: 'POST', headers, body: JSON.stringify({ model: 'gpt-4o-mini', messages: [] }) });
+      const r = await request(`${gw.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ model: 'gpt-4o-mini', messages: [] }),
+      });
       await r.body.text();
     }
     const events = sseChunks(fixtureBytes('openai/chat_stream_with_usage.sse'));
     upstream.respondWith(() => ({ headers: { 'content-type': 'text/event-stream' }, body: events, delayMs: 30 }));
     const stream = await request(`${gw.url}/v1/chat/completions`, {
-      method: 'POST', headers, body: JSON.stringify({ model: 'gpt-4o-mini', messages: [], stream: true, stream_options: { include_usage: true } }),
+      method: 'POST',
+      headers,
+      body: JSON.stringify({
+        model: 'gpt-4o-mini',
+        messages: [],
+        stream: true,
+        stream_options: { include_usage: true },
+      }),
     });
     gw.child.kill('SIGTERM');
     const body = Buffer.from(await stream.body.arrayBuffer());

@@ -9,7 +9,10 @@ import { rawRequest } from '../helpers/raw-http';
 import { sleep, sseChunks, TestUpstream } from '../helpers/upstream';
 
 const headers = (gw: TestGateway, extra: Record<string, string> = {}) => ({
-  'content-type': 'application/json', 'x-gateway-key': gw.key, authorization: `Bearer ${OPENAI_KEY}`, ...extra,
+  'content-type': 'application/json',
+  'x-gateway-key': gw.key,
+  authorization: `Bearer ${OPENAI_KEY}`,
+  ...extra,
 });
 
 describe('streams, bodies and the model catalog', () => {
@@ -20,7 +23,9 @@ describe('streams, bodies and the model catalog', () => {
 
   it('relays an SSE stream byte for byte, with the provider headers', async () => {
     const res = await request(`${gw.url}/v1/chat/completions`, {
-      method: 'POST', headers: headers(gw), body: JSON.stringify({ model: 'gpt-4o-mini', messages: [], stream: true }),
+      method: 'POST',
+      headers: headers(gw),
+      body: JSON.stringify({ model: 'gpt-4o-mini', messages: [], stream: true }),
     });
     const body = Buffer.from(await res.body.arrayBuffer());
     expect(res.statusCode).to.equal(200);
@@ -31,18 +36,29 @@ describe('streams, bodies and the model catalog', () => {
 
   it('relays JSON bodies byte for byte (no re-serialisation)', async () => {
     const res = await request(`${gw.url}/v1/messages`, {
-      method: 'POST', headers: headers(gw, { 'x-api-key': ANTHROPIC_KEY }), body: JSON.stringify({ model: 'claude-haiku-4-5', max_tokens: 5, messages: [] }),
+      method: 'POST',
+      headers: headers(gw, { 'x-api-key': ANTHROPIC_KEY }),
+      body: JSON.stringify({ model: 'claude-haiku-4-5', max_tokens: 5, messages: [] }),
     });
-    expect(Buffer.from(await res.body.arrayBuffer()).equals(fixtureBytes('anthropic/messages_basic.json'))).to.equal(true);
+    expect(Buffer.from(await res.body.arrayBuffer()).equals(fixtureBytes('anthropic/messages_basic.json'))).to.equal(
+      true,
+    );
   });
 
   it('a stream asked for but answered with a JSON document: relayed unchanged, its usage measured', async () => {
     // Some providers ignore "stream": true and answer with one JSON body; its usage must not be lost.
-    upstream.respondWith(() => ({ headers: { 'content-type': 'application/json' }, body: fixtureBytes('openai/chat_completion_cached_tokens.json') }));
+    upstream.respondWith(() => ({
+      headers: { 'content-type': 'application/json' },
+      body: fixtureBytes('openai/chat_completion_cached_tokens.json'),
+    }));
     const res = await request(`${gw.url}/v1/chat/completions`, {
-      method: 'POST', headers: headers(gw), body: JSON.stringify({ model: 'gpt-4o-mini', messages: [], stream: true }),
+      method: 'POST',
+      headers: headers(gw),
+      body: JSON.stringify({ model: 'gpt-4o-mini', messages: [], stream: true }),
     });
-    expect(Buffer.from(await res.body.arrayBuffer()).equals(fixtureBytes('openai/chat_completion_cached_tokens.json'))).to.equal(true);
+    expect(
+      Buffer.from(await res.body.arrayBuffer()).equals(fixtureBytes('openai/chat_completion_cached_tokens.json')),
+    ).to.equal(true);
     const id = res.headers['x-gateway-request-id'];
     const deadline = Date.now() + 5000;
     let record: any;
@@ -51,14 +67,20 @@ describe('streams, bodies and the model catalog', () => {
       if (!record) await sleep(20);
     }
     const usage = fixtureJson('openai/chat_completion_cached_tokens.json').usage;
-    expect(record).to.include({ provenance: 'measured', output_tokens: usage.completion_tokens, cache_read_tokens: usage.prompt_tokens_details.cached_tokens });
+    expect(record).to.include({
+      provenance: 'measured',
+      output_tokens: usage.completion_tokens,
+      cache_read_tokens: usage.prompt_tokens_details.cached_tokens,
+    });
   });
 
   it('delivers each event as it arrives (no buffering)', async () => {
     const events = sseChunks(fixtureBytes('anthropic/messages_stream.sse'));
     upstream.respondWith(() => ({ headers: { 'content-type': 'text/event-stream' }, body: events, delayMs: 150 }));
     const res = await request(`${gw.url}/v1/messages`, {
-      method: 'POST', headers: headers(gw, { 'x-api-key': ANTHROPIC_KEY }), body: JSON.stringify({ model: 'claude-haiku-4-5', max_tokens: 5, messages: [], stream: true }),
+      method: 'POST',
+      headers: headers(gw, { 'x-api-key': ANTHROPIC_KEY }),
+      body: JSON.stringify({ model: 'claude-haiku-4-5', max_tokens: 5, messages: [], stream: true }),
     });
     const arrivals: number[] = [];
     const started = Date.now();
@@ -78,7 +100,10 @@ describe('streams, bodies and the model catalog', () => {
     upstream.respondWith(() => ({ headers: { 'content-type': 'text/event-stream' }, body: events, delayMs: 100 }));
     const controller = new AbortController();
     const res = await request(`${gw.url}/v1/chat/completions`, {
-      method: 'POST', headers: headers(gw), body: JSON.stringify({ model: 'gpt-4o-mini', messages: [], stream: true }), signal: controller.signal,
+      method: 'POST',
+      headers: headers(gw),
+      body: JSON.stringify({ model: 'gpt-4o-mini', messages: [], stream: true }),
+      signal: controller.signal,
     });
     const iterator = res.body[Symbol.asyncIterator]();
     await iterator.next();
@@ -95,7 +120,9 @@ describe('streams, bodies and the model catalog', () => {
     const encoded = new Request('http://x', { method: 'POST', body: form });
     const bytes = Buffer.from(await encoded.arrayBuffer());
     const res = await request(`${gw.url}/v1/audio/transcriptions`, {
-      method: 'POST', headers: { ...headers(gw), 'content-type': encoded.headers.get('content-type')! }, body: bytes,
+      method: 'POST',
+      headers: { ...headers(gw), 'content-type': encoded.headers.get('content-type')! },
+      body: bytes,
     });
     expect(res.statusCode).to.equal(200);
     expect(await res.body.json()).to.deep.equal(fixtureJson('openai/audio_transcription_docs_example.json'));
@@ -108,7 +135,9 @@ describe('streams, bodies and the model catalog', () => {
     form.append('file', new Blob([Buffer.alloc(10)]), 'a.mp3');
     const encoded = new Request('http://x', { method: 'POST', body: form });
     const res = await request(`${gw.url}/v1/audio/translations`, {
-      method: 'POST', headers: { ...headers(gw), 'content-type': encoded.headers.get('content-type')! }, body: Buffer.from(await encoded.arrayBuffer()),
+      method: 'POST',
+      headers: { ...headers(gw), 'content-type': encoded.headers.get('content-type')! },
+      body: Buffer.from(await encoded.arrayBuffer()),
     });
     expect(res.statusCode).to.equal(400);
     expect(((await res.body.json()) as any).error.code).to.equal('model_missing');
@@ -116,7 +145,9 @@ describe('streams, bodies and the model catalog', () => {
 
   it('passes audio bytes through (speech)', async () => {
     const res = await request(`${gw.url}/v1/audio/speech`, {
-      method: 'POST', headers: headers(gw), body: JSON.stringify({ model: 'tts-1', input: 'hello', voice: 'alloy' }),
+      method: 'POST',
+      headers: headers(gw),
+      body: JSON.stringify({ model: 'tts-1', input: 'hello', voice: 'alloy' }),
     });
     expect(res.headers['content-type']).to.equal('audio/mpeg');
     expect(Buffer.from(await res.body.arrayBuffer()).toString('latin1')).to.equal('ID3\u0004fake-mpeg-frames');
@@ -124,11 +155,25 @@ describe('streams, bodies and the model catalog', () => {
 
   it('forwards anthropic-beta and the generic alt-version headers, drops hop-by-hop headers', async () => {
     const head = [
-      'POST /v1/messages HTTP/1.1', 'Host: gateway.example', 'Content-Type: application/json', `X-Gateway-Key: ${gw.key}`,
-      `x-api-key: ${ANTHROPIC_KEY}`, 'anthropic-version: 2023-06-01', 'anthropic-beta: prompt-caching-2024-07-31', 'alt-version: 1',
-      'Connection: x-hop', 'x-hop: drop me', 'Keep-Alive: timeout=5', 'TE: trailers', 'x-custom: keep me',
+      'POST /v1/messages HTTP/1.1',
+      'Host: gateway.example',
+      'Content-Type: application/json',
+      `X-Gateway-Key: ${gw.key}`,
+      `x-api-key: ${ANTHROPIC_KEY}`,
+      'anthropic-version: 2023-06-01',
+      'anthropic-beta: prompt-caching-2024-07-31',
+      'alt-version: 1',
+      'Connection: x-hop',
+      'x-hop: drop me',
+      'Keep-Alive: timeout=5',
+      'TE: trailers',
+      'x-custom: keep me',
     ].join('\r\n');
-    const res = await rawRequest(gw.url, head, JSON.stringify({ model: 'claude-haiku-4-5', max_tokens: 5, messages: [] }));
+    const res = await rawRequest(
+      gw.url,
+      head,
+      JSON.stringify({ model: 'claude-haiku-4-5', max_tokens: 5, messages: [] }),
+    );
     expect(res.status).to.equal(200);
     const seen = upstream.last().headers;
     expect(seen['anthropic-beta']).to.equal('prompt-caching-2024-07-31');
@@ -159,7 +204,9 @@ describe('streams, bodies and the model catalog', () => {
 
     for (const trigger of ['anthropic-version', 'anthropic-beta', 'alt-version', 'alt-beta']) {
       it(`catalog mode: messages-style shape when ${trigger} is sent`, async () => {
-        const res = await request(`${gw.url}/v1/models`, { headers: { 'x-gateway-key': gw.key, [trigger]: '2023-06-01' } });
+        const res = await request(`${gw.url}/v1/models`, {
+          headers: { 'x-gateway-key': gw.key, [trigger]: '2023-06-01' },
+        });
         const list = (await res.body.json()) as any;
         expect(list.has_more).to.equal(false);
         expect(list.first_id).to.equal(list.data[0].id);
@@ -169,7 +216,9 @@ describe('streams, bodies and the model catalog', () => {
     }
 
     it('passthrough mode: the provider live list, verbatim, with the provider key', async () => {
-      const res = await request(`${gw.url}/v1/models`, { headers: { 'x-gateway-key': gw.key, 'x-gateway-provider': 'openai', authorization: `Bearer ${OPENAI_KEY}` } });
+      const res = await request(`${gw.url}/v1/models`, {
+        headers: { 'x-gateway-key': gw.key, 'x-gateway-provider': 'openai', authorization: `Bearer ${OPENAI_KEY}` },
+      });
       expect(Buffer.from(await res.body.arrayBuffer()).equals(fixtureBytes('openai/models_list.json'))).to.equal(true);
       expect(upstream.last().url).to.equal('/openai/v1/models');
       expect(upstream.last().headers.authorization).to.equal(`Bearer ${OPENAI_KEY}`);
@@ -177,7 +226,14 @@ describe('streams, bodies and the model catalog', () => {
     });
 
     it('passthrough mode to the messages-style provider uses x-api-key', async () => {
-      await request(`${gw.url}/v1/models`, { headers: { 'x-gateway-key': gw.key, 'x-gateway-provider': 'anthropic', 'x-api-key': ANTHROPIC_KEY, 'anthropic-version': '2023-06-01' } }).then((r) => r.body.text());
+      await request(`${gw.url}/v1/models`, {
+        headers: {
+          'x-gateway-key': gw.key,
+          'x-gateway-provider': 'anthropic',
+          'x-api-key': ANTHROPIC_KEY,
+          'anthropic-version': '2023-06-01',
+        },
+      }).then((r) => r.body.text());
       expect(upstream.last().url).to.equal('/anthropic/v1/models');
       expect(upstream.last().headers['x-api-key']).to.equal(ANTHROPIC_KEY);
     });
@@ -188,7 +244,9 @@ describe('streams, bodies and the model catalog', () => {
     const events = sseChunks(fixtureBytes('openai/chat_stream_with_usage.sse'));
     upstream.respondWith(() => ({ headers: { 'content-type': 'text/event-stream' }, body: events, delayMs: 40 }));
     const res = await request(`${own.url}/v1/chat/completions`, {
-      method: 'POST', headers: headers(own), body: JSON.stringify({ model: 'gpt-4o-mini', messages: [], stream: true }),
+      method: 'POST',
+      headers: headers(own),
+      body: JSON.stringify({ model: 'gpt-4o-mini', messages: [], stream: true }),
     });
     const stopped = own.stop();
     const body = Buffer.from(await res.body.arrayBuffer());
@@ -230,7 +288,9 @@ describe('streams, bodies and the model catalog', () => {
       const whilePaused = accepted;
       await sleep(500);
       // Only the sockets' own buffers (client, gateway and provider side, a few MiB each) can hold the bytes.
-      expect(whilePaused, 'bytes the provider could write while the client read nothing').to.be.lessThan(48 * 1024 * 1024);
+      expect(whilePaused, 'bytes the provider could write while the client read nothing').to.be.lessThan(
+        48 * 1024 * 1024,
+      );
       expect(accepted, 'the provider stays stopped').to.equal(whilePaused);
       socket.resume();
       await new Promise<void>((resolve, reject) => {

@@ -4,7 +4,17 @@ import { request } from 'undici';
 import { OPENAI_KEY, type TestGateway } from '../helpers/gateway';
 import { chatStreamEvents, FaultyUpstream, SSE_TYPE } from '../helpers/faulty-upstream';
 import { recordFigures } from '../helpers/figures';
-import { allRecords, chatBody, expectNoSecrets, jsonHeaders, runPool, sleep, startGateway, streamBody, waitForCount } from '../helpers/reliability';
+import {
+  allRecords,
+  chatBody,
+  expectNoSecrets,
+  jsonHeaders,
+  runPool,
+  sleep,
+  startGateway,
+  streamBody,
+  waitForCount,
+} from '../helpers/reliability';
 
 /**
  * The client goes away before, during and after the upstream answer. Each time the upstream request is aborted
@@ -27,7 +37,8 @@ describe('reliability: client disconnects', function () {
   });
 
   /** Headers that tag the request (X-Gateway-Metadata-*: stored in the record) and mark it upstream. */
-  const tagged = (trace: string, suite = 'single') => jsonHeaders(gw, { 'x-gateway-metadata-trace': trace, 'x-gateway-metadata-suite': suite, 'x-trace': trace });
+  const tagged = (trace: string, suite = 'single') =>
+    jsonHeaders(gw, { 'x-gateway-metadata-trace': trace, 'x-gateway-metadata-suite': suite, 'x-trace': trace });
   const sawTrace = (trace: string) => (r: { headers: Record<string, unknown> }) => r.headers['x-trace'] === trace;
 
   async function recordOf(trace: string): Promise<any> {
@@ -45,7 +56,12 @@ describe('reliability: client disconnects', function () {
   /** Before any answer: the upstream is still thinking when the client gives up. */
   async function abortBeforeAnswer(trace: string, suite?: string): Promise<void> {
     const ac = new AbortController();
-    const pending = request(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: tagged(trace, suite), body: chatBody(), signal: ac.signal }).catch(() => undefined);
+    const pending = request(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: tagged(trace, suite),
+      body: chatBody(),
+      signal: ac.signal,
+    }).catch(() => undefined);
     const seen = await upstream.waitFor(sawTrace(trace));
     ac.abort();
     await pending;
@@ -71,7 +87,12 @@ describe('reliability: client disconnects', function () {
   /** Mid-stream: a few events arrived, then the client closes. */
   async function abortMidStream(trace: string, suite?: string): Promise<void> {
     const ac = new AbortController();
-    const res = await request(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: tagged(trace, suite), body: streamBody(), signal: ac.signal });
+    const res = await request(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: tagged(trace, suite),
+      body: streamBody(),
+      signal: ac.signal,
+    });
     const it = res.body[Symbol.asyncIterator]();
     await it.next();
     await it.next();
@@ -100,18 +121,33 @@ describe('reliability: client disconnects', function () {
 
   /** After the whole answer: the client closes a finished exchange. */
   async function closeAfterAnswer(trace: string, suite?: string): Promise<void> {
-    const res = await request(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: tagged(trace, suite), body: chatBody() });
+    const res = await request(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: tagged(trace, suite),
+      body: chatBody(),
+    });
     await res.body.text();
   }
 
-  const HUGE = Buffer.from(JSON.stringify({ id: 'big', object: 'chat.completion', choices: [{ message: { role: 'assistant', content: 'w'.repeat(16 * 1024 * 1024) } }], usage: { prompt_tokens: 3, completion_tokens: 5, total_tokens: 8 } }));
+  const HUGE = Buffer.from(
+    JSON.stringify({
+      id: 'big',
+      object: 'chat.completion',
+      choices: [{ message: { role: 'assistant', content: 'w'.repeat(16 * 1024 * 1024) } }],
+      usage: { prompt_tokens: 3, completion_tokens: 5, total_tokens: 8 },
+    }),
+  );
   const events = chatStreamEvents();
 
   beforeEach(() => {
     upstream.reset();
     upstream.respondWith((req, body) => {
       if (req.headers['x-trace']?.toString().startsWith('before-')) return { fault: 'stall-before-headers' };
-      if (req.headers['x-trace']?.toString().startsWith('unread-')) return { status: 200, headers: { 'content-type': 'application/json' }, body: HUGE };
+      if (req.headers['x-trace']?.toString().startsWith('unread-'))
+        return { status: 200, headers: { 'content-type': 'application/json' }, body: HUGE };
+      // The single mid-stream test: events far apart, so that exactly the two the client read were sent when it left.
+      if (req.headers['x-trace']?.toString().startsWith('stream-'))
+        return { status: 200, headers: SSE_TYPE, body: events, delayMs: 1000 };
       if (body?.stream) return { status: 200, headers: SSE_TYPE, body: events, delayMs: 40 };
       return undefined;
     });
@@ -120,7 +156,13 @@ describe('reliability: client disconnects', function () {
   it('before the answer: the upstream request is aborted; recorded as request_aborted (499)', async () => {
     const trace = `before-${seq++}`;
     await abortBeforeAnswer(trace);
-    expect(await recordOf(trace)).to.include({ status: 499, error_code: 'request_aborted', provenance: 'failed', provider: 'openai', cost_pico: '0' });
+    expect(await recordOf(trace)).to.include({
+      status: 499,
+      error_code: 'request_aborted',
+      provenance: 'failed',
+      provider: 'openai',
+      cost_pico: '0',
+    });
   });
 
   it('during the upload: nothing goes upstream; recorded as request_aborted', async () => {
@@ -136,7 +178,9 @@ describe('reliability: client disconnects', function () {
     await abortMidStream(trace);
     const record = await recordOf(trace);
     expect(record).to.include({ status: 200, streamed: true, provenance: 'partial', error_code: 'request_aborted' });
-    expect(record.output_tokens).to.be.a('number');
+    // The client read the role event and "This". The recorded stream says one token per content event: 12 events
+    // ("This", " is", ... "?"), usage.completion_tokens 12. So what was streamed is 1 token.
+    expect(record.output_tokens).to.equal(1);
   });
 
   it('after the upstream answered, before the client read it: a partial record', async () => {
@@ -168,12 +212,24 @@ describe('reliability: client disconnects', function () {
     const deadline = Date.now() + 5000;
     while (gw.gateway.proxy.inflight > 0 && Date.now() < deadline) await sleep(20);
     expect(gw.gateway.proxy.inflight, 'requests still in flight').to.equal(0);
-    expect(upstream.received.every((r) => r.aborted || r.done), 'upstream exchanges still open').to.equal(true);
+    expect(
+      upstream.received.every((r) => r.aborted || r.done),
+      'upstream exchanges still open',
+    ).to.equal(true);
 
     const pool = gw.gateway.pools.connectedSockets();
     const open = await upstream.settleSockets(pool);
-    console.log(`      ${N} disconnects in ${Math.round(ms)} ms; gateway pool sockets ${before.sockets} -> ${pool}; upstream open sockets ${open}; upstream connections made ${upstream.connections}`);
-    recordFigures('client-disconnects', 'repeat', { disconnects: N, concurrency: 12, ms: Math.round(ms), pool_sockets: pool, upstream_open_sockets: open, in_flight: gw.gateway.proxy.inflight });
+    console.log(
+      `      ${N} disconnects in ${Math.round(ms)} ms; gateway pool sockets ${before.sockets} -> ${pool}; upstream open sockets ${open}; upstream connections made ${upstream.connections}`,
+    );
+    recordFigures('client-disconnects', 'repeat', {
+      disconnects: N,
+      concurrency: 12,
+      ms: Math.round(ms),
+      pool_sockets: pool,
+      upstream_open_sockets: open,
+      in_flight: gw.gateway.proxy.inflight,
+    });
     // Bounded by the concurrency (plus the odd socket a just-aborted exchange left for the pool to close), not by N.
     expect(pool, 'gateway upstream sockets').to.be.at.most(12 + 4);
     expect(open, 'sockets open at the upstream').to.equal(pool);

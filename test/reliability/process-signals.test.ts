@@ -25,7 +25,9 @@ interface Started {
 /** The real `tollgate start` process on a fresh SQLite store. */
 async function startProcess(upstreamUrl: string, recorder: string): Promise<Started> {
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-signals-'));
-  writeFileSync(join(dir, 'gateway.config.yaml'), `
+  writeFileSync(
+    join(dir, 'gateway.config.yaml'),
+    `
 server: { host: 127.0.0.1, port: 0, shutdown_grace_ms: 10000 }
 logging: { level: info }
 storage: { url: "sqlite:./tollgate.db" }
@@ -34,11 +36,16 @@ ${providerBlock(upstreamUrl)}
 plugins:
   - use: usage-recorder
     options: ${recorder}
-`);
-  const child = spawn(process.execPath, [resolve(PROJECT_ROOT, 'dist/cli/index.js'), 'start', '--config', join(dir, 'gateway.config.yaml')], {
-    env: { ...process.env, GATEWAY_KEY: TEST_GATEWAY_KEY },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+`,
+  );
+  const child = spawn(
+    process.execPath,
+    [resolve(PROJECT_ROOT, 'dist/cli/index.js'), 'start', '--config', join(dir, 'gateway.config.yaml')],
+    {
+      env: { ...process.env, GATEWAY_KEY: TEST_GATEWAY_KEY },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let stderr = '';
   let stdout = '';
   child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -58,7 +65,10 @@ plugins:
 
 /** When the process began to drain (epoch ms of its "shutting down" log line). */
 function drainStartedAt(gw: Started): number {
-  const line = gw.output().split('\n').find((l) => l.includes('shutting down: finishing in-flight requests'));
+  const line = gw
+    .output()
+    .split('\n')
+    .find((l) => l.includes('shutting down: finishing in-flight requests'));
   expect(line, 'the shutdown log line').to.not.equal(undefined);
   return JSON.parse(line!).time as number;
 }
@@ -87,14 +97,23 @@ function keepLoading(url: string, concurrency: number) {
   const results: Result[] = [];
   let stopping = false;
   const agent = new Agent({ connections: concurrency, keepAliveTimeout: 10_000 });
-  const headers = { 'content-type': 'application/json', 'x-gateway-key': TEST_GATEWAY_KEY, authorization: `Bearer ${OPENAI_KEY}` };
+  const headers = {
+    'content-type': 'application/json',
+    'x-gateway-key': TEST_GATEWAY_KEY,
+    authorization: `Bearer ${OPENAI_KEY}`,
+  };
   let i = 0;
   const worker = async () => {
     for (;;) {
       const stream = i++ % 5 < 2;
       const r: Result = { kind: stream ? 'stream' : 'json', complete: false, sentAt: Date.now() };
       try {
-        const res = await request(`${url}/v1/chat/completions`, { method: 'POST', headers, body: stream ? streamBody() : chatBody(), dispatcher: agent });
+        const res = await request(`${url}/v1/chat/completions`, {
+          method: 'POST',
+          headers,
+          body: stream ? streamBody() : chatBody(),
+          dispatcher: agent,
+        });
         r.headersAt = Date.now();
         r.status = res.statusCode;
         r.id = res.headers['x-gateway-request-id'] as string | undefined;
@@ -146,7 +165,9 @@ const spillLines = (dir: string) => {
 
 /** The process's output and every file it left (database, WAL, spill file) hold none of the planted secrets. */
 function expectNoSecretsAtRest(gw: Started): void {
-  const files = readdirSync(gw.dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => readFileSync(join(e.parentPath ?? e.path, e.name)).toString('latin1'));
+  const files = readdirSync(gw.dir, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => readFileSync(join(e.parentPath ?? e.path, e.name)).toString('latin1'));
   expectNoSecretsIn([gw.output()], 'process output line');
   expectNoSecretsIn(files, 'file in the data folder');
 }
@@ -158,13 +179,18 @@ describe('reliability: signals under load (the real tollgate process)', function
 
   before(async () => {
     await upstream.start();
-    upstream.respondWith((_req, body) => (body?.stream ? { status: 200, headers: SSE_TYPE, body: EVENTS, delayMs: 8 } : undefined));
+    upstream.respondWith((_req, body) =>
+      body?.stream ? { status: 200, headers: SSE_TYPE, body: EVENTS, delayMs: 8 } : undefined,
+    );
   });
   after(() => upstream.stop());
 
   it('SIGTERM mid-load: in-flight requests and streams finish, every answered request is stored, exit 0', async () => {
     // Records wait in memory (flush every 60 s, batches of 10,000): only the shutdown flush can store them.
-    const gw = await startProcess(upstream.url, '{ flush_interval_ms: 60000, batch_size: 10000, max_in_memory: 20000 }');
+    const gw = await startProcess(
+      upstream.url,
+      '{ flush_interval_ms: 60000, batch_size: 10000, max_in_memory: 20000 }',
+    );
     const load = keepLoading(gw.url, 16);
     await sleep(1500);
     gw.child.kill('SIGTERM');
@@ -173,7 +199,9 @@ describe('reliability: signals under load (the real tollgate process)', function
     await load.finished();
     // In flight when the drain began (the process's own log line): the answer had started (headers in) and ended after.
     const drainAt = drainStartedAt(gw);
-    const straddling = load.results.filter((r) => r.headersAt !== undefined && r.headersAt < drainAt && r.endAt! > drainAt);
+    const straddling = load.results.filter(
+      (r) => r.headersAt !== undefined && r.headersAt < drainAt && r.endAt! > drainAt,
+    );
 
     // A request arriving on an open connection during the drain is refused (503 shutting_down, not forwarded).
     const refusedWhileDraining = load.results.filter((r) => r.status === 503);
@@ -181,17 +209,31 @@ describe('reliability: signals under load (the real tollgate process)', function
     const cut = answered.filter((r) => !r.complete);
     const stored = await storedCount(gw.dir);
     const spilled = spillLines(gw.dir);
-    console.log(`      ${answered.length} answered (${answered.filter((r) => r.kind === 'stream').length} streams), ${cut.length} cut, ` +
-      `${refusedWhileDraining.length} refused with 503 while draining, ${load.results.length - answered.length - refusedWhileDraining.length} refused after the listener closed; ` +
-      `${straddling.length} answers (${straddling.filter((r) => r.kind === 'stream').length} streams) begun before the drain and finished during it; ` +
-      `${stored} stored + ${spilled} in the spill file; exit ${code}`);
+    console.log(
+      `      ${answered.length} answered (${answered.filter((r) => r.kind === 'stream').length} streams), ${cut.length} cut, ` +
+        `${refusedWhileDraining.length} refused with 503 while draining, ${load.results.length - answered.length - refusedWhileDraining.length} refused after the listener closed; ` +
+        `${straddling.length} answers (${straddling.filter((r) => r.kind === 'stream').length} streams) begun before the drain and finished during it; ` +
+        `${stored} stored + ${spilled} in the spill file; exit ${code}`,
+    );
     recordFigures('process-signals', 'sigterm', {
-      answered: answered.length, streams: answered.filter((r) => r.kind === 'stream').length, cut: cut.length, refused_503: refusedWhileDraining.length,
-      in_flight_at_signal: straddling.length, in_flight_streams_at_signal: straddling.filter((r) => r.kind === 'stream').length, stored, spilled, exit_code: code,
+      answered: answered.length,
+      streams: answered.filter((r) => r.kind === 'stream').length,
+      cut: cut.length,
+      refused_503: refusedWhileDraining.length,
+      in_flight_at_signal: straddling.length,
+      in_flight_streams_at_signal: straddling.filter((r) => r.kind === 'stream').length,
+      stored,
+      spilled,
+      exit_code: code,
     });
     expect(code, gw.stderr()).to.equal(0);
-    expect(straddling.length, 'answers in flight when the drain began (16 clients, streams of ~130 ms)').to.be.at.least(1);
-    expect(straddling.filter((r) => !r.complete || r.status !== 200), 'answers in flight at the signal that did not finish').to.deep.equal([]);
+    expect(straddling.length, 'answers in flight when the drain began (16 clients, streams of ~130 ms)').to.be.at.least(
+      1,
+    );
+    expect(
+      straddling.filter((r) => !r.complete || r.status !== 200),
+      'answers in flight at the signal that did not finish',
+    ).to.deep.equal([]);
     expect(cut, 'answers cut by the shutdown').to.deep.equal([]);
     expect(answered.every((r) => r.status === 200)).to.equal(true);
     expect(stored + spilled, 'records of answered requests').to.equal(answered.length);
@@ -216,21 +258,36 @@ describe('reliability: signals under load (the real tollgate process)', function
     const rate = complete.length / ((killedAt - started) / 1000);
     const ids = await idsAtRest(gw.dir);
     // Matched by request id: a complete answer whose record is not in the store was lost.
-    expect(complete.every((r) => typeof r.id === 'string'), 'every answer names its request id').to.equal(true);
+    expect(
+      complete.every((r) => typeof r.id === 'string'),
+      'every answer names its request id',
+    ).to.equal(true);
     const lost = complete.filter((r) => !ids.has(r.id!));
     const cutByKill = load.results.filter((r) => r.status !== undefined && !r.complete);
     // What waited in memory for the next write (a full batch is written at once, the rest every flush interval),
     // plus one batch that may be inside its insert transaction when the process dies.
     const bound = Math.ceil(Math.max(BATCH, (rate * FLUSH_MS) / 1000)) + BATCH;
-    console.log(`      ${complete.length} complete answers (${Math.round(rate)}/s), ${ids.size} records stored: ${lost.length} complete answers without a record ` +
-      `(bound: max(batch_size ${BATCH}, rate x flush_interval ${FLUSH_MS} ms) + one batch being written = ${bound}); ${cutByKill.length} answers cut by the kill`);
+    console.log(
+      `      ${complete.length} complete answers (${Math.round(rate)}/s), ${ids.size} records stored: ${lost.length} complete answers without a record ` +
+        `(bound: max(batch_size ${BATCH}, rate x flush_interval ${FLUSH_MS} ms) + one batch being written = ${bound}); ${cutByKill.length} answers cut by the kill`,
+    );
     recordFigures('process-signals', 'sigkill', {
-      complete: complete.length, rate_per_s: Math.round(rate), stored: ids.size, lost: lost.length, bound, batch_size: BATCH, flush_interval_ms: FLUSH_MS, cut_by_kill: cutByKill.length,
+      complete: complete.length,
+      rate_per_s: Math.round(rate),
+      stored: ids.size,
+      lost: lost.length,
+      bound,
+      batch_size: BATCH,
+      flush_interval_ms: FLUSH_MS,
+      cut_by_kill: cutByKill.length,
     });
     expect(lost.length, 'complete answers whose record was lost').to.be.at.most(bound);
     // Nothing invented: every stored record belongs to a request that got an answer (complete or cut by the kill).
     const answeredIds = new Set(load.results.filter((r) => r.id).map((r) => r.id!));
-    expect([...ids].filter((id) => !answeredIds.has(id)), 'records of requests no client saw').to.deep.equal([]);
+    expect(
+      [...ids].filter((id) => !answeredIds.has(id)),
+      'records of requests no client saw',
+    ).to.deep.equal([]);
     expectNoSecretsAtRest(gw);
   });
 });

@@ -48,14 +48,24 @@ describe('reliability: the suite-wide secret scan', function () {
     await waitForRecords(other, 1, 10_000); // the batched writer: the snapshot taken at stop must have the record
     await other.stop();
     const paths = otherEntry.answers.map((a) => a.path.split('?')[0]).sort();
-    expect(paths).to.include.members(['/api/requests', '/api/usage', '/api/usage.csv', '/api/keys', '/api/budgets', '/api/info', '/api/dimensions']);
+    expect(paths).to.include.members([
+      '/api/requests',
+      '/api/usage',
+      '/api/usage.csv',
+      '/api/keys',
+      '/api/budgets',
+      '/api/info',
+      '/api/dimensions',
+    ]);
     const records = otherEntry.answers.find((a) => a.path.startsWith('/api/requests'))!;
     expect(JSON.parse(records.text).data.map((r: any) => r.id)).to.deep.equal([res.headers['x-gateway-request-id']]);
   });
 
   it('keys handed out during the run join the list: admin POST /api/keys answers and `tollgate keys create` output', async () => {
     const created = await request(`${gw.adminUrl}/api/keys`, {
-      method: 'POST', headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: '{"label":"scan"}',
+      method: 'POST',
+      headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: '{"label":"scan"}',
     });
     const { key } = (await created.body.json()) as { key: string };
     expect(key).to.match(/^tg_/);
@@ -63,12 +73,26 @@ describe('reliability: the suite-wide secret scan', function () {
 
     const config = join(gw.dataDir, 'cli.yaml');
     writeFileSync(config, `storage: { url: "sqlite:${gw.dataDir}/tollgate.db" }\nworkspaces: [{ id: default }]\n`);
-    const { stdout } = await run(process.execPath, [resolve(PROJECT_ROOT, 'dist/cli/index.js'), 'keys', 'create', '--label', 'scan cli', '--config', config]);
+    const { stdout } = await run(process.execPath, [
+      resolve(PROJECT_ROOT, 'dist/cli/index.js'),
+      'keys',
+      'create',
+      '--label',
+      'scan cli',
+      '--config',
+      config,
+    ]);
     const cliKey = /(tg_[A-Za-z0-9_-]{43})/.exec(stdout)![1];
     expect(knownSecrets()).to.include(cliKey);
     // Both are real keys: they work through the proxy (and are then scanned for in everything it wrote). A key
     // created from the terminal reaches the running gateway within a second (key sync).
-    const status = async (k: string) => (await call(gw, '/v1/chat/completions', { body: chatBody(), headers: { 'content-type': 'application/json', 'x-gateway-key': k, authorization: `Bearer ${OPENAI_KEY}` } })).status;
+    const status = async (k: string) =>
+      (
+        await call(gw, '/v1/chat/completions', {
+          body: chatBody(),
+          headers: { 'content-type': 'application/json', 'x-gateway-key': k, authorization: `Bearer ${OPENAI_KEY}` },
+        })
+      ).status;
     expect(await status(key)).to.equal(200);
     const deadline = Date.now() + 3000;
     while ((await status(cliKey)) !== 200) {
@@ -81,11 +105,24 @@ describe('reliability: the suite-wide secret scan', function () {
     const dir = mkdtempSync(join(tmpdir(), 'tollgate-scan-'));
     mkdirSync(join(dir, 'data'));
     const created = 'tg_' + 'A'.repeat(20) + '-' + 'b'.repeat(22); // shaped like a generated key, never seen being created
-    writeFileSync(join(dir, 'data', 'usage-spill.jsonl'), `{"id":"1"}\n{"id":"2"}\n{"id":"3","tags":{"k":"${OPENAI_KEY}"}}\n`);
+    writeFileSync(
+      join(dir, 'data', 'usage-spill.jsonl'),
+      `{"id":"1"}\n{"id":"2"}\n{"id":"3","tags":{"k":"${OPENAI_KEY}"}}\n`,
+    );
     writeFileSync(join(dir, 'gateway.config.yaml'), `key: "${OPENAI_KEY}"\n`); // the test's own input: not scanned
     const scratch: RegisteredGateway = {
-      kind: 'process', startedAt: 'test/x.test.ts:1', dataDir: dir, answers: [{ path: '/api/keys', status: 200, text: `{"data":[{"label":"${TEST_ADMIN_TOKEN}"}]}` }], snapshotProblems: [],
-      logs: () => ['{"msg":"fine"}', `{"msg":"bad","key":"${created}"}`, 'Tollgate created a gateway key:', '', `    ${created}`],
+      kind: 'process',
+      startedAt: 'test/x.test.ts:1',
+      dataDir: dir,
+      answers: [{ path: '/api/keys', status: 200, text: `{"data":[{"label":"${TEST_ADMIN_TOKEN}"}]}` }],
+      snapshotProblems: [],
+      logs: () => [
+        '{"msg":"fine"}',
+        `{"msg":"bad","key":"${created}"}`,
+        'Tollgate created a gateway key:',
+        '',
+        `    ${created}`,
+      ],
     };
     const { findings, files } = scanGateway(scratch, [OPENAI_KEY, TEST_ADMIN_TOKEN]);
     expect(files).to.equal(1);
@@ -95,6 +132,7 @@ describe('reliability: the suite-wide secret scan', function () {
       'admin answer GET /api/keys of the process gateway started at test/x.test.ts:1 line 1',
       'file <dir>/data/usage-spill.jsonl line 3',
     ]);
-    for (const f of findings) expect(f.excerpt).to.not.include(OPENAI_KEY).and.not.include(TEST_ADMIN_TOKEN).and.not.include(created);
+    for (const f of findings)
+      expect(f.excerpt).to.not.include(OPENAI_KEY).and.not.include(TEST_ADMIN_TOKEN).and.not.include(created);
   });
 });

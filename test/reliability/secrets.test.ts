@@ -4,7 +4,19 @@ import { ANTHROPIC_KEY, OPENAI_KEY, TEST_ADMIN_TOKEN, type TestGateway } from '.
 import { chatStreamEvents, FaultyUpstream, SSE_TYPE } from '../helpers/faulty-upstream';
 import { recordFigures } from '../helpers/figures';
 import {
-  admin, call, chatBody, expectNoSecrets, jsonHeaders, OPENROUTER_KEY, PLANTED_SECRETS, recordsFor, settledCount, sleep, startGateway, streamBody, WRONG_GATEWAY_KEY,
+  admin,
+  call,
+  chatBody,
+  expectNoSecrets,
+  jsonHeaders,
+  OPENROUTER_KEY,
+  PLANTED_SECRETS,
+  recordsFor,
+  settledCount,
+  sleep,
+  startGateway,
+  streamBody,
+  WRONG_GATEWAY_KEY,
 } from '../helpers/reliability';
 
 /**
@@ -28,13 +40,34 @@ describe('reliability: secrets never leak', function () {
     upstream.respondWith((req, body) => {
       const auth = String(req.headers.authorization ?? req.headers['x-api-key'] ?? '');
       switch (body?.model) {
-        case 'gpt-echo-401': return { status: 401, headers: { 'content-type': 'application/json', 'x-echo': auth }, body: Buffer.from(`{"error":{"message":"Incorrect API key provided: ${auth}","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`) };
-        case 'gpt-echo-stream': return { status: 200, headers: SSE_TYPE, body: [Buffer.from(`data: {"choices":[{"delta":{"content":"${auth}"}}]}\n\n`), ...chatStreamEvents()] };
+        case 'gpt-echo-401':
+          return {
+            status: 401,
+            headers: { 'content-type': 'application/json', 'x-echo': auth },
+            body: Buffer.from(
+              `{"error":{"message":"Incorrect API key provided: ${auth}","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`,
+            ),
+          };
+        case 'gpt-echo-stream':
+          return {
+            status: 200,
+            headers: SSE_TYPE,
+            body: [Buffer.from(`data: {"choices":[{"delta":{"content":"${auth}"}}]}\n\n`), ...chatStreamEvents()],
+          };
         // The same, paced (16 events, 40 ms apart): a client can leave while it is still streaming.
-        case 'gpt-echo-slow': return { status: 200, headers: SSE_TYPE, body: [Buffer.from(`data: {"choices":[{"delta":{"content":"${auth}"}}]}\n\n`), ...chatStreamEvents()], delayMs: 40 };
-        case 'gpt-reset': return { fault: 'reset-mid-stream', events: chatStreamEvents(), sendEvents: 2 };
-        case 'gpt-stall': return { fault: 'stall-before-headers' };
-        default: return undefined;
+        case 'gpt-echo-slow':
+          return {
+            status: 200,
+            headers: SSE_TYPE,
+            body: [Buffer.from(`data: {"choices":[{"delta":{"content":"${auth}"}}]}\n\n`), ...chatStreamEvents()],
+            delayMs: 40,
+          };
+        case 'gpt-reset':
+          return { fault: 'reset-mid-stream', events: chatStreamEvents(), sendEvents: 2 };
+        case 'gpt-stall':
+          return { fault: 'stall-before-headers' };
+        default:
+          return undefined;
       }
     });
     gw = await startGateway(upstream.url, 'upstream: { first_byte_ms: 300 }');
@@ -45,10 +78,17 @@ describe('reliability: secrets never leak', function () {
   });
 
   it('through every request path, the planted secrets reach only the provider', async () => {
-    const keyHeaders = (extra: Record<string, string> = {}) => jsonHeaders(gw, { 'x-api-key': ANTHROPIC_KEY, cookie: `session=${OPENAI_KEY}`, 'proxy-authorization': `Basic ${OPENROUTER_KEY}`, ...extra });
+    const keyHeaders = (extra: Record<string, string> = {}) =>
+      jsonHeaders(gw, {
+        'x-api-key': ANTHROPIC_KEY,
+        cookie: `session=${OPENAI_KEY}`,
+        'proxy-authorization': `Basic ${OPENROUTER_KEY}`,
+        ...extra,
+      });
     const keep = (r: { status: number; text: string; headers: Record<string, unknown> }) => {
       // Errors the gateway wrote itself (not the provider's answers, which are the client's own business).
-      if (r.status >= 400 && !String(r.headers['x-echo'] ?? '').length && !r.text.includes('Incorrect API key')) gatewayErrors.push(r.text);
+      if (r.status >= 400 && !String(r.headers['x-echo'] ?? '').length && !r.text.includes('Incorrect API key'))
+        gatewayErrors.push(r.text);
     };
     const requests: [string, Parameters<typeof call>[2]][] = [
       ['/v1/chat/completions', { body: chatBody(), headers: keyHeaders() }],
@@ -58,16 +98,36 @@ describe('reliability: secrets never leak', function () {
       ['/v1/chat/completions', { body: chatBody({ model: 'gpt-reset', stream: true }), headers: keyHeaders() }],
       ['/v1/chat/completions', { body: chatBody({ model: 'gpt-stall' }), headers: keyHeaders() }],
       ['/v1/chat/completions', { body: chatBody(), headers: keyHeaders({ 'x-gateway-key': WRONG_GATEWAY_KEY }) }],
-      ['/v1/chat/completions', { body: chatBody(), headers: keyHeaders({ 'x-gateway-key': `${gw.key}, ${WRONG_GATEWAY_KEY}` }) }],
-      ['/v1/chat/completions', { body: chatBody(), headers: keyHeaders({ authorization: '' , 'x-api-key': '' }) }],
-      ['/v1/messages', { body: JSON.stringify({ model: 'claude-haiku-4-5', max_tokens: 5, messages: [] }), headers: keyHeaders({ authorization: '' }) }],
-      ['/v1/models', { method: 'GET', headers: keyHeaders({ 'x-gateway-provider': 'openrouter', authorization: `Bearer ${OPENROUTER_KEY}` }) }],
+      [
+        '/v1/chat/completions',
+        { body: chatBody(), headers: keyHeaders({ 'x-gateway-key': `${gw.key}, ${WRONG_GATEWAY_KEY}` }) },
+      ],
+      ['/v1/chat/completions', { body: chatBody(), headers: keyHeaders({ authorization: '', 'x-api-key': '' }) }],
+      [
+        '/v1/messages',
+        {
+          body: JSON.stringify({ model: 'claude-haiku-4-5', max_tokens: 5, messages: [] }),
+          headers: keyHeaders({ authorization: '' }),
+        },
+      ],
+      [
+        '/v1/models',
+        {
+          method: 'GET',
+          headers: keyHeaders({ 'x-gateway-provider': 'openrouter', authorization: `Bearer ${OPENROUTER_KEY}` }),
+        },
+      ],
       [`/v1/chat/completions?api_key=${OPENAI_KEY}&key=${ANTHROPIC_KEY}`, { body: chatBody(), headers: keyHeaders() }],
     ];
     for (const [path, init] of requests) keep(await call(gw, path, init));
     // A client that leaves mid-stream: after the first event, while the provider is still streaming.
     const ac = new AbortController();
-    const midStream = await request(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: keyHeaders(), body: chatBody({ model: 'gpt-echo-slow', stream: true }), signal: ac.signal });
+    const midStream = await request(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: keyHeaders(),
+      body: chatBody({ model: 'gpt-echo-slow', stream: true }),
+      signal: ac.signal,
+    });
     expect(midStream.statusCode).to.equal(200);
     const abortedId = midStream.headers['x-gateway-request-id'] as string;
     const events = midStream.body[Symbol.asyncIterator]();
@@ -81,7 +141,8 @@ describe('reliability: secrets never leak', function () {
     const aborted = (await recordsFor(gw, [abortedId])).get(abortedId);
     expect(aborted).to.include({ status: 200, streamed: true, provenance: 'partial', error_code: 'request_aborted' });
     // The admin API refusing wrong tokens, and the proxy port refusing the admin token.
-    for (const token of [WRONG_GATEWAY_KEY, OPENAI_KEY, `${TEST_ADMIN_TOKEN}x`]) gatewayErrors.push((await admin(gw, '/api/usage', token)).text);
+    for (const token of [WRONG_GATEWAY_KEY, OPENAI_KEY, `${TEST_ADMIN_TOKEN}x`])
+      gatewayErrors.push((await admin(gw, '/api/usage', token)).text);
     keep(await call(gw, '/api/usage', { method: 'GET', headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` } }));
 
     await sleep(200);
@@ -92,7 +153,14 @@ describe('reliability: secrets never leak', function () {
     for (const k of [OPENAI_KEY, ANTHROPIC_KEY]) expect(sentUpstream).to.include(k);
     expect(sentUpstream, 'the gateway key is never forwarded').to.not.include(gw.key);
     const scanned = await expectNoSecrets(gw, gatewayErrors);
-    console.log(`      scanned ${scanned.logLines} log lines, ${scanned.records} records, ${scanned.adminAnswers} admin answers, ${scanned.files} files, ${gatewayErrors.length} gateway errors for ${PLANTED_SECRETS.length} planted secrets`);
-    recordFigures('secrets', 'request-paths', { request_paths: requests.length + 1, ...scanned, gateway_errors: gatewayErrors.length, planted_secrets: PLANTED_SECRETS.length });
+    console.log(
+      `      scanned ${scanned.logLines} log lines, ${scanned.records} records, ${scanned.adminAnswers} admin answers, ${scanned.files} files, ${gatewayErrors.length} gateway errors for ${PLANTED_SECRETS.length} planted secrets`,
+    );
+    recordFigures('secrets', 'request-paths', {
+      request_paths: requests.length + 1,
+      ...scanned,
+      gateway_errors: gatewayErrors.length,
+      planted_secrets: PLANTED_SECRETS.length,
+    });
   });
 });

@@ -3,7 +3,20 @@ import { Agent, request } from 'undici';
 import type { TestGateway } from '../helpers/gateway';
 import { chatStreamEvents, FaultyUpstream, PROVIDER_ERRORS, SSE_TYPE, type Action } from '../helpers/faulty-upstream';
 import { recordFigures } from '../helpers/figures';
-import { WRONG_GATEWAY_KEY, chatBody, expectNoSecrets, expectNoSecretsIn, jsonHeaders, round, runPool, settledHeapMb, sleep, startGateway, streamBody, waitForCount } from '../helpers/reliability';
+import {
+  WRONG_GATEWAY_KEY,
+  chatBody,
+  expectNoSecrets,
+  expectNoSecretsIn,
+  jsonHeaders,
+  round,
+  runPool,
+  settledHeapMb,
+  sleep,
+  startGateway,
+  streamBody,
+  waitForCount,
+} from '../helpers/reliability';
 
 /**
  * The soak: thousands of mixed requests (JSON, streams, client aborts before and during the answer, upstream
@@ -16,11 +29,38 @@ const N = Number(process.env.TOLLGATE_SOAK_REQUESTS ?? 3000);
 const CONCURRENCY = 16;
 const WARM_UP = 300;
 
-type Kind = 'json' | 'stream' | 'abort-mid-stream' | 'abort-before-answer' | 'upstream-500' | 'upstream-429' | 'reset-mid-stream' | 'bad-key' | 'invalid-json';
+type Kind =
+  | 'json'
+  | 'stream'
+  | 'abort-mid-stream'
+  | 'abort-before-answer'
+  | 'upstream-500'
+  | 'upstream-429'
+  | 'reset-mid-stream'
+  | 'bad-key'
+  | 'invalid-json';
 /** The mix, per 20 requests. */
 const MIX: Kind[] = [
-  'json', 'json', 'json', 'json', 'json', 'json', 'json', 'stream', 'stream', 'stream',
-  'stream', 'abort-mid-stream', 'abort-mid-stream', 'abort-before-answer', 'upstream-500', 'upstream-429', 'reset-mid-stream', 'bad-key', 'invalid-json', 'json',
+  'json',
+  'json',
+  'json',
+  'json',
+  'json',
+  'json',
+  'json',
+  'stream',
+  'stream',
+  'stream',
+  'stream',
+  'abort-mid-stream',
+  'abort-mid-stream',
+  'abort-before-answer',
+  'upstream-500',
+  'upstream-429',
+  'reset-mid-stream',
+  'bad-key',
+  'invalid-json',
+  'json',
 ];
 
 describe(`reliability: soak (${N} mixed requests, ${CONCURRENCY} at a time)`, function () {
@@ -35,16 +75,25 @@ describe(`reliability: soak (${N} mixed requests, ${CONCURRENCY} at a time)`, fu
     await upstream.start();
     upstream.respondWith((req): Action | undefined => {
       switch (req.headers['x-soak-kind']) {
-        case 'stream': return { status: 200, headers: SSE_TYPE, body: events, delayMs: 1 };
-        case 'abort-mid-stream': return { status: 200, headers: SSE_TYPE, body: events, delayMs: 15 };
-        case 'abort-before-answer': return { fault: 'stall-before-headers' };
-        case 'upstream-500': return PROVIDER_ERRORS.openai500;
-        case 'upstream-429': return PROVIDER_ERRORS.openai429;
-        case 'reset-mid-stream': return { fault: 'reset-mid-stream', events, sendEvents: 3, delayMs: 1 };
-        default: return undefined;
+        case 'stream':
+          return { status: 200, headers: SSE_TYPE, body: events, delayMs: 1 };
+        case 'abort-mid-stream':
+          return { status: 200, headers: SSE_TYPE, body: events, delayMs: 15 };
+        case 'abort-before-answer':
+          return { fault: 'stall-before-headers' };
+        case 'upstream-500':
+          return PROVIDER_ERRORS.openai500;
+        case 'upstream-429':
+          return PROVIDER_ERRORS.openai429;
+        case 'reset-mid-stream':
+          return { fault: 'reset-mid-stream', events, sendEvents: 3, delayMs: 1 };
+        default:
+          return undefined;
       }
     });
-    gw = await startGateway(upstream.url, `
+    gw = await startGateway(
+      upstream.url,
+      `
 plugins:
   - use: auth
     options: { lockout: { max_failures: 1000000 } }
@@ -52,7 +101,8 @@ plugins:
   - use: attribution
   - use: usage-recorder
     options: { flush_interval_ms: 50 }
-`);
+`,
+    );
     agent = new Agent({ connections: CONCURRENCY * 2, keepAliveTimeout: 30_000 });
   });
   after(async () => {
@@ -66,14 +116,26 @@ plugins:
     const trace = `${suite}-${seq++}`;
     const headers = jsonHeaders(gw, { 'x-soak-kind': kind, 'x-trace': trace, 'x-gateway-metadata-suite': suite });
     if (kind === 'bad-key') headers['x-gateway-key'] = WRONG_GATEWAY_KEY;
-    const body = kind === 'invalid-json' ? '{"model": "gpt-4o-mini", ' : kind.includes('stream') ? streamBody() : chatBody();
+    const body =
+      kind === 'invalid-json' ? '{"model": "gpt-4o-mini", ' : kind.includes('stream') ? streamBody() : chatBody();
     const ac = new AbortController();
     let outcome: string;
     try {
       if (kind === 'abort-before-answer') {
-        void upstream.waitFor((r) => r.headers['x-trace'] === trace).then(() => ac.abort(), () => ac.abort());
+        void upstream
+          .waitFor((r) => r.headers['x-trace'] === trace)
+          .then(
+            () => ac.abort(),
+            () => ac.abort(),
+          );
       }
-      const res = await request(`${gw.url}/v1/chat/completions`, { method: 'POST', headers, body, signal: ac.signal, dispatcher: agent });
+      const res = await request(`${gw.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers,
+        body,
+        signal: ac.signal,
+        dispatcher: agent,
+      });
       if (kind === 'abort-mid-stream') {
         const it = res.body[Symbol.asyncIterator]();
         await it.next();
@@ -125,14 +187,27 @@ plugins:
     const after = await settledHeapMb();
 
     console.log(`      ${N} requests in ${round(seconds)} s (${Math.round(N / seconds)}/s); records stored ${stored}`);
-    console.log(`      heap: baseline ${round(baseline)} MB, peak sampled ${round(Math.max(...samples))} MB, after ${round(after)} MB (+${round(after - baseline)} MB)`);
-    console.log(`      gateway upstream sockets ${gw.gateway.pools.connectedSockets()}, upstream open sockets ${upstream.openSockets}, in flight ${gw.gateway.proxy.inflight}`);
+    console.log(
+      `      heap: baseline ${round(baseline)} MB, peak sampled ${round(Math.max(...samples))} MB, after ${round(after)} MB (+${round(after - baseline)} MB)`,
+    );
+    console.log(
+      `      gateway upstream sockets ${gw.gateway.pools.connectedSockets()}, upstream open sockets ${upstream.openSockets}, in flight ${gw.gateway.proxy.inflight}`,
+    );
     console.log(`      ${logLines + gw.logs.length} log lines scanned for secrets during the run`);
-    for (const [kind, m] of outcomes) console.log(`        ${kind.padEnd(20)} ${[...m].map(([o, n]) => `${o}: ${n}`).join(', ')}`);
+    for (const [kind, m] of outcomes)
+      console.log(`        ${kind.padEnd(20)} ${[...m].map(([o, n]) => `${o}: ${n}`).join(', ')}`);
     recordFigures('soak', N > 3000 ? 'long' : 'ci', {
-      requests: N, concurrency: CONCURRENCY, seconds: round(seconds), per_s: Math.round(N / seconds), stored, heap_baseline_mb: round(baseline),
-      heap_peak_sampled_mb: round(Math.max(...samples)), heap_after_mb: round(after), upstream_sockets: gw.gateway.pools.connectedSockets(),
-      in_flight: gw.gateway.proxy.inflight, log_lines_scanned: logLines + gw.logs.length,
+      requests: N,
+      concurrency: CONCURRENCY,
+      seconds: round(seconds),
+      per_s: Math.round(N / seconds),
+      stored,
+      heap_baseline_mb: round(baseline),
+      heap_peak_sampled_mb: round(Math.max(...samples)),
+      heap_after_mb: round(after),
+      upstream_sockets: gw.gateway.pools.connectedSockets(),
+      in_flight: gw.gateway.proxy.inflight,
+      log_lines_scanned: logLines + gw.logs.length,
     });
 
     expect(gw.gateway.proxy.inflight).to.equal(0);
@@ -140,7 +215,11 @@ plugins:
     expect(after - baseline, 'heap growth (MB)').to.be.lessThan(15);
     expect(gw.gateway.pools.connectedSockets()).to.be.at.most(CONCURRENCY * 2);
     // Each kind got the answer it should.
-    const only = (kind: Kind, outcome: string) => expect([...(outcomes.get(kind) ?? [])].map(([o]) => o), kind).to.deep.equal([outcome]);
+    const only = (kind: Kind, outcome: string) =>
+      expect(
+        [...(outcomes.get(kind) ?? [])].map(([o]) => o),
+        kind,
+      ).to.deep.equal([outcome]);
     only('json', '200');
     only('stream', '200');
     only('upstream-500', '500');

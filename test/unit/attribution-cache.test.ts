@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { GatewayContext } from '../../core/context';
 import { endpointByKey } from '../../core/endpoints';
 import { GatewayError } from '../../core/errors';
-import { captureLogs } from '../../core/testing';
+import { captureLogs } from '../../testing';
 import { AttributionPlugin } from '../../plugins/attribution';
 
 /** A request context with headers as Node gives them: the joined object and the raw name/value list. */
@@ -10,7 +10,16 @@ function request(raw: [string, string][]): GatewayContext {
   const headers: Record<string, string> = {};
   for (const [name, value] of raw) headers[name] = headers[name] === undefined ? value : `${headers[name]}, ${value}`;
   const endpoint = endpointByKey('chat.completions');
-  return new GatewayContext('id', 'POST', endpoint.path, endpoint, headers, captureLogs().logger, undefined, raw.flat());
+  return new GatewayContext(
+    'id',
+    'POST',
+    endpoint.path,
+    endpoint,
+    headers,
+    captureLogs().logger,
+    undefined,
+    raw.flat(),
+  );
 }
 
 function tagsOf(plugin: AttributionPlugin, raw: [string, string][]): Record<string, string> | string {
@@ -34,21 +43,38 @@ describe('attribution: tag sets already read are reused, never wrongly', () => {
     plugin.onRequest(second);
     expect({ ...second.tags }).to.deep.equal({ agent: 'bot', feature: 'search', customer_id: 'acme' });
     second.tags.extra = 'x';
-    expect(tagsOf(plugin, [json, ['x-gateway-metadata-customer-id', 'acme']])).to.deep.equal({ agent: 'bot', feature: 'search', customer_id: 'acme' });
+    expect(tagsOf(plugin, [json, ['x-gateway-metadata-customer-id', 'acme']])).to.deep.equal({
+      agent: 'bot',
+      feature: 'search',
+      customer_id: 'acme',
+    });
   });
 
   it('any difference in a tag header is read anew', () => {
-    expect(tagsOf(plugin, [json, ['x-gateway-metadata-customer-id', 'globex']])).to.deep.equal({ agent: 'bot', feature: 'search', customer_id: 'globex' });
+    expect(tagsOf(plugin, [json, ['x-gateway-metadata-customer-id', 'globex']])).to.deep.equal({
+      agent: 'bot',
+      feature: 'search',
+      customer_id: 'globex',
+    });
     expect(tagsOf(plugin, [json])).to.deep.equal({ agent: 'bot', feature: 'search' });
     expect(tagsOf(plugin, [['x-gateway-metadata-customer-id', 'acme']])).to.deep.equal({ customer_id: 'acme' });
   });
 
   it('a header sent twice is refused even when its joined value was accepted before', () => {
     // Node joins a repeated header with ", ": sent twice as "acme", it reads like one header "acme, acme".
-    expect(tagsOf(plugin, [['x-gateway-metadata-customer-id', 'acme, acme']])).to.deep.equal({ customer_id: 'acme, acme' });
-    expect(tagsOf(plugin, [['x-gateway-metadata-customer-id', 'acme'], ['x-gateway-metadata-customer-id', 'acme']])).to.equal('invalid_metadata');
+    expect(tagsOf(plugin, [['x-gateway-metadata-customer-id', 'acme, acme']])).to.deep.equal({
+      customer_id: 'acme, acme',
+    });
+    expect(
+      tagsOf(plugin, [
+        ['x-gateway-metadata-customer-id', 'acme'],
+        ['x-gateway-metadata-customer-id', 'acme'],
+      ]),
+    ).to.equal('invalid_metadata');
     expect(tagsOf(plugin, [json, json])).to.equal('invalid_metadata');
-    expect(tagsOf(plugin, [json, ['x-gateway-metadata-customer-id', 'acme'], ['x-gateway-metadata-customer-id', 'acme']])).to.equal('invalid_metadata');
+    expect(
+      tagsOf(plugin, [json, ['x-gateway-metadata-customer-id', 'acme'], ['x-gateway-metadata-customer-id', 'acme']]),
+    ).to.equal('invalid_metadata');
   });
 
   it('an empty metadata header is not taken for an absent one', () => {

@@ -5,14 +5,20 @@ import { pathToFileURL } from 'node:url';
 /** bench/lib/report.mjs judges the benchmark's targets; the recorder's verdict rests on medianInterval. */
 interface Report {
   medianInterval(xs: number[]): { median: number; lo: number; hi: number; coverage: number };
-  targets(result: unknown): { name: string; met: boolean | 'inconclusive' | null; note: string }[];
+  targets(
+    result: unknown,
+  ): { name: string; measured: string | null; met: boolean | 'inconclusive' | null; note: string }[];
 }
 const load = (): Promise<Report> => import(pathToFileURL(resolve(__dirname, '../../../bench/lib/report.mjs')).href);
 
 /** A result with nothing but the recorder's alternating runs (ratios of req/s with the recorder to without). */
 function recorderVerdict(report: Report, ratios: number[]) {
   const rounds = ratios.map((ratio) => ({ on_rps: 1000 * ratio, off_rps: 1000, ratio }));
-  const result = { settings: { upload_bytes: 20 * 2 ** 20 }, runs: [], memory: { recorder_ab: { method: 'alternating', rounds, median_ratio: 0 } } };
+  const result = {
+    settings: { upload_bytes: 20 * 2 ** 20 },
+    runs: [],
+    memory: { recorder_ab: { method: 'alternating', rounds, median_ratio: 0 } },
+  };
   return report.targets(result).find((t) => t.name.startsWith('usage recorder cost'))!;
 }
 
@@ -36,5 +42,36 @@ describe('bench report: the usage recorder target (bench/lib/report.mjs)', () =>
     const noisy = recorderVerdict(report, [0.7, 1.2, 0.86, 0.95, 0.5, 1.3, 0.92, 0.88, 1.05]);
     expect(noisy.met).to.equal('inconclusive');
     expect(noisy.note).to.contain('96% interval of the median: -30.0% to +20.0%');
+  });
+});
+
+describe('bench report: the cost of metrics and tracing (bench/lib/report.mjs)', () => {
+  it('reports the median of the gateway CPU per request ratios, their interval and the µs added, with no goal to meet', async () => {
+    const report = await load();
+    const cpu = [1.05, 1.02, 1.08, 1.04, 1.03, 1.06, 1.01, 1.04, 1.07];
+    const rounds = cpu.map((cpu_ratio, i) => ({ ratio: 0.97, cpu_ratio, on_cpu_us: 200 + i, off_cpu_us: 190 + i }));
+    const result = {
+      settings: { upload_bytes: 20 * 2 ** 20 },
+      runs: [],
+      memory: {
+        metrics_ab: { method: 'alternating', off: 'tollgate-nometrics', on: 'tollgate', rounds },
+        tracing_ab: {
+          method: 'alternating',
+          off: 'tollgate',
+          on: 'tollgate-traced',
+          rounds,
+          spans: { exported: 9000, requests: 9001 },
+        },
+      },
+    };
+    const rows = report.targets(result);
+    const metrics = rows.find((t) => t.name.startsWith('Prometheus metrics cost'))!;
+    expect(metrics.measured).to.equal('+4.0% gw CPU/req (+10 µs)');
+    expect(metrics.met).to.equal(null);
+    expect(metrics.note)
+      .to.contain('96% interval of the median: +2.0% to +7.0%')
+      .and.to.contain('req/s: -3.0% (median)');
+    const tracing = rows.find((t) => t.name.startsWith('tracing cost'))!;
+    expect(tracing.note).to.contain('9,000 spans exported for 9,001 requests');
   });
 });

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { alertReached, BudgetLedger, type BudgetStatus } from '../../plugins/budget/ledger';
+import { alertReached } from '../../plugins/budget/alert';
+import { BudgetLedger, type BudgetStatus } from '../../runtime/services/budget-ledger';
 import { periodAt } from '../../plugins/budget/periods';
 
 const at = (iso: string) => Date.parse(iso);
@@ -14,27 +15,47 @@ describe('budget periods and alerts', () => {
     });
 
     it('a day is the UTC calendar day holding the instant, start included, end excluded', () => {
-      expect(periodAt('day', at('2026-03-14T15:09:26.535Z'))).to.deep.equal(period('2026-03-14T00:00:00Z', '2026-03-15T00:00:00Z'));
-      expect(periodAt('day', at('2026-03-15T00:00:00.000Z'))).to.deep.equal(period('2026-03-15T00:00:00Z', '2026-03-16T00:00:00Z'));
-      expect(periodAt('day', at('2026-03-15T23:59:59.999Z'))).to.deep.equal(period('2026-03-15T00:00:00Z', '2026-03-16T00:00:00Z'));
+      expect(periodAt('day', at('2026-03-14T15:09:26.535Z'))).to.deep.equal(
+        period('2026-03-14T00:00:00Z', '2026-03-15T00:00:00Z'),
+      );
+      expect(periodAt('day', at('2026-03-15T00:00:00.000Z'))).to.deep.equal(
+        period('2026-03-15T00:00:00Z', '2026-03-16T00:00:00Z'),
+      );
+      expect(periodAt('day', at('2026-03-15T23:59:59.999Z'))).to.deep.equal(
+        period('2026-03-15T00:00:00Z', '2026-03-16T00:00:00Z'),
+      );
       // UTC, whatever the local offset of the instant as written
-      expect(periodAt('day', at('2026-03-16T01:30:00+05:00'))).to.deep.equal(period('2026-03-15T00:00:00Z', '2026-03-16T00:00:00Z'));
+      expect(periodAt('day', at('2026-03-16T01:30:00+05:00'))).to.deep.equal(
+        period('2026-03-15T00:00:00Z', '2026-03-16T00:00:00Z'),
+      );
     });
 
     it('a month runs from the 1st to the 1st of the next month, across the year end and in a leap February', () => {
-      expect(periodAt('month', at('2026-03-31T23:59:59.999Z'))).to.deep.equal(period('2026-03-01T00:00:00Z', '2026-04-01T00:00:00Z'));
-      expect(periodAt('month', at('2026-04-01T00:00:00.000Z'))).to.deep.equal(period('2026-04-01T00:00:00Z', '2026-05-01T00:00:00Z'));
-      expect(periodAt('month', at('2026-12-31T12:00:00Z'))).to.deep.equal(period('2026-12-01T00:00:00Z', '2027-01-01T00:00:00Z'));
-      expect(periodAt('month', at('2028-02-29T08:00:00Z'))).to.deep.equal(period('2028-02-01T00:00:00Z', '2028-03-01T00:00:00Z'));
+      expect(periodAt('month', at('2026-03-31T23:59:59.999Z'))).to.deep.equal(
+        period('2026-03-01T00:00:00Z', '2026-04-01T00:00:00Z'),
+      );
+      expect(periodAt('month', at('2026-04-01T00:00:00.000Z'))).to.deep.equal(
+        period('2026-04-01T00:00:00Z', '2026-05-01T00:00:00Z'),
+      );
+      expect(periodAt('month', at('2026-12-31T12:00:00Z'))).to.deep.equal(
+        period('2026-12-01T00:00:00Z', '2027-01-01T00:00:00Z'),
+      );
+      expect(periodAt('month', at('2028-02-29T08:00:00Z'))).to.deep.equal(
+        period('2028-02-01T00:00:00Z', '2028-03-01T00:00:00Z'),
+      );
     });
 
     it('gives the same period to every instant in it, and the next one from its first millisecond', () => {
       const first = periodAt('day', at('2026-05-10T00:00:00Z'));
       expect(periodAt('day', at('2026-05-10T13:00:00Z'))).to.deep.equal(first);
       expect(periodAt('day', at('2026-05-10T23:59:59.999Z'))).to.deep.equal(first);
-      expect(periodAt('day', at('2026-05-11T00:00:00Z'))).to.deep.equal(period('2026-05-11T00:00:00Z', '2026-05-12T00:00:00Z'));
+      expect(periodAt('day', at('2026-05-11T00:00:00Z'))).to.deep.equal(
+        period('2026-05-11T00:00:00Z', '2026-05-12T00:00:00Z'),
+      );
       // back in an earlier period after a later one was asked for
-      expect(periodAt('day', at('2026-05-09T23:59:59.999Z'))).to.deep.equal(period('2026-05-09T00:00:00Z', '2026-05-10T00:00:00Z'));
+      expect(periodAt('day', at('2026-05-09T23:59:59.999Z'))).to.deep.equal(
+        period('2026-05-09T00:00:00Z', '2026-05-10T00:00:00Z'),
+      );
     });
 
     it('keeps days and months apart', () => {
@@ -75,15 +96,24 @@ describe('budget periods and alerts', () => {
 
   describe('BudgetLedger', () => {
     const status = (key: string): BudgetStatus => ({
-      key, workspace: 'default', scope: 'workspace', period: 'day', periodStart: 0, periodEnd: 86_400_000,
-      limitPico: 1n, spentPico: 0n, reservedPico: 0n, alertAt: 0.8, alerted: false,
+      key,
+      workspace: 'default',
+      scope: 'workspace',
+      period: 'day',
+      periodStart: 0,
+      periodEnd: 86_400_000,
+      limitPico: 1n,
+      spentPico: 0n,
+      reservedPico: 0n,
+      alertAt: 0.8,
+      alerted: false,
     });
 
     it('lists nothing while no budget plugin is attached', async () => {
       expect(await new BudgetLedger().list()).to.deep.equal([]);
     });
 
-    it('lists the attached source\'s budgets sorted by key, asking it for the given instant', async () => {
+    it("lists the attached source's budgets sorted by key, asking it for the given instant", async () => {
       const ledger = new BudgetLedger();
       const asked: number[] = [];
       ledger.attach({

@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { expect } from 'chai';
 import { ConfigError, loadConfigFile, parseConfig } from '../../config/load';
-import { validatePluginOptions } from '../../core/plugin-instantiate';
-import type { PluginDefinition } from '../../core/plugin';
-import { loadProviders } from '../../core/provider-loader';
+import { validatePluginOptions } from '../../runtime/loading/plugin-instance';
+import type { PluginDefinition } from '../../core/plugin-contract';
+import { loadProviders } from '../../runtime/loading/deployed-providers';
 import { attribution } from '../../plugins/attribution';
 import { usageRecorder } from '../../plugins/usage-recorder';
 import { PROJECT_ROOT } from '../helpers/fixtures';
@@ -20,7 +20,17 @@ describe('config loading', () => {
     const c = parseConfig('');
     expect(c.server).to.include({ host: '127.0.0.1', port: 8080 });
     expect(c.storage.url).to.equal('sqlite:./data/tollgate.db');
-    expect(c.plugins.map((p) => p.use)).to.deep.equal(['auth', 'header-strip', 'attribution', 'required-tags', 'max-tokens', 'rate-limit', 'concurrency', 'budget', 'usage-recorder']);
+    expect(c.plugins.map((p) => p.use)).to.deep.equal([
+      'auth',
+      'header-strip',
+      'attribution',
+      'required-tags',
+      'max-tokens',
+      'concurrency',
+      'rate-limit',
+      'budget',
+      'usage-recorder',
+    ]);
   });
 
   it('interpolates ${VAR} and ${VAR:-default} in values', () => {
@@ -32,16 +42,21 @@ describe('config loading', () => {
   it('warns about a gateway key written in the file as plain text, not about ${ENV} or sha256 keys', () => {
     const dir = mkdtempSync(join(tmpdir(), 'tollgate-cfg-'));
     const file = join(dir, 'gateway.config.yaml');
-    writeFileSync(file, [
-      'workspaces:',
-      '  - id: a',
-      '    keys:',
-      '      - { id: env, key: "${KEY_A}" }',
-      '      - { id: hashed, sha256: 5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8 }',
-      '      - { id: plain, key: tg_written_into_the_file_0001 }',
-    ].join('\n'));
-    const loaded = loadConfigFile(file, { KEY_A: 'tg_from_env_0001' });
-    expect(loaded.warnings).to.deep.equal(['workspaces[0].keys[2].key is written in the config file as plain text: use an ${ENV} reference or its sha256']);
+    writeFileSync(
+      file,
+      [
+        'workspaces:',
+        '  - id: a',
+        '    keys:',
+        '      - { id: env, key: "${KEY_A}" }',
+        '      - { id: hashed, sha256: 5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8 }',
+        '      - { id: plain, key: tg_written_into_the_file_0001 }',
+      ].join('\n'),
+    );
+    const loaded = loadConfigFile(file, { KEY_A: 'tg_from_the_environment_0000000001' });
+    expect(loaded.warnings).to.deep.equal([
+      'workspaces[0].keys[2].key is written in the config file as plain text: use an ${ENV} reference or its sha256',
+    ]);
   });
 
   it('takes numbers and booleans from ${ENV} references: limits and plugin options', () => {
@@ -55,9 +70,15 @@ describe('config loading', () => {
     expect(c.workspaces[0].limits.requests_per_minute).to.equal(600);
     expect(c.workspaces[0].limits.budgets[0].alert_at).to.equal(0.9);
     const option = (use: string) => c.plugins.find((p) => p.use === use)!.options;
-    expect(validatePluginOptions(attribution as PluginDefinition<unknown>, option('attribution'), 'plugins[0]')).to.include({ max_keys: 8 });
-    expect(validatePluginOptions(usageRecorder as PluginDefinition<unknown>, option('usage-recorder'), 'plugins[1]')).to.include({ cost_header: false });
-    expect(() => parseConfig('workspaces: [{ id: a, limits: { requests_per_minute: "${RPM}" } }]', { RPM: 'many' })).to.throw(ConfigError, /requests_per_minute/);
+    expect(
+      validatePluginOptions(attribution as PluginDefinition<unknown>, option('attribution'), 'plugins[0]'),
+    ).to.include({ max_keys: 8 });
+    expect(
+      validatePluginOptions(usageRecorder as PluginDefinition<unknown>, option('usage-recorder'), 'plugins[1]'),
+    ).to.include({ cost_header: false });
+    expect(() =>
+      parseConfig('workspaces: [{ id: a, limits: { requests_per_minute: "${RPM}" } }]', { RPM: 'many' }),
+    ).to.throw(ConfigError, /requests_per_minute/);
   });
 
   it('does not let an env value inject YAML', () => {
@@ -66,11 +87,18 @@ describe('config loading', () => {
     expect(c.storage.url).to.equal('x"\nserver: { port: 1 }');
   });
 
-  it('names the key of an unset variable', () => expectConfigError('workspaces:\n  - id: a\n    keys: [{ id: k, key: "${NOPE}" }]', /workspaces\[0\]\.keys\[0\]\.key: environment variable NOPE is not set/));
-  it('names the key and the problem of a wrong type', () => expectConfigError('server: { port: "eighty" }', /server\.port: .*number/i));
+  it('names the key of an unset variable', () =>
+    expectConfigError(
+      'workspaces:\n  - id: a\n    keys: [{ id: k, key: "${NOPE}" }]',
+      /workspaces\[0\]\.keys\[0\]\.key: environment variable NOPE is not set/,
+    ));
+  it('names the key and the problem of a wrong type', () =>
+    expectConfigError('server: { port: "eighty" }', /server\.port: .*number/i));
   it('names an unknown key', () => expectConfigError('server: { prot: 80 }', /server: unknown key "prot"/));
-  it('rejects a bad base_url', () => expectConfigError('providers: { openai: { base_url: "ftp://x" } }', /providers\.openai\.base_url/));
-  it('rejects a malformed key hash', () => expectConfigError('workspaces: [{ id: a, keys: [{ id: k, sha256: "abc" }] }]', /sha256/));
+  it('rejects a bad base_url', () =>
+    expectConfigError('providers: { openai: { base_url: "ftp://x" } }', /providers\.openai\.base_url/));
+  it('rejects a malformed key hash', () =>
+    expectConfigError('workspaces: [{ id: a, keys: [{ id: k, sha256: "abc" }] }]', /sha256/));
   it('reports invalid YAML', () => expectConfigError('server: [', /invalid YAML/));
 
   it('parses body sizes with units', () => {
@@ -78,21 +106,60 @@ describe('config loading', () => {
   });
 
   it('declares a provider from YAML alone, and refuses conflicting prefixes', () => {
-    const c = parseConfig('providers:\n  groq: { type: openai-compatible, base_url: "https://api.groq.com/openai/v1", prefixes: [llama-] }');
+    const c = parseConfig(
+      'providers:\n  groq: { type: openai-compatible, base_url: "https://api.groq.com/openai/v1", prefixes: [llama-] }',
+    );
     const registry = loadProviders(c);
     expect(registry.byModel('llama-3.3-70b')?.slug).to.equal('groq');
     expect(registry.get('groq')?.baseUrl).to.equal('https://api.groq.com/openai/v1');
-    const clash = parseConfig('providers:\n  fake: { type: openai-compatible, base_url: "http://x/v1", prefixes: [gpt-] }');
+    const clash = parseConfig(
+      'providers:\n  fake: { type: openai-compatible, base_url: "http://x/v1", prefixes: [gpt-] }',
+    );
     expect(() => loadProviders(clash)).to.throw(/prefix "gpt-" is claimed by both/);
+  });
+
+  describe('key strength', () => {
+    const keyed = (key: string, token = 'an-admin-token-of-24-chars') =>
+      `admin: { token: "${token}" }\nworkspaces:\n  - id: a\n    keys: [{ id: k, key: "${key}" }, { id: h, sha256: ${'ab'.repeat(32)} }]\n`;
+    it('refuses a gateway key or an admin token shorter than 24 characters, each named with its length', () => {
+      expectConfigError(
+        keyed('a'),
+        /workspaces\[0\]\.keys\[0\]\.key: this gateway key has 1 characters: at least 24 characters are required/,
+      );
+      expectConfigError(keyed('x'.repeat(23)), /this gateway key has 23 characters/);
+      expectConfigError(keyed('x'.repeat(24), 'b'), /admin\.token: the admin token has 1 characters: at least 24/);
+    });
+    it('accepts 24 characters, an empty key (an unset ${GATEWAY_KEY:-}), a sha256 key and no admin token', () => {
+      expect(parseConfig(keyed('x'.repeat(24), 'y'.repeat(24))).workspaces[0].keys).to.have.length(2);
+      expect(() =>
+        parseConfig('admin: { token: "" }\nworkspaces: [{ id: a, keys: [{ id: k, key: "${K:-}" }] }]'),
+      ).to.not.throw();
+    });
+    it('security.allow_weak_keys: true accepts short ones (default false)', () => {
+      expect(parseConfig('').security.allow_weak_keys).to.equal(false);
+      const c = parseConfig(`security: { allow_weak_keys: true }\n${keyed('a', 'b')}`);
+      expect(c.admin.token).to.equal('b');
+      expect(c.workspaces[0].keys[0].key).to.equal('a');
+    });
   });
 
   it('the shipped gateway.config.yaml is valid and takes GATEWAY_KEY from the environment', () => {
     const text = require('node:fs').readFileSync(resolve(PROJECT_ROOT, 'gateway.config.yaml'), 'utf8');
-    const c = parseConfig(text, { GATEWAY_KEY: 'tg_from_env' });
+    const c = parseConfig(text, { GATEWAY_KEY: 'tg_from_the_environment_0000000001' });
     const keys = c.workspaces.flatMap((w) => w.keys);
-    expect(keys.some((k) => k.key === 'tg_from_env')).to.equal(true);
+    expect(keys.some((k) => k.key === 'tg_from_the_environment_0000000001')).to.equal(true);
     const registry = loadProviders(c);
-    for (const slug of ['openai', 'anthropic', 'perplexity', 'openrouter', 'gemini', 'mistral', 'deepseek', 'xai', 'groq']) {
+    for (const slug of [
+      'openai',
+      'anthropic',
+      'perplexity',
+      'openrouter',
+      'gemini',
+      'mistral',
+      'deepseek',
+      'xai',
+      'groq',
+    ]) {
       expect(registry.get(slug), slug).to.not.equal(undefined);
     }
     expect(registry.byModel('gemini-2.5-flash')?.slug).to.equal('gemini');
@@ -102,8 +169,24 @@ describe('config loading', () => {
   describe('tollgate check-config', () => {
     const cli = resolve(PROJECT_ROOT, 'dist/cli/index.js');
     it('exits 0 on a valid file', () => {
-      const out = execFileSync(process.execPath, [cli, 'check-config', '--config', resolve(PROJECT_ROOT, 'gateway.config.yaml')], { env: { ...process.env, GATEWAY_KEY: 'x' } });
+      const out = execFileSync(
+        process.execPath,
+        [cli, 'check-config', '--config', resolve(PROJECT_ROOT, 'gateway.config.yaml')],
+        { env: { ...process.env, GATEWAY_KEY: 'tg_from_the_environment_0000000001' } },
+      );
       expect(out.toString()).to.match(/is valid/);
+    });
+    it('exits 2 on a short gateway key from the environment, naming the key and the remedy', () => {
+      const r = spawnSync(
+        process.execPath,
+        [cli, 'check-config', '--config', resolve(PROJECT_ROOT, 'gateway.config.yaml')],
+        { env: { ...process.env, GATEWAY_KEY: 'a' } },
+      );
+      expect(r.status).to.equal(2);
+      expect(r.stderr.toString()).to.include(
+        'workspaces[0].keys[0].key: this gateway key has 1 characters: at least 24 characters are required',
+      );
+      expect(r.stderr.toString()).to.include('security.allow_weak_keys');
     });
     it('exits 2 on bad plugin options, naming the plugin and the key, without starting anything', () => {
       const dir = mkdtempSync(join(tmpdir(), 'tollgate-cfg-'));
@@ -112,6 +195,16 @@ describe('config loading', () => {
       const r = spawnSync(process.execPath, [cli, 'check-config', '--config', file]);
       expect(r.status).to.equal(2);
       expect(r.stderr.toString()).to.match(/plugins\[0\] \(attribution\): options\.max_keys/);
+    });
+    it('tollgate start refuses a short admin token before it listens: exit 2, naming admin.token', () => {
+      const dir = mkdtempSync(join(tmpdir(), 'tollgate-cfg-'));
+      const file = join(dir, 'weak.yaml');
+      writeFileSync(file, 'server: { port: 0 }\nadmin: { port: 0, token: b }\nstorage: { url: "sqlite::memory:" }\n');
+      const r = spawnSync(process.execPath, [cli, 'start', '--config', file], { timeout: 15_000 });
+      expect(r.status).to.equal(2);
+      expect(r.stderr.toString()).to.include(
+        'admin.token: the admin token has 1 characters: at least 24 characters are required',
+      );
     });
     it('exits 2 naming the key on an invalid file (also through GATEWAY_CONFIG)', () => {
       const dir = mkdtempSync(join(tmpdir(), 'tollgate-cfg-'));

@@ -1,8 +1,26 @@
 import { expect } from 'chai';
 import {
-  addDecimal, compareDecimal, decimalFromNumber, formatDecimal, isPlainDecimal, mulDecimal, normalize, parseDecimal, pow10, shiftDecimal, subDecimal,
+  addDecimal,
+  compareDecimal,
+  decimalFromNumber,
+  formatDecimal,
+  isPlainDecimal,
+  mulDecimal,
+  normalize,
+  parseDecimal,
+  pow10,
+  shiftDecimal,
+  subDecimal,
 } from '../../pricing/decimal';
-import { ExactSum, formatUsd, parseUsd, picoPerToken, rateFromPerMillion, rateFromUsd, roundScaled } from '../../pricing/money';
+import {
+  ExactSum,
+  formatUsd,
+  parseUsd,
+  picoPerToken,
+  rateFromPerMillion,
+  rateFromUsd,
+  roundScaled,
+} from '../../pricing/money';
 
 /** The message of what `fn` throws. */
 function thrown(fn: () => unknown): string {
@@ -28,8 +46,27 @@ describe('exact decimals and money', () => {
     });
 
     it('refuses anything but a whole decimal number, naming it', () => {
-      for (const bad of ['', ' 1', '1 ', 'x1', '1x', '1.', '.5', '+1', '1e', '1e+', '1.5.2', '0x10', '--1', '1e-5x', 'a1.5e-6']) {
-        expect(thrown(() => parseDecimal(bad)), bad).to.equal(`SyntaxError: not a decimal number: ${JSON.stringify(bad)}`);
+      for (const bad of [
+        '',
+        ' 1',
+        '1 ',
+        'x1',
+        '1x',
+        '1.',
+        '.5',
+        '+1',
+        '1e',
+        '1e+',
+        '1.5.2',
+        '0x10',
+        '--1',
+        '1e-5x',
+        'a1.5e-6',
+      ]) {
+        expect(
+          thrown(() => parseDecimal(bad)),
+          bad,
+        ).to.equal(`SyntaxError: not a decimal number: ${JSON.stringify(bad)}`);
       }
     });
 
@@ -42,7 +79,8 @@ describe('exact decimals and money', () => {
 
     it('isPlainDecimal accepts only unsigned plain decimals', () => {
       for (const ok of ['0', '2.5', '10000', '0.000001']) expect(isPlainDecimal(ok), ok).to.equal(true);
-      for (const bad of ['-1', '1e-6', '.5', '1.', ' 1', '1 ', 'x2.5', '2.5x', '2.x5', '', 'NaN']) expect(isPlainDecimal(bad), bad).to.equal(false);
+      for (const bad of ['-1', '1e-6', '.5', '1.', ' 1', '1 ', 'x2.5', '2.5x', '2.x5', '', 'NaN'])
+        expect(isPlainDecimal(bad), bad).to.equal(false);
     });
 
     it('pow10 builds powers of ten and refuses negative or fractional exponents', () => {
@@ -91,7 +129,9 @@ describe('exact decimals and money', () => {
     it('reads a double back as the literal it was written as', () => {
       expect(decimalFromNumber(1.5e-7)).to.equal('0.00000015');
       expect(decimalFromNumber(-2.5)).to.equal('-2.5');
-      expect(thrown(() => decimalFromNumber(Number.POSITIVE_INFINITY))).to.equal('RangeError: not a finite number: Infinity');
+      expect(thrown(() => decimalFromNumber(Number.POSITIVE_INFINITY))).to.equal(
+        'RangeError: not a finite number: Infinity',
+      );
     });
   });
 
@@ -102,7 +142,9 @@ describe('exact decimals and money', () => {
       expect(rateFromPerMillion('10')).to.deep.equal({ num: 10_000_000n, scale: 0 });
       expect(rateFromUsd('1.5e-13')).to.deep.equal({ num: 15n, scale: 2 });
       expect(thrown(() => rateFromPerMillion('-2'))).to.equal('RangeError: negative price: -2');
-      expect(thrown(() => picoPerToken('0.0000005'))).to.equal('RangeError: price 0.0000005 has more than 6 decimals: its rate is fractional pico-USD');
+      expect(thrown(() => picoPerToken('0.0000005'))).to.equal(
+        'RangeError: price 0.0000005 has more than 6 decimals: its rate is fractional pico-USD',
+      );
     });
 
     it('rounds only at the end, half away from zero, both signs', () => {
@@ -120,8 +162,14 @@ describe('exact decimals and money', () => {
       const tenth = rateFromPerMillion('0.0000001'); // 0.1 pico a token
       const hundredth = rateFromUsd('1e-14'); // 0.01 pico a unit
       // 2 x 1,000,000 + 3 x 0.1 + 5 x 0.01 = 2,000,000.35
-      expect(new ExactSum().add(2n, whole).add(3n, tenth).add(5n, hundredth).exact()).to.deep.equal({ coef: 200_000_035n, scale: 2 });
-      expect(new ExactSum().add(5n, hundredth).add(3n, tenth).add(2n, whole).exact()).to.deep.equal({ coef: 200_000_035n, scale: 2 });
+      expect(new ExactSum().add(2n, whole).add(3n, tenth).add(5n, hundredth).exact()).to.deep.equal({
+        coef: 200_000_035n,
+        scale: 2,
+      });
+      expect(new ExactSum().add(5n, hundredth).add(3n, tenth).add(2n, whole).exact()).to.deep.equal({
+        coef: 200_000_035n,
+        scale: 2,
+      });
       expect(new ExactSum().add(3n, tenth).add(5n, hundredth).toPico()).to.equal(0n); // 0.35 rounds to 0
       expect(new ExactSum().add(7n, tenth).toPico()).to.equal(1n); // 0.7 rounds to 1
     });

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import type { Tiktoken, TiktokenBPE } from 'js-tiktoken/lite' with { 'resolution-mode': 'import' };
 import { countTokens, encodingForModel, estimateRequestInputTokens } from '../../core/estimate';
 import { SseDecoder } from '../../core/sse';
-import { USAGE_PARSERS } from '../../providers/usage';
+import { USAGE_PARSERS } from '../../providers/registry';
 import { fixtureBytes } from '../helpers/fixtures';
 
 /** js-tiktoken's own encoder, the reference the fast counter must agree with. */

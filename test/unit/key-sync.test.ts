@@ -1,7 +1,7 @@
 import { expect } from 'chai';
-import { captureLogs } from '../../core/testing';
-import { generateGatewayKey, hashGatewayKey, KeyRing } from '../../plugins/auth/key-ring';
-import { KeySync } from '../../plugins/auth/key-sync';
+import { captureLogs } from '../../testing';
+import { generateGatewayKey, hashGatewayKey, KeyRing } from '../../runtime/services/keys/key-ring';
+import { KeySync } from '../../runtime/services/keys/key-sync';
 import { SqliteUsageStore } from '../../storage/sqlite-store';
 
 describe('KeySync.refresh: a key created through this instance works once refresh resolves', () => {
@@ -19,7 +19,12 @@ describe('KeySync.refresh: a key created through this instance works once refres
       return keys;
     };
     const ring = new KeyRing();
-    const sync = new KeySync(ring, store, [{ id: 'default', name: 'default', keys: [] } as never], captureLogs().logger);
+    const sync = new KeySync(
+      ring,
+      store,
+      [{ id: 'default', name: 'default', keys: [] } as never],
+      captureLogs().logger,
+    );
     const underWay = sync.refresh();
     while (!hold) await new Promise((r) => setImmediate(r));
 

@@ -1,17 +1,21 @@
 import { expect } from 'chai';
-import { container } from 'tsyringe';
 import { gatewayConfigSchema } from '../../config/schema';
 import { GatewayError } from '../../core/errors';
-import { captureLogs, createTestContext } from '../../core/testing';
-import { TOKENS } from '../../core/tokens';
-import type { LimitStore } from '../../plugins/limits/limit-store';
-import { MemoryLimitStore } from '../../plugins/limits/memory-store';
-import { scopesOf } from '../../plugins/limits/scopes';
-import { LimitsContext, tagScope } from '../../plugins/limits/workspace-limits';
+import { captureLogs, createTestContext } from '../../testing';
+import type { LimitStore } from '../../core/limit-store';
+import { MemoryLimitStore } from '../../runtime/services/limit-store/memory-store';
+import { scopesOf } from '../../runtime/services/limit-scopes';
+import { LimitsContext, tagScope } from '../../runtime/services/workspace-limits';
 
 const config = gatewayConfigSchema.parse({
   workspaces: [
-    { id: 'default', limits: { requests_per_minute: 60, per_tag: { customer_id: { requests_per_minute: 5 }, feature: { concurrent_streams: 2 } } } },
+    {
+      id: 'default',
+      limits: {
+        requests_per_minute: 60,
+        per_tag: { customer_id: { requests_per_minute: 5 }, feature: { concurrent_streams: 2 } },
+      },
+    },
     { id: 'team-b', limits: { tokens_per_minute: 1000 } },
   ],
 });
@@ -36,19 +40,29 @@ describe('limit scopes', () => {
 
     it('a tag the request does not carry adds no scope', () => {
       const ctx = createTestContext({ tags: { feature: 'chat' } });
-      expect(scopesOf(ctx, limitsOf('default')).map((s) => s.key)).to.deep.equal(['ws:default', 'ws:default:tag:feature=chat']);
-      expect(scopesOf(createTestContext({ workspace: 'team-b', tags: { customer_id: 'acme' } }), limitsOf('team-b')).map((s) => s.key)).to.deep.equal(['ws:team-b']);
+      expect(scopesOf(ctx, limitsOf('default')).map((s) => s.key)).to.deep.equal([
+        'ws:default',
+        'ws:default:tag:feature=chat',
+      ]);
+      expect(
+        scopesOf(createTestContext({ workspace: 'team-b', tags: { customer_id: 'acme' } }), limitsOf('team-b')).map(
+          (s) => s.key,
+        ),
+      ).to.deep.equal(['ws:team-b']);
     });
 
     it('tag values are encoded in the key, so no value can spell another scope', () => {
       expect(tagScope('customer_id', 'a:b=c d/é')).to.equal('tag:customer_id=a%3Ab%3Dc%20d%2F%C3%A9');
       const ctx = createTestContext({ tags: { customer_id: 'x:tag:feature=search' } });
-      expect(scopesOf(ctx, limitsOf('default'))[1]).to.include({ key: 'ws:default:tag:customer_id=x%3Atag%3Afeature%3Dsearch', label: 'customer_id=x:tag:feature=search' });
+      expect(scopesOf(ctx, limitsOf('default'))[1]).to.include({
+        key: 'ws:default:tag:customer_id=x%3Atag%3Afeature%3Dsearch',
+        label: 'customer_id=x:tag:feature=search',
+      });
     });
   });
 
   describe('LimitsContext', () => {
-    it('knows each workspace\'s limits, and none before auth named a workspace', () => {
+    it("knows each workspace's limits, and none before auth named a workspace", () => {
       const { context } = limitsContext();
       expect(context.limitsOf(createTestContext({ workspace: 'team-b' }))).to.equal(limitsOf('team-b'));
       expect(context.limitsOf(createTestContext({ workspace: 'unknown' }))).to.equal(undefined);
@@ -59,7 +73,8 @@ describe('limit scopes', () => {
     it('gives the same scope list for the same workspace and tag values, and another one for any difference', () => {
       const { context } = limitsContext();
       const limits = limitsOf('default');
-      const of = (tags: Record<string, string>, workspace = 'default') => context.scopesOf(createTestContext({ workspace, tags }), limits);
+      const of = (tags: Record<string, string>, workspace = 'default') =>
+        context.scopesOf(createTestContext({ workspace, tags }), limits);
       const acme = of({ customer_id: 'acme' });
       expect(of({ customer_id: 'acme', unrelated: 'x' })).to.equal(acme);
       expect(Object.isFrozen(acme)).to.equal(true);
@@ -87,23 +102,6 @@ describe('limit scopes', () => {
       expect(onlyFeature.map((s) => s.key)).to.deep.equal(['ws:default', 'ws:default:tag:feature=x']);
     });
 
-    it('every limit plugin of a gateway gets the one context of its limit store', () => {
-      const store = new MemoryLimitStore();
-      const gateway = container.createChildContainer();
-      gateway.register(TOKENS.LimitStore, { useValue: store });
-      gateway.register(TOKENS.Config, { useValue: config });
-      gateway.register(TOKENS.Logger, { useValue: captureLogs().logger });
-      const first = LimitsContext.from(gateway);
-      expect(LimitsContext.from(gateway)).to.equal(first);
-      expect(first.store).to.equal(store);
-      expect(first.storeConfig).to.equal(config.limit_store);
-      const other = container.createChildContainer();
-      other.register(TOKENS.LimitStore, { useValue: new MemoryLimitStore() });
-      other.register(TOKENS.Config, { useValue: config });
-      other.register(TOKENS.Logger, { useValue: captureLogs().logger });
-      expect(LimitsContext.from(other)).to.not.equal(first);
-    });
-
     it('hands back what the store answered while it works', async () => {
       const { context, lines } = limitsContext('closed');
       expect(await context.guard('test', async () => 42, 0)).to.equal(42);
@@ -118,16 +116,24 @@ describe('limit scopes', () => {
       expect(await context.guard('request rate', down, 7)).to.equal(7);
       expect(await context.guard('budget', down, 8)).to.equal(8);
       expect(lines).to.have.length(1);
-      expect(lines[0]).to.include({ what: 'request rate', policy: 'open', msg: 'limit store unavailable: failing open' });
+      expect(lines[0]).to.include({
+        what: 'request rate',
+        policy: 'open',
+        msg: 'limit store unavailable: failing open',
+      });
     });
 
     it('on_error closed: an unreachable store refuses the request with 503 and Retry-After 1', async () => {
       const { context, lines } = limitsContext('closed');
       let refusal: GatewayError | undefined;
-      await context.guard('request rate', async () => Promise.reject(new Error('timeout')), 0).catch((err: GatewayError) => (refusal = err));
+      await context
+        .guard('request rate', async () => Promise.reject(new Error('timeout')), 0)
+        .catch((err: GatewayError) => (refusal = err));
       expect(refusal).to.be.instanceOf(GatewayError);
       expect(refusal).to.include({ code: 'limits_unavailable', status: 503 });
-      expect(refusal?.message).to.equal('Limits cannot be checked right now (limit store unavailable); try again shortly.');
+      expect(refusal?.message).to.equal(
+        'Limits cannot be checked right now (limit store unavailable); try again shortly.',
+      );
       expect(refusal?.headers).to.deep.equal({ 'retry-after': '1' });
       expect(lines[0]).to.include({ policy: 'closed', msg: 'limit store unavailable: failing closed' });
     });

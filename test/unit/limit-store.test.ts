@@ -1,18 +1,18 @@
 /**
- * One LimitStore conformance suite, run against MemoryLimitStore (always) and RedisLimitStore (when REDIS_URL
- * is set), plus Redis-only checks: atomicity across two connections, batching of the operations of one turn,
+ * One LimitStore conformance suite, run against MemoryLimitStore (always) and RedisLimitStore (REDIS_URL;
+ * helpers/services.ts when it is unset), plus Redis-only checks: atomicity across two connections, batching of the operations of one turn,
  * fail-fast when Redis is down, key expiry, and identical results to the memory store on a random sequence of
  * operations.
  */
 import { expect } from 'chai';
 import Redis from 'ioredis';
-import { freePort, HAS_REDIS_SERVER, startRedis } from '../helpers/redis-server';
+import { freePort, startRedis } from '../helpers/redis-server';
+import { requireRedis, requireRedisServer } from '../helpers/services';
 import { waitFor } from '../helpers/wait';
-import type { BudgetCheck, LimitStore } from '../../plugins/limits/limit-store';
-import { MemoryLimitStore } from '../../plugins/limits/memory-store';
-import { BUDGET_MAX_PICO, RedisLimitStore } from '../../plugins/limits/redis-store';
+import type { BudgetCheck, LimitStore } from '../../core/limit-store';
+import { MemoryLimitStore } from '../../runtime/services/limit-store/memory-store';
+import { BUDGET_MAX_PICO, RedisLimitStore } from '../../runtime/services/limit-store/redis-store';
 
-const REDIS_URL = process.env.REDIS_URL;
 /** Fixed caller clock, on a minute boundary, so the results do not depend on when the tests run. */
 const T0 = Date.UTC(2025, 0, 1);
 const HOUR = 3_600_000;
@@ -36,7 +36,7 @@ function conformance(label: string, open: () => LimitStore): void {
     before(() => {
       store = open();
     });
-    after(() => store.close());
+    after(() => store?.close());
 
     describe('token buckets', () => {
       it('admits exactly `limit` takes at the edge, then refuses with retry-after ≈ windowMs / limit', async () => {
@@ -214,7 +214,10 @@ function conformance(label: string, open: () => LimitStore): void {
       it('reserves within the limit, up to exactly the limit, and refuses over it', async () => {
         const c = budget(uniq('bud'), 100n);
         const r1 = await store.reserve([c], 'r1', 60n, LEASE);
-        expect(r1).to.deep.equal({ allowed: true, states: [{ key: c.key, spentPico: 0n, reservedPico: 60n, limitPico: 100n }] });
+        expect(r1).to.deep.equal({
+          allowed: true,
+          states: [{ key: c.key, spentPico: 0n, reservedPico: 60n, limitPico: 100n }],
+        });
         expect((await store.reserve([c], 'r2', 40n, LEASE)).states[0].reservedPico).to.equal(100n);
         const over = await store.reserve([c], 'r3', 1n, LEASE);
         expect(over.allowed).to.equal(false);
@@ -227,7 +230,10 @@ function conformance(label: string, open: () => LimitStore): void {
         expect((await store.reserve([a, b], 'r1', 20n, LEASE)).allowed).to.equal(true);
         const refused = await store.reserve([a, b], 'r2', 10n, LEASE); // b: 30 + 20 + 10 > 50
         expect(refused.allowed).to.equal(false);
-        expect(refused.states.map((s) => [s.spentPico, s.reservedPico])).to.deep.equal([[0n, 20n], [30n, 20n]]);
+        expect(refused.states.map((s) => [s.spentPico, s.reservedPico])).to.deep.equal([
+          [0n, 20n],
+          [30n, 20n],
+        ]);
         expect((await now(a)).reservedPico, 'a kept nothing from the refusal').to.equal(20n);
         await store.settle([a, b], 'r2', 0n); // settling a refused request releases nothing
         expect((await store.budgetStates([a, b])).map((s) => s.reservedPico)).to.deep.equal([20n, 20n]);
@@ -237,7 +243,9 @@ function conformance(label: string, open: () => LimitStore): void {
         const c = budget(uniq('bud-settle'), 100n);
         await store.reserve([c], 'r1', 50n, LEASE);
         await store.reserve([c], 'r2', 20n, LEASE);
-        expect(await store.settle([c], 'r1', 30n)).to.deep.equal([{ key: c.key, spentPico: 30n, reservedPico: 20n, limitPico: 100n }]);
+        expect(await store.settle([c], 'r1', 30n)).to.deep.equal([
+          { key: c.key, spentPico: 30n, reservedPico: 20n, limitPico: 100n },
+        ]);
         await store.settle([c], 'r1', 0n); // a repeated settle releases nothing more
         expect(await now(c)).to.include({ spentPico: 30n, reservedPico: 20n });
         await store.settle([c], 'r2', 5n);
@@ -250,7 +258,9 @@ function conformance(label: string, open: () => LimitStore): void {
         const c = budget(uniq('bud-lease'), 100n);
         expect((await store.reserve([c], 'lost', 60n, 600)).allowed).to.equal(true);
         expect((await store.reserve([c], 'alive', 30n, 600)).allowed).to.equal(true);
-        expect((await store.reserve([c], 'r3', 20n, LEASE)).allowed, '60 + 30 + 20 > 100 while both hold').to.equal(false);
+        expect((await store.reserve([c], 'r3', 20n, LEASE)).allowed, '60 + 30 + 20 > 100 while both hold').to.equal(
+          false,
+        );
         await sleep(300);
         await store.renewReservation([c], 'alive', 600);
         await store.renewReservation([c], 'ghost', 600); // renewing an unknown holder creates nothing
@@ -266,7 +276,10 @@ function conformance(label: string, open: () => LimitStore): void {
         expect(await now(c)).to.deep.equal({ key: c.key, spentPico: 12n, reservedPico: 0n, limitPico: 100n });
         await store.reserve([c], 'r1', 0n, LEASE); // amount 0: checks only, holds nothing
         await store.settle([c], 'r1', 3n);
-        expect(await now({ ...c, seedPico: 99n }), 'the seed is used once').to.include({ spentPico: 15n, reservedPico: 0n });
+        expect(await now({ ...c, seedPico: 99n }), 'the seed is used once').to.include({
+          spentPico: 15n,
+          reservedPico: 0n,
+        });
       });
 
       it('applies the seed once, when the budget is first seen', async () => {
@@ -320,7 +333,10 @@ function conformance(label: string, open: () => LimitStore): void {
         expect(r.states[0]).to.include({ spentPico: BUDGET_MAX_PICO - dollar - 5n, reservedPico: dollar + 5n });
         expect((await store.reserve([edge], 'e2', 1n, LEASE)).allowed, 'one pico over').to.equal(false);
         await store.settle([edge], 'e1', dollar + 4n);
-        expect((await store.reserve([edge], 'e3', 1n, LEASE)).states[0]).to.include({ spentPico: BUDGET_MAX_PICO - 1n, reservedPico: 1n });
+        expect((await store.reserve([edge], 'e3', 1n, LEASE)).states[0]).to.include({
+          spentPico: BUDGET_MAX_PICO - 1n,
+          reservedPico: 1n,
+        });
         expect((await store.reserve([edge], 'e4', 1n, LEASE)).allowed).to.equal(false);
 
         // Past 2^53 (doubles) and 2^63 (Redis INCRBY), with carries and borrows across the 10^12 limb.
@@ -341,320 +357,383 @@ function conformance(label: string, open: () => LimitStore): void {
 
 conformance('MemoryLimitStore', () => new MemoryLimitStore());
 
-if (!REDIS_URL) {
-  console.log('\n  SKIPPED: Redis limit-store suite (set REDIS_URL=redis://127.0.0.1:6379 to run it)\n');
-  describe.skip('LimitStore conformance: RedisLimitStore (set REDIS_URL to run)', () => it('needs REDIS_URL'));
-} else {
-  const url = REDIS_URL;
-  const prefix = `tollgate-test:${process.pid}:${Date.now()}:`;
-  const stores: RedisLimitStore[] = [];
-  /** A connected store under the test prefix, closed after the suite. */
-  async function redisStore(opts: { keyPrefix?: string } = {}): Promise<RedisLimitStore> {
-    const s = new RedisLimitStore(url, { keyPrefix: opts.keyPrefix ?? prefix, commandTimeoutMs: 2_000 });
-    stores.push(s);
-    await s.ping();
-    return s;
-  }
+/** REDIS_URL, once Redis answered (the suite's first hook). */
+let url: string;
+const prefix = `tollgate-test:${process.pid}:${Date.now()}:`;
+const stores: RedisLimitStore[] = [];
+/** A connected store under the test prefix, closed after the suite. */
+async function redisStore(opts: { keyPrefix?: string } = {}): Promise<RedisLimitStore> {
+  const s = new RedisLimitStore(url, { keyPrefix: opts.keyPrefix ?? prefix, commandTimeoutMs: 2_000 });
+  stores.push(s);
+  await s.ping();
+  return s;
+}
 
-  describe('RedisLimitStore', () => {
-    let admin: Redis;
-    before(async () => {
-      admin = new Redis(url, { maxRetriesPerRequest: 1 });
-      await admin.ping();
-    });
-    after(async () => {
-      await Promise.all(stores.map((s) => s.close()));
-      let cursor = '0';
-      do {
-        const [next, keys] = await admin.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500);
-        if (keys.length) await admin.del(...keys);
-        cursor = next;
-      } while (cursor !== '0');
-      await admin.quit();
-    });
+describe('RedisLimitStore', () => {
+  let admin: Redis;
+  before(async function () {
+    url = await requireRedis(this, 'Redis limit-store suite');
+    admin = new Redis(url, { maxRetriesPerRequest: 1 });
+    await admin.ping();
+  });
+  after(async () => {
+    await Promise.all(stores.map((s) => s.close()));
+    if (!admin) return;
+    let cursor = '0';
+    do {
+      const [next, keys] = await admin.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500);
+      if (keys.length) await admin.del(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+    await admin.quit();
+  });
 
-    conformance('RedisLimitStore', () => new RedisLimitStore(url, { keyPrefix: prefix }));
+  conformance('RedisLimitStore', () => new RedisLimitStore(url, { keyPrefix: prefix }));
 
-    describe('atomic across instances', () => {
-      it('two instances racing 200 takes against a bucket of 50 admit exactly 50', async () => {
-        const [s1, s2] = [await redisStore(), await redisStore()];
-        const b = { key: uniq('race'), limit: 50, windowMs: HOUR }; // refill during the race: < 0.01 token
-        const results = await Promise.all(Array.from({ length: 200 }, (_, i) => (i % 2 ? s1 : s2).take([b])));
-        expect(results.filter((r) => r.allowed)).to.have.length(50);
-        expect(results.filter((r) => !r.allowed).every((r) => r.buckets[0].retryAfterMs > 0)).to.equal(true);
-      });
-
-      it('two instances racing for slots never exceed the limit', async () => {
-        const [s1, s2] = [await redisStore(), await redisStore()];
-        const k = uniq('race-slots');
-        const results = await Promise.all(Array.from({ length: 100 }, (_, i) => (i % 2 ? s1 : s2).acquireSlot(k, `h${i}`, 5, 60_000)));
-        expect(results.filter((r) => r.acquired)).to.have.length(5);
-        expect(Math.max(...results.map((r) => r.inUse))).to.equal(5);
-        expect(await admin.zcard(`${prefix}slots:${k}`)).to.equal(5);
-      });
-
-      it('two instances racing reservations never overspend a budget', async () => {
-        const [s1, s2] = [await redisStore(), await redisStore()];
-        const c = budget(uniq('race-budget'), 1_000n);
-        const results = await Promise.all(Array.from({ length: 60 }, (_, i) => (i % 2 ? s1 : s2).reserve([c], `r${i}`, 50n, 60_000)));
-        expect(results.filter((r) => r.allowed)).to.have.length(20);
-        expect((await s1.budgetStates([c]))[0].reservedPico).to.equal(1_000n);
-      });
+  describe('atomic across instances', () => {
+    it('two instances racing 200 takes against a bucket of 50 admit exactly 50', async () => {
+      const [s1, s2] = [await redisStore(), await redisStore()];
+      const b = { key: uniq('race'), limit: 50, windowMs: HOUR }; // refill during the race: < 0.01 token
+      const results = await Promise.all(Array.from({ length: 200 }, (_, i) => (i % 2 ? s1 : s2).take([b])));
+      expect(results.filter((r) => r.allowed)).to.have.length(50);
+      expect(results.filter((r) => !r.allowed).every((r) => r.buckets[0].retryAfterMs > 0)).to.equal(true);
     });
 
-    describe('batching', () => {
-      /** Script calls the Redis server has run so far (EVAL the first time on a connection, EVALSHA after). */
-      async function scriptCalls(): Promise<number> {
-        const stats = await admin.info('commandstats');
-        let calls = 0;
-        for (const m of stats.matchAll(/^cmdstat_(?:eval|evalsha):calls=(\d+)/gm)) calls += Number(m[1]);
-        return calls;
-      }
-
-      it('sends the operations issued in one turn as one script call, each with its own result', async () => {
-        const s = await redisStore();
-        const b = { key: uniq('batch'), limit: 10, windowMs: HOUR };
-        const w = uniq('batch-win');
-        const before = await scriptCalls();
-        const [takes, added, total] = await Promise.all([
-          Promise.all(Array.from({ length: 12 }, () => s.take([b], T0))),
-          s.addToWindow(w, 60_000, 5, T0),
-          s.windowTotal(w, 60_000, T0),
-        ]);
-        // this suite's own admin client runs no script; one call carried all 14 operations
-        expect((await scriptCalls()) - before).to.equal(1);
-        expect(takes.map((t) => t.allowed)).to.deep.equal([...Array(10).fill(true), false, false]);
-        expect(takes.map((t) => t.buckets[0].remaining)).to.deep.equal([9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 0, 0]);
-        expect([added, total]).to.deep.equal([5, 5]); // in order: the add ran before the read
-      });
-
-      it('splits a turn of more than 128 operations into several calls, and answers every one', async () => {
-        const s = await redisStore();
-        const b = { key: uniq('batch-big'), limit: 250, windowMs: HOUR };
-        const before = await scriptCalls();
-        const takes = await Promise.all(Array.from({ length: 300 }, () => s.take([b], T0)));
-        expect((await scriptCalls()) - before).to.equal(3);
-        expect(takes.filter((t) => t.allowed)).to.have.length(250);
-        expect(takes.slice(250).every((t) => !t.allowed)).to.equal(true);
-      });
-
-      it('fails an operation alone when Redis refuses it, without opening the circuit breaker', async () => {
-        const s = await redisStore();
-        const broken = { key: uniq('batch-wrongtype'), limit: 5, windowMs: HOUR };
-        await admin.set(`${prefix}bucket:${broken.key}`, 'not a hash'); // HMGET on it fails: WRONGTYPE
-        const good = { key: uniq('batch-good'), limit: 5, windowMs: HOUR };
-        const [bad, ok] = await Promise.allSettled([s.take([broken], T0), s.take([good], T0)]);
-        expect(bad.status).to.equal('rejected');
-        expect(String((bad as PromiseRejectedResult).reason)).to.match(/take: .*WRONGTYPE/);
-        expect(ok.status === 'fulfilled' && ok.value.allowed).to.equal(true);
-        expect(s.connected, 'a refused operation says nothing about the connection').to.equal(true);
-        expect((await s.take([good], T0)).buckets[0].remaining).to.equal(3);
-      });
+    it('two instances racing for slots never exceed the limit', async () => {
+      const [s1, s2] = [await redisStore(), await redisStore()];
+      const k = uniq('race-slots');
+      const results = await Promise.all(
+        Array.from({ length: 100 }, (_, i) => (i % 2 ? s1 : s2).acquireSlot(k, `h${i}`, 5, 60_000)),
+      );
+      expect(results.filter((r) => r.acquired)).to.have.length(5);
+      expect(Math.max(...results.map((r) => r.inUse))).to.equal(5);
+      expect(await admin.zcard(`${prefix}slots:${k}`)).to.equal(5);
     });
 
-    describe('time, keys and expiry', () => {
-      it('uses the Redis clock when now is omitted', async () => {
-        const s = await redisStore();
-        const b = { key: uniq('clock'), limit: 2, windowMs: HOUR };
-        expect((await s.take([b])).allowed).to.equal(true);
-        const [sec] = await admin.time();
-        const ts = Number(await admin.hget(`${prefix}bucket:${b.key}`, 'ts'));
-        expect(ts).to.be.closeTo(Number(sec) * 1000, 2_000);
-        const k = uniq('clock-win');
-        await s.addToWindow(k, 60_000, 4);
-        expect(await s.windowTotal(k, 60_000)).to.be.oneOf([0, 4]); // 0 only if a minute boundary passed in between
-      });
-
-      it('lays out keys under the prefix and gives each an expiry', async () => {
-        const s = await redisStore();
-        const b = { key: uniq('ttl-bucket'), limit: 10, windowMs: 10_000 };
-        await s.take([b], T0);
-        const w = uniq('ttl-window');
-        await s.addToWindow(w, 60_000, 1, T0 + 15_000);
-        const sl = uniq('ttl-slots');
-        await s.acquireSlot(sl, 'a', 1, 30_000, T0);
-        const c = budget(uniq('ttl-budget'), 10n);
-        await s.reserve([c], 'req-1', 1n, 30_000);
-        const ttl = (k: string) => admin.pttl(`${prefix}${k}`);
-        expect(await ttl(`bucket:${b.key}`)).to.be.within(1_000 + 59_000, 1_000 + 60_000); // full again in 1 s, + margin
-        expect(await ttl(`window:${w}`)).to.be.within(45_000 + 59_000, 45_000 + 60_000); // window ends in 45 s, + margin
-        expect(await ttl(`slots:${sl}`)).to.be.within(30_000 + 59_000, 30_000 + 60_000); // lease end, + margin
-        const budgetTtl = await ttl(`budget:${c.key}:${P1}`);
-        expect(budgetTtl).to.be.closeTo(P1 + DAY - Date.now(), 5_000); // period end + a day
-        expect(await ttl(`budget:${c.key}:${P1}:leases`)).to.be.closeTo(P1 + DAY - Date.now(), 5_000);
-        expect(await admin.hgetall(`${prefix}budget:${c.key}:${P1}`)).to.deep.equal({ spent: '0', reserved: '1', 'r:req-1': '1' });
-        const [sec] = await admin.time();
-        expect(Number(await admin.zscore(`${prefix}budget:${c.key}:${P1}:leases`, 'req-1'))).to.be.closeTo(Number(sec) * 1000 + 30_000, 2_000);
-      });
-
-      it("keeps a budget's expiry a day after its period ends, and a late call on a long-ended period 1 min from now", async () => {
-        const s = await redisStore();
-        const c = budget(uniq('ttl-budget-later'), 10n);
-        await s.reserve([c], 'req-1', 1n, 30_000);
-        await s.settle([c], 'req-1', 1n); // a later call on the same period keeps the deadline it was given
-        expect(await admin.pttl(`${prefix}budget:${c.key}:${P1}`)).to.be.closeTo(P1 + DAY - Date.now(), 5_000);
-
-        const ended = budget(uniq('ttl-budget-ended'), 10n, 0n, Math.floor(Date.now() / DAY) * DAY - 2 * DAY);
-        await s.reserve([ended], 'req-2', 1n, 30_000);
-        const key = `${prefix}budget:${ended.key}:${ended.periodEndMs}`;
-        expect(await admin.pttl(key)).to.be.within(59_000, 60_000);
-        await admin.pexpire(key, 5_000);
-        await s.settle([ended], 'req-2', 1n); // still wanted: another minute from now
-        expect(await admin.pttl(key)).to.be.within(59_000, 60_000);
-      });
-
-      it('keeps the other windows of a key when a lagging clock writes the previous one', async () => {
-        const s = await redisStore();
-        const k = uniq('win-lag');
-        await s.addToWindow(k, 60_000, 5, T0 + 60_000);
-        expect(await s.addToWindow(k, 60_000, 2, T0 + 59_000)).to.equal(2);
-        expect(await s.windowTotal(k, 60_000, T0 + 60_001)).to.equal(5);
-        await s.addToWindow(k, 60_000, 1, T0 + 180_000); // drops windows older than the previous one
-        expect(await admin.hkeys(`${prefix}window:${k}`)).to.deep.equal([String(T0 + 180_000)]);
-      });
-
-      it('isolates stores by key prefix', async () => {
-        const a = await redisStore({ keyPrefix: `${prefix}a:` });
-        const b = await redisStore({ keyPrefix: `${prefix}b:` });
-        const bucket = { key: 'same', limit: 1, windowMs: HOUR };
-        expect((await a.take([bucket], T0)).allowed).to.equal(true);
-        expect((await b.take([bucket], T0)).allowed).to.equal(true);
-      });
-    });
-
-    describe('same results as the memory store', () => {
-      it('on a random sequence of takes, refunds, window adds, slot and budget operations', async () => {
-        const redis = await redisStore();
-        const memory = new MemoryLimitStore();
-        let seed = 42;
-        const rand = (n: number) => {
-          seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
-          return seed % n;
-        };
-        const id = uniq('diff');
-        const buckets = [
-          { key: `${id}-a`, limit: 3, windowMs: 1_000 },
-          { key: `${id}-b`, limit: 7, windowMs: 9_000 },
-          { key: `${id}-c`, limit: 100, windowMs: 60_000 },
-        ];
-        let now = T0;
-        for (let step = 0; step < 400; step++) {
-          now += rand(400);
-          const op = rand(8);
-          const run = async (s: LimitStore): Promise<unknown> => {
-            if (op === 0) return s.take(buckets.filter(() => rand(2) === 0), now);
-            if (op === 1) return s.addToWindow(`${id}-w`, 7_000, rand(1000) / 7, now);
-            if (op === 2) return s.acquireSlot(`${id}-s`, `h${rand(6)}`, 3, 2_000, now);
-            if (op === 3) return s.releaseSlot(`${id}-s`, `h${rand(6)}`);
-            if (op === 4) return s.refund(buckets.filter(() => rand(2) === 0), now);
-            const funds = [budget(`${id}-b1`, 1_000n), budget(`${id}-b2`, 600n, 50n)].filter(() => rand(3) > 0);
-            if (op === 5) return s.reserve(funds, `h${rand(6)}`, BigInt(rand(300)), 60_000);
-            if (op === 6) return s.settle(funds, `h${rand(6)}`, BigInt(rand(100)));
-            return s.budgetStates(funds);
-          };
-          const saved = seed; // both stores draw the same random choices
-          const m = await run(memory);
-          seed = saved;
-          expect(await run(redis), `step ${step}`).to.deep.equal(m);
-        }
-        await memory.close();
-      });
-    });
-
-    describe('failure', () => {
-      it('rejects within about a second when Redis is unreachable (fail fast)', async () => {
-        const port = await freePort();
-        const s = new RedisLimitStore(`redis://127.0.0.1:${port}`, { keyPrefix: prefix, commandTimeoutMs: 300 });
-        try {
-          for (const attempt of ['first call', 'later call']) {
-            const t0 = Date.now();
-            const err = await s.take([{ key: 'down', limit: 1, windowMs: 1_000 }]).then(() => null, (e: unknown) => e);
-            expect(err, attempt).to.be.instanceOf(Error);
-            expect(Date.now() - t0, attempt).to.be.below(1_000);
-            expect(s.connected).to.equal(false);
-          }
-          const t0 = Date.now();
-          let failed = false;
-          await s.reserve([budget('down', 1n)], 'r1', 1n, 1_000).catch(() => (failed = true));
-          expect(failed).to.equal(true);
-          expect(Date.now() - t0).to.be.below(1_000);
-          await s.ping().then(
-            () => expect.fail('ping should reject'),
-            () => undefined,
-          );
-        } finally {
-          await s.close();
-        }
-      });
-
-      it('fails fast while its Redis is dead or hung (circuit breaker), and heals when it returns', async function () {
-        if (!HAS_REDIS_SERVER) return this.skip(); // needs a private server to stop
-        this.timeout(20_000);
-        const port = await freePort();
-        let server = await startRedis(port);
-        const s = new RedisLimitStore(`redis://127.0.0.1:${port}`, { keyPrefix: prefix, commandTimeoutMs: 300, circuitBreakerMs: 1_000 });
-        const b = { key: 'outage', limit: 100, windowMs: HOUR };
-        const failsWithin = async (ms: number, label: string) => {
-          const t0 = Date.now();
-          const err = await s.take([b]).then(() => null, (e: unknown) => e);
-          expect(err, label).to.be.instanceOf(Error);
-          const took = Date.now() - t0;
-          expect(took, label).to.be.below(ms);
-          return took;
-        };
-        try {
-          expect((await s.take([b])).allowed).to.equal(true);
-          server.kill('SIGSTOP'); // hung: the first command waits out its 300 ms time-out...
-          expect(await failsWithin(1_000, 'hung server, first call')).to.be.at.least(250);
-          // ...and opens the breaker: the next operations (a request runs several) fail at once.
-          for (const op of ['take', 'window', 'slot', 'reserve']) {
-            const t0 = Date.now();
-            const call =
-              op === 'take' ? s.take([b]) : op === 'window' ? s.windowTotal('outage', 60_000) : op === 'slot' ? s.acquireSlot('outage', 'h', 1, 10_000) : s.reserve([budget('outage', 10n)], 'r', 1n, 10_000);
-            expect(await call.then(() => null, (e: unknown) => e), op).to.be.instanceOf(Error);
-            expect(Date.now() - t0, `${op} while the breaker is open`).to.be.below(50);
-          }
-          expect(s.connected).to.equal(false);
-          server.kill('SIGCONT'); // back: the background probe closes the breaker within about a second
-          const t0 = Date.now();
-          await waitFor(() => s.connected, 5_000);
-          expect(Date.now() - t0).to.be.below(2_500);
-          // 97: the take that timed out on our side still ran when the server woke up; the refused ones never left.
-          expect((await s.take([b])).buckets[0].remaining).to.equal(97);
-
-          server.kill('SIGKILL');
-          await new Promise((resolve) => server.once('exit', resolve));
-          await failsWithin(1_000, 'dead server');
-          await failsWithin(50, 'still dead: the breaker answers');
-          server = await startRedis(port);
-          await waitFor(() => s.connected, 5_000);
-          expect((await s.take([b])).buckets[0].remaining, 'a fresh server: a fresh bucket').to.equal(99);
-        } finally {
-          await s.close();
-          server.kill('SIGKILL');
-        }
-      });
-
-      it('rejects after close, and reports health while open', async () => {
-        const s = new RedisLimitStore(url, { keyPrefix: prefix });
-        expect(await s.ping()).to.be.a('number');
-        expect(s.connected).to.equal(true);
-        await s.close();
-        expect(s.connected).to.equal(false);
-        const err = await s.take([{ key: 'closed', limit: 1, windowMs: 1_000 }]).then(() => null, (e: unknown) => e);
-        expect(err).to.be.instanceOf(Error);
-      });
-
-      it('refuses budget amounts outside 0..BUDGET_MAX_PICO before touching Redis', async () => {
-        const s = await redisStore();
-        const c = budget(uniq('bud-range'), BUDGET_MAX_PICO);
-        for (const bad of [BUDGET_MAX_PICO + 1n, -1n]) {
-          const err = await s.reserve([c], 'r1', bad, 1_000).then(() => null, (e: unknown) => e);
-          expect(err).to.be.instanceOf(RangeError);
-        }
-        const err = await s.reserve([{ ...c, limitPico: BUDGET_MAX_PICO + 1n }], 'r1', 1n, 1_000).then(() => null, (e: unknown) => e);
-        expect(err).to.be.instanceOf(RangeError);
-      });
+    it('two instances racing reservations never overspend a budget', async () => {
+      const [s1, s2] = [await redisStore(), await redisStore()];
+      const c = budget(uniq('race-budget'), 1_000n);
+      const results = await Promise.all(
+        Array.from({ length: 60 }, (_, i) => (i % 2 ? s1 : s2).reserve([c], `r${i}`, 50n, 60_000)),
+      );
+      expect(results.filter((r) => r.allowed)).to.have.length(20);
+      expect((await s1.budgetStates([c]))[0].reservedPico).to.equal(1_000n);
     });
   });
-}
+
+  describe('batching', () => {
+    /** Script calls the Redis server has run so far (EVAL the first time on a connection, EVALSHA after). */
+    async function scriptCalls(): Promise<number> {
+      const stats = await admin.info('commandstats');
+      let calls = 0;
+      for (const m of stats.matchAll(/^cmdstat_(?:eval|evalsha):calls=(\d+)/gm)) calls += Number(m[1]);
+      return calls;
+    }
+
+    it('sends the operations issued in one turn as one script call, each with its own result', async () => {
+      const s = await redisStore();
+      const b = { key: uniq('batch'), limit: 10, windowMs: HOUR };
+      const w = uniq('batch-win');
+      const before = await scriptCalls();
+      const [takes, added, total] = await Promise.all([
+        Promise.all(Array.from({ length: 12 }, () => s.take([b], T0))),
+        s.addToWindow(w, 60_000, 5, T0),
+        s.windowTotal(w, 60_000, T0),
+      ]);
+      // this suite's own admin client runs no script; one call carried all 14 operations
+      expect((await scriptCalls()) - before).to.equal(1);
+      expect(takes.map((t) => t.allowed)).to.deep.equal([...Array(10).fill(true), false, false]);
+      expect(takes.map((t) => t.buckets[0].remaining)).to.deep.equal([9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 0, 0]);
+      expect([added, total]).to.deep.equal([5, 5]); // in order: the add ran before the read
+    });
+
+    it('splits a turn of more than 128 operations into several calls, and answers every one', async () => {
+      const s = await redisStore();
+      const b = { key: uniq('batch-big'), limit: 250, windowMs: HOUR };
+      const before = await scriptCalls();
+      const takes = await Promise.all(Array.from({ length: 300 }, () => s.take([b], T0)));
+      expect((await scriptCalls()) - before).to.equal(3);
+      expect(takes.filter((t) => t.allowed)).to.have.length(250);
+      expect(takes.slice(250).every((t) => !t.allowed)).to.equal(true);
+    });
+
+    it('fails an operation alone when Redis refuses it, without opening the circuit breaker', async () => {
+      const s = await redisStore();
+      const broken = { key: uniq('batch-wrongtype'), limit: 5, windowMs: HOUR };
+      await admin.set(`${prefix}bucket:${broken.key}`, 'not a hash'); // HMGET on it fails: WRONGTYPE
+      const good = { key: uniq('batch-good'), limit: 5, windowMs: HOUR };
+      const [bad, ok] = await Promise.allSettled([s.take([broken], T0), s.take([good], T0)]);
+      expect(bad.status).to.equal('rejected');
+      expect(String((bad as PromiseRejectedResult).reason)).to.match(/take: .*WRONGTYPE/);
+      expect(ok.status === 'fulfilled' && ok.value.allowed).to.equal(true);
+      expect(s.connected, 'a refused operation says nothing about the connection').to.equal(true);
+      expect((await s.take([good], T0)).buckets[0].remaining).to.equal(3);
+    });
+  });
+
+  describe('time, keys and expiry', () => {
+    it('uses the Redis clock when now is omitted', async () => {
+      const s = await redisStore();
+      const b = { key: uniq('clock'), limit: 2, windowMs: HOUR };
+      expect((await s.take([b])).allowed).to.equal(true);
+      const [sec] = await admin.time();
+      const ts = Number(await admin.hget(`${prefix}bucket:${b.key}`, 'ts'));
+      expect(ts).to.be.closeTo(Number(sec) * 1000, 2_000);
+      // The window is the Redis clock's minute. Should a minute boundary pass between adding and reading, the total
+      // read is that of the next minute: the check is made again, in that next minute.
+      const minute = async () => {
+        const [secs, usecs] = await admin.time();
+        return Math.floor((Number(secs) * 1000 + Math.floor(Number(usecs) / 1000)) / 60_000);
+      };
+      for (let attempt = 1; ; attempt++) {
+        const k = uniq('clock-win');
+        const before = await minute();
+        await s.addToWindow(k, 60_000, 4);
+        const total = await s.windowTotal(k, 60_000);
+        if ((await minute()) !== before && attempt === 1) continue;
+        expect(total).to.equal(4);
+        expect(await admin.hkeys(`${prefix}window:${k}`), 'the window of the Redis clock').to.deep.equal([
+          String(before * 60_000),
+        ]);
+        break;
+      }
+    });
+
+    it('lays out keys under the prefix and gives each an expiry', async () => {
+      const s = await redisStore();
+      const b = { key: uniq('ttl-bucket'), limit: 10, windowMs: 10_000 };
+      await s.take([b], T0);
+      const w = uniq('ttl-window');
+      await s.addToWindow(w, 60_000, 1, T0 + 15_000);
+      const sl = uniq('ttl-slots');
+      await s.acquireSlot(sl, 'a', 1, 30_000, T0);
+      const c = budget(uniq('ttl-budget'), 10n);
+      await s.reserve([c], 'req-1', 1n, 30_000);
+      const ttl = (k: string) => admin.pttl(`${prefix}${k}`);
+      expect(await ttl(`bucket:${b.key}`)).to.be.within(1_000 + 59_000, 1_000 + 60_000); // full again in 1 s, + margin
+      expect(await ttl(`window:${w}`)).to.be.within(45_000 + 59_000, 45_000 + 60_000); // window ends in 45 s, + margin
+      expect(await ttl(`slots:${sl}`)).to.be.within(30_000 + 59_000, 30_000 + 60_000); // lease end, + margin
+      const budgetTtl = await ttl(`budget:${c.key}:${P1}`);
+      expect(budgetTtl).to.be.closeTo(P1 + DAY - Date.now(), 5_000); // period end + a day
+      expect(await ttl(`budget:${c.key}:${P1}:leases`)).to.be.closeTo(P1 + DAY - Date.now(), 5_000);
+      expect(await admin.hgetall(`${prefix}budget:${c.key}:${P1}`)).to.deep.equal({
+        spent: '0',
+        reserved: '1',
+        'r:req-1': '1',
+      });
+      const [sec] = await admin.time();
+      expect(Number(await admin.zscore(`${prefix}budget:${c.key}:${P1}:leases`, 'req-1'))).to.be.closeTo(
+        Number(sec) * 1000 + 30_000,
+        2_000,
+      );
+    });
+
+    it("keeps a budget's expiry a day after its period ends, and a late call on a long-ended period 1 min from now", async () => {
+      const s = await redisStore();
+      const c = budget(uniq('ttl-budget-later'), 10n);
+      await s.reserve([c], 'req-1', 1n, 30_000);
+      await s.settle([c], 'req-1', 1n); // a later call on the same period keeps the deadline it was given
+      expect(await admin.pttl(`${prefix}budget:${c.key}:${P1}`)).to.be.closeTo(P1 + DAY - Date.now(), 5_000);
+
+      const ended = budget(uniq('ttl-budget-ended'), 10n, 0n, Math.floor(Date.now() / DAY) * DAY - 2 * DAY);
+      await s.reserve([ended], 'req-2', 1n, 30_000);
+      const key = `${prefix}budget:${ended.key}:${ended.periodEndMs}`;
+      expect(await admin.pttl(key)).to.be.within(59_000, 60_000);
+      await admin.pexpire(key, 5_000);
+      await s.settle([ended], 'req-2', 1n); // still wanted: another minute from now
+      expect(await admin.pttl(key)).to.be.within(59_000, 60_000);
+    });
+
+    it('keeps the other windows of a key when a lagging clock writes the previous one', async () => {
+      const s = await redisStore();
+      const k = uniq('win-lag');
+      await s.addToWindow(k, 60_000, 5, T0 + 60_000);
+      expect(await s.addToWindow(k, 60_000, 2, T0 + 59_000)).to.equal(2);
+      expect(await s.windowTotal(k, 60_000, T0 + 60_001)).to.equal(5);
+      await s.addToWindow(k, 60_000, 1, T0 + 180_000); // drops windows older than the previous one
+      expect(await admin.hkeys(`${prefix}window:${k}`)).to.deep.equal([String(T0 + 180_000)]);
+    });
+
+    it('isolates stores by key prefix', async () => {
+      const a = await redisStore({ keyPrefix: `${prefix}a:` });
+      const b = await redisStore({ keyPrefix: `${prefix}b:` });
+      const bucket = { key: 'same', limit: 1, windowMs: HOUR };
+      expect((await a.take([bucket], T0)).allowed).to.equal(true);
+      expect((await b.take([bucket], T0)).allowed).to.equal(true);
+    });
+  });
+
+  describe('same results as the memory store', () => {
+    it('on a random sequence of takes, refunds, window adds, slot and budget operations', async () => {
+      const redis = await redisStore();
+      const memory = new MemoryLimitStore();
+      let seed = 42;
+      const rand = (n: number) => {
+        seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+        return seed % n;
+      };
+      const id = uniq('diff');
+      const buckets = [
+        { key: `${id}-a`, limit: 3, windowMs: 1_000 },
+        { key: `${id}-b`, limit: 7, windowMs: 9_000 },
+        { key: `${id}-c`, limit: 100, windowMs: 60_000 },
+      ];
+      let now = T0;
+      for (let step = 0; step < 400; step++) {
+        now += rand(400);
+        const op = rand(8);
+        const run = async (s: LimitStore): Promise<unknown> => {
+          if (op === 0)
+            return s.take(
+              buckets.filter(() => rand(2) === 0),
+              now,
+            );
+          if (op === 1) return s.addToWindow(`${id}-w`, 7_000, rand(1000) / 7, now);
+          if (op === 2) return s.acquireSlot(`${id}-s`, `h${rand(6)}`, 3, 2_000, now);
+          if (op === 3) return s.releaseSlot(`${id}-s`, `h${rand(6)}`);
+          if (op === 4)
+            return s.refund(
+              buckets.filter(() => rand(2) === 0),
+              now,
+            );
+          const funds = [budget(`${id}-b1`, 1_000n), budget(`${id}-b2`, 600n, 50n)].filter(() => rand(3) > 0);
+          if (op === 5) return s.reserve(funds, `h${rand(6)}`, BigInt(rand(300)), 60_000);
+          if (op === 6) return s.settle(funds, `h${rand(6)}`, BigInt(rand(100)));
+          return s.budgetStates(funds);
+        };
+        const saved = seed; // both stores draw the same random choices
+        const m = await run(memory);
+        seed = saved;
+        expect(await run(redis), `step ${step}`).to.deep.equal(m);
+      }
+      await memory.close();
+    });
+  });
+
+  describe('failure', () => {
+    it('rejects within about a second when Redis is unreachable (fail fast)', async () => {
+      const port = await freePort();
+      const s = new RedisLimitStore(`redis://127.0.0.1:${port}`, { keyPrefix: prefix, commandTimeoutMs: 300 });
+      try {
+        for (const attempt of ['first call', 'later call']) {
+          const t0 = Date.now();
+          const err = await s.take([{ key: 'down', limit: 1, windowMs: 1_000 }]).then(
+            () => null,
+            (e: unknown) => e,
+          );
+          expect(err, attempt).to.be.instanceOf(Error);
+          expect(Date.now() - t0, attempt).to.be.below(1_000);
+          expect(s.connected).to.equal(false);
+        }
+        const t0 = Date.now();
+        let failed = false;
+        await s.reserve([budget('down', 1n)], 'r1', 1n, 1_000).catch(() => (failed = true));
+        expect(failed).to.equal(true);
+        expect(Date.now() - t0).to.be.below(1_000);
+        await s.ping().then(
+          () => expect.fail('ping should reject'),
+          () => undefined,
+        );
+      } finally {
+        await s.close();
+      }
+    });
+
+    it('fails fast while its Redis is dead or hung (circuit breaker), and heals when it returns', async function () {
+      requireRedisServer(this, 'RedisLimitStore outage (the test stops a private redis-server)');
+      this.timeout(20_000);
+      const port = await freePort();
+      let server = await startRedis(port);
+      const s = new RedisLimitStore(`redis://127.0.0.1:${port}`, {
+        keyPrefix: prefix,
+        commandTimeoutMs: 300,
+        circuitBreakerMs: 1_000,
+      });
+      const b = { key: 'outage', limit: 100, windowMs: HOUR };
+      const failsWithin = async (ms: number, label: string) => {
+        const t0 = Date.now();
+        const err = await s.take([b]).then(
+          () => null,
+          (e: unknown) => e,
+        );
+        expect(err, label).to.be.instanceOf(Error);
+        const took = Date.now() - t0;
+        expect(took, label).to.be.below(ms);
+        return took;
+      };
+      try {
+        expect((await s.take([b])).allowed).to.equal(true);
+        server.kill('SIGSTOP'); // hung: the first command waits out its 300 ms time-out...
+        expect(await failsWithin(1_000, 'hung server, first call')).to.be.at.least(250);
+        // ...and opens the breaker: the next operations (a request runs several) fail at once.
+        for (const op of ['take', 'window', 'slot', 'reserve']) {
+          const t0 = Date.now();
+          const call =
+            op === 'take'
+              ? s.take([b])
+              : op === 'window'
+                ? s.windowTotal('outage', 60_000)
+                : op === 'slot'
+                  ? s.acquireSlot('outage', 'h', 1, 10_000)
+                  : s.reserve([budget('outage', 10n)], 'r', 1n, 10_000);
+          expect(
+            await call.then(
+              () => null,
+              (e: unknown) => e,
+            ),
+            op,
+          ).to.be.instanceOf(Error);
+          expect(Date.now() - t0, `${op} while the breaker is open`).to.be.below(50);
+        }
+        expect(s.connected).to.equal(false);
+        server.kill('SIGCONT'); // back: the background probe closes the breaker within about a second
+        const t0 = Date.now();
+        await waitFor(() => s.connected, 5_000);
+        expect(Date.now() - t0).to.be.below(2_500);
+        // 97: the take that timed out on our side still ran when the server woke up; the refused ones never left.
+        expect((await s.take([b])).buckets[0].remaining).to.equal(97);
+
+        server.kill('SIGKILL');
+        await new Promise((resolve) => server.once('exit', resolve));
+        await failsWithin(1_000, 'dead server');
+        await failsWithin(50, 'still dead: the breaker answers');
+        server = await startRedis(port);
+        await waitFor(() => s.connected, 5_000);
+        expect((await s.take([b])).buckets[0].remaining, 'a fresh server: a fresh bucket').to.equal(99);
+      } finally {
+        await s.close();
+        server.kill('SIGKILL');
+      }
+    });
+
+    it('rejects after close, and reports health while open', async () => {
+      const s = new RedisLimitStore(url, { keyPrefix: prefix });
+      expect(await s.ping(), 'round trip in ms, within the default 500 ms command time-out').to.be.within(0, 500);
+      expect(s.connected).to.equal(true);
+      await s.close();
+      expect(s.connected).to.equal(false);
+      const err = await s.take([{ key: 'closed', limit: 1, windowMs: 1_000 }]).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(err).to.be.instanceOf(Error);
+    });
+
+    it('refuses budget amounts outside 0..BUDGET_MAX_PICO before touching Redis', async () => {
+      const s = await redisStore();
+      const c = budget(uniq('bud-range'), BUDGET_MAX_PICO);
+      for (const bad of [BUDGET_MAX_PICO + 1n, -1n]) {
+        const err = await s.reserve([c], 'r1', bad, 1_000).then(
+          () => null,
+          (e: unknown) => e,
+        );
+        expect(err).to.be.instanceOf(RangeError);
+      }
+      const err = await s.reserve([{ ...c, limitPico: BUDGET_MAX_PICO + 1n }], 'r1', 1n, 1_000).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(err).to.be.instanceOf(RangeError);
+    });
+  });
+});

@@ -41,21 +41,66 @@ describe('LiteLLM price file import', () => {
     const { models } = importLiteLlmText(FILE);
     expect(models).to.deep.equal([
       {
-        provider: 'openai', model: 'chat-a', kind: 'chat', litellm_key: 'chat-a', input: '2.5', output: '10', cache_read: '1.25',
-        context_window: 128000, max_output_tokens: 16384, deprecation_date: '2027-01-01',
+        provider: 'openai',
+        model: 'chat-a',
+        kind: 'chat',
+        litellm_key: 'chat-a',
+        input: '2.5',
+        output: '10',
+        cache_read: '1.25',
+        context_window: 128000,
+        max_output_tokens: 16384,
+        deprecation_date: '2027-01-01',
       },
-      { provider: 'openai', model: 'old-b', kind: 'completion', litellm_key: 'text-completion-openai/old-b', input: '2' },
       {
-        provider: 'gemini', model: 'tiered-c', kind: 'chat', litellm_key: 'gemini/tiered-c', input: '1.25', output: '10',
-        long_context: [{ above_input_tokens: 128000, input: '2' }, { above_input_tokens: 200000, input: '2.5', output: '15', cache_read: '0.625' }],
+        provider: 'openai',
+        model: 'old-b',
+        kind: 'completion',
+        litellm_key: 'text-completion-openai/old-b',
+        input: '2',
+      },
+      {
+        provider: 'gemini',
+        model: 'tiered-c',
+        kind: 'chat',
+        litellm_key: 'gemini/tiered-c',
+        input: '1.25',
+        output: '10',
+        long_context: [
+          { above_input_tokens: 128000, input: '2' },
+          { above_input_tokens: 200000, input: '2.5', output: '15', cache_read: '0.625' },
+        ],
         search_query_fee: '0.035',
       },
       {
-        provider: 'anthropic', model: 'claude-d', kind: 'chat', litellm_key: 'claude-d', input: '3', output: '15', cache_write: '3.75', cache_write_1h: '6', cache_read: '0.3',
+        provider: 'anthropic',
+        model: 'claude-d',
+        kind: 'chat',
+        litellm_key: 'claude-d',
+        input: '3',
+        output: '15',
+        cache_write: '3.75',
+        cache_write_1h: '6',
+        cache_read: '0.3',
       },
-      { provider: 'perplexity', model: 'sonar-e', kind: 'chat', litellm_key: 'perplexity/sonar-e', input: '1', output: '1', request_fee: { low: '0.005', high: '0.012' } },
       {
-        provider: 'perplexity', model: 'sonar-deep-research', kind: 'chat', litellm_key: 'perplexity/sonar-deep-research', input: '2', output: '8', citation: '2', reasoning: '3',
+        provider: 'perplexity',
+        model: 'sonar-e',
+        kind: 'chat',
+        litellm_key: 'perplexity/sonar-e',
+        input: '1',
+        output: '1',
+        request_fee: { low: '0.005', high: '0.012' },
+      },
+      {
+        provider: 'perplexity',
+        model: 'sonar-deep-research',
+        kind: 'chat',
+        litellm_key: 'perplexity/sonar-deep-research',
+        input: '2',
+        output: '8',
+        citation: '2',
+        reasoning: '3',
         search_query_fee: '0.005',
       },
       { provider: 'perplexity', model: 'sonar-f', kind: 'chat', litellm_key: 'perplexity/sonar-f', input: '1' },
@@ -68,24 +113,79 @@ describe('LiteLLM price file import', () => {
 
   it('lists every entry it did not import, with the reason', () => {
     expect(importLiteLlmText(FILE).skipped).to.deep.equal([
-      { provider: 'openai', model: 'dall-e-i', field: '*', reason: 'no per-token or per-request price (non-token pricing is not represented)' },
+      {
+        provider: 'openai',
+        model: 'dall-e-i',
+        field: '*',
+        reason: 'no per-token or per-request price (non-token pricing is not represented)',
+      },
       { provider: 'openai', model: 'bad-negative', field: '*', reason: 'input_cost_per_token: negative: -0.000001' },
-      { provider: 'openai', model: 'bad-string', field: '*', reason: 'output_cost_per_token: not a number: "0.000001"' },
-      { provider: 'openai', model: 'bad-unit', field: '*', reason: 'input_cost_per_token: 0.5 per token is implausible (unit error?)' },
+      {
+        provider: 'openai',
+        model: 'bad-string',
+        field: '*',
+        reason: 'output_cost_per_token: not a number: "0.000001"',
+      },
+      {
+        provider: 'openai',
+        model: 'bad-unit',
+        field: '*',
+        reason: 'input_cost_per_token: 0.5 per token is implausible (unit error?)',
+      },
       { provider: 'xai', model: 'bad-query', field: '*', reason: 'input_cost_per_query: not a number: "free"' },
-      { provider: 'bedrock', model: 'bedrock/x', field: '*', reason: 'litellm_provider "bedrock" is not a gateway provider' },
+      {
+        provider: 'bedrock',
+        model: 'bedrock/x',
+        field: '*',
+        reason: 'litellm_provider "bedrock" is not a gateway provider',
+      },
       { provider: '', model: 'no-provider', field: '*', reason: 'litellm_provider "" is not a gateway provider' },
       { provider: '', model: 'not-an-object', field: '*', reason: 'entry is not an object' },
       { provider: '', model: 'null-entry', field: '*', reason: 'entry is not an object' },
-      { provider: 'openai', model: 'openai/chat-a', field: '*', reason: 'same API id openai/chat-a as key chat-a, which was imported' },
+      {
+        provider: 'openai',
+        model: 'openai/chat-a',
+        field: '*',
+        reason: 'same API id openai/chat-a as key chat-a, which was imported',
+      },
     ]);
   });
 
   it('maps LiteLLM modes to catalog kinds, keeping unknown ones', () => {
-    const modes = ['chat', 'responses', 'completion', 'embedding', 'image_generation', 'image_edit', 'audio_transcription', 'audio_speech', 'moderation', 'moderations', 'rerank', 'search', 'video_generation', 'ocr'];
-    const file = Object.fromEntries(modes.map((mode) => [`m-${mode}`, { litellm_provider: 'openai', mode, input_cost_per_token: 1e-6 }]));
+    const modes = [
+      'chat',
+      'responses',
+      'completion',
+      'embedding',
+      'image_generation',
+      'image_edit',
+      'audio_transcription',
+      'audio_speech',
+      'moderation',
+      'moderations',
+      'rerank',
+      'search',
+      'video_generation',
+      'ocr',
+    ];
+    const file = Object.fromEntries(
+      modes.map((mode) => [`m-${mode}`, { litellm_provider: 'openai', mode, input_cost_per_token: 1e-6 }]),
+    );
     expect(importLiteLlm(file).models.map((m) => m.kind)).to.deep.equal([
-      'chat', 'chat', 'completion', 'embedding', 'image', 'image', 'audio', 'audio', 'moderation', 'moderation', 'rerank', 'search', 'video', 'ocr',
+      'chat',
+      'chat',
+      'completion',
+      'embedding',
+      'image',
+      'image',
+      'audio',
+      'audio',
+      'moderation',
+      'moderation',
+      'rerank',
+      'search',
+      'video',
+      'ocr',
     ]);
   });
 
@@ -95,7 +195,9 @@ describe('LiteLLM price file import', () => {
       "limits": { "litellm_provider": "openai", "input_cost_per_token": 1e-6, "max_input_tokens": 1.5, "max_output_tokens": 0 },
       "limits-2": { "litellm_provider": "openai", "input_cost_per_token": 1e-6, "max_input_tokens": "8k", "max_output_tokens": -1 }
     }`);
-    expect(skipped).to.deep.equal([{ provider: 'openai', model: 'huge', field: '*', reason: 'input_cost_per_token: not a number: null' }]);
+    expect(skipped).to.deep.equal([
+      { provider: 'openai', model: 'huge', field: '*', reason: 'input_cost_per_token: not a number: null' },
+    ]);
     expect(models).to.deep.equal([
       { provider: 'openai', model: 'limits', kind: 'chat', litellm_key: 'limits', input: '1' },
       { provider: 'openai', model: 'limits-2', kind: 'chat', litellm_key: 'limits-2', input: '1' },
@@ -106,7 +208,11 @@ describe('LiteLLM price file import', () => {
     const { models } = importLiteLlm({
       'sonar-s': { litellm_provider: 'perplexity', input_cost_per_token: 1e-6, search_context_cost_per_query: 'n/a' },
       'sonar-n': { litellm_provider: 'perplexity', input_cost_per_token: 1e-6, search_context_cost_per_query: 0.005 },
-      'grounded-1': { litellm_provider: 'gemini', input_cost_per_token: 1e-6, search_context_cost_per_query: { search_context_size_low: 0.01 } },
+      'grounded-1': {
+        litellm_provider: 'gemini',
+        input_cost_per_token: 1e-6,
+        search_context_cost_per_query: { search_context_size_low: 0.01 },
+      },
       'search-only': { litellm_provider: 'xai', search_context_cost_per_query: { search_context_size_medium: 0.025 } },
     });
     expect(models).to.deep.equal([
@@ -125,7 +231,9 @@ describe('LiteLLM price file import', () => {
 
   it('refuses a file that is not an object keyed by model id', () => {
     for (const bad of [[], null, 'prices', 42]) {
-      expect(() => importLiteLlm(bad), JSON.stringify(bad)).to.throw('LiteLLM price file: expected a JSON object keyed by model id');
+      expect(() => importLiteLlm(bad), JSON.stringify(bad)).to.throw(
+        'LiteLLM price file: expected a JSON object keyed by model id',
+      );
     }
   });
 });

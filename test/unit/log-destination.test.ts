@@ -8,7 +8,7 @@ import { expect } from 'chai';
  * The gateway's log destination, driven through the gateway's own logger (createLogger) in a child process
  * writing to a real file or pipe, as `npm start` writes to stdout. A line is `{"level":30,...,"n":<i>,...}`.
  */
-const LOGGER = require.resolve('../../core/logger');
+const LOGGER = require.resolve('../../runtime/logger');
 
 /** Writes `count` info lines (some long, some non-ASCII), then does `then` (exit | end | wait). */
 const WRITER = `
@@ -24,7 +24,7 @@ if (then === 'wait') setTimeout(() => {}, 1000); // the process stays up; only t
 // 'end': nothing more to do, the process ends when its event loop is empty
 `;
 
-const DESTINATION = require.resolve('../../core/log-destination');
+const DESTINATION = require.resolve('../../runtime/log-destination');
 
 function numbersIn(text: string): number[] {
   return text
@@ -42,7 +42,10 @@ describe('log destination (lines gathered into blocks before SonicBoom)', functi
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
   const run = (count: number, then: string, out: string) =>
-    execFileSync(process.execPath, ['-e', WRITER, LOGGER, DESTINATION, String(count), then, out], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
+    execFileSync(process.execPath, ['-e', WRITER, LOGGER, DESTINATION, String(count), then, out], {
+      encoding: 'utf8',
+      maxBuffer: 256 * 1024 * 1024,
+    });
 
   it('writes every line whole and in order, also the lines still gathered when the process exits', () => {
     const file = join(dir, 'exit.log');
@@ -75,10 +78,23 @@ describe('log destination (lines gathered into blocks before SonicBoom)', functi
   });
 
   it('keeps the order of 200,000 lines through a pipe that the reader drains slowly', () => {
-    const out = execFileSync('sh', ['-c', `"${process.execPath}" -e "$0" "$@" | (sleep 0.3; cat)`, WRITER, LOGGER, DESTINATION, '200000', 'exit', '-'], {
-      encoding: 'utf8',
-      maxBuffer: 512 * 1024 * 1024,
-    });
+    const out = execFileSync(
+      'sh',
+      [
+        '-c',
+        `"${process.execPath}" -e "$0" "$@" | (sleep 0.3; cat)`,
+        WRITER,
+        LOGGER,
+        DESTINATION,
+        '200000',
+        'exit',
+        '-',
+      ],
+      {
+        encoding: 'utf8',
+        maxBuffer: 512 * 1024 * 1024,
+      },
+    );
     expect(numbersIn(out)).to.deep.equal(Array.from({ length: 200_000 }, (_, i) => i));
   });
 });

@@ -1,13 +1,18 @@
 import { expect } from 'chai';
-import type { BudgetCheck } from '../../plugins/limits/limit-store';
-import { MemoryLimitStore } from '../../plugins/limits/memory-store';
+import type { BudgetCheck } from '../../core/limit-store';
+import { MemoryLimitStore } from '../../runtime/services/limit-store/memory-store';
 
 /** The sweep that drops idle entries runs on a timer; called directly here with the instant it would see. */
 const sweep = (store: MemoryLimitStore, now: number) => (store as unknown as { sweep(now: number): void }).sweep(now);
 
 // 2 tokens a second: one token every 500 ms, 0.002 a millisecond.
 const bucket = { key: 'rps:ws:default', limit: 2, windowMs: 1000 };
-const check = (periodEndMs: number, limitPico = 100n): BudgetCheck => ({ key: 'ws:default:all:day:0', limitPico, periodEndMs, seedPico: 7n });
+const check = (periodEndMs: number, limitPico = 100n): BudgetCheck => ({
+  key: 'ws:default:all:day:0',
+  limitPico,
+  periodEndMs,
+  seedPico: 7n,
+});
 
 describe('in-memory limit store', () => {
   let store: MemoryLimitStore;
@@ -19,9 +24,15 @@ describe('in-memory limit store', () => {
       await store.take([bucket], 0);
       await store.take([bucket], 0); // empty
       await store.refund([bucket], 250); // 0 + 250 x 0.002 + 1 = 1.5 tokens
-      expect(await store.take([bucket], 250)).to.deep.equal({ allowed: true, buckets: [{ key: bucket.key, limit: 2, remaining: 0, resetMs: 750, retryAfterMs: 0 }] });
+      expect(await store.take([bucket], 250)).to.deep.equal({
+        allowed: true,
+        buckets: [{ key: bucket.key, limit: 2, remaining: 0, resetMs: 750, retryAfterMs: 0 }],
+      });
       // 0.5 left: the next token in 250 ms, full in 750 ms
-      expect(await store.take([bucket], 250)).to.deep.equal({ allowed: false, buckets: [{ key: bucket.key, limit: 2, remaining: 0, resetMs: 750, retryAfterMs: 250 }] });
+      expect(await store.take([bucket], 250)).to.deep.equal({
+        allowed: false,
+        buckets: [{ key: bucket.key, limit: 2, remaining: 0, resetMs: 750, retryAfterMs: 250 }],
+      });
     });
 
     it('never above the limit, and a bucket never taken from stays full', async () => {
@@ -38,11 +49,14 @@ describe('in-memory limit store', () => {
     it('a refused reservation holds nothing', async () => {
       expect((await store.reserve([check(10_000_000_000_000)], 'a', 60n, 60_000)).allowed).to.equal(true);
       const refused = await store.reserve([check(10_000_000_000_000)], 'b', 60n, 60_000);
-      expect(refused).to.deep.equal({ allowed: false, states: [{ key: 'ws:default:all:day:0', spentPico: 7n, reservedPico: 60n, limitPico: 100n }] });
+      expect(refused).to.deep.equal({
+        allowed: false,
+        states: [{ key: 'ws:default:all:day:0', spentPico: 7n, reservedPico: 60n, limitPico: 100n }],
+      });
       expect(await store.budgetStates([check(10_000_000_000_000)])).to.deep.equal(refused.states);
     });
 
-    it('reserving nothing leaves the holder\'s earlier reservation in place', async () => {
+    it("reserving nothing leaves the holder's earlier reservation in place", async () => {
       await store.reserve([check(10_000_000_000_000)], 'a', 50n, 60_000);
       expect((await store.reserve([check(10_000_000_000_000)], 'a', 0n, 60_000)).states[0].reservedPico).to.equal(50n);
     });
@@ -58,7 +72,9 @@ describe('in-memory limit store', () => {
 
     it('renewing a budget the store does not hold yet does nothing', async () => {
       await store.renewReservation([check(10_000_000_000_000)], 'a', 60_000);
-      expect(await store.budgetStates([check(10_000_000_000_000)])).to.deep.equal([{ key: 'ws:default:all:day:0', spentPico: 7n, reservedPico: 0n, limitPico: 100n }]);
+      expect(await store.budgetStates([check(10_000_000_000_000)])).to.deep.equal([
+        { key: 'ws:default:all:day:0', spentPico: 7n, reservedPico: 0n, limitPico: 100n },
+      ]);
     });
   });
 

@@ -28,26 +28,72 @@ function refusal(h: TagHeaders): string {
 
 describe('attribution: parseTags', () => {
   it('decodes UTF-8 values in both forms, and keeps ASCII as is', () => {
-    const tags = parseTags(headers([['X-Gateway-Metadata', '{"customer_id":"Zürich","agent":"bot"}'], ['X-Gateway-Metadata-Feature', 'Café']]), LIMITS);
+    const tags = parseTags(
+      headers([
+        ['X-Gateway-Metadata', '{"customer_id":"Zürich","agent":"bot"}'],
+        ['X-Gateway-Metadata-Feature', 'Café'],
+      ]),
+      LIMITS,
+    );
     expect({ ...tags }).to.deep.equal({ customer_id: 'Zürich', agent: 'bot', feature: 'Café' });
   });
 
   it('says why a key is refused: repeated (exactly or after normalisation, in either form), reserved', () => {
     expect(refusal(headers([['X-Gateway-Metadata', '{"Agent":"x","agent":"y"}']]))).to.match(/"agent" is given twice/);
     expect(refusal(headers([['X-Gateway-Metadata', '{"agent":"x","agent":"y"}']]))).to.match(/"agent" is given twice/);
-    expect(refusal(headers([['X-Gateway-Metadata', '{"customer-id":"x","Customer_Id":"y"}']]))).to.match(/"customer_id" is given twice/);
-    expect(refusal(headers([['X-Gateway-Metadata-Customer-Id', 'a'], ['X-Gateway-Metadata-Customer_id', 'b']]))).to.match(/two X-Gateway-Metadata-<Name> headers/);
-    for (const key of ['model', 'requested_model', 'served_model', 'provider', 'status', 'endpoint', 'workspace', 'key_id']) {
-      expect(refusal(headers([['X-Gateway-Metadata', JSON.stringify({ [key]: 'x' })]])), key).to.match(new RegExp(`"${key}" .*is reserved`));
+    expect(refusal(headers([['X-Gateway-Metadata', '{"customer-id":"x","Customer_Id":"y"}']]))).to.match(
+      /"customer_id" is given twice/,
+    );
+    expect(
+      refusal(
+        headers([
+          ['X-Gateway-Metadata-Customer-Id', 'a'],
+          ['X-Gateway-Metadata-Customer_id', 'b'],
+        ]),
+      ),
+    ).to.match(/two X-Gateway-Metadata-<Name> headers/);
+    for (const key of [
+      'model',
+      'requested_model',
+      'served_model',
+      'provider',
+      'status',
+      'endpoint',
+      'workspace',
+      'key_id',
+    ]) {
+      expect(refusal(headers([['X-Gateway-Metadata', JSON.stringify({ [key]: 'x' })]])), key).to.match(
+        new RegExp(`"${key}" .*is reserved`),
+      );
     }
     // The documented clash rule across the two forms still holds: the flat header wins.
-    expect({ ...parseTags(headers([['X-Gateway-Metadata', '{"agent":"json"}'], ['X-Gateway-Metadata-Agent', 'flat']]), LIMITS) }).to.deep.equal({ agent: 'flat' });
+    expect({
+      ...parseTags(
+        headers([
+          ['X-Gateway-Metadata', '{"agent":"json"}'],
+          ['X-Gateway-Metadata-Agent', 'flat'],
+        ]),
+        LIMITS,
+      ),
+    }).to.deep.equal({ agent: 'flat' });
   });
 
   it('refuses a tag header sent twice when the core can tell (timesSent: Node joins repeats as "a, b")', () => {
-    const twice = (name: string) => headers([[name, 'a'], [name, 'b']], (n) => (n === name.toLowerCase() ? 2 : 1));
+    const twice = (name: string) =>
+      headers(
+        [
+          [name, 'a'],
+          [name, 'b'],
+        ],
+        (n) => (n === name.toLowerCase() ? 2 : 1),
+      );
     expect(refusal(twice('X-Gateway-Metadata-Agent'))).to.match(/x-gateway-metadata-agent was sent more than once/);
     expect(refusal(twice('X-Gateway-Metadata'))).to.match(/x-gateway-metadata was sent more than once/);
-    expect({ ...parseTags(headers([['X-Gateway-Metadata-Agent', 'a']], () => 1), LIMITS) }).to.deep.equal({ agent: 'a' });
+    expect({
+      ...parseTags(
+        headers([['X-Gateway-Metadata-Agent', 'a']], () => 1),
+        LIMITS,
+      ),
+    }).to.deep.equal({ agent: 'a' });
   });
 });

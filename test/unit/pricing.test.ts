@@ -3,7 +3,10 @@ import fc from 'fast-check';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { SseDecoder } from '../../core/sse';
 import type { Usage } from '../../core/usage';
+import { USAGE_PARSERS } from '../../providers/registry';
+import { fixtureBytes, fixtureJson } from '../helpers/fixtures';
 import bundledJson from '../../pricing/catalog.json';
 import { PriceCatalog, bundledCatalog } from '../../pricing/catalog';
 import { pricingConfigSchema } from '../../pricing/config';
@@ -100,7 +103,17 @@ describe('pricing', () => {
     it('has every model of the source, with valid decimal prices and no rounding needed', () => {
       const raw = bundledJson as unknown as { models: Record<string, unknown>[]; skipped: unknown[] };
       expect(raw.models).to.have.length(118);
-      const slugs = new Set(['openai', 'anthropic', 'perplexity', 'openrouter', 'gemini', 'mistral', 'deepseek', 'xai', 'groq']);
+      const slugs = new Set([
+        'openai',
+        'anthropic',
+        'perplexity',
+        'openrouter',
+        'gemini',
+        'mistral',
+        'deepseek',
+        'xai',
+        'groq',
+      ]);
       const seen = new Set<string>();
       const decimals: string[] = [];
       const collect = (v: unknown): void => {
@@ -148,7 +161,9 @@ describe('pricing', () => {
         expect(Number.isSafeInteger(m.created) && m.created > 1_700_000_000).to.equal(true);
         expect(m.id).to.equal(m.model);
       }
-      expect(new PriceCatalog().models().map((m) => [m.id, m.created])).to.deep.equal(all.map((m) => [m.id, m.created]));
+      expect(new PriceCatalog().models().map((m) => [m.id, m.created])).to.deep.equal(
+        all.map((m) => [m.id, m.created]),
+      );
       expect(catalog.models('google').every((m) => m.provider === 'gemini')).to.equal(true);
       expect(catalog.models('anthropic')).to.have.length(15);
       expect(catalog.version).to.equal(bundledCatalog().version);
@@ -159,7 +174,10 @@ describe('pricing', () => {
     it('matches dated snapshots only through listed aliases or when the dated id is not listed', () => {
       expect(price('openai', 'gpt-4o-2024-08-06')).to.include({ model: 'gpt-4o', input: '2.5' });
       expect(price('openai', 'gpt-4o-2024-08-06').match?.via).to.equal('alias');
-      expect(price('openai', 'gpt-4o-2026-01-15').match).to.deep.equal({ via: 'dated_snapshot', pricedAs: 'openai/gpt-4o' });
+      expect(price('openai', 'gpt-4o-2026-01-15').match).to.deep.equal({
+        via: 'dated_snapshot',
+        pricedAs: 'openai/gpt-4o',
+      });
       // priced differently in the source (5 / 15): never silently mapped to gpt-4o's 2.5 / 10
       expect(catalog.lookup('openai', 'gpt-4o-2024-05-13')).to.equal(undefined);
       expect(price('anthropic', 'claude-sonnet-4-5-20250929').model).to.equal('claude-sonnet-4-5');
@@ -203,8 +221,33 @@ describe('pricing', () => {
       // 1,000 input x $0.15/1M (150,000 pico) + 200 output x $0.60/1M (600,000 pico)
       // = 150,000,000 + 120,000,000 = 270,000,000 pico = $0.00027
       const r = cost('openai', 'gpt-4o-mini', { inputTokens: 1000, outputTokens: 200 });
-      expect(r).to.deep.equal({ costPico: 270_000_000n, provenanceHint: 'priced' });
+      expect(r).to.deep.equal({ costPico: 270_000_000n, provenanceHint: 'priced', priceId: 'openai/gpt-4o-mini' });
       expect(formatUsd(r.costPico!)).to.equal('0.00027');
+    });
+
+    it('Anthropic compaction: every iteration is billed (messages_compaction_built.json and its stream)', () => {
+      const anthropic = USAGE_PARSERS['anthropic'];
+      // claude-opus-4-8: $5 input, $25 output, $0.50 cache read per 1M.
+      // JSON: (180,000 + 23,000) input x $5/1M = $1.015; (3,500 + 1,000) output x $25/1M = $0.1125; total $1.1275.
+      const json = anthropic.fromJson('messages', fixtureJson('anthropic/messages_compaction_built.json'));
+      expect(cost('anthropic', 'claude-opus-4-8', json!).costPico).to.equal(1_127_500_000_000n);
+      // Stream: (30,000 + 23,000) input x $5/1M = $0.265; 150,000 cache read x $0.50/1M = $0.075;
+      // (3,500 + 1,000) output x $25/1M = $0.1125; total $0.4525 (the top-level counts alone: $0.14).
+      const acc = anthropic.createStreamAccumulator('messages');
+      for (const e of new SseDecoder().push(fixtureBytes('anthropic/messages_compaction_stream_built.sse')))
+        acc.push(e);
+      expect(cost('anthropic', 'claude-opus-4-8', acc.result()!).costPico).to.equal(452_500_000_000n);
+    });
+
+    it('picks the long-context tier per iteration, not from the summed prompt', () => {
+      // claude-sonnet-4-5: $3 / $15 per 1M, above 200,000 prompt tokens $6 / $22.50. The iterations (180,000 and
+      // 23,000 input) are each under 200,000 although their sum is not: 203,000 x $3/1M = $0.609 and
+      // 4,500 x $15/1M = $0.0675, total $0.6765 (the summed prompt at the long-context rates would be $1.31925).
+      const json = USAGE_PARSERS['anthropic'].fromJson(
+        'messages',
+        fixtureJson('anthropic/messages_compaction_built.json'),
+      );
+      expect(cost('anthropic', 'claude-sonnet-4-5', json!).costPico).to.equal(676_500_000_000n);
     });
 
     it('prices cached tokens at the cache rate, not the input rate', () => {
@@ -238,15 +281,23 @@ describe('pricing', () => {
       // sonar: 11 x 1,000,000 + 392 x 1,000,000 = 403,000,000, + low fee $0.005 = 5,000,000,000
       expect(cost('perplexity', 'sonar', { inputTokens: 11, outputTokens: 392 }).costPico).to.equal(5_403_000_000n);
       // high fee $0.012 = 12,000,000,000
-      expect(cost('perplexity', 'sonar', { inputTokens: 11, outputTokens: 392, searchContextSize: 'high' }).costPico).to.equal(
-        12_403_000_000n,
-      );
-      expect(cost('perplexity', 'sonar', { inputTokens: 11, searchContextSize: 'max' })).to.include({ costPico: null, provenanceHint: 'unpriced' });
+      expect(
+        cost('perplexity', 'sonar', { inputTokens: 11, outputTokens: 392, searchContextSize: 'high' }).costPico,
+      ).to.equal(12_403_000_000n);
+      expect(cost('perplexity', 'sonar', { inputTokens: 11, searchContextSize: 'max' })).to.include({
+        costPico: null,
+        provenanceHint: 'unpriced',
+      });
       // Sonar Pro: citation tokens are not billed and the search is covered by the request fee
       // 10 x 3,000,000 + 100 x 15,000,000 + medium fee $0.01 = 30,000,000 + 1,500,000,000 + 10,000,000,000
       expect(
-        cost('perplexity', 'sonar-pro', { inputTokens: 10, outputTokens: 100, citationTokens: 500, searchQueries: 1, searchContextSize: 'medium' })
-          .costPico,
+        cost('perplexity', 'sonar-pro', {
+          inputTokens: 10,
+          outputTokens: 100,
+          citationTokens: 500,
+          searchQueries: 1,
+          searchContextSize: 'medium',
+        }).costPico,
       ).to.equal(11_530_000_000n);
     });
 
@@ -267,13 +318,146 @@ describe('pricing', () => {
 
     it('never adds reasoning tokens on top of output tokens', () => {
       // gpt-5-nano: 1,000 output (800 of them reasoning) x 400,000 = 400,000,000
-      expect(cost('openai', 'gpt-5-nano', { outputTokens: 1000, reasoningTokens: 800 }).costPico).to.equal(400_000_000n);
+      expect(cost('openai', 'gpt-5-nano', { outputTokens: 1000, reasoningTokens: 800 }).costPico).to.equal(
+        400_000_000n,
+      );
+    });
+
+    describe('tool and server call fees', () => {
+      const openai = USAGE_PARSERS['openai'];
+      const toolsBody = () => fixtureJson('openai/responses_tools_built.json');
+
+      it('OpenAI Responses: web searches, file searches and code interpreter containers (responses_tools_built.json)', () => {
+        const usage = openai.fromJson('responses', toolsBody())!;
+        // Two web_search_call items, one file_search_call, two code_interpreter_call items in one container.
+        expect(usage.toolCalls).to.deep.equal({ web_search: 2, file_search: 1, code_interpreter: 1 });
+        // gpt-5.5: 11 input x $5/1M = $0.000055, 5 output x $30/1M = $0.00015; web search 2 x $0.01, file search
+        // $0.0025, one 1 GB container $0.03: $0.000205 + $0.0525 = $0.052705. The container fee is an estimate.
+        expect(cost('openai', 'gpt-5.5-2026-04-23', usage)).to.include({ costPico: 52_705_000_000n, estimated: true });
+      });
+
+      it('web_search_preview on a non-reasoning model: $25 per 1K calls', () => {
+        const body = toolsBody();
+        body.model = 'gpt-4o-2024-08-06';
+        body.tools[0].type = 'web_search_preview';
+        const usage = openai.fromJson('responses', body)!;
+        expect(usage.toolCalls).to.deep.equal({ web_search_preview: 2, file_search: 1, code_interpreter: 1 });
+        // gpt-4o: 11 x $2.50/1M + 5 x $10/1M = $0.0000775; 2 x $0.025 + $0.0025 + $0.03 = $0.0825; total $0.0825775.
+        expect(cost('openai', 'gpt-4o-2024-08-06', usage).costPico).to.equal(82_577_500_000n);
+      });
+
+      it('chat search models bill one web search per request', () => {
+        const body = fixtureJson('openai/chat_completion_cached_tokens.json');
+        body.model = 'gpt-4o-mini-search-preview-2025-03-11';
+        expect(openai.fromJson('chat.completions', body)!.toolCalls).to.deep.equal({ web_search_preview: 1 });
+        body.model = 'gpt-4o-mini';
+        expect(openai.fromJson('chat.completions', body)!.toolCalls).to.equal(undefined);
+      });
+
+      it('Anthropic code execution is counted, not priced per request (its free hours are per organization)', () => {
+        // The usage of Anthropic's code execution example: 105 input, 239 output, one code execution request.
+        // claude-opus-4-8: 105 x $5/1M + 239 x $25/1M = $0.000525 + $0.005975 = $0.0065.
+        const usage = USAGE_PARSERS['anthropic'].fromJson('messages', {
+          usage: { input_tokens: 105, output_tokens: 239, server_tool_use: { code_execution_requests: 1 } },
+        })!;
+        expect(usage.toolCalls).to.deep.equal({ code_execution: 1 });
+        expect(cost('anthropic', 'claude-opus-4-8', usage))
+          .to.include({ costPico: 6_500_000_000n, provenanceHint: 'priced' })
+          .and.to.deep.include({ unpricedCalls: { code_execution: 1 } });
+      });
+
+      it('a call the catalog has no fee for leaves the cost unknown, never a guessed zero', () => {
+        const r = cost('gemini', 'gemini-2.5-flash', {
+          inputTokens: 10,
+          outputTokens: 1,
+          toolCalls: { web_search: 1 },
+        });
+        expect(r.costPico).to.equal(null);
+        expect(r.reason).to.match(/no fee for 1 web_search calls/);
+      });
+
+      it('every fee in the catalog names its source and date', () => {
+        expect(catalog.fees().length).to.be.greaterThan(5);
+        for (const f of catalog.fees()) expect(f.source.length > 20 && f.retrieved.length >= 10, f.tool).to.equal(true);
+      });
+    });
+
+    describe('provider-reported cost, checked', () => {
+      const sonarBody = () => fixtureJson('perplexity/sonar_chat_completion_cost_built.json');
+      const sonarUsage = (totalCost?: number): Usage => {
+        const body = sonarBody();
+        if (totalCost !== undefined) body.usage.cost.total_cost = totalCost;
+        return USAGE_PARSERS['perplexity'].fromJson('chat.completions', body)!;
+      };
+
+      it('Perplexity: the rounded usage.cost gives way to tokens + request fee, and is kept beside it', () => {
+        // sonar: 11 input + 392 output tokens x $1/1M = $0.000403, plus the low request fee $0.005: $0.005403.
+        // usage.cost.total_cost is 0.005 (Perplexity rounds to the tenth of a cent): as rounded, both say $0.005.
+        const r = cost('perplexity', 'sonar', sonarUsage());
+        expect(r).to.include({
+          costPico: 5_403_000_000n,
+          provenanceHint: 'priced',
+          providerCostPico: 5_000_000_000n,
+          computedCostPico: 5_403_000_000n,
+          costDisagrees: false,
+        });
+      });
+
+      it('flags a disagreement over 1%, after rounding the computed cost as the provider rounds', () => {
+        // $0.0066 (4 decimals) vs $0.005403 rounded to 4 decimals, $0.0054: 22% apart.
+        expect(cost('perplexity', 'sonar', sonarUsage(0.0066))).to.include({
+          costPico: 5_403_000_000n,
+          costDisagrees: true,
+        });
+        // $0.00545 vs $0.0054: 0.93% apart, within 1%.
+        expect(cost('perplexity', 'sonar', sonarUsage(0.00545))).to.include({
+          costPico: 5_403_000_000n,
+          costDisagrees: false,
+        });
+      });
+
+      it('uses the provider figure when it is as precise as the computed one', () => {
+        expect(cost('perplexity', 'sonar', sonarUsage(0.005403))).to.include({
+          costPico: 5_403_000_000n,
+          provenanceHint: 'provider_reported',
+          costDisagrees: false,
+        });
+      });
+
+      it('OpenRouter stays provider-reported, and agrees with the vendor list price (chat_completion_anthropic_cache_write.json)', () => {
+        // usage.cost 0.01355025; the vendor's price for claude-sonnet-4-5: 3 input x $3/1M + 3,211 cache writes x
+        // $3.75/1M + 100 output x $15/1M = $0.000009 + $0.01204125 + $0.0015 = $0.01355025.
+        const usage = USAGE_PARSERS['openrouter'].fromJson(
+          'chat.completions',
+          fixtureJson('openrouter/chat_completion_anthropic_cache_write.json'),
+        )!;
+        const r = priceUsage(catalog.lookup('openrouter', 'anthropic/claude-sonnet-4.5'), usage, CHAT);
+        expect(r).to.include({ costPico: 13_550_250_000n, provenanceHint: 'provider_reported', costDisagrees: false });
+        // Priced by another seller's list price, the computed cost never replaces OpenRouter's bill, even when that
+        // bill has fewer decimals: $0.02 is kept, and flagged ($0.01355025 rounded to 2 decimals is $0.01).
+        const rounded = priceUsage(
+          catalog.lookup('openrouter', 'anthropic/claude-sonnet-4.5'),
+          { ...usage, providerCostUsd: '0.02' },
+          CHAT,
+        );
+        expect(rounded).to.include({
+          costPico: 20_000_000_000n,
+          provenanceHint: 'provider_reported',
+          costDisagrees: true,
+        });
+      });
     });
 
     it('uses the cost OpenRouter reported, exactly', () => {
       const usage: Usage = { inputTokens: 3, cacheWriteTokens: 3211, outputTokens: 100, providerCostUsd: '0.01355025' };
-      expect(priceUsage(undefined, usage, CHAT)).to.deep.equal({ costPico: 13_550_250_000n, provenanceHint: 'provider_reported' });
-      expect(priceUsage(catalog.lookup('openrouter', 'anthropic/claude-sonnet-4.5'), usage, CHAT).costPico).to.equal(13_550_250_000n);
+      expect(priceUsage(undefined, usage, CHAT)).to.include({
+        costPico: 13_550_250_000n,
+        provenanceHint: 'provider_reported',
+        providerCostPico: 13_550_250_000n,
+      });
+      expect(priceUsage(catalog.lookup('openrouter', 'anthropic/claude-sonnet-4.5'), usage, CHAT).costPico).to.equal(
+        13_550_250_000n,
+      );
       expect(priceUsage(undefined, { providerCostUsd: '1.5e-7' }, CHAT).costPico).to.equal(150_000n);
     });
 
@@ -287,7 +471,11 @@ describe('pricing', () => {
     });
 
     it('not counted endpoints carry no cost', () => {
-      const r = priceUsage(price('openai', 'gpt-4o-mini-tts'), { inputTokens: 10 }, { endpoint: 'audio.speech', counted: false });
+      const r = priceUsage(
+        price('openai', 'gpt-4o-mini-tts'),
+        { inputTokens: 10 },
+        { endpoint: 'audio.speech', counted: false },
+      );
       expect(r).to.deep.equal({ costPico: null, provenanceHint: 'not_counted' });
     });
 
@@ -301,7 +489,9 @@ describe('pricing', () => {
       // gpt-4o-mini has no cache-write rate: 100 written tokens are ordinary input, 100 x 150,000
       expect(cost('openai', 'gpt-4o-mini', { cacheWriteTokens: 100 }).costPico).to.equal(15_000_000n);
       // deepseek-v4-pro: cache writes are free, reads $0.003625/1M = 3,625 pico: 1,000 x 3,625 = 3,625,000
-      expect(cost('deepseek', 'deepseek-v4-pro', { cacheWriteTokens: 500, cacheReadTokens: 1000 }).costPico).to.equal(3_625_000n);
+      expect(cost('deepseek', 'deepseek-v4-pro', { cacheWriteTokens: 500, cacheReadTokens: 1000 }).costPico).to.equal(
+        3_625_000n,
+      );
       // gpt-5-pro has no cache-read rate: 10 x 15,000,000
       expect(cost('openai', 'gpt-5-pro', { cacheReadTokens: 10 }).costPico).to.equal(150_000_000n);
       // no 1-hour rate and no safe fallback: unpriced
@@ -314,15 +504,18 @@ describe('pricing', () => {
       // gpt-5.4, prompt 250,000 + 30,000 cached = 280,000 > 272,000: tier $5 / $22.5, cache $0.5
       // 250,000 x 5,000,000 = 1,250,000,000,000; 30,000 x 500,000 = 15,000,000,000;
       // 1,000 x 22,500,000 = 22,500,000,000                 total 1,287,500,000,000 pico = $1.2875
-      expect(cost('openai', 'gpt-5.4', { inputTokens: 250_000, cacheReadTokens: 30_000, outputTokens: 1000 }).costPico).to.equal(
-        1_287_500_000_000n,
-      );
+      expect(
+        cost('openai', 'gpt-5.4', { inputTokens: 250_000, cacheReadTokens: 30_000, outputTokens: 1000 }).costPico,
+      ).to.equal(1_287_500_000_000n);
       // exactly 272,000 is not above: 272,000 x 2,500,000 + 1,000 x 15,000,000 = 695,000,000,000
-      expect(cost('openai', 'gpt-5.4', { inputTokens: 272_000, outputTokens: 1000 }).costPico).to.equal(695_000_000_000n);
+      expect(cost('openai', 'gpt-5.4', { inputTokens: 272_000, outputTokens: 1000 }).costPico).to.equal(
+        695_000_000_000n,
+      );
       // grok-4-1-fast tier (>128k) has no cache rate: the base cache rate $0.05 applies
       // 130,000 x 400,000 + 10,000 x 50,000 + 100 x 1,000,000 = 52,000,000,000 + 500,000,000 + 100,000,000
       expect(
-        cost('xai', 'grok-4-1-fast-reasoning', { inputTokens: 130_000, cacheReadTokens: 10_000, outputTokens: 100 }).costPico,
+        cost('xai', 'grok-4-1-fast-reasoning', { inputTokens: 130_000, cacheReadTokens: 10_000, outputTokens: 100 })
+          .costPico,
       ).to.equal(52_600_000_000n);
     });
   });
@@ -332,7 +525,9 @@ describe('pricing', () => {
       const c = PriceCatalog.fromConfig({ discounts: { openai: '0.2' } });
       // 0.15 x 0.8 = 0.12, 0.6 x 0.8 = 0.48: 1,000 x 120,000 + 200 x 480,000 = 216,000,000 = 0.8 x 270,000,000
       expect(price('openai', 'gpt-4o-mini', c)).to.include({ input: '0.12', output: '0.48', discount: '0.2' });
-      expect(cost('openai', 'gpt-4o-mini', { inputTokens: 1000, outputTokens: 200 }, c).costPico).to.equal(216_000_000n);
+      expect(cost('openai', 'gpt-4o-mini', { inputTokens: 1000, outputTokens: 200 }, c).costPico).to.equal(
+        216_000_000n,
+      );
       expect(price('anthropic', 'claude-haiku-4-5', c).discount).to.equal(undefined);
       expect(c.version).to.match(/^\d{4}-\d{2}-\d{2}\.\d+\+[0-9a-f]{12}$/);
       expect(c.version).to.not.equal(catalog.version);
@@ -370,7 +565,10 @@ describe('pricing', () => {
       expect(configError(m({ input: '-0.5' }))).to.match(/negative/);
       // 0.0000025 per 1M is a per-token price in disguise (would bill 1,000,000x too little)
       const msg = configError(m({ input: 0.0000025 }));
-      expect(msg).to.match(/per-token/).and.to.match(/input: 2\.5/).and.to.match(/input_per_token: 0\.0000025/);
+      expect(msg)
+        .to.match(/per-token/)
+        .and.to.match(/input: 2\.5/)
+        .and.to.match(/input_per_token: 0\.0000025/);
       expect(configError(m({ output_per_token: 2.5 }))).to.match(/per-1M/);
       expect(configError(m({ input: 2.5, input_per_token: 0.0000025 }))).to.match(/only one/);
       expect(configError(m({ input: 'abc' }))).to.match(/decimal/);
@@ -421,9 +619,20 @@ describe('pricing', () => {
     it('converts per-token floats from the JSON text exactly', () => {
       const { models, skipped } = importLiteLlmText(LITELLM_JSON);
       const by = (m: string) => models.find((x) => x.model === m)!;
-      expect(by('gpt-4o-mini')).to.include({ provider: 'openai', input: '0.15', output: '0.6', cache_read: '0.075', context_window: 128000 });
+      expect(by('gpt-4o-mini')).to.include({
+        provider: 'openai',
+        input: '0.15',
+        output: '0.6',
+        cache_read: '0.075',
+        context_window: 128000,
+      });
       expect(by('deepseek-v4-pro')).to.include({ input: '0.435', output: '0.87', cache_read: '0.003625' });
-      expect(by('gemini-9-pro')).to.include({ provider: 'gemini', input: '1', output: '0.15', search_query_fee: '0.035' });
+      expect(by('gemini-9-pro')).to.include({
+        provider: 'gemini',
+        input: '1',
+        output: '0.15',
+        search_query_fee: '0.035',
+      });
       expect(by('gemini-9-pro').long_context).to.deep.equal([{ above_input_tokens: 200000, input: '2' }]);
       expect(by('anthropic/claude-sonnet-4.5')).to.include({ provider: 'openrouter', input: '3', output: '15' });
       expect(by('claude-x-1')).to.include({ cache_write: '3.75', cache_write_1h: '6', cache_read: '0.3' });
@@ -443,13 +652,19 @@ describe('pricing', () => {
         expect(or.match).to.equal(undefined);
         expect(or.origin).to.equal('litellm');
         // 1,000 x 435,000 + 1,000,000 x 3,625 = 435,000,000 + 3,625,000,000 = 4,060,000,000
-        expect(cost('deepseek', 'deepseek-v4-pro', { inputTokens: 1000, cacheReadTokens: 1_000_000 }, c).costPico).to.equal(
-          4_060_000_000n,
-        );
+        expect(
+          cost('deepseek', 'deepseek-v4-pro', { inputTokens: 1000, cacheReadTokens: 1_000_000 }, c).costPico,
+        ).to.equal(4_060_000_000n);
         expect(c.version).to.not.equal(catalog.version);
         expect(c.skipped.some((s) => s.model === 'bedrock/anthropic.claude-x')).to.equal(true);
         // explicit overrides beat the LiteLLM file
-        const c2 = PriceCatalog.fromConfig({ litellm_file: 'prices.json', models: [{ provider: 'openai', model: 'gpt-4o-mini', input: 0.1, output: 0.4 }] }, dir);
+        const c2 = PriceCatalog.fromConfig(
+          {
+            litellm_file: 'prices.json',
+            models: [{ provider: 'openai', model: 'gpt-4o-mini', input: 0.1, output: 0.4 }],
+          },
+          dir,
+        );
         expect(price('openai', 'gpt-4o-mini', c2)).to.include({ input: '0.1', origin: 'override' });
       } finally {
         rmSync(dir, { recursive: true, force: true });

@@ -1,9 +1,9 @@
 import { expect } from 'chai';
 import { gatewayConfigSchema } from '../../config/schema';
 import { GatewayError } from '../../core/errors';
-import { captureLogs, createPluginHarness, createTestContext, type PluginHarness } from '../../core/testing';
+import { captureLogs, createPluginHarness, createTestContext, type PluginHarness } from '../../testing';
 import type { Usage } from '../../core/usage';
-import { MemoryLimitStore } from '../../plugins/limits/memory-store';
+import { MemoryLimitStore } from '../../runtime/services/limit-store/memory-store';
 import { rateLimit } from '../../plugins/rate-limit';
 import { failingLimitStore } from '../helpers/failing-limit-store';
 
@@ -11,7 +11,9 @@ import { failingLimitStore } from '../helpers/failing-limit-store';
 async function rateLimited(limits: Record<string, unknown>, store = new MemoryLimitStore()) {
   const config = gatewayConfigSchema.parse({ workspaces: [{ id: 'default', limits }] });
   const { logger, lines } = captureLogs('warn');
-  const harness = await createPluginHarness(rateLimit, { services: { Config: config, LimitStore: store, Logger: logger } });
+  const harness = await createPluginHarness(rateLimit, {
+    services: { Config: config, LimitStore: store, Logger: logger },
+  });
   return { harness, store, lines };
 }
 
@@ -19,7 +21,11 @@ async function rateLimited(limits: Record<string, unknown>, store = new MemoryLi
 const requestLog = captureLogs('warn');
 
 /** One request through the plugin: the refusal (or undefined) and the headers the client gets. */
-async function send(harness: PluginHarness, tags: Record<string, string> = {}, answer: { usage?: Usage; error?: GatewayError; workspace?: string } = {}) {
+async function send(
+  harness: PluginHarness,
+  tags: Record<string, string> = {},
+  answer: { usage?: Usage; error?: GatewayError; workspace?: string } = {},
+) {
   const ctx = createTestContext({ model: 'gpt-4o-mini', tags, workspace: answer.workspace, log: requestLog.logger });
   let refusal: GatewayError | undefined;
   try {
@@ -44,23 +50,48 @@ describe('rate-limit plugin', () => {
   it('requests_per_minute: a burst of the limit passes, with the x-ratelimit headers counting down; the next is refused', async () => {
     const { harness, store } = await rateLimited({ requests_per_minute: 2 });
     // 2 a minute refill one token every 30 s: after one take the bucket is full again in 30 s, after two in 60 s.
-    expect((await send(harness)).headers).to.deep.equal({ 'x-ratelimit-limit': '2', 'x-ratelimit-remaining': '1', 'x-ratelimit-reset': '30' });
-    expect((await send(harness)).headers).to.deep.equal({ 'x-ratelimit-limit': '2', 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': '60' });
+    expect((await send(harness)).headers).to.deep.equal({
+      'x-ratelimit-limit': '2',
+      'x-ratelimit-remaining': '1',
+      'x-ratelimit-reset': '30',
+    });
+    expect((await send(harness)).headers).to.deep.equal({
+      'x-ratelimit-limit': '2',
+      'x-ratelimit-remaining': '0',
+      'x-ratelimit-reset': '60',
+    });
     const { refusal } = await send(harness);
     expect(refusal?.code).to.equal('rate_limited');
     expect(refusal?.status).to.equal(429);
-    expect(refusal?.message).to.equal('Rate limit reached: 2 requests per minute for workspace default. Retry after 30 s.');
-    expect(refusal?.headers).to.deep.equal({ 'x-ratelimit-limit': '2', 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': '60', 'retry-after': '30' });
+    expect(refusal?.message).to.equal(
+      'Rate limit reached: 2 requests per minute for workspace default. Retry after 30 s.',
+    );
+    expect(refusal?.headers).to.deep.equal({
+      'x-ratelimit-limit': '2',
+      'x-ratelimit-remaining': '0',
+      'x-ratelimit-reset': '60',
+      'retry-after': '30',
+    });
     await store.close();
   });
 
   it('requests_per_second on top: the headers describe the tighter bucket, and the refusal names it', async () => {
     const { harness, store } = await rateLimited({ requests_per_minute: 100, requests_per_second: 2 });
     // per second: 2 a second refill one token every 500 ms (reset rounds up to 1 s); per minute: 99 left.
-    expect((await send(harness)).headers).to.deep.equal({ 'x-ratelimit-limit': '2', 'x-ratelimit-remaining': '1', 'x-ratelimit-reset': '1' });
-    expect((await send(harness)).headers).to.deep.equal({ 'x-ratelimit-limit': '2', 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': '1' });
+    expect((await send(harness)).headers).to.deep.equal({
+      'x-ratelimit-limit': '2',
+      'x-ratelimit-remaining': '1',
+      'x-ratelimit-reset': '1',
+    });
+    expect((await send(harness)).headers).to.deep.equal({
+      'x-ratelimit-limit': '2',
+      'x-ratelimit-remaining': '0',
+      'x-ratelimit-reset': '1',
+    });
     const { refusal } = await send(harness);
-    expect(refusal?.message).to.equal('Rate limit reached: 2 requests per second for workspace default. Retry after 1 s.');
+    expect(refusal?.message).to.equal(
+      'Rate limit reached: 2 requests per second for workspace default. Retry after 1 s.',
+    );
     expect(refusal?.headers['retry-after']).to.equal('1');
     await store.close();
   });
@@ -69,7 +100,9 @@ describe('rate-limit plugin', () => {
     const { harness, store } = await rateLimited({ per_tag: { customer_id: { requests_per_minute: 1 } } });
     expect((await send(harness, { customer_id: 'acme' })).refusal).to.equal(undefined);
     const { refusal } = await send(harness, { customer_id: 'acme' });
-    expect(refusal?.message).to.equal('Rate limit reached: 1 requests per minute for customer_id=acme. Retry after 60 s.');
+    expect(refusal?.message).to.equal(
+      'Rate limit reached: 1 requests per minute for customer_id=acme. Retry after 60 s.',
+    );
     expect((await send(harness, { customer_id: 'globex' })).refusal).to.equal(undefined);
     // a request without the tag falls under no per-tag limit, and there is no workspace limit
     const untagged = await send(harness);
@@ -79,19 +112,41 @@ describe('rate-limit plugin', () => {
   });
 
   it('workspace and tag limits together: the refusal names only the bucket that is empty', async () => {
-    const { harness, store } = await rateLimited({ requests_per_minute: 10, per_tag: { customer_id: { requests_per_minute: 1 } } });
-    expect((await send(harness, { customer_id: 'acme' })).headers).to.deep.equal({ 'x-ratelimit-limit': '1', 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': '60' });
+    const { harness, store } = await rateLimited({
+      requests_per_minute: 10,
+      per_tag: { customer_id: { requests_per_minute: 1 } },
+    });
+    expect((await send(harness, { customer_id: 'acme' })).headers).to.deep.equal({
+      'x-ratelimit-limit': '1',
+      'x-ratelimit-remaining': '0',
+      'x-ratelimit-reset': '60',
+    });
     const { refusal } = await send(harness, { customer_id: 'acme' });
-    expect(refusal?.message).to.equal('Rate limit reached: 1 requests per minute for customer_id=acme. Retry after 60 s.');
+    expect(refusal?.message).to.equal(
+      'Rate limit reached: 1 requests per minute for customer_id=acme. Retry after 60 s.',
+    );
     // the refused request took nothing from the workspace bucket: 9 of 10 left after the first, 8 after the next
-    expect((await send(harness, { customer_id: 'globex' })).headers).to.deep.equal({ 'x-ratelimit-limit': '1', 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': '60' });
-    expect((await store.take([{ key: 'rpm:ws:default', limit: 10, windowMs: 60_000 }])).buckets[0].remaining).to.equal(7);
+    expect((await send(harness, { customer_id: 'globex' })).headers).to.deep.equal({
+      'x-ratelimit-limit': '1',
+      'x-ratelimit-remaining': '0',
+      'x-ratelimit-reset': '60',
+    });
+    expect((await store.take([{ key: 'rpm:ws:default', limit: 10, windowMs: 60_000 }])).buckets[0].remaining).to.equal(
+      7,
+    );
     await store.close();
   });
 
   it('tokens_per_minute: counts input, output and cache tokens of completed requests, refused once the minute holds the limit', async () => {
     const { harness, store } = await rateLimited({ tokens_per_minute: 100 });
-    const usage = { inputTokens: 50, outputTokens: 30, cacheReadTokens: 10, cacheWriteTokens: 5, cacheWrite1hTokens: 4, reasoningTokens: 20 };
+    const usage = {
+      inputTokens: 50,
+      outputTokens: 30,
+      cacheReadTokens: 10,
+      cacheWriteTokens: 5,
+      cacheWrite1hTokens: 4,
+      reasoningTokens: 20,
+    };
     expect((await send(harness, {}, { usage })).refusal).to.equal(undefined);
     // 50 + 30 + 10 + 5 + 4 = 99: reasoning is inside output and not counted twice
     expect(await store.windowTotal('tpm:ws:default', 60_000)).to.equal(99);
@@ -101,16 +156,23 @@ describe('rate-limit plugin', () => {
     expect(refusal?.code).to.equal('rate_limited');
     const wait = refusal!.headers['retry-after'];
     expect(Number(wait)).to.be.within(1, 60);
-    expect(refusal?.message).to.equal(`Token rate limit reached for workspace default: 100 of 100 tokens per minute used. Retry after ${wait} s.`);
+    expect(refusal?.message).to.equal(
+      `Token rate limit reached for workspace default: 100 of 100 tokens per minute used. Retry after ${wait} s.`,
+    );
     // no rate header: only a token limit is set
     expect((await send(harness)).headers).to.deep.equal({});
     await store.close();
   });
 
-  it('tokens_per_minute per tag value only counts that value\'s requests', async () => {
-    const { harness, store } = await rateLimited({ requests_per_minute: 100, per_tag: { customer_id: { tokens_per_minute: 10 } } });
+  it("tokens_per_minute per tag value only counts that value's requests", async () => {
+    const { harness, store } = await rateLimited({
+      requests_per_minute: 100,
+      per_tag: { customer_id: { tokens_per_minute: 10 } },
+    });
     await send(harness, { customer_id: 'acme' }, { usage: { inputTokens: 10 } });
-    expect((await send(harness, { customer_id: 'acme' })).refusal?.message).to.match(/^Token rate limit reached for customer_id=acme: 10 of 10 tokens per minute used\./);
+    expect((await send(harness, { customer_id: 'acme' })).refusal?.message).to.match(
+      /^Token rate limit reached for customer_id=acme: 10 of 10 tokens per minute used\./,
+    );
     expect((await send(harness, { customer_id: 'globex' })).refusal).to.equal(undefined);
     expect(await store.windowTotal('tpm:ws:default:tag:customer_id=acme', 60_000)).to.equal(10);
     expect(await store.windowTotal('tpm:ws:default:tag:customer_id=globex', 60_000)).to.equal(0);
@@ -129,7 +191,9 @@ describe('rate-limit plugin', () => {
   for (const code of ['concurrency_limited', 'budget_exceeded'] as const) {
     it(`a request the ${code === 'concurrency_limited' ? 'concurrency' : 'budget'} limit refused after this one gets its token back`, async () => {
       const { harness, store } = await rateLimited({ requests_per_minute: 1 });
-      expect((await send(harness, {}, { error: new GatewayError(code, 'refused after rate-limit') })).refusal).to.equal(undefined);
+      expect((await send(harness, {}, { error: new GatewayError(code, 'refused after rate-limit') })).refusal).to.equal(
+        undefined,
+      );
       expect((await send(harness)).refusal).to.equal(undefined);
       expect((await send(harness)).refusal?.code).to.equal('rate_limited');
       await store.close();
@@ -154,18 +218,30 @@ describe('rate-limit plugin', () => {
 
   it('the headers describe the bucket with the fewest tokens left, the first of equals', async () => {
     const { harness, store } = await rateLimited({ requests_per_minute: 1, requests_per_second: 10 });
-    expect((await send(harness)).headers).to.deep.equal({ 'x-ratelimit-limit': '1', 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': '60' });
+    expect((await send(harness)).headers).to.deep.equal({
+      'x-ratelimit-limit': '1',
+      'x-ratelimit-remaining': '0',
+      'x-ratelimit-reset': '60',
+    });
     await store.close();
     const equal = await rateLimited({ requests_per_minute: 2, requests_per_second: 2 });
     // both have 1 left: the per-minute one is listed first
-    expect((await send(equal.harness)).headers).to.deep.equal({ 'x-ratelimit-limit': '2', 'x-ratelimit-remaining': '1', 'x-ratelimit-reset': '30' });
+    expect((await send(equal.harness)).headers).to.deep.equal({
+      'x-ratelimit-limit': '2',
+      'x-ratelimit-remaining': '1',
+      'x-ratelimit-reset': '30',
+    });
     await equal.store.close();
   });
 
   it('requests_per_second alone', async () => {
     const { harness, store } = await rateLimited({ requests_per_second: 3 });
     // 3 a second: one token every 333.3 ms, full again 334 ms after one take
-    expect((await send(harness)).headers).to.deep.equal({ 'x-ratelimit-limit': '3', 'x-ratelimit-remaining': '2', 'x-ratelimit-reset': '1' });
+    expect((await send(harness)).headers).to.deep.equal({
+      'x-ratelimit-limit': '3',
+      'x-ratelimit-remaining': '2',
+      'x-ratelimit-reset': '1',
+    });
     await store.close();
   });
 
@@ -173,7 +249,9 @@ describe('rate-limit plugin', () => {
     const { harness, store } = await rateLimited({ requests_per_minute: 1, requests_per_second: 1 });
     await send(harness);
     const { refusal } = await send(harness);
-    expect(refusal?.message).to.equal('Rate limit reached: 1 requests per minute for workspace default; 1 requests per second for workspace default. Retry after 60 s.');
+    expect(refusal?.message).to.equal(
+      'Rate limit reached: 1 requests per minute for workspace default; 1 requests per second for workspace default. Retry after 60 s.',
+    );
     expect(refusal?.headers['retry-after']).to.equal('60');
     await store.close();
   });
@@ -191,8 +269,14 @@ describe('rate-limit plugin', () => {
 
   it('a workspace the config does not know, and one without rate limits, are let through untouched', async () => {
     const { harness, store } = await rateLimited({ requests_per_minute: 1 });
-    expect(await send(harness, {}, { workspace: 'unknown', usage: { inputTokens: 3 } })).to.deep.equal({ refusal: undefined, headers: {} });
-    expect(await send(harness, {}, { workspace: 'unknown', usage: { inputTokens: 3 } })).to.deep.equal({ refusal: undefined, headers: {} });
+    expect(await send(harness, {}, { workspace: 'unknown', usage: { inputTokens: 3 } })).to.deep.equal({
+      refusal: undefined,
+      headers: {},
+    });
+    expect(await send(harness, {}, { workspace: 'unknown', usage: { inputTokens: 3 } })).to.deep.equal({
+      refusal: undefined,
+      headers: {},
+    });
     await store.close();
   });
 
@@ -205,7 +289,10 @@ describe('rate-limit plugin', () => {
     });
 
     it('the token rate is not checked, logged as "tokens_per_minute"', async () => {
-      const { harness, lines } = await rateLimited({ tokens_per_minute: 1 }, failingLimitStore('windowTotal', 'addToWindow'));
+      const { harness, lines } = await rateLimited(
+        { tokens_per_minute: 1 },
+        failingLimitStore('windowTotal', 'addToWindow'),
+      );
       expect((await send(harness, {}, { usage: { inputTokens: 5 } })).refusal).to.equal(undefined);
       expect((await send(harness)).refusal).to.equal(undefined);
       expect(lines.map((l) => l.what)).to.deep.equal(['tokens_per_minute']);

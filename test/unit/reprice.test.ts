@@ -1,102 +1,112 @@
 import { expect } from 'chai';
-import { GatewayContext } from '../../core/context';
-import { captureLogs, createTestContext } from '../../core/testing';
 import type { UsageRecord } from '../../core/usage';
 import { PriceCatalog } from '../../pricing/catalog';
-import type { CatalogFile } from '../../pricing/model-price';
 import { PROVIDER_REPORTED, repriceRecord } from '../../pricing/reprice';
-import { RequestCost } from '../../pricing/request-cost';
 
-/** Rates in pico-USD a token: input 1,000,000, output 2,000,000, cache read 100,000, cache write 3,000,000, 1h write 4,000,000. */
-const FILE: CatalogFile = {
-  version: '2026-02-01.3', source: 'test', retrieved: '2026-02-01', currency: 'USD', unit: 'per 1M tokens', skipped: [],
-  models: [
-    { provider: 'openai', model: 'r-1', kind: 'chat', input: '1', output: '2', cache_read: '0.1', cache_write: '3', cache_write_1h: '4', reasoning: '1.5' },
-    { provider: 'perplexity', model: 'p-1', kind: 'chat', input: '1', citation: '5', request_fee: { low: '0.001', high: '0.002' } },
-    { provider: 'perplexity', model: 'p-2', kind: 'chat', input: '1', search_query_fee: '0.003' },
-  ],
-};
-const catalog = () => PriceCatalog.fromConfig({}, { bundled: FILE });
-
-function record(r: Partial<UsageRecord>): UsageRecord {
+/** A stored sonar chat record (11 input, 392 output tokens: perplexity/sonar_chat_completion.json's usage). */
+function stored(over: Partial<UsageRecord> = {}): UsageRecord {
   return {
-    id: 'r', ts: 0, workspaceId: 'default', keyId: 'k', provider: 'openai', model: 'r-1', servedModel: null, endpoint: 'chat.completions', status: 200,
-    streamed: false, inputTokens: null, outputTokens: null, cacheReadTokens: null, cacheWriteTokens: null, cacheWrite1hTokens: null, reasoningTokens: null,
-    citationTokens: null, searchQueries: null, searchContextSize: null, costPico: null, provenance: 'unpriced', priceVersion: null, latencyMs: 1, ttfbMs: 1,
-    tags: {}, errorCode: null, ...r,
+    id: 'r',
+    ts: 0,
+    workspaceId: null,
+    keyId: null,
+    provider: 'perplexity',
+    model: 'sonar',
+    servedModel: 'sonar',
+    endpoint: 'chat.completions',
+    status: 200,
+    streamed: false,
+    inputTokens: 11,
+    outputTokens: 392,
+    cacheReadTokens: null,
+    cacheWriteTokens: null,
+    cacheWrite1hTokens: null,
+    reasoningTokens: null,
+    citationTokens: null,
+    searchQueries: null,
+    searchContextSize: 'low',
+    costPico: null,
+    provenance: 'unpriced',
+    priceVersion: null,
+    latencyMs: 1,
+    ttfbMs: null,
+    tags: {},
+    errorCode: null,
+    ...over,
   };
 }
 
-describe('repricing stored records and the cost of a request', () => {
-  describe('repriceRecord', () => {
-    it('prices every token bucket of a record under today\'s catalog', () => {
-      const r = record({ inputTokens: 10, outputTokens: 20, reasoningTokens: 4, cacheReadTokens: 30, cacheWriteTokens: 40, cacheWrite1hTokens: 50, provenance: 'measured', costPico: 1n, priceVersion: 'old' });
-      // 10 x 1,000,000 + 16 x 2,000,000 + 4 x 1,500,000 + 30 x 100,000 + 40 x 3,000,000 + 50 x 4,000,000
-      // = 10,000,000 + 32,000,000 + 6,000,000 + 3,000,000 + 120,000,000 + 200,000,000 = 371,000,000
-      expect(repriceRecord(catalog(), r)).to.deep.equal({ costPico: 371_000_000n, provenance: 'measured', priceVersion: '2026-02-01.3' });
-    });
+const NO_COUNTS = { inputTokens: null, outputTokens: null } as const;
 
-    it('an unpriced record becomes measured once its model has a price; one still without a price stays unpriced', () => {
-      expect(repriceRecord(catalog(), record({ inputTokens: 7 }))).to.deep.equal({ costPico: 7_000_000n, provenance: 'measured', priceVersion: '2026-02-01.3' });
-      expect(repriceRecord(catalog(), record({ model: 'r-9', inputTokens: 7 }))).to.deep.equal({ costPico: null, provenance: 'unpriced', priceVersion: null });
-      expect(repriceRecord(catalog(), record({ model: null, inputTokens: 7 }))).to.deep.equal({ costPico: null, provenance: 'unpriced', priceVersion: null });
-    });
+describe('usage reprice: honest', () => {
+  const catalog = new PriceCatalog();
+  // sonar at the bundled price: (11 + 392) tokens x $1/1M = $0.000403, plus the low request fee $0.005.
+  const SONAR = 5_403_000_000n;
 
-    it('prices the model that served the request', () => {
-      expect(repriceRecord(catalog(), record({ model: 'r-9', servedModel: 'r-1', outputTokens: 1 }))?.costPico).to.equal(2_000_000n);
-    });
+  it('a record without usage stays unpriced: never $0, never the request fee alone', () => {
+    // As an earlier reprice left it: a measured $0, and a request fee with no tokens behind it.
+    for (const r of [
+      stored({ ...NO_COUNTS, costPico: 0n, provenance: 'measured', priceVersion: 'x' }),
+      stored({ ...NO_COUNTS, costPico: 5_000_000_000n, provenance: 'measured', priceVersion: 'x' }),
+    ]) {
+      expect(repriceRecord(catalog, r)).to.deep.equal({
+        costPico: null,
+        provenance: 'unpriced',
+        priceVersion: null,
+        usageSource: 'none',
+        priceId: null,
+        costDisagrees: null,
+      });
+    }
+  });
 
-    it('keeps an estimated or partial provenance', () => {
-      expect(repriceRecord(catalog(), record({ provenance: 'estimated', inputTokens: 1 }))).to.deep.equal({ costPico: 1_000_000n, provenance: 'estimated', priceVersion: '2026-02-01.3' });
-      expect(repriceRecord(catalog(), record({ provenance: 'partial', model: 'r-9', inputTokens: 1 }))).to.deep.equal({ costPico: null, provenance: 'partial', priceVersion: null });
+  it('tokenizer counts stay estimated once priced; a cut stream stays partial', () => {
+    expect(repriceRecord(catalog, stored({ usageSource: 'tokenizer', streamed: true }))).to.include({
+      costPico: SONAR,
+      provenance: 'estimated',
+      usageSource: 'tokenizer',
     });
-
-    it('charges the request fee of the search context size recorded, low when none was', () => {
-      const p = { provider: 'perplexity', model: 'p-1', inputTokens: 1, citationTokens: 2 };
-      // 1,000,000 + 2 x 5,000,000 + fee
-      expect(repriceRecord(catalog(), record({ ...p, searchContextSize: 'high' }))?.costPico).to.equal(2_011_000_000n);
-      expect(repriceRecord(catalog(), record(p))?.costPico).to.equal(1_011_000_000n);
-      expect(repriceRecord(catalog(), record({ provider: 'perplexity', model: 'p-2', searchQueries: 2 }))?.costPico).to.equal(6_000_000_000n);
-    });
-
-    it('leaves alone failures, endpoints not counted, provider-reported costs and records without provider or endpoint', () => {
-      for (const r of [
-        record({ provenance: 'failed', inputTokens: 1 }),
-        record({ provenance: 'not_counted', inputTokens: 1 }),
-        record({ provenance: 'measured', priceVersion: PROVIDER_REPORTED, inputTokens: 1 }),
-        record({ provider: null, inputTokens: 1 }),
-        record({ endpoint: null, inputTokens: 1 }),
-      ]) {
-        expect(repriceRecord(catalog(), r)).to.equal(undefined);
-      }
-      expect(PROVIDER_REPORTED).to.equal('provider-reported');
-    });
-
-    it('a record of an endpoint that does not count gets no cost', () => {
-      expect(repriceRecord(catalog(), record({ endpoint: 'audio.speech', inputTokens: 5 }))).to.deep.equal({ costPico: null, provenance: 'unpriced', priceVersion: null });
+    expect(
+      repriceRecord(catalog, stored({ usageSource: 'tokenizer', streamed: true, provenance: 'partial' })),
+    ).to.include({ costPico: SONAR, provenance: 'partial' });
+    expect(repriceRecord(catalog, stored({ usageSource: 'provider' }))).to.include({
+      costPico: SONAR,
+      provenance: 'measured',
+      priceId: 'perplexity/sonar',
     });
   });
 
-  describe('RequestCost', () => {
-    it('prices the settled usage once, again only when the usage object is replaced', () => {
-      const cost = new RequestCost(catalog());
-      const ctx = createTestContext({ provider: 'openai', model: 'r-1', usage: { inputTokens: 3 } });
-      const first = cost.of(ctx);
-      expect(first).to.deep.equal({ costPico: 3_000_000n, provenanceHint: 'priced' });
-      expect(cost.of(ctx)).to.equal(first);
-      ctx.usage = { inputTokens: 5, servedModel: 'r-1' };
-      expect(cost.of(ctx)).to.deep.equal({ costPico: 5_000_000n, provenanceHint: 'priced' });
-      expect(cost.prices.version).to.equal('2026-02-01.3');
+  it('infers where the counts of a record written before migration 008 came from', () => {
+    // Streamed and unpriced: the counts may be the tokenizer's, so the new cost is only an estimate.
+    expect(repriceRecord(catalog, stored({ streamed: true }))).to.include({
+      provenance: 'estimated',
+      usageSource: 'tokenizer',
     });
+    // A non-streamed answer always carried its usage.
+    expect(repriceRecord(catalog, stored({ streamed: false }))).to.include({
+      provenance: 'measured',
+      usageSource: 'provider',
+    });
+    expect(
+      repriceRecord(catalog, stored({ streamed: true, provenance: 'estimated', costPico: 1n, priceVersion: 'x' })),
+    ).to.include({ provenance: 'estimated', usageSource: 'tokenizer' });
+  });
 
-    it('prices the served model, and nothing without a provider, a model or an endpoint', () => {
-      const cost = new RequestCost(catalog());
-      expect(cost.of(createTestContext({ provider: 'openai', model: 'r-9', usage: { outputTokens: 1, servedModel: 'r-1' } })).costPico).to.equal(2_000_000n);
-      expect(cost.of(createTestContext({ model: 'r-1', usage: { inputTokens: 1 } }))).to.deep.equal({ costPico: null, provenanceHint: 'unpriced', reason: 'model not in the price catalog' });
-      expect(cost.of(createTestContext({ provider: 'openai', usage: { inputTokens: 1 } }))).to.deep.equal({ costPico: null, provenanceHint: 'unpriced', reason: 'model not in the price catalog' });
-      const noEndpoint = new GatewayContext('id', 'POST', '/v1/unknown', undefined, {}, captureLogs().logger);
-      noEndpoint.usage = { inputTokens: 1 };
-      expect(cost.of(noEndpoint)).to.deep.equal({ costPico: null, provenanceHint: 'unpriced' });
+  it('an old provider-reported Perplexity cost is checked and replaced by the exact one', () => {
+    // Recorded as Perplexity's rounded usage.cost, $0.005: kept as the provider's figure, agreeing once rounded.
+    const r = stored({ costPico: 5_000_000_000n, provenance: 'measured', priceVersion: PROVIDER_REPORTED });
+    expect(repriceRecord(catalog, r)).to.deep.equal({
+      costPico: SONAR,
+      provenance: 'measured',
+      priceVersion: catalog.version,
+      usageSource: 'provider',
+      priceId: 'perplexity/sonar',
+      costDisagrees: false,
     });
+  });
+
+  it('leaves failures and uncounted endpoints alone', () => {
+    expect(repriceRecord(catalog, stored({ provenance: 'failed', costPico: 0n, status: 500 }))).to.equal(undefined);
+    expect(repriceRecord(catalog, stored({ provenance: 'not_counted', endpoint: 'audio.speech' }))).to.equal(undefined);
   });
 });

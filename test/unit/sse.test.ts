@@ -42,7 +42,7 @@ function rng(seed: number): () => number {
 function randomSplit(buf: Buffer, seed: number, maxSize: number): Buffer[] {
   const next = rng(seed);
   const out: Buffer[] = [];
-  for (let i = 0; i < buf.length; ) {
+  for (let i = 0; i < buf.length;) {
     const size = 1 + Math.floor(next() * maxSize);
     out.push(buf.subarray(i, i + size));
     i += size;

@@ -19,11 +19,37 @@ const T0 = Date.UTC(2025, 0, 1);
 
 function rec(over: Partial<UsageRecord> = {}): UsageRecord {
   return {
-    id: 'r1', ts: T0 + 90_000, workspaceId: 'w', keyId: null, provider: 'openai', model: 'gpt-4o', servedModel: 'gpt-4o',
-    endpoint: 'chat.completions', status: 200, streamed: true, inputTokens: 10, outputTokens: 5, cacheReadTokens: null,
-    cacheWriteTokens: null, cacheWrite1hTokens: null, reasoningTokens: null, citationTokens: null, searchQueries: null,
-    costPico: 12_345_678_901_234_567_890n, provenance: 'measured', priceVersion: 'v1', latencyMs: 12, ttfbMs: null,
-    tags: { agent: 'a', '12': '007' }, errorCode: null, ...over,
+    id: 'r1',
+    ts: T0 + 90_000,
+    workspaceId: 'w',
+    keyId: null,
+    provider: 'openai',
+    model: 'gpt-4o',
+    servedModel: 'gpt-4o',
+    endpoint: 'chat.completions',
+    status: 200,
+    streamed: true,
+    inputTokens: 10,
+    outputTokens: 5,
+    cacheReadTokens: null,
+    cacheWriteTokens: null,
+    cacheWrite1hTokens: null,
+    reasoningTokens: null,
+    citationTokens: null,
+    searchQueries: null,
+    costPico: 12_345_678_901_234_567_890n,
+    provenance: 'measured',
+    priceVersion: 'v1',
+    latencyMs: 12,
+    ttfbMs: null,
+    tags: { agent: 'a', '12': '007' },
+    errorCode: null,
+    usageSource: 'provider',
+    providerCostPico: null,
+    costDisagrees: null,
+    toolCalls: null,
+    priceId: 'openai/gpt-4o',
+    ...over,
   };
 }
 
@@ -41,13 +67,23 @@ describe('storage (unit)', () => {
   it('plans the query path from the tag keys involved', () => {
     const r = { from: T0, to: T0 + 24 * H };
     expect(planUsageQuery({ ...r, groupBy: ['model', 'status'], filters: { workspace: 'w' } }).path).to.equal('rollup');
-    expect(planUsageQuery({ ...r, groupBy: ['agent', 'provider'], filters: { agent: 'x', key_id: 'k' } }).path).to.equal('tag-rollup');
+    expect(
+      planUsageQuery({ ...r, groupBy: ['agent', 'provider'], filters: { agent: 'x', key_id: 'k' } }).path,
+    ).to.equal('tag-rollup');
     expect(planUsageQuery({ ...r, groupBy: ['feature'], filters: { customer_id: 'acme' } }).path).to.equal('tag-set');
     // Two tag keys with a built-in grouping or filter, or hourly buckets: no tag-set rollup answers.
-    expect(planUsageQuery({ ...r, groupBy: ['feature', 'model'], filters: { customer_id: 'acme' } }).path).to.equal('raw');
-    expect(planUsageQuery({ ...r, groupBy: ['feature'], filters: { customer_id: 'acme', status: '200' } }).path).to.equal('raw');
+    expect(planUsageQuery({ ...r, groupBy: ['feature', 'model'], filters: { customer_id: 'acme' } }).path).to.equal(
+      'raw',
+    );
+    expect(
+      planUsageQuery({ ...r, groupBy: ['feature'], filters: { customer_id: 'acme', status: '200' } }).path,
+    ).to.equal('raw');
     expect(planUsageQuery({ ...r, groupBy: ['feature', 'agent'], interval: 'hour' }).path).to.equal('raw');
-    expect(planUsageQuery({ ...r, groupBy: ['tag:provider'] }).groupBy[0]).to.deep.equal({ kind: 'tag', name: 'tag:provider', key: 'provider' });
+    expect(planUsageQuery({ ...r, groupBy: ['tag:provider'] }).groupBy[0]).to.deep.equal({
+      kind: 'tag',
+      name: 'tag:provider',
+      key: 'provider',
+    });
     expect(() => planUsageQuery({ ...r, groupBy: ['agent', 'tag:agent'] })).to.throw(/twice/);
     expect(() => parseFilters({ status: 'ok' })).to.throw(/status/);
     expect(parseFilters({ workspace: '(none)', agent: '(untagged)' })).to.deep.equal({
@@ -63,19 +99,29 @@ describe('storage (unit)', () => {
       { from: T0 + H, to: T0 + 5 * H, path: 'rollup' },
       { from: T0 + 5 * H, to: T0 + 5 * H + 1, path: 'raw' },
     ]);
-    expect(planUsageQuery({ from: T0 + 1, to: T0 + 2, groupBy: [] }).segments).to.deep.equal([{ from: T0 + 1, to: T0 + 2, path: 'raw' }]);
+    expect(planUsageQuery({ from: T0 + 1, to: T0 + 2, groupBy: [] }).segments).to.deep.equal([
+      { from: T0 + 1, to: T0 + 2, path: 'raw' },
+    ]);
     expect(planUsageQuery({ from: T0, to: T0, groupBy: [] }).segments).to.deep.equal([]);
   });
 
   it('reads whole days of two or more tag keys from the tag-set rollup and the partial days raw', () => {
     const D = 24 * H;
-    const p = planUsageQuery({ from: T0 + 5 * H, to: T0 + 3 * D + 1, groupBy: ['feature'], filters: { agent: 'x' }, interval: 'day' });
+    const p = planUsageQuery({
+      from: T0 + 5 * H,
+      to: T0 + 3 * D + 1,
+      groupBy: ['feature'],
+      filters: { agent: 'x' },
+      interval: 'day',
+    });
     expect(p.segments).to.deep.equal([
       { from: T0 + 5 * H, to: T0 + D, path: 'raw' },
       { from: T0 + D, to: T0 + 3 * D, path: 'tag-set' },
       { from: T0 + 3 * D, to: T0 + 3 * D + 1, path: 'raw' },
     ]);
-    expect(planUsageQuery({ from: T0 + H, to: T0 + D + H, groupBy: ['feature', 'agent'] }).segments).to.deep.equal([{ from: T0 + H, to: T0 + D + H, path: 'raw' }]);
+    expect(planUsageQuery({ from: T0 + H, to: T0 + D + H, groupBy: ['feature', 'agent'] }).segments).to.deep.equal([
+      { from: T0 + H, to: T0 + D + H, path: 'raw' },
+    ]);
   });
 
   it('round-trips records through the spill JSON with exact bigint cost and string tag values', () => {
@@ -88,14 +134,62 @@ describe('storage (unit)', () => {
 
   it('packs batches by column for the writer thread: what arrives through a real port unpacks to the same records', () => {
     // rec()'s default cost is beyond 64 bits (a batch with it is not packed, below).
-    const r = (over: Partial<UsageRecord>): UsageRecord => rec({ costPico: 1_234_567n, searchContextSize: null, ...over });
+    const r = (over: Partial<UsageRecord>): UsageRecord =>
+      rec({ costPico: 1_234_567n, searchContextSize: null, ...over });
     const batch = [
       r({}),
       r({ id: 'r2', costPico: 0n, ttfbMs: 7, streamed: false, keyId: 'k1', tags: {} }),
-      r({ id: 'r3', costPico: null, provenance: 'unpriced', inputTokens: null, outputTokens: 0, errorCode: 'upstream_500', status: 500 }),
-      r({ id: 'r4', costPico: -(2n ** 63n), model: null, servedModel: null, endpoint: null, searchContextSize: 'high', searchQueries: 2 }),
-      r({ id: 'r5-ïd✓', costPico: 2n ** 63n - 1n, workspaceId: null, priceVersion: null, tags: { customer_id: 'ünïcode ✓', agent: '', 'a b': 'x"y' } }),
-      r({ id: 'r6', latencyMs: 1.5, ts: T0 - 1, cacheReadTokens: 3, cacheWriteTokens: 4, cacheWrite1hTokens: 5, reasoningTokens: 6, citationTokens: 7 }),
+      r({
+        id: 'r3',
+        costPico: null,
+        provenance: 'unpriced',
+        inputTokens: null,
+        outputTokens: 0,
+        errorCode: 'upstream_500',
+        status: 500,
+      }),
+      r({
+        id: 'r4',
+        costPico: -(2n ** 63n),
+        model: null,
+        servedModel: null,
+        endpoint: null,
+        searchContextSize: 'high',
+        searchQueries: 2,
+      }),
+      r({
+        id: 'r5-ïd✓',
+        costPico: 2n ** 63n - 1n,
+        workspaceId: null,
+        priceVersion: null,
+        tags: { customer_id: 'ünïcode ✓', agent: '', 'a b': 'x"y' },
+      }),
+      r({
+        id: 'r6',
+        latencyMs: 1.5,
+        ts: T0 - 1,
+        cacheReadTokens: 3,
+        cacheWriteTokens: 4,
+        cacheWrite1hTokens: 5,
+        reasoningTokens: 6,
+        citationTokens: 7,
+      }),
+      r({
+        id: 'r7',
+        usageSource: 'tokenizer',
+        providerCostPico: 5_000_000_000n,
+        costDisagrees: false,
+        toolCalls: { web_search: 2, file_search: 1 },
+        priceId: null,
+      }),
+      r({
+        id: 'r8',
+        usageSource: 'none',
+        providerCostPico: 0n,
+        costDisagrees: true,
+        inputTokens: null,
+        outputTokens: null,
+      }),
     ];
     const { port1, port2 } = new MessageChannel();
     try {
@@ -111,7 +205,14 @@ describe('storage (unit)', () => {
       port1.close();
     }
     // Consecutive records with the same tags share one frozen object (the store works out its texts once).
-    const run = unpackRecords(packRecords([r({ id: 'a' }), r({ id: 'b' }), r({ id: 'c', tags: { agent: 'x' } }), r({ id: 'd', tags: { agent: 'x' } })])!);
+    const run = unpackRecords(
+      packRecords([
+        r({ id: 'a' }),
+        r({ id: 'b' }),
+        r({ id: 'c', tags: { agent: 'x' } }),
+        r({ id: 'd', tags: { agent: 'x' } }),
+      ])!,
+    );
     expect(run[0].tags).to.equal(run[1].tags);
     expect(run[2].tags).to.equal(run[3].tags).and.to.not.equal(run[1].tags);
     expect(Object.isFrozen(run[0].tags) && Object.isFrozen(run[2].tags)).to.equal(true);
@@ -120,6 +221,17 @@ describe('storage (unit)', () => {
     const old = r({});
     delete old.searchContextSize;
     expect(unpackRecords(packRecords([old])!)[0].searchContextSize).to.equal(null);
+    // Nor, before migration 008, what the counts and the cost rest on.
+    const older = r({});
+    for (const f of ['usageSource', 'providerCostPico', 'costDisagrees', 'toolCalls', 'priceId'] as const)
+      delete older[f];
+    expect(unpackRecords(packRecords([older])!)[0]).to.include({
+      usageSource: null,
+      providerCostPico: null,
+      costDisagrees: null,
+      toolCalls: null,
+      priceId: null,
+    });
   });
 
   it('does not pack a batch with a value of an unexpected type: it travels as it is and the store judges it', () => {
@@ -141,7 +253,11 @@ describe('storage (unit)', () => {
     ];
     const fine = rec({ costPico: 1n, searchContextSize: null });
     expect(packRecords([fine, fine])).to.not.equal(undefined);
-    for (const over of odd) expect(packRecords([fine, { ...fine, ...over } as UsageRecord]), JSON.stringify(over, (_, v) => (typeof v === 'bigint' ? `${v}n` : v))).to.equal(undefined);
+    for (const over of odd)
+      expect(
+        packRecords([fine, { ...fine, ...over } as UsageRecord]),
+        JSON.stringify(over, (_, v) => (typeof v === 'bigint' ? `${v}n` : v)),
+      ).to.equal(undefined);
   });
 
   it('encodes opaque cursors and rejects forged ones', () => {
@@ -168,7 +284,17 @@ describe('storage (unit)', () => {
       [2, T0, 1],
     ]);
     expect(base).to.have.length(2);
-    expect(base[0].slice(0, 9)).to.deep.equal([floorHour(T0 + 90_000), 'w', 'openai', 'gpt-4o', 'gpt-4o', 'chat.completions', '', 200, 2]);
+    expect(base[0].slice(0, 9)).to.deep.equal([
+      floorHour(T0 + 90_000),
+      'w',
+      'openai',
+      'gpt-4o',
+      'gpt-4o',
+      'chat.completions',
+      '',
+      200,
+      2,
+    ]);
     expect(tags.map((t) => t.slice(0, 3))).to.deep.equal([
       ['12', '007', T0],
       ['12', '007', T0 + 2 * H],
@@ -187,7 +313,8 @@ describe('storage (unit)', () => {
     });
     const sum = addTotals(addTotals(zeroTotals(), delta), delta);
     for (const c of COUNTERS) {
-      const want = c.field === 'costPico' ? 2n * delta.costPico : 2 * (delta as unknown as Record<string, number>)[c.field];
+      const want =
+        c.field === 'costPico' ? 2n * delta.costPico : 2 * (delta as unknown as Record<string, number>)[c.field];
       expect(sum[c.field], c.field).to.equal(want);
     }
     expect(Object.keys(sum).sort()).to.deep.equal(COUNTERS.map((c) => c.field).sort());
@@ -203,7 +330,11 @@ describe('storage (unit)', () => {
     tags.agent = 'b';
     expect([tagSetKey(r), tagsColumn(r)]).to.deep.equal(['[["agent","b"]]', '{"agent":"b"}']);
     const frozen = rec({ tags: Object.freeze({ feature: 'f', agent: 'c' }) });
-    for (let i = 0; i < 2; i++) expect([tagSetKey(frozen), tagsColumn(frozen)]).to.deep.equal(['[["agent","c"],["feature","f"]]', '{"feature":"f","agent":"c"}']);
+    for (let i = 0; i < 2; i++)
+      expect([tagSetKey(frozen), tagsColumn(frozen)]).to.deep.equal([
+        '[["agent","c"],["feature","f"]]',
+        '{"feature":"f","agent":"c"}',
+      ]);
     expect([tagSetKey(rec({ tags: Object.freeze({}) })), tagSetKey(r)]).to.deep.equal(['[]', '[["agent","b"]]']);
   });
 
@@ -220,15 +351,28 @@ describe('storage (unit)', () => {
       { tags: { agent: 'b' } },
     ];
     // Each record differs from the one before it in one field; runs of equal records in between.
-    const records = variants.flatMap((over, i) => [rec({ id: `b${i}` }), rec({ id: `b${i}'` }), rec({ id: `v${i}`, ...over })]);
+    const records = variants.flatMap((over, i) => [
+      rec({ id: `b${i}` }),
+      rec({ id: `b${i}'` }),
+      rec({ id: `v${i}`, ...over }),
+    ]);
     const setOf = (x: UsageRecord) => (x.tags.agent === 'b' ? 2 : 1);
     const acc = new RollupAccumulator();
     for (const x of records) acc.add(x, setOf(x));
     const { base, tagSetDaily } = acc.result();
-    const requests = (row: (string | number | bigint)[], dims: number) => row[dims + COUNTER_COLUMNS.indexOf('requests')];
+    const requests = (row: (string | number | bigint)[], dims: number) =>
+      row[dims + COUNTER_COLUMNS.indexOf('requests')];
     const want = new Map<string, number>();
-    for (const x of records) want.set(JSON.stringify(rollupDims(x)), (want.get(JSON.stringify(rollupDims(x))) ?? 0) + 1);
-    expect(new Map(base.map((row) => [JSON.stringify(row.slice(0, ROLLUP_DIM_COLUMNS.length)), requests(row, ROLLUP_DIM_COLUMNS.length)]))).to.deep.equal(want);
+    for (const x of records)
+      want.set(JSON.stringify(rollupDims(x)), (want.get(JSON.stringify(rollupDims(x))) ?? 0) + 1);
+    expect(
+      new Map(
+        base.map((row) => [
+          JSON.stringify(row.slice(0, ROLLUP_DIM_COLUMNS.length)),
+          requests(row, ROLLUP_DIM_COLUMNS.length),
+        ]),
+      ),
+    ).to.deep.equal(want);
     expect(tagSetDaily.map((row) => [row[0], requests(row, 2)])).to.deep.equal([
       [1, records.length - 1],
       [2, 1],
@@ -236,19 +380,35 @@ describe('storage (unit)', () => {
   });
 
   it('names a tag set by its sorted string tags, unambiguously', () => {
-    expect(tagSetKey(rec({ tags: { feature: 'f', agent: 'a', n: 3 as unknown as string } }))).to.equal('[["agent","a"],["feature","f"]]');
+    expect(tagSetKey(rec({ tags: { feature: 'f', agent: 'a', n: 3 as unknown as string } }))).to.equal(
+      '[["agent","a"],["feature","f"]]',
+    );
     expect(tagSetKey(rec({ tags: {} }))).to.equal('[]');
     expect(tagSetKey(rec({ tags: { a: 'x","b":"y' } }))).to.not.equal(tagSetKey(rec({ tags: { a: 'x', b: 'y' } })));
-    expect(tagSetMembers(tagSetKey(rec({ tags: { b: 'ü"\n', a: '1' } })))).to.deep.equal([['a', '1'], ['b', 'ü"\n']]);
+    expect(tagSetMembers(tagSetKey(rec({ tags: { b: 'ü"\n', a: '1' } })))).to.deep.equal([
+      ['a', '1'],
+      ['b', 'ü"\n'],
+    ]);
   });
 
   it('caches tag set ids in two bounded generations; clear() forgets them all', () => {
     const ids = new TagSetIds(2);
-    ids.remember(new Map([['a', 1], ['b', 2]]));
+    ids.remember(
+      new Map([
+        ['a', 1],
+        ['b', 2],
+      ]),
+    );
     expect(ids.get('a')).to.equal(1);
     ids.remember(new Map([['c', 3]])); // young was full: {a, b} become old
     expect([ids.get('a'), ids.get('b'), ids.get('c')]).to.deep.equal([1, 2, 3]); // hits on old move forward
-    ids.remember(new Map([['d', 4], ['e', 5], ['f', 6]]));
+    ids.remember(
+      new Map([
+        ['d', 4],
+        ['e', 5],
+        ['f', 6],
+      ]),
+    );
     expect(ids.get('a')).to.equal(undefined);
     expect(ids.get('f')).to.equal(6);
     ids.clear();

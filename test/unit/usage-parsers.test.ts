@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { SseDecoder } from '../../core/sse';
 import type { EndpointKey, SseEvent, StreamUsageAccumulator, UsageParser } from '../../core/usage';
-import { USAGE_PARSERS } from '../../providers/usage';
-import { decimalString } from '../../providers/usage/read';
+import { USAGE_PARSERS } from '../../providers/registry';
+import { decimalString } from '../../providers/wire/read';
 import { fixtureBytes, fixtureJson } from '../helpers/fixtures';
 
 const { openai, anthropic, perplexity, openrouter } = USAGE_PARSERS as Record<
@@ -82,9 +82,10 @@ describe('usage parsers', () => {
 
     it('counts thinking tokens missing from completion_tokens as output (gemini/openai_compat_chat_completion)', () => {
       // usage: prompt 66, completion 6, total 100: the 28 tokens of total not in prompt + completion are thinking
-      // tokens (billed as output), so outputTokens = 6 + 28 = 34. No details objects: no cache/reasoning fields.
+      // tokens (billed as output), so outputTokens = 6 + 28 = 34, and reasoningTokens = 28. No details objects:
+      // no cache fields.
       const u = openai.fromJson('chat.completions', fixtureJson('gemini/openai_compat_chat_completion.json'));
-      expect(u).to.deep.equal({ inputTokens: 66, outputTokens: 34 });
+      expect(u).to.deep.equal({ inputTokens: 66, outputTokens: 34, reasoningTokens: 28 });
     });
 
     it('reads DeepSeek prompt_cache_hit_tokens as cache reads', () => {
@@ -147,7 +148,11 @@ describe('usage parsers', () => {
         { choices: [{ delta: { tool_calls: [{ index: 0, function: { arguments: '1}' } }] } }] },
         { choices: [{ delta: { refusal: ' no' } }] },
       ];
-      const acc = stream(openai, 'chat.completions', chunks.map((c) => ({ data: JSON.stringify(c) })));
+      const acc = stream(
+        openai,
+        'chat.completions',
+        chunks.map((c) => ({ data: JSON.stringify(c) })),
+      );
       expect(acc.text()).to.equal('think Hi{"a":1} no');
       expect(acc.result()).to.equal(undefined);
     });
@@ -171,25 +176,41 @@ describe('usage parsers', () => {
 
   describe('groq (OpenAI-compatible, openai parser): x_groq.usage', () => {
     // The recording's last chunk holds the same counts in x_groq.usage and in usage (prompt 45, completion 662).
-    const last = fixtureBytes('groq/chat_stream_trimmed.chunks.jsonl').toString('utf8').split('\n').map((l) => JSON.parse(l)).at(-1);
+    const last = fixtureBytes('groq/chat_stream_trimmed.chunks.jsonl')
+      .toString('utf8')
+      .split('\n')
+      .map((l) => JSON.parse(l))
+      .at(-1);
 
     it('reads x_groq.usage when the stream has no top-level usage (no include_usage)', () => {
       const events = sseEvents(groqStreamAsSse(({ usage: _dropped, ...chunk }) => chunk));
-      expect(events.every((e) => JSON.parse(e.data).usage === undefined), 'no top-level usage left').to.equal(true);
+      expect(
+        events.every((e) => JSON.parse(e.data).usage === undefined),
+        'no top-level usage left',
+      ).to.equal(true);
       const acc = stream(openai, 'chat.completions', events);
-      expect(acc.result()).to.deep.equal({ inputTokens: last.x_groq.usage.prompt_tokens, outputTokens: last.x_groq.usage.completion_tokens });
+      expect(acc.result()).to.deep.equal({
+        inputTokens: last.x_groq.usage.prompt_tokens,
+        outputTokens: last.x_groq.usage.completion_tokens,
+      });
       expect(acc.text()).to.equal('Introducing');
     });
 
     it('reads the same counts from the recording as sent (top-level usage too)', () => {
       const acc = stream(openai, 'chat.completions', sseEvents(groqStreamAsSse()));
-      expect(acc.result()).to.deep.equal({ inputTokens: last.usage.prompt_tokens, outputTokens: last.usage.completion_tokens });
+      expect(acc.result()).to.deep.equal({
+        inputTokens: last.usage.prompt_tokens,
+        outputTokens: last.usage.completion_tokens,
+      });
     });
   });
 
   describe('an error event after the 200 (the stream did not complete)', () => {
     // Anthropic's documented mid-stream error event (docs, "Error events"): `event: error` with an error object.
-    const anthropicError = { event: 'error', data: '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}' };
+    const anthropicError = {
+      event: 'error',
+      data: '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}',
+    };
 
     it('anthropic: event: error after some deltas (messages_stream.sse cut after " Captain")', () => {
       const events = [...sseEvents(fixtureBytes('anthropic/messages_stream.sse')).slice(0, 5), anthropicError];
@@ -201,7 +222,9 @@ describe('usage parsers', () => {
     it('openai chat: a chunk holding an "error" object (chat_stream_without_usage.sse cut after 3 chunks)', () => {
       const events = [
         ...sseEvents(fixtureBytes('openai/chat_stream_without_usage.sse')).slice(0, 3),
-        { data: '{"error":{"message":"The server had an error processing your request.","type":"server_error","param":null,"code":null}}' },
+        {
+          data: '{"error":{"message":"The server had an error processing your request.","type":"server_error","param":null,"code":null}}',
+        },
       ];
       const acc = stream(openai, 'chat.completions', events);
       expect(acc.result()).to.deep.equal({ streamError: 'server_error' });
@@ -209,7 +232,10 @@ describe('usage parsers', () => {
     });
 
     it('responses: event: error names its code; response.failed (final usage inside) is not a stream error', () => {
-      const failed = { type: 'response.failed', response: { status: 'failed', error: { code: 'server_error' }, usage: { input_tokens: 5, output_tokens: 2 } } };
+      const failed = {
+        type: 'response.failed',
+        response: { status: 'failed', error: { code: 'server_error' }, usage: { input_tokens: 5, output_tokens: 2 } },
+      };
       const ok = stream(openai, 'responses', [{ event: failed.type, data: JSON.stringify(failed) }]);
       expect(ok.result()).to.deep.equal({ inputTokens: 5, outputTokens: 2 });
       const cut = stream(openai, 'responses', [
@@ -378,7 +404,11 @@ describe('usage parsers', () => {
         { type: 'content_block_delta', delta: { type: 'text_delta', text: 'ok' } },
         { type: 'message_delta', usage: { output_tokens: 25, input_tokens: null } },
       ];
-      const acc = stream(anthropic, 'messages', events.map((e) => ({ event: e.type, data: JSON.stringify(e) })));
+      const acc = stream(
+        anthropic,
+        'messages',
+        events.map((e) => ({ event: e.type, data: JSON.stringify(e) })),
+      );
       expect(acc.result()).to.deep.equal({ inputTokens: 120, outputTokens: 25, cacheReadTokens: 60, searchQueries: 1 });
       expect(acc.text()).to.equal('hm {"q":1}ok');
     });
@@ -389,6 +419,62 @@ describe('usage parsers', () => {
       const acc = stream(anthropic, 'messages', events);
       expect(acc.result()).to.include({ inputTokens: 17, outputTokens: 1 });
       expect(acc.text()).to.equal('- Captain');
+    });
+
+    describe('context compaction (usage.iterations)', () => {
+      it('bills the sum over iterations, not the top-level counts (messages_compaction_built.json)', () => {
+        // Anthropic's compaction doc example: top level input 23000 / output 1000 (the message iteration only);
+        // iterations: compaction 180000 / 3500, message 23000 / 1000. Billed: 180000 + 23000 = 203000 input,
+        // 3500 + 1000 = 4500 output.
+        expect(anthropic.fromJson('messages', fixtureJson('anthropic/messages_compaction_built.json'))).to.deep.equal({
+          inputTokens: 203_000,
+          outputTokens: 4_500,
+          iterations: [
+            { inputTokens: 180_000, outputTokens: 3_500 },
+            { inputTokens: 23_000, outputTokens: 1_000 },
+          ],
+        });
+      });
+
+      it("sums the iterations of a stream; the delta's cache read of 0 does not hide the real one", () => {
+        // message_delta iterations: compaction input 30000, cache read 150000, output 3500; message input 23000,
+        // cache read 0, output 1000. Sum: input 53000, cache read 150000, cache write 0, output 4500.
+        const acc = streamFixture(anthropic, 'messages', 'anthropic/messages_compaction_stream_built.sse');
+        expect(acc.result()).to.deep.include({
+          inputTokens: 53_000,
+          outputTokens: 4_500,
+          cacheReadTokens: 150_000,
+          cacheWriteTokens: 0,
+        });
+      });
+
+      it("without iterations, keeps message_start's cache read when the final delta restates it as 0", () => {
+        const events = sseEvents(fixtureBytes('anthropic/messages_compaction_stream_built.sse')).map((e) =>
+          e.event === 'message_delta' ? { ...e, data: e.data.replace(/,"iterations":\[.*\]\}\}$/, '}}') } : e,
+        );
+        expect(events.find((e) => e.event === 'message_delta')!.data).not.to.contain('iterations');
+        const acc = stream(anthropic, 'messages', events);
+        // message_start: input 30000, cache read 150000; delta: input 23000 (latest wins), cache read 0 (ignored), output 1000.
+        expect(acc.result()).to.deep.equal({
+          inputTokens: 23_000,
+          outputTokens: 1_000,
+          cacheReadTokens: 150_000,
+          cacheWriteTokens: 0,
+        });
+      });
+
+      it('a stream cut after the compaction block reports message_start and relays the summary as text', () => {
+        // Events: message_start, compaction block start, its one compaction_delta, block stop.
+        const events = sseEvents(fixtureBytes('anthropic/messages_compaction_stream_built.sse')).slice(0, 4);
+        const acc = stream(anthropic, 'messages', events);
+        expect(acc.result()).to.deep.equal({
+          inputTokens: 30_000,
+          outputTokens: 1,
+          cacheReadTokens: 150_000,
+          cacheWriteTokens: 0,
+        });
+        expect(acc.text()).to.match(/^Summary of the conversation: the user is building a website/);
+      });
     });
 
     it('returns undefined for an error body and for other endpoints', () => {
@@ -466,7 +552,7 @@ describe('usage parsers', () => {
       });
     });
 
-    it('BYOK: the cost is OpenRouter\'s fee plus the provider\'s upstream_inference_cost (chat_completion_byok_synthetic.json)', () => {
+    it("BYOK: the cost is OpenRouter's fee plus the provider's upstream_inference_cost (chat_completion_byok_synthetic.json)", () => {
       const text = fixtureBytes('openrouter/chat_completion_byok_synthetic.json').toString('utf8');
       const body = JSON.parse(text);
       expect(body.usage.is_byok).to.equal(true);
@@ -477,10 +563,14 @@ describe('usage parsers', () => {
       expect(scaled(usage.providerCostUsd!, 12)).to.equal(scaled(fee, 12) + scaled(upstream, 12));
       expect(scaled(upstream, 12) > 0n, 'the upstream part is not zero').to.equal(true);
       // Not BYOK: upstream_inference_cost (equal to cost there) is already inside cost.
-      expect(openrouter.fromJson('chat.completions', { ...body, usage: { ...body.usage, is_byok: false } })!.providerCostUsd).to.equal(fee);
+      expect(
+        openrouter.fromJson('chat.completions', { ...body, usage: { ...body.usage, is_byok: false } })!.providerCostUsd,
+      ).to.equal(fee);
       // BYOK without the upstream part: no reported cost (the fee alone would pass for the whole cost).
       const { cost_details: _gone, ...partial } = body.usage;
-      expect(openrouter.fromJson('chat.completions', { ...body, usage: partial })).to.not.have.property('providerCostUsd');
+      expect(openrouter.fromJson('chat.completions', { ...body, usage: partial })).to.not.have.property(
+        'providerCostUsd',
+      );
     });
 
     it('reads a chat stream with comment lines (chat_stream_with_usage.sse)', () => {

@@ -55,6 +55,10 @@ export interface UsageResponse {
   filters: Record<string, string>;
   rows: GroupRow[];
   total: Totals | null;
+  /** Per-request records before this were deleted by retention (null: none were); totals stay exact from the rollups. */
+  records_kept_from: string | null;
+  /** Parts of the range only those deleted records could have answered: not counted. */
+  uncounted: { from: string; to: string }[];
 }
 
 export interface RecordJson {
@@ -159,7 +163,8 @@ async function call(path: string, init: RequestInit = {}, token = getToken()): P
   return res;
 }
 
-const json = async <T>(path: string, init?: RequestInit, token?: string): Promise<T> => (await call(path, init, token)).json() as Promise<T>;
+const json = async <T>(path: string, init?: RequestInit, token?: string): Promise<T> =>
+  (await call(path, init, token)).json() as Promise<T>;
 
 export const api = {
   /** Checks a token before keeping it. */
@@ -185,6 +190,11 @@ export const api = {
   },
   keys: () => json<{ data: KeyJson[] }>('keys'),
   createKey: (body: { label?: string; workspace?: string }) =>
-    json<KeyJson & { key: string }>('keys', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
-  revokeKey: (id: string) => json<{ id: string; revoked: boolean }>(`keys/${encodeURIComponent(id)}`, { method: 'DELETE' }),
+    json<KeyJson & { key: string }>('keys', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    }),
+  revokeKey: (id: string) =>
+    json<{ id: string; revoked: boolean }>(`keys/${encodeURIComponent(id)}`, { method: 'DELETE' }),
 };

@@ -19,7 +19,13 @@ export function destroyChart(): void {
   current = undefined;
 }
 
-export function drawChart(canvas: HTMLCanvasElement, buckets: number[], interval: 'hour' | 'day', series: Series[], metric: 'cost' | 'requests'): void {
+export function drawChart(
+  canvas: HTMLCanvasElement,
+  buckets: number[],
+  interval: 'hour' | 'day',
+  series: Series[],
+  metric: 'cost' | 'requests',
+): void {
   destroyChart();
   const toNumber = (v: bigint) => (metric === 'cost' ? Number(v) / 1e12 : Number(v));
   const fmt = (v: number) => (metric === 'cost' ? money(BigInt(Math.round(v * 1e12))) : int(v));
@@ -27,7 +33,14 @@ export function drawChart(canvas: HTMLCanvasElement, buckets: number[], interval
     type: 'bar',
     data: {
       labels: buckets.map((b) => bucketLabel(b, interval)),
-      datasets: series.map((s) => ({ label: s.label, data: s.values.map(toNumber), backgroundColor: s.color, borderWidth: 0, barPercentage: 0.9, categoryPercentage: 0.9 })),
+      datasets: series.map((s) => ({
+        label: s.label,
+        data: s.values.map(toNumber),
+        backgroundColor: s.color,
+        borderWidth: 0,
+        barPercentage: 0.9,
+        categoryPercentage: 0.9,
+      })),
     },
     options: {
       animation: false,
@@ -35,13 +48,21 @@ export function drawChart(canvas: HTMLCanvasElement, buckets: number[], interval
       maintainAspectRatio: false,
       interaction: { mode: 'index', intersect: false },
       scales: {
-        x: { stacked: true, grid: { display: false }, ticks: { maxRotation: 0, autoSkipPadding: 12, color: '#6b7385' } },
+        x: {
+          stacked: true,
+          grid: { display: false },
+          ticks: { maxRotation: 0, autoSkipPadding: 12, color: '#6b7385' },
+        },
         y: {
           stacked: true,
           beginAtZero: true,
           grid: { color: '#eef0f4' },
           // One precision for every tick label (money() picks its decimals per value).
-          ticks: { color: '#6b7385', callback: (v, _i, ticks) => (metric === 'cost' ? axisMoney(ticks.map((t) => t.value))(Number(v)) : int(Number(v))) },
+          ticks: {
+            color: '#6b7385',
+            callback: (v, _i, ticks) =>
+              metric === 'cost' ? axisMoney(ticks.map((t) => t.value))(Number(v)) : int(Number(v)),
+          },
         },
       },
       plugins: {

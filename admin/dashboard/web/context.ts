@@ -27,6 +27,8 @@ export function addFilter(ctx: AppCtx, dim: string, value: string): void {
   const filters = ctx.state.filters.filter(([d]) => d !== dim);
   filters.push([dim, value]);
   const used = new Set(filters.map(([d]) => d));
-  const groupBy = used.has(ctx.state.groupBy) ? (ctx.dims.find((d) => !used.has(d)) ?? ctx.state.groupBy) : ctx.state.groupBy;
+  const groupBy = used.has(ctx.state.groupBy)
+    ? (ctx.dims.find((d) => !used.has(d)) ?? ctx.state.groupBy)
+    : ctx.state.groupBy;
   ctx.update({ filters, groupBy });
 }

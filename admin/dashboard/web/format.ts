@@ -36,7 +36,8 @@ export function money(pico: string | bigint | null | undefined): string {
  */
 export function axisMoney(ticks: number[]): (usd: number) => string {
   let decimals = 2;
-  while (decimals < 8 && !ticks.every((t) => Math.abs(t * 10 ** decimals - Math.round(t * 10 ** decimals)) < 1e-6)) decimals++;
+  while (decimals < 8 && !ticks.every((t) => Math.abs(t * 10 ** decimals - Math.round(t * 10 ** decimals)) < 1e-6))
+    decimals++;
   return (usd) => usdFixed(BigInt(Math.round(usd * 1e12)), decimals);
 }
 
@@ -58,10 +59,14 @@ export function change(cur: number, prev: number): { text: string; dir: 'up' | '
   if (prev === 0) return cur === 0 ? { text: '', dir: 'none' } : { text: 'new', dir: 'up' };
   const pct = ((cur - prev) / prev) * 100;
   if (Math.abs(pct) < 0.05) return { text: '±0%', dir: 'flat' };
-  return { text: `${pct > 0 ? '+' : '−'}${Math.abs(pct) >= 100 ? Math.round(Math.abs(pct)) : Math.abs(pct).toFixed(1)}%`, dir: pct > 0 ? 'up' : 'down' };
+  return {
+    text: `${pct > 0 ? '+' : '−'}${Math.abs(pct) >= 100 ? Math.round(Math.abs(pct)) : Math.abs(pct).toFixed(1)}%`,
+    dir: pct > 0 ? 'up' : 'down',
+  };
 }
 
-export const pct = (part: number, whole: number): string => (whole === 0 ? '0%' : `${((part / whole) * 100).toFixed(part === whole || part === 0 ? 0 : 1)}%`);
+export const pct = (part: number, whole: number): string =>
+  whole === 0 ? '0%' : `${((part / whole) * 100).toFixed(part === whole || part === 0 ? 0 : 1)}%`;
 
 const pad = (n: number) => String(n).padStart(2, '0');
 

@@ -13,9 +13,19 @@ export function forgetCreatedKey(): void {
 }
 
 export async function renderKeys(root: HTMLElement, ctx: AppCtx, isCurrent: () => boolean): Promise<void> {
-  const label = h('input', { id: 'key-label', placeholder: 'e.g. support-bot production', maxlength: 200, size: 32, autocomplete: 'off' });
+  const label = h('input', {
+    id: 'key-label',
+    placeholder: 'e.g. support-bot production',
+    maxlength: 200,
+    size: 32,
+    autocomplete: 'off',
+  });
   const workspaces = ctx.info.workspaces;
-  const ws = h('select', { id: 'key-workspace', 'aria-label': 'Workspace' }, workspaces.map((w) => h('option', { value: w.id }, w.name ? `${w.name} (${w.id})` : w.id)));
+  const ws = h(
+    'select',
+    { id: 'key-workspace', 'aria-label': 'Workspace' },
+    workspaces.map((w) => h('option', { value: w.id }, w.name ? `${w.name} (${w.id})` : w.id)),
+  );
   const form = h(
     'form',
     { class: 'create-key', id: 'create-key' },
@@ -26,45 +36,94 @@ export async function renderKeys(root: HTMLElement, ctx: AppCtx, isCurrent: () =
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
     try {
-      created = await api.createKey({ label: label.value.trim() || undefined, workspace: workspaces.length > 1 ? ws.value : undefined });
+      created = await api.createKey({
+        label: label.value.trim() || undefined,
+        workspace: workspaces.length > 1 ? ws.value : undefined,
+      });
       ctx.update({});
     } catch (err) {
       ctx.fail(err);
     }
   });
 
-  const banner = created ? newKeyBanner(created, () => { created = undefined; ctx.update({}); }) : null;
+  const banner = created
+    ? newKeyBanner(created, () => {
+        created = undefined;
+        ctx.update({});
+      })
+    : null;
   const tableHost = h('div', { class: 'table-wrap' }, h('div', { class: 'empty-inline' }, 'Loading…'));
   replace(
     root,
-    h('section', { class: 'panel' }, h('header', { class: 'panel-head' }, h('h2', {}, 'Create an API key')), h('p', { class: 'muted' }, 'Clients send a gateway key as the X-Gateway-Key header. Only its hash is stored: the key is shown once, right after it is created.'), form, banner),
+    h(
+      'section',
+      { class: 'panel' },
+      h('header', { class: 'panel-head' }, h('h2', {}, 'Create an API key')),
+      h(
+        'p',
+        { class: 'muted' },
+        'Clients send a gateway key as the X-Gateway-Key header. Only its hash is stored: the key is shown once, right after it is created.',
+      ),
+      form,
+      banner,
+    ),
     h('section', { class: 'panel' }, h('header', { class: 'panel-head' }, h('h2', {}, 'API keys')), tableHost),
   );
 
   const { data } = await api.keys();
   if (!isCurrent()) return;
   if (data.length === 0) {
-    replace(tableHost, h('div', { class: 'empty-inline' }, 'No keys yet: create one above, or declare one under workspaces[].keys in gateway.config.yaml.'));
+    replace(
+      tableHost,
+      h(
+        'div',
+        { class: 'empty-inline' },
+        'No keys yet: create one above, or declare one under workspaces[].keys in gateway.config.yaml.',
+      ),
+    );
     return;
   }
   // Active keys first (newest first), then the revoked ones, then the read-only keys of gateway.config.yaml.
   const fromConfig = (k: KeyJson) => k.source === 'config';
   const rows = [...data].sort(
-    (a, b) => Number(fromConfig(a)) - Number(fromConfig(b)) || Number(a.revoked) - Number(b.revoked) || (b.created_at ?? '').localeCompare(a.created_at ?? '') || a.id.localeCompare(b.id),
+    (a, b) =>
+      Number(fromConfig(a)) - Number(fromConfig(b)) ||
+      Number(a.revoked) - Number(b.revoked) ||
+      (b.created_at ?? '').localeCompare(a.created_at ?? '') ||
+      a.id.localeCompare(b.id),
   );
   replace(
     tableHost,
     h(
       'table',
       { class: 'grid', id: 'keys' },
-      h('thead', {}, h('tr', {}, ['Label', 'Key id', 'Workspace', 'Created', 'Last used', 'Status', ''].map((t) => h('th', {}, t)))),
-      h('tbody', {}, rows.map((k) => keyRow(ctx, k))),
+      h(
+        'thead',
+        {},
+        h(
+          'tr',
+          {},
+          ['Label', 'Key id', 'Workspace', 'Created', 'Last used', 'Status', ''].map((t) => h('th', {}, t)),
+        ),
+      ),
+      h(
+        'tbody',
+        {},
+        rows.map((k) => keyRow(ctx, k)),
+      ),
     ),
   );
 }
 
 function newKeyBanner(k: KeyJson & { key: string }, dismiss: () => void): HTMLElement {
-  const input = h('input', { id: 'new-key', class: 'mono', readonly: true, value: k.key, size: 56, 'aria-label': 'The new key' });
+  const input = h('input', {
+    id: 'new-key',
+    class: 'mono',
+    readonly: true,
+    value: k.key,
+    size: 56,
+    'aria-label': 'The new key',
+  });
   const status = h('span', { class: 'muted small', id: 'copy-status' });
   const copy = async () => {
     try {
@@ -81,13 +140,23 @@ function newKeyBanner(k: KeyJson & { key: string }, dismiss: () => void): HTMLEl
     { class: 'new-key', dataset: { keyId: k.id } },
     h('strong', {}, `Key ${k.id} created${k.label ? ` (${k.label})` : ''}.`),
     ' Copy it now: it is shown only this once and cannot be recovered.',
-    h('div', { class: 'new-key-row' }, input, h('button', { type: 'button', class: 'btn primary', id: 'copy-key', onclick: copy }, 'Copy'), status, h('span', { class: 'spacer' }), h('button', { type: 'button', class: 'btn small', onclick: dismiss }, 'Done')),
+    h(
+      'div',
+      { class: 'new-key-row' },
+      input,
+      h('button', { type: 'button', class: 'btn primary', id: 'copy-key', onclick: copy }, 'Copy'),
+      status,
+      h('span', { class: 'spacer' }),
+      h('button', { type: 'button', class: 'btn small', onclick: dismiss }, 'Done'),
+    ),
   );
 }
 
 function keyRow(ctx: AppCtx, k: KeyJson): HTMLElement {
   if (k.source === 'config') return configKeyRow(k);
-  const action = k.revoked ? null : h('button', { type: 'button', class: 'btn small danger-outline', dataset: { revoke: k.id } }, 'Revoke');
+  const action = k.revoked
+    ? null
+    : h('button', { type: 'button', class: 'btn small danger-outline', dataset: { revoke: k.id } }, 'Revoke');
   if (action) {
     let armed: number | undefined;
     action.addEventListener('click', async () => {
@@ -121,7 +190,13 @@ function keyRow(ctx: AppCtx, k: KeyJson): HTMLElement {
     h('td', {}, k.workspace),
     h('td', { class: 'nowrap', title: k.created_at }, dateTime(k.created_at)),
     h('td', { class: 'nowrap', title: k.last_used_at ?? 'never used' }, ago(k.last_used_at)),
-    h('td', {}, k.revoked ? h('span', { class: 'badge bad', title: k.revoked_at ?? undefined }, `revoked ${dateTime(k.revoked_at)}`) : h('span', { class: 'badge good' }, 'active')),
+    h(
+      'td',
+      {},
+      k.revoked
+        ? h('span', { class: 'badge bad', title: k.revoked_at ?? undefined }, `revoked ${dateTime(k.revoked_at)}`)
+        : h('span', { class: 'badge good' }, 'active'),
+    ),
     h('td', { class: 'num' }, action),
   );
 }
@@ -135,8 +210,23 @@ function configKeyRow(k: KeyJson): HTMLElement {
     h('td', { class: 'mono' }, k.id),
     h('td', {}, k.workspace),
     h('td', { class: 'muted' }, '—'),
-    h('td', { class: 'muted', title: 'Use of keys declared in gateway.config.yaml is not tracked here: group the usage by key id' }, '—'),
-    h('td', {}, h('span', { class: 'badge', title: 'Declared in gateway.config.yaml (workspaces[].keys): change or remove it there' }, 'from config')),
+    h(
+      'td',
+      {
+        class: 'muted',
+        title: 'Use of keys declared in gateway.config.yaml is not tracked here: group the usage by key id',
+      },
+      '—',
+    ),
+    h(
+      'td',
+      {},
+      h(
+        'span',
+        { class: 'badge', title: 'Declared in gateway.config.yaml (workspaces[].keys): change or remove it there' },
+        'from config',
+      ),
+    ),
     h('td', { class: 'num' }),
   );
 }

@@ -26,11 +26,34 @@ function currentView(): ViewName {
 function showLogin(message?: string): void {
   destroyChart();
   forgetCreatedKey();
-  const input = h('input', { type: 'password', id: 'token', autocomplete: 'current-password', required: true, placeholder: 'TOLLGATE_ADMIN_TOKEN', 'aria-label': 'Admin token' });
+  const input = h('input', {
+    type: 'password',
+    id: 'token',
+    autocomplete: 'current-password',
+    required: true,
+    placeholder: 'TOLLGATE_ADMIN_TOKEN',
+    'aria-label': 'Admin token',
+  });
   const error = h('p', { class: 'error', id: 'login-error', role: 'alert' }, message ?? '');
   const button = h('button', { type: 'submit', class: 'btn primary wide' }, 'Sign in');
   // No name on the input and no GET submission: the token can never end up in a URL.
-  const form = h('form', { class: 'login-card', id: 'login', method: 'post', action: '#' }, h('div', { class: 'brand big' }, h('span', { class: 'logo' }, '◆'), ' Tollgate'), h('p', { class: 'muted' }, 'Sign in with the admin token (', h('code', {}, 'admin.token'), ' in gateway.config.yaml, usually ', h('code', {}, 'TOLLGATE_ADMIN_TOKEN'), '). It is kept in this browser tab only and sent as a Bearer header.'), input, error, button);
+  const form = h(
+    'form',
+    { class: 'login-card', id: 'login', method: 'post', action: '#' },
+    h('div', { class: 'brand big' }, h('span', { class: 'logo' }, '◆'), ' Tollgate'),
+    h(
+      'p',
+      { class: 'muted' },
+      'Sign in with the admin token (',
+      h('code', {}, 'admin.token'),
+      ' in gateway.config.yaml, usually ',
+      h('code', {}, 'TOLLGATE_ADMIN_TOKEN'),
+      '). It is kept in this browser tab only and sent as a Bearer header.',
+    ),
+    input,
+    error,
+    button,
+  );
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
     const token = input.value.trim();
@@ -42,7 +65,8 @@ function showLogin(message?: string): void {
       setToken(token);
       await start(info);
     } catch (err) {
-      error.textContent = err instanceof AuthError ? 'That token was refused.' : `Cannot reach the admin API: ${(err as Error).message}`;
+      error.textContent =
+        err instanceof AuthError ? 'That token was refused.' : `Cannot reach the admin API: ${(err as Error).message}`;
       button.disabled = false;
       input.select();
     }
@@ -67,11 +91,21 @@ function emptyState(info: InfoJson, ctx: AppCtx): HTMLElement {
     'section',
     { class: 'panel empty-state', id: 'empty-state' },
     h('h2', {}, 'No requests recorded yet'),
-    h('p', {}, 'Tollgate records the cost of every request that goes through its proxy. Send a first one and it appears here:'),
+    h(
+      'p',
+      {},
+      'Tollgate records the cost of every request that goes through its proxy. Send a first one and it appears here:',
+    ),
     h(
       'ol',
       {},
-      h('li', {}, 'Get a gateway key: ', h('a', { href: '#/keys' }, 'create one under API Keys'), ' (or use the key Tollgate printed at its first start).'),
+      h(
+        'li',
+        {},
+        'Get a gateway key: ',
+        h('a', { href: '#/keys' }, 'create one under API Keys'),
+        ' (or use the key Tollgate printed at its first start).',
+      ),
       h(
         'li',
         {},
@@ -84,8 +118,20 @@ function emptyState(info: InfoJson, ctx: AppCtx): HTMLElement {
           'ul',
           {},
           h('li', {}, h('code', {}, 'X-Gateway-Key: <your gateway key>')),
-          h('li', {}, h('code', {}, 'Authorization: Bearer <your provider key>'), ' (or ', h('code', {}, 'x-api-key'), ' for Anthropic): forwarded, never stored'),
-          h('li', {}, h('code', {}, 'X-Gateway-Metadata: {"agent":"…","feature":"…","customer_id":"…"}'), ': optional tags to group the cost by'),
+          h(
+            'li',
+            {},
+            h('code', {}, 'Authorization: Bearer <your provider key>'),
+            ' (or ',
+            h('code', {}, 'x-api-key'),
+            ' for Anthropic): forwarded, never stored',
+          ),
+          h(
+            'li',
+            {},
+            h('code', {}, 'X-Gateway-Metadata: {"agent":"…","feature":"…","customer_id":"…"}'),
+            ': optional tags to group the cost by',
+          ),
         ),
       ),
       h('li', {}, 'For example with curl:', h('pre', {}, curl)),
@@ -103,8 +149,32 @@ async function start(initialInfo?: InfoJson): Promise<void> {
   const nav = h('nav', { class: 'tabs' });
   const content = h('main', { class: 'content', id: 'view' });
   const toast = h('div', { class: 'toast hidden', role: 'alert', id: 'toast' });
-  const logout = h('button', { type: 'button', class: 'btn small ghost', id: 'logout', onclick: () => { clearToken(); showLogin('Signed out.'); } }, 'Sign out');
-  replace(app, h('header', { class: 'topbar' }, h('div', { class: 'brand' }, h('span', { class: 'logo' }, '◆'), ' Tollgate'), nav, h('span', { class: 'spacer' }), logout), content, toast);
+  const logout = h(
+    'button',
+    {
+      type: 'button',
+      class: 'btn small ghost',
+      id: 'logout',
+      onclick: () => {
+        clearToken();
+        showLogin('Signed out.');
+      },
+    },
+    'Sign out',
+  );
+  replace(
+    app,
+    h(
+      'header',
+      { class: 'topbar' },
+      h('div', { class: 'brand' }, h('span', { class: 'logo' }, '◆'), ' Tollgate'),
+      nav,
+      h('span', { class: 'spacer' }),
+      logout,
+    ),
+    content,
+    toast,
+  );
 
   let seq = 0;
   const ctx: AppCtx = {
@@ -125,7 +195,10 @@ async function start(initialInfo?: InfoJson): Promise<void> {
         showLogin('The admin token was refused: sign in again.');
         return;
       }
-      toast.textContent = err instanceof ApiError ? `The admin API said: ${err.message}` : `Something went wrong: ${(err as Error).message}`;
+      toast.textContent =
+        err instanceof ApiError
+          ? `The admin API said: ${err.message}`
+          : `Something went wrong: ${(err as Error).message}`;
       toast.classList.remove('hidden');
       setTimeout(() => toast.classList.add('hidden'), 6000);
     },
@@ -135,7 +208,12 @@ async function start(initialInfo?: InfoJson): Promise<void> {
     const mine = ++seq;
     const isCurrent = () => mine === seq && app.contains(content);
     const view = currentView();
-    replace(nav, VIEWS.map((v) => h('a', { href: `#/${v.id}`, class: v.id === view ? 'active' : '', dataset: { view: v.id } }, v.label)));
+    replace(
+      nav,
+      VIEWS.map((v) =>
+        h('a', { href: `#/${v.id}`, class: v.id === view ? 'active' : '', dataset: { view: v.id } }, v.label),
+      ),
+    );
     content.dataset.view = view;
     content.dataset.ready = 'false';
     if (view !== 'usage') destroyChart();

@@ -12,7 +12,11 @@ const PAGE = 50;
 let paging: { key: string; from: number; to: number; cursors: (string | null)[] } | undefined;
 
 const PROVENANCE: Record<string, { label: string; title: string; cls: string } | undefined> = {
-  estimated: { label: 'estimated', title: 'The provider reported no usage: tokens were counted with a tokenizer', cls: 'badge warn' },
+  estimated: {
+    label: 'estimated',
+    title: 'The provider reported no usage: tokens were counted with a tokenizer',
+    cls: 'badge warn',
+  },
   partial: { label: 'partial', title: 'The stream was cut: the cost covers what was seen', cls: 'badge warn' },
   unpriced: { label: 'unpriced', title: 'No price for this model: the cost is unknown (not $0)', cls: 'badge bad' },
   not_counted: { label: 'not counted', title: 'Audio and images are not counted toward cost', cls: 'badge' },
@@ -30,7 +34,16 @@ export async function renderRequests(root: HTMLElement, ctx: AppCtx, isCurrent: 
   root.dataset.to = String(p.to);
   const tableHost = h('div', { class: 'table-wrap' }, h('div', { class: 'empty-inline' }, 'Loading…'));
   const pager = h('div', { class: 'pager' });
-  replace(root, toolbar(ctx, { groupBy: false }), h('section', { class: 'panel' }, h('header', { class: 'panel-head' }, h('h2', {}, 'Latest requests'), h('span', { class: 'spacer' }), pager), tableHost));
+  replace(
+    root,
+    toolbar(ctx, { groupBy: false }),
+    h(
+      'section',
+      { class: 'panel' },
+      h('header', { class: 'panel-head' }, h('h2', {}, 'Latest requests'), h('span', { class: 'spacer' }), pager),
+      tableHost,
+    ),
+  );
 
   const cursor = p.cursors[p.cursors.length - 1];
   const page = await api.requests({ from: p.from, to: p.to, filters: s.filters, limit: PAGE, cursor });
@@ -39,13 +52,48 @@ export async function renderRequests(root: HTMLElement, ctx: AppCtx, isCurrent: 
   const pageNo = p.cursors.length;
   replace(
     pager,
-    h('button', { type: 'button', class: 'btn small', id: 'page-newer', disabled: pageNo === 1, onclick: () => { p.cursors.pop(); ctx.update({}); } }, '‹ Newer'),
+    h(
+      'button',
+      {
+        type: 'button',
+        class: 'btn small',
+        id: 'page-newer',
+        disabled: pageNo === 1,
+        onclick: () => {
+          p.cursors.pop();
+          ctx.update({});
+        },
+      },
+      '‹ Newer',
+    ),
     h('span', { class: 'muted small', id: 'page-no' }, `page ${pageNo}`),
-    h('button', { type: 'button', class: 'btn small', id: 'page-older', disabled: !page.next_cursor, onclick: () => { p.cursors.push(page.next_cursor); ctx.update({}); } }, 'Older ›'),
+    h(
+      'button',
+      {
+        type: 'button',
+        class: 'btn small',
+        id: 'page-older',
+        disabled: !page.next_cursor,
+        onclick: () => {
+          p.cursors.push(page.next_cursor);
+          ctx.update({});
+        },
+      },
+      'Older ›',
+    ),
   );
 
   if (page.data.length === 0) {
-    replace(tableHost, h('div', { class: 'empty-inline' }, 'No requests in this range', s.filters.length ? ' with these filters' : '', '.'));
+    replace(
+      tableHost,
+      h(
+        'div',
+        { class: 'empty-inline' },
+        'No requests in this range',
+        s.filters.length ? ' with these filters' : '',
+        '.',
+      ),
+    );
     return;
   }
   replace(
@@ -53,8 +101,22 @@ export async function renderRequests(root: HTMLElement, ctx: AppCtx, isCurrent: 
     h(
       'table',
       { class: 'grid', id: 'requests' },
-      h('thead', {}, h('tr', {}, ['Time', 'Tags', 'Model', 'Endpoint', 'Status', 'Latency', 'Input', 'Output', 'Cache r / w', 'Cost'].map((t, i) => h('th', { class: i >= 5 ? 'num' : '' }, t)))),
-      h('tbody', {}, page.data.map((r) => requestRow(ctx, r))),
+      h(
+        'thead',
+        {},
+        h(
+          'tr',
+          {},
+          ['Time', 'Tags', 'Model', 'Endpoint', 'Status', 'Latency', 'Input', 'Output', 'Cache r / w', 'Cost'].map(
+            (t, i) => h('th', { class: i >= 5 ? 'num' : '' }, t),
+          ),
+        ),
+      ),
+      h(
+        'tbody',
+        {},
+        page.data.map((r) => requestRow(ctx, r)),
+      ),
     ),
   );
 }
@@ -63,7 +125,8 @@ function requestRow(ctx: AppCtx, r: RecordJson): HTMLElement {
   const tags = Object.entries(r.tags).sort(([a], [b]) => a.localeCompare(b));
   const prov = PROVENANCE[r.provenance];
   const ok = r.status < 400 && !r.error_code;
-  const model = r.served_model && r.served_model !== r.model ? `${r.model ?? '—'} → ${r.served_model}` : (r.model ?? '—');
+  const model =
+    r.served_model && r.served_model !== r.model ? `${r.model ?? '—'} → ${r.served_model}` : (r.model ?? '—');
   return h(
     'tr',
     { dataset: { id: r.id, provenance: r.provenance, cost: r.cost_usd ?? '' } },
@@ -72,17 +135,49 @@ function requestRow(ctx: AppCtx, r: RecordJson): HTMLElement {
       'td',
       { class: 'tags' },
       tags.length
-        ? tags.map(([k, v]) => h('button', { type: 'button', class: 'tag', title: `Filter by ${k} = ${v}`, dataset: { tag: k, value: v }, onclick: () => addFilter(ctx, tagDimension(k), v) }, h('span', { class: 'tag-k' }, k), v))
+        ? tags.map(([k, v]) =>
+            h(
+              'button',
+              {
+                type: 'button',
+                class: 'tag',
+                title: `Filter by ${k} = ${v}`,
+                dataset: { tag: k, value: v },
+                onclick: () => addFilter(ctx, tagDimension(k), v),
+              },
+              h('span', { class: 'tag-k' }, k),
+              v,
+            ),
+          )
         : h('span', { class: 'muted' }, '—'),
     ),
-    h('td', {}, h('div', {}, model), h('div', { class: 'muted small' }, r.provider ?? '—', r.streamed ? ' · stream' : '')),
+    h(
+      'td',
+      {},
+      h('div', {}, model),
+      h('div', { class: 'muted small' }, r.provider ?? '—', r.streamed ? ' · stream' : ''),
+    ),
     h('td', { class: 'muted' }, r.endpoint ?? '—'),
-    h('td', {}, h('span', { class: `status ${ok ? 'ok' : 'err'}`, title: r.error_code ?? undefined }, String(r.status)), r.error_code ? h('div', { class: 'muted small' }, r.error_code) : null),
-    h('td', { class: 'num', title: r.ttfb_ms !== null ? `first byte after ${ms(r.ttfb_ms)}` : undefined }, ms(r.latency_ms)),
+    h(
+      'td',
+      {},
+      h('span', { class: `status ${ok ? 'ok' : 'err'}`, title: r.error_code ?? undefined }, String(r.status)),
+      r.error_code ? h('div', { class: 'muted small' }, r.error_code) : null,
+    ),
+    h(
+      'td',
+      { class: 'num', title: r.ttfb_ms !== null ? `first byte after ${ms(r.ttfb_ms)}` : undefined },
+      ms(r.latency_ms),
+    ),
     h('td', { class: 'num' }, int(r.input_tokens)),
     h('td', { class: 'num' }, int(r.output_tokens)),
     h('td', { class: 'num muted' }, `${int(r.cache_read_tokens)} / ${int(r.cache_write_tokens)}`),
-    h('td', { class: 'num nowrap', title: r.cost_usd !== null ? `$${r.cost_usd}` : undefined }, r.provenance === 'unpriced' || r.provenance === 'not_counted' ? '—' : money(r.cost_pico), prov ? [' ', h('span', { class: prov.cls, title: prov.title }, prov.label)] : null),
+    h(
+      'td',
+      { class: 'num nowrap', title: r.cost_usd !== null ? `$${r.cost_usd}` : undefined },
+      r.provenance === 'unpriced' || r.provenance === 'not_counted' ? '—' : money(r.cost_pico),
+      prov ? [' ', h('span', { class: prov.cls, title: prov.title }, prov.label)] : null,
+    ),
   );
 }
 

@@ -50,7 +50,12 @@ export function resolveRange(s: ViewState, now = Date.now()): Range {
     return { from: s.from, to: s.to, interval: s.to - s.from <= 3 * DAY ? 'hour' : 'day', label: 'period' };
   }
   const p = PRESETS.find((x) => x.id === s.preset) ?? PRESETS[2];
-  return { from: now - p.span, to: now, interval: p.span <= 3 * DAY ? 'hour' : 'day', label: p.id === '1h' ? 'hour' : p.label };
+  return {
+    from: now - p.span,
+    to: now,
+    interval: p.span <= 3 * DAY ? 'hour' : 'day',
+    label: p.id === '1h' ? 'hour' : p.label,
+  };
 }
 
 export const BUILTIN_LABELS: Record<string, string> = {

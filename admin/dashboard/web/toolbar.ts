@@ -9,9 +9,24 @@ export function toolbar(ctx: AppCtx, opts: { groupBy: boolean }): HTMLElement {
   const s = ctx.state;
   const range = resolveRange(s);
   const custom = h('form', { class: `custom-range${s.preset === 'custom' ? '' : ' hidden'}`, id: 'custom-range' });
-  const fromInput = h('input', { type: 'datetime-local', id: 'range-from', value: localInput(s.from ?? range.from), required: true });
-  const toInput = h('input', { type: 'datetime-local', id: 'range-to', value: localInput(s.to ?? range.to), required: true });
-  custom.append(fromInput, h('span', { class: 'muted' }, '→'), toInput, h('button', { type: 'submit', class: 'btn small' }, 'Apply'));
+  const fromInput = h('input', {
+    type: 'datetime-local',
+    id: 'range-from',
+    value: localInput(s.from ?? range.from),
+    required: true,
+  });
+  const toInput = h('input', {
+    type: 'datetime-local',
+    id: 'range-to',
+    value: localInput(s.to ?? range.to),
+    required: true,
+  });
+  custom.append(
+    fromInput,
+    h('span', { class: 'muted' }, '→'),
+    toInput,
+    h('button', { type: 'submit', class: 'btn small' }, 'Apply'),
+  );
   custom.addEventListener('submit', (e) => {
     e.preventDefault();
     const from = new Date(fromInput.value).getTime();
@@ -28,9 +43,27 @@ export function toolbar(ctx: AppCtx, opts: { groupBy: boolean }): HTMLElement {
     'div',
     { class: 'segmented', role: 'group', 'aria-label': 'Time range' },
     PRESETS.map((p) =>
-      h('button', { type: 'button', class: s.preset === p.id ? 'active' : '', dataset: { range: p.id }, onclick: () => ctx.update({ preset: p.id }) }, p.label),
+      h(
+        'button',
+        {
+          type: 'button',
+          class: s.preset === p.id ? 'active' : '',
+          dataset: { range: p.id },
+          onclick: () => ctx.update({ preset: p.id }),
+        },
+        p.label,
+      ),
     ),
-    h('button', { type: 'button', class: s.preset === 'custom' ? 'active' : '', dataset: { range: 'custom' }, onclick: () => custom.classList.toggle('hidden') }, 'Custom'),
+    h(
+      'button',
+      {
+        type: 'button',
+        class: s.preset === 'custom' ? 'active' : '',
+        dataset: { range: 'custom' },
+        onclick: () => custom.classList.toggle('hidden'),
+      },
+      'Custom',
+    ),
   );
 
   const row1 = h('div', { class: 'toolbar-row' }, presets, custom);
@@ -50,13 +83,39 @@ export function toolbar(ctx: AppCtx, opts: { groupBy: boolean }): HTMLElement {
       h('span', { class: 'chip-dim' }, dimLabel(dim)),
       ' = ',
       h('strong', {}, value),
-      h('button', { type: 'button', class: 'chip-x', title: `Remove the filter on ${dim}`, 'aria-label': `Remove the filter on ${dim}`, onclick: () => ctx.update({ filters: s.filters.filter(([d]) => d !== dim) }) }, '×'),
+      h(
+        'button',
+        {
+          type: 'button',
+          class: 'chip-x',
+          title: `Remove the filter on ${dim}`,
+          'aria-label': `Remove the filter on ${dim}`,
+          onclick: () => ctx.update({ filters: s.filters.filter(([d]) => d !== dim) }),
+        },
+        '×',
+      ),
     ),
   );
 
-  const dimSelect = h('select', { id: 'filter-dim', 'aria-label': 'Filter dimension' }, ctx.dims.map((d) => h('option', { value: d }, dimLabel(d))));
-  const valueInput = h('input', { id: 'filter-value', placeholder: 'value', 'aria-label': 'Filter value', size: 14, autocomplete: 'off' });
-  const addForm = h('form', { class: 'add-filter' }, dimSelect, valueInput, h('button', { type: 'submit', class: 'btn small' }, 'Add filter'));
+  const dimSelect = h(
+    'select',
+    { id: 'filter-dim', 'aria-label': 'Filter dimension' },
+    ctx.dims.map((d) => h('option', { value: d }, dimLabel(d))),
+  );
+  const valueInput = h('input', {
+    id: 'filter-value',
+    placeholder: 'value',
+    'aria-label': 'Filter value',
+    size: 14,
+    autocomplete: 'off',
+  });
+  const addForm = h(
+    'form',
+    { class: 'add-filter' },
+    dimSelect,
+    valueInput,
+    h('button', { type: 'submit', class: 'btn small' }, 'Add filter'),
+  );
   addForm.addEventListener('submit', (e) => {
     e.preventDefault();
     const value = valueInput.value.trim();
@@ -67,8 +126,16 @@ export function toolbar(ctx: AppCtx, opts: { groupBy: boolean }): HTMLElement {
     'div',
     { class: 'toolbar-row filters' },
     h('span', { class: 'muted' }, 'Filters'),
-    chips.length ? chips : h('span', { class: 'muted small' }, opts.groupBy ? 'none — click a row to filter by it' : 'none — click a tag to filter by it'),
-    chips.length > 1 ? h('button', { type: 'button', class: 'link', onclick: () => ctx.update({ filters: [] }) }, 'Clear all') : null,
+    chips.length
+      ? chips
+      : h(
+          'span',
+          { class: 'muted small' },
+          opts.groupBy ? 'none — click a row to filter by it' : 'none — click a tag to filter by it',
+        ),
+    chips.length > 1
+      ? h('button', { type: 'button', class: 'link', onclick: () => ctx.update({ filters: [] }) }, 'Clear all')
+      : null,
     h('span', { class: 'spacer' }),
     addForm,
   );

@@ -3,7 +3,7 @@ import { api, type GroupRow, type Totals, type UsageParams } from './api.js';
 import { destroyChart, drawChart, OTHER_COLOR, PALETTE, type Series } from './chart.js';
 import { addFilter, dimLabel, type AppCtx } from './context.js';
 import { h, replace } from './dom.js';
-import { change, costSharePct, int, money, pct } from './format.js';
+import { change, costSharePct, dateTime, int, money, pct } from './format.js';
 import { resolveRange } from './state.js';
 import { toolbar } from './toolbar.js';
 
@@ -12,9 +12,22 @@ const NONE = '(none)';
 const TOP_N = 8;
 
 const ZERO: Totals = {
-  requests: 0, input_tokens: 0, output_tokens: 0, cache_read_tokens: 0, cache_write_tokens: 0, cache_write_1h_tokens: 0,
-  reasoning_tokens: 0, citation_tokens: 0, search_queries: 0, cost_usd: '0', cost_pico: '0', cost_status: 'known',
-  unpriced_count: 0, estimated_count: 0, partial_count: 0, error_count: 0,
+  requests: 0,
+  input_tokens: 0,
+  output_tokens: 0,
+  cache_read_tokens: 0,
+  cache_write_tokens: 0,
+  cache_write_1h_tokens: 0,
+  reasoning_tokens: 0,
+  citation_tokens: 0,
+  search_queries: 0,
+  cost_usd: '0',
+  cost_pico: '0',
+  cost_status: 'known',
+  unpriced_count: 0,
+  estimated_count: 0,
+  partial_count: 0,
+  error_count: 0,
 };
 
 /** The known part of a cost, for sorting, shares and charts (an unknown cost adds nothing known). */
@@ -87,7 +100,11 @@ const COLUMNS: Column[] = [
     sort: shareBp,
   },
   count('unpriced_count', 'Unpriced', 'Requests whose model has no price: cost unknown'),
-  count('estimated_count', 'Estimated', 'Requests whose usage was counted with a tokenizer (the provider reported none)'),
+  count(
+    'estimated_count',
+    'Estimated',
+    'Requests whose usage was counted with a tokenizer (the provider reported none)',
+  ),
   count('partial_count', 'Partial', 'Streams that did not complete: the cost covers what was streamed', true),
   count('error_count', 'Errors', 'Requests that failed'),
 ];
@@ -107,28 +124,49 @@ export async function renderUsage(root: HTMLElement, ctx: AppCtx, isCurrent: () 
   const chartBox = h('div', { class: 'chart-box' }, h('canvas', { id: 'cost-chart', 'aria-label': 'Cost over time' }));
   const metricSel = h(
     'select',
-    { id: 'chart-metric', 'aria-label': 'Chart metric', onchange: () => ctx.update({ metric: metricSel.value as 'cost' | 'requests' }) },
+    {
+      id: 'chart-metric',
+      'aria-label': 'Chart metric',
+      onchange: () => ctx.update({ metric: metricSel.value as 'cost' | 'requests' }),
+    },
     h('option', { value: 'cost', selected: s.metric === 'cost' }, 'Cost'),
     h('option', { value: 'requests', selected: s.metric === 'requests' }, 'Requests'),
   );
   const chartCard = h(
     'section',
     { class: 'panel' },
-    h('header', { class: 'panel-head' }, h('h2', {}, `${s.metric === 'cost' ? 'Cost' : 'Requests'} over time by ${dimLabel(dim)}`), h('span', { class: 'muted small' }, `UTC ${range.interval === 'hour' ? 'hours' : 'days'}`), h('span', { class: 'spacer' }), metricSel),
+    h(
+      'header',
+      { class: 'panel-head' },
+      h('h2', {}, `${s.metric === 'cost' ? 'Cost' : 'Requests'} over time by ${dimLabel(dim)}`),
+      h('span', { class: 'muted small' }, `UTC ${range.interval === 'hour' ? 'hours' : 'days'}`),
+      h('span', { class: 'spacer' }),
+      metricSel,
+    ),
     chartBox,
   );
   const tableHost = h('div', { class: 'table-wrap' });
   const exportBtn = h('button', { type: 'button', class: 'btn', id: 'export-csv', disabled: true }, 'Export CSV');
   const tableTitle = h('h2', {}, `By ${dimLabel(dim)}`);
-  const tableCard = h('section', { class: 'panel' }, h('header', { class: 'panel-head' }, tableTitle, h('span', { class: 'spacer' }), exportBtn), tableHost);
+  const tableCard = h(
+    'section',
+    { class: 'panel' },
+    h('header', { class: 'panel-head' }, tableTitle, h('span', { class: 'spacer' }), exportBtn),
+    tableHost,
+  );
 
   root.dataset.from = String(range.from);
   root.dataset.to = String(range.to);
   root.dataset.groupBy = dim;
-  replace(root, toolbar(ctx, { groupBy: true }), cards, chartCard, tableCard);
+  const retention = h('p', { class: 'muted small hidden', id: 'retention-note' });
+  replace(root, toolbar(ctx, { groupBy: true }), retention, cards, chartCard, tableCard);
 
-  const [grouped, prev] = await Promise.all([api.usage(base), api.usage({ groupBy: [], from: prevFrom, to: range.from, filters: s.filters })]);
+  const [grouped, prev] = await Promise.all([
+    api.usage(base),
+    api.usage({ groupBy: [], from: prevFrom, to: range.from, filters: s.filters }),
+  ]);
   if (!isCurrent()) return;
+  showUncounted(retention, [...grouped.uncounted, ...prev.uncounted], grouped.records_kept_from);
 
   const total = grouped.total ?? ZERO;
   const before = prev.total ?? ZERO;
@@ -163,25 +201,68 @@ export async function renderUsage(root: HTMLElement, ctx: AppCtx, isCurrent: () 
   if (total.requests === 0) {
     destroyChart();
     chartBox.dataset.series = '[]';
-    replace(chartBox, h('div', { class: 'empty-inline' }, 'No requests in this range', s.filters.length ? ' with these filters' : '', '.'));
+    replace(
+      chartBox,
+      h(
+        'div',
+        { class: 'empty-inline' },
+        'No requests in this range',
+        s.filters.length ? ' with these filters' : '',
+        '.',
+      ),
+    );
   } else {
     const series = await api.usageSeries({ ...base, interval: range.interval, values: topValues });
     if (!isCurrent()) return;
-    const pick = (x: { cost_pico: string[]; requests: number[] }) => (s.metric === 'cost' ? x.cost_pico.map((c) => BigInt(c)) : x.requests.map((n) => BigInt(n)));
-    const lines: Series[] = series.series.map((x, i) => ({ label: x.group, color: PALETTE[i % PALETTE.length], values: pick(x) }));
-    if (ranked.length > topCount && series.other) lines.push({ label: 'other', color: OTHER_COLOR, values: pick(series.other) });
+    const pick = (x: { cost_pico: string[]; requests: number[] }) =>
+      s.metric === 'cost' ? x.cost_pico.map((c) => BigInt(c)) : x.requests.map((n) => BigInt(n));
+    const lines: Series[] = series.series.map((x, i) => ({
+      label: x.group,
+      color: PALETTE[i % PALETTE.length],
+      values: pick(x),
+    }));
+    if (ranked.length > topCount && series.other)
+      lines.push({ label: 'other', color: OTHER_COLOR, values: pick(series.other) });
     chartBox.dataset.series = JSON.stringify(lines.map((l) => l.label));
-    drawChart(chartBox.querySelector('canvas')!, series.buckets.map((b) => Date.parse(b)), range.interval, lines, s.metric);
+    drawChart(
+      chartBox.querySelector('canvas')!,
+      series.buckets.map((b) => Date.parse(b)),
+      range.interval,
+      lines,
+      s.metric,
+    );
   }
 }
 
-function card(metric: string, title: string, value: string, exact: string, delta: ReturnType<typeof change>, vsLabel: string, sub: (Node | string)[] = []): HTMLElement {
+function card(
+  metric: string,
+  title: string,
+  value: string,
+  exact: string,
+  delta: ReturnType<typeof change>,
+  vsLabel: string,
+  sub: (Node | string)[] = [],
+): HTMLElement {
   return h(
     'div',
     { class: 'card', dataset: { metric, value: exact } },
     h('div', { class: 'card-title' }, title),
     h('div', { class: 'card-value' }, value),
-    h('div', { class: 'card-sub' }, delta.text ? h('span', { class: `delta ${delta.dir}` }, delta.dir === 'up' ? '▲ ' : delta.dir === 'down' ? '▼ ' : '', delta.text) : null, delta.text ? ` vs previous ${vsLabel}` : h('span', { class: 'muted' }, 'nothing in the previous period'), sub.length ? h('br') : null, ...sub),
+    h(
+      'div',
+      { class: 'card-sub' },
+      delta.text
+        ? h(
+            'span',
+            { class: `delta ${delta.dir}` },
+            delta.dir === 'up' ? '▲ ' : delta.dir === 'down' ? '▼ ' : '',
+            delta.text,
+          )
+        : null,
+      delta.text ? ` vs previous ${vsLabel}` : h('span', { class: 'muted' }, 'nothing in the previous period'),
+      sub.length ? h('br') : null,
+      ...sub,
+    ),
   );
 }
 
@@ -192,7 +273,15 @@ function overviewCards(t: Totals, p: Totals, label: string): HTMLElement[] {
   const costPrev = Number(pico(p));
   const shareCard = h(
     'div',
-    { class: 'card', dataset: { metric: 'flagged', value: String(flagged), estimated: String(t.estimated_count), unpriced: String(t.unpriced_count) } },
+    {
+      class: 'card',
+      dataset: {
+        metric: 'flagged',
+        value: String(flagged),
+        estimated: String(t.estimated_count),
+        unpriced: String(t.unpriced_count),
+      },
+    },
     h('div', { class: 'card-title' }, 'Estimated or unpriced'),
     h('div', { class: 'card-value' }, pct(flagged, t.requests)),
     h(
@@ -200,21 +289,71 @@ function overviewCards(t: Totals, p: Totals, label: string): HTMLElement[] {
       { class: 'card-sub' },
       `${int(t.estimated_count)} estimated · ${int(t.unpriced_count)} unpriced`,
       h('br'),
-      h('span', { class: 'muted' }, p.requests ? `previous ${label}: ${pct(flaggedPrev, p.requests)}` : 'nothing in the previous period'),
+      h(
+        'span',
+        { class: 'muted' },
+        p.requests ? `previous ${label}: ${pct(flaggedPrev, p.requests)}` : 'nothing in the previous period',
+      ),
     ),
   );
   return [
-    card('cost', 'Total cost', costText(t), t.cost_usd ?? '', change(costNum, costPrev), label, t.unpriced_count ? [h('span', { class: 'warn' }, `+ ${int(t.unpriced_count)} unpriced (cost unknown)`)] : []),
-    card('requests', 'Requests', int(t.requests), String(t.requests), change(t.requests, p.requests), label, t.error_count ? [h('span', { class: 'muted' }, `${int(t.error_count)} failed`)] : []),
-    card('input_tokens', 'Input tokens', int(t.input_tokens), String(t.input_tokens), change(t.input_tokens, p.input_tokens), label, t.cache_read_tokens ? [h('span', { class: 'muted' }, `+ ${int(t.cache_read_tokens)} from cache`)] : []),
-    card('output_tokens', 'Output tokens', int(t.output_tokens), String(t.output_tokens), change(t.output_tokens, p.output_tokens), label, t.reasoning_tokens ? [h('span', { class: 'muted' }, `${int(t.reasoning_tokens)} reasoning`)] : []),
+    card(
+      'cost',
+      'Total cost',
+      costText(t),
+      t.cost_usd ?? '',
+      change(costNum, costPrev),
+      label,
+      t.unpriced_count ? [h('span', { class: 'warn' }, `+ ${int(t.unpriced_count)} unpriced (cost unknown)`)] : [],
+    ),
+    card(
+      'requests',
+      'Requests',
+      int(t.requests),
+      String(t.requests),
+      change(t.requests, p.requests),
+      label,
+      t.error_count ? [h('span', { class: 'muted' }, `${int(t.error_count)} failed`)] : [],
+    ),
+    card(
+      'input_tokens',
+      'Input tokens',
+      int(t.input_tokens),
+      String(t.input_tokens),
+      change(t.input_tokens, p.input_tokens),
+      label,
+      t.cache_read_tokens ? [h('span', { class: 'muted' }, `+ ${int(t.cache_read_tokens)} from cache`)] : [],
+    ),
+    card(
+      'output_tokens',
+      'Output tokens',
+      int(t.output_tokens),
+      String(t.output_tokens),
+      change(t.output_tokens, p.output_tokens),
+      label,
+      t.reasoning_tokens ? [h('span', { class: 'muted' }, `${int(t.reasoning_tokens)} reasoning`)] : [],
+    ),
     shareCard,
   ];
 }
 
 /** `colors`: group value -> palette index of its series in the chart (the rest are "other"). */
-function groupTable(ctx: AppCtx, dim: string, rows: GroupRow[], total: Totals, colors: Map<string, number>, rerender: () => void): HTMLElement {
-  if (rows.length === 0) return h('div', { class: 'empty-inline' }, 'No requests in this range', ctx.state.filters.length ? ' with these filters' : '', '.');
+function groupTable(
+  ctx: AppCtx,
+  dim: string,
+  rows: GroupRow[],
+  total: Totals,
+  colors: Map<string, number>,
+  rerender: () => void,
+): HTMLElement {
+  if (rows.length === 0)
+    return h(
+      'div',
+      { class: 'empty-inline' },
+      'No requests in this range',
+      ctx.state.filters.length ? ' with these filters' : '',
+      '.',
+    );
   const cols = COLUMNS.filter((c) => !c.optional || rows.some((r) => c.sort(r, total) !== 0n));
   const groupSort = (a: GroupRow, b: GroupRow) => groupValue(a, dim).localeCompare(groupValue(b, dim));
   const sorted = [...rows].sort((a, b) => {
@@ -228,7 +367,12 @@ function groupTable(ctx: AppCtx, dim: string, rows: GroupRow[], total: Totals, c
     const active = sortBy.key === key;
     return h(
       'th',
-      { class: `sortable${key === 'group' ? '' : ' num'}`, dataset: { col: key }, title, 'aria-sort': active ? (sortBy.dir === 1 ? 'ascending' : 'descending') : 'none' },
+      {
+        class: `sortable${key === 'group' ? '' : ' num'}`,
+        dataset: { col: key },
+        title,
+        'aria-sort': active ? (sortBy.dir === 1 ? 'ascending' : 'descending') : 'none',
+      },
       h(
         'button',
         {
@@ -248,8 +392,23 @@ function groupTable(ctx: AppCtx, dim: string, rows: GroupRow[], total: Totals, c
     const tr = h(
       'tr',
       { class: 'clickable', tabindex: 0, dataset: { group: value }, title: `Filter by ${dimLabel(dim)} = ${value}` },
-      h('td', { dataset: { col: 'group', value } }, h('span', { class: `swatch ${colors.has(value) ? `c${colors.get(value)! % PALETTE.length}` : 'c-other'}` }), value),
-      cols.map((c) => h('td', { class: 'num', dataset: { col: c.key, value: c.value(r, total) }, title: c.key === 'cost_usd' && r.cost_usd !== null ? `$${r.cost_usd}` : undefined }, c.show(r, total))),
+      h(
+        'td',
+        { dataset: { col: 'group', value } },
+        h('span', { class: `swatch ${colors.has(value) ? `c${colors.get(value)! % PALETTE.length}` : 'c-other'}` }),
+        value,
+      ),
+      cols.map((c) =>
+        h(
+          'td',
+          {
+            class: 'num',
+            dataset: { col: c.key, value: c.value(r, total) },
+            title: c.key === 'cost_usd' && r.cost_usd !== null ? `$${r.cost_usd}` : undefined,
+          },
+          c.show(r, total),
+        ),
+      ),
     );
     tr.addEventListener('click', () => addFilter(ctx, dim, value));
     tr.addEventListener('keydown', (e) => {
@@ -261,13 +420,33 @@ function groupTable(ctx: AppCtx, dim: string, rows: GroupRow[], total: Totals, c
     'tr',
     { class: 'total' },
     h('td', { dataset: { col: 'group' } }, 'Total'),
-    cols.map((c) => h('td', { class: 'num', dataset: { col: c.key, value: c.value(total, total) } }, c.show(total, total))),
+    cols.map((c) =>
+      h('td', { class: 'num', dataset: { col: c.key, value: c.value(total, total) } }, c.show(total, total)),
+    ),
   );
   return h(
     'table',
     { class: 'grid', id: 'groups' },
-    h('thead', {}, h('tr', {}, th('group', dimLabel(dim)), cols.map((c) => th(c.key, c.label, c.title)))),
+    h(
+      'thead',
+      {},
+      h(
+        'tr',
+        {},
+        th('group', dimLabel(dim)),
+        cols.map((c) => th(c.key, c.label, c.title)),
+      ),
+    ),
     h('tbody', {}, body),
     h('tfoot', {}, foot),
   );
+}
+
+/** Says which parts of the shown ranges (this period and the previous one) retention left uncounted, if any. */
+function showUncounted(note: HTMLElement, parts: { from: string; to: string }[], keptFrom: string | null): void {
+  if (parts.length === 0 || keptFrom === null) return;
+  note.classList.remove('hidden');
+  note.textContent =
+    `Per-request records before ${dateTime(keptFrom)} were deleted (storage.retention); totals come from the hourly and daily rollups, ` +
+    `except ${parts.map((p) => `${dateTime(p.from)} → ${dateTime(p.to)}`).join(', ')}, which only those records could answer and which are not counted.`;
 }

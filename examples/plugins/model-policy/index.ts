@@ -2,7 +2,10 @@ import { definePlugin, GatewayError, z, type GatewayContext, type GatewayPlugin 
 import { refusalReason, type ModelRule } from './model-rule';
 
 /** A model pattern: an exact name or a prefix ending in a single trailing "*". */
-const pattern = z.string().min(1).regex(/^[^*]+\*?$/, 'expected a model name, or a prefix ending in "*" (e.g. "claude-*")');
+const pattern = z
+  .string()
+  .min(1)
+  .regex(/^[^*]+\*?$/, 'expected a model name, or a prefix ending in "*" (e.g. "claude-*")');
 const rule = z.strictObject({ allow: z.array(pattern).optional(), deny: z.array(pattern).optional() });
 
 const optionsSchema = z.strictObject({
@@ -30,14 +33,18 @@ export class ModelPolicyPlugin implements GatewayPlugin {
     const rule: ModelRule = this.options.workspaces[workspace] ?? this.options.default;
     const reason = refusalReason(rule, ctx.model);
     if (reason) {
-      throw new GatewayError('policy_denied', `Model "${ctx.model}" is not allowed for workspace "${workspace}": ${reason}.`, { param: 'model' });
+      throw new GatewayError(
+        'policy_denied',
+        `Model "${ctx.model}" is not allowed for workspace "${workspace}": ${reason}.`,
+        { param: 'model' },
+      );
     }
   }
 }
 
 export default definePlugin({
   name: 'model-policy',
-  apiVersion: '1',
+  apiVersion: '2',
   optionsSchema,
   create: (_container, options) => new ModelPolicyPlugin(options),
 });

@@ -26,9 +26,16 @@ export class BatchSender<T> {
   dropped = 0;
   sent = 0;
 
-  constructor(private readonly options: BatchSenderOptions, private readonly log: Logger) {
+  constructor(
+    private readonly options: BatchSenderOptions,
+    private readonly log: Logger,
+  ) {
     this.origin = new URL(options.url).origin;
-    this.agent = new Agent({ connect: { timeout: options.timeoutMs }, headersTimeout: options.timeoutMs, bodyTimeout: options.timeoutMs });
+    this.agent = new Agent({
+      connect: { timeout: options.timeoutMs },
+      headersTimeout: options.timeoutMs,
+      bodyTimeout: options.timeoutMs,
+    });
     this.timer = setInterval(() => void this.flush(), options.flushIntervalMs);
     this.timer.unref(); // the timer alone must not keep the process alive
   }
@@ -52,7 +59,11 @@ export class BatchSender<T> {
     clearInterval(this.timer);
     await this.sending;
     await this.flush();
-    if (this.queue.length > 0) this.log.warn({ records: this.queue.length, origin: this.origin }, 'usage-webhook: records not delivered at shutdown');
+    if (this.queue.length > 0)
+      this.log.warn(
+        { records: this.queue.length, origin: this.origin },
+        'usage-webhook: records not delivered at shutdown',
+      );
     await this.agent.close();
   }
 
@@ -67,7 +78,10 @@ export class BatchSender<T> {
         const excess = Math.max(0, this.queue.length - this.options.maxQueue);
         this.queue.splice(0, excess);
         this.dropped += excess;
-        this.log.warn({ err: String(err), origin: this.origin, queued: this.queue.length }, 'usage-webhook: delivery failed, will retry');
+        this.log.warn(
+          { err: String(err), origin: this.origin, queued: this.queue.length },
+          'usage-webhook: delivery failed, will retry',
+        );
         return;
       }
     }

@@ -1,4 +1,13 @@
-import { definePlugin, fromText, TOKENS, z, type GatewayContext, type GatewayPlugin, type Logger, type RequestCostService } from 'tollgate';
+import {
+  definePlugin,
+  fromText,
+  resolveService,
+  TOKENS,
+  z,
+  type GatewayContext,
+  type GatewayPlugin,
+  type RequestCostService,
+} from 'tollgate';
 import { BatchSender } from './batch-sender';
 import { summarize, type UsageSummary } from './summary';
 
@@ -38,14 +47,21 @@ export class UsageWebhookPlugin implements GatewayPlugin {
 
 export default definePlugin({
   name: 'usage-webhook',
-  apiVersion: '1',
+  apiVersion: '2',
   optionsSchema,
   create(container, o) {
-    const log = container.resolve<Logger>(TOKENS.Logger);
+    const log = resolveService(container, TOKENS.Logger);
     const sender = new BatchSender<UsageSummary>(
-      { url: o.url, headers: o.headers, batchSize: o.batch_size, flushIntervalMs: o.flush_interval_ms, timeoutMs: o.timeout_ms, maxQueue: o.max_queue },
+      {
+        url: o.url,
+        headers: o.headers,
+        batchSize: o.batch_size,
+        flushIntervalMs: o.flush_interval_ms,
+        timeoutMs: o.timeout_ms,
+        maxQueue: o.max_queue,
+      },
       log,
     );
-    return new UsageWebhookPlugin(sender, container.resolve<RequestCostService>(TOKENS.RequestCost));
+    return new UsageWebhookPlugin(sender, resolveService(container, TOKENS.RequestCost));
   },
 });

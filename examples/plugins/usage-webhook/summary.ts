@@ -17,7 +17,13 @@ export interface UsageSummary {
   status: number;
   streamed: boolean;
   /** null = the provider did not report it. */
-  tokens: { input: number | null; output: number | null; cache_read: number | null; cache_write: number | null; reasoning: number | null };
+  tokens: {
+    input: number | null;
+    output: number | null;
+    cache_read: number | null;
+    cache_write: number | null;
+    reasoning: number | null;
+  };
   /** True when the counts were estimated with a tokenizer (a stream that reported no usage). */
   estimated: boolean;
   /** Exact USD decimal string; null when unknown (no usage, no price, or not counted). Never a made-up $0. */

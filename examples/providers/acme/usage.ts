@@ -1,4 +1,11 @@
-import { openaiUsageParser, type EndpointKey, type SseEvent, type StreamUsageAccumulator, type Usage, type UsageParser } from 'tollgate';
+import {
+  openaiUsageParser,
+  type EndpointKey,
+  type SseEvent,
+  type StreamUsageAccumulator,
+  type Usage,
+  type UsageParser,
+} from 'tollgate';
 
 /**
  * Acme's chat completions are OpenAI-shaped except for usage, which it reports as

@@ -1,0 +1,46 @@
+import Router from '@koa/router';
+import type { Logger } from 'pino';
+import { GatewayError } from '../core/errors';
+
+export const METRICS_PATH = '/metrics';
+
+/** What a scrape answers: the exposition text and its content type. */
+export interface MetricsScrape {
+  contentType: string;
+  text: string;
+}
+
+/** The admin listener's view of the metrics (runtime/observability/metrics.ts) and of who may read them. */
+export interface AdminMetrics {
+  scrape(): Promise<MetricsScrape>;
+  /** metrics.auth: none: served without any token. */
+  open: boolean;
+  /** metrics.token: a scrape-only token, accepted on GET /metrics besides the admin token. */
+  token?: string;
+}
+
+/**
+ * GET (and HEAD) /metrics. Mounted before the token check when the metrics are open, after it otherwise; a scrape
+ * that fails (a worker of a multi-core gateway did not answer in time) is a 500 in the gateway's error shape.
+ */
+export function metricsRoutes(metrics: AdminMetrics, logger: Logger): Router {
+  const router = new Router();
+  router.get(METRICS_PATH, async (ctx) => {
+    ctx.set('cache-control', 'no-store');
+    try {
+      const { contentType, text } = await metrics.scrape();
+      ctx.set('content-type', contentType);
+      ctx.body = text;
+    } catch (err) {
+      logger.error({ err }, 'metrics scrape failed');
+      const error = new GatewayError(
+        'internal_error',
+        'The metrics could not be gathered; details are in the gateway log.',
+      );
+      ctx.status = error.status;
+      ctx.type = 'application/json';
+      ctx.body = error.toBody();
+    }
+  });
+  return router;
+}

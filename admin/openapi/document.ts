@@ -1,0 +1,390 @@
+/**
+ * The OpenAPI 3.1 description of the admin API, served at GET /api/openapi.json. Answer bodies come from the
+ * zod schemas of ./answers (JSON Schema 2020-12, OpenAPI 3.1's own dialect); the query parameters mirror
+ * ../query-params.ts and share its limits. It describes the API, never an instance: no URL, workspace or
+ * data of a deployment, so it is served without the admin token.
+ */
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { z } from 'zod';
+import type { ErrorCode } from '../../core/errors';
+import { GROUP_BY_MAX, LIMIT_DEFAULT, LIMIT_MAX } from '../query-params';
+import { SERIES_BUCKETS_MAX, SERIES_VALUES_MAX } from '../dashboard/api';
+import {
+  answerSchemas,
+  BudgetsAnswer,
+  CreatedKeyAnswer,
+  CreateKeyRequest,
+  DimensionsAnswer,
+  errorBody,
+  HealthAnswer,
+  InfoAnswer,
+  ReadinessAnswer,
+  KeysAnswer,
+  RequestsAnswer,
+  RevokedKeyAnswer,
+  SeriesAnswer,
+  UsageAnswer,
+} from './answers';
+
+type Json = Record<string, unknown>;
+
+const COMPONENTS = '#/components/schemas/';
+
+/** A schema: a component ($ref) when it has an id, inline JSON Schema otherwise. */
+function schemaOf(schema: z.ZodType): Json {
+  const id = answerSchemas.get(schema)?.id;
+  if (id) return { $ref: `${COMPONENTS}${id}` };
+  return bare(z.toJSONSchema(schema, { unrepresentable: 'throw' }) as Json);
+}
+
+/** toJSONSchema marks each schema as a whole document ($schema, $id); inside OpenAPI they are parts of one. */
+function bare({ $schema: _schema, $id: _id, ...rest }: Json): Json {
+  return rest;
+}
+
+const json = (schema: z.ZodType, description: string) => ({
+  description,
+  content: { 'application/json': { schema: schemaOf(schema) } },
+});
+
+const error = (description: string, codes: ErrorCode[], headers?: Json) => ({
+  description: `${description} (code: ${codes.join(', ')})`,
+  ...(headers ? { headers } : {}),
+  content: { 'application/json': { schema: bare(z.toJSONSchema(errorBody(codes)) as Json) } },
+});
+
+const retryAfter = {
+  description: 'Seconds to wait before trying again.',
+  required: true,
+  schema: { type: 'string', pattern: '^[0-9]+$' },
+};
+
+const responses = {
+  InvalidQuery: error('A query parameter is malformed; param names it', ['invalid_body']),
+  Unauthorized: error('Missing or invalid admin token', ['gateway_key_invalid']),
+  AuthBlocked: error('Too many wrong admin tokens from this client address: blocked for a while', ['auth_blocked'], {
+    'Retry-After': retryAfter,
+  }),
+  InternalError: error(
+    'The gateway failed (the store is unreachable...); details are in its log, never in the answer',
+    ['internal_error'],
+  ),
+};
+const ref = (name: keyof typeof responses) => ({ $ref: `#/components/responses/${name}` });
+
+/** Errors any token-protected route may answer. */
+const guarded = { '401': ref('Unauthorized'), '429': ref('AuthBlocked'), '500': ref('InternalError') };
+
+// ---------------------------------------------------------------- parameters
+
+const param = (name: string, schema: z.ZodType, description: string, extra: Json = {}) => ({
+  name,
+  in: 'query',
+  description,
+  schema: bare(z.toJSONSchema(schema) as Json),
+  ...extra,
+});
+
+const rangeParams = [
+  param(
+    'from',
+    z.string(),
+    'Start of the range (inclusive): epoch milliseconds or an ISO 8601 date. Default: 30 days before `to`.',
+    {
+      examples: { epoch: { value: '1735689600000' }, iso: { value: '2025-01-01T00:00:00Z' } },
+    },
+  ),
+  param(
+    'to',
+    z.string(),
+    'End of the range (exclusive): epoch milliseconds or an ISO 8601 date. Default: now. Must be after `from`.',
+  ),
+  param(
+    'filter',
+    z.record(z.string(), z.string()),
+    'Only records whose dimension has this value: filter[<dimension>]=<value>, repeatable. A dimension is a built-in (provider, model, requested_model, endpoint, workspace, key_id, status) or any tag key (`tag:<key>` for a tag named like a built-in). "(none)" matches an absent built-in value, "(untagged)" a record without the tag.',
+    { style: 'deepObject', explode: true, examples: { tag: { value: { customer_id: 'acme' } } } },
+  ),
+];
+
+const groupBy = (max: number) =>
+  param(
+    'group_by',
+    z.array(z.string()).max(max),
+    `Dimensions to group by (at most ${max}), comma-separated or repeated: built-ins or tag keys.`,
+    { style: 'form', explode: false },
+  );
+
+const intervalParam = (description: string) => param('interval', z.enum(['hour', 'day']), description);
+
+// ---------------------------------------------------------------- paths
+
+const usageQuery = [
+  ...rangeParams,
+  groupBy(GROUP_BY_MAX),
+  intervalParam('Also split every group by UTC hour or day (rows then carry bucket).'),
+];
+
+const paths = {
+  '/api/openapi.json': {
+    get: {
+      operationId: 'getOpenApi',
+      summary: 'This document',
+      description: 'The OpenAPI description of the admin API. No admin token: it holds nothing of the deployment.',
+      security: [],
+      tags: ['meta'],
+      responses: {
+        '200': {
+          description: 'The OpenAPI 3.1 document.',
+          content: { 'application/json': { schema: { type: 'object' } } },
+        },
+      },
+    },
+  },
+  '/api/usage': {
+    get: {
+      operationId: 'getUsage',
+      summary: 'Usage and cost grouped by any dimension',
+      tags: ['usage'],
+      parameters: usageQuery,
+      responses: {
+        '200': json(UsageAnswer, 'The groups, most expensive first, and the total.'),
+        '400': ref('InvalidQuery'),
+        ...guarded,
+      },
+    },
+  },
+  '/api/usage.csv': {
+    get: {
+      operationId: 'getUsageCsv',
+      summary: 'The grouping of GET /api/usage as CSV',
+      description:
+        'Same parameters and numbers as GET /api/usage. One line per group (and bucket), CRLF line ends; columns: the group_by dimensions, bucket (with interval), then requests, tokens, cost_usd, cost_status, cost_share_pct and the record counts. A cell that a spreadsheet would run as a formula starts with an apostrophe.',
+      tags: ['usage'],
+      parameters: usageQuery,
+      responses: {
+        '200': {
+          description: 'The CSV file.',
+          headers: {
+            'Content-Disposition': {
+              description: 'attachment; filename="usage-<group_by>-<interval>.csv"',
+              required: true,
+              schema: { type: 'string' },
+            },
+          },
+          content: { 'text/csv': { schema: { type: 'string' } } },
+        },
+        '400': ref('InvalidQuery'),
+        ...guarded,
+      },
+    },
+  },
+  '/api/usage/series': {
+    get: {
+      operationId: 'getUsageSeries',
+      summary: 'Cost and requests per hour or day for a few groups, "other" and the total (the dashboard chart)',
+      description: `Every UTC hour or day from \`from\` to \`to\` is a bucket, empty ones included: at most ${SERIES_BUCKETS_MAX} buckets.`,
+      tags: ['usage'],
+      parameters: [
+        ...rangeParams,
+        groupBy(1),
+        intervalParam('Bucket size; default day.'),
+        param(
+          'value',
+          z.array(z.string()).max(SERIES_VALUES_MAX),
+          `Values of the group_by dimension to draw (at most ${SERIES_VALUES_MAX}); without any, the 8 most expensive.`,
+          {
+            style: 'form',
+            explode: true,
+          },
+        ),
+      ],
+      responses: {
+        '200': json(SeriesAnswer, 'One series per value, other and total, bucket by bucket.'),
+        '400': ref('InvalidQuery'),
+        ...guarded,
+      },
+    },
+  },
+  '/api/requests': {
+    get: {
+      operationId: 'listRequests',
+      summary: 'Raw request records, newest first, page by page',
+      tags: ['usage'],
+      parameters: [
+        ...rangeParams,
+        param('limit', z.number().int().min(1).max(LIMIT_MAX).default(LIMIT_DEFAULT), 'Page size.'),
+        param('cursor', z.string(), 'next_cursor of the previous page.'),
+      ],
+      responses: { '200': json(RequestsAnswer, 'A page of records.'), '400': ref('InvalidQuery'), ...guarded },
+    },
+  },
+  '/api/keys': {
+    get: {
+      operationId: 'listKeys',
+      summary: 'Gateway keys: created through the API or CLI, and declared in the config file',
+      tags: ['keys'],
+      parameters: [param('workspace', z.string(), 'Only the keys of this workspace.')],
+      responses: { '200': json(KeysAnswer, 'The keys, never a key or its hash.'), ...guarded },
+    },
+    post: {
+      operationId: 'createKey',
+      summary: 'Create a gateway key',
+      description:
+        'The answer holds the key, once; only its hash is stored. Every instance sharing the store or the Redis limit store accepts it within a second.',
+      tags: ['keys'],
+      requestBody: { required: false, content: { 'application/json': { schema: schemaOf(CreateKeyRequest) } } },
+      responses: {
+        '201': json(CreatedKeyAnswer, 'The new key.'),
+        '400': error('The body is not a JSON object, or names an unknown workspace or a bad label', [
+          'invalid_body',
+          'invalid_json',
+        ]),
+        '413': error('The body is larger than 64 KiB', ['body_too_large']),
+        ...guarded,
+      },
+    },
+  },
+  '/api/keys/{id}': {
+    delete: {
+      operationId: 'revokeKey',
+      summary: 'Revoke a gateway key created through the API or CLI',
+      tags: ['keys'],
+      parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
+      responses: {
+        '200': json(RevokedKeyAnswer, 'Revoked.'),
+        '404': error('No active key with this id in the store', ['route_not_found']),
+        ...guarded,
+      },
+    },
+  },
+  '/api/budgets': {
+    get: {
+      operationId: 'listBudgets',
+      summary: 'Every budget with its spend in the current period',
+      tags: ['limits'],
+      responses: {
+        '200': json(BudgetsAnswer, 'The budgets (empty without the budget plugin).'),
+        '503': error(
+          'The limit store (Redis) holding the budgets cannot be reached; try again shortly',
+          ['limits_unavailable'],
+          { 'Retry-After': retryAfter },
+        ),
+        ...guarded,
+      },
+    },
+  },
+  '/api/dimensions': {
+    get: {
+      operationId: 'listDimensions',
+      summary: 'Built-in dimensions and every tag key in the data',
+      tags: ['usage'],
+      responses: { '200': json(DimensionsAnswer, 'What group_by and filter[] accept.'), ...guarded },
+    },
+  },
+  '/healthz': {
+    get: {
+      operationId: 'getHealth',
+      summary: 'Liveness probe',
+      description:
+        'Answers 200 while the process serves HTTP. No token; the proxy port answers it too. Never counted, recorded or logged per request.',
+      security: [],
+      tags: ['probes'],
+      responses: { '200': json(HealthAnswer, 'Alive.') },
+    },
+  },
+  '/readyz': {
+    get: {
+      operationId: 'getReadiness',
+      summary: 'Readiness probe',
+      description:
+        'Answers 200 when the usage store takes writes, the Redis limit store (when configured) answers, and the gateway is not shutting down; 503 otherwise, naming the failed checks. ' +
+        'No token, and nothing of the deployment in the answer (the reason of a failure is in the log). The checks run at most once a second, whatever the probe rate. The proxy port answers it too.',
+      security: [],
+      tags: ['probes'],
+      responses: {
+        '200': json(ReadinessAnswer, 'Ready.'),
+        '503': json(ReadinessAnswer, 'Not ready: `failed` names the checks.'),
+      },
+    },
+  },
+  '/metrics': {
+    get: {
+      operationId: 'getMetrics',
+      summary: 'Prometheus metrics',
+      description:
+        'The Prometheus text format (version 0.0.4). Needs the admin token, or the scrape-only token metrics.token; with metrics.auth: none it needs none. ' +
+        'The metrics and their labels are listed in docs/operations.md. Absent (404) when metrics.enabled is false.',
+      tags: ['probes'],
+      responses: {
+        '200': { description: 'The metrics.', content: { 'text/plain': { schema: { type: 'string' } } } },
+        '404': error('Metrics are off (metrics.enabled: false)', ['route_not_found']),
+        ...guarded,
+      },
+    },
+  },
+  '/api/info': {
+    get: {
+      operationId: 'getInfo',
+      summary: 'Proxy URL, workspaces, and whether anything was recorded yet',
+      tags: ['meta'],
+      responses: { '200': json(InfoAnswer, 'About this gateway.'), ...guarded },
+    },
+  },
+};
+
+function packageVersion(): string {
+  // dist/admin/openapi/document.js -> the package root, as in the npm package and the container image.
+  return (JSON.parse(readFileSync(resolve(__dirname, '../../../package.json'), 'utf8')) as { version: string }).version;
+}
+
+function build(): Json {
+  const { schemas } = z.toJSONSchema(answerSchemas, { uri: (id) => `${COMPONENTS}${id}`, unrepresentable: 'throw' });
+  return {
+    openapi: '3.1.1',
+    info: {
+      title: 'Tollgate admin API',
+      version: packageVersion(),
+      description:
+        'Usage, cost, records, keys and budgets of a Tollgate gateway. It listens on its own port (admin.port), never on the proxy port. ' +
+        'Every route but this document and the probes (/healthz, /readyz) needs the admin token (admin.token) as `Authorization: Bearer <token>` or `X-Admin-Token`. ' +
+        'Money is an exact decimal string in USD (cost_usd) and an integer string in pico-USD (cost_pico), never a float; an unknown cost is null, never 0. ' +
+        'Errors have the gateway\'s error shape {"error": {message, type, param, code}}.',
+      license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
+    },
+    security: [{ bearerToken: [] }, { adminTokenHeader: [] }],
+    tags: [
+      { name: 'usage', description: 'Usage and cost' },
+      { name: 'keys', description: 'Gateway keys' },
+      { name: 'limits', description: 'Budgets' },
+      { name: 'meta', description: 'This gateway and this document' },
+      { name: 'probes', description: 'Health, readiness and metrics, for orchestrators and Prometheus' },
+    ],
+    paths,
+    components: {
+      securitySchemes: {
+        bearerToken: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'The admin token (admin.token in gateway.config.yaml).',
+        },
+        adminTokenHeader: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'X-Admin-Token',
+          description: 'The admin token, as a header of its own.',
+        },
+      },
+      schemas: Object.fromEntries(Object.entries(schemas).map(([id, s]) => [id, bare(s as Json)])),
+      responses,
+    },
+  };
+}
+
+let document: Json | undefined;
+
+/** The document (built once; the same object on every call, do not modify it). */
+export function adminOpenApiDocument(): Json {
+  return (document ??= build());
+}

@@ -1,0 +1,34 @@
+/**
+ * What the data plane reports about the bodies it holds and relays, so that a memory policy can act on it
+ * (the runtime installs one: runtime/memory-policy.ts). Without one, the reports cost a call that does nothing.
+ */
+export interface BodyMemoryObserver {
+  /** A body of `bytes` (NaN when unknown) is about to be held whole in memory; returns its release, if any. */
+  bodyHeld(bytes: number): (() => void) | undefined;
+  /** An upload is received whole into a spool file; returns its release (safe to call more than once). */
+  bodySpooled(): () => void;
+  /** `bytes` of a body were relayed as they arrived (their buffers are garbage once written). */
+  bodyRelayed(bytes: number): void;
+}
+
+const nothing = () => undefined;
+const IGNORED: BodyMemoryObserver = { bodyHeld: nothing, bodySpooled: () => nothing, bodyRelayed: nothing };
+
+let observer: BodyMemoryObserver = IGNORED;
+
+/** Installs the process-wide observer (memory policy is process-wide: V8's heap is). */
+export function observeBodyMemory(next: BodyMemoryObserver): void {
+  observer = next;
+}
+
+export function bodyHeld(bytes: number): (() => void) | undefined {
+  return observer.bodyHeld(bytes);
+}
+
+export function bodySpooled(): () => void {
+  return observer.bodySpooled();
+}
+
+export function bodyRelayed(bytes: number): void {
+  observer.bodyRelayed(bytes);
+}

@@ -1,0 +1,146 @@
+import type { LimitStoreConfig, RateLimits, WorkspaceLimits } from '../config/limits';
+import type { GatewayContext } from './context';
+
+/**
+ * TOKENS.LimitStore: shared counters behind every limit, in memory for one instance, or in Redis so that all
+ * instances behind a load balancer enforce one limit, not one each (runtime/services/limit-store/). Every operation is
+ * atomic per call: a check and its update happen together (a Lua script in Redis).
+ */
+
+/** A token bucket: `limit` tokens, refilled continuously at `limit` per `windowMs` (so 60/min allows a burst of 60). */
+export interface Bucket {
+  key: string;
+  limit: number;
+  windowMs: number;
+}
+
+export interface BucketState {
+  key: string;
+  limit: number;
+  /** Whole tokens left after this call. */
+  remaining: number;
+  /** Milliseconds until the bucket is full again (x-ratelimit-reset). */
+  resetMs: number;
+  /** Milliseconds until one token is available (Retry-After); 0 when allowed. */
+  retryAfterMs: number;
+}
+
+export interface TakeResult {
+  /** True when every bucket had a token; then one was taken from each. Otherwise none was taken. */
+  allowed: boolean;
+  buckets: BucketState[];
+}
+
+export interface BudgetCheck {
+  /** The budget's identity, e.g. "ws:default:all:day:<period start>"; the store adds the period end. */
+  key: string;
+  /** Spend limit for the period, pico-USD. */
+  limitPico: bigint;
+  /** When the period ends (epoch ms); counters expire after it. */
+  periodEndMs: number;
+  /** Spend already recorded before this process knew about it (seeded from the usage store). */
+  seedPico: bigint;
+}
+
+/** One budget's counters (pico-USD): settled spend and the live reservations of open requests. */
+export interface BudgetState {
+  key: string;
+  spentPico: bigint;
+  reservedPico: bigint;
+  limitPico: bigint;
+}
+
+export interface BudgetReservation {
+  allowed: boolean;
+  /** Per budget, in the order of the checks. */
+  states: BudgetState[];
+}
+
+export interface LimitStore {
+  /** Takes one token from each bucket, all or nothing. */
+  take(buckets: readonly Bucket[], now?: number): Promise<TakeResult>;
+  /** Gives one token back to each bucket (never above its limit): for a taken request that a later limit refused. */
+  refund(buckets: readonly Bucket[], now?: number): Promise<void>;
+
+  /** Amount added to a fixed window (e.g. tokens this minute), and the running total. */
+  addToWindow(key: string, windowMs: number, amount: number, now?: number): Promise<number>;
+  /** Current total of the window holding `now`. */
+  windowTotal(key: string, windowMs: number, now?: number): Promise<number>;
+
+  /**
+   * Holds one of at most `limit` slots under `key` for `holder` (e.g. an open stream). Slots expire after
+   * `leaseMs` unless renewed, so a crashed instance cannot leak them forever.
+   */
+  acquireSlot(
+    key: string,
+    holder: string,
+    limit: number,
+    leaseMs: number,
+    now?: number,
+  ): Promise<{ acquired: boolean; inUse: number }>;
+  renewSlot(key: string, holder: string, leaseMs: number, now?: number): Promise<void>;
+  releaseSlot(key: string, holder: string): Promise<void>;
+
+  /**
+   * Reserves `amountPico` for `holder` (a request id) on every budget, all or nothing, when spent + reserved +
+   * amount <= limit for each. The reservation is a lease: unless renewed or settled it lapses after `leaseMs`,
+   * so one whose settlement never comes (a dead instance, a reply lost to a time-out) frees itself.
+   */
+  reserve(
+    checks: readonly BudgetCheck[],
+    holder: string,
+    amountPico: bigint,
+    leaseMs: number,
+  ): Promise<BudgetReservation>;
+  /** Extends the holder's live reservations by `leaseMs` from now; a lapsed one stays lapsed. */
+  renewReservation(checks: readonly BudgetCheck[], holder: string, leaseMs: number): Promise<void>;
+  /**
+   * Ends the request: drops the holder's reservation if it still holds one (so a repeated call releases nothing
+   * more) and adds the real cost `actualPico` to spent. Returns the states after.
+   */
+  settle(checks: readonly BudgetCheck[], holder: string, actualPico: bigint): Promise<BudgetState[]>;
+  /** The budgets' counters now, reserving nothing; a budget not yet in the store reports its seed. */
+  budgetStates(checks: readonly BudgetCheck[]): Promise<BudgetState[]>;
+
+  /** Adds `member` to the set `key`, kept until `untilMs` (e.g. the tag values a per-tag budget met this period). */
+  addToSet(key: string, member: string, untilMs: number): Promise<void>;
+  setMembers(key: string): Promise<string[]>;
+
+  close(): Promise<void>;
+}
+
+/** One thing a limit applies to: the whole workspace, or one value of a tag within it. */
+export interface LimitScope {
+  /** Stable key fragment, e.g. "ws:default" or "ws:default:tag:customer_id=acme". */
+  key: string;
+  /** Human-readable, for error messages: "workspace default" or "customer_id=acme". */
+  label: string;
+  limits: RateLimits;
+}
+
+/** Keeps the leases of open requests renewed (stream slots, budget reservations) until remove(holder). */
+export interface LeaseRenewer<T> {
+  readonly leaseMs: number;
+  add(holder: string, held: T): void;
+  remove(holder: string): void;
+}
+
+/**
+ * TOKENS.WorkspaceLimits: what every limit plugin needs, in one place: the workspaces' limits, the shared counters
+ * (TOKENS.LimitStore), and the policy when the store cannot be reached.
+ */
+export interface WorkspaceLimitsService {
+  readonly byWorkspace: ReadonlyMap<string, WorkspaceLimits>;
+  readonly store: LimitStore;
+  readonly storeConfig: LimitStoreConfig;
+  /** The limits of the request's workspace (undefined before auth, or for a workspace without limits). */
+  limitsOf(ctx: GatewayContext): WorkspaceLimits | undefined;
+  /** The scopes a request falls under; the same array for the same workspace and tag values. */
+  scopesOf(ctx: GatewayContext, limits: WorkspaceLimits): readonly LimitScope[];
+  /** Runs a store operation under limit_store.on_error: `whenOpen` when failing open, 503 limits_unavailable when closed. */
+  guard<T>(what: string, op: () => Promise<T>, whenOpen: T): Promise<T>;
+  /** A renewer of leases held by open requests, renewed with `renew`. */
+  leases<T>(leaseMs: number, renew: (holder: string, held: T) => Promise<unknown>): LeaseRenewer<T>;
+  /** Key fragment for a tag value (tag values may hold any character). */
+  tagScope(key: string, value: string): string;
+}

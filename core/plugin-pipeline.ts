@@ -1,0 +1,153 @@
+import type { GatewayContext } from './context';
+import { asGatewayError, type GatewayError } from './errors';
+import type { GatewayPlugin } from './plugin-contract';
+import type { SseEvent } from './usage';
+
+type GatingPhase = 'onRequest' | 'beforeUpstream' | 'onResponse';
+
+/** A gating phase's hooks, with each plugin's place in the list and where the phase counts admission from. */
+interface Phase {
+  readonly name: GatingPhase;
+  readonly hooks: readonly GatewayPlugin[];
+  readonly at: readonly number[];
+  /** onRequest and beforeUpstream are admission: how far they got decides whose onComplete runs. */
+  readonly admissionBase: number | undefined;
+}
+
+/** A plugin with onComplete, and the admission hooks it has (it completes only a request that reached one). */
+interface Completer {
+  readonly plugin: GatewayPlugin;
+  readonly at: number;
+  readonly onRequest: boolean;
+  readonly beforeUpstream: boolean;
+}
+
+/**
+ * Runs the plugins' phase hooks. Gating phases run in YAML order; per phase, only the plugins that implement it
+ * are kept, so a phase nobody uses costs nothing on the request path.
+ *
+ * onComplete is symmetric to admission (as Bifrost's post hooks): it runs in reverse order, and only for the
+ * plugins whose admission hook (onRequest or beforeUpstream) ran, the one that refused included; a plugin with
+ * neither observes every request. So a plugin undoes only what it did, after everything listed after it.
+ */
+export class PluginPipeline {
+  private readonly phases: Record<GatingPhase, Phase>;
+  private readonly streamObservers: GatewayPlugin[];
+  private readonly completers: Completer[];
+
+  /** `v1`: plugins written for plugin API 1, whose onComplete runs for every request (as API 1 had it). */
+  constructor(
+    readonly plugins: readonly GatewayPlugin[],
+    v1: ReadonlySet<GatewayPlugin> = new Set(),
+  ) {
+    const n = plugins.length;
+    const phase = (name: GatingPhase, admissionBase: number | undefined): Phase => {
+      const at = plugins.flatMap((p, i) => (typeof p[name] === 'function' ? [i] : []));
+      return { name, hooks: at.map((i) => plugins[i]), at, admissionBase };
+    };
+    // Admission is one number: onRequest's progress in 0..n, then beforeUpstream's in n+1..2n+1.
+    this.phases = {
+      onRequest: phase('onRequest', 0),
+      beforeUpstream: phase('beforeUpstream', n + 1),
+      onResponse: phase('onResponse', undefined),
+    };
+    this.streamObservers = plugins.filter((p) => typeof p.onStreamEvent === 'function');
+    this.completers = plugins
+      .map((plugin, at) => {
+        const admits = !v1.has(plugin); // a v1 plugin counts as one without admission hooks: it completes every request
+        return {
+          plugin,
+          at,
+          onRequest: admits && typeof plugin.onRequest === 'function',
+          beforeUpstream: admits && typeof plugin.beforeUpstream === 'function',
+        };
+      })
+      .filter((c) => typeof c.plugin.onComplete === 'function')
+      .reverse();
+  }
+
+  /** True when some plugin wants every SSE event. */
+  get observesStreams(): boolean {
+    return this.streamObservers.length > 0;
+  }
+
+  /**
+   * A phase that may refuse the request: a GatewayError passes through, anything else becomes plugin_error.
+   * Returns a promise only when a hook returned one: when every hook is synchronous (the usual case) the phase
+   * costs no promise and no turn of the microtask queue (callers `await` only what they get).
+   */
+  run(name: GatingPhase, ctx: GatewayContext): Promise<void> | undefined {
+    const phase = this.phases[name];
+    for (let i = 0; i < phase.hooks.length; i++) {
+      const pending = this.call(phase, i, ctx);
+      if (pending !== undefined) return this.finishAsync(phase, i, pending, ctx);
+    }
+    if (phase.admissionBase !== undefined) ctx.admission = phase.admissionBase + this.plugins.length;
+    return undefined;
+  }
+
+  /** The rest of a phase once a hook went asynchronous. */
+  private async finishAsync(phase: Phase, at: number, pending: Promise<void>, ctx: GatewayContext): Promise<void> {
+    for (let i = at; i < phase.hooks.length; i++) {
+      const next = i === at ? pending : this.call(phase, i, ctx);
+      try {
+        if (next !== undefined) await next;
+      } catch (err) {
+        throw this.refused(phase, i, err, ctx);
+      }
+    }
+    if (phase.admissionBase !== undefined) ctx.admission = phase.admissionBase + this.plugins.length;
+  }
+
+  /** The one place a gating hook is called; a synchronous failure is turned into the refusal here. */
+  private call(phase: Phase, i: number, ctx: GatewayContext): void | Promise<void> {
+    try {
+      return phase.hooks[i][phase.name]!(ctx);
+    } catch (err) {
+      throw this.refused(phase, i, err, ctx);
+    }
+  }
+
+  /** A hook's failure as the client sees it; anything but a GatewayError is logged as the plugin's own failure. */
+  private refused(phase: Phase, i: number, err: unknown, ctx: GatewayContext): GatewayError {
+    if (phase.admissionBase !== undefined) ctx.admission = phase.admissionBase + phase.at[i];
+    const error = asGatewayError(err, 'plugin_error');
+    if (error !== err) ctx.log.error({ err, plugin: phase.hooks[i].name, phase: phase.name }, 'plugin failed');
+    return error;
+  }
+
+  streamEvent(ctx: GatewayContext, event: SseEvent): void {
+    for (const plugin of this.streamObservers) {
+      try {
+        plugin.onStreamEvent!(ctx, event);
+      } catch (err) {
+        ctx.log.error({ err, plugin: plugin.name, phase: 'onStreamEvent' }, 'plugin failed');
+      }
+    }
+  }
+
+  /** onComplete, in reverse order, for the plugins the request reached (every plugin with `everyPlugin`, for tests). */
+  async complete(ctx: GatewayContext, everyPlugin = false): Promise<void> {
+    for (const c of this.completers) {
+      if (!everyPlugin && !this.reached(c, ctx.admission)) continue;
+      try {
+        const pending = c.plugin.onComplete!(ctx);
+        if (pending !== undefined) await pending;
+      } catch (err) {
+        ctx.log.error({ err, plugin: c.plugin.name, phase: 'onComplete' }, 'plugin failed');
+      }
+    }
+  }
+
+  /** Whether one of the plugin's admission hooks ran (or it has none, and observes every request). */
+  private reached(c: Completer, admission: number): boolean {
+    if (!c.onRequest && !c.beforeUpstream) return true;
+    const n = this.plugins.length;
+    return (c.onRequest && c.at <= admission) || (c.beforeUpstream && admission > n && c.at <= admission - n - 1);
+  }
+
+  /** Shutdown, in reverse order so that a plugin's dependencies close after it. */
+  async close(): Promise<void> {
+    for (const plugin of [...this.plugins].reverse()) await plugin.close?.();
+  }
+}

@@ -1,0 +1,73 @@
+import {
+  GatewayError,
+  type BudgetPolicy,
+  type GatewayContext,
+  type PriceLookup,
+  type ProviderLookup,
+} from '../../core';
+
+/** A model's catalog entry, as the price lookup gives it. */
+export type ModelPrice = NonNullable<ReturnType<PriceLookup['lookup']>>;
+
+/** What a budget counts a request at: the catalog entry, and the model to price as when it is a stand-in's. */
+export interface BudgetPrice {
+  price: ModelPrice;
+  /** price_as: the stand-in model and the provider pricing it (the request's own model has no price). */
+  standIn?: { provider: string; model: string };
+}
+
+/**
+ * The price a budget counts a request at, under budgets.unpriced: the model's own; for a model without one,
+ * refused (refuse), none (allow: nothing reserved or counted), or another model's price (price_as). A budget that
+ * the choice of model could bypass would not be a budget, hence refuse by default.
+ */
+export class BudgetPricing {
+  /** price_as: the stand-in model, checked at start to have a price under some deployed provider. */
+  private readonly standIn: string | undefined;
+
+  constructor(
+    private readonly prices: PriceLookup,
+    private readonly policy: BudgetPolicy['unpriced'],
+    private readonly providers: ProviderLookup,
+  ) {
+    if (typeof policy !== 'object') return;
+    if (!this.standInOf(undefined, policy.price_as)) {
+      throw new Error(
+        `budgets.unpriced.price_as: no deployed provider has a price for model "${policy.price_as}"; name a model of the price catalog or of pricing.models`,
+      );
+    }
+    this.standIn = policy.price_as;
+  }
+
+  /**
+   * What to reserve and settle the request at; undefined when nothing is counted (allow, or an endpoint whose cost
+   * is not counted). Throws model_unpriced under refuse.
+   */
+  of(ctx: GatewayContext): BudgetPrice | undefined {
+    if (!ctx.provider || !ctx.model || !ctx.endpoint?.costCounted) return undefined;
+    const own = this.prices.lookup(ctx.provider.slug, ctx.model);
+    if (own) return { price: own };
+    if (this.standIn) {
+      const standIn = this.standInOf(ctx.provider.slug, this.standIn)!;
+      return { price: standIn.price, standIn: { provider: standIn.provider, model: this.standIn } };
+    }
+    if (this.policy === 'allow') return undefined;
+    const slug = ctx.provider.slug;
+    throw new GatewayError(
+      'model_unpriced',
+      `Model "${ctx.model.slice(0, 200)}" of provider ${slug} has no price, so the budgets of this workspace cannot count it. ` +
+        `Give it a price in gateway.config.yaml (pricing.models: [{ provider: ${slug}, model: "<model>", input: "<USD per 1M>", output: "<USD per 1M>" }]), ` +
+        'or set budgets.unpriced to price_as: <a priced model> or allow.',
+      { param: 'model' },
+    );
+  }
+
+  /** The stand-in's price under the request's provider, else under the first deployed provider that prices it. */
+  private standInOf(slug: string | undefined, model: string): { provider: string; price: ModelPrice } | undefined {
+    for (const provider of [...(slug === undefined ? [] : [slug]), ...this.providers.list().map((p) => p.slug)]) {
+      const price = this.prices.lookup(provider, model);
+      if (price) return { provider, price };
+    }
+    return undefined;
+  }
+}

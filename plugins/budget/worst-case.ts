@@ -1,0 +1,47 @@
+import { requestedOutputTokens, type GatewayContext, type RequestCostService } from '../../core';
+import { referencesContext } from './referenced-context';
+import type { BudgetPrice } from './unpriced';
+
+/** Output tokens assumed per answer when the request names no maximum and the catalog knows none for the model. */
+export const DEFAULT_MAX_OUTPUT = 4096;
+/** Input is estimated from the body size without a tokenizer (cheap on the request path): ~3 bytes a token. */
+const BYTES_PER_TOKEN = 3;
+/** Input tokens reserved for referenced context when the catalog gives the model no context window. */
+export const DEFAULT_REFERENCED_INPUT = 128_000;
+
+/** budgets.referenced_input_tokens: a number of tokens, or the model's whole context window. */
+export type ReferencedInput = number | 'context_window';
+
+/**
+ * What admission reserves for a request, at `priced` (BudgetPricing): the most it can cost, as far as the body tells.
+ * - Output: the maximum the request asks for (max-tokens, before this plugin, may have written the workspace's
+ *   cap into it), else the model's maximum output from the catalog, else DEFAULT_MAX_OUTPUT; times `n` answers on
+ *   chat completions.
+ * - Input: body bytes / 3. A request that references context the body does not hold (referenced-context.ts)
+ *   reserves at least `referenced` input tokens. Never more than the model's context window.
+ * Priced like the request itself (RequestCostService.price), so a reservation past a long-context threshold is
+ * priced at that tier.
+ */
+export function worstCaseCost(
+  ctx: GatewayContext,
+  cost: RequestCostService,
+  priced: BudgetPrice,
+  referenced: ReferencedInput,
+): bigint {
+  const { price } = priced;
+  const window = price.context_window;
+  let inputTokens = Math.ceil(ctx.bodySize / BYTES_PER_TOKEN);
+  if (ctx.json && referencesContext(ctx.json)) {
+    inputTokens = Math.max(
+      inputTokens,
+      referenced === 'context_window' ? (window ?? DEFAULT_REFERENCED_INPUT) : referenced,
+    );
+  }
+  if (window !== undefined) inputTokens = Math.min(inputTokens, window);
+  const asked = requestedOutputTokens(ctx);
+  const perAnswer =
+    asked === undefined || Number.isNaN(asked) ? (price.max_output_tokens ?? DEFAULT_MAX_OUTPUT) : asked;
+  const n = ctx.endpoint?.key === 'chat.completions' ? ctx.json?.n : undefined;
+  const answers = Number.isSafeInteger(n) && (n as number) > 1 ? (n as number) : 1;
+  return cost.price(ctx, { inputTokens, outputTokens: perAnswer * answers }, priced.standIn).costPico ?? 0n;
+}

@@ -1,0 +1,265 @@
+/**
+ * The gateway's Prometheus metrics (GET /metrics on the admin listener). This module loads prom-client: the runtime
+ * requires it only when metrics.enabled is true. Requests are counted by an observer at the end of the plugin
+ * pipeline (onComplete, off the request path); the store and Redis gauges are read when Prometheus scrapes.
+ * Every label is bounded: providers, endpoints, status classes and error codes by what the gateway knows, workspaces
+ * by the config, models by the price catalog and metrics.models_max, tag values by metrics.tag_values_max.
+ * The list with their labels: docs/operations.md#metrics.
+ */
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { tagLabelName, type MetricsConfig } from '../../config/schema';
+import type { GatewayContext } from '../../core/context';
+import type { ErrorCode } from '../../core/errors';
+import type { GatewayPlugin } from '../../core/plugin-contract';
+import type { RequestCostService } from '../../core/services';
+import { UNTAGGED } from '../../core/usage';
+import type { WriteQueueStats } from '../../storage/write-queue';
+import { BoundedLabel, OTHER } from './bounded-labels';
+import { recordedCost } from './recorded-cost';
+import { SeriesTable } from './series-table';
+
+/** The label value when a request has no such thing (no provider resolved, no workspace: refused early). */
+const NONE = 'none';
+
+/** Refusals by the limit plugins (and by the limit store's fail-closed policy). */
+const LIMIT_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  'rate_limited',
+  'concurrency_limited',
+  'budget_exceeded',
+  'max_tokens_exceeded',
+  'limits_unavailable',
+]);
+
+/** Gateway overhead: most requests spend well under a millisecond in the gateway itself. */
+const OVERHEAD_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1];
+/** Upstream time to first byte: from a fast embedding to a long non-streamed reasoning answer. */
+const TTFB_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+
+/** What one series of the usage counters holds: tokens by type, the known cost, the answers of unknown cost. */
+interface UsageValues {
+  input: number;
+  cache_read: number;
+  cache_write: number;
+  output: number;
+  costUsd: number;
+  unpriced: number;
+}
+const TOKEN_TYPES = ['input', 'cache_read', 'cache_write', 'output'] as const;
+const STATUS_CLASSES = ['0xx', '1xx', '2xx', '3xx', '4xx', '5xx'];
+
+export class GatewayMetrics {
+  readonly registry = new Registry();
+  private readonly models: BoundedLabel;
+  private readonly tagKeys: readonly { key: string; values: BoundedLabel }[];
+
+  /** Counted per request in plain maps, read by the counters when scraped (./series-table.ts). */
+  private readonly requestRows = new SeriesTable<{ n: number }>(
+    ['provider', 'model', 'endpoint', 'status_class'],
+    () => ({ n: 0 }),
+  );
+  private readonly usageRows: SeriesTable<UsageValues>;
+
+  private readonly errors: Counter;
+  private readonly limitRefusals: Counter;
+  private readonly overhead: Histogram;
+  private readonly ttfb: Histogram;
+
+  constructor(
+    config: MetricsConfig,
+    private readonly prices: RequestCostService,
+  ) {
+    this.models = new BoundedLabel(config.models_max);
+    this.tagKeys = config.tag_keys.map((key) => ({ key, values: new BoundedLabel(config.tag_values_max) }));
+    const usageLabels = ['provider', 'model', 'workspace', ...config.tag_keys.map(tagLabelName)];
+    const usageRows = (this.usageRows = new SeriesTable<UsageValues>(usageLabels, () => ({
+      input: 0,
+      cache_read: 0,
+      cache_write: 0,
+      output: 0,
+      costUsd: 0,
+      unpriced: 0,
+    })));
+    const requestRows = this.requestRows;
+    const registers = [this.registry];
+    new Counter({
+      name: 'tollgate_requests_total',
+      help: 'Requests that reached the proxy, by provider, model ("other": unpriced or beyond metrics.models_max), endpoint and status class.',
+      labelNames: ['provider', 'model', 'endpoint', 'status_class'],
+      registers,
+      collect() {
+        this.reset();
+        for (const { labels, values } of requestRows.entries()) this.inc(labels, values.n);
+      },
+    });
+    this.errors = new Counter({
+      name: 'tollgate_errors_total',
+      help: 'Requests answered with a gateway error, by its code.',
+      labelNames: ['code'],
+      registers,
+    });
+    this.limitRefusals = new Counter({
+      name: 'tollgate_limit_refusals_total',
+      help: 'Requests refused by a limit (rate, concurrency, budget, max_tokens, or the limit store unavailable), by error code.',
+      labelNames: ['code'],
+      registers,
+    });
+    this.overhead = new Histogram({
+      name: 'tollgate_gateway_overhead_seconds',
+      help: "Time a proxied request spent in the gateway itself: its whole latency minus the upstream call (from sending it to the answer's last byte).",
+      labelNames: ['endpoint'],
+      buckets: OVERHEAD_BUCKETS,
+      registers,
+    });
+    this.ttfb = new Histogram({
+      name: 'tollgate_upstream_ttfb_seconds',
+      help: 'From sending the upstream call to its response headers.',
+      labelNames: ['provider', 'model'],
+      buckets: TTFB_BUCKETS,
+      registers,
+    });
+    new Counter({
+      name: 'tollgate_tokens_total',
+      help: 'Tokens as recorded (reported by the provider, or estimated), by type: input (at the normal rate), cache_read, cache_write, output.',
+      labelNames: [...usageLabels, 'type'],
+      registers,
+      collect() {
+        this.reset();
+        for (const { labels, values } of usageRows.entries())
+          for (const type of TOKEN_TYPES) if (values[type] > 0) this.inc({ ...labels, type }, values[type]);
+      },
+    });
+    new Counter({
+      name: 'tollgate_cost_usd_total',
+      help: 'Known cost in USD, as recorded (requests whose cost is unknown are counted in tollgate_unpriced_requests_total).',
+      labelNames: usageLabels,
+      registers,
+      collect() {
+        this.reset();
+        for (const { labels, values } of usageRows.entries()) if (values.costUsd > 0) this.inc(labels, values.costUsd);
+      },
+    });
+    new Counter({
+      name: 'tollgate_unpriced_requests_total',
+      help: 'Answered requests whose cost is unknown (no price for the model): missing from tollgate_cost_usd_total, never counted as $0.',
+      labelNames: ['provider', 'workspace'],
+      registers,
+      collect() {
+        this.reset();
+        for (const { labels, values } of usageRows.entries())
+          if (values.unpriced > 0)
+            this.inc({ provider: labels.provider, workspace: labels.workspace }, values.unpriced);
+      },
+    });
+    collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** The observer the runtime adds to the pipeline: onComplete only, so it sees every request, refused ones too. */
+  observer(): GatewayPlugin {
+    return { name: 'metrics', onComplete: (ctx) => this.observe(ctx) };
+  }
+
+  observe(ctx: GatewayContext): void {
+    const provider = ctx.provider?.slug ?? NONE;
+    const model = this.modelLabel(ctx, ctx.provider?.slug);
+    const endpoint = ctx.endpoint?.key ?? NONE;
+    const status = ctx.status ?? ctx.error?.status ?? 500;
+    this.requestRows.row([provider, model, endpoint, STATUS_CLASSES[Math.floor(status / 100)] ?? OTHER]).n++;
+    const code = ctx.error?.code;
+    if (code !== undefined) {
+      this.errors.inc({ code });
+      if (LIMIT_CODES.has(code)) this.limitRefusals.inc({ code });
+    }
+    const sent = ctx.upstreamSentMs;
+    if (sent !== undefined) {
+      if (ctx.ttfbMs !== undefined) this.ttfb.observe({ provider, model }, (ctx.ttfbMs - sent) / 1000);
+      if (ctx.upstreamDoneMs !== undefined)
+        this.overhead.observe({ endpoint }, Math.max(0, ctx.latencyMs - (ctx.upstreamDoneMs - sent)) / 1000);
+    }
+    const u = ctx.usage;
+    if (!u) return;
+    const labelValues = [provider, model, ctx.workspace?.id ?? NONE];
+    for (const t of this.tagKeys) {
+      const value = ctx.tags[t.key];
+      labelValues.push(value === undefined ? UNTAGGED : t.values.of(value)); // "(untagged)" takes none of the cap
+    }
+    const row = this.usageRows.row(labelValues);
+    row.input += u.inputTokens ?? 0;
+    row.cache_read += u.cacheReadTokens ?? 0;
+    row.cache_write += (u.cacheWriteTokens ?? 0) + (u.cacheWrite1hTokens ?? 0);
+    row.output += u.outputTokens ?? 0;
+    const cost = recordedCost(ctx, this.prices)!;
+    if (cost.usd !== null) row.costUsd += cost.usd;
+    else if (cost.provenance === 'unpriced') row.unpriced++;
+  }
+
+  /** The usage recorder's write queue: depth, spill and quarantine, read at each scrape. */
+  watchWriteQueue(stats: () => WriteQueueStats): void {
+    const registers = [this.registry];
+    new Gauge({
+      name: 'tollgate_store_queue_depth',
+      help: 'Usage records waiting in memory to be written to the store.',
+      registers,
+      collect() {
+        this.set(stats().inMemory);
+      },
+    });
+    new Gauge({
+      name: 'tollgate_store_spill_bytes',
+      help: 'Bytes of usage records in the spill file, waiting for the store to take them.',
+      registers,
+      collect() {
+        this.set(stats().spillBytes);
+      },
+    });
+    monotonic(
+      'tollgate_store_quarantined_records_total',
+      'Usage records the store refused for their content, quarantined (since this process started).',
+      () => stats().quarantined,
+      registers,
+    );
+    monotonic(
+      'tollgate_store_write_failures_total',
+      'Failed or timed-out batch writes to the usage store (each is retried).',
+      () => stats().failures,
+      registers,
+    );
+  }
+
+  /** Whether the Redis limit store is connected, read at each scrape. */
+  watchRedis(connected: () => boolean): void {
+    new Gauge({
+      name: 'tollgate_redis_up',
+      help: '1 while the Redis limit store is connected and answering, else 0.',
+      registers: [this.registry],
+      aggregator: 'min', // several workers: up only when every one of them is connected
+      collect() {
+        this.set(connected() ? 1 : 0);
+      },
+    });
+  }
+
+  /** The exposition text and its content type. */
+  async scrape(): Promise<{ contentType: string; text: string }> {
+    return { contentType: this.registry.contentType, text: await this.registry.metrics() };
+  }
+
+  private modelLabel(ctx: GatewayContext, provider: string | undefined): string {
+    const model = ctx.usage?.servedModel ?? ctx.model;
+    if (model === undefined) return NONE;
+    if (provider === undefined || !this.prices.prices.lookup(provider, model)) return OTHER;
+    return this.models.of(`${provider}\u0000${model}`) === OTHER ? OTHER : model;
+  }
+}
+
+/** A counter whose value is kept elsewhere (a stats object), copied into it at each scrape. */
+function monotonic(name: string, help: string, read: () => number, registers: Registry[]): void {
+  new Counter({
+    name,
+    help,
+    registers,
+    collect() {
+      this.reset();
+      this.inc(read());
+    },
+  });
+}

@@ -1,0 +1,86 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { LoadedConfig } from '../config/load';
+import { createAdminApp } from '../admin/app';
+import { createGateway, type Gateway, type GatewayOptions } from './gateway';
+import { limitHeapGrowth } from './memory-policy';
+import { metricsScrapeOf } from './observability/open-metrics';
+
+export interface RunningGateway {
+  gateway: Gateway;
+  server: Server;
+  /** http://host:port of the proxy listener. */
+  url: string;
+  /** http://host:port of the admin listener; undefined when no admin token is configured. */
+  adminUrl: string | undefined;
+  /** Stops accepting, lets in-flight requests and streams finish (up to the grace period), then closes. */
+  stop(): Promise<void>;
+}
+
+export async function startGateway(loaded: LoadedConfig, options: GatewayOptions = {}): Promise<RunningGateway> {
+  const { config } = loaded;
+  // Before the gateway starts anything: the setting applies to every heap of the process from its next collection.
+  limitHeapGrowth(config.server.heap_growth_percent);
+  const gateway = await createGateway(loaded, options);
+  for (const warning of loaded.warnings ?? []) gateway.logger.warn(warning);
+  const server = createServer(gateway.koa.callback());
+  server.keepAliveTimeout = 65_000; // longer than common load-balancer idle time-outs, so they close first
+  const url = await listen(server, config.server.host, config.server.port);
+
+  let admin: Server | undefined;
+  let adminUrl: string | undefined;
+  if (config.admin.token) {
+    const { lockout } = config.admin;
+    const app = createAdminApp({
+      store: gateway.store,
+      token: config.admin.token,
+      logger: gateway.logger,
+      workspaces: config.workspaces,
+      budgets: gateway.budgets,
+      onKeysChanged: () => gateway.keySync.refresh(),
+      proxyUrl: url,
+      lockout: lockout.enabled && {
+        maxFailures: lockout.max_failures,
+        windowMs: lockout.window_ms,
+        blockMs: lockout.block_ms,
+      },
+      probes: gateway.probes,
+      metrics: gateway.metrics && {
+        scrape: metricsScrapeOf(gateway.metrics),
+        open: config.metrics.auth === 'none',
+        token: config.metrics.token,
+      },
+    });
+    admin = createServer(app.callback());
+    adminUrl = await listen(admin, config.admin.host, config.admin.port);
+  } else {
+    gateway.logger.warn('admin API is off: set admin.token (e.g. TOLLGATE_ADMIN_TOKEN) to enable it');
+  }
+
+  let stopping: Promise<void> | undefined;
+  // The admin listener stays up while requests drain, so /readyz says draining and /metrics follows the drain; it
+  // closes before the store does.
+  const stop = () =>
+    (stopping ??= (async () => {
+      const closed = new Promise((resolve) => server.close(resolve));
+      server.closeIdleConnections();
+      await gateway.drain();
+      if (admin) {
+        admin.close();
+        admin.closeAllConnections();
+      }
+      await gateway.close();
+      server.closeAllConnections();
+      await closed;
+    })());
+  return { gateway, server, url, adminUrl, stop };
+}
+
+async function listen(server: Server, host: string, port: number): Promise<string> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, resolve);
+  });
+  const { address, port: bound } = server.address() as AddressInfo;
+  return `http://${address.includes(':') ? `[${address}]` : address}:${bound}`;
+}

@@ -1,0 +1,89 @@
+import type { Logger } from 'pino';
+import type { LimitStoreConfig, WorkspaceLimits } from '../../config/limits';
+import type { GatewayConfig } from '../../config/schema';
+import type { GatewayContext } from '../../core/context';
+import { GatewayError } from '../../core/errors';
+import { BoundedCache } from '../../core/bounded-cache';
+import type { LeaseRenewer, LimitScope, LimitStore, WorkspaceLimitsService } from '../../core/limit-store';
+import { LeaseRenewals } from './lease-renewer';
+import { scopesOf } from './limit-scopes';
+
+/**
+ * What every limit plugin needs: the workspaces' limits, the shared counters, and the store-failure policy. One per
+ * gateway, registered by the runtime under TOKENS.WorkspaceLimits (so the limit plugins share one log throttle).
+ */
+export class LimitsContext implements WorkspaceLimitsService {
+  readonly byWorkspace: ReadonlyMap<string, WorkspaceLimits>;
+  /** Scopes by workspace and tag values (scopesOf). */
+  private readonly scopes = new BoundedCache<string, readonly LimitScope[]>(1000);
+  private lastWarning = 0;
+
+  constructor(
+    config: GatewayConfig,
+    readonly store: LimitStore,
+    readonly storeConfig: LimitStoreConfig,
+    private readonly log: Logger,
+  ) {
+    this.byWorkspace = new Map(config.workspaces.map((w) => [w.id, w.limits]));
+  }
+
+  leases<T>(leaseMs: number, renew: (holder: string, held: T) => Promise<unknown>): LeaseRenewer<T> {
+    return new LeaseRenewals(leaseMs, renew);
+  }
+
+  tagScope(key: string, value: string): string {
+    return tagScope(key, value);
+  }
+
+  limitsOf(ctx: GatewayContext): WorkspaceLimits | undefined {
+    return ctx.workspace ? this.byWorkspace.get(ctx.workspace.id) : undefined;
+  }
+
+  /**
+   * The scopes of a request (limits/scopes.ts), the same array for the same workspace and tag values: requests
+   * fall under a few scopes again and again, and each limit plugin keeps what it derives from them per array.
+   */
+  scopesOf(ctx: GatewayContext, limits: WorkspaceLimits): readonly LimitScope[] {
+    // Each value with its length first: the key is unambiguous whatever the values hold (plugins may add tags).
+    const workspace = ctx.workspace!.id;
+    let key = `${workspace.length}:${workspace}`;
+    for (const tag in limits.per_tag) {
+      const value = ctx.tags[tag];
+      key += value === undefined ? '|-' : `|${value.length}:${value}`;
+    }
+    let scopes = this.scopes.get(key);
+    if (!scopes) this.scopes.set(key, (scopes = Object.freeze(scopesOf(ctx, limits))));
+    return scopes;
+  }
+
+  /**
+   * Runs a store operation under the configured failure policy: when the store is unreachable, either the
+   * limit is skipped (open) or the request is refused with 503 (closed). Logged at most every 10 s per store.
+   */
+  async guard<T>(what: string, op: () => Promise<T>, whenOpen: T): Promise<T> {
+    try {
+      return await op();
+    } catch (err) {
+      if (err instanceof GatewayError) throw err;
+      const now = Date.now();
+      if (now - this.lastWarning > 10_000) {
+        this.lastWarning = now;
+        this.log.warn(
+          { err, what, policy: this.storeConfig.on_error },
+          `limit store unavailable: failing ${this.storeConfig.on_error}`,
+        );
+      }
+      if (this.storeConfig.on_error === 'open') return whenOpen;
+      throw new GatewayError(
+        'limits_unavailable',
+        'Limits cannot be checked right now (limit store unavailable); try again shortly.',
+        { headers: { 'retry-after': '1' } },
+      );
+    }
+  }
+}
+
+/** Key fragment for a tag value; tag values may contain any character, so they are encoded. */
+export function tagScope(key: string, value: string): string {
+  return `tag:${key}=${encodeURIComponent(value)}`;
+}

@@ -1,0 +1,65 @@
+/**
+ * Why a store refused a write: because of the records' content, or because the store is unavailable.
+ *
+ * Content errors fail the same way however often the same records are written again, so the write queue splits the
+ * batch and quarantines the records that still fail alone (storage/quarantine.ts). Every other error (connection
+ * refused or lost, PostgreSQL classes 08 and 57P0x, SQLITE_BUSY, SQLITE_LOCKED, SQLITE_IOERR, SQLITE_FULL, a
+ * time-out, a closed store, anything unknown) is retried with back-off and never quarantines a record: a record is
+ * quarantined only on evidence that the store will never take it.
+ */
+import { truncate } from '../core/truncate';
+
+/**
+ * PostgreSQL SQLSTATE classes raised by the values written:
+ *   22  data exception: a NUL byte in text (22021), a number that is not an integer (22P02), out of range (22003)
+ *   23  integrity constraint violation: NOT NULL (23502), CHECK (23514)...
+ *   54  program limit exceeded: an index row over 2,704 bytes (54000), e.g. very long model names in the rollup key
+ */
+const POSTGRES_CONTENT = /^(22|23|54)[0-9A-Z]{3}$/;
+/** SQLite: a constraint (NOT NULL, CHECK, a STRICT column's type), a text or blob over SQLITE_MAX_LENGTH, a datatype mismatch. */
+const SQLITE_CONTENT = /^SQLITE_(CONSTRAINT|TOOBIG|MISMATCH)(_[A-Z]+)?$/;
+
+/**
+ * better-sqlite3 refuses a value too large to bind (a cost beyond 64 bits, a text over SQLite's length limit) itself,
+ * with a RangeError and no code, before SQLite sees it (better-sqlite3 12: "The bound string, buffer, or bigint is too
+ * big"). Across the writer thread the error keeps its name and message.
+ */
+const SQLITE_BIND_TOO_BIG = /^The bound .* is too big$/;
+
+/** Longest error message kept in a log line or in the quarantine. */
+export const STORE_ERROR_MESSAGE_MAX = 300;
+
+function codeOf(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+/** True when the store refused the records for their content (retrying them as they are cannot succeed). */
+export function isContentError(err: unknown): boolean {
+  const code = codeOf(err);
+  if (code !== undefined) return POSTGRES_CONTENT.test(code) || SQLITE_CONTENT.test(code);
+  const e = err as { name?: unknown; message?: unknown } | null;
+  return e?.name === 'RangeError' && typeof e.message === 'string' && SQLITE_BIND_TOO_BIG.test(e.message);
+}
+
+export interface StoreErrorSummary {
+  /** SQLSTATE, SQLITE_* or a Node error code such as ECONNREFUSED; null when the error has none. */
+  code: string | null;
+  /** The message, at most STORE_ERROR_MESSAGE_MAX characters. */
+  message: string;
+}
+
+/**
+ * What a log line or the quarantine keeps of a store error: its code and its bounded message, never the rest of the
+ * error object (a PostgreSQL error's `detail` quotes the refused values, which may be a client's input).
+ */
+export function summarizeStoreError(err: unknown): StoreErrorSummary {
+  const message = err instanceof Error ? err.message : String(err);
+  // NUL cannot be stored in PostgreSQL text, and a control character has no business in a log line.
+  const code = codeOf(err);
+  return {
+    code: code === undefined ? null : truncate(code, 64),
+    // eslint-disable-next-line no-control-regex -- control characters are exactly what is replaced
+    message: truncate(message.replace(/[\u0000-\u001f\u007f]/g, ' '), STORE_ERROR_MESSAGE_MAX),
+  };
+}

@@ -1,0 +1,57 @@
+import { expect } from 'chai';
+import { parseConfig } from '../../config/load';
+import type { PluginDefinition } from '../../core/plugin-contract';
+import { checkPipeline } from '../../runtime/loading/plugin-dependencies';
+import { BUILTIN_PLUGINS } from '../../plugins';
+
+const plugin = (name: string, meta: Partial<PluginDefinition<unknown>> = {}): PluginDefinition<unknown> => ({
+  name,
+  create: () => ({ name }),
+  ...meta,
+});
+const pipeline = (...defs: PluginDefinition<unknown>[]) =>
+  defs.map((definition, i) => ({ where: `plugins[${i}]`, definition }));
+const config = (yaml = '') => parseConfig(yaml, {}, 'test config');
+const problemsOf = (run: () => void): string => {
+  try {
+    run();
+  } catch (err) {
+    return (err as Error).message;
+  }
+  return '';
+};
+
+describe('plugin dependencies are checked when the pipeline loads', () => {
+  it('accepts the default pipeline and its limits', () => {
+    const c = config(
+      'workspaces: [{ id: w, limits: { requests_per_minute: 5, concurrent_streams: 2, max_tokens: 100, required_tags: [team] } }]',
+    );
+    const defs = c.plugins.map((p) => BUILTIN_PLUGINS[p.use]);
+    expect(problemsOf(() => checkPipeline(pipeline(...defs), c, Object.values(BUILTIN_PLUGINS)))).to.equal('');
+  });
+
+  it('names a plugin that needs another one missing from the pipeline', () => {
+    const message = problemsOf(() =>
+      checkPipeline(pipeline(plugin('a', { requires: { plugins: ['b'] } })), config(), []),
+    );
+    expect(message).to.include('plugins[0] (a) needs the "b" plugin in plugins:');
+  });
+
+  it('names a plugin listed on the wrong side of another', () => {
+    const defs = pipeline(
+      plugin('late', { order: { after: ['early'] } }),
+      plugin('early'),
+      plugin('first', { order: { before: ['early'] } }),
+    );
+    const message = problemsOf(() => checkPipeline(defs, config(), []));
+    expect(message).to.include('plugins[0] (late) must come after "early" in plugins:');
+    expect(message).to.include('plugins[2] (first) must come before "early" in plugins:');
+  });
+
+  it('names the plugin a workspace limit needs, also for a per-tag limit', () => {
+    const c = config('workspaces: [{ id: w, limits: { per_tag: { customer: { concurrent_streams: 1 } } } }]');
+    const message = problemsOf(() => checkPipeline(pipeline(BUILTIN_PLUGINS.auth), c, Object.values(BUILTIN_PLUGINS)));
+    expect(message).to.include('workspaces.w.limits needs the "concurrency" plugin in plugins:');
+    expect(message).not.to.include('rate-limit');
+  });
+});

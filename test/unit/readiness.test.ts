@@ -1,0 +1,58 @@
+import { Writable } from 'node:stream';
+import { expect } from 'chai';
+import { Readiness } from '../../runtime/observability/readiness';
+import { createLogger } from '../../runtime/logger';
+import { sleep } from '../helpers/upstream';
+
+const quiet = createLogger('silent', new Writable({ write: (_c, _e, cb) => cb() }));
+
+describe('readiness checks (runtime/observability/readiness.ts)', () => {
+  it('run a dependency check at most once per ttl, however many probes arrive, concurrent ones sharing one run', async () => {
+    let runs = 0;
+    const readiness = new Readiness(
+      { storeWritable: async () => void runs++, draining: () => false, logger: quiet },
+      { ttlMs: 300 },
+    );
+    await Promise.all(Array.from({ length: 50 }, () => readiness.report()));
+    for (let i = 0; i < 20; i++) expect((await readiness.report()).ready).to.equal(true);
+    expect(runs).to.equal(1);
+    await sleep(350);
+    await readiness.report();
+    expect(runs).to.equal(2);
+  });
+
+  it('a check that hangs fails after the time-out instead of holding the probe', async () => {
+    const readiness = new Readiness(
+      {
+        storeWritable: async () => undefined,
+        limitStorePing: () => new Promise(() => undefined),
+        draining: () => false,
+        logger: quiet,
+      },
+      { timeoutMs: 100 },
+    );
+    const started = performance.now();
+    const report = await readiness.report();
+    expect(performance.now() - started).to.be.below(1000);
+    expect(report).to.deep.equal({
+      ready: false,
+      checks: { store: 'ok', limit_store: 'failed', shutdown: 'ok' },
+      failed: ['limit_store'],
+    });
+  });
+
+  it('draining is read at every probe, never cached', async () => {
+    let draining = false;
+    const readiness = new Readiness(
+      { storeWritable: async () => undefined, draining: () => draining, logger: quiet },
+      { ttlMs: 60_000 },
+    );
+    expect((await readiness.report()).ready).to.equal(true);
+    draining = true;
+    expect(await readiness.report()).to.deep.equal({
+      ready: false,
+      checks: { store: 'ok', limit_store: 'not_configured', shutdown: 'draining' },
+      failed: ['shutdown'],
+    });
+  });
+});
