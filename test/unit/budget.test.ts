@@ -51,7 +51,7 @@ interface Setup {
 async function budgeted(
   budgets: Record<string, unknown>[],
   seed: Partial<UsageRecord>[] = [],
-  opts: { limits?: MemoryLimitStore; limitStore?: Record<string, unknown> } = {},
+  opts: { limits?: MemoryLimitStore; limitStore?: Record<string, unknown>; budgets?: Record<string, unknown> } = {},
 ): Promise<Setup> {
   const prices = pricesOf();
   const limits = opts.limits ?? new MemoryLimitStore();
@@ -63,6 +63,7 @@ async function budgeted(
   const config = gatewayConfigSchema.parse({
     workspaces: [{ id: 'default', limits: { budgets } }, { id: 'no-budgets' }],
     limit_store: opts.limitStore,
+    budgets: opts.budgets,
   });
   const harness = await createPluginHarness(budget, {
     services: {
@@ -341,8 +342,18 @@ describe('budget plugin', () => {
     });
   });
 
-  it('a model without a price reserves nothing and is admitted', async () => {
+  it('a model without a price is refused by default (budgets.unpriced: refuse), reserving nothing', async () => {
     const s = await budgeted([{ period: 'day', usd: '0.0001' }]);
+    const ctx = createTestContext({ model: 'gpt-unknown', json: { model: 'gpt-unknown', max_tokens: 1_000_000 } });
+    const refusal = await s.harness.exchange(ctx);
+    expect(refusal).to.include({ code: 'model_unpriced', status: 403 });
+    expect(refusal?.message).to.match(/^Model "gpt-unknown" of provider openai has no price/);
+    expect((await s.ledger.list())[0]).to.include({ spentPico: 0n, reservedPico: 0n });
+    await s.close();
+  });
+
+  it('under budgets.unpriced: allow, a model without a price reserves nothing and is admitted', async () => {
+    const s = await budgeted([{ period: 'day', usd: '0.0001' }], [], { budgets: { unpriced: 'allow' } });
     const ctx = createTestContext({ model: 'gpt-unknown', json: { model: 'gpt-unknown', max_tokens: 1_000_000 } });
     expect(await s.harness.exchange(ctx)).to.equal(undefined);
     expect((await s.ledger.list())[0]).to.include({ spentPico: 0n, reservedPico: 0n });

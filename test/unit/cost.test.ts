@@ -29,7 +29,7 @@ describe('cost of one request (priceUsage)', () => {
       cacheWrite1hTokens: 50,
       citationTokens: 60,
     };
-    expect(cost(p, usage)).to.deep.equal({ costPico: 745_000_000n, provenanceHint: 'priced' });
+    expect(cost(p, usage)).to.deep.equal({ costPico: 745_000_000n, provenanceHint: 'priced', priceId: 'acme/m1' });
   });
 
   it('picks the highest long-context tier the whole prompt (input + every cache bucket) is above, whatever order the tiers are listed in', () => {
@@ -111,7 +111,7 @@ describe('cost of one request (priceUsage)', () => {
       // 10 x 1,000,000 + $0.005 = 10,000,000 + 5,000,000,000
       expect(
         cost({ input: '1', request_fee: '0.005' }, { inputTokens: 10, citationTokens: 99, searchQueries: 3 }),
-      ).to.deep.equal({ costPico: 5_010_000_000n, provenanceHint: 'priced' });
+      ).to.deep.equal({ costPico: 5_010_000_000n, provenanceHint: 'priced', priceId: 'acme/m1' });
     });
 
     it('a request fee by search context size: the size reported, in any case and spacing, else low', () => {
@@ -128,8 +128,13 @@ describe('cost of one request (priceUsage)', () => {
       expect(cost({ search_query_fee: '0.01' }, { searchQueries: 3 })).to.deep.equal({
         costPico: 30_000_000_000n,
         provenanceHint: 'priced',
+        priceId: 'acme/m1',
       });
-      expect(cost({ request_fee: '0.002' }, {})).to.deep.equal({ costPico: 2_000_000_000n, provenanceHint: 'priced' });
+      expect(cost({ request_fee: '0.002' }, {})).to.deep.equal({
+        costPico: 2_000_000_000n,
+        provenanceHint: 'priced',
+        priceId: 'acme/m1',
+      });
       expect(cost({ request_fee: { medium: '0.002' } }, { searchContextSize: 'medium' }).costPico).to.equal(
         2_000_000_000n,
       );
@@ -155,7 +160,11 @@ describe('cost of one request (priceUsage)', () => {
       expect(cost({ input: '1', reasoning: '1' }, { reasoningTokens: 2 ** 53 })).to.deep.equal(
         unpriced(`invalid reasoningTokens: ${2 ** 53}`),
       );
-      expect(cost({ input: '1' }, { inputTokens: 0 })).to.deep.equal({ costPico: 0n, provenanceHint: 'priced' });
+      expect(cost({ input: '1' }, { inputTokens: 0 })).to.deep.equal({
+        costPico: 0n,
+        provenanceHint: 'priced',
+        priceId: 'acme/m1',
+      });
     });
 
     it('a price the catalog could not read', () => {
@@ -179,14 +188,25 @@ describe('cost of one request (priceUsage)', () => {
   });
 
   describe('a cost the provider reported', () => {
-    it('wins over the catalog price, zero included', () => {
+    it('wins over the catalog price when at least as precise; a rounded one gives way to the computed cost', () => {
+      // computed: 1000 x 1,000,000 = 1,000,000,000 ($0.001, 3 decimals); reported $0.0021 has 4: it is the cost,
+      // and it is 110% off the computed one
       expect(cost({ input: '1' }, { inputTokens: 1000, providerCostUsd: '0.0021' })).to.deep.equal({
         costPico: 2_100_000_000n,
         provenanceHint: 'provider_reported',
+        priceId: 'acme/m1',
+        providerCostPico: 2_100_000_000n,
+        computedCostPico: 1_000_000_000n,
+        costDisagrees: true,
       });
+      // $0 has no decimals: the exact computed cost stands; rounded to whole dollars it is $0 too, so they agree
       expect(cost({ input: '1' }, { inputTokens: 1000, providerCostUsd: '0' })).to.deep.equal({
-        costPico: 0n,
-        provenanceHint: 'provider_reported',
+        costPico: 1_000_000_000n,
+        provenanceHint: 'priced',
+        priceId: 'acme/m1',
+        providerCostPico: 0n,
+        computedCostPico: 1_000_000_000n,
+        costDisagrees: false,
       });
     });
 
@@ -194,10 +214,12 @@ describe('cost of one request (priceUsage)', () => {
       expect(cost({ input: '1' }, { inputTokens: 3, providerCostUsd: '-0.5' })).to.deep.equal({
         costPico: 3_000_000n,
         provenanceHint: 'priced',
+        priceId: 'acme/m1',
       });
       expect(cost({ input: '1' }, { inputTokens: 3, providerCostUsd: 'n/a' })).to.deep.equal({
         costPico: 3_000_000n,
         provenanceHint: 'priced',
+        priceId: 'acme/m1',
       });
     });
   });

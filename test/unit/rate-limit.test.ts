@@ -24,7 +24,7 @@ const requestLog = captureLogs('warn');
 async function send(
   harness: PluginHarness,
   tags: Record<string, string> = {},
-  answer: { usage?: Usage; error?: GatewayError; workspace?: string } = {},
+  answer: { usage?: Usage; error?: GatewayError; refusedLater?: GatewayError; workspace?: string } = {},
 ) {
   const ctx = createTestContext({ model: 'gpt-4o-mini', tags, workspace: answer.workspace, log: requestLog.logger });
   let refusal: GatewayError | undefined;
@@ -33,7 +33,9 @@ async function send(
   } catch (err) {
     refusal = err as GatewayError;
   }
-  ctx.error = refusal ?? answer.error;
+  // As in the proxy: a request this plugin let through goes upstream unless a later plugin refused it.
+  ctx.sentUpstream = !refusal && !answer.refusedLater;
+  ctx.error = refusal ?? answer.refusedLater ?? answer.error;
   ctx.usage = refusal ? undefined : answer.usage;
   await harness.complete(ctx);
   return { refusal, headers: { ...ctx.responseHeaders } };
@@ -191,9 +193,9 @@ describe('rate-limit plugin', () => {
   for (const code of ['concurrency_limited', 'budget_exceeded'] as const) {
     it(`a request the ${code === 'concurrency_limited' ? 'concurrency' : 'budget'} limit refused after this one gets its token back`, async () => {
       const { harness, store } = await rateLimited({ requests_per_minute: 1 });
-      expect((await send(harness, {}, { error: new GatewayError(code, 'refused after rate-limit') })).refusal).to.equal(
-        undefined,
-      );
+      expect(
+        (await send(harness, {}, { refusedLater: new GatewayError(code, 'refused after rate-limit') })).refusal,
+      ).to.equal(undefined);
       expect((await send(harness)).refusal).to.equal(undefined);
       expect((await send(harness)).refusal?.code).to.equal('rate_limited');
       await store.close();
@@ -209,7 +211,11 @@ describe('rate-limit plugin', () => {
 
   it('a refunded request adds no tokens to the minute', async () => {
     const { harness, store } = await rateLimited({ requests_per_minute: 5, tokens_per_minute: 1000 });
-    await send(harness, {}, { usage: { inputTokens: 7 }, error: new GatewayError('budget_exceeded', 'refused') });
+    await send(
+      harness,
+      {},
+      { usage: { inputTokens: 7 }, refusedLater: new GatewayError('budget_exceeded', 'refused') },
+    );
     expect(await store.windowTotal('tpm:ws:default', 60_000)).to.equal(0);
     await send(harness, {}, { usage: { inputTokens: 7 } });
     expect(await store.windowTotal('tpm:ws:default', 60_000)).to.equal(7);
@@ -306,7 +312,7 @@ describe('rate-limit plugin', () => {
 
     it('a refund that fails is logged as "request rate refund"', async () => {
       const { harness, lines } = await rateLimited({ requests_per_minute: 5 }, failingLimitStore('refund'));
-      await send(harness, {}, { error: new GatewayError('budget_exceeded', 'refused') });
+      await send(harness, {}, { refusedLater: new GatewayError('budget_exceeded', 'refused') });
       expect(lines.map((l) => l.what)).to.deep.equal(['request rate refund']);
     });
   });

@@ -92,6 +92,9 @@ describe('repricing stored records and the cost of a request', () => {
         costPico: 371_000_000n,
         provenance: 'measured',
         priceVersion: '2026-02-01.3',
+        usageSource: 'provider',
+        priceId: 'openai/r-1',
+        costDisagrees: null,
       });
     });
 
@@ -100,16 +103,25 @@ describe('repricing stored records and the cost of a request', () => {
         costPico: 7_000_000n,
         provenance: 'measured',
         priceVersion: '2026-02-01.3',
+        usageSource: 'provider',
+        priceId: 'openai/r-1',
+        costDisagrees: null,
       });
       expect(repriceRecord(catalog(), record({ model: 'r-9', inputTokens: 7 }))).to.deep.equal({
         costPico: null,
         provenance: 'unpriced',
         priceVersion: null,
+        usageSource: 'provider',
+        priceId: null,
+        costDisagrees: null,
       });
       expect(repriceRecord(catalog(), record({ model: null, inputTokens: 7 }))).to.deep.equal({
         costPico: null,
         provenance: 'unpriced',
         priceVersion: null,
+        usageSource: 'provider',
+        priceId: null,
+        costDisagrees: null,
       });
     });
 
@@ -124,11 +136,17 @@ describe('repricing stored records and the cost of a request', () => {
         costPico: 1_000_000n,
         provenance: 'estimated',
         priceVersion: '2026-02-01.3',
+        usageSource: 'tokenizer',
+        priceId: 'openai/r-1',
+        costDisagrees: null,
       });
       expect(repriceRecord(catalog(), record({ provenance: 'partial', model: 'r-9', inputTokens: 1 }))).to.deep.equal({
         costPico: null,
         provenance: 'partial',
         priceVersion: null,
+        usageSource: 'tokenizer',
+        priceId: null,
+        costDisagrees: null,
       });
     });
 
@@ -137,16 +155,17 @@ describe('repricing stored records and the cost of a request', () => {
       // 1,000,000 + 2 x 5,000,000 + fee
       expect(repriceRecord(catalog(), record({ ...p, searchContextSize: 'high' }))?.costPico).to.equal(2_011_000_000n);
       expect(repriceRecord(catalog(), record(p))?.costPico).to.equal(1_011_000_000n);
+      // 1,000,000 + 2 x 3,000,000,000 (a record needs token counts to be priced at all)
       expect(
-        repriceRecord(catalog(), record({ provider: 'perplexity', model: 'p-2', searchQueries: 2 }))?.costPico,
-      ).to.equal(6_000_000_000n);
+        repriceRecord(catalog(), record({ provider: 'perplexity', model: 'p-2', inputTokens: 1, searchQueries: 2 }))
+          ?.costPico,
+      ).to.equal(6_001_000_000n);
     });
 
-    it('leaves alone failures, endpoints not counted, provider-reported costs and records without provider or endpoint', () => {
+    it('leaves alone failures, endpoints not counted and records without provider or endpoint', () => {
       for (const r of [
         record({ provenance: 'failed', inputTokens: 1 }),
         record({ provenance: 'not_counted', inputTokens: 1 }),
-        record({ provenance: 'measured', priceVersion: PROVIDER_REPORTED, inputTokens: 1 }),
         record({ provider: null, inputTokens: 1 }),
         record({ endpoint: null, inputTokens: 1 }),
       ]) {
@@ -155,11 +174,32 @@ describe('repricing stored records and the cost of a request', () => {
       expect(PROVIDER_REPORTED).to.equal('provider-reported');
     });
 
+    it('a provider-reported cost is compared again; one as precise as the computed cost stays the cost', () => {
+      // computed: 1 x 1,000,000 = $0.000001 (6 decimals); the stored $0.0000021 has 7 and is 110% off it
+      const r = record({
+        provenance: 'measured',
+        priceVersion: PROVIDER_REPORTED,
+        costPico: 2_100_000n,
+        inputTokens: 1,
+      });
+      expect(repriceRecord(catalog(), r)).to.deep.equal({
+        costPico: 2_100_000n,
+        provenance: 'measured',
+        priceVersion: 'provider-reported',
+        usageSource: 'provider',
+        priceId: 'openai/r-1',
+        costDisagrees: true,
+      });
+    });
+
     it('a record of an endpoint that does not count gets no cost', () => {
       expect(repriceRecord(catalog(), record({ endpoint: 'audio.speech', inputTokens: 5 }))).to.deep.equal({
         costPico: null,
         provenance: 'unpriced',
         priceVersion: null,
+        usageSource: 'provider',
+        priceId: null,
+        costDisagrees: null,
       });
     });
   });
@@ -169,10 +209,10 @@ describe('repricing stored records and the cost of a request', () => {
       const cost = new RequestCost(catalog());
       const ctx = createTestContext({ provider: 'openai', model: 'r-1', usage: { inputTokens: 3 } });
       const first = cost.of(ctx);
-      expect(first).to.deep.equal({ costPico: 3_000_000n, provenanceHint: 'priced' });
+      expect(first).to.deep.equal({ costPico: 3_000_000n, provenanceHint: 'priced', priceId: 'openai/r-1' });
       expect(cost.of(ctx)).to.equal(first);
       ctx.usage = { inputTokens: 5, servedModel: 'r-1' };
-      expect(cost.of(ctx)).to.deep.equal({ costPico: 5_000_000n, provenanceHint: 'priced' });
+      expect(cost.of(ctx)).to.deep.equal({ costPico: 5_000_000n, provenanceHint: 'priced', priceId: 'openai/r-1' });
       expect(cost.prices.version).to.equal('2026-02-01.3');
     });
 
