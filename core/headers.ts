@@ -56,6 +56,24 @@ export function forwardableRequestHeaders(
   }
 }
 
+/**
+ * The headers of the upstream call: the plugins' edited copy, without any X-Gateway-* header (whatever the
+ * plugin list, the provider never sees the gateway's own headers, its key among them) and without any credential
+ * header a plugin may have added (the client's own key is added by the caller).
+ */
+export function upstreamHeadersOf(
+  edited: Record<string, string | string[]>,
+  credentialHeaders: readonly string[],
+): Record<string, string | string[]> {
+  const headers: Record<string, string | string[]> = {};
+  for (const name in edited) {
+    const lower = name.toLowerCase(); // a plugin may have added a header in any case
+    if (lower.startsWith('x-gateway-') || credentialHeaders.includes(lower)) continue;
+    headers[name] = edited[name];
+  }
+  return headers;
+}
+
 /** Upstream response headers to send to the client: everything but hop-by-hop framing. */
 export function forwardableResponseHeaders(
   headers: Record<string, string | string[] | undefined>,

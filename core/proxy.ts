@@ -7,7 +7,7 @@ import { GatewayContext, secretHeadersFor } from './context';
 import { UpstreamCredentials, type GatewaySecretCheck } from './credentials';
 import type { EndpointSpec } from './endpoints';
 import { asGatewayError, GatewayError } from './errors';
-import { forwardableRequestHeaders, forwardableResponseHeaders, headerValue } from './headers';
+import { forwardableRequestHeaders, forwardableResponseHeaders, headerValue, upstreamHeadersOf } from './headers';
 import type { PluginPipeline } from './plugin-pipeline';
 import type { ProviderRegistry } from './provider-routing';
 import { newRequestId, REQUEST_ID_HEADER } from './request-id';
@@ -49,24 +49,6 @@ const EXPECTED_FAILURES: ReadonlySet<string> = new Set([
   'plugin_error',
   'limits_unavailable',
 ]);
-
-/**
- * The headers of the upstream call: the plugins' edited copy, without any X-Gateway-* header (whatever the
- * plugin list, the provider never sees the gateway's own headers, its key among them) and without any credential
- * header a plugin may have added (the client's own key is added by the caller).
- */
-function upstreamHeadersOf(
-  edited: Record<string, string | string[]>,
-  credentialHeaders: readonly string[],
-): Record<string, string | string[]> {
-  const headers: Record<string, string | string[]> = {};
-  for (const name in edited) {
-    const lower = name.toLowerCase(); // a plugin may have added a header in any case
-    if (lower.startsWith('x-gateway-') || credentialHeaders.includes(lower)) continue;
-    headers[name] = edited[name];
-  }
-  return headers;
-}
 
 /** One request on its way through the proxy: what its steps share, in one object instead of a list of parameters. */
 interface InFlight {
