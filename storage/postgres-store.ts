@@ -5,7 +5,7 @@
  */
 import type { Pool, PoolClient } from 'pg';
 import type { UsageRecord } from '../core/usage';
-import { RECORD_COLUMNS, dedupeById, recordValues, toNumber, type SqlValue } from './codec';
+import { RECORD_COLUMNS, dedupeById, recordValues, type SqlValue } from './codec';
 import { postgresDialect as d } from './dialect';
 import { KEY_COLUMNS, checkNewKey, keyFromRow, keyValues } from './keys';
 import { LATEST_VERSION, SCHEMA_MIGRATIONS_DDL, newerVersions, pendingMigrations } from './migrations/index';
@@ -20,7 +20,7 @@ import { listTagKeys } from './query/dimensions';
 import { listPage } from './query/list';
 import { runUsageQuery, type Exec } from './query/run';
 import { repriceDeltas, repriceRecords, type Change } from './reprice';
-import { MaintenanceRuns, READ_MARK_SQL, RECORDS_KEPT_FROM } from './retention';
+import { MaintenanceRuns, readRecordsKeptFrom } from './retention';
 import { RollupAccumulator } from './rollup';
 import type { QuarantinedRecord } from './quarantine';
 import { RECORD_TAG_SET_COLUMN, TagSetIds } from './tag-sets';
@@ -314,9 +314,8 @@ export class PostgresUsageStore implements UsageStore {
     return this.maintenance.track(maintainOnOneClient(this.pool, opts, this.maintenance));
   }
 
-  async recordsKeptFrom(): Promise<number | null> {
-    const [row] = await this.exec({ sql: d.sql(READ_MARK_SQL), params: [RECORDS_KEPT_FROM] });
-    return row ? toNumber(row.value) : null;
+  recordsKeptFrom(): Promise<number | null> {
+    return readRecordsKeptFrom(d, this.exec);
   }
 
   async close(): Promise<void> {

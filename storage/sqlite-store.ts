@@ -9,7 +9,7 @@ import { access } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { UsageRecord } from '../core/usage';
-import { dedupeById, toNumber } from './codec';
+import { dedupeById } from './codec';
 import { sqliteDialect as d } from './dialect';
 import { KEY_COLUMNS, checkNewKey, keyFromRow, keyValues } from './keys';
 import { LATEST_VERSION, SCHEMA_MIGRATIONS_DDL, newerVersions, pendingMigrations } from './migrations/index';
@@ -19,7 +19,7 @@ import { runUsageQuery, type Exec } from './query/run';
 import { repriceRecords } from './reprice';
 import type { ReadSource } from './read-connection';
 import { placeholders, sqliteExec } from './sqlite-exec';
-import { MaintenanceRuns, RAISE_MARK_SQL, READ_MARK_SQL, RECORDS_KEPT_FROM, deleteInBatches } from './retention';
+import { MaintenanceRuns, RAISE_MARK_SQL, RECORDS_KEPT_FROM, deleteInBatches, readRecordsKeptFrom } from './retention';
 import { SqliteWriterThread } from './sqlite-writer';
 import { prepareWrites, type SqliteWrites } from './sqlite-writes';
 import type { QuarantinedRecord } from './quarantine';
@@ -289,9 +289,8 @@ export class SqliteUsageStore implements UsageStore {
     };
   }
 
-  async recordsKeptFrom(): Promise<number | null> {
-    const [row] = await this.exec({ sql: READ_MARK_SQL, params: [RECORDS_KEPT_FROM] });
-    return row ? toNumber(row.value) : null;
+  recordsKeptFrom(): Promise<number | null> {
+    return readRecordsKeptFrom(d, this.exec);
   }
 
   /**
