@@ -5,7 +5,7 @@
  */
 import type { Pool, PoolClient } from 'pg';
 import type { UsageRecord } from '../core/usage';
-import { RECORD_COLUMNS, dedupeById, recordValues, type SqlValue } from './codec';
+import { RECORD_COLUMNS, dedupeById, recordValues } from './codec';
 import { postgresDialect as d } from './dialect';
 import { KEY_COLUMNS, checkNewKey, keyFromRow, keyValues } from './keys';
 import { LATEST_VERSION, SCHEMA_MIGRATIONS_DDL, newerVersions, pendingMigrations } from './migrations/index';
@@ -22,7 +22,7 @@ import { runUsageQuery, type Exec } from './query/run';
 import { repriceDeltas, repriceRecords, type Change } from './reprice';
 import { MaintenanceRuns, readRecordsKeptFrom } from './retention';
 import { RollupAccumulator } from './rollup';
-import type { QuarantinedRecord } from './quarantine';
+import { QUARANTINE_COLUMNS, quarantineValues, type QuarantinedRecord } from './quarantine';
 import { RECORD_TAG_SET_COLUMN, TagSetIds } from './tag-sets';
 import type {
   GatewayKey,
@@ -91,7 +91,7 @@ ${unnest([...RECORD_COLUMNS.map((c) => RECORD_TYPES[c]), 'int8'])}
 ON CONFLICT (id, ts) DO NOTHING
 RETURNING id`;
 
-const QUARANTINE = `INSERT INTO quarantined_records (digest, record_id, record_ts, quarantined_at, error_code, error_message, record_json)
+const QUARANTINE = `INSERT INTO quarantined_records (${QUARANTINE_COLUMNS})
 ${unnest(['text', 'text', 'int8', 'int8', 'text', 'text', 'text'])}
 ON CONFLICT (digest) DO NOTHING`;
 
@@ -214,15 +214,7 @@ export class PostgresUsageStore implements UsageStore {
 
   async quarantine(entries: readonly QuarantinedRecord[]): Promise<void> {
     if (entries.length === 0) return;
-    const rows = entries.map((e): SqlValue[] => [
-      e.digest,
-      e.recordId,
-      e.recordTs,
-      e.quarantinedAt,
-      e.errorCode,
-      e.errorMessage,
-      e.recordJson,
-    ]);
+    const rows = entries.map(quarantineValues);
     await this.pool.query(QUARANTINE, columns(rows, 7));
   }
 

@@ -3,7 +3,7 @@ import type Database from 'better-sqlite3';
 import type { UsageRecord } from '../core/usage';
 import { RECORD_COLUMNS, flag, recordValues } from './codec';
 import { sqliteDialect as d } from './dialect';
-import type { QuarantinedRecord } from './quarantine';
+import { QUARANTINE_COLUMNS, quarantineValues, type QuarantinedRecord } from './quarantine';
 import { repriceDeltas, type Change } from './reprice';
 import { RollupAccumulator } from './rollup';
 import { placeholders } from './sqlite-exec';
@@ -70,19 +70,10 @@ export function prepareWrites(db: Database.Database, cache: TagSetIds): SqliteWr
     return done;
   });
   const insertQuarantined = db.prepare(
-    'INSERT INTO quarantined_records (digest, record_id, record_ts, quarantined_at, error_code, error_message, record_json) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (digest) DO NOTHING',
+    `INSERT INTO quarantined_records (${QUARANTINE_COLUMNS}) VALUES (${placeholders(7)}) ON CONFLICT (digest) DO NOTHING`,
   );
   const quarantine = db.transaction((entries: readonly QuarantinedRecord[]): void => {
-    for (const e of entries)
-      insertQuarantined.run(
-        e.digest,
-        e.recordId,
-        e.recordTs,
-        e.quarantinedAt,
-        e.errorCode,
-        e.errorMessage,
-        e.recordJson,
-      );
+    for (const e of entries) insertQuarantined.run(...quarantineValues(e));
   });
   return { insert, reprice, quarantine };
 }
