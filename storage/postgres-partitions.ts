@@ -1,7 +1,7 @@
 /**
  * The month partitions of usage_records on PostgreSQL (migration 007) and the retention that drops them.
  *
- * One run, on one pool client, by one instance at a time (storage/postgres-store.ts holds an advisory lock):
+ * One run, on one pool client, by one instance at a time (maintainOnOneClient holds an advisory lock):
  *   1. the current and the next UTC month get their partition if they have none, so that inserts never depend on
  *      the job having run at the right moment; rows of such a month already in the DEFAULT partition (the job did
  *      not run for a month) are moved into it in the same transaction;
@@ -13,8 +13,10 @@
  * reading the table, and every insert and query asked after it waits behind it. So such a transaction gives up
  * after LOCK_TIMEOUT, and is tried again after a pause of the same length, a few times, then at the next run.
  */
-import type { PoolClient } from 'pg';
-import { deleteInBatches } from './retention';
+import type { Pool, PoolClient } from 'pg';
+import { postgresDialect as d } from './dialect';
+import { withClient } from './postgres-pool';
+import { RAISE_MARK_SQL, RECORDS_KEPT_FROM, deleteInBatches, type MaintenanceRuns } from './retention';
 import type { MaintenanceOptions, MaintenanceResult } from './store';
 
 export const RECORDS_TABLE = 'usage_records';
@@ -23,6 +25,8 @@ const LOCK_TIMEOUT_MS = 1000;
 const LOCK_ATTEMPTS = 5;
 /** SQLSTATE lock_not_available: lock_timeout ran out. */
 const LOCK_NOT_AVAILABLE = '55P03';
+/** Held by the instance running the background maintenance; the others skip their run. */
+const MAINTENANCE_LOCK = 7_162_022_002;
 
 export interface MonthPartition {
   name: string;
@@ -143,4 +147,36 @@ export async function maintainPartitions(
     if (run.stopped) return { ...result, skipped: 'closing' };
   }
   return result;
+}
+
+/** One maintenance run on a client of `pool`, skipped while another instance runs one or the store is closing. */
+export async function maintainOnOneClient(
+  pool: Pool,
+  opts: MaintenanceOptions,
+  runs: MaintenanceRuns,
+): Promise<MaintenanceResult> {
+  const nothing: MaintenanceResult = {
+    deleted: 0,
+    deleteStatements: 0,
+    droppedPartitions: [],
+    createdPartitions: [],
+  };
+  if (runs.closing) return { ...nothing, skipped: 'closing' };
+  return withClient(pool, async (c, discard) => {
+    try {
+      // A session lock: held across the run's transactions and autocommit batches, released with the connection.
+      const { ok } = (await c.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [MAINTENANCE_LOCK]))
+        .rows[0];
+      if (!ok) return { ...nothing, skipped: 'locked' };
+      try {
+        if (opts.retention) await c.query(d.sql(RAISE_MARK_SQL), [RECORDS_KEPT_FROM, opts.retention.before]);
+        return await maintainPartitions(c, opts, () => runs.closing);
+      } finally {
+        await c.query('SELECT pg_advisory_unlock($1)', [MAINTENANCE_LOCK]).catch(discard);
+      }
+    } catch (err) {
+      discard(err as Error);
+      throw err;
+    }
+  });
 }

@@ -1,5 +1,5 @@
 /** The pg Pool of a PostgreSQL store, and the read pool of the admin API (storage/read-connection.ts). */
-import type { Pool } from 'pg';
+import type { Pool, PoolClient } from 'pg';
 import type { StorageLogger } from './store';
 
 export interface PostgresPoolOptions {
@@ -33,4 +33,25 @@ export function postgresPool(url: string, opts: PostgresPoolOptions): Pool {
   // An idle client losing its connection must not crash the process; the next query reconnects.
   pool.on('error', (err) => opts.logger?.warn({ err }, 'postgres idle client error'));
   return pool;
+}
+
+/**
+ * Runs `fn` on a client of `pool`, then releases it; discarded instead when it broke. A connection lost while the
+ * client is checked out makes it emit 'error', and the pool listens only to idle clients: unheard, that event
+ * would crash the process. The pending query rejects anyway; the client is discarded, as when `fn` calls `discard`.
+ */
+export async function withClient<T>(
+  pool: Pool,
+  fn: (c: PoolClient, discard: (err: Error) => void) => Promise<T>,
+): Promise<T> {
+  const c = await pool.connect();
+  let broken: Error | undefined;
+  const discard = (err: Error) => (broken ??= err);
+  c.on('error', discard);
+  try {
+    return await fn(c, discard);
+  } finally {
+    c.off('error', discard);
+    c.release(broken);
+  }
 }

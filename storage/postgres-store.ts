@@ -5,37 +5,25 @@
  */
 import type { Pool, PoolClient } from 'pg';
 import type { UsageRecord } from '../core/usage';
-import { RECORD_COLUMNS, dedupeById, flag, recordValues, toNumber, type SqlValue } from './codec';
-import { COUNTER_COLUMNS } from './counters';
+import { RECORD_COLUMNS, dedupeById, recordValues } from './codec';
 import { postgresDialect as d } from './dialect';
 import { KEY_COLUMNS, checkNewKey, keyFromRow, keyValues } from './keys';
 import { LATEST_VERSION, SCHEMA_MIGRATIONS_DDL, newerVersions, pendingMigrations } from './migrations/index';
-import { postgresPool } from './postgres-pool';
+import { columns, unnest } from './postgres-column-arrays';
+import { maintainOnOneClient } from './postgres-partitions';
+import { postgresPool, withClient } from './postgres-pool';
+import { updateCosts } from './postgres-reprice';
+import { applyRollupDeltas } from './postgres-rollup-writes';
+import { postgresTagSetIds } from './postgres-tag-sets';
 import type { ReadSource } from './read-connection';
-import { maintainPartitions } from './postgres-partitions';
 import { listTagKeys } from './query/dimensions';
 import { listPage } from './query/list';
 import { runUsageQuery, type Exec } from './query/run';
 import { repriceDeltas, repriceRecords, type Change } from './reprice';
-import { MaintenanceRuns, RAISE_MARK_SQL, READ_MARK_SQL, RECORDS_KEPT_FROM } from './retention';
-import {
-  DAILY_COUNTER_COLUMNS,
-  DAILY_DIM_COLUMNS,
-  DAILY_TABLE,
-  ROLLUP_DIM_COLUMNS,
-  ROLLUP_TABLE,
-  RollupAccumulator,
-  TAG_DAILY_DIM_COLUMNS,
-  TAG_DAILY_TABLE,
-  TAG_ROLLUP_DIM_COLUMNS,
-  TAG_ROLLUP_TABLE,
-  TAG_SET_DAILY_DIM_COLUMNS,
-  TAG_SET_DAILY_TABLE,
-  rollupUpsertSql,
-  type RollupDeltas,
-} from './rollup';
-import type { QuarantinedRecord } from './quarantine';
-import { RECORD_TAG_SET_COLUMN, TagSetIds, tagSetKey } from './tag-sets';
+import { MaintenanceRuns, readRecordsKeptFrom } from './retention';
+import { RollupAccumulator } from './rollup';
+import { QUARANTINE_COLUMNS, quarantineValues, type QuarantinedRecord } from './quarantine';
+import { RECORD_TAG_SET_COLUMN, TagSetIds } from './tag-sets';
 import type {
   GatewayKey,
   InsertResult,
@@ -98,80 +86,17 @@ const RECORD_TYPES: Record<(typeof RECORD_COLUMNS)[number], string> = {
   tool_calls: 'text',
   price_id: 'text',
 };
-const DIM_TYPES: Record<string, string> = { hour: 'int8', day: 'int8', status: 'int4', set_id: 'int8' };
-const rollupTypes = (dims: readonly string[]): string[] => [
-  ...dims.map((c) => DIM_TYPES[c] ?? 'text'),
-  ...COUNTER_COLUMNS.map(() => 'int8'),
-];
-
-/** `SELECT * FROM unnest($1::t1[], $2::t2[], ...)`. */
-function unnest(types: string[]): string {
-  return `SELECT * FROM unnest(${types.map((t, i) => `$${i + 1}::${t}[]`).join(', ')})`;
-}
-
-/** Row-major values to one array per column. */
-function columns(rows: readonly (readonly SqlValue[])[], width: number): unknown[][] {
-  const cols: unknown[][] = Array.from({ length: width }, () => new Array<unknown>(rows.length));
-  rows.forEach((row, i) => row.forEach((v, j) => (cols[j][i] = d.bind(v))));
-  return cols;
-}
-
 const INSERT_RECORDS = `INSERT INTO usage_records (${RECORD_COLUMNS.join(', ')}, ${RECORD_TAG_SET_COLUMN})
 ${unnest([...RECORD_COLUMNS.map((c) => RECORD_TYPES[c]), 'int8'])}
 ON CONFLICT (id, ts) DO NOTHING
 RETURNING id`;
-const UPSERT_BASE = rollupUpsertSql(ROLLUP_TABLE, ROLLUP_DIM_COLUMNS, unnest(rollupTypes(ROLLUP_DIM_COLUMNS)));
-const UPSERT_TAGS = rollupUpsertSql(
-  TAG_ROLLUP_TABLE,
-  TAG_ROLLUP_DIM_COLUMNS,
-  unnest(rollupTypes(TAG_ROLLUP_DIM_COLUMNS)),
-);
-const dailyUpsert = (table: string, dims: readonly string[]) =>
-  rollupUpsertSql(
-    table,
-    dims,
-    unnest([...dims.map((c) => DIM_TYPES[c] ?? 'text'), ...DAILY_COUNTER_COLUMNS.map(() => 'int8')]),
-    DAILY_COUNTER_COLUMNS,
-  );
-const UPSERT_DAILY = dailyUpsert(DAILY_TABLE, DAILY_DIM_COLUMNS);
-const UPSERT_TAG_DAILY = dailyUpsert(TAG_DAILY_TABLE, TAG_DAILY_DIM_COLUMNS);
-const UPSERT_TAG_SET_DAILY = dailyUpsert(TAG_SET_DAILY_TABLE, TAG_SET_DAILY_DIM_COLUMNS);
-// Tag sets are found by sha256 of their canonical text (migration 004). New ones are inserted in the order given
-// (sorted), with their members in the same statement: two instances creating the same sets wait for each other in
-// one order, never in a cycle. A set that another transaction inserted first is skipped (DO NOTHING waits for that
-// transaction's outcome) and read by FIND_TAG_SETS, a later statement, which sees it committed.
-const CREATE_TAG_SETS = `WITH created AS (
-  INSERT INTO tag_sets (canon, digest)
-  SELECT c, sha256(convert_to(c, 'UTF8')) FROM unnest($1::text[]) WITH ORDINALITY AS u (c, n) ORDER BY n
-  ON CONFLICT (digest) DO NOTHING
-  RETURNING id, canon
-), members AS (
-  INSERT INTO tag_set_members (set_id, key, value)
-  SELECT created.id, e ->> 0, e ->> 1 FROM created, jsonb_array_elements(created.canon::jsonb) AS e
-)
-SELECT id, canon FROM created`;
-const FIND_TAG_SETS = `SELECT id, canon FROM tag_sets WHERE digest IN (SELECT sha256(convert_to(c, 'UTF8')) FROM unnest($1::text[]) AS u (c))`;
-// Compare-and-set: only records still carrying the old values change (and are corrected in the rollups). Found by
-// their primary key (id, ts): the ts also picks the month partition (migration 007).
-const REPRICE = `UPDATE usage_records u
-SET cost_pico = v.cost_pico, provenance = v.provenance, price_version = v.price_version,
-  usage_source = v.usage_source, price_id = v.price_id, cost_disagrees = v.cost_disagrees
-FROM unnest($1::text[], $2::int8[], $3::int8[], $4::text[], $5::text[], $6::int8[], $7::text[], $8::text[], $9::text[], $10::text[], $11::int4[])
-  AS v (id, ts, cost_pico, provenance, price_version, old_cost_pico, old_provenance, old_price_version, usage_source, price_id, cost_disagrees)
-WHERE u.id = v.id AND u.ts = v.ts
-  AND u.cost_pico IS NOT DISTINCT FROM v.old_cost_pico
-  AND u.provenance = v.old_provenance
-  AND u.price_version IS NOT DISTINCT FROM v.old_price_version
-RETURNING u.id`;
 
-const QUARANTINE = `INSERT INTO quarantined_records (digest, record_id, record_ts, quarantined_at, error_code, error_message, record_json)
+const QUARANTINE = `INSERT INTO quarantined_records (${QUARANTINE_COLUMNS})
 ${unnest(['text', 'text', 'int8', 'int8', 'text', 'text', 'text'])}
 ON CONFLICT (digest) DO NOTHING`;
 
 /** Serialises migrations of concurrently starting instances (any stable 64-bit number). */
 const MIGRATION_LOCK = 7_162_022_001;
-/** Held by the instance running the background maintenance; the others skip their run. */
-const MAINTENANCE_LOCK = 7_162_022_002;
 
 export class PostgresUsageStore implements UsageStore {
   readonly dialect = 'postgres' as const;
@@ -198,25 +123,18 @@ export class PostgresUsageStore implements UsageStore {
     });
   }
 
-  private async tx<T>(fn: (c: PoolClient) => Promise<T>): Promise<T> {
-    const c = await this.pool.connect();
-    let broken: Error | undefined;
-    // A connection lost mid-transaction makes the client emit 'error', and the pool listens only to idle clients:
-    // unheard, that event would crash the process. The pending query rejects anyway; the client is discarded.
-    const onError = (err: Error) => (broken = err);
-    c.on('error', onError);
-    try {
-      await c.query('BEGIN');
-      const out = await fn(c);
-      await c.query('COMMIT');
-      return out;
-    } catch (err) {
-      await c.query('ROLLBACK').catch((e: Error) => (broken = e));
-      throw err;
-    } finally {
-      c.off('error', onError);
-      c.release(broken);
-    }
+  private tx<T>(fn: (c: PoolClient) => Promise<T>): Promise<T> {
+    return withClient(this.pool, async (c, discard) => {
+      try {
+        await c.query('BEGIN');
+        const out = await fn(c);
+        await c.query('COMMIT');
+        return out;
+      } catch (err) {
+        await c.query('ROLLBACK').catch(discard);
+        throw err;
+      }
+    });
   }
 
   private readonly exec: Exec = async (q) =>
@@ -261,31 +179,9 @@ export class PostgresUsageStore implements UsageStore {
     return { applied: done, version: Math.max(0, ...applied, ...done) };
   }
 
-  /**
-   * The tag set id of each record (in order), creating the sets not yet stored, in transaction `c`: one statement
-   * for the sets missing from the cache (two if another instance created some of them), none when all are cached.
-   * Ids read or created go to `found`, the transaction's own map, cached once it commits (withTagSets).
-   */
-  private async tagSetIds(
-    c: PoolClient,
-    records: readonly UsageRecord[],
-    found: Map<string, number>,
-  ): Promise<number[]> {
-    const keys = records.map(tagSetKey);
-    const missing = [...new Set(keys.filter((k) => this.tagSets.get(k) === undefined && !found.has(k)))].sort();
-    if (missing.length) {
-      const created = (await c.query<{ id: string; canon: string }>(CREATE_TAG_SETS, [missing])).rows;
-      for (const s of created) found.set(s.canon, Number(s.id));
-      const rest = missing.filter((k) => !found.has(k));
-      if (rest.length)
-        for (const s of (await c.query<{ id: string; canon: string }>(FIND_TAG_SETS, [rest])).rows)
-          found.set(s.canon, Number(s.id));
-    }
-    return keys.map((k) => {
-      const id = this.tagSets.get(k) ?? found.get(k);
-      if (id === undefined) throw new Error(`tag set not found after insert: ${k.slice(0, 200)}`);
-      return id;
-    });
+  /** The tag set id of each record (in order), in transaction `c` (storage/postgres-tag-sets.ts). */
+  private tagSetIds(c: PoolClient, records: readonly UsageRecord[], found: Map<string, number>): Promise<number[]> {
+    return postgresTagSetIds(c, this.tagSets, records, found);
   }
 
   /** A transaction that may find or create tag sets: their ids are cached only if it commits. */
@@ -294,26 +190,6 @@ export class PostgresUsageStore implements UsageStore {
     const out = await this.tx((c) => fn(c, found));
     this.tagSets.remember(found);
     return out;
-  }
-
-  private async applyDeltas(c: PoolClient, deltas: RollupDeltas): Promise<void> {
-    if (deltas.base.length)
-      await c.query(UPSERT_BASE, columns(deltas.base, ROLLUP_DIM_COLUMNS.length + COUNTER_COLUMNS.length));
-    if (deltas.tags.length)
-      await c.query(UPSERT_TAGS, columns(deltas.tags, TAG_ROLLUP_DIM_COLUMNS.length + COUNTER_COLUMNS.length));
-    if (deltas.daily.length)
-      await c.query(UPSERT_DAILY, columns(deltas.daily, DAILY_DIM_COLUMNS.length + DAILY_COUNTER_COLUMNS.length));
-    if (deltas.tagDaily.length)
-      await c.query(
-        UPSERT_TAG_DAILY,
-        columns(deltas.tagDaily, TAG_DAILY_DIM_COLUMNS.length + DAILY_COUNTER_COLUMNS.length),
-      );
-    if (deltas.tagSetDaily.length) {
-      await c.query(
-        UPSERT_TAG_SET_DAILY,
-        columns(deltas.tagSetDaily, TAG_SET_DAILY_DIM_COLUMNS.length + DAILY_COUNTER_COLUMNS.length),
-      );
-    }
   }
 
   async insertBatch(records: readonly UsageRecord[]): Promise<InsertResult> {
@@ -330,7 +206,7 @@ export class PostgresUsageStore implements UsageStore {
       unique.forEach((r, i) => {
         if (fresh.has(r.id)) acc.add(r, setIds[i]);
       });
-      await this.applyDeltas(c, acc.result());
+      await applyRollupDeltas(c, acc.result());
       return fresh.size;
     });
     return { inserted, duplicates: records.length - inserted };
@@ -338,15 +214,7 @@ export class PostgresUsageStore implements UsageStore {
 
   async quarantine(entries: readonly QuarantinedRecord[]): Promise<void> {
     if (entries.length === 0) return;
-    const rows = entries.map((e): SqlValue[] => [
-      e.digest,
-      e.recordId,
-      e.recordTs,
-      e.quarantinedAt,
-      e.errorCode,
-      e.errorMessage,
-      e.recordJson,
-    ]);
+    const rows = entries.map(quarantineValues);
     await this.pool.query(QUARANTINE, columns(rows, 7));
   }
 
@@ -383,23 +251,8 @@ export class PostgresUsageStore implements UsageStore {
   repriceAll(fn: RepriceFn, filter?: Partial<UsageFilter>): Promise<RepriceResult> {
     const apply = (changes: Change[]): Promise<Change[]> =>
       this.withTagSets(async (c, found) => {
-        const rows = changes.map(({ old, next }): SqlValue[] => [
-          old.id,
-          old.ts,
-          next.costPico,
-          next.provenance,
-          next.priceVersion,
-          old.costPico,
-          old.provenance,
-          old.priceVersion,
-          next.usageSource ?? null,
-          next.priceId ?? null,
-          flag(next.costDisagrees),
-        ]);
-        const res = await c.query<{ id: string }>(REPRICE, columns(rows, 11));
-        const updated = new Set(res.rows.map((r) => r.id));
-        const done = changes.filter((ch) => updated.has(ch.old.id));
-        await this.applyDeltas(
+        const done = await updateCosts(c, changes);
+        await applyRollupDeltas(
           c,
           repriceDeltas(
             done,
@@ -450,44 +303,11 @@ export class PostgresUsageStore implements UsageStore {
   }
 
   maintain(opts: MaintenanceOptions): Promise<MaintenanceResult> {
-    return this.maintenance.track(this.maintainOnOneClient(opts));
+    return this.maintenance.track(maintainOnOneClient(this.pool, opts, this.maintenance));
   }
 
-  private async maintainOnOneClient(opts: MaintenanceOptions): Promise<MaintenanceResult> {
-    const nothing: MaintenanceResult = {
-      deleted: 0,
-      deleteStatements: 0,
-      droppedPartitions: [],
-      createdPartitions: [],
-    };
-    if (this.maintenance.closing) return { ...nothing, skipped: 'closing' };
-    const c = await this.pool.connect();
-    let broken: Error | undefined;
-    const onError = (err: Error) => (broken = err);
-    c.on('error', onError);
-    try {
-      // A session lock: held across the run's transactions and autocommit batches, released with the connection.
-      const { ok } = (await c.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [MAINTENANCE_LOCK]))
-        .rows[0];
-      if (!ok) return { ...nothing, skipped: 'locked' };
-      try {
-        if (opts.retention) await c.query(d.sql(RAISE_MARK_SQL), [RECORDS_KEPT_FROM, opts.retention.before]);
-        return await maintainPartitions(c, opts, () => this.maintenance.closing);
-      } finally {
-        await c.query('SELECT pg_advisory_unlock($1)', [MAINTENANCE_LOCK]).catch((e: Error) => (broken = e));
-      }
-    } catch (err) {
-      broken ??= err as Error;
-      throw err;
-    } finally {
-      c.off('error', onError);
-      c.release(broken);
-    }
-  }
-
-  async recordsKeptFrom(): Promise<number | null> {
-    const [row] = await this.exec({ sql: d.sql(READ_MARK_SQL), params: [RECORDS_KEPT_FROM] });
-    return row ? toNumber(row.value) : null;
+  recordsKeptFrom(): Promise<number | null> {
+    return readRecordsKeptFrom(d, this.exec);
   }
 
   async close(): Promise<void> {

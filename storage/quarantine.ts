@@ -31,6 +31,14 @@ export interface QuarantinedRecord {
   recordJson: string;
 }
 
+/** The columns of quarantined_records that a quarantine fills, in the order of quarantineValues. */
+export const QUARANTINE_COLUMNS =
+  'digest, record_id, record_ts, quarantined_at, error_code, error_message, record_json';
+
+export function quarantineValues(e: QuarantinedRecord): (string | number | null)[] {
+  return [e.digest, e.recordId, e.recordTs, e.quarantinedAt, e.errorCode, e.errorMessage, e.recordJson];
+}
+
 /** Longest record id kept in quarantined_records (gateway ids are 36 characters; a hand-edited spill file may hold anything). */
 export const RECORD_ID_MAX = 256;
 

@@ -11,6 +11,9 @@
  * statement. The cut-off is stored (storage_marks, migration 007) before the first batch, so that readers know
  * from then on which records may be gone.
  */
+import { toNumber } from './codec';
+import type { SqlDialect } from './dialect';
+import type { Exec } from './query/run';
 import { DAY_MS, floorDay } from './rollup';
 
 /** The storage_marks row holding the retention's cut-off. */
@@ -20,6 +23,12 @@ export const RECORDS_KEPT_FROM = 'records_kept_from';
 export const RAISE_MARK_SQL = `INSERT INTO storage_marks (name, value) VALUES (?, ?)
 ON CONFLICT (name) DO UPDATE SET value = CASE WHEN excluded.value > storage_marks.value THEN excluded.value ELSE storage_marks.value END`;
 export const READ_MARK_SQL = 'SELECT value FROM storage_marks WHERE name = ?';
+
+/** The stored cut-off (UsageStore.recordsKeptFrom): null while no retention ran. */
+export async function readRecordsKeptFrom(d: SqlDialect, exec: Exec): Promise<number | null> {
+  const [row] = await exec({ sql: d.sql(READ_MARK_SQL), params: [RECORDS_KEPT_FROM] });
+  return row ? toNumber(row.value) : null;
+}
 
 /**
  * Records before this are deleted: the start of the UTC day `days` days before today. Each record is kept at least

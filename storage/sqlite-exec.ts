@@ -5,6 +5,9 @@
 import type Database from 'better-sqlite3';
 import type { Exec } from './query/run';
 
+/** `?, ?, ?` for n values. */
+export const placeholders = (n: number): string => Array.from({ length: n }, () => '?').join(', ');
+
 /** Prepared statements kept per SQL text. */
 const STATEMENT_CACHE = 256;
 

@@ -9,37 +9,21 @@ import { access } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { UsageRecord } from '../core/usage';
-import { RECORD_COLUMNS, dedupeById, flag, recordValues, toNumber } from './codec';
-import { COUNTER_COLUMNS } from './counters';
+import { dedupeById } from './codec';
 import { sqliteDialect as d } from './dialect';
 import { KEY_COLUMNS, checkNewKey, keyFromRow, keyValues } from './keys';
 import { LATEST_VERSION, SCHEMA_MIGRATIONS_DDL, newerVersions, pendingMigrations } from './migrations/index';
 import { listTagKeys } from './query/dimensions';
 import { listPage } from './query/list';
 import { runUsageQuery, type Exec } from './query/run';
-import { repriceDeltas, repriceRecords, type Change } from './reprice';
+import { repriceRecords } from './reprice';
 import type { ReadSource } from './read-connection';
-import { sqliteExec } from './sqlite-exec';
-import { MaintenanceRuns, RAISE_MARK_SQL, READ_MARK_SQL, RECORDS_KEPT_FROM, deleteInBatches } from './retention';
+import { placeholders, sqliteExec } from './sqlite-exec';
+import { MaintenanceRuns, RAISE_MARK_SQL, RECORDS_KEPT_FROM, deleteInBatches, readRecordsKeptFrom } from './retention';
 import { SqliteWriterThread } from './sqlite-writer';
-import {
-  DAILY_COUNTER_COLUMNS,
-  DAILY_DIM_COLUMNS,
-  DAILY_TABLE,
-  ROLLUP_DIM_COLUMNS,
-  ROLLUP_TABLE,
-  RollupAccumulator,
-  TAG_DAILY_DIM_COLUMNS,
-  TAG_DAILY_TABLE,
-  TAG_ROLLUP_DIM_COLUMNS,
-  TAG_ROLLUP_TABLE,
-  TAG_SET_DAILY_DIM_COLUMNS,
-  TAG_SET_DAILY_TABLE,
-  rollupUpsertSql,
-  type RollupDeltas,
-} from './rollup';
+import { prepareWrites, type SqliteWrites } from './sqlite-writes';
 import type { QuarantinedRecord } from './quarantine';
-import { RECORD_TAG_SET_COLUMN, TagSetIds, tagSetKey, tagSetMembers } from './tag-sets';
+import { TagSetIds } from './tag-sets';
 import type {
   GatewayKey,
   InsertResult,
@@ -73,7 +57,6 @@ export interface SqliteStoreOptions {
   logger?: StorageLogger;
 }
 
-const placeholders = (n: number): string => Array.from({ length: n }, () => '?').join(', ');
 /**
  * insertBatch waits at most this long for another connection's write lock (e.g. `tollgate usage reprice`):
  * SQLite's busy wait runs on the event loop and would stall every proxied request, while the write queue
@@ -106,7 +89,7 @@ export class SqliteUsageStore implements UsageStore {
   /** Read statements return integers as bigint (exact money); the shared decoders convert. */
   private readonly exec: Exec;
   private readonly log?: StorageLogger;
-  private writes?: ReturnType<SqliteUsageStore['prepareWrites']>;
+  private writes?: SqliteWrites;
   private readonly busyTimeoutMs: number;
   private readonly writer?: SqliteWriterThread;
   /** Tag set ids of the connection that writes (the writer thread has its own store and cache). */
@@ -163,133 +146,6 @@ export class SqliteUsageStore implements UsageStore {
     return { applied: done, version: Math.max(0, ...applied, ...done) };
   }
 
-  /** Write statements, prepared once the tables exist. */
-  private prepareWrites() {
-    const db = this.db;
-    const insertRecords = db.prepare(
-      `INSERT INTO usage_records (${RECORD_COLUMNS.join(', ')}, ${RECORD_TAG_SET_COLUMN}) VALUES (${placeholders(RECORD_COLUMNS.length + 1)}) ON CONFLICT (id) DO NOTHING`,
-    );
-    const baseSource = `VALUES (${placeholders(ROLLUP_DIM_COLUMNS.length + COUNTER_COLUMNS.length)})`;
-    const tagSource = `VALUES (${placeholders(TAG_ROLLUP_DIM_COLUMNS.length + COUNTER_COLUMNS.length)})`;
-    const upsertBase = db.prepare(rollupUpsertSql(ROLLUP_TABLE, ROLLUP_DIM_COLUMNS, baseSource));
-    const upsertTag = db.prepare(rollupUpsertSql(TAG_ROLLUP_TABLE, TAG_ROLLUP_DIM_COLUMNS, tagSource));
-    const daily = (table: string, dims: readonly string[]) =>
-      db.prepare(
-        rollupUpsertSql(
-          table,
-          dims,
-          `VALUES (${placeholders(dims.length + DAILY_COUNTER_COLUMNS.length)})`,
-          DAILY_COUNTER_COLUMNS,
-        ),
-      );
-    const upsertDaily = daily(DAILY_TABLE, DAILY_DIM_COLUMNS);
-    const upsertTagDaily = daily(TAG_DAILY_TABLE, TAG_DAILY_DIM_COLUMNS);
-    const upsertTagSetDaily = daily(TAG_SET_DAILY_TABLE, TAG_SET_DAILY_DIM_COLUMNS);
-    const applyDeltas = (deltas: RollupDeltas): void => {
-      // Rows bound as arguments, as the records below (cheaper than one array).
-      for (const row of deltas.base) upsertBase.run(...row);
-      for (const row of deltas.tags) upsertTag.run(...row);
-      for (const row of deltas.daily) upsertDaily.run(...row);
-      for (const row of deltas.tagDaily) upsertTagDaily.run(...row);
-      for (const row of deltas.tagSetDaily) upsertTagSetDaily.run(...row);
-    };
-    const tagSets = this.prepareTagSets();
-    const insert = db.transaction((records: UsageRecord[], found: Map<string, number>): number => {
-      tagSets.checkSchema();
-      const acc = new RollupAccumulator();
-      let inserted = 0;
-      for (const r of records) {
-        const setId = tagSets.id(r, found);
-        // changes === 0: the id is already stored (retried batch) -> no rollup increment. The values are passed as
-        // arguments, not as one array: better-sqlite3 binds arguments with about half the instructions.
-        if (insertRecords.run(...recordValues(r).map(d.bind), setId).changes === 0) continue;
-        inserted++;
-        acc.add(r, setId);
-      }
-      applyDeltas(acc.result());
-      return inserted;
-    });
-    // Compare-and-set: only a record still carrying the old values is changed (and corrected in the rollups).
-    const updateCost = db.prepare(
-      'UPDATE usage_records SET cost_pico = ?, provenance = ?, price_version = ?, usage_source = ?, price_id = ?, cost_disagrees = ? ' +
-        'WHERE id = ? AND cost_pico IS ? AND provenance = ? AND price_version IS ?',
-    );
-    const reprice = db.transaction((changes: Change[], found: Map<string, number>): Change[] => {
-      tagSets.checkSchema();
-      const done = changes.filter(
-        ({ old, next }) =>
-          updateCost.run(
-            next.costPico,
-            next.provenance,
-            next.priceVersion,
-            next.usageSource ?? null,
-            next.priceId ?? null,
-            flag(next.costDisagrees),
-            old.id,
-            old.costPico,
-            old.provenance,
-            old.priceVersion,
-          ).changes === 1,
-      );
-      applyDeltas(
-        repriceDeltas(
-          done,
-          done.map((c) => tagSets.id(c.old, found)),
-        ).result(),
-      );
-      return done;
-    });
-    const insertQuarantined = db.prepare(
-      'INSERT INTO quarantined_records (digest, record_id, record_ts, quarantined_at, error_code, error_message, record_json) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (digest) DO NOTHING',
-    );
-    const quarantine = db.transaction((entries: readonly QuarantinedRecord[]): void => {
-      for (const e of entries)
-        insertQuarantined.run(
-          e.digest,
-          e.recordId,
-          e.recordTs,
-          e.quarantinedAt,
-          e.errorCode,
-          e.errorMessage,
-          e.recordJson,
-        );
-    });
-    return { insert, reprice, quarantine };
-  }
-
-  /**
-   * id(r, found): the id of a record's tag set, created with its members when new; called inside a write
-   * transaction, which collects the ids it found or created in `found`, cached once it commits (withTagSets).
-   * checkSchema() at the start of each transaction drops the cache when the schema changed since it was filled
-   * (e.g. a migration rebuilt the tables from another connection): set ids never change otherwise.
-   */
-  private prepareTagSets(): { checkSchema(): void; id(r: UsageRecord, found: Map<string, number>): number } {
-    const db = this.db;
-    const schemaVersion = db.prepare('PRAGMA schema_version').pluck();
-    const find = db.prepare('SELECT id FROM tag_sets WHERE canon = ?').pluck();
-    const insertSet = db.prepare('INSERT INTO tag_sets (canon) VALUES (?)');
-    const insertMember = db.prepare('INSERT INTO tag_set_members (set_id, key, value) VALUES (?, ?, ?)');
-    let cachedFor: unknown;
-    const checkSchema = (): void => {
-      const version = schemaVersion.get();
-      if (version !== cachedFor) this.tagSets.clear();
-      cachedFor = version;
-    };
-    const id = (r: UsageRecord, found: Map<string, number>): number => {
-      const key = tagSetKey(r);
-      let id = this.tagSets.get(key) ?? found.get(key);
-      if (id !== undefined) return id;
-      id = find.get(key) as number | undefined;
-      if (id === undefined) {
-        id = Number(insertSet.run(key).lastInsertRowid);
-        for (const [k, v] of tagSetMembers(key)) insertMember.run(id, k, v);
-      }
-      found.set(key, id);
-      return id;
-    };
-    return { checkSchema, id };
-  }
-
   /** A write transaction that may find or create tag sets: their ids are cached only if it commits. */
   private withTagSets<T>(write: (found: Map<string, number>) => T): T {
     const found = new Map<string, number>();
@@ -298,8 +154,9 @@ export class SqliteUsageStore implements UsageStore {
     return out;
   }
 
-  private get w(): ReturnType<SqliteUsageStore['prepareWrites']> {
-    return (this.writes ??= this.prepareWrites());
+  /** Write statements, prepared once the tables exist (storage/sqlite-writes.ts). */
+  private get w(): SqliteWrites {
+    return (this.writes ??= prepareWrites(this.db, this.tagSets));
   }
 
   async insertBatch(records: readonly UsageRecord[]): Promise<InsertResult> {
@@ -432,9 +289,8 @@ export class SqliteUsageStore implements UsageStore {
     };
   }
 
-  async recordsKeptFrom(): Promise<number | null> {
-    const [row] = await this.exec({ sql: READ_MARK_SQL, params: [RECORDS_KEPT_FROM] });
-    return row ? toNumber(row.value) : null;
+  recordsKeptFrom(): Promise<number | null> {
+    return readRecordsKeptFrom(d, this.exec);
   }
 
   /**

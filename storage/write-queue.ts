@@ -18,6 +18,7 @@
  */
 import { basename, dirname, join } from 'node:path';
 import type { UsageRecord } from '../core/usage';
+import { isolateRefused, type Isolated } from './isolate-refused';
 import { Quarantine, quarantineRecord, quarantineSpillLine } from './quarantine';
 import { RecordDeque } from './record-deque';
 import { SpillFile, type SpillBatch } from './spill-file';
@@ -72,15 +73,6 @@ export interface WriteQueueStats {
 
 /** The store as the queue uses it; without quarantine(), refused records go to the quarantine file. */
 type BatchWriter = Pick<UsageStore, 'insertBatch'> & Partial<Pick<UsageStore, 'quarantine'>>;
-
-/** What splitting a refused batch found. */
-interface Isolated {
-  /** Records refused alone, with the error. */
-  refused: { record: UsageRecord; err: unknown }[];
-  /** Records not written because the store became unavailable (`failure`) during the split. */
-  left: UsageRecord[];
-  failure?: unknown;
-}
 
 /**
  * What a pump run writes besides full batches: 'full' nothing more (more records are on their way), 'waiting' the
@@ -307,7 +299,7 @@ export class UsageWriteQueue {
         'usage store refused a batch for its content: splitting it to quarantine the refused record(s)',
       );
       const found: Isolated = { refused: [], left: [] };
-      await this.isolate(batch, err, found);
+      await isolateRefused(batch, err, (part) => this.insert(part), found);
       const refused = found.refused.map((r) => r.record);
       // While the store is unavailable, refused records wait with the rest (they are split out again on the retry).
       if (found.failure !== undefined) return this.failed(found.failure, [...refused, ...found.left]);
@@ -329,43 +321,6 @@ export class UsageWriteQueue {
       this.opts.writeTimeoutMs,
     );
     this.counters.written += batch.length;
-  }
-
-  /**
-   * Splits a batch the store refused for its content (`err`) until each refused record is alone, writing the parts
-   * it takes as it goes. When the first half is taken, the second one holds what the whole was refused for: it is
-   * split at once, without writing it whole first (a record is only ever called refused after it failed alone).
-   * Stops when the store becomes unavailable: what was not written yet is `left`.
-   */
-  private async isolate(batch: UsageRecord[], err: unknown, found: Isolated): Promise<void> {
-    if (batch.length === 1) {
-      found.refused.push({ record: batch[0], err });
-      return;
-    }
-    const mid = Math.ceil(batch.length / 2);
-    const halves = [batch.slice(0, mid), batch.slice(mid)];
-    let firstTaken = false;
-    for (const [i, half] of halves.entries()) {
-      if (found.failure !== undefined) {
-        found.left.push(...half);
-        continue;
-      }
-      if (i === 1 && firstTaken && half.length > 1) {
-        await this.isolate(half, err, found);
-        continue;
-      }
-      try {
-        await this.insert(half);
-        firstTaken = i === 0;
-      } catch (e) {
-        if (isContentError(e)) {
-          await this.isolate(half, e, found);
-        } else {
-          found.failure = e;
-          found.left.push(...half);
-        }
-      }
-    }
   }
 
   /** Counts a failed write and schedules the retry; returns the batch (still to be written). */

@@ -7,8 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { z } from 'zod';
-import type { ErrorCode } from '../../core/errors';
-import { BUCKETS_MAX, GROUP_BY_MAX, INTERVAL_ROWS_MAX, LIMIT_DEFAULT, LIMIT_MAX } from '../query-params';
+import { BUCKETS_MAX } from '../query-params';
 import { SERIES_VALUES_MAX } from '../dashboard/api';
 import {
   answerSchemas,
@@ -16,7 +15,6 @@ import {
   CreatedKeyAnswer,
   CreateKeyRequest,
   DimensionsAnswer,
-  errorBody,
   HealthAnswer,
   InfoAnswer,
   ReadinessAnswer,
@@ -26,132 +24,20 @@ import {
   SeriesAnswer,
   UsageAnswer,
 } from './answers';
-
-type Json = Record<string, unknown>;
-
-const COMPONENTS = '#/components/schemas/';
-
-/** A schema: a component ($ref) when it has an id, inline JSON Schema otherwise. */
-function schemaOf(schema: z.ZodType): Json {
-  const id = answerSchemas.get(schema)?.id;
-  if (id) return { $ref: `${COMPONENTS}${id}` };
-  return bare(z.toJSONSchema(schema, { unrepresentable: 'throw' }) as Json);
-}
-
-/** toJSONSchema marks each schema as a whole document ($schema, $id); inside OpenAPI they are parts of one. */
-function bare({ $schema: _schema, $id: _id, ...rest }: Json): Json {
-  return rest;
-}
-
-const json = (schema: z.ZodType, description: string) => ({
-  description,
-  content: { 'application/json': { schema: schemaOf(schema) } },
-});
-
-const error = (description: string, codes: ErrorCode[], headers?: Json) => ({
-  description: `${description} (code: ${codes.join(', ')})`,
-  ...(headers ? { headers } : {}),
-  content: { 'application/json': { schema: bare(z.toJSONSchema(errorBody(codes)) as Json) } },
-});
-
-const retryAfter = {
-  description: 'Seconds to wait before trying again.',
-  required: true,
-  schema: { type: 'string', pattern: '^[0-9]+$' },
-};
-
-const responses = {
-  InvalidQuery: error('A query parameter is malformed; param names it', ['invalid_body']),
-  InvalidUsageQuery: error(
-    `A query parameter is malformed, or the range holds more than ${BUCKETS_MAX} buckets of the interval (or, grouped, more than ${INTERVAL_ROWS_MAX} rows: limit x buckets); param names it, the message the limit`,
-    ['invalid_body', 'range_too_large'],
-  ),
-  QueryFailed: error(
-    'The query ran past admin.query_timeout_ms, or needed more memory than the admin reader thread may use: it was cancelled, and the gateway serves on. Narrow the range or the filters',
-    ['query_timeout', 'query_too_large'],
-  ),
-  Unauthorized: error('Missing or invalid admin token', ['gateway_key_invalid']),
-  AuthBlocked: error('Too many wrong admin tokens from this client address: blocked for a while', ['auth_blocked'], {
-    'Retry-After': retryAfter,
-  }),
-  InternalError: error(
-    'The gateway failed (the store is unreachable...); details are in its log, never in the answer',
-    ['internal_error'],
-  ),
-};
-const ref = (name: keyof typeof responses) => ({ $ref: `#/components/responses/${name}` });
-
-/** Errors any token-protected route may answer. */
-const guarded = { '401': ref('Unauthorized'), '429': ref('AuthBlocked'), '500': ref('InternalError') };
-/** ...and those of a route that reads the store (on the admin API's reader thread, within the time limit). */
-const reading = { ...guarded, '503': ref('QueryFailed') };
-
-// ---------------------------------------------------------------- parameters
-
-const param = (name: string, schema: z.ZodType, description: string, extra: Json = {}) => ({
-  name,
-  in: 'query',
-  description,
-  schema: bare(z.toJSONSchema(schema) as Json),
-  ...extra,
-});
-
-const rangeParams = [
-  param(
-    'from',
-    z.string(),
-    'Start of the range (inclusive): epoch milliseconds or an ISO 8601 date. Default: 30 days before `to`.',
-    {
-      examples: { epoch: { value: '1735689600000' }, iso: { value: '2025-01-01T00:00:00Z' } },
-    },
-  ),
-  param(
-    'to',
-    z.string(),
-    'End of the range (exclusive): epoch milliseconds or an ISO 8601 date. Default: now. Must be after `from`.',
-  ),
-  param(
-    'filter',
-    z.record(z.string(), z.string()),
-    'Only records whose dimension has this value: filter[<dimension>]=<value>, repeatable. A dimension is a built-in (provider, model, requested_model, endpoint, workspace, key_id, status) or any tag key (`tag:<key>` for a tag named like a built-in). "(none)" matches an absent built-in value, "(untagged)" a record without the tag.',
-    { style: 'deepObject', explode: true, examples: { tag: { value: { customer_id: 'acme' } } } },
-  ),
-];
-
-const groupBy = (max: number) =>
-  param(
-    'group_by',
-    z.array(z.string()).max(max),
-    `Dimensions to group by (at most ${max}), comma-separated or repeated: built-ins or tag keys.`,
-    { style: 'form', explode: false },
-  );
-
-const intervalParam = (description: string) => param('interval', z.enum(['hour', 'day']), description);
-
-// ---------------------------------------------------------------- paths
-
-const pageParams = (what: string) => [
-  param('limit', z.number().int().min(1).max(LIMIT_MAX).default(LIMIT_DEFAULT), `Page size: ${what} in one answer.`),
-  param('cursor', z.string(), 'next_cursor of the previous page.'),
-];
-
-const usageQuery = [
-  ...rangeParams,
-  groupBy(GROUP_BY_MAX),
-  intervalParam(
-    `Also split every group by UTC hour or day (rows then carry bucket): at most ${BUCKETS_MAX} buckets in the range.`,
-  ),
-  param(
-    'limit',
-    z.number().int().min(1).max(LIMIT_MAX).default(LIMIT_DEFAULT),
-    'Groups in one answer: the most expensive, from offset; the others are summed in other.',
-  ),
-  param(
-    'offset',
-    z.number().int().min(0).default(0),
-    'Rank of the first group of the page (next_offset of the previous page).',
-  ),
-];
+import { groupBy, intervalParam, pageParams, param, rangeParams, usageQuery } from './parameters';
+import {
+  bare,
+  COMPONENTS,
+  error,
+  guarded,
+  json,
+  reading,
+  ref,
+  responses,
+  retryAfter,
+  schemaOf,
+  type Json,
+} from './responses';
 
 const paths = {
   '/api/openapi.json': {

@@ -13,7 +13,7 @@ import type { ReadConnection } from '../../storage/read-connection';
 import type { Interval, ListRequestsQuery, UsageFilter, UsageQuery } from '../../storage/store';
 import { usageCsv } from '../dashboard/csv';
 import { seriesAnswer, type SeriesParams } from '../dashboard/series';
-import { READ_MARK_SQL, RECORDS_KEPT_FROM } from '../../storage/retention';
+import { readRecordsKeptFrom } from '../../storage/retention';
 import { groupRowJson, recordJson, retentionJson, totalsJson } from '../serialize';
 
 /** GET /api/usage and /api/usage.csv, parsed (admin/query-params.ts). */
@@ -31,12 +31,7 @@ const jsonBytes = (body: unknown): Buffer => Buffer.from(JSON.stringify(body));
 export function readOps({ dialect: d, exec }: Pick<ReadConnection, 'dialect' | 'exec'>) {
   const queryUsage = (q: UsageQuery) => runUsageQuery(d, exec, q);
   /** Retention's cut-off (UsageStore.recordsKeptFrom), read on this connection. */
-  const keptFrom = {
-    async recordsKeptFrom(): Promise<number | null> {
-      const [row] = await exec({ sql: d.sql(READ_MARK_SQL), params: [RECORDS_KEPT_FROM] });
-      return row ? toNumber(row.value) : null;
-    },
-  };
+  const keptFrom = { recordsKeptFrom: () => readRecordsKeptFrom(d, exec) };
 
   /** The grouping's page of groups (by cost), "other" for the rest, and the total. */
   async function usagePage(p: UsageParams) {
