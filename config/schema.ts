@@ -182,6 +182,20 @@ export const gatewayConfigSchema = z
         upload_spool_from: z.union([z.literal(false), byteSize]).default(1024 * 1024),
         /** Where spooled uploads are written (default: the OS temp dir). Files are unlinked at once and never outlive their request. */
         upload_spool_dir: z.string().min(1).optional(),
+        /**
+         * Request-body bytes held in memory across the requests in flight (runtime/memory-policy.ts); a body that
+         * does not fit is refused with 503 gateway_busy before it is read. Spooled and streamed uploads do not count.
+         */
+        max_buffered_bytes: byteSize.default(512 * 1024 * 1024),
+      })
+      .superRefine((server, ctx) => {
+        // Below the body limit, a body between the two could never be taken: its client would retry forever.
+        if (server.max_buffered_bytes < server.body_limit)
+          ctx.addIssue({
+            code: 'custom',
+            path: ['max_buffered_bytes'],
+            message: `must be at least server.body_limit (${server.body_limit} bytes), or a body between the two could never be taken`,
+          });
       })
       .prefault({}),
     /** The admin API (and later the dashboard): its own listener, never on the proxy port. */
