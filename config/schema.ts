@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { JSON_BODY_COPIES } from '../core/body-memory';
 import type { LockoutOptions } from '../core/lockout';
 import { pricingConfigSchema } from '../pricing/config';
 import { ENDPOINT_KEYS, USAGE_PARSER_NAMES } from '../providers/registry';
@@ -184,17 +185,19 @@ export const gatewayConfigSchema = z
         upload_spool_dir: z.string().min(1).optional(),
         /**
          * Request-body bytes held in memory across the requests in flight (runtime/memory-policy.ts); a body that
-         * does not fit is refused with 503 gateway_busy before it is read. Spooled and streamed uploads do not count.
+         * does not fit is refused with 503 gateway_busy before it is read. A JSON body counts twice (its bytes and
+         * its parsed form); spooled and streamed uploads do not count.
          */
         max_buffered_bytes: byteSize.default(512 * 1024 * 1024),
       })
       .superRefine((server, ctx) => {
-        // Below the body limit, a body between the two could never be taken: its client would retry forever.
-        if (server.max_buffered_bytes < server.body_limit)
+        // Smaller, a JSON body near the body limit could never be taken: its client would retry forever.
+        const least = JSON_BODY_COPIES * server.body_limit;
+        if (server.max_buffered_bytes < least)
           ctx.addIssue({
             code: 'custom',
             path: ['max_buffered_bytes'],
-            message: `must be at least server.body_limit (${server.body_limit} bytes), or a body between the two could never be taken`,
+            message: `must be at least twice server.body_limit (${least} bytes): a JSON body counts twice, its bytes and its parsed form`,
           });
       })
       .prefault({}),

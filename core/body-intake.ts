@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { modelField, multipartFields, parseJsonBody, readBody } from './body';
-import { bodyHeld, type BodyMemoryBudget } from './body-memory';
+import { bodyHeld, JSON_BODY_COPIES, type BodyMemoryBudget } from './body-memory';
 import type { GatewayContext } from './context';
 import type { EndpointSpec } from './endpoints';
 import { GatewayError } from './errors';
@@ -37,8 +37,9 @@ const FIRST_READ_BYTES = 64 * 1024;
  * - A large multipart upload goes through the upload spool: streamed through, or received into a temporary file.
  *   Either way it holds a few chunks of memory, not its size, and takes nothing from the memory budget.
  * - Any other body is read whole into memory, within the budget (server.max_buffered_bytes): a declared length is
- *   reserved before a byte is read; a body sent without one is counted as it arrives. A body that does not fit is
- *   refused with 503 gateway_busy and Retry-After, and the connection is closed rather than read to its end.
+ *   reserved before a byte is read (a JSON body twice: JSON_BODY_COPIES); a body sent without one is counted as it
+ *   arrives. A body that does not fit is refused with 503 gateway_busy and Retry-After, and the connection is
+ *   closed rather than read to its end.
  */
 export class BodyIntake {
   constructor(private readonly options: BodyIntakeOptions) {}
@@ -55,7 +56,7 @@ export class BodyIntake {
       return;
     }
     const declared = Number(req.headers['content-length']); // NaN when sent chunked
-    const received = this.reserve(hold, declared);
+    const received = this.reserve(hold, declared, multipart ? 1 : JSON_BODY_COPIES);
     // A body held whole is reported to the memory policy until the request is over: from the start when its
     // length is declared, once read when it was sent without one.
     hold.held = bodyHeld(declared);
@@ -72,20 +73,23 @@ export class BodyIntake {
   }
 
   /**
-   * Reserves a body's bytes before it is read: its declared length (one over the body limit is left to the 413),
-   * or a first read's worth; for the latter, returns what grows the reservation as the body arrives.
+   * Reserves what a body will hold before it is read: `copies` times its declared length (a length over the body
+   * limit is left to the 413), or a first read's worth; for the latter, returns what grows the reservation as the
+   * body arrives.
    */
-  private reserve(hold: HeldBody, declared: number): ((size: number) => void) | undefined {
+  private reserve(hold: HeldBody, declared: number, copies: number): ((size: number) => void) | undefined {
     const budget = this.options.memoryBudget;
     if (!budget || declared > this.options.bodyLimit) return undefined;
     const known = declared >= 0;
-    if (!budget.reserve(known ? declared : FIRST_READ_BYTES)) throw gatewayBusy();
-    hold.reserved = known ? declared : FIRST_READ_BYTES;
+    const first = known ? declared * copies : FIRST_READ_BYTES;
+    if (!budget.reserve(first)) throw gatewayBusy();
+    hold.reserved = first;
     if (known) return undefined;
     return (size) => {
-      if (size <= hold.reserved) return;
-      if (!budget.reserve(size - hold.reserved)) throw gatewayBusy();
-      hold.reserved = size;
+      const needed = size * copies;
+      if (needed <= hold.reserved) return;
+      if (!budget.reserve(needed - hold.reserved)) throw gatewayBusy();
+      hold.reserved = needed;
     };
   }
 

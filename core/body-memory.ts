@@ -44,3 +44,10 @@ export interface BodyMemoryBudget {
   /** Returns `bytes` reserved earlier. */
   release(bytes: number): void;
 }
+
+/**
+ * A JSON body counts twice against the budget: its bytes, and its parsed form (the context's json), kept for routing
+ * and plugins while the request is in flight and about as large for text. A form's plain fields are small: its
+ * bytes count once.
+ */
+export const JSON_BODY_COPIES = 2;

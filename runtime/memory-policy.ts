@@ -138,8 +138,9 @@ export const bodyMemoryPolicy: BodyMemoryObserver = {
 /**
  * server.max_buffered_bytes: request-body bytes held in memory across the requests in flight. Without a bound,
  * enough concurrent bodies just under the body limit hold more memory than a small machine has; with it, a body
- * that does not fit is refused (503 gateway_busy) before it is read.
- * Bodies received into the upload spool or streamed through hold a few chunks each and are not counted.
+ * that does not fit is refused (503 gateway_busy) before it is read. A JSON body counts twice, its bytes and its
+ * parsed form (JSON_BODY_COPIES); uploads received into the spool or streamed through hold a few chunks each and
+ * are not counted.
  */
 export class BufferedBodyCap implements BodyMemoryBudget {
   /** Bytes reserved by the requests in flight (the tollgate_buffered_request_bytes gauge). */
