@@ -153,7 +153,7 @@ const crowdCell = (c) =>
     ? `${n(c.cap_mib)} MiB: ${n(c.held)} read, ${n(c.refused)} refused (503 \`gateway_busy\`); RSS ${mb(c.rss_before_mb)} before, ${mb(c.rss_during_mb)} while held, peak ${mb(c.rss_peak_mb)} (bound +${n(c.bound_mb)} MB), ${mb(c.rss_after_mb)} after`
     : 'not measured';
 out.push(
-  `| Request bodies held in memory (\`server.max_buffered_bytes\`): ${n(crowdDefault?.uploads)} concurrent unfinished ${n(crowdDefault?.upload_mib)} MiB uploads, real process | RSS peak within the bound + 96 MB; 0 reserved once they end | default ${crowdCell(crowdDefault)}; ${crowdCell(crowdSmall)} |`,
+  `| Request bodies held in memory (\`server.max_buffered_bytes\`): ${n(crowdDefault?.uploads)} concurrent unfinished ${n(crowdDefault?.upload_mib)} MiB uploads, real process | RSS peak within the bound + 128 MB; 0 reserved once they end | default ${crowdCell(crowdDefault)}; ${crowdCell(crowdSmall)} |`,
 );
 out.push(
   `| Huge provider answers (${n(huge?.json_mb)} MB JSON, ${n(huge?.stream_mb)} MB SSE) | + 16 MB after | ${mb(huge?.heap_before_mb)} → ${mb(huge?.heap_after_mb)} |`,

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import { request } from 'undici';
-import { OPENAI_KEY, type TestGateway, useGateway } from '../helpers/gateway';
+import { type TestGateway, useGateway } from '../helpers/gateway';
+import { jsonHeaders } from '../helpers/reliability';
 import { TestUpstream } from '../helpers/upstream';
 import { waitFor } from '../helpers/wait';
 
@@ -25,18 +26,8 @@ providers:
 
   const held = () => gw.gateway.bufferedBodies.held;
   const nothingHeld = () => waitFor(() => held() === 0, 5000, 'every reservation released');
-  const post = (path: string, body: string | Buffer, extra: Record<string, string> = {}, signal?: AbortSignal) =>
-    request(`${gw.url}${path}`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        'x-gateway-key': gw.key,
-        authorization: `Bearer ${OPENAI_KEY}`,
-        ...extra,
-      },
-      body,
-      signal,
-    });
+  const post = (body: string, signal?: AbortSignal) =>
+    request(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: jsonHeaders(gw), body, signal });
   /** A stream whose second chunk the provider holds back long after the test is done with it. */
   const stalledStream = (contentType: string) =>
     upstream.respondWith(() => ({
@@ -49,7 +40,7 @@ providers:
     stalledStream('text/event-stream');
     const body = JSON.stringify({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'x' }] });
     const abort = new AbortController();
-    const res = await post('/v1/chat/completions', body, {}, abort.signal);
+    const res = await post(body, abort.signal);
     expect(res.statusCode).to.equal(200);
     await res.body[Symbol.asyncIterator]().next(); // the first event arrived: the request is mid-stream
     expect(held(), 'its bytes and its parsed form').to.equal(2 * Buffer.byteLength(body));
@@ -61,20 +52,17 @@ providers:
     const chat = (extra: object = {}) =>
       JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], ...extra });
     const outcomes: [string, () => Promise<number>][] = [
-      ['answered', () => post('/v1/chat/completions', chat()).then(statusOf)],
-      ['streamed to its end', () => post('/v1/chat/completions', chat({ stream: true })).then(statusOf)],
-      ['invalid JSON', () => post('/v1/chat/completions', '{"model":').then(statusOf)],
-      ['a model name too long', () => post('/v1/chat/completions', chat({ model: 'm'.repeat(300) })).then(statusOf)],
-      [
-        'over the body limit',
-        () => post('/v1/chat/completions', chat({ pad: 'x'.repeat(2 * 2 ** 20) })).then(statusOf),
-      ],
-      ['an unreachable provider', () => post('/v1/chat/completions', chat({ model: 'closed-1' })).then(statusOf)],
+      ['answered', () => post(chat()).then(statusOf)],
+      ['streamed to its end', () => post(chat({ stream: true })).then(statusOf)],
+      ['invalid JSON', () => post('{"model":').then(statusOf)],
+      ['a model name too long', () => post(chat({ model: 'm'.repeat(300) })).then(statusOf)],
+      ['over the body limit', () => post(chat({ pad: 'x'.repeat(2 * 2 ** 20) })).then(statusOf)],
+      ['an unreachable provider', () => post(chat({ model: 'closed-1' })).then(statusOf)],
       [
         'a provider error',
         () => {
           upstream.respondWith(() => ({ status: 500, body: Buffer.from('{"error":{"message":"boom"}}') }));
-          return post('/v1/chat/completions', chat()).then(statusOf);
+          return post(chat()).then(statusOf);
         },
       ],
     ];
@@ -103,11 +91,7 @@ providers:
     const abort = new AbortController();
     const res = await request(`${gw.url}/v1/audio/transcriptions`, {
       method: 'POST',
-      headers: {
-        'content-type': encoded.headers.get('content-type')!,
-        'x-gateway-key': gw.key,
-        authorization: `Bearer ${OPENAI_KEY}`,
-      },
+      headers: jsonHeaders(gw, { 'content-type': encoded.headers.get('content-type')! }),
       body: Buffer.from(await encoded.arrayBuffer()),
       signal: abort.signal,
     });
