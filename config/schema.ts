@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { JSON_BODY_COPIES } from '../core/body-memory';
 import type { LockoutOptions } from '../core/lockout';
 import { pricingConfigSchema } from '../pricing/config';
 import { ENDPOINT_KEYS, USAGE_PARSER_NAMES } from '../providers/registry';
@@ -182,6 +183,22 @@ export const gatewayConfigSchema = z
         upload_spool_from: z.union([z.literal(false), byteSize]).default(1024 * 1024),
         /** Where spooled uploads are written (default: the OS temp dir). Files are unlinked at once and never outlive their request. */
         upload_spool_dir: z.string().min(1).optional(),
+        /**
+         * Request-body bytes held in memory across the requests in flight (runtime/memory-policy.ts); a body that
+         * does not fit is refused with 503 gateway_busy before it is read. A JSON body counts twice (its bytes and
+         * its parsed form); spooled and streamed uploads do not count.
+         */
+        max_buffered_bytes: byteSize.default(512 * 1024 * 1024),
+      })
+      .superRefine((server, ctx) => {
+        // Smaller, a JSON body near the body limit could never be taken: its client would retry forever.
+        const least = JSON_BODY_COPIES * server.body_limit;
+        if (server.max_buffered_bytes < least)
+          ctx.addIssue({
+            code: 'custom',
+            path: ['max_buffered_bytes'],
+            message: `must be at least twice server.body_limit (${least} bytes): a JSON body counts twice, its bytes and its parsed form`,
+          });
       })
       .prefault({}),
     /** The admin API (and later the dashboard): its own listener, never on the proxy port. */

@@ -32,3 +32,22 @@ export function bodySpooled(): () => void {
 export function bodyRelayed(bytes: number): void {
   observer.bodyRelayed(bytes);
 }
+
+/**
+ * The bound on request-body bytes held in memory across the requests in flight (server.max_buffered_bytes), given
+ * to the proxy by the runtime (runtime/memory-policy.ts). A body is reserved before it is read into memory and
+ * released once its request is over (core/body-intake.ts): an integer add and a subtraction per request.
+ */
+export interface BodyMemoryBudget {
+  /** Reserves `bytes` more; false, reserving nothing, when that would pass the bound. */
+  reserve(bytes: number): boolean;
+  /** Returns `bytes` reserved earlier. */
+  release(bytes: number): void;
+}
+
+/**
+ * A JSON body counts twice against the budget: its bytes, and its parsed form (the context's json), kept for routing
+ * and plugins while the request is in flight and about as large for text. A form's plain fields are small: its
+ * bytes count once.
+ */
+export const JSON_BODY_COPIES = 2;

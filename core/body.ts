@@ -84,8 +84,11 @@ export function receiveBody<T>(
   });
 }
 
-/** Reads the whole request body into memory, refusing anything larger than `limit` bytes (413). */
-export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+/**
+ * Reads the whole request body into memory, refusing anything larger than `limit` bytes (413). `received`, when
+ * given, hears the size read so far after each chunk; a throw from it refuses the body with that error.
+ */
+export function readBody(req: IncomingMessage, limit: number, received?: (size: number) => void): Promise<Buffer> {
   try {
     refuseDeclaredOverLimit(req, limit);
   } catch (err) {
@@ -101,6 +104,7 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
     return {
       write(chunk) {
         size += chunk.length;
+        received?.(size);
         if (whole && size <= whole.length) {
           chunk.copy(whole, size - chunk.length);
           return true;

@@ -44,6 +44,8 @@ export const ERROR_CODES = {
   plugin_error: { status: 500, type: 'gateway_error' },
   internal_error: { status: 500, type: 'gateway_error' },
   shutting_down: { status: 503, type: 'gateway_error' },
+  /** Request bodies held in memory reached server.max_buffered_bytes: this one was refused before it was read. */
+  gateway_busy: { status: 503, type: 'gateway_error' },
   /** A large upload could not be written to the spool directory (disk full, not writable): server.upload_spool_dir. */
   upload_storage_failed: { status: 503, type: 'gateway_error' },
   /** An admin query ran past admin.query_timeout_ms and was cancelled. */

@@ -1,6 +1,6 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import { modelField, multipartFields, parseJsonBody, readBody } from './body';
+import { BodyIntake, type BodyIntakeOptions, type HeldBody } from './body-intake';
 import { bodyHeld } from './body-memory';
 import { ModelCatalog } from './catalog';
 import { GatewayContext, secretHeadersFor } from './context';
@@ -15,20 +15,17 @@ import { decodeBody } from './response-body';
 import { StreamTap } from './stream-tap';
 import { upstreamFailure, type UpstreamPools } from './upstream';
 import { UpstreamExchange } from './upstream-exchange';
-import type { ReceivedUpload, UploadSpool } from './upload-spool';
 import type { SseEvent } from './usage';
 import { settleUsage } from './usage-settle';
 
 export { REQUEST_ID_HEADER } from './request-id';
 
-export interface ProxyDeps {
+/** What the proxy works with; how request bodies are received: BodyIntakeOptions. */
+export interface ProxyDeps extends BodyIntakeOptions {
   providers: ProviderRegistry;
   pipeline: PluginPipeline;
   pools: UpstreamPools;
   catalog: ModelCatalog;
-  bodyLimit: number;
-  /** Where large multipart uploads are received; absent: in memory. */
-  uploads?: UploadSpool;
   logger: Logger;
   /** True for a gateway key or the admin token: never sent upstream, even in a provider's credential header. */
   isGatewaySecret?: GatewaySecretCheck;
@@ -48,10 +45,17 @@ const EXPECTED_FAILURES: ReadonlySet<string> = new Set([
   'upstream_unreachable',
   'plugin_error',
   'limits_unavailable',
+  'gateway_busy',
 ]);
 
-/** One request on its way through the proxy: what its steps share, in one object instead of a list of parameters. */
-interface InFlight {
+/** Refusals of a body not read to its end: the connection is closed rather than read on (core/body-intake.ts). */
+const CLOSE_AFTER: ReadonlySet<string> = new Set(['body_too_large', 'gateway_busy']);
+
+/**
+ * One request on its way through the proxy: what its steps share, in one object instead of a list of parameters;
+ * also what its body holds (HeldBody), until the request is over.
+ */
+interface InFlight extends HeldBody {
   readonly gw: GatewayContext;
   readonly req: IncomingMessage;
   readonly res: ServerResponse;
@@ -60,8 +64,6 @@ interface InFlight {
   readonly upstream: UpstreamExchange;
   /** The provider named by X-Gateway-Provider, when the client sent one. */
   explicit: string | undefined;
-  /** A large multipart upload, received or streaming through (core/upload-spool.ts). */
-  upload: ReceivedUpload | undefined;
   /** Watches a streamed answer for usage and the plugins' onStreamEvent. */
   tap: StreamTap | undefined;
   /** The client got the whole answer: the response finished on a live connection. */
@@ -92,11 +94,13 @@ export class GatewayProxy {
   private readonly secretHeaders: ReadonlySet<string>;
   /** Which credential header goes to which provider. */
   private readonly credentials: UpstreamCredentials;
+  private readonly intake: BodyIntake;
 
   constructor(private readonly deps: ProxyDeps) {
     this.requestLog = deps.logger.child({}, { redact: [] });
     this.secretHeaders = secretHeadersFor(deps.providers.list().flatMap((p) => p.auth.headers));
     this.credentials = new UpstreamCredentials(deps.providers.list(), deps.isGatewaySecret);
+    this.intake = new BodyIntake(deps);
   }
 
   async handle(req: IncomingMessage, res: ServerResponse, endpoint: EndpointSpec): Promise<void> {
@@ -121,6 +125,8 @@ export class GatewayProxy {
       upstream: new UpstreamExchange(),
       explicit: undefined,
       upload: undefined,
+      reserved: 0,
+      held: undefined,
       tap: undefined,
       delivered: false,
     };
@@ -166,24 +172,13 @@ export class GatewayProxy {
     res.end(body);
   }
 
-  /**
-   * Reads the request, then has it forwarded; an upload is disposed of (its spool file closed) once the call is
-   * over. A body held whole in memory is reported to the memory policy (core/body-memory.ts) until then: from the
-   * start when its length is declared, once read when it was sent without one.
-   */
+  /** Reads the request's body (core/body-intake.ts), then has it forwarded; what the body holds is freed after. */
   private async forward(flight: InFlight): Promise<void> {
-    const { gw, req, endpoint } = flight;
-    const contentType = req.headers['content-type'] ?? '';
-    const spool =
-      contentType.startsWith('multipart/form-data') && this.deps.uploads?.wants(req) ? this.deps.uploads : undefined;
-    let held = !spool && endpoint.body !== 'none' ? bodyHeld(Number(req.headers['content-length'])) : undefined;
     try {
-      flight.upload = await this.readRequest(gw, req, endpoint, contentType, spool);
-      if (!spool && !held) held = bodyHeld(gw.bodySize);
+      await this.intake.read(flight.gw, flight.req, flight.endpoint, flight);
       await this.callAndRelay(flight);
     } finally {
-      flight.upload?.dispose(); // the upstream call is over: its body was sent, or never will be
-      held?.();
+      this.intake.release(flight);
     }
   }
 
@@ -244,38 +239,6 @@ export class GatewayProxy {
       }
       await this.relayStream(gw, res, upstream, flight.tap);
     }
-  }
-
-  /**
-   * Parses only what routing and limits need; the bytes themselves are forwarded unchanged. A large multipart
-   * upload is streamed through or received into a temporary file (core/upload-spool.ts), returned for the
-   * upstream call to send.
-   */
-  private async readRequest(
-    gw: GatewayContext,
-    req: IncomingMessage,
-    endpoint: EndpointSpec,
-    contentType: string,
-    spool: UploadSpool | undefined,
-  ): Promise<ReceivedUpload | undefined> {
-    if (endpoint.body === 'none') return undefined;
-    if (spool) {
-      const upload = await spool.receive(req, this.deps.bodyLimit, contentType);
-      gw.bodySize = upload.size;
-      routeByForm(gw, upload.fields);
-      return upload;
-    }
-    const multipart = contentType.startsWith('multipart/form-data');
-    gw.body = await readBody(req, this.deps.bodyLimit);
-    gw.bodySize = gw.body.length;
-    if (multipart) {
-      routeByForm(gw, await multipartFields(gw.body, contentType));
-      return undefined;
-    }
-    gw.json = parseJsonBody(gw.body);
-    gw.model = modelField(gw.json.model);
-    gw.stream = gw.json.stream === true;
-    return undefined;
   }
 
   /**
@@ -371,7 +334,7 @@ export class GatewayProxy {
       'content-type': 'application/json',
       'content-length': body.length,
     };
-    if (error.code === 'body_too_large') headers.connection = 'close'; // do not keep reading an oversized upload
+    if (CLOSE_AFTER.has(error.code)) headers.connection = 'close';
     res.writeHead(error.status, this.responseHeaders(gw, headers));
     res.end(body);
   }
@@ -429,10 +392,4 @@ export class GatewayProxy {
   idle(): Promise<void> {
     return this.inflight === 0 ? Promise.resolve() : new Promise((resolve) => this.idleWaiters.push(resolve));
   }
-}
-
-/** Model and stream flag from a multipart form's plain fields. */
-function routeByForm(gw: GatewayContext, fields: Record<string, string>): void {
-  gw.model = modelField(fields.model);
-  gw.stream = fields.stream === 'true';
 }

@@ -20,7 +20,7 @@ import { ModelCatalog } from '../core/catalog';
 import { endpointAt } from '../core/endpoints';
 import { GatewayError } from '../core/errors';
 import { observeBodyMemory } from '../core/body-memory';
-import { bodyMemoryPolicy } from './memory-policy';
+import { bodyMemoryPolicy, BufferedBodyCap } from './memory-policy';
 import { bootstrapKeys } from './key-bootstrap';
 import { gatewaySecretCheck } from './gateway-secrets';
 import type { KeyRing } from './services/keys/key-ring';
@@ -68,6 +68,8 @@ export interface Gateway {
   /** GET /healthz and /readyz, for the admin listener (the proxy's Koa app answers them already). */
   probes: Router;
   readiness: Readiness;
+  /** Request-body bytes held in memory by the requests in flight, and their bound (server.max_buffered_bytes). */
+  bufferedBodies: BufferedBodyCap;
   /** The Prometheus metrics; undefined when metrics.enabled is false. */
   metrics: GatewayMetrics | undefined;
   /** Refuses new requests (readiness says draining) and waits for those in flight, up to graceMs. */
@@ -146,6 +148,8 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
   const enabled = new Set(providers.list().map((p) => p.slug));
   const catalog = new ModelCatalog(prices.models().filter((m) => enabled.has(m.provider)));
   const isGatewaySecret = gatewaySecretCheck(keys, config.admin.token);
+  const bufferedBodies = new BufferedBodyCap(config.server.max_buffered_bytes);
+  metrics?.watchBufferedBodies(() => bufferedBodies.held);
   const proxy = new GatewayProxy({
     providers,
     pipeline,
@@ -153,6 +157,7 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
     catalog,
     bodyLimit: config.server.body_limit,
     uploads,
+    memoryBudget: bufferedBodies,
     logger,
     isGatewaySecret,
   });
@@ -214,6 +219,7 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
     budgets,
     probes,
     readiness,
+    bufferedBodies,
     metrics,
     drain,
     close,

@@ -54,6 +54,8 @@ const longSoak = all.soak?.long?.values; // only after `npm run soak`
 const fuzz = get('hostile-input', 'fuzz');
 const bigBody = get('hostile-input', 'big-body');
 const uploads = get('hostile-input', 'endless-uploads');
+const crowdDefault = get('buffered-bodies', 'default');
+const crowdSmall = get('buffered-bodies', '128mb');
 const timeouts = get('upstream-faults', 'timeouts');
 const huge = get('upstream-faults', 'huge-answers');
 const lockout = get('auth-and-admin', 'lockout-memory');
@@ -145,6 +147,13 @@ out.push(
 out.push(`| Heap after fuzzing | + 20 MB | ${mb(fuzz?.heap_before_mb)} → ${mb(fuzz?.heap_after_mb)} |`);
 out.push(
   `| Memory per request body (\`server.body_limit\`) | 40 never-ending uploads: + 15 MB after they leave | ${mb(uploads?.heap_before_mb)} before, ${mb(uploads?.heap_during_mb)} during, ${mb(uploads?.heap_after_mb)} after |`,
+);
+const crowdCell = (c) =>
+  c
+    ? `${n(c.cap_mib)} MiB: ${n(c.held)} read, ${n(c.refused)} refused (503 \`gateway_busy\`); RSS ${mb(c.rss_before_mb)} before, ${mb(c.rss_during_mb)} while held, peak ${mb(c.rss_peak_mb)} (bound +${n(c.bound_mb)} MB), ${mb(c.rss_after_mb)} after`
+    : 'not measured';
+out.push(
+  `| Request bodies held in memory (\`server.max_buffered_bytes\`): ${n(crowdDefault?.uploads)} concurrent unfinished ${n(crowdDefault?.upload_mib)} MiB uploads, real process | RSS peak within the bound + 128 MB; 0 reserved once they end | default ${crowdCell(crowdDefault)}; ${crowdCell(crowdSmall)} |`,
 );
 out.push(
   `| Huge provider answers (${n(huge?.json_mb)} MB JSON, ${n(huge?.stream_mb)} MB SSE) | + 16 MB after | ${mb(huge?.heap_before_mb)} → ${mb(huge?.heap_after_mb)} |`,

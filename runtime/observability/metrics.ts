@@ -238,6 +238,18 @@ export class GatewayMetrics {
     });
   }
 
+  /** Request-body bytes held in memory by the requests in flight (server.max_buffered_bytes), read at each scrape. */
+  watchBufferedBodies(held: () => number): void {
+    new Gauge({
+      name: 'tollgate_buffered_request_bytes',
+      help: 'Request-body bytes held in memory by the requests in flight (reserved against server.max_buffered_bytes).',
+      registers: [this.registry],
+      collect() {
+        this.set(held());
+      },
+    });
+  }
+
   /** The exposition text and its content type. */
   async scrape(): Promise<{ contentType: string; text: string }> {
     return { contentType: this.registry.contentType, text: await this.registry.metrics() };

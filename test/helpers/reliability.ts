@@ -185,7 +185,10 @@ export interface CallResult {
   bodyError?: Error;
 }
 
-export const jsonHeaders = (gw: TestGateway, extra: Record<string, string> = {}): Record<string, string> => ({
+export const jsonHeaders = (
+  gw: Pick<TestGateway, 'key'>,
+  extra: Record<string, string> = {},
+): Record<string, string> => ({
   'content-type': 'application/json',
   'x-gateway-key': gw.key,
   authorization: `Bearer ${OPENAI_KEY}`,
@@ -199,7 +202,7 @@ export const streamBody = (extra: object = {}) =>
 
 /** POST (by default) through the gateway; never throws on a cut body (see bodyError). */
 export async function call(
-  gw: TestGateway,
+  gw: Pick<TestGateway, 'url' | 'key'>,
   path: string,
   init: {
     method?: string;

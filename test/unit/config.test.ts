@@ -105,6 +105,19 @@ describe('config loading', () => {
     expect(parseConfig('server: { body_limit: 2mb }').server.body_limit).to.equal(2 * 1024 * 1024);
   });
 
+  it('bounds request bodies held in memory at 512 MiB unless told, never below what one JSON body at the body limit takes', () => {
+    expect(parseConfig('').server.max_buffered_bytes).to.equal(512 * 1024 * 1024);
+    expect(parseConfig('server: { max_buffered_bytes: 1gb }').server.max_buffered_bytes).to.equal(1024 ** 3);
+    expect(parseConfig('server: { body_limit: 1mb, max_buffered_bytes: 2mb }').server.max_buffered_bytes).to.equal(
+      2 * 1024 * 1024,
+    );
+    expectConfigError(
+      'server: { body_limit: 32mb, max_buffered_bytes: 63mb }',
+      /server\.max_buffered_bytes: must be at least twice server\.body_limit \(67108864 bytes\)/,
+    );
+    expectConfigError('server: { max_buffered_bytes: 0 }', /server\.max_buffered_bytes/);
+  });
+
   it('declares a provider from YAML alone, and refuses conflicting prefixes', () => {
     const c = parseConfig(
       'providers:\n  groq: { type: openai-compatible, base_url: "https://api.groq.com/openai/v1", prefixes: [llama-] }',

@@ -1,0 +1,118 @@
+import type { IncomingMessage } from 'node:http';
+import { modelField, multipartFields, parseJsonBody, readBody } from './body';
+import { bodyHeld, JSON_BODY_COPIES, type BodyMemoryBudget } from './body-memory';
+import type { GatewayContext } from './context';
+import type { EndpointSpec } from './endpoints';
+import { GatewayError } from './errors';
+import type { ReceivedUpload, UploadSpool } from './upload-spool';
+
+export interface BodyIntakeOptions {
+  bodyLimit: number;
+  /** Where large multipart uploads are received; absent: in memory. */
+  uploads?: UploadSpool;
+  /** Bounds the request-body bytes held in memory across requests; absent: no bound but bodyLimit per request. */
+  memoryBudget?: BodyMemoryBudget;
+}
+
+/** What a request's body holds until the request is over; BodyIntake.release frees it, once. */
+export interface HeldBody {
+  /** A large multipart upload, received into the spool or streaming through (core/upload-spool.ts). */
+  upload: ReceivedUpload | undefined;
+  /** Bytes of the memory budget reserved for the body. */
+  reserved: number;
+  /** Ends the memory policy's hold on a body held whole (core/body-memory.ts). */
+  held: (() => void) | undefined;
+}
+
+/**
+ * A body of unknown length (chunked) reserves one socket read's worth before its first byte, then grows its
+ * reservation chunk by chunk as it arrives.
+ */
+const FIRST_READ_BYTES = 64 * 1024;
+
+/**
+ * Reads a request's body for the proxy and parses only what routing and limits need (model, stream); the bytes
+ * themselves are forwarded unchanged.
+ *
+ * - A large multipart upload goes through the upload spool: streamed through, or received into a temporary file.
+ *   Either way it holds a few chunks of memory, not its size, and takes nothing from the memory budget.
+ * - Any other body is read whole into memory, within the budget (server.max_buffered_bytes): a declared length is
+ *   reserved before a byte is read (a JSON body twice: JSON_BODY_COPIES); a body sent without one is counted as it
+ *   arrives. A body that does not fit is refused with 503 gateway_busy and Retry-After, and the connection is
+ *   closed rather than read to its end.
+ */
+export class BodyIntake {
+  constructor(private readonly options: BodyIntakeOptions) {}
+
+  async read(gw: GatewayContext, req: IncomingMessage, endpoint: EndpointSpec, hold: HeldBody): Promise<void> {
+    if (endpoint.body === 'none') return;
+    const { bodyLimit, uploads } = this.options;
+    const contentType = req.headers['content-type'] ?? '';
+    const multipart = contentType.startsWith('multipart/form-data');
+    if (multipart && uploads?.wants(req)) {
+      const upload = (hold.upload = await uploads.receive(req, bodyLimit, contentType));
+      gw.bodySize = upload.size;
+      routeByForm(gw, upload.fields);
+      return;
+    }
+    const declared = Number(req.headers['content-length']); // NaN when sent chunked
+    const received = this.reserve(hold, declared, multipart ? 1 : JSON_BODY_COPIES);
+    // A body held whole is reported to the memory policy until the request is over: from the start when its
+    // length is declared, once read when it was sent without one.
+    hold.held = bodyHeld(declared);
+    gw.body = await readBody(req, bodyLimit, received);
+    gw.bodySize = gw.body.length;
+    hold.held ??= bodyHeld(gw.bodySize);
+    if (multipart) {
+      routeByForm(gw, await multipartFields(gw.body, contentType));
+      return;
+    }
+    gw.json = parseJsonBody(gw.body);
+    gw.model = modelField(gw.json.model);
+    gw.stream = gw.json.stream === true;
+  }
+
+  /**
+   * Reserves what a body will hold before it is read: `copies` times its declared length (a length over the body
+   * limit is left to the 413), or a first read's worth; for the latter, returns what grows the reservation as the
+   * body arrives.
+   */
+  private reserve(hold: HeldBody, declared: number, copies: number): ((size: number) => void) | undefined {
+    const budget = this.options.memoryBudget;
+    if (!budget || declared > this.options.bodyLimit) return undefined;
+    const known = declared >= 0;
+    const first = known ? declared * copies : FIRST_READ_BYTES;
+    if (!budget.reserve(first)) throw gatewayBusy();
+    hold.reserved = first;
+    if (known) return undefined;
+    return (size) => {
+      const needed = size * copies;
+      if (needed <= hold.reserved) return;
+      if (!budget.reserve(needed - hold.reserved)) throw gatewayBusy();
+      hold.reserved = needed;
+    };
+  }
+
+  /** Once the request is over (its upstream call done, or never made): disposes of the upload, frees the memory. */
+  release(hold: HeldBody): void {
+    hold.upload?.dispose(); // its body was sent, or never will be
+    hold.held?.();
+    hold.held = undefined;
+    if (hold.reserved > 0) this.options.memoryBudget!.release(hold.reserved);
+    hold.reserved = 0;
+  }
+}
+
+function gatewayBusy(): GatewayError {
+  return new GatewayError(
+    'gateway_busy',
+    'The gateway holds as many request bodies in memory as it may (server.max_buffered_bytes); retry shortly.',
+    { headers: { 'retry-after': '1' } },
+  );
+}
+
+/** Model and stream flag from a multipart form's plain fields. */
+function routeByForm(gw: GatewayContext, fields: Record<string, string>): void {
+  gw.model = modelField(fields.model);
+  gw.stream = fields.stream === 'true';
+}
