@@ -10,8 +10,8 @@
  *   1. exact (provider, id);
  *   2. an alias listed in the catalog (LiteLLM same-price keys, e.g. gpt-4o-2024-08-06 -> gpt-4o);
  *   3. the provider's own prefix removed (gemini/gemini-2.5-pro, models/gemini-2.5-pro, groq/llama-...);
- *   4. a dated snapshot (-YYYY-MM-DD, -YYYYMMDD) -> its undated id, unless the catalog lists the dated id
- *      as priced differently (gpt-4o-2024-05-13);
+ *   4. a dated snapshot (-YYYY-MM-DD, -YYYYMMDD, -MMDD, -preview-MM-DD; match.ts) -> its family id, unless the
+ *      catalog lists the dated id as priced differently (gpt-4o-2024-05-13);
  *   5. provider openrouter only: the vendor's own price for "vendor/model" (dots -> dashes for Anthropic),
  *      marked match.via = 'openrouter_vendor_fallback'; never for ":variant" slugs.
  */

@@ -139,6 +139,42 @@ describe('price catalog', () => {
       expect(matched('mistral', 'mistral-medium-2509')).to.equal(undefined);
     });
 
+    it('older snapshots (-MMDD) and Gemini previews (-preview-MM-DD) reach their family, never another one', () => {
+      const models: CatalogModel[] = [
+        ...MODELS,
+        { provider: 'openai', model: 'gpt-q', kind: 'chat', input: '30', output: '60' },
+        { provider: 'openai', model: 'gpt-q-0314', kind: 'chat', input: '60', output: '120' },
+        {
+          provider: 'gemini',
+          model: 'gem-flash',
+          kind: 'chat',
+          input: '0.3',
+          output: '2.5',
+          distinct_snapshots: ['gem-flash-preview-04-17'],
+        },
+        { provider: 'xai', model: 'grok-q', kind: 'chat', input: '3', output: '15' },
+        { provider: 'xai', model: 'grok-q-0709', kind: 'chat', input: '4', output: '16' },
+      ];
+      const c = catalog({}, models);
+      expect(matched('openai', 'gpt-q-0613', c)).to.deep.equal(['openai/gpt-q', 'dated_snapshot']);
+      expect(matched('openai', 'openai/gpt-q-1231', c)).to.deep.equal(['openai/gpt-q', 'dated_snapshot']);
+      expect(matched('gemini', 'gem-pro-preview-05-06', c)).to.deep.equal(['gemini/gem-pro', 'dated_snapshot']);
+      expect(matched('gemini', 'models/gem-pro-preview-05-06', c)).to.deep.equal(['gemini/gem-pro', 'dated_snapshot']);
+      expect(matched('gemini', 'gem-flash-preview-05-20', c)).to.deep.equal(['gemini/gem-flash', 'dated_snapshot']);
+      // a snapshot with its own entry keeps it, and one the catalog says is priced differently stays unpriced
+      expect(matched('openai', 'gpt-q-0314', c)).to.deep.equal(['openai/gpt-q-0314', 'exact']);
+      expect(matched('xai', 'grok-q-0709', c)).to.deep.equal(['xai/grok-q-0709', 'exact']);
+      expect(matched('gemini', 'gem-flash-preview-04-17', c)).to.equal(undefined);
+      // the month and day must be real; a year and month (2508) is no -MMDD
+      for (const id of ['gpt-q-1301', 'gpt-q-0100', 'gpt-q-0132', 'gpt-q-2508', 'gem-pro-preview-13-01'])
+        expect(matched(id.startsWith('gem') ? 'gemini' : 'openai', id, c), id).to.equal(undefined);
+      // one suffix, once: a family of its own (gpt-q-32k) never falls back to another family (gpt-q)
+      expect(matched('openai', 'gpt-q-32k-0613', c)).to.equal(undefined);
+      expect(matched('openai', 'gpt-q-0613-0613', c)).to.equal(undefined);
+      expect(matched('openai', 'gpt-q-1106-preview', c)).to.equal(undefined);
+      expect(matched('gemini', 'gem-pro-preview', c)).to.equal(undefined);
+    });
+
     it("on OpenRouter, the vendor's own list price for vendor/model, noted as such", () => {
       expect(catalog().lookup('openrouter', 'anthropic/claude-y-1.5')?.match).to.deep.equal({
         via: 'openrouter_vendor_fallback',
