@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { LoadedConfig } from '../config/load';
+import { APPLIED_PRICE_FIELDS } from '../pricing/catalog';
 import { diffCatalogs, keptOverrides, type CatalogDiff } from '../pricing/catalog-diff';
 import {
   importLiteLlmBytes,
@@ -10,6 +11,7 @@ import {
   writeImportedCatalog,
   type ImportedCatalog,
 } from '../pricing/imported-catalog';
+import type { ModelPrice } from '../pricing/model-price';
 import { deployProviders, importedCatalogFile, pricesInForce } from '../runtime/wiring';
 import { errorLine, UserError } from './errors';
 import { count } from './format';
@@ -87,9 +89,29 @@ function summary(diff: CatalogDiff): string[] {
   ];
 }
 
-/** `tollgate prices update`: imports LiteLLM's price file into the deployment's catalog. */
+/** The rates of a price, as "input 2.5, output 10, cache_read 1.25" (USD per 1M tokens; fees per request). */
+function rates(p: ModelPrice): string {
+  return APPLIED_PRICE_FIELDS.filter((f) => p[f] !== undefined)
+    .map((f) => `${f} ${typeof p[f] === 'string' ? p[f] : JSON.stringify(p[f])}`)
+    .join(', ');
+}
+
+/** `tollgate prices update` (LiteLLM's price file into the deployment's catalog) and `tollgate prices lookup`. */
 export function registerPriceCommands(program: Command, load: () => LoadedConfig): void {
   const prices = program.command('prices').description("the deployment's price catalog");
+  prices
+    .command('lookup <provider> <model>')
+    .description('show the price a model is billed at and the catalog entry (price id) its records name')
+    .action(async (provider: string, model: string) => {
+      const { prices: catalog } = await deployProviders(load());
+      const p = catalog.lookup(provider, model);
+      if (!p) throw new UserError(`${provider}/${model} has no price: its requests are recorded as unpriced`);
+      const via = p.match ? `, matched as ${p.match.via.replace(/_/g, ' ')}` : '';
+      process.stdout.write(
+        `price id ${p.provider}/${p.model} (${p.origin}${via})\n${rates(p) || 'no token rates'} (USD per 1M tokens; fees per request or query)\n` +
+          `price version ${catalog.version}\n`,
+      );
+    });
   prices
     .command('update')
     .description(

@@ -109,6 +109,17 @@ describe('tollgate prices update', () => {
     expect(run.stdout).to.include('- openai/gpt-3.5-turbo-0613\n');
   });
 
+  it('prices lookup names the entry a model is billed at, the price id its records carry', async () => {
+    const run = await runCli(['prices', 'lookup', 'openai', 'gpt-4-0613', '--config', config]);
+    expect(run.code, run.stderr).to.equal(0);
+    expect(run.stdout).to.match(/^price id openai\/gpt-4 \(bundled, matched as dated snapshot\)\ninput 30, output 60 /);
+    const none = await runCli(['prices', 'lookup', 'openai', 'gpt-4-32k-0613', '--config', config]);
+    expect(none.code).to.equal(2);
+    expect(none.stderr).to.equal(
+      'tollgate: openai/gpt-4-32k-0613 has no price: its requests are recorded as unpriced\n',
+    );
+  });
+
   describe('from a URL', () => {
     let server: Server;
     let base: string;
