@@ -22,7 +22,9 @@ pricing:
     - { provider: openai, model: gpt-4o-mini, input: "0.1", output: "0.5", cache_read: "0.05" }
 `;
 
-describe('tollgate prices update', () => {
+describe('tollgate prices update', function () {
+  // Each test runs the CLI as a process several times (a few seconds each on a busy machine).
+  this.timeout(120_000);
   const upstream = new TestUpstream();
   let dir: string;
   let config: string;
