@@ -12,6 +12,7 @@ import { exitQuietlyWhenOutputCloses } from './closed-output';
 import { registerDemoCommand } from './demo';
 import { errorLine, EXIT_INTERNAL, EXIT_USER, exitWithError, isUserError, listenFailure, UserError } from './errors';
 import { registerKeyCommands } from './keys';
+import { registerPriceCommands } from './prices';
 import { registerUsageCommands } from './usage';
 
 exitQuietlyWhenOutputCloses();
@@ -117,6 +118,7 @@ program
 
 registerUsageCommands(program, loadOrExit);
 registerKeyCommands(program, loadOrExit);
+registerPriceCommands(program, loadOrExit);
 registerDemoCommand(program);
 
 program.parseAsync(process.argv).catch((err) => exitWithError(err));

@@ -1,7 +1,8 @@
 /**
  * The price catalog: the bundled pricing/catalog.json plus the deployment's overrides (pricing: block).
  *
- * Precedence: bundled < the provider modules' own prices < litellm_file < models overrides; an override
+ * Precedence: bundled < the imported catalog (`tollgate prices update`, imported-catalog.ts) < the provider modules'
+ * own prices < litellm_file < models overrides; an override
  * replaces ALL price fields of an entry (a partial merge could pair a negotiated input price with a stale cache
  * price) and keeps its metadata (kind, context window, aliases) unless given. Discounts are applied last, by the
  * provider that bills the request, exactly (decimal multiplication by 1 - discount).
@@ -10,8 +11,8 @@
  *   1. exact (provider, id);
  *   2. an alias listed in the catalog (LiteLLM same-price keys, e.g. gpt-4o-2024-08-06 -> gpt-4o);
  *   3. the provider's own prefix removed (gemini/gemini-2.5-pro, models/gemini-2.5-pro, groq/llama-...);
- *   4. a dated snapshot (-YYYY-MM-DD, -YYYYMMDD) -> its undated id, unless the catalog lists the dated id
- *      as priced differently (gpt-4o-2024-05-13);
+ *   4. a dated snapshot (-YYYY-MM-DD, -YYYYMMDD, -MMDD, -preview-MM-DD; match.ts) -> its family id, unless the
+ *      catalog lists the dated id as priced differently (gpt-4o-2024-05-13);
  *   5. provider openrouter only: the vendor's own price for "vendor/model" (dots -> dashes for Anthropic),
  *      marked match.via = 'openrouter_vendor_fallback'; never for ":variant" slugs.
  */
@@ -22,6 +23,7 @@ import bundledJson from './catalog.json';
 import toolFeesJson from './tool-fees.json';
 import { normalizeProviderSlug, pricingConfigSchema, type ModelOverride, type PricingConfig } from './config';
 import { mulDecimal, subDecimal } from './decimal';
+import type { ImportedCatalog } from './imported-catalog';
 import { importLiteLlm } from './litellm';
 import { openRouterVendorIds, stripOwnPrefix, undatedId } from './match';
 import {
@@ -40,8 +42,10 @@ export interface PriceCatalogOptions {
   baseDir?: string;
   /** Replaces the bundled catalog (tests). */
   bundled?: CatalogFile;
-  /** Prices the deployed provider modules declare (ProviderModule.prices): above the bundled ones, below the rest. */
+  /** Prices the deployed provider modules declare (ProviderModule.prices): above the imported ones, below the rest. */
   providerPrices?: readonly ModelOverride[];
+  /** The catalog `tollgate prices update` wrote (pricing.catalog_file): above the bundled one, below the rest. */
+  imported?: ImportedCatalog;
 }
 
 interface Entry {
@@ -51,9 +55,16 @@ interface Entry {
 
 /** Where an override's prices come from, for the entry's source note. */
 const SOURCE_OF: Record<Exclude<Entry['origin'], 'bundled'>, string> = {
+  imported: 'the imported catalog (tollgate prices update)',
   provider: 'the provider module',
   litellm: 'pricing.litellm_file',
   override: 'pricing.models',
+};
+
+/** Whose entry an override replaced, for the entry's source note. */
+const REPLACED_ENTRY: Partial<Record<Entry['origin'], string>> = {
+  provider: "the provider module's",
+  imported: "the imported catalog's",
 };
 
 /** Fields that are prices: an override replaces these as a whole. */
@@ -116,17 +127,19 @@ export class PriceCatalog {
       list.sort((a, b) => (a.models ? 0 : 1) - (b.models ? 0 : 1));
       this.toolFees.set(f.provider, list);
     }
+    const imported = options.imported;
+    if (imported) this.putImported(imported.models);
     const fromProviders = options.providerPrices ?? [];
     for (const m of fromProviders) this.override(m, 'provider');
     const skipped: SkippedEntry[] = [...bundled.skipped];
 
-    let imported: CatalogModel[] = [];
+    let litellm: CatalogModel[] = [];
     if (config?.litellm_file !== undefined) {
       const path = resolve(options.baseDir ?? process.cwd(), config.litellm_file);
       const result = importLiteLlm(JSON.parse(readFileSync(path, 'utf8')));
-      imported = result.models;
+      litellm = result.models;
       skipped.push(...result.skipped);
-      for (const m of imported) this.override(m, 'litellm');
+      for (const m of litellm) this.override(m, 'litellm');
     }
     const overrides = config?.models ?? [];
     for (const m of overrides) this.override(m, 'override');
@@ -134,11 +147,21 @@ export class PriceCatalog {
     this.skipped = Object.freeze(skipped);
 
     const changed =
-      overrides.length > 0 || imported.length > 0 || Object.keys(this.discounts).length > 0 || fromProviders.length > 0;
-    const providers = fromProviders.length > 0 ? fromProviders : undefined; // absent: versions without them unchanged
-    this.version = changed
-      ? `${bundled.version}+${digest({ litellm: imported, models: overrides, discounts: this.discounts, providers })}`
-      : bundled.version;
+      overrides.length > 0 ||
+      litellm.length > 0 ||
+      Object.keys(this.discounts).length > 0 ||
+      fromProviders.length > 0 ||
+      imported !== undefined;
+    // Absent parts leave the digest as it was without them, so versions recorded before them stay the same.
+    const providers = fromProviders.length > 0 ? fromProviders : undefined;
+    const overridden = {
+      litellm,
+      models: overrides,
+      discounts: this.discounts,
+      providers,
+      imported: imported?.version,
+    };
+    this.version = changed ? `${bundled.version}+${digest(overridden)}` : bundled.version;
   }
 
   /**
@@ -273,6 +296,27 @@ export class PriceCatalog {
     for (const s of m.distinct_snapshots ?? []) this.distinct.add(keyOf(m.provider, s));
   }
 
+  /**
+   * The imported entries over the bundled ones. A dated snapshot the catalog does not list yet, priced like its
+   * family, becomes the family's alias (as the bundled catalog's same-price keys are), so whatever prices the
+   * family, a local override included, prices it too; a snapshot priced apart keeps an entry of its own.
+   */
+  private putImported(models: readonly CatalogModel[]): void {
+    const snapshots: CatalogModel[] = [];
+    for (const m of models) {
+      if (undatedId(m.model) !== undefined && !this.entries.has(keyOf(m.provider, m.model))) snapshots.push(m);
+      else this.override(m, 'imported');
+    }
+    for (const m of snapshots) {
+      const family = this.resolve(m.provider, undatedId(m.model)!, false);
+      if (family && samePrices(this.entries.get(family.key)!.price, m)) {
+        this.aliases.set(keyOf(m.provider, m.model), family.key);
+      } else {
+        this.override(m, 'imported');
+      }
+    }
+  }
+
   /** Adds an entry, or replaces all price fields of an existing one (metadata kept unless given). */
   private override(m: ModelOverride, origin: Exclude<Entry['origin'], 'bundled'>): void {
     const replaced = this.entries.get(keyOf(m.provider, m.model));
@@ -281,12 +325,20 @@ export class PriceCatalog {
     if (existing) {
       for (const f of PRICE_FIELDS) if (!(f in m)) delete merged[f];
       merged.aliases = [...new Set([...(existing.aliases ?? []), ...(m.aliases ?? [])])];
-      const whose = replaced!.origin === 'provider' ? "the provider module's" : 'bundled';
+      const whose = REPLACED_ENTRY[replaced!.origin] ?? 'bundled';
       merged.source_note = `prices from ${SOURCE_OF[origin]} (${whose} entry replaced)`;
     }
     this.put(merged, origin);
     this.derived.clear();
   }
+}
+
+/** The price fields a request is billed by (service tiers are carried as data, not applied). */
+export const APPLIED_PRICE_FIELDS = PRICE_FIELDS.filter((f) => f !== 'service_tiers');
+
+/** Whether two entries bill every request alike. */
+export function samePrices(a: CatalogModel, b: CatalogModel): boolean {
+  return APPLIED_PRICE_FIELDS.every((f) => JSON.stringify(a[f]) === JSON.stringify(b[f]));
 }
 
 /** Every price and fee of an entry multiplied by (1 - discount), exactly. */

@@ -161,6 +161,11 @@ const discount = numeric.transform((v, ctx): string => {
 
 /** Schema of the `pricing:` block of gateway.config.yaml. */
 export const pricingConfigSchema = z.strictObject({
+  /**
+   * The catalog `tollgate prices update` writes and start-up reads when it exists (default ./data/prices.json);
+   * relative paths resolve against the config dir. Below the provider modules' prices, litellm_file and models.
+   */
+  catalog_file: z.string().min(1).optional(),
   /** A LiteLLM model_prices_and_context_window.json to load; relative paths resolve against the config dir. */
   litellm_file: z.string().min(1).optional(),
   /** Negotiated discounts per provider slug, applied exactly to every price and fee of that provider. */

@@ -24,6 +24,9 @@ const PROVIDERS: Record<string, string> = {
   groq: 'groq',
 };
 
+/** Whether a provider slug is one of the gateway's (the others' entries are not imported). */
+export const isGatewayProvider = (slug: string): boolean => Object.values(PROVIDERS).includes(slug);
+
 /** LiteLLM per-token fields -> catalog buckets. Longest names first so the tier regex matches greedily. */
 const FIELDS: [string, Bucket][] = [
   ['cache_creation_input_token_cost_above_1hr', 'cache_write_1h'],

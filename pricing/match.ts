@@ -25,17 +25,32 @@ export function stripOwnPrefix(provider: string, model: string): string | undefi
   return undefined;
 }
 
-// OpenAI dates snapshots as -YYYY-MM-DD, Anthropic as -YYYYMMDD. Four-digit suffixes (mistral-medium-2508,
-// grok-4-0709) are distinct models with their own prices and are never stripped.
-const DATED = [/^(.+)-(20\d\d)-(\d\d)-(\d\d)$/, /^(.+)-(20\d\d)(\d\d)(\d\d)$/];
+/**
+ * Date suffixes of dated snapshots, each with the family id left when it is removed:
+ *   -YYYY-MM-DD        OpenAI (gpt-4o-2024-08-06)
+ *   -YYYYMMDD          Anthropic (claude-3-5-sonnet-20240620)
+ *   -MMDD              OpenAI's older snapshots (gpt-4-0613)
+ *   -preview-MM-DD     Gemini previews (gemini-2.5-pro-preview-05-06 -> gemini-2.5-pro)
+ * The month and day must be real. A four-digit suffix that reads as a year and a month (mistral-medium-2508,
+ * pixtral-large-2411) has a "month" above 12, so it is never taken for -MMDD.
+ */
+const DATED: { re: RegExp; year: boolean }[] = [
+  { re: /^(.+)-(20\d\d)-(\d\d)-(\d\d)$/, year: true },
+  { re: /^(.+)-(20\d\d)(\d\d)(\d\d)$/, year: true },
+  { re: /^(.+)-preview-(\d\d)-(\d\d)$/, year: false },
+  { re: /^(.+)-(\d\d)(\d\d)$/, year: false },
+];
 
-/** The undated base id of a dated snapshot ("gpt-4o-2024-08-06" -> "gpt-4o"), or undefined. */
+/**
+ * The family id of a dated snapshot ("gpt-4o-2024-08-06" -> "gpt-4o", "gpt-4-0613" -> "gpt-4"), or undefined.
+ * One suffix is removed, once: the result is never shortened further, so a snapshot can only reach its own family.
+ */
 export function undatedId(model: string): string | undefined {
-  for (const re of DATED) {
+  for (const { re, year } of DATED) {
     const m = re.exec(model);
     if (!m) continue;
-    const month = Number(m[3]);
-    const day = Number(m[4]);
+    const month = Number(m[year ? 3 : 2]);
+    const day = Number(m[year ? 4 : 3]);
     if (month >= 1 && month <= 12 && day >= 1 && day <= 31) return m[1];
   }
   return undefined;

@@ -143,7 +143,7 @@ export interface ModelPrice extends CatalogModel {
   /** Unix seconds; the catalog's retrieval date when the source gives none, so it is stable. */
   created: number;
   /** Where the prices came from. */
-  origin: 'bundled' | 'provider' | 'litellm' | 'override';
+  origin: 'bundled' | 'imported' | 'provider' | 'litellm' | 'override';
   /** Negotiated fraction off already applied to every price and fee of this entry. */
   discount?: string;
   /** Set when lookup() matched anything other than the exact id. */

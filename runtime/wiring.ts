@@ -2,6 +2,7 @@ import type { LoadedConfig } from '../config/load';
 import type { ProviderModule } from '../core/provider-contract';
 import type { ProviderRegistry } from '../core/provider-routing';
 import { PriceCatalog } from '../pricing/catalog';
+import { importedCatalogPath, readImportedCatalog, type ImportedCatalog } from '../pricing/imported-catalog';
 import { planPipeline, type PlannedPlugin } from './loading/plugin-list';
 import { loadProviders } from './loading/deployed-providers';
 import { loadProviderModules } from './loading/provider-module-import';
@@ -31,21 +32,38 @@ export async function prepareWiring(
 }
 
 /**
- * The deployed providers and the prices in force: the bundled catalog, the deployed provider modules' own prices,
- * then the deployment's pricing block (litellm_file, models, discounts), which wins.
+ * The deployed providers and the prices in force: the bundled catalog, the imported one (`tollgate prices update`,
+ * pricing.catalog_file, read when the file exists), the deployed provider modules' own prices, then the deployment's
+ * pricing block (litellm_file, models, discounts), which wins. `imported` replaces what the file holds (null: none).
  */
 export async function deployProviders(
   loaded: LoadedConfig,
   extraProviders: Readonly<Record<string, ProviderModule>> = {},
+  imported?: ImportedCatalog | null,
 ): Promise<{ providers: ProviderRegistry; prices: PriceCatalog }> {
   const { config } = loaded;
   const providers = loadProviders(config, {
     ...extraProviders,
     ...(await loadProviderModules(config.providers, loaded.dir)),
   });
-  const prices = new PriceCatalog(config.pricing, {
+  const catalog = imported === undefined ? readImportedCatalog(importedCatalogFile(loaded)) : imported;
+  return { providers, prices: pricesInForce(loaded, providers, catalog ?? undefined) };
+}
+
+/** The file `prices update` writes and start-up reads. */
+export function importedCatalogFile(loaded: LoadedConfig): string {
+  return importedCatalogPath(loaded.dir, loaded.config.pricing?.catalog_file);
+}
+
+/** The prices of a deployment with a given imported catalog (`prices update` compares two of them). */
+export function pricesInForce(
+  loaded: LoadedConfig,
+  providers: ProviderRegistry,
+  imported: ImportedCatalog | undefined,
+): PriceCatalog {
+  return new PriceCatalog(loaded.config.pricing, {
     baseDir: loaded.dir,
     providerPrices: deployedProviderPrices(providers.list()),
+    imported,
   });
-  return { providers, prices };
 }

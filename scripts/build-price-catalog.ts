@@ -1,17 +1,17 @@
 /**
- * Generates pricing/catalog.json from the collected price facts (prices.yaml). Run once per price refresh;
- * the JSON is committed and nothing at run time reads the YAML.
+ * Builds pricing/catalog.json from the price snapshot committed beside it, pricing/source/prices.yaml (its header
+ * says where every value comes from and when it was read). Run after editing the snapshot; nothing at run time
+ * reads the YAML, and test/unit/catalog-rebuild.test.ts checks the committed catalog is exactly what this writes:
  *
- *   npx tsc --outDir /tmp/pricegen --rootDir . --module node16 --moduleResolution node16 --target es2022 \
- *     --strict --esModuleInterop --skipLibCheck --types node scripts/build-price-catalog.ts
- *   NODE_PATH=$PWD/node_modules node /tmp/pricegen/scripts/build-price-catalog.js \
- *     /work/shared/facts/prices.yaml pricing/catalog.json [version]
+ *   npm run build:catalog                 # pricing/source/prices.yaml -> pricing/catalog.json
+ *   node dist/scripts/build-price-catalog.js [prices.yaml] [catalog.json] [version]
  *
  * The YAML is parsed with the failsafe schema so every scalar stays the exact text written in the file:
  * prices never pass through a double. Every key of every entry is either mapped, carried in `skipped`
  * with a reason, or listed in INFORMATIONAL_KEYS; an unknown key stops the build.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { parse } from 'yaml';
 import { formatDecimal, isPlainDecimal, parseDecimal } from '../pricing/decimal';
 import { catalogFileSchema, type CatalogModel, type SkippedEntry } from '../pricing/model-price';
@@ -235,8 +235,8 @@ function convert(e: Raw, skipped: SkippedEntry[]): CatalogModel {
   }
 
   const notes = Array.isArray(e.notes) ? e.notes.map((n) => str(n, `${at}.notes`)) : [];
-  // "<dated id> is priced differently in the source": keep the dated-snapshot fallback away from it.
-  const distinct = notes.map((n) => /^(\S+-\d{4}-\d{2}-\d{2}) is priced differently/.exec(n)?.[1]).filter(Boolean);
+  // "<dated id> is priced differently": keep the dated-snapshot fallback away from it.
+  const distinct = notes.map((n) => /^(\S+) is priced differently/.exec(n)?.[1]).filter(Boolean);
   if (distinct.length > 0) out.distinct_snapshots = distinct as string[];
   const verified = typeof e.verified === 'string' && e.verified.startsWith('mirror-only') ? [e.verified] : [];
   const sourceNotes = [...notes, ...verified];
@@ -246,10 +246,14 @@ function convert(e: Raw, skipped: SkippedEntry[]): CatalogModel {
   return Object.fromEntries(Object.entries(out).filter(([, v]) => v !== undefined)) as CatalogModel;
 }
 
-function main(): void {
-  const [yamlPath = '/work/shared/facts/prices.yaml', outPath = 'pricing/catalog.json', version] =
-    process.argv.slice(2);
-  const doc = obj(parse(readFileSync(yamlPath, 'utf8'), { schema: 'failsafe' }), 'root');
+/** The project folder: this file runs as dist/scripts/build-price-catalog.js. */
+const ROOT = join(__dirname, '..', '..');
+export const SOURCE_SNAPSHOT = join(ROOT, 'pricing', 'source', 'prices.yaml');
+export const BUNDLED_CATALOG = join(ROOT, 'pricing', 'catalog.json');
+
+/** The text of catalog.json for a snapshot's YAML text, exactly as it is committed. */
+export function buildCatalog(yamlText: string, version?: string): { text: string; models: number; skipped: number } {
+  const doc = obj(parse(yamlText, { schema: 'failsafe' }), 'root');
   const meta = obj(doc.catalog, 'catalog');
   const values = obj(meta.source_values_from, 'catalog.source_values_from');
   const retrieved = str(values.litellm_main_fetched_at, 'litellm_main_fetched_at');
@@ -267,7 +271,8 @@ function main(): void {
   }
 
   const catalog = catalogFileSchema.parse({
-    version: version ?? `${retrieved.slice(0, 10)}.1`,
+    // The snapshot's own version when it was edited after transcription, else the first one of its date.
+    version: version ?? (meta.version === undefined ? `${retrieved.slice(0, 10)}.1` : str(meta.version, 'version')),
     source: `${str(meta.source_file, 'source_file')} as mirrored by ${str(values.repo, 'repo').split(' ')[0]}@${str(values.commit, 'commit')} (transcribed in prices.yaml)`,
     retrieved,
     currency: 'USD',
@@ -283,10 +288,14 @@ function main(): void {
     models,
     skipped,
   });
-  writeFileSync(outPath, JSON.stringify(catalog, null, 2) + '\n');
-  process.stdout.write(
-    `${outPath}: ${models.length} models, ${skipped.length} skipped fields, version ${catalog.version}\n`,
-  );
+  return { text: JSON.stringify(catalog, null, 2) + '\n', models: models.length, skipped: skipped.length };
 }
 
-main();
+function main(): void {
+  const [yamlPath = SOURCE_SNAPSHOT, outPath = BUNDLED_CATALOG, version] = process.argv.slice(2);
+  const built = buildCatalog(readFileSync(yamlPath, 'utf8'), version);
+  writeFileSync(outPath, built.text);
+  process.stdout.write(`${outPath}: ${built.models} models, ${built.skipped} skipped fields\n`);
+}
+
+if (require.main === module) main();

@@ -198,7 +198,8 @@ describe('container recipe', () => {
       .filter((l) => l && !l.startsWith('#'));
     expect(ignored).to.include.members(['.git', 'node_modules', 'dist', 'data', '.env', '.env.*', '*.db', 'test']);
     const tsconfig = JSON.parse(read('tsconfig.json')) as { include: string[] };
-    const sources = tsconfig.include.filter((d) => !['test', 'bench'].includes(d));
+    // tests, benchmarks and the maintainers' scripts (the price-catalog build) stay out of the image
+    const sources = tsconfig.include.filter((d) => !['test', 'bench', 'scripts'].includes(d));
     for (const needed of [
       'package.json',
       'package-lock.json',

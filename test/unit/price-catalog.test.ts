@@ -4,6 +4,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PriceCatalog } from '../../pricing/catalog';
+import type { ModelOverride } from '../../pricing/config';
+import type { ImportedCatalog } from '../../pricing/imported-catalog';
 import type { CatalogFile, CatalogModel } from '../../pricing/model-price';
 
 /** A small catalog standing in for the bundled one, so every rule is checked against entries written here. */
@@ -137,6 +139,42 @@ describe('price catalog', () => {
       expect(matched('openai', 'gpt-x-2024-05-13')).to.equal(undefined);
       // four-digit suffixes are models of their own
       expect(matched('mistral', 'mistral-medium-2509')).to.equal(undefined);
+    });
+
+    it('older snapshots (-MMDD) and Gemini previews (-preview-MM-DD) reach their family, never another one', () => {
+      const models: CatalogModel[] = [
+        ...MODELS,
+        { provider: 'openai', model: 'gpt-q', kind: 'chat', input: '30', output: '60' },
+        { provider: 'openai', model: 'gpt-q-0314', kind: 'chat', input: '60', output: '120' },
+        {
+          provider: 'gemini',
+          model: 'gem-flash',
+          kind: 'chat',
+          input: '0.3',
+          output: '2.5',
+          distinct_snapshots: ['gem-flash-preview-04-17'],
+        },
+        { provider: 'xai', model: 'grok-q', kind: 'chat', input: '3', output: '15' },
+        { provider: 'xai', model: 'grok-q-0709', kind: 'chat', input: '4', output: '16' },
+      ];
+      const c = catalog({}, models);
+      expect(matched('openai', 'gpt-q-0613', c)).to.deep.equal(['openai/gpt-q', 'dated_snapshot']);
+      expect(matched('openai', 'openai/gpt-q-1231', c)).to.deep.equal(['openai/gpt-q', 'dated_snapshot']);
+      expect(matched('gemini', 'gem-pro-preview-05-06', c)).to.deep.equal(['gemini/gem-pro', 'dated_snapshot']);
+      expect(matched('gemini', 'models/gem-pro-preview-05-06', c)).to.deep.equal(['gemini/gem-pro', 'dated_snapshot']);
+      expect(matched('gemini', 'gem-flash-preview-05-20', c)).to.deep.equal(['gemini/gem-flash', 'dated_snapshot']);
+      // a snapshot with its own entry keeps it, and one the catalog says is priced differently stays unpriced
+      expect(matched('openai', 'gpt-q-0314', c)).to.deep.equal(['openai/gpt-q-0314', 'exact']);
+      expect(matched('xai', 'grok-q-0709', c)).to.deep.equal(['xai/grok-q-0709', 'exact']);
+      expect(matched('gemini', 'gem-flash-preview-04-17', c)).to.equal(undefined);
+      // the month and day must be real; a year and month (2508) is no -MMDD
+      for (const id of ['gpt-q-1301', 'gpt-q-0100', 'gpt-q-0132', 'gpt-q-2508', 'gem-pro-preview-13-01'])
+        expect(matched(id.startsWith('gem') ? 'gemini' : 'openai', id, c), id).to.equal(undefined);
+      // one suffix, once: a family of its own (gpt-q-32k) never falls back to another family (gpt-q)
+      expect(matched('openai', 'gpt-q-32k-0613', c)).to.equal(undefined);
+      expect(matched('openai', 'gpt-q-0613-0613', c)).to.equal(undefined);
+      expect(matched('openai', 'gpt-q-1106-preview', c)).to.equal(undefined);
+      expect(matched('gemini', 'gem-pro-preview', c)).to.equal(undefined);
     });
 
     it("on OpenRouter, the vendor's own list price for vendor/model, noted as such", () => {
@@ -340,6 +378,70 @@ describe('price catalog', () => {
         );
         expect(both.lookup('openai', 'gpt-x')).to.include({ input: '5', origin: 'override' });
         expect(both.lookup('openai', 'gpt-x')).to.not.have.property('output');
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+  });
+
+  describe('imported catalog (tollgate prices update)', () => {
+    const imported = (models: CatalogModel[]): ImportedCatalog => ({
+      version: 'imported-0123456789ab',
+      source: 'test',
+      retrieved: '2026-01-02T00:00:00Z',
+      source_sha256: '0'.repeat(64),
+      models,
+      skipped: [],
+    });
+    const IMPORT = imported([
+      { provider: 'openai', model: 'gpt-x', kind: 'chat', input: '2.5', output: '9' },
+      { provider: 'openai', model: 'gpt-x-2026-03-01', kind: 'chat', input: '2.5', output: '9' },
+      { provider: 'openai', model: 'gpt-x-2026-04-01', kind: 'chat', input: '3', output: '9' },
+      { provider: 'openai', model: 'gpt-new', kind: 'chat', input: '1', output: '2' },
+    ]);
+    const withImport = (config: unknown = {}, providerPrices: ModelOverride[] = []) =>
+      PriceCatalog.fromConfig(config, { bundled: FILE, imported: IMPORT, providerPrices });
+
+    it('replaces the bundled prices of the same id and adds new models; the bundled rest stays', () => {
+      const c = withImport();
+      expect(c.lookup('openai', 'gpt-x')).to.include({ input: '2.5', output: '9', origin: 'imported' });
+      expect(c.lookup('openai', 'gpt-x')?.aliases).to.deep.equal(['gpt-x-2025-01-01']);
+      expect(c.lookup('openai', 'gpt-new')).to.include({ input: '1', origin: 'imported' });
+      expect(c.lookup('openai', 'gpt-x-mini')).to.include({ input: '0.5', origin: 'bundled' });
+      expect(c.version).to.match(/^2026-01-01\.1\+[0-9a-f]{12}$/);
+    });
+
+    it('a snapshot priced like its family is priced through it; one priced apart keeps its own entry', () => {
+      const c = withImport({ models: [{ provider: 'openai', model: 'gpt-x', input: '2', output: '8' }] });
+      // the pricing.models override of the family reaches the same-price snapshot
+      expect(c.lookup('openai', 'gpt-x-2026-03-01')).to.include({ model: 'gpt-x', input: '2', origin: 'override' });
+      expect(c.lookup('openai', 'gpt-x-2026-04-01')).to.include({
+        model: 'gpt-x-2026-04-01',
+        input: '3',
+        origin: 'imported',
+      });
+    });
+
+    it('provider module prices, pricing.litellm_file and pricing.models all win over it', () => {
+      const provider = withImport({}, [{ provider: 'openai', model: 'gpt-new', input: '7' }]);
+      expect(provider.lookup('openai', 'gpt-new')).to.include({
+        input: '7',
+        origin: 'provider',
+        source_note: "prices from the provider module (the imported catalog's entry replaced)",
+      });
+      const override = withImport({ models: [{ provider: 'openai', model: 'gpt-new', input: '4' }] });
+      expect(override.lookup('openai', 'gpt-new')).to.include({ input: '4', origin: 'override' });
+      const dir = mkdtempSync(join(tmpdir(), 'tollgate-catalog-'));
+      try {
+        writeFileSync(
+          join(dir, 'prices.json'),
+          JSON.stringify({ 'gpt-new': { litellm_provider: 'openai', input_cost_per_token: 6e-6 } }),
+        );
+        const litellm = PriceCatalog.fromConfig(
+          { litellm_file: 'prices.json' },
+          { baseDir: dir, bundled: FILE, imported: IMPORT },
+        );
+        expect(litellm.lookup('openai', 'gpt-new')).to.include({ input: '6', origin: 'litellm' });
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }

@@ -102,7 +102,7 @@ describe('pricing', () => {
   describe('bundled catalog', () => {
     it('has every model of the source, with valid decimal prices and no rounding needed', () => {
       const raw = bundledJson as unknown as { models: Record<string, unknown>[]; skipped: unknown[] };
-      expect(raw.models).to.have.length(118);
+      expect(raw.models).to.have.length(120);
       const slugs = new Set([
         'openai',
         'anthropic',
@@ -156,7 +156,7 @@ describe('pricing', () => {
 
     it('models() gives every entry a stable created and provider slug', () => {
       const all = catalog.models();
-      expect(all).to.have.length(118);
+      expect(all).to.have.length(120);
       for (const m of all) {
         expect(Number.isSafeInteger(m.created) && m.created > 1_700_000_000).to.equal(true);
         expect(m.id).to.equal(m.model);
@@ -165,7 +165,7 @@ describe('pricing', () => {
         all.map((m) => [m.id, m.created]),
       );
       expect(catalog.models('google').every((m) => m.provider === 'gemini')).to.equal(true);
-      expect(catalog.models('anthropic')).to.have.length(15);
+      expect(catalog.models('anthropic')).to.have.length(16);
       expect(catalog.version).to.equal(bundledCatalog().version);
     });
   });
@@ -189,9 +189,25 @@ describe('pricing', () => {
       expect(catalog.lookup('mistral', 'mistral-medium-2509')).to.equal(undefined);
     });
 
+    it('prices the dated snapshots of a family at the family entry, which is the price id recorded', () => {
+      for (const [provider, id, family] of [
+        ['anthropic', 'claude-3-5-sonnet-20240620', 'claude-3-5-sonnet'],
+        ['openai', 'gpt-4-0613', 'gpt-4'],
+        ['gemini', 'gemini-2.5-pro-preview-05-06', 'gemini-2.5-pro'],
+      ]) {
+        const p = price(provider, id);
+        expect(p.match, id).to.deep.equal({ via: 'dated_snapshot', pricedAs: `${provider}/${family}` });
+      }
+      // a preview Google priced apart from its family stays unpriced rather than take the family's price
+      expect(catalog.lookup('gemini', 'gemini-2.5-flash-preview-04-17')).to.equal(undefined);
+      expect(price('gemini', 'gemini-2.5-flash-preview-05-20').model).to.equal('gemini-2.5-flash');
+    });
+
     it('never matches fuzzily', () => {
       expect(catalog.lookup('openai', 'gpt-4o-minix')).to.equal(undefined);
-      expect(catalog.lookup('openai', 'gpt-4')).to.equal(undefined);
+      // gpt-4 is priced; its neighbours gpt-4-turbo and gpt-4-32k (and their snapshots) are other families
+      for (const id of ['gpt-4-turbo', 'gpt-4-turbo-2024-04-09', 'gpt-4-32k-0613', 'gpt-4-1106-preview'])
+        expect(catalog.lookup('openai', id), id).to.equal(undefined);
       expect(catalog.lookup('openai', 'ft:gpt-4o-2024-08-06:acme::abc')).to.equal(undefined);
       expect(catalog.lookup('anthropic', 'gpt-4o')).to.equal(undefined);
     });

@@ -1,0 +1,57 @@
+/**
+ * What changes between two sets of prices in force (before and after `tollgate prices update`): models that get
+ * a price, models whose prices change, and models that lose theirs. Compared on the effective prices, so a model
+ * whose local override (pricing.models, a provider module, pricing.litellm_file) wins before and after is unchanged.
+ * Service tiers are data only (no request is billed by them), so they are not compared.
+ */
+import { APPLIED_PRICE_FIELDS, type PriceCatalog } from './catalog';
+import type { ModelPrice } from './model-price';
+
+export interface PriceChange {
+  /** provider/model */
+  id: string;
+  /** The price fields that differ, each as "field old -> new" ("-" for none). */
+  fields: string[];
+}
+
+export interface CatalogDiff {
+  added: string[];
+  changed: PriceChange[];
+  removed: string[];
+}
+
+const show = (v: unknown): string => (v === undefined ? '-' : typeof v === 'string' ? v : JSON.stringify(v));
+
+function byId(prices: PriceCatalog): Map<string, ModelPrice> {
+  return new Map(prices.models().map((m) => [`${m.provider}/${m.model}`, m]));
+}
+
+export function diffCatalogs(before: PriceCatalog, after: PriceCatalog): CatalogDiff {
+  const old = byId(before);
+  const now = byId(after);
+  const diff: CatalogDiff = { added: [], changed: [], removed: [] };
+  for (const [id, next] of now) {
+    const prev = old.get(id);
+    if (!prev) {
+      diff.added.push(id);
+      continue;
+    }
+    const fields = APPLIED_PRICE_FIELDS.filter((f) => show(prev[f]) !== show(next[f])).map(
+      (f) => `${f} ${show(prev[f])} -> ${show(next[f])}`,
+    );
+    if (fields.length > 0) diff.changed.push({ id, fields });
+  }
+  for (const id of old.keys()) if (!now.has(id)) diff.removed.push(id);
+  return diff;
+}
+
+/**
+ * Imported models whose price in force comes from a local override instead: the overrides the update kept.
+ */
+export function keptOverrides(after: PriceCatalog, importedIds: readonly string[]): string[] {
+  const now = byId(after);
+  return importedIds.filter((id) => {
+    const origin = now.get(id)?.origin;
+    return origin !== undefined && origin !== 'imported';
+  });
+}
