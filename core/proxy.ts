@@ -41,13 +41,14 @@ function isJsonDocument(contentType: string): boolean {
 
 /**
  * Gateway errors of status 500+ that are not logged as failures of the gateway itself: time-outs and unreachable
- * upstreams are the provider's state; plugin_error and limits_unavailable were logged where they arose.
+ * upstreams are the provider's state; plugin_error, limits_unavailable and budget_unavailable were logged where they arose.
  */
 const EXPECTED_FAILURES: ReadonlySet<string> = new Set([
   'upstream_timeout',
   'upstream_unreachable',
   'plugin_error',
   'limits_unavailable',
+  'budget_unavailable',
 ]);
 
 /** One request on its way through the proxy: what its steps share, in one object instead of a list of parameters. */
