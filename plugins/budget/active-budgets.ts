@@ -131,7 +131,7 @@ export class ActiveBudgets {
     a.check.seedPico = seed;
     a.check.seedPending = false;
     a.spend = 'loaded';
-    a.readEnded?.();
+    firstReadEnded(a);
     if (!a.countedUnseeded) return;
     a.countedUnseeded = false;
     await this.store.seedBudget(a.check, seed).catch(() => this.lost([a]));
@@ -179,5 +179,14 @@ export class ActiveBudgets {
 function failed(a: Applied): void {
   if (a.spend !== 'loading') return;
   a.spend = 'failed';
+  firstReadEnded(a);
+}
+
+const ENDED = Promise.resolve();
+
+/** Wakes the requests waiting for the first read, and lets go of what they waited on (kept per budget otherwise). */
+function firstReadEnded(a: Applied): void {
   a.readEnded?.();
+  a.readEnded = undefined;
+  a.firstRead = ENDED;
 }

@@ -1,13 +1,11 @@
 import {
   definePlugin,
   formatUsd,
-  GatewayError,
   parseUsd,
   resolveService,
   TOKENS,
   UNTAGGED,
   type BudgetCheck,
-  type BudgetConfig,
   type BudgetSource,
   type BudgetState,
   type BudgetStatus,
@@ -22,9 +20,11 @@ import {
   type WorkspaceLimits,
   type WorkspaceLimitsService,
 } from '../../core';
-import { ActiveBudgets, type Applied, type StatusBase } from './active-budgets';
+import { ActiveBudgets, type Applied } from './active-budgets';
 import { alertReached } from './alert';
-import { periodAt, type Period } from './periods';
+import { describe, tagValuesKey, type Rule } from './budget-instance';
+import { PERIOD_ADJECTIVE, readLimitStore, refusal, spendUnavailable } from './refusals';
+import { periodAt } from './periods';
 import { BudgetPricing, type BudgetPrice } from './unpriced';
 import { worstCaseCost, type ReferencedInput } from './worst-case';
 
@@ -33,17 +33,6 @@ const HELD = 'budget.reservation';
 const STAND_IN = 'budget.stand-in';
 /** Budget alerts remembered as logged; beyond it the set starts again (at worst an alert is logged twice). */
 const MAX_ALERTS = 10_000;
-const PERIOD_ADJECTIVE = { day: 'daily', month: 'monthly' } as const;
-
-/** A configured budget, with what does not change between requests worked out once. */
-interface Rule {
-  config: BudgetConfig;
-  limitPico: bigint;
-  /** Fixed tag filter ({} for a workspace-wide budget). */
-  tags: [string, string][];
-  /** Its instances are found in the active budgets under this prefix, then workspace (and tag value). */
-  id: number;
-}
 
 /**
  * Spend limits per period (day, month) for a workspace, a tag value, or each value of a tag. Streams cannot
@@ -160,14 +149,7 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
    * marked unseeded, and reconciled once the read succeeds (ActiveBudgets).
    */
   private spendUnknown(unknown: readonly Applied[]): void {
-    if (this.limits.storeConfig.on_error === 'closed') {
-      const { status } = unknown[0];
-      throw new GatewayError(
-        'budget_unavailable',
-        `The spend of the ${PERIOD_ADJECTIVE[status.period]} budget for ${whose(status)} cannot be read right now (usage store unavailable); try again shortly.`,
-        { headers: { 'retry-after': '1' } },
-      );
-    }
+    if (this.limits.storeConfig.on_error === 'closed') throw spendUnavailable(unknown[0].status);
     for (const a of unknown) a.countedUnseeded = true;
   }
 
@@ -303,88 +285,6 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
       );
     }
   }
-}
-
-/** The budget's identity in the limit store: workspace, scope, period kind and start. */
-function budgetKey(
-  limits: WorkspaceLimitsService,
-  workspace: string,
-  b: BudgetConfig,
-  tags: readonly [string, string][],
-  period: Period,
-): string {
-  return `ws:${workspace}:${tags.map(([k, v]) => limits.tagScope(k, v)).join(':') || 'all'}:${b.period}:${period.startMs}`;
-}
-
-/** The set of tag values a per_tag budget met in a period. */
-function tagValuesKey(workspace: string, b: BudgetConfig, period: Period): string {
-  return `budget-tags:ws:${workspace}:${b.per_tag}:${b.period}:${period.startMs}`;
-}
-
-function describe(
-  limits: WorkspaceLimitsService,
-  workspace: string,
-  rule: Rule,
-  tags: readonly [string, string][],
-  period: Period,
-  seedPico: bigint,
-): Applied {
-  const b = rule.config;
-  const key = budgetKey(limits, workspace, b, tags, period);
-  let readEnded: (() => void) | undefined;
-  const firstRead = new Promise<void>((resolve) => (readEnded = resolve));
-  return {
-    filters: { workspace, ...Object.fromEntries(tags) },
-    since: period.endMs,
-    spend: 'loading',
-    firstRead,
-    readEnded,
-    countedUnseeded: false,
-    open: 0,
-    settledAt: 0,
-    check: { key, limitPico: rule.limitPico, periodEndMs: period.endMs, seedPico },
-    status: {
-      key,
-      workspace,
-      scope: tags.map(([k, v]) => `${k}=${v}`).join(',') || 'workspace',
-      period: b.period,
-      periodStart: period.startMs,
-      periodEnd: period.endMs,
-      limitPico: rule.limitPico,
-      alertAt: b.alert_at,
-    },
-  };
-}
-
-/** A read for the admin API: the limit store being down is a 503, not an internal error. */
-async function readLimitStore<T>(op: () => Promise<T>): Promise<T> {
-  try {
-    return await op();
-  } catch {
-    throw new GatewayError(
-      'limits_unavailable',
-      'Budgets cannot be read right now (limit store unavailable); try again shortly.',
-      { headers: { 'retry-after': '1' } },
-    );
-  }
-}
-
-function whose(status: StatusBase): string {
-  return status.scope === 'workspace'
-    ? `workspace ${status.workspace}`
-    : `${status.scope} in workspace ${status.workspace}`;
-}
-
-/** 429 naming the first budget the reservation does not fit, with Retry-After until its period ends. */
-function refusal(applied: Applied[], states: readonly BudgetState[], amountPico: bigint, now: number): GatewayError {
-  const i = states.findIndex((s) => s.spentPico + s.reservedPico + amountPico > s.limitPico);
-  const { status } = applied[i];
-  return new GatewayError(
-    'budget_exceeded',
-    `The ${PERIOD_ADJECTIVE[status.period]} budget of $${formatUsd(status.limitPico)} for ${whose(status)} does not cover this request: ` +
-      `$${formatUsd(states[i].spentPico)} spent, $${formatUsd(states[i].reservedPico)} reserved by open requests, this one may cost up to $${formatUsd(amountPico)}.`,
-    { headers: { 'retry-after': String(Math.max(1, Math.ceil((status.periodEnd - now) / 1000))) } },
-  );
 }
 
 export const budget = definePlugin({

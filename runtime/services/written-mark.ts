@@ -1,5 +1,5 @@
 /** Records tracked one by one at the most; past it, the mark waits for the queues to drain. */
-const MAX_TRACKED = 100_000;
+const MAX_TRACKED = 20_000;
 /** How often, at the most, the queues are asked whether they are empty (their stats read the spill file's size). */
 const IDLE_CHECK_MS = 1000;
 

@@ -3,7 +3,6 @@ import { createRedis, isReplyError, replyError } from '../redis-client';
 import { CircuitBreaker } from './circuit-breaker';
 import type {
   Bucket,
-  BucketState,
   BudgetCheck,
   BudgetReservation,
   BudgetState,
