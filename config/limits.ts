@@ -108,6 +108,16 @@ export const budgetPolicySchema = z.strictObject({
    * (default: the model's whole context window, the bound that makes such a request unable to overshoot).
    */
   referenced_input_tokens: z.union([z.literal('context_window'), positiveInt]).default('context_window'),
+  /**
+   * How long a request waits, at the most, for a budget's spend this period to be read from the usage store the first
+   * time the budget is used (the read goes on in the background); past it, limit_store.on_error decides.
+   */
+  spend_read_wait_ms: fromText(z.number().int().min(0).max(60_000)).default(1000),
+  /**
+   * Budgets (one per per_tag value) kept in memory with their spend; the least recently used idle one is forgotten
+   * beyond it and read back from the usage store when next used.
+   */
+  max_active: fromText(z.number().int().min(1)).default(10_000),
 });
 
 export type BudgetPolicy = z.output<typeof budgetPolicySchema>;

@@ -37,6 +37,8 @@ export const ERROR_CODES = {
   /** A budget applies and the model has no price, so its cost can be neither reserved nor counted (budgets.unpriced). */
   model_unpriced: { status: 403, type: 'permission_error' },
   limits_unavailable: { status: 503, type: 'gateway_error' },
+  /** A budget's spend this period could not be read from the usage store in time, and limit_store.on_error is closed. */
+  budget_unavailable: { status: 503, type: 'gateway_error' },
   request_aborted: { status: 499, type: 'gateway_error' },
   upstream_unreachable: { status: 502, type: 'gateway_error' },
   upstream_error: { status: 502, type: 'gateway_error' },

@@ -40,6 +40,11 @@ export interface BudgetCheck {
   periodEndMs: number;
   /** Spend already recorded before this process knew about it (seeded from the usage store). */
   seedPico: bigint;
+  /**
+   * True while that spend is not known yet (its read failed or is late, and on_error is open): a budget the store
+   * creates now starts at 0 and is marked, and seedBudget adds the spend once it is read.
+   */
+  seedPending?: boolean;
 }
 
 /** One budget's counters (pico-USD): settled spend and the live reservations of open requests. */
@@ -101,6 +106,22 @@ export interface LimitStore {
   settle(checks: readonly BudgetCheck[], holder: string, actualPico: bigint): Promise<BudgetState[]>;
   /** The budgets' counters now, reserving nothing; a budget not yet in the store reports its seed. */
   budgetStates(checks: readonly BudgetCheck[]): Promise<BudgetState[]>;
+  /**
+   * Adds `seedPico` to the spent of a budget the store created while its seed was pending, once (the mark is
+   * cleared); a budget created with its seed, or not created yet, is left alone.
+   */
+  seedBudget(check: BudgetCheck, seedPico: bigint): Promise<void>;
+  /**
+   * Raises spent to at least `spentPico`, creating the budget with it if missing; never lowers it. Puts back
+   * spend whose settlement an outage of the store lost, read from the usage store's records.
+   */
+  raiseSpend(check: BudgetCheck, spentPico: bigint): Promise<BudgetState>;
+  /**
+   * Drops the budget's counters when the store keeps them in this process and no reservation is open (the
+   * budget plugin forgets idle budgets; their spend is read back from the usage store when next used). A shared
+   * store keeps them: they expire with the period.
+   */
+  forgetBudget(check: BudgetCheck): void;
 
   /** Adds `member` to the set `key`, kept until `untilMs` (e.g. the tag values a per-tag budget met this period). */
   addToSet(key: string, member: string, untilMs: number): Promise<void>;

@@ -38,7 +38,7 @@ function isJsonDocument(contentType: string): boolean {
 
 /**
  * Gateway errors of status 500+ that are not logged as failures of the gateway itself: time-outs and unreachable
- * upstreams are the provider's state; plugin_error and limits_unavailable were logged where they arose.
+ * upstreams are the provider's state; plugin_error, limits_unavailable and budget_unavailable were logged where they arose.
  */
 const EXPECTED_FAILURES: ReadonlySet<string> = new Set([
   'upstream_timeout',
@@ -46,6 +46,7 @@ const EXPECTED_FAILURES: ReadonlySet<string> = new Set([
   'plugin_error',
   'limits_unavailable',
   'gateway_busy',
+  'budget_unavailable',
 ]);
 
 /** Refusals of a body not read to its end: the connection is closed rather than read on (core/body-intake.ts). */

@@ -77,6 +77,11 @@ export interface RecordQueue {
 /** TOKENS.RecordQueues: opens record queues onto the usage store. */
 export interface RecordQueuesService {
   open(options: RecordQueueOptions): RecordQueue;
+  /**
+   * A time (epoch ms) before which every record enqueued on these queues is in the store (Infinity when none
+   * waits): what a later read of the store is sure to find.
+   */
+  writtenBefore(): number;
 }
 
 /** What a valid gateway key grants: its id and workspace. */

@@ -1,14 +1,11 @@
 import {
-  BoundedCache,
   definePlugin,
   formatUsd,
-  GatewayError,
   parseUsd,
   resolveService,
   TOKENS,
   UNTAGGED,
   type BudgetCheck,
-  type BudgetConfig,
   type BudgetSource,
   type BudgetState,
   type BudgetStatus,
@@ -17,42 +14,25 @@ import {
   type GatewayPlugin,
   type LeaseRenewer,
   type Logger,
+  type RecordQueuesService,
   type RequestCostService,
   type UsageStoreService,
   type WorkspaceLimits,
   type WorkspaceLimitsService,
 } from '../../core';
+import { ActiveBudgets, type Applied } from './active-budgets';
 import { alertReached } from './alert';
-import { periodAt, type Period } from './periods';
+import { describe, tagValuesKey, type Rule } from './budget-instance';
+import { PERIOD_ADJECTIVE, readLimitStore, refusal, spendUnavailable } from './refusals';
+import { periodAt } from './periods';
 import { BudgetPricing, type BudgetPrice } from './unpriced';
 import { worstCaseCost, type ReferencedInput } from './worst-case';
 
 const HELD = 'budget.reservation';
 /** The price_as stand-in of a request for an unpriced model (budgets.unpriced), for its settlement. */
 const STAND_IN = 'budget.stand-in';
-/** Budget instances (budget x workspace x tag value) kept ready per budget; beyond that the oldest are dropped. */
-const MAX_CACHED = 10_000;
-const PERIOD_ADJECTIVE = { day: 'daily', month: 'monthly' } as const;
-
-type StatusBase = Omit<BudgetStatus, 'spentPico' | 'reservedPico' | 'alerted'>;
-
-/** One budget of one period (and, for per_tag budgets, one tag value): its counter key, seed and status. */
-interface Applied {
-  check: BudgetCheck;
-  status: StatusBase;
-  /** Resolves once the spend already in the usage store is known; check.seedPico is set by then. */
-  seeded?: Promise<void>;
-}
-
-/** A configured budget, with what does not change between requests worked out once. */
-interface Rule {
-  config: BudgetConfig;
-  limitPico: bigint;
-  /** Fixed tag filter ({} for a workspace-wide budget). */
-  tags: [string, string][];
-  /** Its instances in their current period, by workspace (and tag value for per_tag budgets). */
-  instances: BoundedCache<string, Applied>;
-}
+/** Budget alerts remembered as logged; beyond it the set starts again (at worst an alert is logged twice). */
+const MAX_ALERTS = 10_000;
 
 /**
  * Spend limits per period (day, month) for a workspace, a tag value, or each value of a tag. Streams cannot
@@ -72,6 +52,9 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
   private readonly alertsLogged = new Set<string>();
   /** Renews the budgets each open request has a reservation in. */
   private readonly renewer: LeaseRenewer<readonly BudgetCheck[]>;
+  /** The budget instances in use, their spend read off the request path. */
+  readonly active: ActiveBudgets;
+  private ruleCount = 0;
 
   constructor(
     private readonly limits: WorkspaceLimitsService,
@@ -81,9 +64,17 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     private readonly clock: Clock,
     private readonly pricing: BudgetPricing,
     private readonly referencedInput: ReferencedInput,
+    records: Pick<RecordQueuesService, 'writtenBefore'>,
+    private readonly policy: { spend_read_wait_ms: number; max_active: number },
   ) {
     const lease = limits.storeConfig.reservation_lease_ms;
     this.renewer = limits.leases(lease, (holder, checks) => limits.store.renewReservation(checks, holder, lease));
+    this.active = new ActiveBudgets(policy.max_active, limits.store, usage, records, log);
+    // Workspace-wide and fixed-tag budgets: their spend this period is read at start, before the first request.
+    const now = clock.now();
+    for (const [workspace, l] of limits.byWorkspace) {
+      for (const rule of this.rulesOf(l)) if (!rule.config.per_tag) this.instanceOf(workspace, rule, rule.tags, now);
+    }
   }
 
   async beforeUpstream(ctx: GatewayContext): Promise<void> {
@@ -93,11 +84,13 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     const applied: Applied[] = [];
     for (const rule of this.rulesOf(l)) {
       const a = this.instance(ctx, rule, now);
-      if (!a) continue;
-      if (a.seeded) await a.seeded; // only the first request of a budget and period reads the store
-      applied.push(a);
+      if (a) applied.push(a);
     }
     if (applied.length === 0) return;
+    // Only the first requests of a budget and period wait for its spend to be read, and at most spend_read_wait_ms.
+    await this.active.ready(applied, this.policy.spend_read_wait_ms);
+    const unknown = applied.filter((a) => a.spend !== 'loaded');
+    if (unknown.length > 0) this.spendUnknown(unknown);
     const priced = this.pricing.of(ctx);
     const amountPico = priced ? worstCaseCost(ctx, this.cost, priced, this.referencedInput) : 0n;
     const checks = applied.map((a) => a.check);
@@ -111,6 +104,7 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     // Settled even when the store failed open: the spend is added, and a reserve that ran in Redis after its
     // reply timed out is released by request id.
     ctx.state.set(HELD, applied);
+    for (const a of applied) a.open++;
     if (priced?.standIn) ctx.state.set(STAND_IN, priced.standIn);
     if (!result) return;
     if (amountPico > 0n) this.renewer.add(ctx.requestId, checks);
@@ -124,12 +118,39 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     const failed = ctx.error !== undefined && !ctx.streamCut;
     const actual = failed || (ctx.status ?? 500) >= 400 ? 0n : (this.actualCost(ctx) ?? 0n);
     const checks = applied.map((a) => a.check);
-    const after = await this.limits.guard(
-      'budget settle',
-      () => this.limits.store.settle(checks, ctx.requestId, actual),
-      undefined,
-    );
+    // The request's record was queued before (usage-recorder completes first): see ActiveBudgets on forgetting.
+    const settledAt = Date.now();
+    for (const a of applied) {
+      a.open--;
+      a.settledAt = settledAt;
+      if (a.check.seedPending) a.countedUnseeded = true;
+    }
+    let after: BudgetState[] | undefined;
+    try {
+      after = await this.limits.guard(
+        'budget settle',
+        () => this.limits.store.settle(checks, ctx.requestId, actual),
+        undefined,
+      );
+    } finally {
+      // A settlement the limit store did not take is put back from the usage store's records.
+      if (!after) this.active.lost(applied);
+    }
     if (after) this.alertIfCrossed(applied, after);
+  }
+
+  async close(): Promise<void> {
+    this.active.stop();
+  }
+
+  /**
+   * Budgets whose spend this period is not known yet (its read failed, or is still under way after the wait):
+   * refused with 503 budget_unavailable under on_error closed; under open, counted from 0 in the limit store,
+   * marked unseeded, and reconciled once the read succeeds (ActiveBudgets).
+   */
+  private spendUnknown(unknown: readonly Applied[]): void {
+    if (this.limits.storeConfig.on_error === 'closed') throw spendUnavailable(unknown[0].status);
+    for (const a of unknown) a.countedUnseeded = true;
   }
 
   /** The request's cost: the one every plugin shares, or at the price_as stand-in's price for an unpriced model. */
@@ -168,7 +189,7 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
         config,
         limitPico: parseUsd(config.usd),
         tags: Object.entries(config.tag ?? {}),
-        instances: new BoundedCache<string, Applied>(MAX_CACHED),
+        id: this.ruleCount++,
       }));
       this.rules.set(l, rules);
     }
@@ -178,39 +199,41 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
   /** The budget instance this request counts against, or undefined when the budget does not apply to it. */
   private instance(ctx: GatewayContext, rule: Rule, now: number): Applied | undefined {
     const b = rule.config;
-    let value: string | undefined;
-    if (b.per_tag) {
-      value = ctx.tags[b.per_tag];
-      if (value === undefined) return undefined;
-    } else if (rule.tags.length > 0 && !rule.tags.every(([k, v]) => ctx.tags[k] === v)) {
-      return undefined;
+    if (!b.per_tag) {
+      if (rule.tags.length > 0 && !rule.tags.every(([k, v]) => ctx.tags[k] === v)) return undefined;
+      return this.instanceOf(ctx.workspace!.id, rule, rule.tags, now, ctx.startedAt);
     }
-    const workspace = ctx.workspace!.id;
-    // Looked up per rule by workspace and tag value; an instance of a past period is replaced.
-    const lookup = value === undefined ? workspace : `${workspace}\n${value}`;
-    const hit = rule.instances.get(lookup);
-    if (hit && now < hit.check.periodEndMs && now >= hit.status.periodStart) return hit;
+    const value = ctx.tags[b.per_tag];
+    return value === undefined
+      ? undefined
+      : this.instanceOf(ctx.workspace!.id, rule, [[b.per_tag, value]], now, ctx.startedAt);
+  }
 
-    const tags: [string, string][] = value === undefined ? rule.tags : [[b.per_tag!, value]];
+  /**
+   * The instance of a budget for a workspace and tag values in the period holding `now`: the one in use, or a new
+   * one whose spend recorded before `since` (the first request's start) is read in the background.
+   */
+  private instanceOf(
+    workspace: string,
+    rule: Rule,
+    tags: readonly [string, string][],
+    now: number,
+    since = now,
+  ): Applied {
+    const b = rule.config;
+    // Each part with its length first: unambiguous whatever the tag value holds.
+    const value = b.per_tag ? tags[0][1] : '';
+    const lookup = `${rule.id}:${workspace.length}:${workspace}:${value}`;
+    const hit = this.active.get(lookup, now);
+    if (hit) return hit;
     const period = periodAt(b.period, now);
     const a = describe(this.limits, workspace, rule, tags, period, 0n);
-    // Spend recorded before this process knew the budget (earlier runs, other instances) is read once.
-    a.seeded = this.usage
-      .queryUsage({
-        from: period.startMs,
-        to: now + 1,
-        groupBy: [],
-        filters: { workspace, ...Object.fromEntries(tags) },
-      })
-      .then(
-        ([t]) => (a.check.seedPico = t?.costPico ?? 0n),
-        () => undefined,
-      )
-      .then(() => (a.seeded = undefined));
+    a.check.seedPending = true;
+    a.since = Math.max(period.startMs, Math.min(since, now));
     // Noted once per value and period, so that the admin API of every instance lists it.
     if (b.per_tag)
-      this.limits.store.addToSet(tagValuesKey(workspace, b, period), tags[0][1], period.endMs).catch(() => undefined);
-    rule.instances.set(lookup, a); // bounded; a later miss only re-reads the store
+      this.limits.store.addToSet(tagValuesKey(workspace, b, period), value, period.endMs).catch(() => undefined);
+    this.active.add(lookup, a);
     return a;
   }
 
@@ -248,7 +271,7 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
       const { status } = applied[i];
       if (this.alertsLogged.has(status.key) || !alertReached(states[i].spentPico, status.limitPico, status.alertAt))
         continue;
-      if (this.alertsLogged.size >= MAX_CACHED) this.alertsLogged.clear(); // bounded; at worst an alert is logged again
+      if (this.alertsLogged.size >= MAX_ALERTS) this.alertsLogged.clear(); // bounded; at worst an alert is logged again
       this.alertsLogged.add(status.key);
       this.log.warn(
         {
@@ -264,74 +287,6 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
   }
 }
 
-/** The budget's identity in the limit store: workspace, scope, period kind and start. */
-function budgetKey(
-  limits: WorkspaceLimitsService,
-  workspace: string,
-  b: BudgetConfig,
-  tags: readonly [string, string][],
-  period: Period,
-): string {
-  return `ws:${workspace}:${tags.map(([k, v]) => limits.tagScope(k, v)).join(':') || 'all'}:${b.period}:${period.startMs}`;
-}
-
-/** The set of tag values a per_tag budget met in a period. */
-function tagValuesKey(workspace: string, b: BudgetConfig, period: Period): string {
-  return `budget-tags:ws:${workspace}:${b.per_tag}:${b.period}:${period.startMs}`;
-}
-
-function describe(
-  limits: WorkspaceLimitsService,
-  workspace: string,
-  rule: Rule,
-  tags: readonly [string, string][],
-  period: Period,
-  seedPico: bigint,
-): Applied {
-  const b = rule.config;
-  const key = budgetKey(limits, workspace, b, tags, period);
-  return {
-    check: { key, limitPico: rule.limitPico, periodEndMs: period.endMs, seedPico },
-    status: {
-      key,
-      workspace,
-      scope: tags.map(([k, v]) => `${k}=${v}`).join(',') || 'workspace',
-      period: b.period,
-      periodStart: period.startMs,
-      periodEnd: period.endMs,
-      limitPico: rule.limitPico,
-      alertAt: b.alert_at,
-    },
-  };
-}
-
-/** A read for the admin API: the limit store being down is a 503, not an internal error. */
-async function readLimitStore<T>(op: () => Promise<T>): Promise<T> {
-  try {
-    return await op();
-  } catch {
-    throw new GatewayError(
-      'limits_unavailable',
-      'Budgets cannot be read right now (limit store unavailable); try again shortly.',
-      { headers: { 'retry-after': '1' } },
-    );
-  }
-}
-
-/** 429 naming the first budget the reservation does not fit, with Retry-After until its period ends. */
-function refusal(applied: Applied[], states: readonly BudgetState[], amountPico: bigint, now: number): GatewayError {
-  const i = states.findIndex((s) => s.spentPico + s.reservedPico + amountPico > s.limitPico);
-  const { status } = applied[i];
-  const whose =
-    status.scope === 'workspace' ? `workspace ${status.workspace}` : `${status.scope} in workspace ${status.workspace}`;
-  return new GatewayError(
-    'budget_exceeded',
-    `The ${PERIOD_ADJECTIVE[status.period]} budget of $${formatUsd(status.limitPico)} for ${whose} does not cover this request: ` +
-      `$${formatUsd(states[i].spentPico)} spent, $${formatUsd(states[i].reservedPico)} reserved by open requests, this one may cost up to $${formatUsd(amountPico)}.`,
-    { headers: { 'retry-after': String(Math.max(1, Math.ceil((status.periodEnd - now) / 1000))) } },
-  );
-}
-
 export const budget = definePlugin({
   name: 'budget',
   requires: {
@@ -345,6 +300,7 @@ export const budget = definePlugin({
       'Clock',
       'Config',
       'Providers',
+      'RecordQueues',
     ],
   },
   enforces: ['budgets'],
@@ -359,6 +315,8 @@ export const budget = definePlugin({
       resolveService(container, TOKENS.Clock),
       new BudgetPricing(cost.prices, policy.unpriced, resolveService(container, TOKENS.Providers)),
       policy.referenced_input_tokens,
+      resolveService(container, TOKENS.RecordQueues),
+      policy,
     );
     resolveService(container, TOKENS.BudgetLedger).attach(plugin);
     return plugin;

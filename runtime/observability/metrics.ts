@@ -28,6 +28,7 @@ const LIMIT_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'budget_exceeded',
   'max_tokens_exceeded',
   'limits_unavailable',
+  'budget_unavailable',
 ]);
 
 /** Gateway overhead: most requests spend well under a millisecond in the gateway itself. */

@@ -224,6 +224,35 @@ function conformance(label: string, open: () => LimitStore): void {
         expect(over.states[0]).to.include({ spentPico: 0n, reservedPico: 100n });
       });
 
+      it('counts a budget whose seed is pending from 0, and adds the seed once read (only to a budget created pending)', async () => {
+        const c = { ...budget(uniq('bud-pending'), 100n, 0n), seedPending: true };
+        await store.settle([c], 'r1', 7n);
+        expect((await now(c)).spentPico).to.equal(7n);
+        c.seedPending = false;
+        await store.seedBudget(c, 30n);
+        await store.seedBudget(c, 30n); // once
+        expect((await now(c)).spentPico).to.equal(37n);
+        const known = budget(uniq('bud-known'), 100n, 5n);
+        await store.settle([known], 'r1', 1n);
+        await store.seedBudget(known, 30n); // created with its seed: left alone
+        expect((await now(known)).spentPico).to.equal(6n);
+      });
+
+      it('raises spent to the recorded spend, never lowers it, and creates a missing budget with it', async () => {
+        const c = budget(uniq('bud-raise'), 100n, 10n);
+        await store.settle([c], 'r1', 5n);
+        expect((await store.raiseSpend(c, 40n)).spentPico).to.equal(40n);
+        expect((await store.raiseSpend(c, 20n)).spentPico).to.equal(40n);
+        const missing = budget(uniq('bud-raise-missing'), 100n, 3n);
+        expect((await store.raiseSpend(missing, 25n)).spentPico).to.equal(25n);
+        // A raise reads records that hold the pending seed too: a later seedBudget adds nothing.
+        const pending = { ...budget(uniq('bud-raise-pending'), 100n), seedPending: true };
+        await store.settle([pending], 'r1', 5n);
+        await store.raiseSpend(pending, 50n);
+        await store.seedBudget(pending, 45n);
+        expect((await now(pending)).spentPico).to.equal(50n);
+      });
+
       it('reserves on several budgets all or nothing', async () => {
         const a = budget(uniq('bud-a'), 100n);
         const b = budget(uniq('bud-b'), 50n, 30n);
@@ -356,6 +385,22 @@ function conformance(label: string, open: () => LimitStore): void {
 }
 
 conformance('MemoryLimitStore', () => new MemoryLimitStore());
+
+describe('MemoryLimitStore.forgetBudget', () => {
+  it('drops an idle budget (its seed counts again when next used) and keeps one with an open reservation', async () => {
+    const store = new MemoryLimitStore();
+    const idle = budget(uniq('forget-idle'), 100n, 10n);
+    await store.settle([idle], 'r1', 5n);
+    store.forgetBudget(idle);
+    expect(store.budgetCount).to.equal(0);
+    expect((await store.budgetStates([idle]))[0].spentPico).to.equal(10n);
+    const held = budget(uniq('forget-held'), 100n);
+    await store.reserve([held], 'r1', 20n, 60_000);
+    store.forgetBudget(held);
+    expect((await store.budgetStates([held]))[0].reservedPico).to.equal(20n);
+    await store.close();
+  });
+});
 
 /** REDIS_URL, once Redis answered (the suite's first hook). */
 let url: string;

@@ -30,6 +30,8 @@ interface BudgetRecord extends Leases<{ amount: bigint; leaseEnd: number }> {
   /** Sum of the live reservations' amounts. */
   reserved: bigint;
   periodEndMs: number;
+  /** Created while its seed was pending: seedBudget adds it. */
+  unseeded: boolean;
 }
 
 /** The open stream slots of one key. */
@@ -183,6 +185,31 @@ export class MemoryLimitStore implements LimitStore {
     });
   }
 
+  async seedBudget(check: BudgetCheck, seedPico: bigint): Promise<void> {
+    const r = this.budgets.get(budgetId(check));
+    if (!r?.unseeded) return;
+    r.unseeded = false;
+    r.spent += seedPico;
+  }
+
+  async raiseSpend(check: BudgetCheck, spentPico: bigint): Promise<BudgetState> {
+    const r = this.budget(check, Date.now());
+    if (r.spent < spentPico) r.spent = spentPico;
+    r.unseeded = false; // the records read hold the seed too
+    return state(check, r);
+  }
+
+  forgetBudget(check: BudgetCheck): void {
+    const id = budgetId(check);
+    const r = this.budgets.get(id);
+    if (r && r.holds.size === 0) this.budgets.delete(id);
+  }
+
+  /** Budgets held in memory (their count is bounded by the budget plugin's active budgets). */
+  get budgetCount(): number {
+    return this.budgets.size;
+  }
+
   async addToSet(key: string, member: string, untilMs: number): Promise<void> {
     let set = this.sets.get(key);
     if (!set) this.sets.set(key, (set = { members: new Set(), untilMs }));
@@ -212,7 +239,9 @@ export class MemoryLimitStore implements LimitStore {
     const id = budgetId(c);
     let r = this.budgets.get(id);
     if (!r) {
-      r = { spent: c.seedPico, reserved: 0n, holds: new Map(), periodEndMs: c.periodEndMs, nextLapse: Infinity };
+      const unseeded = c.seedPending === true;
+      const spent = unseeded ? 0n : c.seedPico;
+      r = { spent, reserved: 0n, holds: new Map(), periodEndMs: c.periodEndMs, nextLapse: Infinity, unseeded };
       this.budgets.set(id, r);
     }
     dropLapsed(r, now, release);

@@ -14,6 +14,7 @@
  * - Budget amounts are pico-USD integers kept as decimal strings and computed as two limbs
  *   (whole dollars, pico remainder < 10^12), each an exact integer in a Lua double; see BUDGET_MAX_PICO.
  */
+import { BUDGET_LUA, BUDGET_OPS } from './redis-budget-scripts';
 
 /** Clock and number helpers shared by the operations. */
 const PRELUDE = `
@@ -165,161 +166,6 @@ redis.call('ZREM', KEYS[1], ARGV[1])
 return 0
 `;
 
-/** Two-limb arithmetic on non-negative pico-USD integers: value = hi * 10^12 + lo, 0 <= lo < 10^12. */
-const PICO = `
-local BASE = 1000000000000
-
-local function parse(s)
-  local n = #s
-  if n <= 12 then return { 0, tonumber(s) } end
-  return { tonumber(string.sub(s, 1, n - 12)), tonumber(string.sub(s, n - 11)) }
-end
-
-local function fmt(v)
-  if v[1] == 0 then return string.format('%.0f', v[2]) end
-  return string.format('%.0f%012.0f', v[1], v[2])
-end
-
-local function add(a, b)
-  local hi, lo = a[1] + b[1], a[2] + b[2]
-  if lo >= BASE then hi, lo = hi + 1, lo - BASE end
-  return { hi, lo }
-end
-
-local function le(a, b)
-  if a[1] ~= b[1] then return a[1] < b[1] end
-  return a[2] <= b[2]
-end
-
--- a - b, or 0 when b >= a (a reservation is never released below zero)
-local function sub0(a, b)
-  if le(a, b) then return { 0, 0 } end
-  local hi, lo = a[1] - b[1], a[2] - b[2]
-  if lo < 0 then hi, lo = hi - 1, lo + BASE end
-  return { hi, lo }
-end
-
--- A budget is two keys per period (the period end is part of their names): a hash {spent, reserved,
--- r:<holder> = amount}, where reserved is the sum of the r: fields, and a sorted set holder -> lease end.
--- spent is seeded from the usage store only when the hash does not exist yet. Both expire a day after the
--- period ends (at least 1 min, so a late call on an ended period still works), counted on the Redis clock.
--- Reservations whose lease ended are dropped first: their request's settlement is never coming.
-local function budget(key, leases, seed, periodEnd, now)
-  if redis.call('EXISTS', key) == 0 then
-    redis.call('HSET', key, 'spent', seed, 'reserved', '0')
-  end
-  local ttl = tonumber(periodEnd) + 86400000 - now
-  if ttl < 60000 then ttl = 60000 end
-  redis.call('PEXPIRE', key, string.format('%.0f', ttl))
-  local rec = redis.call('HMGET', key, 'spent', 'reserved')
-  local spent, reserved = parse(rec[1]), parse(rec[2])
-  local lapsed = redis.call('ZRANGEBYSCORE', leases, '-inf', num(now))
-  if #lapsed > 0 then
-    for _, holder in ipairs(lapsed) do
-      local amount = redis.call('HGET', key, 'r:' .. holder)
-      if amount then
-        reserved = sub0(reserved, parse(amount))
-        redis.call('HDEL', key, 'r:' .. holder)
-      end
-    end
-    redis.call('ZREMRANGEBYSCORE', leases, '-inf', num(now))
-    redis.call('HSET', key, 'reserved', fmt(reserved))
-  end
-  return spent, reserved, ttl
-end
-
--- Drops holder's reservation, if it still has one; returns reserved after.
-local function release(key, leases, holder, reserved)
-  local amount = redis.call('HGET', key, 'r:' .. holder)
-  if not amount then return reserved end
-  redis.call('HDEL', key, 'r:' .. holder)
-  redis.call('ZREM', leases, holder)
-  return sub0(reserved, parse(amount))
-end
-`;
-
-/**
- * reserve: KEYS = hash and lease set per budget; ARGV = holder, amount, leaseMs, then limit, seed, periodEnd
- * per budget. Reserves on every budget or none (an amount of 0 only checks). Returns {allowed 0|1, spent1,
- * reserved1, spent2, reserved2, ...}.
- */
-const BUDGET_RESERVE = `
-local now = clock('')
-local holder, amount, leaseEnd = ARGV[1], parse(ARGV[2]), now + tonumber(ARGV[3])
-local n = #KEYS / 2
-local spent, reserved, ttls = {}, {}, {}
-local allowed = true
-for i = 1, n do
-  local base = 3 + 3 * (i - 1)
-  spent[i], reserved[i], ttls[i] = budget(KEYS[2 * i - 1], KEYS[2 * i], ARGV[base + 2], ARGV[base + 3], now)
-  if not le(add(add(spent[i], reserved[i]), amount), parse(ARGV[base + 1])) then allowed = false end
-end
-local out = { allowed and 1 or 0 }
-for i = 1, n do
-  if allowed and ARGV[2] ~= '0' then
-    local key, leases = KEYS[2 * i - 1], KEYS[2 * i]
-    reserved[i] = add(release(key, leases, holder, reserved[i]), amount)
-    redis.call('HSET', key, 'reserved', fmt(reserved[i]), 'r:' .. holder, ARGV[2])
-    redis.call('ZADD', leases, num(leaseEnd), holder)
-    redis.call('PEXPIRE', leases, string.format('%.0f', ttls[i]))
-  end
-  out[#out + 1] = fmt(spent[i])
-  out[#out + 1] = fmt(reserved[i])
-end
-return out
-`;
-
-/** renewReservation: KEYS = lease sets; ARGV = holder, leaseMs. Only a live holder is renewed (ZADD XX). */
-const BUDGET_RENEW = `
-local leaseEnd = clock('') + tonumber(ARGV[2])
-for i = 1, #KEYS do
-  redis.call('ZADD', KEYS[i], 'XX', num(leaseEnd), ARGV[1])
-end
-return 0
-`;
-
-/**
- * settle: KEYS = hash and lease set per budget; ARGV = holder, actual, then seed, periodEnd per budget.
- * Drops the holder's reservation (if any: settling twice releases once) and adds the actual cost to spent,
- * on every budget; returns spent and reserved after, per budget.
- */
-const BUDGET_SETTLE = `
-local now = clock('')
-local holder, actual = ARGV[1], parse(ARGV[2])
-local out = {}
-for i = 1, #KEYS / 2 do
-  local key, leases = KEYS[2 * i - 1], KEYS[2 * i]
-  local base = 3 + 2 * (i - 1)
-  local spent, reserved = budget(key, leases, ARGV[base], ARGV[base + 1], now)
-  local s, r = fmt(add(spent, actual)), fmt(release(key, leases, holder, reserved))
-  redis.call('HSET', key, 'spent', s, 'reserved', r)
-  out[#out + 1] = s
-  out[#out + 1] = r
-end
-return out
-`;
-
-/**
- * budgetStates: KEYS = hash and lease set per budget; ARGV = seed, periodEnd per budget. Creates nothing: a budget not in
- * Redis yet reports its seed and nothing reserved. Returns spent and reserved per budget.
- */
-const BUDGET_STATES = `
-local now = clock('')
-local out = {}
-for i = 1, #KEYS / 2 do
-  local key, leases = KEYS[2 * i - 1], KEYS[2 * i]
-  if redis.call('EXISTS', key) == 0 then
-    out[#out + 1] = ARGV[2 * i - 1]
-    out[#out + 1] = '0'
-  else
-    local spent, reserved = budget(key, leases, '0', ARGV[2 * i], now)
-    out[#out + 1] = fmt(spent)
-    out[#out + 1] = fmt(reserved)
-  end
-end
-return out
-`;
-
 /** addToSet: KEYS = set; ARGV = member, untilMs (epoch ms). The set is kept until then on the Redis clock, + margin. */
 const SET_ADD = `
 redis.call('SADD', KEYS[1], ARGV[1])
@@ -336,10 +182,7 @@ const OPS = {
   slotAcquire: SLOT_ACQUIRE,
   slotRenew: SLOT_RENEW,
   slotRelease: SLOT_RELEASE,
-  budgetReserve: BUDGET_RESERVE,
-  budgetRenew: BUDGET_RENEW,
-  budgetSettle: BUDGET_SETTLE,
-  budgetStates: BUDGET_STATES,
+  ...BUDGET_OPS,
   setAdd: SET_ADD,
 } as const;
 
@@ -351,7 +194,7 @@ export type LimitOp = keyof typeof OPS;
  * under pcall, so one that fails (a key of the wrong type, say) fails alone. The reply has one entry per
  * operation: {1, result} or {0, error text}.
  */
-export const LIMIT_BATCH = `${PRELUDE}${REFILLED}${PICO}
+export const LIMIT_BATCH = `${PRELUDE}${REFILLED}${BUDGET_LUA}
 local ops = {}
 ${Object.entries(OPS)
   .map(([name, body]) => `ops['${name}'] = function(KEYS, ARGV)${body}end`)

@@ -3,7 +3,6 @@ import { createRedis, isReplyError, replyError } from '../redis-client';
 import { CircuitBreaker } from './circuit-breaker';
 import type {
   Bucket,
-  BucketState,
   BudgetCheck,
   BudgetReservation,
   BudgetState,
@@ -11,15 +10,9 @@ import type {
   TakeResult,
 } from '../../../core/limit-store';
 import { LIMIT_BATCH, type LimitOp } from './redis-scripts';
+import { bucketState, budgetStates, period, pico, seed, time } from './redis-args';
 
-/**
- * Largest pico-USD amount (limit, seed, reservation, cost) accepted: 10^27 - 1 pico, just under 10^15 USD.
- * The scripts keep amounts as two limbs (whole dollars, pico remainder < 10^12), each an exact integer in a
- * Lua double up to 2^53 ≈ 9.0e15; with inputs capped at 10^15 dollars, spent + reserved + amount stays below
- * that, and spent stays exact until settlements push it past 2^53 dollars. INCRBY (64-bit) would have capped
- * budgets at 2^63 pico ≈ 9.2M USD, which a large monthly budget could plausibly approach.
- */
-export const BUDGET_MAX_PICO = 10n ** 27n - 1n;
+export { BUDGET_MAX_PICO } from './redis-args';
 
 export interface RedisLimitStoreOptions {
   /** Prepended to every key (default `tollgate:`); a unique prefix isolates tests or tenants. */
@@ -178,8 +171,7 @@ export class RedisLimitStore implements LimitStore {
   ): Promise<BudgetReservation> {
     if (checks.length === 0) return { allowed: true, states: [] };
     const args = [holder, pico(amountPico, 'amountPico'), String(leaseMs)];
-    for (const c of checks)
-      args.push(pico(c.limitPico, 'limitPico'), pico(c.seedPico, 'seedPico'), period(c.periodEndMs));
+    for (const c of checks) args.push(pico(c.limitPico, 'limitPico'), seed(c), period(c.periodEndMs));
     const keys = this.budgetKeys(checks);
     const [allowed, ...counters] = (await this.op('budgetReserve', keys, args)) as [number, ...string[]];
     return { allowed: allowed === 1, states: budgetStates(checks, counters) };
@@ -194,7 +186,7 @@ export class RedisLimitStore implements LimitStore {
   async settle(checks: readonly BudgetCheck[], holder: string, actualPico: bigint): Promise<BudgetState[]> {
     if (checks.length === 0) return [];
     const args = [holder, pico(actualPico, 'actualPico')];
-    for (const c of checks) args.push(pico(c.seedPico, 'seedPico'), period(c.periodEndMs));
+    for (const c of checks) args.push(seed(c), period(c.periodEndMs));
     const keys = this.budgetKeys(checks);
     return budgetStates(checks, (await this.op('budgetSettle', keys, args)) as string[]);
   }
@@ -205,6 +197,18 @@ export class RedisLimitStore implements LimitStore {
     const keys = this.budgetKeys(checks);
     return budgetStates(checks, (await this.op('budgetStates', keys, args)) as string[]);
   }
+
+  async seedBudget(check: BudgetCheck, seedPico: bigint): Promise<void> {
+    await this.op('budgetSeed', [this.budgetKey(check)], [pico(seedPico, 'seedPico')]);
+  }
+
+  async raiseSpend(check: BudgetCheck, spentPico: bigint): Promise<BudgetState> {
+    const args = [pico(spentPico, 'spentPico'), period(check.periodEndMs)];
+    return budgetStates([check], (await this.op('budgetRaise', this.budgetKeys([check]), args)) as string[])[0];
+  }
+
+  /** Budgets live in Redis, shared with the other instances, and expire with their period. */
+  forgetBudget(): void {}
 
   async addToSet(key: string, member: string, untilMs: number): Promise<void> {
     const until = period(untilMs);
@@ -359,43 +363,4 @@ export class RedisLimitStore implements LimitStore {
     });
     return this.readyWaiter;
   }
-}
-
-/** The scripts answer spent and reserved of each budget, in the order of the checks. */
-function budgetStates(checks: readonly BudgetCheck[], counters: (string | number)[]): BudgetState[] {
-  return checks.map((c, i) => ({
-    key: c.key,
-    spentPico: BigInt(counters[2 * i]),
-    reservedPico: BigInt(counters[2 * i + 1]),
-    limitPico: c.limitPico,
-  }));
-}
-
-/** Same formulas as the memory store, so both report identical states. */
-function bucketState(b: Bucket, tokens: number, allowed: boolean): BucketState {
-  const rate = b.limit / b.windowMs;
-  return {
-    key: b.key,
-    limit: b.limit,
-    remaining: Math.max(0, Math.floor(tokens)),
-    resetMs: Math.ceil((b.limit - tokens) / rate),
-    retryAfterMs: tokens >= 1 || allowed ? 0 : Math.ceil((1 - tokens) / rate),
-  };
-}
-
-function time(now: number | undefined): string {
-  if (now === undefined) return '';
-  if (!Number.isFinite(now)) throw new RangeError(`now must be a finite number, got ${now}`);
-  return String(now);
-}
-
-function period(periodEndMs: number): string {
-  if (!Number.isSafeInteger(periodEndMs)) throw new RangeError(`periodEndMs must be an integer, got ${periodEndMs}`);
-  return String(periodEndMs);
-}
-
-function pico(v: bigint, name: string): string {
-  if (v < 0n || v > BUDGET_MAX_PICO)
-    throw new RangeError(`${name} must be within 0..${BUDGET_MAX_PICO} pico-USD, got ${v}`);
-  return v.toString();
 }
