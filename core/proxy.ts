@@ -1,6 +1,6 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import { modelField, multipartFields, parseJsonBody, readBody } from './body';
+import { modelField, multipartForm, parseJsonBody, readBody } from './body';
 import { bodyHeld } from './body-memory';
 import { ModelCatalog } from './catalog';
 import { GatewayContext, secretHeadersFor } from './context';
@@ -18,6 +18,7 @@ import { UpstreamExchange } from './upstream-exchange';
 import type { ReceivedUpload, UploadSpool } from './upload-spool';
 import type { SseEvent } from './usage';
 import { settleUsage } from './usage-settle';
+import { settleMediaUsage, uploadHeadBytes } from './media-usage';
 
 export { REQUEST_ID_HEADER } from './request-id';
 
@@ -259,17 +260,21 @@ export class GatewayProxy {
     spool: UploadSpool | undefined,
   ): Promise<ReceivedUpload | undefined> {
     if (endpoint.body === 'none') return undefined;
+    const headBytes = uploadHeadBytes(endpoint.key);
     if (spool) {
-      const upload = await spool.receive(req, this.deps.bodyLimit, contentType);
+      const upload = await spool.receive(req, this.deps.bodyLimit, contentType, headBytes);
       gw.bodySize = upload.size;
       routeByForm(gw, upload.fields);
+      if (headBytes > 0) gw.uploadHead = () => upload.fileHead();
       return upload;
     }
     const multipart = contentType.startsWith('multipart/form-data');
     gw.body = await readBody(req, this.deps.bodyLimit);
     gw.bodySize = gw.body.length;
     if (multipart) {
-      routeByForm(gw, await multipartFields(gw.body, contentType));
+      const form = await multipartForm(gw.body, contentType, headBytes);
+      routeByForm(gw, form.fields);
+      if (headBytes > 0) gw.uploadHead = () => form.head;
       return undefined;
     }
     gw.json = parseJsonBody(gw.body);
@@ -390,6 +395,7 @@ export class GatewayProxy {
           gw.usage = tap.result();
         }
         settleUsage(gw, () => tap?.text() ?? '');
+        await settleMediaUsage(gw);
       } catch (err) {
         // Usage stays as reported (or unknown), but the request is still recorded.
         gw.log.warn({ err, requestId: gw.requestId }, 'settling usage failed');
@@ -433,6 +439,7 @@ export class GatewayProxy {
 
 /** Model and stream flag from a multipart form's plain fields. */
 function routeByForm(gw: GatewayContext, fields: Record<string, string>): void {
+  gw.form = fields;
   gw.model = modelField(fields.model);
   gw.stream = fields.stream === 'true';
 }
