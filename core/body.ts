@@ -264,7 +264,11 @@ export function multipartFieldReader(contentType: string, headBytes = 0): Multip
     get fileHead() {
       if (!head) return undefined;
       if (head.chunks.length > 1) head.chunks = [Buffer.concat(head.chunks)];
-      return { bytes: head.chunks[0] ?? Buffer.alloc(0), mimeType: head.info.mimeType, filename: head.info.filename ?? '' };
+      return {
+        bytes: head.chunks[0] ?? Buffer.alloc(0),
+        mimeType: head.info.mimeType,
+        filename: head.info.filename ?? '',
+      };
     },
   };
 }

@@ -188,11 +188,12 @@ function totalsOf(rs: UsageRecord[]): Totals {
     citationTokens: sum((r) => r.citationTokens),
     searchQueries: sum((r) => r.searchQueries),
     costPico: rs.reduce((a, r) => a + (r.costPico ?? 0n), 0n),
-    unknownCostCount: count((r) => r.costPico === null),
+    unknownCostCount: count((r) => r.costPico === null && r.provenance !== 'not_counted'),
     estimatedCount: count((r) => r.provenance === 'estimated'),
     partialCount: count((r) => r.provenance === 'partial'),
     errorCount: count((r) => r.errorCode !== null || r.status >= 400),
     costDisagreementCount: count((r) => r.costDisagrees === true),
+    notCountedCount: count((r) => r.provenance === 'not_counted'),
   };
 }
 
