@@ -42,6 +42,7 @@ export function withMediaPrices(
 ): { models: CatalogModel[]; skipped: SkippedEntry[] } {
   const out = models.map((m) => ({ ...m }));
   const carried = new Set<string>();
+  const billedBy = new Map<string, string>();
   for (const p of media) {
     let entry = out.find((m) => m.provider === p.provider && m.model === p.model);
     if (!entry) out.push((entry = { provider: p.provider, model: p.model, kind: p.kind ?? 'audio' }));
@@ -52,9 +53,23 @@ export function withMediaPrices(
     for (const [field, keys] of Object.entries(CARRIES)) {
       if (keys.some((k) => p[k] !== undefined)) carried.add(`${p.provider}\u0000${p.model}\u0000${field}`);
     }
+    billedBy.set(`${p.provider}\u0000${p.model}`, unitOf(p));
   }
   return {
     models: out,
-    skipped: skipped.filter((s) => !carried.has(`${s.provider}\u0000${s.model}\u0000${s.field}`)),
+    skipped: skipped
+      .filter((s) => !carried.has(`${s.provider}\u0000${s.model}\u0000${s.field}`))
+      .map((s) => {
+        const unit = billedBy.get(`${s.provider}\u0000${s.model}`);
+        return unit && s.field in CARRIES ? { ...s, reason: `not used: the model is priced by ${unit}` } : s;
+      }),
   };
+}
+
+/** The unit a media price bills by, in words. */
+function unitOf(p: MediaPrice): string {
+  if (p.per_second !== undefined) return 'the second of audio';
+  if (p.per_character !== undefined) return 'the character';
+  if (p.per_image !== undefined) return 'the image';
+  return 'its usage tokens';
 }

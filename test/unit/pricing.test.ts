@@ -470,13 +470,42 @@ describe('pricing', () => {
       expect(cost('openai', 'whisper-1', { inputTokens: 10 }).costPico).to.equal(null);
     });
 
-    it('not counted endpoints carry no cost', () => {
-      const r = priceUsage(
+    it('audio without the unit its model is billed by is not counted, and carries no cost', () => {
+      // gpt-4o-mini-tts is billed by tokens: characters alone (speech answered as raw audio) price nothing.
+      const speech = priceUsage(
         price('openai', 'gpt-4o-mini-tts'),
-        { inputTokens: 10 },
+        { inputCharacters: 10 },
         { endpoint: 'audio.speech', counted: false },
       );
-      expect(r).to.deep.equal({ costPico: null, provenanceHint: 'not_counted' });
+      expect(speech).to.include({ costPico: null, provenanceHint: 'not_counted' });
+      // whisper-1 is billed by the second: tokens alone price nothing.
+      const transcription = priceUsage(
+        price('openai', 'whisper-1'),
+        { inputTokens: 10 },
+        { endpoint: 'audio.transcriptions', counted: false },
+      );
+      expect(transcription).to.include({ costPico: null, provenanceHint: 'not_counted' });
+    });
+
+    it('audio and images by their unit: seconds, characters, images by quality and size', () => {
+      const opts = (endpoint: 'audio.transcriptions' | 'audio.speech' | 'images.generations') => ({
+        endpoint,
+        counted: false,
+      });
+      // $0.0001 per second, $0.000015 per character, $0.08 per hd 1024x1024 dall-e-3 image (pricing/media-prices.json).
+      expect(
+        priceUsage(price('openai', 'whisper-1'), { audioSeconds: 37 }, opts('audio.transcriptions')).costPico,
+      ).to.equal(3_700_000_000n);
+      expect(priceUsage(price('openai', 'tts-1'), { inputCharacters: 10 }, opts('audio.speech')).costPico).to.equal(
+        150_000_000n,
+      );
+      expect(
+        priceUsage(
+          price('openai', 'dall-e-3'),
+          { images: 2, imageSize: '1024x1024', imageQuality: 'hd' },
+          opts('images.generations'),
+        ).costPico,
+      ).to.equal(160_000_000_000n);
     });
 
     it('refuses invalid counts instead of guessing', () => {

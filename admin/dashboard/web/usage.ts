@@ -3,7 +3,7 @@ import { api, type GroupRow, type Totals, type UsageParams } from './api.js';
 import { destroyChart, drawChart, OTHER_COLOR, PALETTE, type Series } from './chart.js';
 import { addFilter, dimLabel, type AppCtx } from './context.js';
 import { h, replace } from './dom.js';
-import { change, costSharePct, dateTime, int, money, pct } from './format.js';
+import { change, dateTime, int, pct } from './format.js';
 import { resolveRange } from './state.js';
 import { toolbar } from './toolbar.js';
 import { COLUMNS, costText, pico, ZERO } from './usage-columns.js';
