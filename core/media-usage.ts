@@ -19,7 +19,7 @@ import type { Usage } from './usage';
  */
 
 /** Audio uploads whose duration may be billed keep the head of their file, at most this many bytes. */
-const AUDIO_HEAD_BYTES = 256 * 1024;
+const AUDIO_HEAD_BYTES = 64 * 1024;
 const AUDIO_UPLOADS: ReadonlySet<EndpointKey> = new Set(['audio.transcriptions', 'audio.translations']);
 
 /** How many bytes of an upload's file to keep for this endpoint (0: none). */

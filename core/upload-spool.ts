@@ -91,7 +91,9 @@ export class UploadSpool {
           });
         });
         written.catch(() => undefined); // observed through control.fail when it fails early
-        void fields.failed.then(control.fail);
+        // Once streaming through, the form is only read for its file's head: a flaw found there is the provider's to
+        // judge, not a reason to cut an upload already on its way.
+        void fields.failed.then((err) => through || control.fail(err));
         // The chunks before the first file part (also written to the file), kept until it is known whether the
         // upload can stream through; dropped once it cannot.
         let head: Buffer[] | undefined = declared === undefined ? undefined : [];

@@ -28,6 +28,7 @@ import { openRouterVendorIds, stripOwnPrefix, undatedId } from './match';
 import {
   BUCKETS,
   catalogFileSchema,
+  MEDIA_PRICE_FIELDS,
   type CatalogFile,
   type CatalogModel,
   type MatchRule,
@@ -70,13 +71,7 @@ const PRICE_FIELDS = [
   'search_query_fee',
   'long_context',
   'service_tiers',
-  'input_image',
-  'output_image',
-  'input_audio',
-  'output_audio',
-  'per_second',
-  'per_character',
-  'per_image',
+  ...MEDIA_PRICE_FIELDS,
 ] as const;
 
 let bundledCache: CatalogFile | undefined;

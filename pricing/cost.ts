@@ -29,7 +29,7 @@
  * Exactness: all bundled rates are integer pico-USD per token; a rate with more than 6 decimals is kept as
  * a fraction and the total is rounded once, half away from zero (money.ts).
  */
-import type { EndpointKey, IterationUsage, PicoUsd, Usage } from '../core/usage';
+import { MEDIA_UNIT_FIELDS, type EndpointKey, type IterationUsage, type PicoUsd, type Usage } from '../core/usage';
 import type { LongContextTier, ModelPrice } from './model-price';
 import { parseDecimal } from './decimal';
 import { billedMediaUsage, mediaUnitLines } from './media-cost';
@@ -159,13 +159,7 @@ const COUNT_FIELDS = [
   'citationTokens',
   'searchQueries',
   'reasoningTokens',
-  'inputImageTokens',
-  'outputImageTokens',
-  'inputAudioTokens',
-  'outputAudioTokens',
-  'audioSeconds',
-  'inputCharacters',
-  'images',
+  ...MEDIA_UNIT_FIELDS,
 ] as const;
 
 type Line = [units: number | undefined, rate: Rate | undefined, name: string];

@@ -7,7 +7,13 @@
  */
 import { z } from 'zod';
 import mediaJson from './media-prices.json';
-import { mediaPriceSchema, type CatalogModel, type MediaPrice, type SkippedEntry } from './model-price';
+import {
+  MEDIA_PRICE_FIELDS,
+  mediaPriceSchema,
+  type CatalogModel,
+  type MediaPrice,
+  type SkippedEntry,
+} from './model-price';
 
 /** Source field names (scripts/build-price-catalog.ts skips) that a media price now carries, by its field. */
 const CARRIES: Record<string, (keyof MediaPrice)[]> = {
@@ -18,17 +24,7 @@ const CARRIES: Record<string, (keyof MediaPrice)[]> = {
   non_token_pricing: ['per_second', 'per_character', 'per_image'],
 };
 
-const PRICE_KEYS = [
-  'input',
-  'output',
-  'input_image',
-  'output_image',
-  'input_audio',
-  'output_audio',
-  'per_second',
-  'per_character',
-  'per_image',
-] as const;
+const PRICE_KEYS = ['input', 'output', ...MEDIA_PRICE_FIELDS] as const;
 
 export function bundledMediaPrices(): MediaPrice[] {
   return z.array(mediaPriceSchema).parse(mediaJson);

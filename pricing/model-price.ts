@@ -44,6 +44,17 @@ export const mediaUnitShape = {
   per_image: z.record(z.string().min(1), decimalString).optional(),
 };
 
+/** The price fields of audio and image models beside input and output (an override replaces them with the rest). */
+export const MEDIA_PRICE_FIELDS = [
+  'input_image',
+  'output_image',
+  'input_audio',
+  'output_audio',
+  'per_second',
+  'per_character',
+  'per_image',
+] as const;
+
 /** An audio or image price with where it was read (pricing/media-prices.json), merged into its catalog entry. */
 export const mediaPriceSchema = z.strictObject({
   provider: z.string().min(1),

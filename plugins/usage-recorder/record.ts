@@ -1,5 +1,6 @@
 import {
   MAX_MODEL_LENGTH,
+  MEDIA_UNIT_FIELDS,
   PROVIDER_REPORTED,
   streamIncomplete,
   truncate,
@@ -87,13 +88,7 @@ const TOKEN_FIELDS = [
   'cacheReadTokens',
   'cacheWriteTokens',
   'cacheWrite1hTokens',
-  'inputImageTokens',
-  'outputImageTokens',
-  'inputAudioTokens',
-  'outputAudioTokens',
-  'audioSeconds',
-  'inputCharacters',
-  'images',
+  ...MEDIA_UNIT_FIELDS,
 ] as const;
 
 /**

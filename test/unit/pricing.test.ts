@@ -151,12 +151,16 @@ describe('pricing', () => {
       const skipped = bundledCatalog().skipped;
       expect(skipped.length).to.be.greaterThan(0);
       for (const s of skipped) expect(s.reason).to.be.a('string').and.not.equal('');
-      expect(skipped.some((s) => s.model === 'whisper-1' && s.field === 'non_token_pricing')).to.equal(true);
+      // whisper-1's per-second price is carried (pricing/media-prices.json); gpt-image-1's per-image table is not.
+      expect(skipped.some((s) => s.model === 'whisper-1' && s.field === 'non_token_pricing')).to.equal(false);
+      const table = skipped.find((s) => s.model === 'gpt-image-1' && s.field === 'non_token_pricing');
+      expect(table?.reason).to.equal('not used: the model is priced by its usage tokens');
     });
 
     it('models() gives every entry a stable created and provider slug', () => {
       const all = catalog.models();
-      expect(all).to.have.length(118);
+      // The 118 of catalog.json and dall-e-2, which pricing/media-prices.json adds.
+      expect(all).to.have.length(119);
       for (const m of all) {
         expect(Number.isSafeInteger(m.created) && m.created > 1_700_000_000).to.equal(true);
         expect(m.id).to.equal(m.model);
