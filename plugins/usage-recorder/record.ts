@@ -1,6 +1,5 @@
 import {
   MAX_MODEL_LENGTH,
-  MEDIA_UNIT_FIELDS,
   PROVIDER_REPORTED,
   streamIncomplete,
   truncate,
@@ -88,7 +87,14 @@ const TOKEN_FIELDS = [
   'cacheReadTokens',
   'cacheWriteTokens',
   'cacheWrite1hTokens',
-  ...MEDIA_UNIT_FIELDS,
+  // The units audio and images are billed by (core/usage.ts MEDIA_UNIT_FIELDS, not part of the plugin API).
+  'inputImageTokens',
+  'outputImageTokens',
+  'inputAudioTokens',
+  'outputAudioTokens',
+  'audioSeconds',
+  'inputCharacters',
+  'images',
 ] as const;
 
 /**
