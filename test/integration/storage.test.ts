@@ -126,6 +126,12 @@ function makeRecords(n: number, seed: number, from: number, span: number, idPref
       toolCalls: i % 7 === 0 ? { web_search: 1 + (i % 3) } : null,
       priceId: i % 5 === 0 ? null : `${provider}/${model}`,
     });
+    // As every build before migration 009 recorded them (its backfill relies on it): an audio or image record that
+    // neither failed nor was cut is not counted, and only those are.
+    const r = out[out.length - 1];
+    const media = r.endpoint !== null && /^(audio|images)\./.test(r.endpoint);
+    if (media && r.status < 400 && r.errorCode === null) r.provenance = 'not_counted';
+    else if (r.provenance === 'not_counted') r.provenance = 'measured';
   }
   return out;
 }
