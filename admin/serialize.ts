@@ -7,9 +7,10 @@ import type { UsageGroupRow, UsageQuery, UsageStore, UsageTotals } from '../stor
 /**
  * JSON shapes of the admin API. Money goes out twice: `cost_usd` as an exact decimal string (never a float),
  * and `cost_pico` (integer pico-USD, as a string) for exact sums on the client side. Unknown stays null: a
- * group whose records are all unpriced has cost_usd and cost_pico null (never "0"); `cost_status` says how much
- * of a group's cost is known (known | lower_bound: some records unpriced, the sum of the others | unknown), and
- * `unpriced_count` how many records lack a cost.
+ * group whose records are all unpriced or not counted has cost_usd and cost_pico null (never "0"); `cost_status`
+ * says how much of a group's cost is known (known | lower_bound: some records unpriced or not counted, the sum of the
+ * others | unknown | not_counted: all are audio or images with nothing to price them by), `unpriced_count` and
+ * `not_counted_count` how many records lack a cost.
  */
 export function totalsJson(t: UsageTotals) {
   const cost = knownCost(t);
@@ -32,6 +33,7 @@ export function totalsJson(t: UsageTotals) {
     error_count: t.errorCount,
     // Records whose provider-reported cost and the cost computed from tokens and prices differ by more than 1%.
     cost_disagreement_count: t.costDisagreementCount,
+    not_counted_count: t.notCountedCount,
   };
 }
 

@@ -59,12 +59,14 @@ async function warnUnknownTags(store: UsageStore, plan: UsagePlan): Promise<void
 }
 
 /**
- * A cost cell, to the cent: "unknown" when no record of the group has a price (never $0), ">=" when some
- * records are unpriced (a lower bound, so rounded down). --json has the exact amounts.
+ * A cost cell, to the cent: "unknown" when no record of the group has a price (never $0), "not counted" when all
+ * are audio or images with nothing to price them by, ">=" when some records are unpriced or not counted (a lower
+ * bound, so rounded down). --json has the exact amounts.
  */
 export function costCell(t: UsageTotals): string {
   const status = costStatus(t);
   if (status === 'unknown') return 'unknown';
+  if (status === 'not_counted') return 'not counted';
   return status === 'lower_bound' ? `>=${usdCents(t.costPico, true)}` : usdCents(t.costPico);
 }
 
@@ -72,6 +74,7 @@ export function costCell(t: UsageTotals): string {
 export function totalLine(t: UsageTotals): string {
   const notes = [
     t.unknownCostCount ? `${count(t.unknownCostCount)} unpriced (cost unknown, not included)` : '',
+    t.notCountedCount ? `${count(t.notCountedCount)} not counted (audio or images, not included)` : '',
     t.estimatedCount ? `${count(t.estimatedCount)} estimated` : '',
     t.partialCount ? `${count(t.partialCount)} partial` : '',
   ].filter(Boolean);
@@ -145,15 +148,24 @@ export function registerUsageCommands(program: Command, load: () => LoadedConfig
           r.cacheWriteTokens + r.cacheWrite1hTokens,
         ].map(count),
         costCell(r),
-        ...[r.unknownCostCount, r.estimatedCount, r.partialCount].map(count),
+        ...[r.unknownCostCount, r.notCountedCount, r.estimatedCount, r.partialCount].map(count),
       ]);
       // Each grouping partitions the records (one value per dimension per record), so its rows add up to the total.
       const total = rows.reduce((sum, r) => addTotals(sum, r), zeroTotals());
       const columns = [
         ...groupBy.map((header): Column => ({ header })),
-        ...['requests', 'input', 'output', 'cache read', 'cache write', 'cost', 'unpriced', 'estimated', 'partial'].map(
-          right,
-        ),
+        ...[
+          'requests',
+          'input',
+          'output',
+          'cache read',
+          'cache write',
+          'cost',
+          'unpriced',
+          'not counted',
+          'estimated',
+          'partial',
+        ].map(right),
       ];
       process.stdout.write(`${renderTable(columns, table)}\n`);
       process.stdout.write(

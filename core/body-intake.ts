@@ -1,9 +1,10 @@
 import type { IncomingMessage } from 'node:http';
-import { modelField, multipartFields, parseJsonBody, readBody } from './body';
+import { modelField, multipartForm, parseJsonBody, readBody } from './body';
 import { bodyHeld, JSON_BODY_COPIES, type BodyMemoryBudget } from './body-memory';
 import type { GatewayContext } from './context';
 import type { EndpointSpec } from './endpoints';
 import { GatewayError } from './errors';
+import { uploadHeadBytes } from './media-usage';
 import type { ReceivedUpload, UploadSpool } from './upload-spool';
 
 export interface BodyIntakeOptions {
@@ -49,10 +50,13 @@ export class BodyIntake {
     const { bodyLimit, uploads } = this.options;
     const contentType = req.headers['content-type'] ?? '';
     const multipart = contentType.startsWith('multipart/form-data');
+    // Audio uploads keep their file's first bytes, where the duration is read from (core/media-usage.ts).
+    const headBytes = uploadHeadBytes(endpoint.key);
     if (multipart && uploads?.wants(req)) {
-      const upload = (hold.upload = await uploads.receive(req, bodyLimit, contentType));
+      const upload = (hold.upload = await uploads.receive(req, bodyLimit, contentType, headBytes));
       gw.bodySize = upload.size;
       routeByForm(gw, upload.fields);
+      if (headBytes > 0) gw.uploadHead = () => upload.fileHead();
       return;
     }
     const declared = Number(req.headers['content-length']); // NaN when sent chunked
@@ -64,7 +68,9 @@ export class BodyIntake {
     gw.bodySize = gw.body.length;
     hold.held ??= bodyHeld(gw.bodySize);
     if (multipart) {
-      routeByForm(gw, await multipartFields(gw.body, contentType));
+      const form = await multipartForm(gw.body, contentType, headBytes);
+      routeByForm(gw, form.fields);
+      if (headBytes > 0) gw.uploadHead = () => form.head;
       return;
     }
     gw.json = parseJsonBody(gw.body);
@@ -113,6 +119,7 @@ function gatewayBusy(): GatewayError {
 
 /** Model and stream flag from a multipart form's plain fields. */
 function routeByForm(gw: GatewayContext, fields: Record<string, string>): void {
+  gw.form = fields;
   gw.model = modelField(fields.model);
   gw.stream = fields.stream === 'true';
 }

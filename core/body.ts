@@ -173,6 +173,13 @@ export function parseJsonBody(body: Buffer): Record<string, unknown> {
   return value as Record<string, unknown>;
 }
 
+/** The first bytes of an upload's first file part, with the type and name the client gave it. */
+export interface FileHead {
+  bytes: Buffer;
+  mimeType: string;
+  filename: string;
+}
+
 /** Collects the plain fields (model, stream ...) of a multipart/form-data body written to it chunk by chunk. */
 export interface MultipartFieldReader {
   write(chunk: Buffer): void;
@@ -184,17 +191,24 @@ export interface MultipartFieldReader {
   readonly fields: Readonly<Record<string, string>>;
   /** Whether a file part has begun in what was written so far. */
   readonly fileStarted: boolean;
+  /** True while the head of the first file part (headBytes) is still being gathered. */
+  readonly wantsHead: boolean;
+  /** The head gathered so far, when headBytes was asked for and a file part began. */
+  readonly fileHead: FileHead | undefined;
 }
 
-/** Throws invalid_body for a content type without a usable boundary. File parts are skipped as they pass, not copied. */
-export function multipartFieldReader(contentType: string): MultipartFieldReader {
+/**
+ * Throws invalid_body for a content type without a usable boundary. File parts are skipped as they pass, not copied,
+ * except the first `headBytes` of the first one when asked (an audio file's header, read for its duration).
+ */
+export function multipartFieldReader(contentType: string, headBytes = 0): MultipartFieldReader {
   let parser: busboy.Busboy;
   try {
-    // fileSize 0: busboy still finds where each file part ends, but hands none of its bytes to the part's stream,
-    // which would push every chunk through a stream only to drop it.
+    // fileSize: busboy still finds where each file part ends, but hands none of its bytes beyond this to the part's
+    // stream (0: none at all), which would push every chunk through a stream only to drop it.
     parser = busboy({
       headers: { 'content-type': contentType },
-      limits: { fieldSize: 64 * 1024, fields: 100, fileSize: 0 },
+      limits: { fieldSize: 64 * 1024, fields: 100, fileSize: headBytes },
     });
   } catch (err) {
     throw malformed(err);
@@ -204,10 +218,27 @@ export function multipartFieldReader(contentType: string): MultipartFieldReader 
     if (!(name in fields)) fields[name] = value;
   });
   let fileStarted = false;
+  interface Head {
+    chunks: Buffer[];
+    size: number;
+    done: boolean;
+    info: busboy.FileInfo;
+  }
+  let head: Head | undefined;
   // A cut form destroys the file part's stream with the parser's error, reported once through the parser.
-  parser.on('file', (_name, stream) => {
+  parser.on('file', (_name, stream, info) => {
     fileStarted = true;
-    stream.on('error', () => undefined).resume();
+    stream.on('error', () => undefined);
+    if (headBytes > 0 && !head) {
+      const h: Head = { chunks: [], size: 0, done: false, info };
+      head = h;
+      stream.on('data', (chunk: Buffer) => {
+        h.chunks.push(chunk);
+        h.size += chunk.length;
+      });
+      stream.once('end', () => (h.done = true));
+      stream.once('limit', () => (h.done = true));
+    } else stream.resume();
   });
   let broken = false;
   // A listener stays on: a parser that failed must not turn a later event into an uncaught 'error'.
@@ -231,18 +262,30 @@ export function multipartFieldReader(contentType: string): MultipartFieldReader 
     get fileStarted() {
       return fileStarted;
     },
+    get wantsHead() {
+      return headBytes > 0 && !broken && !(head && (head.done || head.size >= headBytes));
+    },
+    get fileHead() {
+      if (!head) return undefined;
+      if (head.chunks.length > 1) head.chunks = [Buffer.concat(head.chunks)];
+      return {
+        bytes: head.chunks[0] ?? Buffer.alloc(0),
+        mimeType: head.info.mimeType,
+        filename: head.info.filename ?? '',
+      };
+    },
   };
 }
 
-/** Reads plain fields (model, stream ...) of a whole multipart/form-data body. */
-export function multipartFields(body: Buffer, contentType: string): Promise<Record<string, string>> {
-  try {
-    const reader = multipartFieldReader(contentType);
-    reader.write(body);
-    return reader.end();
-  } catch (err) {
-    return Promise.reject(err);
-  }
+/** A whole multipart/form-data body's plain fields, and the head of its first file part when asked for. */
+export async function multipartForm(
+  body: Buffer,
+  contentType: string,
+  headBytes = 0,
+): Promise<{ fields: Record<string, string>; head: FileHead | undefined }> {
+  const reader = multipartFieldReader(contentType, headBytes);
+  reader.write(body);
+  return { fields: await reader.end(), head: reader.fileHead };
 }
 
 function malformed(err: unknown): GatewayError {

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { FileHead } from './body';
 import type { EndpointSpec } from './endpoints';
 import type { GatewayError } from './errors';
 import type { ProviderInstance } from './provider-contract';
@@ -56,6 +57,10 @@ export class GatewayContext {
   /** Size of the request body in bytes, also when it was spooled. */
   bodySize = 0;
   json: Record<string, unknown> | undefined;
+  /** The plain fields of a multipart body (those before its first file part when it streamed through). */
+  form: Record<string, string> | undefined;
+  /** The first bytes of an audio upload's file (transcriptions, translations), read for its duration. */
+  uploadHead: (() => FileHead | undefined) | undefined;
   /**
    * Headers that will be sent upstream; plugins may edit them in beforeUpstream. The provider's auth header is
    * never in this object: the core adds it to the upstream call only, so no plugin can read or replace it.

@@ -26,7 +26,11 @@ export interface EndpointSpec {
   /** Path relative to a provider's base URL (base URLs end in the version segment, e.g. https://api.openai.com/v1). */
   upstreamPath: string;
   body: BodyKind;
-  /** Whether usage counts toward cost totals (audio and images are passed through but not counted: they are not priced by token). */
+  /**
+   * Whether every answer is priced from its token usage. False for audio and images: they are priced by the unit
+   * their model is billed by (tokens, seconds, characters, images; pricing/media-cost.ts) where the answer or the
+   * request measures it, and are not counted otherwise.
+   */
   costCounted: boolean;
   /** The body field naming the model, for routing. */
   modelField?: string;

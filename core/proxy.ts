@@ -17,6 +17,7 @@ import { upstreamFailure, type UpstreamPools } from './upstream';
 import { UpstreamExchange } from './upstream-exchange';
 import type { SseEvent } from './usage';
 import { settleUsage } from './usage-settle';
+import { settleMediaUsage } from './media-usage';
 
 export { REQUEST_ID_HEADER } from './request-id';
 
@@ -354,6 +355,7 @@ export class GatewayProxy {
           gw.usage = tap.result();
         }
         settleUsage(gw, () => tap?.text() ?? '');
+        await settleMediaUsage(gw);
       } catch (err) {
         // Usage stays as reported (or unknown), but the request is still recorded.
         gw.log.warn({ err, requestId: gw.requestId }, 'settling usage failed');

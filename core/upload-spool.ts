@@ -5,7 +5,7 @@ import type { IncomingMessage } from 'node:http';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import type { Logger } from 'pino';
-import { multipartFieldReader, receiveBody, refuseDeclaredOverLimit } from './body';
+import { multipartFieldReader, receiveBody, refuseDeclaredOverLimit, type FileHead } from './body';
 import { GatewayError } from './errors';
 import { bodyRelayed, bodySpooled } from './body-memory';
 
@@ -57,9 +57,10 @@ export class UploadSpool {
    * known when its first file part begins and its length was declared: it is then routed at once and streams
    * through (ReceivedUpload.stream() gives the bytes read so far, then the rest as it arrives).
    */
-  async receive(req: IncomingMessage, limit: number, contentType: string): Promise<ReceivedUpload> {
+  async receive(req: IncomingMessage, limit: number, contentType: string, headBytes = 0): Promise<ReceivedUpload> {
     refuseDeclaredOverLimit(req, limit);
-    const fields = multipartFieldReader(contentType);
+    const fields = multipartFieldReader(contentType, headBytes);
+    const fileHead = () => fields.fileHead;
     const declared = req.headers['content-length'] === undefined ? undefined : Number(req.headers['content-length']);
     const path = join(this.dir, `tollgate-upload-${process.pid}-${randomUUID()}`);
     // Two descriptors, each owned (and closed once) by one stream: the writer's, then the reader's. Plain
@@ -90,7 +91,9 @@ export class UploadSpool {
           });
         });
         written.catch(() => undefined); // observed through control.fail when it fails early
-        void fields.failed.then(control.fail);
+        // Once streaming through, the form is only read for its file's head: a flaw found there is the provider's to
+        // judge, not a reason to cut an upload already on its way.
+        void fields.failed.then((err) => through || control.fail(err));
         // The chunks before the first file part (also written to the file), kept until it is known whether the
         // upload can stream through; dropped once it cannot.
         let head: Buffer[] | undefined = declared === undefined ? undefined : [];
@@ -105,14 +108,17 @@ export class UploadSpool {
           for (const chunk of chunks) through.push(chunk);
           out.destroy(); // the file is not needed
           close(readFd, removeLeftover);
-          resolve(new StreamedUpload(size, { ...fields.fields }, through));
+          resolve(new StreamedUpload(size, { ...fields.fields }, through, fileHead));
         };
         return {
           write(chunk) {
             // Once streaming, the form is no longer parsed; after dispose() the rest of the body is dropped.
             if (through) {
               bodyRelayed(chunk.length);
-              return through.destroyed || through.push(chunk);
+              const more = through.destroyed || through.push(chunk);
+              // The file's first bytes are read as they pass, after the chunk went on its way (headBytes).
+              if (fields.wantsHead) fields.write(chunk);
+              return more;
             }
             fields.write(chunk);
             if (head) {
@@ -136,7 +142,7 @@ export class UploadSpool {
             }
             out.end();
             const [values] = await Promise.all([fields.end(), written]);
-            return new SpooledUpload(readFd, size, values, removeLeftover, spooling());
+            return new SpooledUpload(readFd, size, values, removeLeftover, spooling(), fileHead);
           },
           abort() {
             if (through) {
@@ -179,6 +185,8 @@ export interface ReceivedUpload {
   stream(): Readable;
   /** Releases it once the upstream call is over (or never happened). */
   dispose(): void;
+  /** The first bytes of its first file part, when they were asked for (receive's headBytes). */
+  fileHead(): FileHead | undefined;
 }
 
 /** An upload whose model came before its first file part: routed then, its bytes relayed as they arrive. */
@@ -187,6 +195,7 @@ class StreamedUpload implements ReceivedUpload {
     readonly size: number,
     readonly fields: Record<string, string>,
     private readonly body: Readable,
+    readonly fileHead: () => FileHead | undefined,
   ) {}
 
   stream(): Readable {
@@ -211,6 +220,7 @@ class SpooledUpload implements ReceivedUpload {
     private readonly removeLeftover: () => void,
     /** Tells the memory policy the spooled body is gone (bodySpooled). */
     private readonly release: () => void,
+    readonly fileHead: () => FileHead | undefined,
   ) {}
 
   /** The whole body from its first byte; one reader per upload, which owns the descriptor from then on. */

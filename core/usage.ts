@@ -35,6 +35,22 @@ export interface Usage {
    * code_execution (Anthropic code execution tool calls). Anthropic web searches stay in searchQueries.
    */
   toolCalls?: Readonly<Record<string, number>>;
+  /** Image tokens of the input (gpt-image edits: the images sent), apart from its text in inputTokens. */
+  inputImageTokens?: number;
+  /** Image tokens generated (gpt-image), apart from any text output in outputTokens. */
+  outputImageTokens?: number;
+  /** Audio tokens of the input (gpt-4o-transcribe: the audio to transcribe), apart from its text in inputTokens. */
+  inputAudioTokens?: number;
+  /** Audio tokens generated (gpt-4o-mini-tts), apart from any text output in outputTokens. */
+  outputAudioTokens?: number;
+  /** Seconds of audio billed (whisper-1): whole seconds, rounded up as OpenAI reports them in usage.seconds. */
+  audioSeconds?: number;
+  /** Characters of text to speak (tts-1, tts-1-hd), counted from the request. */
+  inputCharacters?: number;
+  /** Images generated (dall-e-2, dall-e-3), with the size and quality they were asked at. */
+  images?: number;
+  imageSize?: string;
+  imageQuality?: string;
   /** Perplexity request-fee tier (low | medium | high search context size) when reported. */
   searchContextSize?: string;
   /**
@@ -57,6 +73,17 @@ export interface Usage {
    */
   streamError?: string;
 }
+
+/** The counts audio and image answers (or their requests) are billed by, beside the text token buckets. */
+export const MEDIA_UNIT_FIELDS = [
+  'inputImageTokens',
+  'outputImageTokens',
+  'inputAudioTokens',
+  'outputAudioTokens',
+  'audioSeconds',
+  'inputCharacters',
+  'images',
+] as const;
 
 /** The token buckets of one sampling iteration (see Usage.iterations). */
 export type IterationUsage = Pick<
@@ -131,7 +158,8 @@ export const PROVIDER_REPORTED = 'provider-reported';
  * - partial: the stream did not complete (client disconnect, upstream reset, or an error event mid-stream);
  *   the output count covers at least what was streamed
  * - unpriced: usage known but the model has no price; cost is NULL, never shown as $0
- * - not_counted: endpoint not counted toward cost totals (audio, images: not priced by token)
+ * - not_counted: audio or images whose answer and request give nothing to price them by (no usage tokens, no
+ *   seconds, characters or images): passed through, cost unknown and shown as "not counted", never as $0
  * - failed: the request failed (gateway or upstream error); cost is zero
  */
 export type CostProvenance = 'measured' | 'estimated' | 'partial' | 'unpriced' | 'not_counted' | 'failed';

@@ -25,10 +25,12 @@ import { normalizeProviderSlug, pricingConfigSchema, type ModelOverride, type Pr
 import { mulDecimal, subDecimal } from './decimal';
 import type { ImportedCatalog } from './imported-catalog';
 import { importLiteLlm } from './litellm';
+import { bundledMediaPrices, withMediaPrices } from './media-prices';
 import { openRouterVendorIds, stripOwnPrefix, undatedId } from './match';
 import {
   BUCKETS,
   catalogFileSchema,
+  MEDIA_PRICE_FIELDS,
   type CatalogFile,
   type CatalogModel,
   type MatchRule,
@@ -80,13 +82,17 @@ const PRICE_FIELDS = [
   'search_query_fee',
   'long_context',
   'service_tiers',
+  ...MEDIA_PRICE_FIELDS,
 ] as const;
 
 let bundledCache: CatalogFile | undefined;
 /** The committed catalog, validated once (a malformed price fails loudly at startup, never as $0). */
 export function bundledCatalog(): CatalogFile {
-  // Tool and server call fees live in their own file: scripts/build-price-catalog.ts rewrites catalog.json.
-  bundledCache ??= catalogFileSchema.parse({ ...bundledJson, tool_fees: toolFeesJson });
+  // Tool fees and audio/image prices live in their own files: scripts/build-price-catalog.ts rewrites catalog.json.
+  if (bundledCache) return bundledCache;
+  const base = catalogFileSchema.parse({ ...bundledJson, tool_fees: toolFeesJson });
+  const media = bundledMediaPrices();
+  bundledCache = { ...base, ...withMediaPrices(base.models, base.skipped, media), media_prices: media };
   return bundledCache;
 }
 
@@ -348,12 +354,13 @@ function discounted(p: CatalogModel, discount: string): CatalogModel {
   const rates = <T extends object>(o: T): T =>
     Object.fromEntries(Object.entries(o).map(([k, v]) => [k, typeof v === 'string' ? mul(v) : v])) as T;
   const out: CatalogModel = { ...p };
-  for (const f of [...BUCKETS, 'search_query_fee'] as const) {
+  for (const f of [...BUCKETS, 'search_query_fee', 'per_second', 'per_character'] as const) {
     if (out[f] !== undefined) out[f] = mul(out[f]);
   }
   if (p.request_fee !== undefined)
     out.request_fee = typeof p.request_fee === 'string' ? mul(p.request_fee) : rates(p.request_fee);
   if (p.long_context) out.long_context = p.long_context.map(rates);
+  if (p.per_image) out.per_image = rates(p.per_image);
   if (p.service_tiers) {
     out.service_tiers = Object.fromEntries(Object.entries(p.service_tiers).map(([k, v]) => [k, v && rates(v)]));
   }

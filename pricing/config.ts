@@ -9,7 +9,8 @@
  *   - a per-1M price below 0.001 (no real model is that cheap; it is what a per-token price looks like),
  *     a per-1M price above 10,000 and a per-token price above 0.01 are refused with a message naming the
  *     field to use instead;
- *   - `request_fee` / `search_query_fee` are USD per request / per search query.
+ *   - `request_fee` / `search_query_fee` are USD per request / per search query; `per_second`, `per_character` and
+ *     `per_image` ({ "standard/1024x1024": ... }) USD per second of audio, character of speech, image.
  * Numbers are converted through their shortest decimal string (0.15 -> "0.15"), never through arithmetic.
  */
 import { z } from 'zod';
@@ -106,6 +107,10 @@ const modelOverrideInput = z.strictObject({
     .union([numeric, z.strictObject({ low: numeric.optional(), medium: numeric.optional(), high: numeric.optional() })])
     .optional(),
   search_query_fee: numeric.optional(),
+  /** Audio and images: USD per second of audio, per character of text to speak, per image by "quality/size". */
+  per_second: numeric.optional(),
+  per_character: numeric.optional(),
+  per_image: z.record(z.string().min(1), numeric).optional(),
   long_context: z.array(longContextInput).optional(),
   kind: z.string().min(1).optional(),
   context_window: z.number().int().positive().optional(),
@@ -135,6 +140,17 @@ const modelOverride = modelOverrideInput.transform((raw, ctx): ModelOverride => 
   }
   if (raw.search_query_fee !== undefined)
     out.search_query_fee = toDecimal(raw.search_query_fee, ctx, ['search_query_fee']);
+  for (const k of ['per_second', 'per_character'] as const) {
+    if (raw[k] !== undefined) out[k] = toDecimal(raw[k], ctx, [k]);
+  }
+  if (raw.per_image !== undefined) {
+    const byKind: Record<string, string> = {};
+    for (const [kind, v] of Object.entries(raw.per_image)) {
+      const usd = toDecimal(v, ctx, ['per_image', kind]);
+      if (usd !== undefined) byKind[kind] = usd;
+    }
+    out.per_image = byKind;
+  }
   if (raw.long_context !== undefined) {
     out.long_context = raw.long_context.map((t, i): LongContextTier => ({
       above_input_tokens: t.above_input_tokens,

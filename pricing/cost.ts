@@ -2,7 +2,7 @@
  * Cost of one request: sum over the disjoint Usage buckets of tokens x rate, in exact pico-USD.
  *
  * Order of decisions:
- *   1. endpoint not counted (audio, images)       -> null, 'not_counted'
+ *   1. audio or images with nothing measured to price by    -> null, 'not_counted' (pricing/media-cost.ts)
  *   2. no price, a price without any rate, or no usage        -> null, 'unpriced' (never $0)
  *   3. otherwise                                              -> exact sum, 'priced'
  *   4. usage.providerCostUsd present (OpenRouter, Perplexity usage.cost): kept beside the computed cost and
@@ -29,9 +29,10 @@
  * Exactness: all bundled rates are integer pico-USD per token; a rate with more than 6 decimals is kept as
  * a fraction and the total is rounded once, half away from zero (money.ts).
  */
-import type { EndpointKey, IterationUsage, PicoUsd, Usage } from '../core/usage';
+import { MEDIA_UNIT_FIELDS, type EndpointKey, type IterationUsage, type PicoUsd, type Usage } from '../core/usage';
 import type { LongContextTier, ModelPrice } from './model-price';
 import { parseDecimal } from './decimal';
+import { billedMediaUsage, mediaUnitLines } from './media-cost';
 import { ExactSum, formatUsd, parseUsd, rateFromPerMillion, rateFromUsd, roundScaled, type Rate } from './money';
 
 export interface PriceUsageOptions {
@@ -61,7 +62,18 @@ export interface PricedUsage {
   priceId?: string;
 }
 
-type RateBucket = 'input' | 'output' | 'cache_read' | 'cache_write' | 'cache_write_1h' | 'citation' | 'reasoning';
+type RateBucket =
+  | 'input'
+  | 'output'
+  | 'cache_read'
+  | 'cache_write'
+  | 'cache_write_1h'
+  | 'citation'
+  | 'reasoning'
+  | 'input_image'
+  | 'output_image'
+  | 'input_audio'
+  | 'output_audio';
 type Rates = Partial<Record<RateBucket, Rate>>;
 type ContextSize = 'low' | 'medium' | 'high';
 
@@ -84,6 +96,10 @@ const RATE_BUCKETS: RateBucket[] = [
   'cache_write_1h',
   'citation',
   'reasoning',
+  'input_image',
+  'output_image',
+  'input_audio',
+  'output_audio',
 ];
 
 // ModelPrice objects from PriceCatalog are frozen and cached, so their parsed rates can be cached too.
@@ -122,7 +138,13 @@ function compile(price: ModelPrice): Compiled {
     tiers,
     requestFee,
     searchFee,
-    hasAnyRate: Object.keys(base).length > 0 || requestFee !== undefined || searchFee !== undefined,
+    hasAnyRate:
+      Object.keys(base).length > 0 ||
+      requestFee !== undefined ||
+      searchFee !== undefined ||
+      price.per_second !== undefined ||
+      price.per_character !== undefined ||
+      price.per_image !== undefined,
   };
   compiledCache.set(price, compiled);
   return compiled;
@@ -137,6 +159,7 @@ const COUNT_FIELDS = [
   'citationTokens',
   'searchQueries',
   'reasoningTokens',
+  ...MEDIA_UNIT_FIELDS,
 ] as const;
 
 type Line = [units: number | undefined, rate: Rate | undefined, name: string];
@@ -156,6 +179,16 @@ function tokenBucketLines(u: IterationUsage, output: number | undefined, r: Rate
     [u.cacheReadTokens, r.cache_read ?? r.input, 'cache_read'],
     [u.cacheWriteTokens, r.cache_write ?? r.input, 'cache_write'],
     [u.cacheWrite1hTokens, r.cache_write_1h, 'cache_write_1h'],
+  ];
+}
+
+/** Image and audio tokens (gpt-image, gpt-4o-transcribe, gpt-4o-mini-tts), each at its own rate: no fallback. */
+function mediaTokenLines(u: Usage, r: Rates): Line[] {
+  return [
+    [u.inputImageTokens, r.input_image, 'input_image'],
+    [u.outputImageTokens, r.output_image, 'output_image'],
+    [u.inputAudioTokens, r.input_audio, 'input_audio'],
+    [u.outputAudioTokens, r.output_audio, 'output_audio'],
   ];
 }
 
@@ -193,7 +226,11 @@ export function priceUsage(
   usage: Usage | undefined,
   opts: PriceUsageOptions,
 ): PricedUsage {
-  if (!opts.counted) return { costPico: null, provenanceHint: 'not_counted' };
+  if (!opts.counted) {
+    const billed = billedMediaUsage(price, usage);
+    if (!billed) return { costPico: null, provenanceHint: 'not_counted', reason: 'nothing measured to price by' };
+    return computeCost(price, billed);
+  }
   const computed = computeCost(price, usage);
   const reported = providerFigure(usage);
   if (reported === undefined) return computed;
@@ -304,8 +341,12 @@ function computeCost(price: ModelPrice | undefined, usage: Usage | undefined): P
     usage.iterations && c.tiers.length > 0 && reasoning === undefined
       ? usage.iterations.flatMap((it) => tokenBucketLines(it, it.outputTokens, tierRates(c, it)))
       : tokenBucketLines(usage, output, r);
+  const units = mediaUnitLines(price, usage);
+  if (typeof units === 'string') return unpriced(units);
   const lines: Line[] = [
     ...tokenLines,
+    ...mediaTokenLines(usage, r),
+    ...units,
     [reasoning, r.reasoning, 'reasoning'],
     [usage.citationTokens, r.citation ?? (byRequest ? ZERO : undefined), 'citation'],
     [usage.searchQueries, c.searchFee ?? (byRequest ? ZERO : undefined), 'search_query_fee'],

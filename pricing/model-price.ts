@@ -27,7 +27,52 @@ const bucketShape = {
   citation: decimalString.optional(),
   /** Reasoning tokens where the provider bills them below the output rate (Perplexity Deep Research). */
   reasoning: decimalString.optional(),
+  /** Image and audio tokens (gpt-image, gpt-4o-transcribe, gpt-4o-mini-tts), each at its own rate. */
+  input_image: decimalString.optional(),
+  output_image: decimalString.optional(),
+  input_audio: decimalString.optional(),
+  output_audio: decimalString.optional(),
 };
+
+/**
+ * Prices of audio and images billed by another unit than tokens: USD per second of audio (whisper-1), per
+ * character of text to speak (tts-1), per image by "quality/size" ("standard/1024x1024", dall-e).
+ */
+export const mediaUnitShape = {
+  per_second: decimalString.optional(),
+  per_character: decimalString.optional(),
+  per_image: z.record(z.string().min(1), decimalString).optional(),
+};
+
+/** The price fields of audio and image models beside input and output (an override replaces them with the rest). */
+export const MEDIA_PRICE_FIELDS = [
+  'input_image',
+  'output_image',
+  'input_audio',
+  'output_audio',
+  'per_second',
+  'per_character',
+  'per_image',
+] as const;
+
+/** An audio or image price with where it was read (pricing/media-prices.json), merged into its catalog entry. */
+export const mediaPriceSchema = z.strictObject({
+  provider: z.string().min(1),
+  model: z.string().min(1),
+  kind: z.string().min(1).optional(),
+  input: decimalString.optional(),
+  output: decimalString.optional(),
+  input_image: decimalString.optional(),
+  output_image: decimalString.optional(),
+  input_audio: decimalString.optional(),
+  output_audio: decimalString.optional(),
+  ...mediaUnitShape,
+  aliases: z.array(z.string().min(1)).optional(),
+  source: z.string().min(1),
+  retrieved: z.string().min(1),
+  note: z.string().optional(),
+});
+export type MediaPrice = z.infer<typeof mediaPriceSchema>;
 
 /** Rates that replace the base rates once a request's prompt exceeds `above_input_tokens`. */
 export const longContextTierSchema = z.strictObject({
@@ -48,6 +93,7 @@ export const catalogModelSchema = z.strictObject({
   model: z.string().min(1),
   kind: z.string().min(1),
   ...bucketShape,
+  ...mediaUnitShape,
   request_fee: requestFeeSchema.optional(),
   search_query_fee: decimalString.optional(),
   long_context: z.array(longContextTierSchema).optional(),
@@ -104,6 +150,7 @@ export const catalogFileSchema = z.strictObject({
   notes: z.array(z.string()).optional(),
   models: z.array(catalogModelSchema),
   tool_fees: z.array(toolFeeSchema).optional(),
+  media_prices: z.array(mediaPriceSchema).optional(),
   skipped: z.array(skippedEntrySchema),
 });
 
@@ -123,6 +170,10 @@ export const BUCKETS = [
   'cache_write_1h',
   'citation',
   'reasoning',
+  'input_image',
+  'output_image',
+  'input_audio',
+  'output_audio',
 ] as const;
 export type Bucket = (typeof BUCKETS)[number];
 

@@ -37,7 +37,8 @@ export function storedUsageSource(r: UsageRecord): UsageSource {
  */
 export function repriceRecord(catalog: PriceCatalog, r: UsageRecord): Repricing | undefined {
   if (r.provenance === 'failed' || r.provenance === 'not_counted') return undefined;
-  if (!r.provider || !r.endpoint) return undefined;
+  // Audio and images are priced by units a record does not keep (seconds, characters, images, image tokens).
+  if (!r.provider || !r.endpoint || !endpointByKey(r.endpoint).costCounted) return undefined;
   const usageSource = storedUsageSource(r);
   const providerCost = r.providerCostPico ?? (r.priceVersion === PROVIDER_REPORTED ? r.costPico : null);
   if (usageSource === 'none' && providerCost === null) {

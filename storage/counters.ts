@@ -81,7 +81,7 @@ export const COUNTERS: readonly CounterDef[] = [
   {
     field: 'unknownCostCount',
     column: 'unknown_cost_count',
-    // Unknown cost means unpriced; audio and images are "not counted" on purpose (not priced by token), not unknown.
+    // Unknown cost means unpriced; audio and images with nothing to price them by are "not counted", not unknown.
     rawSql: "CASE WHEN r.cost_pico IS NULL AND r.provenance <> 'not_counted' THEN 1 ELSE 0 END",
     of: (r) => flag(r.costPico === null && r.provenance !== 'not_counted'),
   },
@@ -110,6 +110,13 @@ export const COUNTERS: readonly CounterDef[] = [
     rawSql: 'CASE WHEN r.cost_disagrees = 1 THEN 1 ELSE 0 END',
     of: (r) => flag(r.costDisagrees === true),
   },
+  {
+    // Audio and images with nothing to price them by: no cost, and not an unknown one either (migration 009).
+    field: 'notCountedCount',
+    column: 'not_counted_count',
+    rawSql: "CASE WHEN r.provenance = 'not_counted' THEN 1 ELSE 0 END",
+    of: (r) => flag(r.provenance === 'not_counted'),
+  },
 ];
 
 export const COUNTER_COLUMNS: readonly string[] = COUNTERS.map((c) => c.column);
@@ -131,6 +138,7 @@ export function zeroTotals(): UsageTotals {
     partialCount: 0,
     errorCount: 0,
     costDisagreementCount: 0,
+    notCountedCount: 0,
   };
 }
 
@@ -155,6 +163,7 @@ export function contribution(r: UsageRecord): UsageTotals {
     partialCount: of.partialCount(r) as number,
     errorCount: of.errorCount(r) as number,
     costDisagreementCount: of.costDisagreementCount(r) as number,
+    notCountedCount: of.notCountedCount(r) as number,
   };
 }
 
@@ -184,24 +193,28 @@ export function addTotals(into: UsageTotals, delta: UsageTotals, sign: 1 | -1 = 
   into.partialCount += sign * delta.partialCount;
   into.errorCount += sign * delta.errorCount;
   into.costDisagreementCount += sign * delta.costDisagreementCount;
+  into.notCountedCount += sign * delta.notCountedCount;
   return into;
 }
 
 /**
- * How much of a group's cost is known: `known` (no record of it is unpriced), `lower_bound` (some are: the
- * known sum understates the cost) or `unknown` (all are). Audio and image records are not counted on purpose
- * (not priced by token) and make nothing unknown.
+ * How much of a group's cost is known: `known` (every record has a cost), `lower_bound` (some lack one, unpriced
+ * or not counted: the known sum understates the cost), `unknown` (none has one, and some are unpriced) or
+ * `not_counted` (all are audio or images with nothing to price them by).
  */
-export type CostStatus = 'known' | 'lower_bound' | 'unknown';
+export type CostStatus = 'known' | 'lower_bound' | 'unknown' | 'not_counted';
 
 export function costStatus(t: UsageTotals): CostStatus {
-  if (t.unknownCostCount === 0) return 'known';
-  return t.unknownCostCount >= t.requests ? 'unknown' : 'lower_bound';
+  const missing = t.unknownCostCount + t.notCountedCount;
+  if (missing === 0) return 'known';
+  if (missing < t.requests) return 'lower_bound';
+  return t.unknownCostCount === 0 ? 'not_counted' : 'unknown';
 }
 
 /** The sum of the known costs, or null when no record of the group has a known cost (never shown as $0). */
 export function knownCost(t: UsageTotals): bigint | null {
-  return costStatus(t) === 'unknown' ? null : t.costPico;
+  const status = costStatus(t);
+  return status === 'unknown' || status === 'not_counted' ? null : t.costPico;
 }
 
 export function isZero(t: UsageTotals): boolean {

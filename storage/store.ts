@@ -60,6 +60,8 @@ export interface UsageTotals {
   errorCount: number;
   /** Records whose provider-reported cost and computed cost differ by more than 1%. */
   costDisagreementCount: number;
+  /** Audio and image records with nothing to price them by (provenance not_counted): no cost, never shown as $0. */
+  notCountedCount: number;
 }
 
 export interface UsageGroupRow extends UsageTotals {

@@ -1,8 +1,9 @@
 /**
  * CSV of a usage grouping: one line per group (and bucket, with an interval), the same numbers as the
  * JSON of GET /api/usage and as the dashboard's table. Money is the exact decimal cost_usd; a group whose
- * cost is unknown (all its records unpriced) has an empty cost_usd and cost_share_pct, never 0, and
- * cost_status says whether a group's cost is known, a lower bound (some records unpriced) or unknown.
+ * cost is unknown (all its records unpriced or not counted) has an empty cost_usd and cost_share_pct, never 0, and
+ * cost_status says whether a group's cost is known, a lower bound (some records unpriced or not counted), unknown
+ * or not_counted (all are audio or images with nothing to price them by).
  */
 import { formatUsd } from '../../pricing/money';
 import { costStatus, knownCost } from '../../storage/counters';
@@ -21,6 +22,7 @@ export const CSV_COUNTER_COLUMNS = [
   'cost_status',
   'cost_share_pct',
   'unpriced_count',
+  'not_counted_count',
   'estimated_count',
   'partial_count',
   'error_count',
@@ -50,6 +52,7 @@ function counters(t: UsageTotals, total: UsageTotals | undefined): string[] {
     costStatus(t),
     cost === null ? '' : costSharePct(cost, total?.costPico ?? 0n),
     String(t.unknownCostCount),
+    String(t.notCountedCount),
     String(t.estimatedCount),
     String(t.partialCount),
     String(t.errorCount),

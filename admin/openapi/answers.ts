@@ -6,40 +6,21 @@
  * a serializer's type and its schema part ways.
  */
 import { z } from 'zod';
+import { count, named, nextCursor, pico, time, tokens, usd } from './schema-parts';
 import { ERROR_CODES, type ErrorCode } from '../../core/errors';
 import { ENDPOINTS } from '../../core/endpoints';
 import type { CostProvenance, EndpointKey } from '../../core/usage';
-import type { keyJson } from '../key-admin';
 import type { CostStatus } from '../../storage/counters';
 import { BUILTIN_DIMENSIONS } from '../../storage/store';
 import type { groupRowJson, recordJson, retentionJson, totalsJson } from '../serialize';
 import type { ReadinessChecks } from '../../runtime/observability/readiness';
 
-/** Every schema given an id here becomes #/components/schemas/<id>. */
-export const answerSchemas = z.registry<{ id: string }>();
-const named = <T extends z.ZodType>(id: string, schema: T): T => {
-  answerSchemas.add(schema, { id });
-  return schema;
-};
+export { answerSchemas } from './schema-parts';
+export { CreatedKeyAnswer, CreateKeyRequest, GatewayKeyJson, KeysAnswer, RevokedKeyAnswer } from './key-answers';
 
-const time = (description: string) => z.string().meta({ format: 'date-time', description });
-const count = (description: string) => z.number().int().nonnegative().meta({ description });
-const tokens = (description: string) => count(description).nullable();
-/** Money as formatUsd writes it: an exact non-negative decimal, never a float. */
-const usd = (description: string) =>
-  z
-    .string()
-    .regex(/^[0-9]+(\.[0-9]+)?$/)
-    .meta({ description });
-const pico = (description: string) =>
-  z
-    .string()
-    .regex(/^[0-9]+$/)
-    .meta({ description });
-
-const costStatus = z.enum(['known', 'lower_bound', 'unknown']).meta({
+const costStatus = z.enum(['known', 'lower_bound', 'unknown', 'not_counted']).meta({
   description:
-    'known: every record priced; lower_bound: some records unpriced, cost_usd is the sum of the others; unknown: none priced (cost_usd null).',
+    'known: every record has a cost; lower_bound: some are unpriced or not counted, cost_usd is the sum of the others; unknown: none has a cost and some are unpriced (cost_usd null); not_counted: all are audio or images with nothing to price them by (cost_usd null, never "0").',
 });
 const provenance = z.enum(['measured', 'estimated', 'partial', 'unpriced', 'not_counted', 'failed']);
 const endpoint = z.enum(ENDPOINTS.map((e) => e.key) as [EndpointKey, ...EndpointKey[]]);
@@ -73,6 +54,7 @@ export const Totals = named(
       cost_disagreement_count: count(
         'Records whose provider-reported cost and the cost computed from tokens and prices differ by more than 1%.',
       ),
+      not_counted_count: count('Audio and image records with nothing to price them by: no cost, not counted.'),
     })
     .meta({ description: 'Usage counters of a group (or of everything in range).' }),
 );
@@ -232,62 +214,6 @@ export const RequestsAnswer = named(
   }),
 );
 
-const keyFields = {
-  id: z.string(),
-  workspace: z.string(),
-  label: z.string(),
-  created_at: time('When the key was created; null for keys declared in the config file.').nullable(),
-  last_used_at: time('Last use, when known.').nullable(),
-  revoked: z.boolean(),
-  revoked_at: time('When it was revoked.').nullable(),
-};
-/** keyJson's fields, dates always present (a key in the store). */
-const storedKeyFields = { ...keyFields, created_at: time('When the key was created.') };
-
-export const GatewayKeyJson = named(
-  'GatewayKey',
-  z
-    .object({
-      ...keyFields,
-      source: z.enum(['store', 'config']).meta({
-        description: 'store: created through the API or the CLI; config: declared in gateway.config.yaml (read-only).',
-      }),
-    })
-    .meta({ description: 'A gateway key as listed: never the key or its hash.' }),
-);
-
-const nextCursor = z
-  .string()
-  .nullable()
-  .meta({ description: 'Pass as cursor for the next page; null on the last page.' });
-
-export const KeysAnswer = named('KeysAnswer', z.object({ data: z.array(GatewayKeyJson), next_cursor: nextCursor }));
-
-export const CreatedKeyAnswer = named(
-  'CreatedKey',
-  z.object({
-    ...storedKeyFields,
-    source: z.literal('store'),
-    key: z
-      .string()
-      .regex(/^tg_[A-Za-z0-9_-]{43}$/)
-      .meta({ description: 'The new gateway key, shown this once: only its hash is stored.' }),
-  }),
-);
-
-export const RevokedKeyAnswer = named('RevokedKey', z.object({ id: z.string(), revoked: z.literal(true) }));
-
-export const CreateKeyRequest = named(
-  'CreateKeyRequest',
-  z.object({
-    workspace: z
-      .string()
-      .optional()
-      .meta({ description: 'A workspace declared in gateway.config.yaml; the first one when absent.' }),
-    label: z.string().max(200).optional(),
-  }),
-);
-
 export const BudgetsAnswer = named(
   'BudgetsAnswer',
   z.object({
@@ -390,10 +316,9 @@ const sameShapes: [
   Same<ReturnType<typeof totalsJson>, z.output<typeof Totals>>,
   Same<ReturnType<typeof groupRowJson>, z.output<typeof UsageRow>>,
   Same<ReturnType<typeof recordJson>, z.output<typeof UsageRecordJson>>,
-  Same<ReturnType<typeof keyJson>, z.output<z.ZodObject<typeof storedKeyFields>>>,
   Same<z.output<typeof provenance>, CostProvenance>,
   Same<z.output<typeof costStatus>, CostStatus>,
   Same<Awaited<ReturnType<typeof retentionJson>>, z.output<z.ZodObject<typeof retentionFields>>>,
   Same<z.output<typeof ReadinessAnswer>['checks'], ReadinessChecks>,
-] = [true, true, true, true, true, true, true, true];
+] = [true, true, true, true, true, true, true];
 void sameShapes;

@@ -12,6 +12,10 @@ import {
 
 const count = (n: number | undefined): number | null => (n === undefined ? null : n);
 
+/** A record's token count of one side: text plus image and audio tokens (kept apart in Usage to be priced apart). */
+const sum = (...parts: (number | undefined)[]): number | null =>
+  parts.every((p) => p === undefined) ? null : parts.reduce<number>((a, p) => a + (p ?? 0), 0);
+
 /**
  * Longest text a record keeps per field, in characters; a longer one is cut and ends with TRUNCATION_MARKER
  * (core/truncate.ts). The requested model is refused beyond MAX_MODEL_LENGTH before it gets here (core/body.ts);
@@ -57,15 +61,15 @@ function boundedTags(tags: Record<string, string>): Record<string, string> {
 
 /**
  * How much to trust a record's cost, in order: a stream that did not complete (cut, or an error event after its
- * 200) is partial; a failed request costs nothing; audio and images are not counted (not priced by token); tokenizer counts
- * are estimated; no price means unpriced (cost unknown, never $0); otherwise the cost is measured from the
- * provider's own usage.
+ * 200) is partial; a failed request costs nothing; audio and images with nothing measured to price them by are not
+ * counted; tokenizer counts (or an audio duration estimated from the upload's size) are estimated; no price means
+ * unpriced (cost unknown, never $0); otherwise the cost is measured from the provider's own usage.
  */
 export function provenanceOf(ctx: GatewayContext, priced: PricedUsage | undefined): CostProvenance {
   const status = ctx.status ?? ctx.error?.status ?? 500;
   if (streamIncomplete(ctx) && status < 400) return 'partial';
   if (ctx.error || status >= 400) return 'failed';
-  if (!ctx.endpoint?.costCounted) return 'not_counted';
+  if (!ctx.endpoint?.costCounted && (!priced || priced.provenanceHint === 'not_counted')) return 'not_counted';
   if (!priced || priced.costPico === null) return 'unpriced';
   return ctx.usageEstimated || priced.estimated ? 'estimated' : 'measured';
 }
@@ -83,6 +87,14 @@ const TOKEN_FIELDS = [
   'cacheReadTokens',
   'cacheWriteTokens',
   'cacheWrite1hTokens',
+  // The units audio and images are billed by (core/usage.ts MEDIA_UNIT_FIELDS, not part of the plugin API).
+  'inputImageTokens',
+  'outputImageTokens',
+  'inputAudioTokens',
+  'outputAudioTokens',
+  'audioSeconds',
+  'inputCharacters',
+  'images',
 ] as const;
 
 /**
@@ -112,8 +124,8 @@ export function buildRecord(ctx: GatewayContext, priced: PricedUsage | undefined
     endpoint: ctx.endpoint?.key ?? null,
     status: ctx.status ?? ctx.error?.status ?? 500,
     streamed: ctx.stream,
-    inputTokens: count(u?.inputTokens),
-    outputTokens: count(u?.outputTokens),
+    inputTokens: sum(u?.inputTokens, u?.inputImageTokens, u?.inputAudioTokens),
+    outputTokens: sum(u?.outputTokens, u?.outputImageTokens, u?.outputAudioTokens),
     cacheReadTokens: count(u?.cacheReadTokens),
     cacheWriteTokens: count(u?.cacheWriteTokens),
     cacheWrite1hTokens: count(u?.cacheWrite1hTokens),

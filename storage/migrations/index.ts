@@ -10,6 +10,7 @@ import { recordTagSet } from './005_record_tag_set';
 import { quarantinedRecords } from './006_quarantined_records';
 import { recordsRetention } from './007_records_retention';
 import { costTruth } from './008_cost_truth';
+import { notCounted } from './009_not_counted';
 
 export interface Migration {
   version: number;
@@ -28,6 +29,7 @@ export const MIGRATIONS: readonly Migration[] = [
   quarantinedRecords,
   recordsRetention,
   costTruth,
+  notCounted,
 ];
 
 export const SCHEMA_MIGRATIONS_DDL = {

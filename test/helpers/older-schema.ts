@@ -6,12 +6,12 @@
  *   version 4  records without tag_set_id, one record_tags row per string tag (as migration 001 created it and the
  *              writer filled it until migration 005), usage_records_ts on (ts, id)
  *   version 3  the same, without the tag-set tables of migration 004
- * Versions 3 and 4 have no quarantine table (migration 006) either; none has the columns of migration 008.
+ * Versions 3 and 4 have no quarantine table (migration 006) either; none has the columns of migrations 008 and 009.
  */
 type Dialect = 'sqlite' | 'postgres';
 
 /**
- * Migration 008's columns dropped, records and rollups as every earlier build left them, and 008 no longer
+ * Migrations 008 and 009's columns dropped, records and rollups as every earlier build left them, and neither
  * recorded as applied; `droppedTables` are rollup tables the caller drops itself.
  */
 export function undo008Sql(droppedTables: readonly string[] = []): string {
@@ -27,8 +27,11 @@ export function undo008Sql(droppedTables: readonly string[] = []): string {
       'usage_tag_set_daily',
     ]
       .filter((t) => !droppedTables.includes(t))
-      .map((t) => `ALTER TABLE ${t} DROP COLUMN cost_disagreement_count;`),
-    'DELETE FROM schema_migrations WHERE version = 8;',
+      .flatMap((t) => [
+        `ALTER TABLE ${t} DROP COLUMN cost_disagreement_count;`,
+        `ALTER TABLE ${t} DROP COLUMN not_counted_count;`,
+      ]),
+    'DELETE FROM schema_migrations WHERE version IN (8, 9);',
   ].join('\n');
 }
 

@@ -123,6 +123,7 @@ describe('tollgate CLI: tables, --json and progress', function () {
       'cache write',
       'cost',
       'unpriced',
+      'not counted',
       'estimated',
       'partial',
     ]);
@@ -133,10 +134,10 @@ describe('tollgate CLI: tables, --json and progress', function () {
         .sort(),
     ).to.deep.equal([...TEAMS].sort());
     for (const row of cells.slice(2))
-      expect(row.slice(1), table).to.deep.equal(['1', '1,234,567', '1,000', '0', '0', '$1,236.57', '0', '0', '0']);
+      expect(row.slice(1), table).to.deep.equal(['1', '1,234,567', '1,000', '0', '0', '$1,236.57', '0', '0', '0', '0']);
     // Numbers are right-aligned (headers with them); the tag column is not.
     for (const [i, line] of flushRight.entries())
-      expect(line.slice(1), `line ${i}:\n${table}`).to.deep.equal(Array(9).fill(true));
+      expect(line.slice(1), `line ${i}:\n${table}`).to.deep.equal(Array(10).fill(true));
     expect(summary).to.match(/^3 requests, \$3,709\.70 from /);
   });
 

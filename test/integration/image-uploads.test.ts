@@ -25,7 +25,7 @@ async function fileBytes(form: FormData, name: string): Promise<Buffer> {
 
 /**
  * POST /v1/images/edits and /v1/images/variations from the official SDK: multipart uploads routed by their model
- * field, forwarded whole, and the provider's answer relayed byte for byte (recorded dall-e-2 answer).
+ * field, forwarded whole, and the provider's answer relayed byte for byte (recorded dall-e-2 answer), priced per image.
  */
 describe('image edits and variations through the gateway (openai SDK)', () => {
   const upstream = new TestUpstream();
@@ -73,8 +73,10 @@ describe('image edits and variations through the gateway (openai SDK)', () => {
       model: 'dall-e-2',
       provider: 'openai',
       status: 200,
-      provenance: 'not_counted',
+      provenance: 'measured',
     });
+    // One image (the answer's data) at the dall-e-2 price of the size the form asked for (pricing/media-prices.json).
+    expect(record.cost_usd).to.equal('0.016');
   });
 
   it('images.createVariation: the image arrives unchanged with n and size', async () => {
@@ -103,7 +105,9 @@ describe('image edits and variations through the gateway (openai SDK)', () => {
       model: 'dall-e-2',
       provider: 'openai',
       status: 200,
-      provenance: 'not_counted',
+      provenance: 'measured',
     });
+    // Two asked for, one in the answer: one 512x512 image is billed.
+    expect(record.cost_usd).to.equal('0.018');
   });
 });

@@ -126,6 +126,12 @@ function makeRecords(n: number, seed: number, from: number, span: number, idPref
       toolCalls: i % 7 === 0 ? { web_search: 1 + (i % 3) } : null,
       priceId: i % 5 === 0 ? null : `${provider}/${model}`,
     });
+    // As every build before migration 009 recorded them (its backfill relies on it): an audio or image record that
+    // neither failed nor was cut is not counted, and only those are.
+    const r = out[out.length - 1];
+    const media = r.endpoint !== null && /^(audio|images)\./.test(r.endpoint);
+    if (media && r.status < 400 && r.errorCode === null) r.provenance = 'not_counted';
+    else if (r.provenance === 'not_counted') r.provenance = 'measured';
   }
   return out;
 }
@@ -188,11 +194,12 @@ function totalsOf(rs: UsageRecord[]): Totals {
     citationTokens: sum((r) => r.citationTokens),
     searchQueries: sum((r) => r.searchQueries),
     costPico: rs.reduce((a, r) => a + (r.costPico ?? 0n), 0n),
-    unknownCostCount: count((r) => r.costPico === null),
+    unknownCostCount: count((r) => r.costPico === null && r.provenance !== 'not_counted'),
     estimatedCount: count((r) => r.provenance === 'estimated'),
     partialCount: count((r) => r.provenance === 'partial'),
     errorCount: count((r) => r.errorCode !== null || r.status >= 400),
     costDisagreementCount: count((r) => r.costDisagrees === true),
+    notCountedCount: count((r) => r.provenance === 'not_counted'),
   };
 }
 
@@ -321,7 +328,7 @@ function defineStorageSuite(env: () => SuiteEnv): void {
 
   it('applies migrations once and is idempotent when run again', async () => {
     const first = await store.migrate();
-    expect(first.applied).to.deep.equal([1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(first.applied).to.deep.equal([1, 2, 3, 4, 5, 6, 7, 8, 9]);
     const second = await store.migrate();
     expect(second.applied).to.deep.equal([]);
     expect(second.version).to.equal(first.version);
@@ -697,7 +704,7 @@ function defineStorageSuite(env: () => SuiteEnv): void {
     // Back to schema version 4, as a database written by an older build: record_tags rows, no set on the records.
     await env().raw(olderSchemaSql(env().dialect, 4));
     const sets = await env().scalar('SELECT COUNT(*) FROM tag_sets');
-    expect((await store.migrate()).applied).to.deep.equal([5, 6, 7, 8]);
+    expect((await store.migrate()).applied).to.deep.equal([5, 6, 7, 8, 9]);
     records = records.map(before008);
     expect(await env().scalar('SELECT COUNT(*) FROM usage_records WHERE tag_set_id IS NULL')).to.equal(0);
     expect(await env().scalar('SELECT COUNT(*) FROM tag_sets')).to.equal(sets); // every record's set was there already
@@ -727,7 +734,7 @@ function defineStorageSuite(env: () => SuiteEnv): void {
     );
     // Back to schema version 3, as a database written by an older build, with every record in it.
     await env().raw(olderSchemaSql(env().dialect, 3));
-    expect((await store.migrate()).applied).to.deep.equal([4, 5, 6, 7, 8]);
+    expect((await store.migrate()).applied).to.deep.equal([4, 5, 6, 7, 8, 9]);
     records = records.map(before008);
     expect(await env().scalar('SELECT COUNT(*) FROM usage_records WHERE tag_set_id IS NULL')).to.equal(0);
     const distinct = new Set(records.map((r) => JSON.stringify(Object.entries(r.tags).sort()))).size;

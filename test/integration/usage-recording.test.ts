@@ -261,7 +261,7 @@ for (const backend of backends)
       });
       sent.push(expectOpenRouter(t2));
 
-      // Speech is recorded but not counted toward cost (spec 8).
+      // Speech by tts-1 is billed per character of its input: 2 characters at $0.000015 (pricing/media-prices.json).
       const speech = await openai(t3).audio.speech.create({ model: 'tts-1', voice: 'alloy', input: 'hi' });
       await speech.arrayBuffer();
       sent.push({
@@ -272,7 +272,7 @@ for (const backend of backends)
         output: 0,
         cacheRead: 0,
         cacheWrite: 0,
-        cost: null,
+        cost: 2n * 15_000_000n,
         status: 200,
       });
 
@@ -363,11 +363,11 @@ for (const backend of backends)
     it('lists raw records with tags, cost provenance and no secrets', async () => {
       const body = await admin('/api/requests?limit=100');
       expect(body.data).to.have.length(sent.length);
+      // tts-1 is billed per character of its input: "hi" is 2 characters at $0.000015.
       const speech = body.data.find((r: any) => r.model === 'tts-1');
-      expect(speech.provenance).to.equal('not_counted');
-      // Not counted is not unknown: the speech record does not show up as unpriced.
+      expect(speech.provenance).to.equal('measured');
+      expect(speech.cost_usd).to.equal('0.00003');
       expect((await admin('/api/usage')).total.unpriced_count).to.equal(0);
-      expect(speech.cost_usd).to.equal(null);
       const failed = body.data.find((r: any) => r.status === 429);
       expect(failed.provenance).to.equal('failed');
       expect(failed.error_code).to.equal('upstream_429');

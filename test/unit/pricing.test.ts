@@ -151,12 +151,16 @@ describe('pricing', () => {
       const skipped = bundledCatalog().skipped;
       expect(skipped.length).to.be.greaterThan(0);
       for (const s of skipped) expect(s.reason).to.be.a('string').and.not.equal('');
-      expect(skipped.some((s) => s.model === 'whisper-1' && s.field === 'non_token_pricing')).to.equal(true);
+      // whisper-1's per-second price is carried (pricing/media-prices.json); gpt-image-1's per-image table is not.
+      expect(skipped.some((s) => s.model === 'whisper-1' && s.field === 'non_token_pricing')).to.equal(false);
+      const table = skipped.find((s) => s.model === 'gpt-image-1' && s.field === 'non_token_pricing');
+      expect(table?.reason).to.equal('not used: the model is priced by its usage tokens');
     });
 
     it('models() gives every entry a stable created and provider slug', () => {
       const all = catalog.models();
-      expect(all).to.have.length(120);
+      // The 120 of catalog.json and dall-e-2, which pricing/media-prices.json adds.
+      expect(all).to.have.length(121);
       for (const m of all) {
         expect(Number.isSafeInteger(m.created) && m.created > 1_700_000_000).to.equal(true);
         expect(m.id).to.equal(m.model);
@@ -486,13 +490,42 @@ describe('pricing', () => {
       expect(cost('openai', 'whisper-1', { inputTokens: 10 }).costPico).to.equal(null);
     });
 
-    it('not counted endpoints carry no cost', () => {
-      const r = priceUsage(
+    it('audio without the unit its model is billed by is not counted, and carries no cost', () => {
+      // gpt-4o-mini-tts is billed by tokens: characters alone (speech answered as raw audio) price nothing.
+      const speech = priceUsage(
         price('openai', 'gpt-4o-mini-tts'),
-        { inputTokens: 10 },
+        { inputCharacters: 10 },
         { endpoint: 'audio.speech', counted: false },
       );
-      expect(r).to.deep.equal({ costPico: null, provenanceHint: 'not_counted' });
+      expect(speech).to.include({ costPico: null, provenanceHint: 'not_counted' });
+      // whisper-1 is billed by the second: tokens alone price nothing.
+      const transcription = priceUsage(
+        price('openai', 'whisper-1'),
+        { inputTokens: 10 },
+        { endpoint: 'audio.transcriptions', counted: false },
+      );
+      expect(transcription).to.include({ costPico: null, provenanceHint: 'not_counted' });
+    });
+
+    it('audio and images by their unit: seconds, characters, images by quality and size', () => {
+      const opts = (endpoint: 'audio.transcriptions' | 'audio.speech' | 'images.generations') => ({
+        endpoint,
+        counted: false,
+      });
+      // $0.0001 per second, $0.000015 per character, $0.08 per hd 1024x1024 dall-e-3 image (pricing/media-prices.json).
+      expect(
+        priceUsage(price('openai', 'whisper-1'), { audioSeconds: 37 }, opts('audio.transcriptions')).costPico,
+      ).to.equal(3_700_000_000n);
+      expect(priceUsage(price('openai', 'tts-1'), { inputCharacters: 10 }, opts('audio.speech')).costPico).to.equal(
+        150_000_000n,
+      );
+      expect(
+        priceUsage(
+          price('openai', 'dall-e-3'),
+          { images: 2, imageSize: '1024x1024', imageQuality: 'hd' },
+          opts('images.generations'),
+        ).costPico,
+      ).to.equal(160_000_000_000n);
     });
 
     it('refuses invalid counts instead of guessing', () => {

@@ -192,15 +192,8 @@ describe('repricing stored records and the cost of a request', () => {
       });
     });
 
-    it('a record of an endpoint that does not count gets no cost', () => {
-      expect(repriceRecord(catalog(), record({ endpoint: 'audio.speech', inputTokens: 5 }))).to.deep.equal({
-        costPico: null,
-        provenance: 'unpriced',
-        priceVersion: null,
-        usageSource: 'provider',
-        priceId: null,
-        costDisagrees: null,
-      });
+    it('audio and images are left alone: the units they are priced by are not stored', () => {
+      expect(repriceRecord(catalog(), record({ endpoint: 'audio.speech', inputTokens: 5 }))).to.equal(undefined);
     });
   });
 

@@ -34,9 +34,13 @@ export interface Totals {
   /** Sum of the known costs; null when every record of the group is unpriced (cost unknown, never $0). */
   cost_usd: string | null;
   cost_pico: string | null;
-  /** known | lower_bound (some records unpriced: cost_usd is the sum of the others) | unknown */
-  cost_status: 'known' | 'lower_bound' | 'unknown';
+  /**
+   * known | lower_bound (some records unpriced or not counted: cost_usd is the sum of the others) | unknown |
+   * not_counted (all are audio or images with nothing to price them by)
+   */
+  cost_status: 'known' | 'lower_bound' | 'unknown' | 'not_counted';
   unpriced_count: number;
+  not_counted_count: number;
   estimated_count: number;
   partial_count: number;
   error_count: number;

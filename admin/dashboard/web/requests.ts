@@ -19,7 +19,11 @@ const PROVENANCE: Record<string, { label: string; title: string; cls: string } |
   },
   partial: { label: 'partial', title: 'The stream was cut: the cost covers what was seen', cls: 'badge warn' },
   unpriced: { label: 'unpriced', title: 'No price for this model: the cost is unknown (not $0)', cls: 'badge bad' },
-  not_counted: { label: 'not counted', title: 'Audio and images are not counted toward cost', cls: 'badge' },
+  not_counted: {
+    label: 'not counted',
+    title: 'Audio or image answer with nothing to price it by: no cost (not $0)',
+    cls: 'badge',
+  },
 };
 
 export async function renderRequests(root: HTMLElement, ctx: AppCtx, isCurrent: () => boolean): Promise<void> {

@@ -3,111 +3,14 @@ import { api, type GroupRow, type Totals, type UsageParams } from './api.js';
 import { destroyChart, drawChart, OTHER_COLOR, PALETTE, type Series } from './chart.js';
 import { addFilter, dimLabel, type AppCtx } from './context.js';
 import { h, replace } from './dom.js';
-import { change, costSharePct, dateTime, int, money, pct } from './format.js';
+import { change, dateTime, int, pct } from './format.js';
 import { resolveRange } from './state.js';
 import { toolbar } from './toolbar.js';
+import { COLUMNS, costText, pico, ZERO } from './usage-columns.js';
 
 /** Filter value of a built-in group whose value is absent (storage NONE). */
 const NONE = '(none)';
 const TOP_N = 8;
-
-const ZERO: Totals = {
-  requests: 0,
-  input_tokens: 0,
-  output_tokens: 0,
-  cache_read_tokens: 0,
-  cache_write_tokens: 0,
-  cache_write_1h_tokens: 0,
-  reasoning_tokens: 0,
-  citation_tokens: 0,
-  search_queries: 0,
-  cost_usd: '0',
-  cost_pico: '0',
-  cost_status: 'known',
-  unpriced_count: 0,
-  estimated_count: 0,
-  partial_count: 0,
-  error_count: 0,
-};
-
-/** The known part of a cost, for sorting, shares and charts (an unknown cost adds nothing known). */
-const pico = (t: Totals): bigint => BigInt(t.cost_pico ?? '0');
-
-/** A cost as shown: unknown is "—" (never $0); a sum that leaves unpriced requests out is marked "≥". */
-function costText(t: Totals): string {
-  if (t.cost_pico === null) return '—';
-  return t.cost_status === 'lower_bound' ? `≥ ${money(t.cost_pico)}` : money(t.cost_pico);
-}
-
-/** The share of the total cost, or "" for a group whose cost is unknown (as in the CSV). */
-const share = (r: Totals, t: Totals): string => (r.cost_pico === null ? '' : costSharePct(pico(r), pico(t)));
-
-interface Column {
-  /** data-col, and the CSV column name (except "group", whose CSV column is the dimension). */
-  key: string;
-  label: string;
-  title?: string;
-  /** The exact value as the CSV has it. */
-  value(r: Totals, total: Totals): string;
-  /** What the cell shows. */
-  show(r: Totals, total: Totals): string;
-  /** Sort key. */
-  sort(r: Totals, total: Totals): bigint;
-  /** Hidden when every row is zero (rarely used counters). */
-  optional?: boolean;
-}
-
-const count = (key: keyof Totals, label: string, title?: string, optional = false): Column => ({
-  key,
-  label,
-  title,
-  optional,
-  value: (r) => String(r[key]),
-  show: (r) => int(r[key] as number),
-  sort: (r) => BigInt(r[key] as number),
-});
-
-const shareBp = (r: Totals, total: Totals): bigint => {
-  const s = share(r, total);
-  return s ? BigInt(s.replace('.', '')) : -1n;
-};
-
-const COLUMNS: Column[] = [
-  count('requests', 'Requests'),
-  count('input_tokens', 'Input', 'Input tokens at the normal rate (excluding cache reads and writes)'),
-  count('output_tokens', 'Output', 'Output tokens, reasoning included'),
-  count('cache_read_tokens', 'Cache read', 'Input tokens served from the prompt cache'),
-  count('cache_write_tokens', 'Cache write', 'Input tokens written to the prompt cache'),
-  count('cache_write_1h_tokens', 'Cache write 1h', 'Input tokens written to the 1-hour cache', true),
-  count('reasoning_tokens', 'Reasoning', 'Reasoning tokens (already counted in output)'),
-  {
-    key: 'cost_usd',
-    label: 'Cost',
-    title: 'Sum of known costs; unpriced requests are counted apart, never as $0 (— unknown, ≥ some requests unpriced)',
-    value: (r) => r.cost_usd ?? '',
-    show: costText,
-    sort: pico,
-  },
-  {
-    key: 'cost_share_pct',
-    label: 'Share',
-    title: 'Share of the total cost',
-    value: share,
-    show: (r, t) => {
-      const s = share(r, t);
-      return s ? `${s}%` : '—';
-    },
-    sort: shareBp,
-  },
-  count('unpriced_count', 'Unpriced', 'Requests whose model has no price: cost unknown'),
-  count(
-    'estimated_count',
-    'Estimated',
-    'Requests whose usage was counted with a tokenizer (the provider reported none)',
-  ),
-  count('partial_count', 'Partial', 'Streams that did not complete: the cost covers what was streamed', true),
-  count('error_count', 'Errors', 'Requests that failed'),
-];
 
 let sortBy: { key: string; dir: 1 | -1 } = { key: 'cost_usd', dir: -1 };
 
@@ -298,15 +201,10 @@ function overviewCards(t: Totals, p: Totals, label: string): HTMLElement[] {
     ),
   );
   return [
-    card(
-      'cost',
-      'Total cost',
-      costText(t),
-      t.cost_usd ?? '',
-      change(costNum, costPrev),
-      label,
-      t.unpriced_count ? [h('span', { class: 'warn' }, `+ ${int(t.unpriced_count)} unpriced (cost unknown)`)] : [],
-    ),
+    card('cost', 'Total cost', costText(t), t.cost_usd ?? '', change(costNum, costPrev), label, [
+      ...(t.unpriced_count ? [h('span', { class: 'warn' }, `+ ${int(t.unpriced_count)} unpriced (cost unknown)`)] : []),
+      ...(t.not_counted_count ? [h('span', { class: 'warn' }, `+ ${int(t.not_counted_count)} not counted`)] : []),
+    ]),
     card(
       'requests',
       'Requests',
