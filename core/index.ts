@@ -50,6 +50,7 @@ export {
 } from './usage';
 export { OUTPUT_TOKEN_FIELDS, outputLimitField, requestedOutputTokens, tokenCount } from './output-tokens';
 export { withJsonField } from './body-field';
+export { countCodePoints, requestedImages, typicalSeconds } from './media-usage';
 export { streamIncomplete } from './usage-settle';
 export { formatUsd, parseUsd } from '../pricing/money';
 

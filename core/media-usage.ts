@@ -58,14 +58,15 @@ export async function settleMediaUsage(gw: GatewayContext): Promise<void> {
   gw.usage = usage;
 }
 
-function countCodePoints(text: string): number {
+/** Characters of a text as tts-1 bills them: code points, as a person counts them. */
+export function countCodePoints(text: string): number {
   let n = 0;
   for (const _ of text) n++;
   return n;
 }
 
 /** The `n` of a request (a JSON number or a form's text), 1 when absent as the API defaults it. */
-function requestedImages(n: unknown): number | undefined {
+export function requestedImages(n: unknown): number | undefined {
   if (n === undefined) return 1;
   const v = typeof n === 'string' ? Number(n) : n;
   return typeof v === 'number' && Number.isSafeInteger(v) && v > 0 ? v : undefined;
@@ -84,8 +85,6 @@ export async function uploadDuration(
   head: FileHead | undefined,
   uploadBytes: number,
 ): Promise<{ seconds: number; estimated: boolean }> {
-  const kind = `${head?.mimeType ?? ''} ${head?.filename ?? ''}`;
-  const fallback = TYPICAL_BITRATE.find(([re]) => re.test(kind))![1];
   if (head && head.bytes.length > 0) {
     try {
       const format = await audioFormat(head, uploadBytes);
@@ -97,7 +96,14 @@ export async function uploadDuration(
       // An unreadable header: estimated below.
     }
   }
-  return { seconds: Math.ceil((uploadBytes * 8) / fallback), estimated: true };
+  return { seconds: typicalSeconds(head, uploadBytes), estimated: true };
+}
+
+/** Seconds of an upload of this size at the typical bitrate of its type (128 kbit/s when its type is unknown). */
+export function typicalSeconds(head: Pick<FileHead, 'mimeType' | 'filename'> | undefined, uploadBytes: number): number {
+  const kind = `${head?.mimeType ?? ''} ${head?.filename ?? ''}`;
+  const bitrate = TYPICAL_BITRATE.find(([re]) => re.test(kind))![1];
+  return Math.ceil((uploadBytes * 8) / bitrate);
 }
 
 interface AudioFormat {

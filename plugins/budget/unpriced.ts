@@ -40,11 +40,11 @@ export class BudgetPricing {
   }
 
   /**
-   * What to reserve and settle the request at; undefined when nothing is counted (allow, or an endpoint whose cost
-   * is not counted). Throws model_unpriced under refuse.
+   * What to reserve and settle the request at (audio and images too, by their media price); undefined when nothing
+   * is counted (allow, or a request without a model). Throws model_unpriced under refuse.
    */
   of(ctx: GatewayContext): BudgetPrice | undefined {
-    if (!ctx.provider || !ctx.model || !ctx.endpoint?.costCounted) return undefined;
+    if (!ctx.provider || !ctx.model || !ctx.endpoint || ctx.endpoint.key === 'models') return undefined;
     const own = this.prices.lookup(ctx.provider.slug, ctx.model);
     if (own) return { price: own };
     if (this.standIn) {
@@ -53,10 +53,13 @@ export class BudgetPricing {
     }
     if (this.policy === 'allow') return undefined;
     const slug = ctx.provider.slug;
+    const rates = ctx.endpoint.costCounted
+      ? 'input: "<USD per 1M>", output: "<USD per 1M>"'
+      : 'per_second, per_character or per_image: "<USD>", or token rates';
     throw new GatewayError(
       'model_unpriced',
       `Model "${ctx.model.slice(0, 200)}" of provider ${slug} has no price, so the budgets of this workspace cannot count it. ` +
-        `Give it a price in gateway.config.yaml (pricing.models: [{ provider: ${slug}, model: "<model>", input: "<USD per 1M>", output: "<USD per 1M>" }]), ` +
+        `Give it a price in gateway.config.yaml (pricing.models: [{ provider: ${slug}, model: "<model>", ${rates} }]), ` +
         'or set budgets.unpriced to price_as: <a priced model> or allow.',
       { param: 'model' },
     );

@@ -1,4 +1,5 @@
 import { requestedOutputTokens, type GatewayContext, type RequestCostService } from '../../core';
+import { mediaWorstCaseCost } from './media-worst-case';
 import { referencesContext } from './referenced-context';
 import type { BudgetPrice } from './unpriced';
 
@@ -20,7 +21,7 @@ export type ReferencedInput = number | 'context_window';
  * - Input: body bytes / 3. A request that references context the body does not hold (referenced-context.ts)
  *   reserves at least `referenced` input tokens. Never more than the model's context window.
  * Priced like the request itself (RequestCostService.price), so a reservation past a long-context threshold is
- * priced at that tier.
+ * priced at that tier. Audio and images are reserved by the unit their model is billed by (media-worst-case.ts).
  */
 export function worstCaseCost(
   ctx: GatewayContext,
@@ -28,6 +29,7 @@ export function worstCaseCost(
   priced: BudgetPrice,
   referenced: ReferencedInput,
 ): bigint {
+  if (!ctx.endpoint?.costCounted) return mediaWorstCaseCost(ctx, cost, priced);
   const { price } = priced;
   const window = price.context_window;
   let inputTokens = Math.ceil(ctx.bodySize / BYTES_PER_TOKEN);

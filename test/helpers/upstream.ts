@@ -31,6 +31,8 @@ export interface Reply {
   delayMs?: number;
   /** Wait this long before sending headers. */
   headerDelayMs?: number;
+  /** Wait for this before sending headers (requests held open until a whole batch was admitted or refused). */
+  until?: Promise<unknown>;
 }
 
 export type Responder = (req: ReceivedRequest, json: any) => Reply | undefined;
@@ -177,6 +179,7 @@ export class TestUpstream {
       return;
     }
     if (reply.headerDelayMs) await sleep(reply.headerDelayMs);
+    if (reply.until) await reply.until;
     if (res.destroyed) return;
     res.writeHead(reply.status ?? 200, reply.headers ?? JSON_TYPE);
     if (Buffer.isBuffer(reply.body)) {
