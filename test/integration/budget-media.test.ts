@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
-import OpenAI from 'openai';
+import OpenAI, { toFile } from 'openai';
 import { adminGet } from '../helpers/admin';
 import { fixtureBytes, PROJECT_ROOT } from '../helpers/fixtures';
 import { OPENAI_KEY, startTestGateway, type TestGateway } from '../helpers/gateway';
@@ -156,5 +156,28 @@ describe('budgets reserve audio and images at admission', function () {
     expect(r.ok).to.equal(2);
     const actual = tokensAt(10, p.input) + tokensAt(40, p.input_image) + tokensAt(50, p.output_image);
     expect(r.spent).to.equal(2n * actual);
+  });
+
+  it('whisper-1: seconds estimated from the upload size at a typical bitrate; a low-bitrate WAV overshoots by the rest', async () => {
+    // 2.2 s of 8 kHz 16-bit mono (128 kbit/s), billed as 3 s; a WAV is estimated at 256 kbit/s.
+    await start('0.0005');
+    const wav = fixtureBytes('audio/tone_2200ms_8khz.wav');
+    const perSecond = pico(priceOf('whisper-1').per_second);
+    const reply = { headers: { 'content-type': 'text/plain' }, body: Buffer.from('tone') };
+    const r = await batch(6, reply, async () =>
+      client().audio.transcriptions.create({
+        model: 'whisper-1',
+        file: await toFile(wav, 'tone.wav', { type: 'audio/wav' }),
+        response_format: 'text',
+      }),
+    );
+    const uploadBytes = upstream.received[0].body.length;
+    const reserved = BigInt(Math.ceil((uploadBytes * 8) / 256_000)) * perSecond;
+    expect(reserved, 'the estimate is below the 3 s billed').to.equal(2n * perSecond);
+    expect(r.ok).to.equal(Number(pico('0.0005') / reserved));
+    expect(r.spent).to.equal(BigInt(r.ok) * 3n * perSecond);
+    // The overshoot is what docs/limits.md bounds it by: the seconds beyond the estimate, per admitted request.
+    expect(r.spent > pico('0.0005'), 'it does overshoot').to.equal(true);
+    expect(r.spent - pico('0.0005') <= BigInt(r.ok) * (3n * perSecond - reserved)).to.equal(true);
   });
 });

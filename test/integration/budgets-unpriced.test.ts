@@ -77,6 +77,35 @@ describe('budgets and models without a price', () => {
     expect(await spent()).to.equal('0');
   });
 
+  it('audio and images follow the same rule: an unpriced speech model is refused, a priced one counted', async () => {
+    await start('0.01');
+    const speak = async (model: string) => {
+      const res = await client().audio.speech.create({ model, voice: 'alloy', input: 'Ten chars.' });
+      await res.arrayBuffer();
+    };
+    const err = await speak('tts-tollgate-unpriced').then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(err).to.be.instanceOf(OpenAI.PermissionDeniedError);
+    const e = err as InstanceType<typeof OpenAI.PermissionDeniedError>;
+    expect(e.code).to.equal('model_unpriced');
+    expect(e.message)
+      .to.include('Model "tts-tollgate-unpriced" of provider openai has no price')
+      .and.to.include('per_character');
+    expect(upstream.received).to.have.length(0);
+    await speak('tts-1'); // $0.000015 per character
+    expect(await spent()).to.equal('0.00015');
+  });
+
+  it('allow: an unpriced speech model passes and counts nothing', async () => {
+    await start('0.01', 'budgets: { unpriced: allow }');
+    const res = await client().audio.speech.create({ model: 'tts-tollgate-unpriced', voice: 'alloy', input: 'Hi' });
+    await res.arrayBuffer();
+    expect(upstream.received).to.have.length(1);
+    expect(await spent()).to.equal('0');
+  });
+
   describe('price_as', () => {
     const catalog = require(`${PROJECT_ROOT}/pricing/catalog.json`);
     const mini = catalog.models.find((m: any) => m.provider === 'openai' && m.model === 'gpt-4o-mini');
