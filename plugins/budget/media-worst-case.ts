@@ -11,7 +11,7 @@ import type { BudgetPrice, ModelPrice } from './unpriced';
 /**
  * Output image tokens of one gpt-image image by quality and size, as OpenAI's image generation guide lists them
  * ("Cost and latency"); the catalog's per-image prices of gpt-image-1 ($0.011, $0.042, $0.167 for 1024x1024 at $40
- * per 1M output image tokens) agree with them.
+ * per 1M output image tokens) agree with them. The other gpt-image models are reserved by the same figures.
  */
 const IMAGE_OUTPUT_TOKENS: Readonly<Record<string, number>> = {
   'low/1024x1024': 272,
