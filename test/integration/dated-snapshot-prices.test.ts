@@ -2,7 +2,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { expect } from 'chai';
 import OpenAI from 'openai';
 import bundled from '../../pricing/catalog.json';
-import { waitForRecords } from '../helpers/admin';
+import { waitForRecord } from '../framework/helpers';
 import { fixtureBytes } from '../helpers/fixtures';
 import { ANTHROPIC_KEY, OPENAI_KEY, type TestGateway, useGateway } from '../helpers/gateway';
 import { sseChunks, TestUpstream } from '../helpers/upstream';
@@ -64,7 +64,7 @@ providers:
       })
       .withResponse();
     expect(data.model).to.equal('claude-3-5-sonnet-20240620');
-    const [r] = await waitForRecords(gw, 1);
+    const r = await waitForRecord(gw, response.headers.get('x-gateway-request-id'));
     // The recorded answer: 4 input tokens, 1,163 written to the 5-minute cache, 187 output tokens.
     const p = entry('anthropic', 'claude-3-5-sonnet');
     const cost = pico(p.input, 4) + pico(p.cache_write!, 1163) + pico(p.output, 187);
@@ -83,15 +83,17 @@ providers:
       headers: { 'content-type': 'text/event-stream' },
       body: sseChunks(fixtureBytes('openai/chat_stream_without_usage.sse')),
     }));
-    const stream = await openai().chat.completions.create({
-      model: 'gpt-4-0613',
-      messages: [{ role: 'user', content: 'Say this is a test' }],
-      stream: true,
-    });
+    const { data: stream, response } = await openai()
+      .chat.completions.create({
+        model: 'gpt-4-0613',
+        messages: [{ role: 'user', content: 'Say this is a test' }],
+        stream: true,
+      })
+      .withResponse();
     let text = '';
     for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
     expect(text).to.equal('This is a test.');
-    const [r] = await waitForRecords(gw, 1);
+    const r = await waitForRecord(gw, response.headers.get('x-gateway-request-id'));
     // The recorded stream reports no usage: the counts are the tokenizer's, 12 prompt tokens for this request
     // with the chat framing and one per streamed content event ("This", " is", " a", " test", ".").
     expect(r).to.include({ input_tokens: 12, output_tokens: 5, usage_source: 'tokenizer' });
@@ -119,7 +121,7 @@ providers:
       .withResponse();
     expect(data.model).to.equal('gemini-2.5-pro-preview-05-06');
     expect(upstream.received[0].mount).to.equal('gemini');
-    const [r] = await waitForRecords(gw, 1);
+    const r = await waitForRecord(gw, response.headers.get('x-gateway-request-id'));
     // The recorded answer: prompt_tokens 66, completion_tokens 6, total_tokens 100: the 28 thinking tokens
     // Gemini leaves out of completion_tokens are billed as output, 34 in all.
     expect(r).to.include({ input_tokens: 66, output_tokens: 34 });

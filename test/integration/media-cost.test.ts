@@ -5,7 +5,7 @@ import { request } from 'undici';
 import { waitForRecord } from '../framework/helpers';
 import { adminGet } from '../helpers/admin';
 import { fixtureBytes, fixtureJson, PROJECT_ROOT } from '../helpers/fixtures';
-import { OPENAI_KEY, TEST_ADMIN_TOKEN, type TestGateway, useGateway } from '../helpers/gateway';
+import { OPENAI_KEY, startTestGateway, TEST_ADMIN_TOKEN, type TestGateway, useGateway } from '../helpers/gateway';
 import { sseChunks, TestUpstream, type Reply } from '../helpers/upstream';
 
 /** The audio and image prices as committed (pricing/media-prices.json): the expected costs are computed from them. */
@@ -324,4 +324,50 @@ describe('whisper-1 duration from a spooled or streamed-through upload', () => {
       expect(record.cost_pico).to.equal((BigInt(WAV_SECONDS) * perSecond).toString());
     });
   }
+});
+
+/** A budget counts audio and images at the price they are recorded at: they are no way around a limit. */
+describe('budgets count audio and images', () => {
+  const upstream = new TestUpstream();
+  let gw: TestGateway;
+  before(async () => {
+    await upstream.start();
+    gw = await startTestGateway(
+      upstream.url,
+      `workspaces:\n  - id: default\n    keys: [{ id: test, key: "\${GATEWAY_KEY}" }]\n    limits: { budgets: [{ period: day, usd: "0.001" }] }\n`,
+    );
+  });
+  after(async () => {
+    await gw?.stop();
+    await upstream.stop();
+  });
+  const speak = (input: string) =>
+    new OpenAI({
+      apiKey: OPENAI_KEY,
+      baseURL: `${gw.url}/v1`,
+      maxRetries: 0,
+      defaultHeaders: { 'X-Gateway-Key': gw.key },
+    }).audio.speech
+      .create({ model: 'tts-1', voice: 'alloy', input })
+      .then(async (res) => (await res.arrayBuffer(), res));
+
+  it('tts-1 spend reaches /api/budgets at its recorded cost, and the next request over budget is refused', async () => {
+    upstream.respondWith(() => ({ status: 200, headers: { 'content-type': 'audio/mpeg' }, body: Buffer.from('ID3') }));
+    const input = 'x'.repeat(100); // 100 characters at $15 per 1M: $0.0015, over the $0.001 budget
+    const record = await waitForRecord(gw, (await speak(input)).headers.get('x-gateway-request-id'));
+    const cost = BigInt(input.length) * pico(priceOf('tts-1').per_character);
+    expect(record.cost_pico).to.equal(cost.toString());
+    let spent = '';
+    for (let i = 0; i < 50 && spent !== '0.0015'; i++) {
+      spent = (await adminGet(gw, '/api/budgets')).data[0].spent_usd;
+      if (spent !== '0.0015') await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(spent).to.equal('0.0015');
+    const refused = await speak('y').then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(refused).to.be.instanceOf(OpenAI.RateLimitError);
+    expect((refused as InstanceType<typeof OpenAI.RateLimitError>).code).to.equal('budget_exceeded');
+  });
 });

@@ -316,17 +316,26 @@ describe('usage parsers', () => {
       });
     });
 
-    it('reports no usage for endpoints outside chat, responses and embeddings', () => {
-      const notCounted: [EndpointKey, string][] = [
-        ['images.generations', 'openai/images_generations_docs_example.json'],
-        ['audio.transcriptions', 'openai/audio_transcription_docs_example.json'],
-        ['models', 'openai/models_list.json'],
-      ];
-      for (const [endpoint, file] of notCounted) {
-        expect(openai.fromJson(endpoint, fixtureJson(file)), file).to.equal(undefined);
-      }
+    it('reads image and transcription answers into the units they are billed by', () => {
+      const image = fixtureJson('openai/images_generations_docs_example.json');
+      expect(openai.fromJson('images.generations', image)).to.deep.equal({
+        inputTokens: image.usage.input_tokens_details.text_tokens,
+        inputImageTokens: image.usage.input_tokens_details.image_tokens,
+        outputImageTokens: image.usage.output_tokens,
+        images: image.data.length,
+      });
+      const transcript = fixtureJson('openai/audio_transcription_docs_example.json');
+      expect(openai.fromJson('audio.transcriptions', transcript)).to.deep.equal({
+        inputTokens: transcript.usage.input_token_details.text_tokens,
+        inputAudioTokens: transcript.usage.input_token_details.audio_tokens,
+        outputTokens: transcript.usage.output_tokens,
+      });
+    });
+
+    it('reports no usage where there is nothing to bill: the model list, a speech stream without its usage event', () => {
+      expect(openai.fromJson('models', fixtureJson('openai/models_list.json'))).to.equal(undefined);
       const acc = streamFixture(openai, 'audio.speech', 'openai/chat_stream_with_usage.sse');
-      expect(acc.result()).to.equal(undefined);
+      expect(acc.result() ?? {}, 'no unit read from chat events').to.deep.equal({});
       expect(acc.text()).to.equal('');
     });
   });
