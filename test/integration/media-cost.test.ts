@@ -353,17 +353,18 @@ describe('budgets count audio and images', () => {
 
   it('tts-1 spend reaches /api/budgets at its recorded cost, and the next request over budget is refused', async () => {
     upstream.respondWith(() => ({ status: 200, headers: { 'content-type': 'audio/mpeg' }, body: Buffer.from('ID3') }));
-    const input = 'x'.repeat(100); // 100 characters at $15 per 1M: $0.0015, over the $0.001 budget
+    const input = 'x'.repeat(60); // 60 characters at $15 per 1M: $0.0009 of the $0.001 budget
     const record = await waitForRecord(gw, (await speak(input)).headers.get('x-gateway-request-id'));
     const cost = BigInt(input.length) * pico(priceOf('tts-1').per_character);
     expect(record.cost_pico).to.equal(cost.toString());
     let spent = '';
-    for (let i = 0; i < 50 && spent !== '0.0015'; i++) {
+    for (let i = 0; i < 50 && spent !== '0.0009'; i++) {
       spent = (await adminGet(gw, '/api/budgets')).data[0].spent_usd;
-      if (spent !== '0.0015') await new Promise((r) => setTimeout(r, 20));
+      if (spent !== '0.0009') await new Promise((r) => setTimeout(r, 20));
     }
-    expect(spent).to.equal('0.0015');
-    const refused = await speak('y').then(
+    expect(spent).to.equal('0.0009');
+    // 7 characters ($0.000105) no longer fit: refused at admission.
+    const refused = await speak('y'.repeat(7)).then(
       () => null,
       (e: unknown) => e,
     );
