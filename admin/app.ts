@@ -9,6 +9,8 @@ import { parseJsonBody, readBody } from '../core/body';
 import { createGatewayKey, keyJson } from './key-admin';
 import { keyListPage } from './key-list';
 import { budgetListPage } from './budget-list';
+import { registerAlertRoutes } from './alert-routes';
+import type { AlertService } from '../alerts/service';
 import { addressKey, FailedKeyTracker, type LockoutOptions } from '../core/lockout';
 import type { BudgetLedger } from '../runtime/services/budget-ledger';
 import type { UsageStore } from '../storage/store';
@@ -38,6 +40,8 @@ export interface AdminDeps {
   logger: Logger;
   workspaces: readonly WorkspaceEntry[];
   budgets: BudgetLedger;
+  /** GET /api/alerts, POST /api/alerts/test, and the forecasts in GET /api/budgets; absent: no alerts. */
+  alerts?: AlertService;
   /** Called after a key was created or revoked here, so this instance applies it at once. */
   onKeysChanged: () => Promise<void>;
   /** http://host:port of the proxy listener, shown by the dashboard's first-request instructions. */
@@ -57,6 +61,7 @@ export function createAdminApp({
   logger,
   workspaces,
   budgets,
+  alerts,
   onKeysChanged,
   proxyUrl,
   lockout,
@@ -154,11 +159,15 @@ export function createAdminApp({
   });
 
   router.get('/budgets', async (ctx) => {
-    ctx.body = await budgetListPage(budgets, reads, {
-      limit: limitFrom(ctx.query),
-      cursor: queryValue(ctx.query, 'cursor') || null,
-    });
+    ctx.body = await budgetListPage(
+      budgets,
+      reads,
+      { limit: limitFrom(ctx.query), cursor: queryValue(ctx.query, 'cursor') || null },
+      Date.now(),
+      alerts,
+    );
   });
+  if (alerts) registerAlertRoutes(router, alerts);
 
   registerDashboardRoutes(router, { reads, workspaces, proxyUrl });
   app.use(router.routes());

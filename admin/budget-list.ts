@@ -2,6 +2,8 @@
  * GET /api/budgets page by page, in key order: with per-tag budgets there is one budget per tag value met this
  * period, which may be many. The spend each shows is read on the admin API's reader thread.
  */
+import type { AlertService } from '../alerts/service';
+import { forecastPart } from '../alerts/budget-alerts';
 import { formatUsd } from '../pricing/money';
 import type { BudgetLedger } from '../runtime/services/budget-ledger';
 import { decodePageCursor, encodePageCursor } from './page-cursor';
@@ -14,6 +16,7 @@ export async function budgetListPage(
   reads: AdminReads,
   q: { limit: number; cursor: string | null },
   now = Date.now(),
+  forecasts?: Pick<AlertService, 'forecastOf'>,
 ) {
   const after = q.cursor === null ? undefined : decodePageCursor(q.cursor, isKey);
   const all = await budgets.list(now, reads);
@@ -33,6 +36,8 @@ export async function budgetListPage(
       used_share: Number((b.spentPico * 10_000n) / (b.limitPico === 0n ? 1n : b.limitPico)) / 10_000,
       alert_at: b.alertAt,
       alerted: b.alerted,
+      action: b.action,
+      forecast: forecastPart(forecasts?.forecastOf(b, now) ?? null),
     })),
     next_cursor: more ? encodePageCursor(page[page.length - 1].key) : null,
   };

@@ -12,6 +12,7 @@ import { exitQuietlyWhenOutputCloses } from './closed-output';
 import { registerDemoCommand } from './demo';
 import { errorLine, EXIT_INTERNAL, EXIT_USER, exitWithError, isUserError, listenFailure, UserError } from './errors';
 import { registerKeyCommands } from './keys';
+import { registerAlertCommands } from './alerts';
 import { registerPriceCommands } from './prices';
 import { registerUsageCommands } from './usage';
 
@@ -119,6 +120,7 @@ program
 registerUsageCommands(program, loadOrExit);
 registerKeyCommands(program, loadOrExit);
 registerPriceCommands(program, loadOrExit);
+registerAlertCommands(program, loadOrExit);
 registerDemoCommand(program);
 
 program.parseAsync(process.argv).catch((err) => exitWithError(err));

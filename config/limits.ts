@@ -24,6 +24,8 @@ const rateLimits = {
   concurrent_streams: positiveInt.optional(),
 };
 
+const share = fromText(z.number().gt(0).max(1));
+
 const budget = z
   .strictObject({
     period: z.enum(['day', 'month']),
@@ -33,8 +35,16 @@ const budget = z
     tag: z.record(tagKey, z.string().min(1)).optional(),
     /** A separate budget of this size for every value of this tag, e.g. customer_id. */
     per_tag: tagKey.optional(),
-    /** Share of the budget at which a warning is logged and flagged in the admin API. */
-    alert_at: fromText(z.number().gt(0).max(1)).default(0.8),
+    /**
+     * Shares of the budget at which an alert is sent (alerts.channels), each once per period; one share or a list.
+     * The lowest is also logged and flagged in the admin API (alerted).
+     */
+    alert_at: z
+      .union([share, z.array(share).min(1)])
+      .transform((v) => [...new Set(Array.isArray(v) ? v : [v])].sort((a, b) => a - b))
+      .default([0.5, 0.8, 1]),
+    /** block: a request that does not fit is refused (429); alert: a soft budget that never refuses, only alerts. */
+    action: z.enum(['block', 'alert']).default('block'),
   })
   .refine((b) => !(b.tag && b.per_tag), { message: 'give tag or per_tag, not both' });
 

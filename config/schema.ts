@@ -6,6 +6,7 @@ import { ENDPOINT_KEYS, USAGE_PARSER_NAMES } from '../providers/registry';
 import { fromText } from './from-text';
 import { refuseWeakSecrets } from './key-strength';
 import { budgetPolicySchema, limitStoreSchema, workspaceLimitsSchema } from './limits';
+import { alertsSchema } from './alerts';
 import { parseStorageUrl } from '../storage/url';
 
 /**
@@ -274,6 +275,8 @@ export const gatewayConfigSchema = z
     limit_store: limitStoreSchema.prefault({}),
     /** How every workspace's budgets treat models without a price. */
     budgets: budgetPolicySchema.prefault({}),
+    /** Budget alerts to webhooks and Slack: thresholds and forecasts (docs/alerts.md). */
+    alerts: alertsSchema.prefault({}),
     providers: z
       .record(z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, 'provider slugs are lower-case'), providerEntry)
       .default({}),

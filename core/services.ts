@@ -110,9 +110,14 @@ export interface BudgetStatus {
   limitPico: bigint;
   spentPico: bigint;
   reservedPico: bigint;
-  alertAt: number;
-  /** True once spent reached alertAt x limit in this period. */
+  /** The alert thresholds, shares of the limit, lowest first. */
+  alertAt: readonly number[];
+  /** True once spent reached the lowest threshold x limit in this period. */
   alerted: boolean;
+  /** block: refuses what does not fit; alert: a soft budget that never refuses. */
+  action: BudgetConfig['action'];
+  /** The usage records it counts: workspace and tag values (usage store filters). */
+  filters: Readonly<Record<string, string>>;
 }
 
 /** Whatever can list the budgets: the budget plugin, reading the limit store (Redis when configured). */

@@ -9,6 +9,7 @@ import { container as rootContainer, type DependencyContainer } from 'tsyringe';
 import type { LoadedConfig } from '../config/load';
 import { RequestCost } from '../pricing/request-cost';
 import { BudgetLedger } from './services/budget-ledger';
+import { AlertService } from '../alerts/service';
 import { recordQueuesOver } from './services/record-queues';
 import { systemClock } from '../core/clock';
 import { openLimitStore } from './services/limit-store/open';
@@ -65,6 +66,8 @@ export interface Gateway {
   keySync: KeySync;
   /** Budgets seen by this instance, for the admin API. */
   budgets: BudgetLedger;
+  /** Budget alerts: evaluated and delivered in the background (docs/alerts.md). */
+  alerts: AlertService;
   /** GET /healthz and /readyz, for the admin listener (the proxy's Koa app answers them already). */
   probes: Router;
   readiness: Readiness;
@@ -187,6 +190,9 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
   const { records_days: recordsDays, batch_size: batchSize, pause_ms: pauseMs } = config.storage.retention;
   const maintenance = new StoreMaintenance(store!, { recordsDays, batchSize, pauseMs }, logger);
   maintenance.start();
+  const alerts = new AlertService(config.alerts, store!.alertOutbox?.(), budgets, logger);
+  alerts.start();
+  metrics?.watchAlerts(() => alerts.deliveryCounts());
 
   let draining: Promise<void> | undefined;
   const drain = (graceMs = config.server.shutdown_grace_ms) =>
@@ -199,6 +205,7 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
   const close = (graceMs = config.server.shutdown_grace_ms) =>
     (closing ??= (async () => {
       await drain(graceMs);
+      await alerts.stop();
       await keySync!.stop();
       await pipeline.close();
       await pools.close();
@@ -217,6 +224,7 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
     logger,
     keySync: keySync!,
     budgets,
+    alerts,
     probes,
     readiness,
     bufferedBodies,

@@ -41,6 +41,7 @@ export async function startGateway(loaded: LoadedConfig, options: GatewayOptions
       logger: gateway.logger,
       workspaces: config.workspaces,
       budgets: gateway.budgets,
+      alerts: gateway.alerts,
       onKeysChanged: () => gateway.keySync.refresh(),
       proxyUrl: url,
       lockout: lockout.enabled && {

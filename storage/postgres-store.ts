@@ -6,6 +6,7 @@
 import type { Pool, PoolClient } from 'pg';
 import type { UsageRecord } from '../core/usage';
 import { RECORD_COLUMNS, dedupeById, recordValues } from './codec';
+import { AlertOutbox } from './alert-outbox';
 import { postgresDialect as d } from './dialect';
 import { KEY_COLUMNS, checkNewKey, keyFromRow, keyValues } from './keys';
 import { LATEST_VERSION, SCHEMA_MIGRATIONS_DDL, newerVersions, pendingMigrations } from './migrations/index';
@@ -219,6 +220,10 @@ export class PostgresUsageStore implements UsageStore {
   }
 
   /** The server answers, and takes writes: not a standby, not read-only by default. */
+  alertOutbox(): AlertOutbox {
+    return new AlertOutbox(d, this.exec);
+  }
+
   async checkWritable(): Promise<void> {
     const { rows } = await this.pool.query<{ standby: boolean; read_only: string }>(
       "SELECT pg_is_in_recovery() AS standby, current_setting('transaction_read_only') AS read_only",

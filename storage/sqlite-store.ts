@@ -11,6 +11,7 @@ import Database from 'better-sqlite3';
 import type { UsageRecord } from '../core/usage';
 import { dedupeById } from './codec';
 import { sqliteDialect as d } from './dialect';
+import { AlertOutbox } from './alert-outbox';
 import { KEY_COLUMNS, checkNewKey, keyFromRow, keyValues } from './keys';
 import { LATEST_VERSION, SCHEMA_MIGRATIONS_DDL, newerVersions, pendingMigrations } from './migrations/index';
 import { listTagKeys } from './query/dimensions';
@@ -297,6 +298,11 @@ export class SqliteUsageStore implements UsageStore {
    * The database file, its WAL and their folder (where SQLite creates its journal files) must be writable by this
    * process: access(2) answers for permissions, a read-only mount and the immutable flag alike, without a write.
    */
+  /** Its writes wait at most INSERT_BUSY_TIMEOUT_MS for the writer thread's lock: they run on the event loop. */
+  alertOutbox(): AlertOutbox {
+    return new AlertOutbox(d, (q) => this.withShortLockWait(() => this.exec(q)));
+  }
+
   async checkWritable(): Promise<void> {
     if (this.path === ':memory:') return;
     await access(this.path, constants.W_OK);

@@ -6,6 +6,7 @@
  * Times are epoch milliseconds; time buckets are UTC hours / UTC days.
  */
 import type { CostProvenance, PicoUsd, UsageRecord, UsageSource } from '../core/usage';
+import type { AlertOutbox } from './alert-outbox';
 import type { QuarantinedRecord } from './quarantine';
 import type { ReadSource } from './read-connection';
 
@@ -225,6 +226,8 @@ export interface UsageStore {
    * checks that its files and folder are writable, PostgreSQL that the server answers and is not read-only.
    */
   checkWritable(): Promise<void>;
+  /** The alert outbox (storage/alert-outbox.ts), on the store's own connection. */
+  alertOutbox?(): AlertOutbox;
 
   close(): Promise<void>;
 }

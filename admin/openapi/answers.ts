@@ -17,6 +17,8 @@ import type { ReadinessChecks } from '../../runtime/observability/readiness';
 
 export { answerSchemas } from './schema-parts';
 export { CreatedKeyAnswer, CreateKeyRequest, GatewayKeyJson, KeysAnswer, RevokedKeyAnswer } from './key-answers';
+export { AlertsAnswer, AlertTestAnswer, AlertTestRequest } from './alert-answers';
+import { ForecastJson } from './alert-answers';
 
 const costStatus = z.enum(['known', 'lower_bound', 'unknown', 'not_counted']).meta({
   description:
@@ -228,8 +230,14 @@ export const BudgetsAnswer = named(
         spent_usd: usd('Spent in the period.'),
         reserved_usd: usd('Held by requests in flight.'),
         used_share: z.number().nonnegative().meta({ description: 'spent / limit, to four decimals.' }),
-        alert_at: z.number().gt(0).max(1),
-        alerted: z.boolean().meta({ description: 'Whether spend reached alert_at x limit in this period.' }),
+        alert_at: z.array(z.number().gt(0).max(1)).meta({
+          description: 'The alert thresholds, shares of the limit, lowest first; each alerts once per period.',
+        }),
+        alerted: z.boolean().meta({ description: 'Whether spend reached the lowest alert_at x limit in this period.' }),
+        action: z.enum(['block', 'alert']).meta({
+          description: 'block: requests that do not fit are refused; alert: a soft budget that never refuses.',
+        }),
+        forecast: ForecastJson.nullable(),
       }),
     ),
     next_cursor: nextCursor,

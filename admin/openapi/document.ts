@@ -10,6 +10,9 @@ import { z } from 'zod';
 import { BUCKETS_MAX } from '../query-params';
 import { SERIES_VALUES_MAX } from '../dashboard/api';
 import {
+  AlertsAnswer,
+  AlertTestAnswer,
+  AlertTestRequest,
   answerSchemas,
   BudgetsAnswer,
   CreatedKeyAnswer,
@@ -189,6 +192,32 @@ const paths = {
           ['limits_unavailable', 'query_timeout', 'query_too_large'],
           { 'Retry-After': { ...retryAfter, required: false } },
         ),
+      },
+    },
+  },
+  '/api/alerts': {
+    get: {
+      operationId: 'listAlerts',
+      summary: 'The alert history: every alert for every channel, newest first',
+      description: "Pending alerts show their attempts and next try; a channel's URL or secret is never shown.",
+      tags: ['limits'],
+      parameters: pageParams('alerts'),
+      responses: { '200': json(AlertsAnswer, 'A page of alerts.'), '400': ref('InvalidQuery'), ...guarded },
+    },
+  },
+  '/api/alerts/test': {
+    post: {
+      operationId: 'testAlert',
+      summary: 'Send a test alert to one channel, now',
+      description:
+        'Outside the outbox: one attempt, answered with its outcome (a receiver that fails answers 200 here, delivered false).',
+      tags: ['limits'],
+      requestBody: { required: true, content: { 'application/json': { schema: schemaOf(AlertTestRequest) } } },
+      responses: {
+        '200': json(AlertTestAnswer, 'The test alert and whether the channel took it.'),
+        '400': error('The body is not a JSON object, or names no configured channel', ['invalid_body', 'invalid_json']),
+        '413': error('The body is larger than 64 KiB', ['body_too_large']),
+        ...guarded,
       },
     },
   },

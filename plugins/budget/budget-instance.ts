@@ -2,6 +2,9 @@ import type { BudgetConfig, WorkspaceLimitsService } from '../../core';
 import type { Applied } from './active-budgets';
 import type { Period } from './periods';
 
+/** The limit-store limit of a soft budget (action: alert): far above any spend, within a signed 64-bit integer. */
+const SOFT_LIMIT = 2n ** 62n;
+
 /** A configured budget, with what does not change between requests worked out once. */
 export interface Rule {
   config: BudgetConfig;
@@ -38,10 +41,11 @@ export function describe(
 ): Applied {
   const b = rule.config;
   const key = budgetKey(limits, workspace, b, tags, period);
+  const filters = { workspace, ...Object.fromEntries(tags) };
   let readEnded: (() => void) | undefined;
   const firstRead = new Promise<void>((resolve) => (readEnded = resolve));
   return {
-    filters: { workspace, ...Object.fromEntries(tags) },
+    filters,
     since: period.endMs,
     spend: 'loading',
     firstRead,
@@ -49,7 +53,8 @@ export function describe(
     countedUnseeded: false,
     open: 0,
     settledAt: 0,
-    check: { key, limitPico: rule.limitPico, periodEndMs: period.endMs, seedPico },
+    // A soft budget is counted like any other, against a limit no request reaches: it never refuses, only alerts.
+    check: { key, limitPico: b.action === 'alert' ? SOFT_LIMIT : rule.limitPico, periodEndMs: period.endMs, seedPico },
     status: {
       key,
       workspace,
@@ -59,6 +64,8 @@ export function describe(
       periodEnd: period.endMs,
       limitPico: rule.limitPico,
       alertAt: b.alert_at,
+      action: b.action,
+      filters,
     },
   };
 }

@@ -177,7 +177,7 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
         ...a.status,
         spentPico,
         reservedPico,
-        alerted: alertReached(spentPico, a.status.limitPico, a.status.alertAt),
+        alerted: alertReached(spentPico, a.status.limitPico, a.status.alertAt[0]),
       };
     });
   }
@@ -269,7 +269,7 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
   private alertIfCrossed(applied: Applied[], states: readonly BudgetState[]): void {
     for (let i = 0; i < applied.length; i++) {
       const { status } = applied[i];
-      if (this.alertsLogged.has(status.key) || !alertReached(states[i].spentPico, status.limitPico, status.alertAt))
+      if (this.alertsLogged.has(status.key) || !alertReached(states[i].spentPico, status.limitPico, status.alertAt[0]))
         continue;
       if (this.alertsLogged.size >= MAX_ALERTS) this.alertsLogged.clear(); // bounded; at worst an alert is logged again
       this.alertsLogged.add(status.key);
@@ -281,7 +281,7 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
           spentUsd: formatUsd(states[i].spentPico),
           limitUsd: formatUsd(status.limitPico),
         },
-        `budget alert: ${Math.round(status.alertAt * 100)}% of the ${PERIOD_ADJECTIVE[status.period]} budget used`,
+        `budget alert: ${Math.round(status.alertAt[0] * 100)}% of the ${PERIOD_ADJECTIVE[status.period]} budget used`,
       );
     }
   }

@@ -251,6 +251,23 @@ export class GatewayMetrics {
     });
   }
 
+  /** Alerts delivered and failed delivery attempts per channel (alerts.channels), read at each scrape. */
+  watchAlerts(counts: () => ReadonlyMap<string, { sent: number; failed: number }>): void {
+    const counter = (name: string, help: string, read: (c: { sent: number; failed: number }) => number) =>
+      new Counter({
+        name,
+        help,
+        labelNames: ['channel'],
+        registers: [this.registry],
+        collect() {
+          this.reset();
+          for (const [channel, c] of counts()) this.inc({ channel }, read(c));
+        },
+      });
+    counter('tollgate_alerts_sent_total', 'Alerts delivered to their channel.', (c) => c.sent);
+    counter('tollgate_alerts_failed_total', 'Alert delivery attempts that failed (each is retried).', (c) => c.failed);
+  }
+
   /** The exposition text and its content type. */
   async scrape(): Promise<{ contentType: string; text: string }> {
     return { contentType: this.registry.contentType, text: await this.registry.metrics() };

@@ -11,6 +11,7 @@ import { quarantinedRecords } from './006_quarantined_records';
 import { recordsRetention } from './007_records_retention';
 import { costTruth } from './008_cost_truth';
 import { notCounted } from './009_not_counted';
+import { alertOutbox } from './010_alert_outbox';
 
 export interface Migration {
   version: number;
@@ -30,6 +31,7 @@ export const MIGRATIONS: readonly Migration[] = [
   recordsRetention,
   costTruth,
   notCounted,
+  alertOutbox,
 ];
 
 export const SCHEMA_MIGRATIONS_DDL = {

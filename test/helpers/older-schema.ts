@@ -6,16 +6,18 @@
  *   version 4  records without tag_set_id, one record_tags row per string tag (as migration 001 created it and the
  *              writer filled it until migration 005), usage_records_ts on (ts, id)
  *   version 3  the same, without the tag-set tables of migration 004
- * Versions 3 and 4 have no quarantine table (migration 006) either; none has the columns of migrations 008 and 009.
+ * Versions 3 and 4 have no quarantine table (migration 006) either; none has the columns of migrations 008 and 009,
+ * nor the alert outbox of migration 010.
  */
 type Dialect = 'sqlite' | 'postgres';
 
 /**
- * Migrations 008 and 009's columns dropped, records and rollups as every earlier build left them, and neither
- * recorded as applied; `droppedTables` are rollup tables the caller drops itself.
+ * Migrations 008 and 009's columns dropped, records and rollups as every earlier build left them, migration 010's
+ * alert outbox dropped, and none recorded as applied; `droppedTables` are rollup tables the caller drops itself.
  */
 export function undo008Sql(droppedTables: readonly string[] = []): string {
   return [
+    'DROP TABLE alert_outbox;',
     ...['usage_source', 'provider_cost_pico', 'cost_disagrees', 'tool_calls', 'price_id'].map(
       (c) => `ALTER TABLE usage_records DROP COLUMN ${c};`,
     ),
@@ -31,7 +33,7 @@ export function undo008Sql(droppedTables: readonly string[] = []): string {
         `ALTER TABLE ${t} DROP COLUMN cost_disagreement_count;`,
         `ALTER TABLE ${t} DROP COLUMN not_counted_count;`,
       ]),
-    'DELETE FROM schema_migrations WHERE version IN (8, 9);',
+    'DELETE FROM schema_migrations WHERE version IN (8, 9, 10);',
   ].join('\n');
 }
 

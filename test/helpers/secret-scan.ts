@@ -139,6 +139,7 @@ export function snapshotAdmin(g: RegisteredGateway, token: string): Promise<void
       allPages(`/api/requests?${range}`),
       allPages('/api/keys'),
       allPages('/api/budgets'),
+      allPages('/api/alerts'),
     ]);
   })());
 }
@@ -258,11 +259,19 @@ export function scanGateway(
   return { findings, logLines: logs.length, answers: g.answers.length, records, files: files.length, bytes };
 }
 
-/** Scans every registered gateway (reading the admin answers of those still running first). */
+/** Alert payloads test receivers took (webhook and Slack bodies): scanned like the admin answers. */
+const alertPayloads: { text: string; where: string }[] = [];
+
+export function recordAlertPayload(text: string, receiver: string): void {
+  alertPayloads.push({ text, where: `alert payload received by ${receiver} (${callerLocation()})` });
+}
+
+/** Scans every registered gateway (reading the admin answers of those still running first), and the alert payloads. */
 export async function scanAll(token: string): Promise<{ findings: Finding[]; stats: ScanStats }> {
   await Promise.all(registry.map((g) => snapshotAdmin(g, token)));
   const list = knownSecrets();
   const findings: Finding[] = [];
+  for (const p of alertPayloads) findings.push(...scanText(p.text, p.where, list));
   const stats: ScanStats = {
     gateways: registry.length,
     logLines: 0,

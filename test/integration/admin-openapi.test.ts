@@ -1,3 +1,6 @@
+import { AlertService } from '../../alerts/service';
+import { alertsSchema } from '../../config/alerts';
+import { AlertReceiver } from '../helpers/alert-receiver';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -56,6 +59,7 @@ describe('admin API: OpenAPI description', () => {
         logger,
         workspaces: [],
         budgets: new BudgetLedger(),
+        alerts: new AlertService(alertsSchema.parse({}), undefined, new BudgetLedger(), logger),
         onKeysChanged: async () => undefined,
         probes: probeRoutes(
           new Readiness({ storeWritable: () => store.checkWritable(), draining: () => false, logger }),
@@ -82,12 +86,15 @@ describe('admin API: OpenAPI description', () => {
 
   describe('on a running gateway', () => {
     const upstream = new TestUpstream();
+    const slack = new AlertReceiver('openapi-slack', true);
     let gw: TestGateway;
     before(async () => {
       await upstream.start();
+      await slack.start();
       gw = await startTestGateway(
         upstream.url,
-        `workspaces: [{ id: default, keys: [{ id: test, key: "\${GATEWAY_KEY}" }], limits: { budgets: [{ period: day, usd: "50" }] } }, { id: ${WORKSPACE}, name: Research }]`,
+        `workspaces: [{ id: default, keys: [{ id: test, key: "\${GATEWAY_KEY}" }], limits: { budgets: [{ period: day, usd: "50" }] } }, { id: ${WORKSPACE}, name: Research }]
+alerts: { channels: [{ name: ops, type: slack, url: "${slack.url}" }] }`,
       );
       for (const customer of ['openapi-c1', 'openapi-c2', 'openapi-c1']) {
         const res = await request(`${gw.url}/v1/chat/completions`, {
@@ -108,6 +115,7 @@ describe('admin API: OpenAPI description', () => {
     after(async () => {
       await gw?.stop();
       await upstream.stop();
+      await slack.stop();
     });
 
     const call = async (method: string, path: string, opts: { token?: string | null; body?: string } = {}) => {
@@ -170,6 +178,10 @@ describe('admin API: OpenAPI description', () => {
       );
       expect(second.data).to.have.length(1);
       expect(second.next_cursor).to.equal(null);
+
+      const tested = await call('POST', '/api/alerts/test', { body: JSON.stringify({ channel: 'ops' }) });
+      expect(tested.json).to.deep.include({ channel: 'ops', delivered: true });
+      expect((await adminGet(gw, '/api/alerts?limit=5')).data).to.deep.equal([]);
 
       const csv = await call('GET', `/api/usage.csv?${ranged}&group_by=customer`);
       expect(csv.status).to.equal(200);
@@ -235,6 +247,8 @@ describe('admin API: OpenAPI description', () => {
         ['/api/keys?cursor=not-a-cursor', 'cursor'],
         ['/api/budgets?limit=1001', 'limit'],
         ['/api/budgets?cursor=not-a-cursor', 'cursor'],
+        ['/api/alerts?limit=0', 'limit'],
+        ['/api/alerts?cursor=not-a-cursor', 'cursor'],
       ]);
     });
 
@@ -255,6 +269,13 @@ describe('admin API: OpenAPI description', () => {
         [await call('POST', '/api/keys', { body: JSON.stringify({ label: 'x'.repeat(201) }) }), 400, 'invalid_body'],
         [
           await call('POST', '/api/keys', { body: JSON.stringify({ label: 'x'.repeat(70_000) }) }),
+          413,
+          'body_too_large',
+        ],
+        [await call('POST', '/api/alerts/test', { body: '{"channel":' }), 400, 'invalid_json'],
+        [await call('POST', '/api/alerts/test', { body: JSON.stringify({ channel: 'nope' }) }), 400, 'invalid_body'],
+        [
+          await call('POST', '/api/alerts/test', { body: JSON.stringify({ channel: 'x'.repeat(70_000) }) }),
           413,
           'body_too_large',
         ],

@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import { request } from 'undici';
-import { fixtureBytes, fixtureJson, PROJECT_ROOT } from '../helpers/fixtures';
+import { fixtureBytes, fixtureJson } from '../helpers/fixtures';
 import { adminGet, waitForRecords } from '../helpers/admin';
+import { cachedAnswerCost, GPT_4O_MINI, picoPerToken } from '../helpers/answer-cost';
 import { OPENAI_KEY, startTestGateway, TEST_GATEWAY_KEY, type TestGateway } from '../helpers/gateway';
 import { sleep, sseChunks, TestUpstream } from '../helpers/upstream';
 
@@ -291,19 +292,10 @@ describe('workspace limits', () => {
   });
 
   describe('budgets', () => {
-    const catalog = require(`${PROJECT_ROOT}/pricing/catalog.json`);
-    const gpt4oMini = catalog.models.find((m: any) => m.provider === 'openai' && m.model === 'gpt-4o-mini');
-    const pico = (usdPerMillion: string) => {
-      const [w, f = ''] = usdPerMillion.split('.');
-      return BigInt(w + f.padEnd(6, '0'));
-    };
+    const gpt4oMini = GPT_4O_MINI;
+    const pico = picoPerToken;
     // Actual cost of one recorded answer (the cached-tokens fixture), computed by hand from the catalog.
-    const u = fixtureJson('openai/chat_completion_cached_tokens.json').usage;
-    const cached = u.prompt_tokens_details.cached_tokens;
-    const actual =
-      BigInt(u.prompt_tokens - cached) * pico(gpt4oMini.input) +
-      BigInt(cached) * pico(gpt4oMini.cache_read) +
-      BigInt(u.completion_tokens) * pico(gpt4oMini.output);
+    const actual = cachedAnswerCost();
     const body = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], max_tokens: 100 };
     // Reservation: body bytes / 3 input tokens (documented estimate) + max_tokens output tokens, at list price.
     const worst =

@@ -465,7 +465,7 @@ for (const backend of backends)
         expect(
           await scalar("SELECT COUNT(*) FROM pg_partitioned_table WHERE partrelid = 'usage_records'::regclass"),
         ).to.equal(0);
-        expect((await store.migrate()).applied).to.deep.equal([7, 8, 9]);
+        expect((await store.migrate()).applied).to.deep.equal([7, 8, 9, 10]);
 
         expect(
           await scalar("SELECT COUNT(*) FROM pg_partitioned_table WHERE partrelid = 'usage_records'::regclass"),

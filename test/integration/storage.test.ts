@@ -328,7 +328,7 @@ function defineStorageSuite(env: () => SuiteEnv): void {
 
   it('applies migrations once and is idempotent when run again', async () => {
     const first = await store.migrate();
-    expect(first.applied).to.deep.equal([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expect(first.applied).to.deep.equal([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
     const second = await store.migrate();
     expect(second.applied).to.deep.equal([]);
     expect(second.version).to.equal(first.version);
@@ -704,7 +704,7 @@ function defineStorageSuite(env: () => SuiteEnv): void {
     // Back to schema version 4, as a database written by an older build: record_tags rows, no set on the records.
     await env().raw(olderSchemaSql(env().dialect, 4));
     const sets = await env().scalar('SELECT COUNT(*) FROM tag_sets');
-    expect((await store.migrate()).applied).to.deep.equal([5, 6, 7, 8, 9]);
+    expect((await store.migrate()).applied).to.deep.equal([5, 6, 7, 8, 9, 10]);
     records = records.map(before008);
     expect(await env().scalar('SELECT COUNT(*) FROM usage_records WHERE tag_set_id IS NULL')).to.equal(0);
     expect(await env().scalar('SELECT COUNT(*) FROM tag_sets')).to.equal(sets); // every record's set was there already
@@ -734,7 +734,7 @@ function defineStorageSuite(env: () => SuiteEnv): void {
     );
     // Back to schema version 3, as a database written by an older build, with every record in it.
     await env().raw(olderSchemaSql(env().dialect, 3));
-    expect((await store.migrate()).applied).to.deep.equal([4, 5, 6, 7, 8, 9]);
+    expect((await store.migrate()).applied).to.deep.equal([4, 5, 6, 7, 8, 9, 10]);
     records = records.map(before008);
     expect(await env().scalar('SELECT COUNT(*) FROM usage_records WHERE tag_set_id IS NULL')).to.equal(0);
     const distinct = new Set(records.map((r) => JSON.stringify(Object.entries(r.tags).sort()))).size;

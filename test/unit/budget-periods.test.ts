@@ -105,8 +105,10 @@ describe('budget periods and alerts', () => {
       limitPico: 1n,
       spentPico: 0n,
       reservedPico: 0n,
-      alertAt: 0.8,
+      alertAt: [0.8],
       alerted: false,
+      action: 'block',
+      filters: { workspace: 'default' },
     });
 
     it('lists nothing while no budget plugin is attached', async () => {

@@ -315,7 +315,7 @@ describe('budget plugin', () => {
       expect(await complete(s.harness, { json: A(), usage: { inputTokens: 5 } })).to.equal(undefined);
       expect(s.lines.map((l) => [l.what, l.msg])).to.deep.equal([
         ['budget', 'limit store unavailable: failing open'],
-        [undefined, 'budget alert: 80% of the daily budget used'],
+        [undefined, 'budget alert: 50% of the daily budget used'], // the lowest of the default alert_at
       ]);
       expect((await s.ledger.list())[0].spentPico).to.equal(5_000_000n);
       await s.close();
@@ -528,8 +528,9 @@ describe('budget plugin', () => {
       periodEnd: monthEnd,
       limitPico: 12_500_000_000_000n,
       reservedPico: 0n,
-      alertAt: 0.9,
+      alertAt: [0.9],
       alerted: false,
+      action: 'block',
     };
     expect(await s.ledger.list()).to.deep.equal([
       // the day's spend: 7,000,000 + 3,000,000 recorded before, 40,000,000 settled now
@@ -543,18 +544,22 @@ describe('budget plugin', () => {
         limitPico: 100_000_000n,
         spentPico: 50_000_000n,
         reservedPico: 0n,
-        alertAt: 0.8,
-        alerted: false,
+        alertAt: [0.5, 0.8, 1],
+        alerted: true, // 50% spent: the lowest of the default alert_at
+        action: 'block',
+        filters: { workspace: 'default' },
       },
       {
         key: `ws:default:tag:customer_id=acme:month:${monthStart}`,
         scope: 'customer_id=acme',
+        filters: { workspace: 'default', customer_id: 'acme' },
         spentPico: 40_000_000n,
         ...month,
       },
       {
         key: `ws:default:tag:customer_id=initech:month:${monthStart}`,
         scope: 'customer_id=initech',
+        filters: { workspace: 'default', customer_id: 'initech' },
         spentPico: 7_000_000n,
         ...month,
       },

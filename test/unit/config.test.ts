@@ -68,7 +68,7 @@ describe('config loading', () => {
       { RPM: '600', ALERT: '0.9', COST_HEADER: 'false' },
     );
     expect(c.workspaces[0].limits.requests_per_minute).to.equal(600);
-    expect(c.workspaces[0].limits.budgets[0].alert_at).to.equal(0.9);
+    expect(c.workspaces[0].limits.budgets[0].alert_at).to.deep.equal([0.9]);
     const option = (use: string) => c.plugins.find((p) => p.use === use)!.options;
     expect(
       validatePluginOptions(attribution as PluginDefinition<unknown>, option('attribution'), 'plugins[0]'),
