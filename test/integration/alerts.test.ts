@@ -6,7 +6,11 @@ import { expect } from 'chai';
 import { createHmac } from 'node:crypto';
 import { Client } from 'pg';
 import { request } from 'undici';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { adminGet } from '../helpers/admin';
+import { runCli } from '../helpers/cli';
+import { scrape, total } from '../helpers/prometheus';
 import { AlertReceiver, slackShapeProblems } from '../helpers/alert-receiver';
 import { cachedAnswerCost } from '../helpers/answer-cost';
 import { OPENAI_KEY, startTestGateway, TEST_ADMIN_TOKEN, type TestGateway } from '../helpers/gateway';
@@ -132,6 +136,11 @@ describe('budget alerts', () => {
     expect(history.data.every((a: any) => a.state === 'sent' && a.attempts === 1)).to.equal(true);
     const budgets = (await adminGet(gw, '/api/budgets')).data;
     expect(budgets[0]).to.deep.include({ action: 'alert', alert_at: [0.5, 0.8, 1] });
+    const metrics = await scrape(gw.adminUrl!);
+    for (const channel of ['ops-webhook', 'team-slack']) {
+      expect(total(metrics, 'tollgate_alerts_sent_total', { channel }), channel).to.equal(3);
+      expect(total(metrics, 'tollgate_alerts_failed_total', { channel }), channel).to.equal(0);
+    }
   });
 
   it('a blocking budget refuses past its limit and still alerts at 100%', async () => {
@@ -153,6 +162,8 @@ describe('budget alerts', () => {
     const pending = (await adminGet(first, '/api/alerts')).data;
     expect(pending).to.have.length(1);
     expect(pending[0]).to.deep.include({ state: 'pending', last_error: 'HTTP 503' });
+    const failed = total(await scrape(first.adminUrl!), 'tollgate_alerts_failed_total', { channel: 'ops-webhook' });
+    expect(failed).to.be.at.least(3);
     const storage = `${first.dataDir}/tollgate.db`;
     await first.stop();
     gateways.splice(0);
@@ -168,6 +179,24 @@ describe('budget alerts', () => {
     await sleep(1000);
     expect(thresholds(hook), 'in order, once: 50% from before the restart first').to.deep.equal([0.5, 0.8, 1]);
     expect(new Set(hook.taken.map((a) => a.alert_id)).size).to.equal(hook.taken.length);
+
+    // The CLI reads the same history from the store, and sends a test alert through the configured channel.
+    const file = join(second.dataDir, 'cli.config.yaml');
+    writeFileSync(file, `storage: { url: "sqlite:${storage}" }\nalerts: { channels: [${webhook(hook)}] }\n`);
+    const listed = await runCli(['-c', file, 'alerts', 'list', '--json']);
+    expect(listed.code, listed.stderr).to.equal(0);
+    const rows = JSON.parse(listed.stdout);
+    expect(rows.map((r: any) => [r.state, r.body.threshold])).to.deep.equal([
+      ['sent', 1],
+      ['sent', 0.8],
+      ['sent', 0.5],
+    ]);
+    const tested = await runCli(['-c', file, 'alerts', 'test', 'ops-webhook']);
+    expect(tested.stdout).to.match(/^Test alert [0-9a-f]{32} delivered to ops-webhook \(webhook, HTTP 200\)\n$/);
+    expect(hook.taken.at(-1).kind).to.equal('test');
+    const unknown = await runCli(['-c', file, 'alerts', 'test', 'nope']);
+    expect(unknown.code).to.equal(2);
+    expect(unknown.stderr).to.include('no alert channel named nope; configured: ops-webhook');
   });
 
   it('a receiver that hangs or answers 500 never holds up proxied requests', async () => {
