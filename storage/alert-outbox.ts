@@ -63,12 +63,18 @@ VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (alert_id, channel) DO NOTHING RETURNIN
    * holds it. Only the oldest is ever claimed: alerts go out in order, and one instance sends at a time.
    */
   async claimNext(channel: string, owner: string, now: number, until: number): Promise<OutboxRow | undefined> {
+    // A read first: an idle or waiting queue is looked at without taking SQLite's write lock (the writer thread's).
+    const head = await this.run(
+      `SELECT seq, claimed_until, next_attempt_at FROM alert_outbox WHERE channel = ? AND state = 'pending' ORDER BY seq LIMIT 1`,
+      [channel],
+    );
+    if (head.length === 0 || toNumber(head[0].claimed_until) > now || toNumber(head[0].next_attempt_at) > now)
+      return undefined;
     const rows = await this.run(
       `UPDATE alert_outbox SET claimed_by = ?, claimed_until = ?
-WHERE seq = (SELECT MIN(seq) FROM alert_outbox WHERE channel = ? AND state = 'pending')
-  AND state = 'pending' AND claimed_until <= ? AND next_attempt_at <= ?
+WHERE seq = ? AND state = 'pending' AND claimed_until <= ? AND next_attempt_at <= ?
 RETURNING ${COLUMNS}`,
-      [owner, until, channel, now, now],
+      [owner, until, toNumber(head[0].seq), now, now],
     );
     return rows.length === 0 ? undefined : rowFrom(rows[0]);
   }
