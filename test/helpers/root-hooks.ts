@@ -113,7 +113,7 @@ async function secretScan(this: Mocha.Context) {
   const { findings, stats } = await scanAll(TEST_ADMIN_TOKEN);
   const created = knownSecrets().length - PLANTED_SECRETS.length;
   const summary =
-    `secret scan of the whole run: ${stats.gateways} gateways, ${stats.logLines} log lines, ${stats.adminAnswers} admin answers (${stats.records} records), ` +
+    `secret scan of the whole run: ${stats.gateways} gateways, ${stats.logLines} log lines, ${stats.adminAnswers} admin answers (${stats.records} records), ${stats.alertPayloads} alert payloads, ` +
     `${stats.files} files at rest (${(stats.bytes / 2 ** 20).toFixed(1)} MB), ${PLANTED_SECRETS.length} planted secrets + ${created} gateway keys created during the run ` +
     `+ anything shaped like a generated key (${Date.now() - started} ms)`;
   if (stats.snapshotProblems.length) {

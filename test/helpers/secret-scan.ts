@@ -224,6 +224,8 @@ export interface ScanStats {
   files: number;
   bytes: number;
   secrets: number;
+  /** Alert payloads the test receivers took. */
+  alertPayloads: number;
   snapshotProblems: string[];
 }
 
@@ -260,7 +262,19 @@ export function scanGateway(
 }
 
 /** Alert payloads test receivers took (webhook and Slack bodies): scanned like the admin answers. */
-const alertPayloads: { text: string; where: string }[] = [];
+const alertPayloads: AlertPayload[] = [];
+
+export interface AlertPayload {
+  text: string;
+  where: string;
+}
+
+export function scanAlertPayloads(
+  list: readonly string[],
+  payloads: readonly AlertPayload[] = alertPayloads,
+): Finding[] {
+  return payloads.flatMap((p) => scanText(p.text, p.where, list));
+}
 
 export function recordAlertPayload(text: string, receiver: string): void {
   alertPayloads.push({ text, where: `alert payload received by ${receiver} (${callerLocation()})` });
@@ -271,7 +285,7 @@ export async function scanAll(token: string): Promise<{ findings: Finding[]; sta
   await Promise.all(registry.map((g) => snapshotAdmin(g, token)));
   const list = knownSecrets();
   const findings: Finding[] = [];
-  for (const p of alertPayloads) findings.push(...scanText(p.text, p.where, list));
+  findings.push(...scanAlertPayloads(list));
   const stats: ScanStats = {
     gateways: registry.length,
     logLines: 0,
@@ -280,6 +294,7 @@ export async function scanAll(token: string): Promise<{ findings: Finding[]; sta
     files: 0,
     bytes: 0,
     secrets: list.length,
+    alertPayloads: alertPayloads.length,
     snapshotProblems: [],
   };
   for (const g of registry) {

@@ -11,7 +11,13 @@ import { PROJECT_ROOT } from '../helpers/fixtures';
 import { OPENAI_KEY, TEST_ADMIN_TOKEN, type TestGateway } from '../helpers/gateway';
 import { FaultyUpstream } from '../helpers/faulty-upstream';
 import { call, chatBody, sleep, startGateway } from '../helpers/reliability';
-import { knownSecrets, registeredGateways, scanGateway, type RegisteredGateway } from '../helpers/secret-scan';
+import {
+  knownSecrets,
+  registeredGateways,
+  scanAlertPayloads,
+  scanGateway,
+  type RegisteredGateway,
+} from '../helpers/secret-scan';
 
 const run = promisify(execFile);
 
@@ -54,6 +60,7 @@ describe('reliability: the suite-wide secret scan', function () {
       '/api/usage.csv',
       '/api/keys',
       '/api/budgets',
+      '/api/alerts',
       '/api/info',
       '/api/dimensions',
     ]);
@@ -134,5 +141,17 @@ describe('reliability: the suite-wide secret scan', function () {
     ]);
     for (const f of findings)
       expect(f.excerpt).to.not.include(OPENAI_KEY).and.not.include(TEST_ADMIN_TOKEN).and.not.include(created);
+  });
+
+  it('scans the alert payloads the test receivers took', () => {
+    const payloads = [
+      { text: '{"kind":"budget.threshold","summary":"fine"}', where: 'alert payload received by ops' },
+      {
+        text: `{"kind":"budget.threshold",\n"summary":"${TEST_ADMIN_TOKEN}"}`,
+        where: 'alert payload received by slack',
+      },
+    ];
+    const findings = scanAlertPayloads([OPENAI_KEY, TEST_ADMIN_TOKEN], payloads);
+    expect(findings.map((f) => `${f.where} line ${f.line}`)).to.deep.equal(['alert payload received by slack line 2']);
   });
 });
