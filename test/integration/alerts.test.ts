@@ -15,7 +15,7 @@ import { AlertReceiver, slackShapeProblems } from '../helpers/alert-receiver';
 import { cachedAnswerCost } from '../helpers/answer-cost';
 import { OPENAI_KEY, startTestGateway, TEST_ADMIN_TOKEN, type TestGateway } from '../helpers/gateway';
 import { rememberSecret } from '../helpers/secret-scan';
-import { requirePostgres } from '../helpers/services';
+import { requirePostgres, requireRedis } from '../helpers/services';
 import { TestUpstream } from '../helpers/upstream';
 import { waitFor } from '../helpers/wait';
 
@@ -141,6 +141,19 @@ describe('budget alerts', () => {
       expect(total(metrics, 'tollgate_alerts_sent_total', { channel }), channel).to.equal(3);
       expect(total(metrics, 'tollgate_alerts_failed_total', { channel }), channel).to.equal(0);
     }
+  });
+
+  it('a soft budget never refuses on the Redis limit store either (REDIS_URL)', async function () {
+    const redis = await requireRedis(this, 'budget alerts: a soft budget on Redis');
+    const prefix = `tg-alerts-${process.pid}-${Date.now().toString(36)}:`;
+    const gw = await start(
+      config(SOFT_BUDGET, `[${webhook(hook)}]`, `limit_store: { redis_url: "${redis}", key_prefix: "${prefix}" }`),
+    );
+    const statuses: number[] = [];
+    for (let i = 0; i < 8; i++) statuses.push((await chat(gw)).status);
+    expect(statuses).to.deep.equal(Array(8).fill(200));
+    await waitFor(() => thresholds(hook).length >= 3, 10_000, 'three alerts');
+    expect(thresholds(hook)).to.deep.equal([0.5, 0.8, 1]);
   });
 
   it('a blocking budget refuses past its limit and still alerts at 100%', async () => {
