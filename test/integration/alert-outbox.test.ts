@@ -105,7 +105,7 @@ const dir = mkdtempSync(join(tmpdir(), 'tollgate-outbox-'));
 outboxSuite(
   'SQLite',
   async () => `sqlite:${join(dir, 'outbox.db')}`,
-  async () => undefined,
+  async () => rmSync(dir, { recursive: true, force: true }),
 );
 
 const schema = `tg_outbox_${process.pid}_${Date.now().toString(36)}`;
