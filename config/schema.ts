@@ -268,6 +268,11 @@ export const gatewayConfigSchema = z
           .string()
           .regex(/^[a-z_][a-z0-9_]*$/, 'lower-case letters, digits and _')
           .optional(),
+        /**
+         * A second folder for the usage spill file, used while its own cannot be written (a full or read-only disk);
+         * best on another disk. Relative to the config file. Unset: records that no spill file takes wait in memory.
+         */
+        spill_fallback: z.string().min(1).optional(),
         /** Deletion of old usage records (storage/retention.ts); the rollups, and so every total, are kept. */
         retention: z
           .strictObject({

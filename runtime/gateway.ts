@@ -115,10 +115,12 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
   let keySync: KeySync | undefined;
   let pipeline: PluginPipeline;
   let keys: KeyRing;
+  let recordQueues: ReturnType<typeof recordQueuesOver> | undefined;
   try {
     store = await openStore(storageUrlFrom(config.storage.url, loaded.dir), { schema: config.storage.schema, logger });
     registerService(container, TOKENS.UsageStore, store);
-    const recordQueues = recordQueuesOver(store, logger);
+    const fallback = config.storage.spill_fallback;
+    recordQueues = recordQueuesOver(store, logger, fallback && resolve(loaded.dir, fallback));
     registerService(container, TOKENS.RecordQueues, recordQueues);
 
     keys = await bootstrapKeys(config.workspaces, store, options.announce ?? ((m) => process.stderr.write(m)));
@@ -166,7 +168,12 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
   // writes the response itself (ctx.respond = false) so the upstream's bytes go out untouched. Everything else
   // (unknown paths, wrong methods, HEAD) is answered by the gateway and never proxied.
   const readiness = new Readiness({
-    storeWritable: () => store!.checkWritable(),
+    storeWritable: async () => {
+      await store!.checkWritable();
+      // What the last writes met: a full disk or a read-only file is seen by a write, not by a permission check.
+      const refused = recordQueues?.opened().find((q) => q.stats().writesRefused !== null);
+      if (refused) throw new Error(`the usage store refuses writes (${refused.stats().writesRefused})`);
+    },
     limitStorePing: limitStore instanceof RedisLimitStore ? () => limitStore.ping() : undefined,
     draining: () => proxy.draining,
     logger,

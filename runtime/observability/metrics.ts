@@ -218,6 +218,28 @@ export class GatewayMetrics {
         this.set(stats().spillBytes);
       },
     });
+    new Gauge({
+      name: 'tollgate_store_writes_failing',
+      help: '1 while the usage store refuses writes (a full disk, a read-only file or server), else 0.',
+      registers,
+      collect() {
+        this.set(stats().writesRefused === null ? 0 : 1);
+      },
+    });
+    new Gauge({
+      name: 'tollgate_store_spill_held_records',
+      help: 'Usage records kept in memory because no spill file (nor storage.spill_fallback) can be written.',
+      registers,
+      collect() {
+        this.set(stats().spillHeld);
+      },
+    });
+    monotonic(
+      'tollgate_store_spill_dropped_records_total',
+      'Usage records lost: no spill file could be written and the records held in memory reached their bound.',
+      () => stats().spillDropped,
+      registers,
+    );
     monotonic(
       'tollgate_store_quarantined_records_total',
       'Usage records the store refused for their content, quarantined (since this process started).',
