@@ -24,6 +24,7 @@ import { RecordDeque } from './record-deque';
 import { SpillFile, type SpillBatch } from './spill-file';
 import type { StorageLogger, UsageStore } from './store';
 import { isContentError, refusesWrites, summarizeStoreError } from './store-errors';
+import { withTimeout } from './with-timeout';
 
 export interface WriteQueueOptions {
   /** JSONL file for records beyond the memory bound and for what close() could not write. */
@@ -397,12 +398,4 @@ export class UsageWriteQueue {
     }
     return batch;
   }
-}
-
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`usage store write timed out after ${ms} ms`)), ms);
-  });
-  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
 }
