@@ -1,13 +1,12 @@
 /**
  * Keeps usage writes off the request path.
  *
- * enqueue() only pushes onto an in-memory queue (or, beyond `maxInMemory`, appends to the spill
- * file) and never calls the store. A background pump writes batches of `batchSize` as soon as
- * one is full, and everything waiting every `flushIntervalMs`. A failed (or timed-out) batch is
- * retried with exponential backoff; meanwhile records keep accumulating up to the memory bound,
- * then spill to the JSONL file, which is replayed once the store accepts writes again and on the
- * next start. close() drains everything, or parks it all in the spill file if the store is
- * still down. Inserts are idempotent by record id, so any re-write double-counts nothing.
+ * enqueue() only pushes onto an in-memory queue (or, beyond `maxInMemory`, appends to the spill file) and never
+ * calls the store. A background pump writes batches of `batchSize` as soon as one is full, and everything waiting
+ * every `flushIntervalMs`. A failed (or timed-out) batch is retried with exponential backoff; meanwhile records
+ * keep accumulating up to the memory bound, then spill to the JSONL file (storage/spill-file.ts), which is replayed
+ * once the store accepts writes again and on the next start. close() drains everything, or parks it all in the
+ * spill file if the store is still down. Inserts are idempotent by record id, so re-writes double-count nothing.
  *
  * A batch refused for its content (a constraint, an invalid value, an index row too large: see
  * storage/store-errors.ts) would be retried forever and block every record behind it, so it is split
