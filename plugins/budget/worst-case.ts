@@ -1,4 +1,4 @@
-import { requestedOutputTokens, type GatewayContext, type RequestCostService } from '../../core';
+import { parseUsd, requestedOutputTokens, type GatewayContext, type RequestCostService, type Usage } from '../../core';
 import { mediaWorstCase } from './media-worst-case';
 import { referencesContext } from './referenced-context';
 import type { BudgetPrice } from './unpriced';
@@ -19,6 +19,7 @@ export type ReferencedInput = number | 'context_window';
  * - Output: the maximum the request asks for (max-tokens, before this plugin, may have written the workspace's
  *   cap into it), else the model's maximum output from the catalog, else DEFAULT_MAX_OUTPUT; times `n` answers on
  *   chat completions. Embeddings produce no output tokens.
+ * - A request fee by search context size: the costliest size's.
  * - Input: body bytes / 3. A request that references context the body does not hold (referenced-context.ts)
  *   reserves at least `referenced` input tokens. Never more than the model's context window.
  * Priced like the request itself (RequestCostService.price), so a reservation past a long-context threshold is
@@ -48,7 +49,13 @@ export function worstCase(
   const n = ctx.endpoint?.key === 'chat.completions' ? ctx.json?.n : undefined;
   const answers = Number.isSafeInteger(n) && (n as number) > 1 ? (n as number) : 1;
   const outputTokens = ctx.endpoint.key === 'embeddings' ? 0 : perAnswer * answers;
-  const worst = cost.price(ctx, { inputTokens, outputTokens }, priced.standIn);
+  const usage: Usage = { inputTokens, outputTokens };
+  // A request fee by search context size (Perplexity): the costliest, whatever size the answer reports.
+  const fee = price.request_fee;
+  if (fee && typeof fee === 'object') {
+    usage.searchContextSize = Object.entries(fee).reduce((a, b) => (parseUsd(b[1]!) > parseUsd(a[1]!) ? b : a))[0];
+  }
+  const worst = cost.price(ctx, usage, priced.standIn);
   if (worst.costPico !== null) return bounded(worst.costPico);
   return unbounded(worst.reason ?? 'no price for its tokens', Number.isSafeInteger(outputTokens) ? null : 'n');
 }

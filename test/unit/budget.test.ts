@@ -27,6 +27,14 @@ const pricesOf = () =>
   PriceCatalog.fromConfig({
     models: [
       { provider: 'openai', model: 'tg-budget-model', input: 1, output: 2, context_window: 100, max_output_tokens: 50 },
+      {
+        provider: 'perplexity',
+        model: 'tg-search-model',
+        input: 1,
+        output: 2,
+        max_output_tokens: 50,
+        request_fee: { low: '0.00001', medium: '0.00002', high: '0.00004' },
+      },
     ],
   });
 const MODEL = 'tg-budget-model';
@@ -257,6 +265,15 @@ describe('budget plugin', () => {
     expect(await complete(s.harness, { json: body(150, { max_tokens: 10 }) })).to.equal(undefined);
     // 50 input tokens (50,000,000) + 10 output tokens (20,000,000)
     expect((await s.ledger.list()).map((st) => st.spentPico)).to.deep.equal([70_000_000n]);
+    await s.close();
+  });
+
+  it('a request fee by search context size is reserved at the costliest size, whatever the answer may report', async () => {
+    const s = await budgeted([{ period: 'day', usd: '0.0001' }]);
+    const json = { ...body(150, { max_tokens: 10 }), model: 'tg-search-model' };
+    const ctx = createTestContext({ provider: 'perplexity', model: 'tg-search-model', json, log: requestLog.logger });
+    // 50 input tokens (50,000,000) + 10 output tokens (20,000,000) + the high fee (40,000,000)
+    expect((await s.harness.exchange(ctx))?.message).to.match(/this one may cost up to \$0\.00011\.$/);
     await s.close();
   });
 
