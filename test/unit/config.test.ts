@@ -33,6 +33,15 @@ describe('config loading', () => {
     ]);
   });
 
+  it('metrics.tag_values names only keys of metrics.tag_keys', () => {
+    expectConfigError(
+      'metrics: { tag_keys: [feature], tag_values: { team: [search] } }',
+      /metrics\.tag_values\.team: "team" is not one of metrics\.tag_keys/,
+    );
+    const c = parseConfig('metrics: { tag_keys: [feature], tag_values: { feature: [search] } }');
+    expect(c.metrics).to.deep.include({ tag_values: { feature: ['search'] }, tag_values_refresh_ms: 60_000 });
+  });
+
   it('interpolates ${VAR} and ${VAR:-default} in values', () => {
     const c = parseConfig('server: { host: "${HOST:-0.0.0.0}" }\nstorage: { url: "${DB}" }', { DB: 'postgres://db/x' });
     expect(c.server.host).to.equal('0.0.0.0');
