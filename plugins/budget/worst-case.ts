@@ -1,4 +1,4 @@
-import { requestedOutputTokens, type GatewayContext, type RequestCostService } from '../../core';
+import { requestedOutputTokens, type GatewayContext, type RequestCostService } from '../../api';
 import { mediaWorstCaseCost } from './media-worst-case';
 import { referencesContext } from './referenced-context';
 import type { BudgetPrice } from './unpriced';

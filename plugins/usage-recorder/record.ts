@@ -8,7 +8,7 @@ import {
   type PricedUsage,
   type UsageRecord,
   type UsageSource,
-} from '../../core';
+} from '../../api';
 
 const count = (n: number | undefined): number | null => (n === undefined ? null : n);
 

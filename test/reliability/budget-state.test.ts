@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import Redis from 'ioredis';
 import { Client } from 'pg';
 import { request } from 'undici';
-import { TOKENS } from '../../core';
+import { TOKENS } from '../../api';
 import type { MemoryLimitStore } from '../../runtime/services/limit-store/memory-store';
 import { adminGet } from '../helpers/admin';
 import { OPENAI_KEY, startTestGateway, type TestGateway } from '../helpers/gateway';

@@ -4,17 +4,17 @@
  * Guides: docs/plugins.md and docs/providers.md. Test helpers: 'tollgate/testing' (testing/index.ts).
  */
 
-export { PLUGIN_API_VERSION } from './api-version';
+export { PLUGIN_API_VERSION } from '../core/api-version';
 
 // Plugins
-export { definePlugin, type GatewayPlugin, type PluginDefinition } from './plugin-contract';
-export type { GatewayContext, Workspace } from './context';
-export { ERROR_CODES, GatewayError, type ErrorCode } from './errors';
-export type { EndpointSpec } from './endpoints';
-export { MAX_MODEL_LENGTH } from './body';
-export { truncate, TRUNCATION_MARKER } from './truncate';
-export { BoundedCache } from './bounded-cache';
-export { addressKey, FailedKeyTracker, type LockoutOptions } from './lockout';
+export { definePlugin, type GatewayPlugin, type PluginDefinition } from '../core/plugin-contract';
+export type { GatewayContext, Workspace } from '../core/context';
+export { ERROR_CODES, GatewayError, type ErrorCode } from '../core/errors';
+export type { EndpointSpec } from '../core/endpoints';
+export { MAX_MODEL_LENGTH } from '../core/body';
+export { truncate, TRUNCATION_MARKER } from '../core/truncate';
+export { BoundedCache } from '../core/bounded-cache';
+export { addressKey, FailedKeyTracker, type LockoutOptions } from '../core/lockout';
 
 // Provider modules
 export {
@@ -27,7 +27,7 @@ export {
   type ProviderModelPrice,
   type ProviderModule,
   type UpstreamTimeouts,
-} from './provider-contract';
+} from '../core/provider-contract';
 export { anthropicUsageParser } from '../providers/wire/messages';
 export { openaiUsageParser } from '../providers/openai/usage';
 export { openrouterUsageParser } from '../providers/openrouter/usage';
@@ -47,15 +47,15 @@ export {
   type UsageParser,
   type UsageRecord,
   type UsageSource,
-} from './usage';
-export { OUTPUT_TOKEN_FIELDS, outputLimitField, requestedOutputTokens, tokenCount } from './output-tokens';
-export { withJsonField } from './body-field';
-export { countCodePoints, requestedImages, typicalSeconds } from './media-usage';
-export { streamIncomplete } from './usage-settle';
+} from '../core/usage';
+export { OUTPUT_TOKEN_FIELDS, outputLimitField, requestedOutputTokens, tokenCount } from '../core/output-tokens';
+export { withJsonField } from '../core/body-field';
+export { countCodePoints, requestedImages, typicalSeconds } from '../core/media-usage';
+export { streamIncomplete } from '../core/usage-settle';
 export { formatUsd, parseUsd } from '../pricing/money';
 
 // Dependency injection: tokens and the public views of the services behind them
-export { registerService, resolveService, TOKENS, type ServiceOf, type Token } from './tokens';
+export { registerService, resolveService, TOKENS, type ServiceOf, type Token } from '../core/tokens';
 export type {
   BudgetLedgerService,
   BudgetSource,
@@ -71,8 +71,8 @@ export type {
   RecordQueuesService,
   RequestCostService,
   UsageStoreService,
-} from './services';
-export type { Clock } from './clock';
+} from '../core/services';
+export type { Clock } from '../core/clock';
 export type {
   Bucket,
   BucketState,
@@ -82,7 +82,7 @@ export type {
   LimitScope,
   LimitStore,
   WorkspaceLimitsService,
-} from './limit-store';
+} from '../core/limit-store';
 export type { GatewayConfig } from '../config/schema';
 export type { BudgetConfig, BudgetPolicy, RateLimits, WorkspaceLimits } from '../config/limits';
 export type { DependencyContainer } from 'tsyringe';
