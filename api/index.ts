@@ -13,8 +13,8 @@ export { ERROR_CODES, GatewayError, type ErrorCode } from '../core/errors';
 export type { EndpointSpec } from '../core/endpoints';
 export { MAX_MODEL_LENGTH } from '../core/body';
 export { truncate, TRUNCATION_MARKER } from '../core/truncate';
-export { BoundedCache } from '../core/bounded-cache';
-export { addressKey, FailedKeyTracker, type LockoutOptions } from '../core/lockout';
+export { BoundedCache } from '../plugin-kit/bounded-cache';
+export { addressKey, FailedKeyTracker, type LockoutOptions } from '../plugin-kit/lockout';
 
 // Provider modules
 export {
@@ -48,8 +48,8 @@ export {
   type UsageRecord,
   type UsageSource,
 } from '../core/usage';
-export { OUTPUT_TOKEN_FIELDS, outputLimitField, requestedOutputTokens, tokenCount } from '../core/output-tokens';
-export { withJsonField } from '../core/body-field';
+export { OUTPUT_TOKEN_FIELDS, outputLimitField, requestedOutputTokens, tokenCount } from '../plugin-kit/output-tokens';
+export { withJsonField } from '../plugin-kit/body-field';
 export { countCodePoints, requestedImages, typicalSeconds } from '../core/media-usage';
 export { streamIncomplete } from '../core/usage-settle';
 export { formatUsd, parseUsd } from '../pricing/money';

@@ -3,7 +3,7 @@ import type { LimitStoreConfig, WorkspaceLimits } from '../../config/limits';
 import type { GatewayConfig } from '../../config/schema';
 import type { GatewayContext } from '../../core/context';
 import { GatewayError } from '../../core/errors';
-import { BoundedCache } from '../../core/bounded-cache';
+import { BoundedCache } from '../../plugin-kit/bounded-cache';
 import type { LeaseRenewer, LimitScope, LimitStore, WorkspaceLimitsService } from '../../core/limit-store';
 import { LeaseRenewals } from './lease-renewer';
 import { scopesOf } from './limit-scopes';
