@@ -4,10 +4,11 @@
  * Guides: docs/plugins.md and docs/providers.md. Test helpers: 'tollgate/testing' (testing/index.ts).
  */
 
-export { PLUGIN_API_VERSION } from '../core/api-version';
+export { PLUGIN_API_VERSION } from '../contracts/api-version';
 
 // Plugins
-export { definePlugin, type GatewayPlugin, type PluginDefinition } from '../core/plugin-contract';
+export { definePlugin, type PluginDefinition } from '../contracts/plugin-contract';
+export type { GatewayPlugin } from '../core/gateway-plugin';
 export type { GatewayContext, Workspace } from '../core/context';
 export { ERROR_CODES, GatewayError, type ErrorCode } from '../core/errors';
 export type { EndpointSpec } from '../core/endpoints';
@@ -55,7 +56,7 @@ export { streamIncomplete } from '../core/usage-settle';
 export { formatUsd, parseUsd } from '../pricing/money';
 
 // Dependency injection: tokens and the public views of the services behind them
-export { registerService, resolveService, TOKENS, type ServiceOf, type Token } from '../core/tokens';
+export { registerService, resolveService, TOKENS, type ServiceOf, type Token } from '../contracts/tokens';
 export type {
   BudgetLedgerService,
   BudgetSource,
@@ -71,8 +72,8 @@ export type {
   RecordQueuesService,
   RequestCostService,
   UsageStoreService,
-} from '../core/services';
-export type { Clock } from '../core/clock';
+} from '../contracts/services';
+export type { Clock } from '../contracts/clock';
 export type {
   Bucket,
   BucketState,
@@ -82,7 +83,7 @@ export type {
   LimitScope,
   LimitStore,
   WorkspaceLimitsService,
-} from '../core/limit-store';
+} from '../contracts/limit-store';
 export type { GatewayConfig } from '../config/schema';
 export type { BudgetConfig, BudgetPolicy, RateLimits, WorkspaceLimits } from '../config/limits';
 export type { DependencyContainer } from 'tsyringe';

@@ -1,5 +1,5 @@
 import type { GatewayContext } from '../core/context';
-import type { PriceLookup, RequestCostService } from '../core/services';
+import type { PriceLookup, RequestCostService } from '../contracts/services';
 import type { Usage } from '../core/usage';
 import { priceUsage, type PricedUsage } from './cost';
 

@@ -18,18 +18,19 @@ import { endpointByKey } from '../core/endpoints';
 import type { GatewayError } from '../core/errors';
 import { forwardableRequestHeaders } from '../core/headers';
 import { PluginPipeline } from '../core/plugin-pipeline';
-import type { GatewayPlugin, PluginDefinition } from '../core/plugin-contract';
-import { keepsV1Completion } from '../core/api-version';
+import type { GatewayPlugin } from '../core/gateway-plugin';
+import type { PluginDefinition } from '../contracts/plugin-contract';
+import { keepsV1Completion } from '../contracts/api-version';
 import { instantiatePlugin } from '../runtime/loading/plugin-instance';
 import { loadProviders } from '../runtime/loading/deployed-providers';
 import { deployedProviderPrices } from '../runtime/loading/provider-prices';
 import { bearer, type ProviderInstance, type ProviderModule } from '../core/provider-contract';
 import { ProviderRegistry } from '../core/provider-routing';
-import { registerService, TOKENS, type ServiceOf } from '../core/tokens';
+import { registerService, TOKENS, type ServiceOf } from '../contracts/tokens';
 import { LimitsContext } from '../runtime/services/workspace-limits';
 import { recordQueuesOver } from '../runtime/services/record-queues';
 import { BudgetLedger } from '../runtime/services/budget-ledger';
-import { systemClock } from '../core/clock';
+import { systemClock } from '../contracts/clock';
 import type { EndpointKey, SseEvent, Usage } from '../core/usage';
 
 /** What a fake request looks like; every field is optional. */

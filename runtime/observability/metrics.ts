@@ -10,8 +10,8 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import { tagLabelName, type MetricsConfig } from '../../config/schema';
 import type { GatewayContext } from '../../core/context';
 import type { ErrorCode } from '../../core/errors';
-import type { GatewayPlugin } from '../../core/plugin-contract';
-import type { RequestCostService } from '../../core/services';
+import type { GatewayPlugin } from '../../core/gateway-plugin';
+import type { RequestCostService } from '../../contracts/services';
 import { UNTAGGED } from '../../core/usage';
 import type { WriteQueueStats } from '../../storage/write-queue';
 import { BoundedLabel, OTHER } from './bounded-labels';

@@ -1,4 +1,4 @@
-import type { RecordQueuesService } from '../../core/services';
+import type { RecordQueuesService } from '../../contracts/services';
 import type { StorageLogger, UsageStore } from '../../storage/store';
 import { UsageWriteQueue } from '../../storage/write-queue';
 import { WrittenMark } from './written-mark';

@@ -4,7 +4,7 @@ import type { GatewayConfig } from '../../config/schema';
 import type { GatewayContext } from '../../core/context';
 import { GatewayError } from '../../core/errors';
 import { BoundedCache } from '../../plugin-kit/bounded-cache';
-import type { LeaseRenewer, LimitScope, LimitStore, WorkspaceLimitsService } from '../../core/limit-store';
+import type { LeaseRenewer, LimitScope, LimitStore, WorkspaceLimitsService } from '../../contracts/limit-store';
 import { LeaseRenewals } from './lease-renewer';
 import { scopesOf } from './limit-scopes';
 

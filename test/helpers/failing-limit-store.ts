@@ -1,4 +1,4 @@
-import type { LimitStore } from '../../core/limit-store';
+import type { LimitStore } from '../../contracts/limit-store';
 import { MemoryLimitStore } from '../../runtime/services/limit-store/memory-store';
 
 /** An in-memory limit store whose given operations fail as an unreachable Redis would; the others work. */

@@ -9,7 +9,7 @@ import Redis from 'ioredis';
 import { freePort, startRedis } from '../helpers/redis-server';
 import { requireRedis, requireRedisServer } from '../helpers/services';
 import { waitFor } from '../helpers/wait';
-import type { BudgetCheck, LimitStore } from '../../core/limit-store';
+import type { BudgetCheck, LimitStore } from '../../contracts/limit-store';
 import { MemoryLimitStore } from '../../runtime/services/limit-store/memory-store';
 import { BUDGET_MAX_PICO, RedisLimitStore } from '../../runtime/services/limit-store/redis-store';
 

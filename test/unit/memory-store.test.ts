@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import type { BudgetCheck } from '../../core/limit-store';
+import type { BudgetCheck } from '../../contracts/limit-store';
 import { MemoryLimitStore } from '../../runtime/services/limit-store/memory-store';
 
 /** The sweep that drops idle entries runs on a timer; called directly here with the instant it would see. */

@@ -1,5 +1,5 @@
 import type { LimitStoreConfig, RateLimits, WorkspaceLimits } from '../config/limits';
-import type { GatewayContext } from './context';
+import type { GatewayContext } from '../core/context';
 
 /**
  * TOKENS.LimitStore: shared counters behind every limit, in memory for one instance, or in Redis so that all
