@@ -10,7 +10,7 @@ import { createGatewayKey, keyJson } from './key-admin';
 import { keyListPage } from './key-list';
 import { budgetListPage } from './budget-list';
 import { addressKey, FailedKeyTracker, type LockoutOptions } from '../plugin-kit/lockout';
-import type { BudgetLedger } from '../runtime/services/budget-ledger';
+import type { BudgetLedger } from '../services/budget-ledger';
 import type { UsageStore } from '../storage/store';
 import { cursorFrom, filterFrom, limitFrom, queryValue, usageParamsFrom } from './query-params';
 import type { AdminReads } from './reads/admin-reads';

@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import { expect } from 'chai';
 import { Agent, request } from 'undici';
-import { hashGatewayKey, KeyRing } from '../../runtime/services/keys/key-ring';
+import { hashGatewayKey, KeyRing } from '../../services/keys/key-ring';
 import { ADMIN_LOCKOUT_DEFAULTS } from '../../config/schema';
 import { addressKey, FailedKeyTracker } from '../../plugin-kit/lockout';
 import type { AuthPlugin } from '../../plugins/auth';

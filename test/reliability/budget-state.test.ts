@@ -3,7 +3,7 @@ import Redis from 'ioredis';
 import { Client } from 'pg';
 import { request } from 'undici';
 import { TOKENS } from '../../api';
-import type { MemoryLimitStore } from '../../runtime/services/limit-store/memory-store';
+import type { MemoryLimitStore } from '../../services/limit-store/memory-store';
 import { adminGet } from '../helpers/admin';
 import { OPENAI_KEY, startTestGateway, type TestGateway } from '../helpers/gateway';
 import { runPool } from '../helpers/reliability';

@@ -1,10 +1,10 @@
 import type { Logger } from 'pino';
-import type { LimitStoreConfig, WorkspaceLimits } from '../../config/limits';
-import type { GatewayConfig } from '../../config/schema';
-import type { GatewayContext } from '../../core/context';
-import { GatewayError } from '../../core/errors';
-import { BoundedCache } from '../../plugin-kit/bounded-cache';
-import type { LeaseRenewer, LimitScope, LimitStore, WorkspaceLimitsService } from '../../contracts/limit-store';
+import type { LimitStoreConfig, WorkspaceLimits } from '../config/limits';
+import type { GatewayConfig } from '../config/schema';
+import type { GatewayContext } from '../core/context';
+import { GatewayError } from '../core/errors';
+import { BoundedCache } from '../plugin-kit/bounded-cache';
+import type { LeaseRenewer, LimitScope, LimitStore, WorkspaceLimitsService } from '../contracts/limit-store';
 import { LeaseRenewals } from './lease-renewer';
 import { scopesOf } from './limit-scopes';
 

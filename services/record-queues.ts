@@ -1,6 +1,6 @@
-import type { RecordQueuesService } from '../../contracts/services';
-import type { StorageLogger, UsageStore } from '../../storage/store';
-import { UsageWriteQueue } from '../../storage/write-queue';
+import type { RecordQueuesService } from '../contracts/services';
+import type { StorageLogger, UsageStore } from '../storage/store';
+import { UsageWriteQueue } from '../storage/write-queue';
 import { WrittenMark } from './written-mark';
 
 /** TOKENS.RecordQueues, plus the queues it opened (their depth and spill are metrics). */
