@@ -40,7 +40,7 @@ export class LimitsContext implements WorkspaceLimitsService {
   }
 
   /**
-   * The scopes of a request (limits/scopes.ts), the same array for the same workspace and tag values: requests
+   * The scopes of a request (services/limit-scopes.ts), the same array for the same workspace and tag values: requests
    * fall under a few scopes again and again, and each limit plugin keeps what it derives from them per array.
    */
   scopesOf(ctx: GatewayContext, limits: WorkspaceLimits): readonly LimitScope[] {
