@@ -36,6 +36,7 @@ export { perplexityUsageParser } from '../providers/perplexity/usage';
 
 // The usage vocabulary shared by both
 export {
+  MEDIA_UNIT_FIELDS,
   PROVIDER_REPORTED,
   RESERVED_TAG_KEYS,
   UNTAGGED,
