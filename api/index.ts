@@ -7,8 +7,8 @@
 export { PLUGIN_API_VERSION } from '../contracts/api-version';
 
 // Plugins
-export { definePlugin, type PluginDefinition } from '../contracts/plugin-contract';
-export type { GatewayPlugin } from '../core/gateway-plugin';
+export { definePlugin, type PluginDefinition } from '../contracts/plugin-definition';
+export type { GatewayPlugin } from '../core/plugin-contract';
 export type { GatewayContext, Workspace } from '../core/context';
 export { ERROR_CODES, GatewayError, type ErrorCode } from '../core/errors';
 export type { EndpointSpec } from '../core/endpoints';

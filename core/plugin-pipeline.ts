@@ -1,6 +1,6 @@
 import type { GatewayContext } from './context';
 import { asGatewayError, type GatewayError } from './errors';
-import type { GatewayPlugin } from './gateway-plugin';
+import type { GatewayPlugin } from './plugin-contract';
 import type { SseEvent } from './usage';
 
 type GatingPhase = 'onRequest' | 'beforeUpstream' | 'onResponse';

@@ -1,7 +1,7 @@
 import type { DependencyContainer } from 'tsyringe';
 import { LIMIT_MODIFIERS, type WorkspaceLimits } from '../../config/limits';
 import type { GatewayConfig } from '../../config/schema';
-import type { PluginDefinition } from '../../contracts/plugin-contract';
+import type { PluginDefinition } from '../../contracts/plugin-definition';
 import { TOKENS } from '../../contracts/tokens';
 import { PluginConfigError } from './plugin-instance';
 

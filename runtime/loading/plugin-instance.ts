@@ -1,8 +1,8 @@
 import { instanceCachingFactory, type DependencyContainer } from 'tsyringe';
 import { apiVersionProblem } from '../../contracts/api-version';
 import { copyThatMade, THIS_COPY } from '../../contracts/package-copy';
-import type { GatewayPlugin } from '../../core/gateway-plugin';
-import type { PluginDefinition } from '../../contracts/plugin-contract';
+import type { GatewayPlugin } from '../../core/plugin-contract';
+import type { PluginDefinition } from '../../contracts/plugin-definition';
 import { registerService, resolveService, TOKENS, type Token } from '../../contracts/tokens';
 
 export class PluginConfigError extends Error {}

@@ -10,7 +10,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import { tagLabelName, type MetricsConfig } from '../../config/schema';
 import type { GatewayContext } from '../../core/context';
 import type { ErrorCode } from '../../core/errors';
-import type { GatewayPlugin } from '../../core/gateway-plugin';
+import type { GatewayPlugin } from '../../core/plugin-contract';
 import type { RequestCostService } from '../../contracts/services';
 import { UNTAGGED } from '../../core/usage';
 import type { WriteQueueStats } from '../../storage/write-queue';

@@ -28,7 +28,7 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { Logger } from 'pino';
 import type { GatewayContext } from '../../core/context';
-import type { GatewayPlugin } from '../../core/gateway-plugin';
+import type { GatewayPlugin } from '../../core/plugin-contract';
 import type { RequestCostService } from '../../contracts/services';
 import { completedAttributes, modelNamedIn, modelOfAnswer, spanNameOf } from './genai-attributes';
 import type { RequestTracing, TracingSettings } from './tracing';

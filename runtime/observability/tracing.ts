@@ -8,7 +8,7 @@
  * or OTEL_TRACES_EXPORTER=none. Unlike an SDK's default, nothing is sent to localhost:4318 unless asked for.
  */
 import type { Logger } from 'pino';
-import type { GatewayPlugin } from '../../core/gateway-plugin';
+import type { GatewayPlugin } from '../../core/plugin-contract';
 import type { RequestCostService } from '../../contracts/services';
 
 export interface TracingSettings {

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { GatewayError } from '../../core/errors';
-import type { GatewayPlugin } from '../../core/gateway-plugin';
+import type { GatewayPlugin } from '../../core/plugin-contract';
 import { PluginPipeline } from '../../core/plugin-pipeline';
 import { createTestContext } from '../../testing';
 

@@ -1,7 +1,7 @@
 import type { DependencyContainer } from 'tsyringe';
 import type { z } from 'zod';
 import type { WorkspaceLimits } from '../config/limits';
-import type { GatewayPlugin } from '../core/gateway-plugin';
+import type { GatewayPlugin } from '../core/plugin-contract';
 import { markCopy } from './package-copy';
 import type { TOKENS } from './tokens';
 
