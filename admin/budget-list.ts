@@ -3,7 +3,7 @@
  * period, which may be many. The spend each shows is read on the admin API's reader thread.
  */
 import { formatUsd } from '../pricing/money';
-import type { BudgetLedger } from '../runtime/services/budget-ledger';
+import type { BudgetLedger } from '../services/budget-ledger';
 import { decodePageCursor, encodePageCursor } from './page-cursor';
 import type { AdminReads } from './reads/admin-reads';
 

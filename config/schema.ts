@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { JSON_BODY_COPIES } from '../core/body-memory';
-import type { LockoutOptions } from '../core/lockout';
+import type { LockoutOptions } from '../plugin-kit/lockout';
 import { pricingConfigSchema } from '../pricing/config';
 import { ENDPOINT_KEYS, USAGE_PARSER_NAMES } from '../providers/registry';
 import { fromText } from './from-text';

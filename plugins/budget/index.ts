@@ -19,7 +19,7 @@ import {
   type UsageStoreService,
   type WorkspaceLimits,
   type WorkspaceLimitsService,
-} from '../../core';
+} from '../../api';
 import { ActiveBudgets, type Applied } from './active-budgets';
 import { alertReached } from './alert';
 import { describe, tagValuesKey, type Rule } from './budget-instance';

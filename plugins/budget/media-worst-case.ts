@@ -5,7 +5,7 @@ import {
   type GatewayContext,
   type RequestCostService,
   type Usage,
-} from '../../core';
+} from '../../api';
 import type { BudgetPrice, ModelPrice } from './unpriced';
 import { bounded, unbounded, type WorstCase } from './worst-case-bound';
 

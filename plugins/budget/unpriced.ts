@@ -1,10 +1,4 @@
-import {
-  GatewayError,
-  type BudgetPolicy,
-  type GatewayContext,
-  type PriceLookup,
-  type ProviderLookup,
-} from '../../core';
+import { GatewayError, type BudgetPolicy, type GatewayContext, type PriceLookup, type ProviderLookup } from '../../api';
 import type { WorstCase } from './worst-case-bound';
 
 /** A model's catalog entry, as the price lookup gives it. */

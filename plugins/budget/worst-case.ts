@@ -1,4 +1,4 @@
-import { parseUsd, requestedOutputTokens, type GatewayContext, type RequestCostService, type Usage } from '../../core';
+import { parseUsd, requestedOutputTokens, type GatewayContext, type RequestCostService, type Usage } from '../../api';
 import { mediaWorstCase } from './media-worst-case';
 import { referencesContext } from './referenced-context';
 import type { BudgetPrice } from './unpriced';

@@ -12,7 +12,7 @@ import { tagLabelName, type MetricsConfig } from '../../config/schema';
 import type { GatewayContext } from '../../core/context';
 import type { ErrorCode } from '../../core/errors';
 import type { GatewayPlugin } from '../../core/plugin-contract';
-import type { RequestCostService } from '../../core/services';
+import type { RequestCostService } from '../../contracts/services';
 import { UNTAGGED } from '../../core/usage';
 import type { WriteQueueStats } from '../../storage/write-queue';
 import { BoundedLabel, OTHER } from './bounded-labels';

@@ -11,11 +11,11 @@ import {
 } from '../../testing';
 import type { Usage, UsageRecord } from '../../core/usage';
 import { PriceCatalog } from '../../pricing/catalog';
-import { RequestCost } from '../../pricing/request-cost';
+import { RequestCost } from '../../services/request-cost';
 import { budget } from '../../plugins/budget';
-import { BudgetLedger } from '../../runtime/services/budget-ledger';
+import { BudgetLedger } from '../../services/budget-ledger';
 import { periodAt } from '../../plugins/budget/periods';
-import { MemoryLimitStore } from '../../runtime/services/limit-store/memory-store';
+import { MemoryLimitStore } from '../../services/limit-store/memory-store';
 import { SqliteUsageStore } from '../../storage/sqlite-store';
 import { failingLimitStore } from '../helpers/failing-limit-store';
 

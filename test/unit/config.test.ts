@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import { expect } from 'chai';
 import { ConfigError, loadConfigFile, parseConfig } from '../../config/load';
 import { validatePluginOptions } from '../../runtime/loading/plugin-instance';
-import type { PluginDefinition } from '../../core/plugin-contract';
+import type { PluginDefinition } from '../../contracts/plugin-definition';
 import { loadProviders } from '../../runtime/loading/deployed-providers';
 import { attribution } from '../../plugins/attribution';
 import { usageRecorder } from '../../plugins/usage-recorder';

@@ -4,7 +4,7 @@ import { endpointByKey } from '../../core/endpoints';
 import type { EndpointKey } from '../../core/usage';
 import { captureLogs } from '../../testing';
 import { PriceCatalog } from '../../pricing/catalog';
-import { RequestCost } from '../../pricing/request-cost';
+import { RequestCost } from '../../services/request-cost';
 import { mediaWorstCase } from '../../plugins/budget/media-worst-case';
 
 /** The bundled catalog's prices, as the budget plugin reads them. */

@@ -1,7 +1,7 @@
 import { basename, join } from 'node:path';
-import type { RecordQueuesService } from '../../core/services';
-import type { StorageLogger, UsageStore } from '../../storage/store';
-import { UsageWriteQueue } from '../../storage/write-queue';
+import type { RecordQueuesService } from '../contracts/services';
+import type { StorageLogger, UsageStore } from '../storage/store';
+import { UsageWriteQueue } from '../storage/write-queue';
 import { WrittenMark } from './written-mark';
 
 /** TOKENS.RecordQueues, plus the queues it opened (their depth and spill are metrics). */
