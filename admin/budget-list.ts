@@ -5,7 +5,7 @@
 import type { AlertService } from '../alerts/service';
 import { forecastPart } from '../alerts/budget-alerts';
 import { formatUsd } from '../pricing/money';
-import type { BudgetLedger } from '../runtime/services/budget-ledger';
+import type { BudgetLedger } from '../services/budget-ledger';
 import { decodePageCursor, encodePageCursor } from './page-cursor';
 import type { AdminReads } from './reads/admin-reads';
 

@@ -3,7 +3,7 @@ import type { WorkspaceEntry } from '../config/schema';
 import { GatewayError } from '../core/errors';
 import { truncate } from '../core/truncate';
 import type { GatewayKey, UsageStore } from '../storage/store';
-import { generateGatewayKey, hashGatewayKey } from '../runtime/services/keys/key-ring';
+import { generateGatewayKey, hashGatewayKey } from '../services/keys/key-ring';
 
 /** Key management shared by the admin API and the CLI. The plain key is returned once and never stored. */
 export async function createGatewayKey(

@@ -2,7 +2,7 @@
  * The budget alerts: a threshold of alert_at reached, and a forecast that crosses the limit. Each is keyed by the
  * budget's key (which names its period) and what fired, so it is raised, stored and sent once per period.
  */
-import type { BudgetStatus } from '../core/services';
+import type { BudgetStatus } from '../contracts/services';
 import { alertReached } from '../plugins/budget/alert';
 import { formatUsd } from '../pricing/money';
 import type { AlertBudget, AlertForecast, AlertInput } from './alert';

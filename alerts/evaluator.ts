@@ -6,7 +6,7 @@
  * stored, and sent, once.
  */
 import type { Logger } from 'pino';
-import type { BudgetStatus } from '../core/services';
+import type { BudgetStatus } from '../contracts/services';
 import type { AlertInput } from './alert';
 import { forecastAlert, thresholdAlerts } from './budget-alerts';
 import type { BurnRates } from './forecast';

@@ -36,7 +36,7 @@ import { createAdminApp } from '../admin/app';
 import { AdminReads } from '../admin/reads/admin-reads';
 import { createLogger } from '../runtime/logger';
 import type { UsageRecord } from '../core/usage';
-import { BudgetLedger } from '../runtime/services/budget-ledger';
+import { BudgetLedger } from '../services/budget-ledger';
 import { openStore } from '../storage';
 import type { UsageStore } from '../storage/store';
 

@@ -72,7 +72,7 @@ program
     } catch (err) {
       const failure = listenFailure(err);
       // With several workers each fails alike (same config, same port): the first one says why, the others
-      // exit with the same code, and the primary stops (core/cluster.ts).
+      // exit with the same code, and the primary stops (runtime/cluster.ts).
       if (cluster.isWorker && cluster.worker?.id !== 1) process.exit(isUserError(failure) ? EXIT_USER : EXIT_INTERNAL);
       exitWithError(failure, 'cannot start');
     }

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import type { LoadedConfig } from '../config/load';
 import { createGatewayKey, keyJson } from '../admin/key-admin';
-import { SharedKeys, type SharedKey } from '../runtime/services/keys/shared-keys';
+import { SharedKeys, type SharedKey } from '../services/keys/shared-keys';
 import type { GatewayKey } from '../storage/store';
 import { UserError } from './errors';
 import { withStore } from './store';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { JSON_BODY_COPIES } from '../core/body-memory';
-import type { LockoutOptions } from '../core/lockout';
+import type { LockoutOptions } from '../plugin-kit/lockout';
 import { pricingConfigSchema } from '../pricing/config';
 import { ENDPOINT_KEYS, USAGE_PARSER_NAMES } from '../providers/registry';
 import { fromText } from './from-text';
@@ -117,28 +117,42 @@ const metricTagKey = z.string().regex(/^[a-z0-9_][a-z0-9_.]*$/, 'tag keys are lo
 export const tagLabelName = (key: string): string => `tag_${key.replace(/\./g, '_')}`;
 
 /** Prometheus metrics on the admin listener (GET /metrics): docs/operations.md#metrics. */
-const metricsSchema = z.strictObject({
-  enabled: fromText(z.boolean()).default(true),
-  /**
-   * Who may scrape: `token` (the default) asks for the admin token or metrics.token like any admin route; `none`
-   * serves /metrics without one, for a scraper on a private network that the admin port is reachable from only.
-   */
-  auth: z.enum(['token', 'none']).default('token'),
-  /** A scrape-only token, accepted on /metrics besides the admin token, so Prometheus need not hold the admin token. */
-  token: z.string().min(16, 'at least 16 characters').optional(),
-  /** Tag keys that become labels (tag_<key>) of the token and cost counters; off by default. */
-  tag_keys: z
-    .array(metricTagKey)
-    .max(8)
-    .default([])
-    .refine((keys) => new Set(keys.map(tagLabelName)).size === keys.length, {
-      message: 'two tag keys give the same label name (dots become _)',
-    }),
-  /** Distinct values per tag key; a value beyond them is counted as "other". */
-  tag_values_max: fromText(z.number().int().min(1).max(1000)).default(50),
-  /** Distinct priced models per provider; a model beyond them, or without a price, is counted as "other". */
-  models_max: fromText(z.number().int().min(1).max(5000)).default(200),
-});
+const metricsSchema = z
+  .strictObject({
+    enabled: fromText(z.boolean()).default(true),
+    /**
+     * Who may scrape: `token` (the default) asks for the admin token or metrics.token like any admin route; `none`
+     * serves /metrics without one, for a scraper on a private network that the admin port is reachable from only.
+     */
+    auth: z.enum(['token', 'none']).default('token'),
+    /** A scrape-only token, accepted on /metrics besides the admin token, so Prometheus need not hold the admin token. */
+    token: z.string().min(16, 'at least 16 characters').optional(),
+    /** Tag keys that become labels (tag_<key>) of the token and cost counters; off by default. */
+    tag_keys: z
+      .array(metricTagKey)
+      .max(8)
+      .default([])
+      .refine((keys) => new Set(keys.map(tagLabelName)).size === keys.length, {
+        message: 'two tag keys give the same label name (dots become _)',
+      }),
+    /**
+     * Values per tag key that earn their own label besides the configured ones: those with the most recorded spend,
+     * chosen again every tag_values_refresh_ms. Any other value is counted as "other".
+     */
+    tag_values_max: fromText(z.number().int().min(1).max(1000)).default(50),
+    /** Tag values that always have their own label, by tag key (e.g. { feature: [search, triage] }). */
+    tag_values: z.record(metricTagKey, z.array(z.string().min(1).max(256)).max(1000)).default({}),
+    /** How often the tag values with the most spend are chosen again. */
+    tag_values_refresh_ms: fromText(z.number().int().min(100).max(86_400_000)).default(60_000),
+    /** Distinct catalog models per provider; a model beyond them, or without a price, is counted as "other". */
+    models_max: fromText(z.number().int().min(1).max(5000)).default(200),
+  })
+  .superRefine((m, ctx) => {
+    for (const key of Object.keys(m.tag_values)) {
+      if (!m.tag_keys.includes(key))
+        ctx.addIssue({ code: 'custom', path: ['tag_values', key], message: `"${key}" is not one of metrics.tag_keys` });
+    }
+  });
 
 /**
  * The pipeline when the config lists no plugins. Limit plugins do nothing for workspaces without limits.
@@ -255,6 +269,11 @@ export const gatewayConfigSchema = z
           .string()
           .regex(/^[a-z_][a-z0-9_]*$/, 'lower-case letters, digits and _')
           .optional(),
+        /**
+         * A second folder for the usage spill file, used while its own cannot be written (a full or read-only disk);
+         * best on another disk. Relative to the config file. Unset: records that no spill file takes wait in memory.
+         */
+        spill_fallback: z.string().min(1).optional(),
         /** Deletion of old usage records (storage/retention.ts); the rollups, and so every total, are kept. */
         retention: z
           .strictObject({

@@ -1,4 +1,3 @@
-import type { PricingConfigInput } from '../pricing/config';
 import type { EndpointKey, UsageParser } from './usage';
 
 /** What kind of API a provider is (informational, shown in the catalog and docs). */
@@ -69,8 +68,14 @@ export interface ProviderModule {
   prices?: readonly ProviderModelPrice[];
 }
 
-/** One model's prices in a provider module: a pricing.models entry without `provider` (the deployed slug is used). */
-export type ProviderModelPrice = Omit<NonNullable<PricingConfigInput['models']>[number], 'provider'>;
+/**
+ * One model's prices in a provider module: a pricing.models entry without `provider` (the deployed slug is used).
+ * The loader checks each field against the pricing schema at start-up, naming the module and the field.
+ */
+export interface ProviderModelPrice {
+  readonly model: string;
+  readonly [field: string]: unknown;
+}
 
 /** A provider as deployed: the module plus its YAML overrides. */
 export interface ProviderInstance extends ProviderModule {

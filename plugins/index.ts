@@ -1,4 +1,4 @@
-import type { PluginDefinition } from '../core';
+import type { PluginDefinition } from '../api';
 import { attribution } from './attribution';
 import { auth } from './auth';
 import { headerStrip } from './header-strip';

@@ -71,13 +71,7 @@ const REPLACED_ENTRY: Partial<Record<Entry['origin'], string>> = {
 
 /** Fields that are prices: an override replaces these as a whole. */
 const PRICE_FIELDS = [
-  'input',
-  'output',
-  'cache_read',
-  'cache_write',
-  'cache_write_1h',
-  'citation',
-  'reasoning',
+  ...BUCKETS.filter((b) => !(MEDIA_PRICE_FIELDS as readonly string[]).includes(b)),
   'request_fee',
   'search_query_fee',
   'long_context',

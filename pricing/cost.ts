@@ -30,7 +30,7 @@
  * a fraction and the total is rounded once, half away from zero (money.ts).
  */
 import { MEDIA_UNIT_FIELDS, type EndpointKey, type IterationUsage, type PicoUsd, type Usage } from '../core/usage';
-import type { LongContextTier, ModelPrice } from './model-price';
+import { BUCKETS, type Bucket, type LongContextTier, type ModelPrice } from './model-price';
 import { parseDecimal } from './decimal';
 import { billedMediaUsage, mediaUnitLines } from './media-cost';
 import { ExactSum, formatUsd, parseUsd, rateFromPerMillion, rateFromUsd, roundScaled, type Rate } from './money';
@@ -62,19 +62,7 @@ export interface PricedUsage {
   priceId?: string;
 }
 
-type RateBucket =
-  | 'input'
-  | 'output'
-  | 'cache_read'
-  | 'cache_write'
-  | 'cache_write_1h'
-  | 'citation'
-  | 'reasoning'
-  | 'input_image'
-  | 'output_image'
-  | 'input_audio'
-  | 'output_audio';
-type Rates = Partial<Record<RateBucket, Rate>>;
+type Rates = Partial<Record<Bucket, Rate>>;
 type ContextSize = 'low' | 'medium' | 'high';
 
 interface Compiled {
@@ -88,26 +76,13 @@ interface Compiled {
 
 const ZERO: Rate = { num: 0n, scale: 0 };
 const DEFAULT_CONTEXT_SIZE: ContextSize = 'low';
-const RATE_BUCKETS: RateBucket[] = [
-  'input',
-  'output',
-  'cache_read',
-  'cache_write',
-  'cache_write_1h',
-  'citation',
-  'reasoning',
-  'input_image',
-  'output_image',
-  'input_audio',
-  'output_audio',
-];
 
 // ModelPrice objects from PriceCatalog are frozen and cached, so their parsed rates can be cached too.
 const compiledCache = new WeakMap<ModelPrice, Compiled>();
 
-function rates(src: Partial<Record<RateBucket, string>> | LongContextTier): Rates {
+function rates(src: Partial<Record<Bucket, string>> | LongContextTier): Rates {
   const out: Rates = {};
-  for (const b of RATE_BUCKETS) {
+  for (const b of BUCKETS) {
     const v = src[b];
     if (v !== undefined) out[b] = rateFromPerMillion(v);
   }

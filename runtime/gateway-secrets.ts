@@ -1,6 +1,6 @@
 import { hash, timingSafeEqual } from 'node:crypto';
 import type { GatewaySecretCheck } from '../core/credentials';
-import type { KeyRing } from './services/keys/key-ring';
+import type { KeyRing } from '../services/keys/key-ring';
 
 /**
  * The gateway's own secrets as the proxy checks them before forwarding a credential header: any valid gateway key

@@ -7,13 +7,13 @@ import Koa from 'koa';
 import type { Logger } from 'pino';
 import { container as rootContainer, type DependencyContainer } from 'tsyringe';
 import type { LoadedConfig } from '../config/load';
-import { RequestCost } from '../pricing/request-cost';
-import { BudgetLedger } from './services/budget-ledger';
+import { RequestCost } from '../services/request-cost';
+import { BudgetLedger } from '../services/budget-ledger';
 import { AlertService } from '../alerts/service';
-import { recordQueuesOver } from './services/record-queues';
-import { systemClock } from '../core/clock';
-import { openLimitStore } from './services/limit-store/open';
-import { KeySync } from './services/keys/key-sync';
+import { recordQueuesOver } from '../services/record-queues';
+import { systemClock } from '../contracts/clock';
+import { openLimitStore } from '../services/limit-store/open';
+import { KeySync } from '../services/keys/key-sync';
 import { openStore, parseStorageUrl } from '../storage';
 import { StoreMaintenance } from '../storage/maintenance';
 import type { UsageStore } from '../storage/store';
@@ -24,7 +24,7 @@ import { observeBodyMemory } from '../core/body-memory';
 import { bodyMemoryPolicy, BufferedBodyCap } from './memory-policy';
 import { bootstrapKeys } from './key-bootstrap';
 import { gatewaySecretCheck } from './gateway-secrets';
-import type { KeyRing } from './services/keys/key-ring';
+import type { KeyRing } from '../services/keys/key-ring';
 import { createLogger } from './logger';
 import type { PluginPipeline } from '../core/plugin-pipeline';
 import { createPipeline } from './loading/plugin-list';
@@ -33,12 +33,12 @@ import { prepareWiring } from './wiring';
 import type { ProviderRegistry } from '../core/provider-routing';
 import { GatewayProxy } from '../core/proxy';
 import { newRequestId, REQUEST_ID_HEADER } from '../core/request-id';
-import { registerService, TOKENS } from '../core/tokens';
-import { LimitsContext } from './services/workspace-limits';
+import { registerService, TOKENS } from '../contracts/tokens';
+import { LimitsContext } from '../services/workspace-limits';
 import { workerScopedPath } from './worker-slot';
 import { UploadSpool } from '../core/upload-spool';
 import { UpstreamPools } from '../core/upstream';
-import { RedisLimitStore } from './services/limit-store/redis-store';
+import { RedisLimitStore } from '../services/limit-store/redis-store';
 import type { GatewayMetrics } from './observability/metrics';
 import { openMetrics } from './observability/open-metrics';
 import { probeRoutes } from './observability/probes';
@@ -118,10 +118,12 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
   let keySync: KeySync | undefined;
   let pipeline: PluginPipeline;
   let keys: KeyRing;
+  let recordQueues: ReturnType<typeof recordQueuesOver> | undefined;
   try {
     store = await openStore(storageUrlFrom(config.storage.url, loaded.dir), { schema: config.storage.schema, logger });
     registerService(container, TOKENS.UsageStore, store);
-    const recordQueues = recordQueuesOver(store, logger);
+    const fallback = config.storage.spill_fallback;
+    recordQueues = recordQueuesOver(store, logger, fallback && resolve(loaded.dir, fallback));
     registerService(container, TOKENS.RecordQueues, recordQueues);
 
     keys = await bootstrapKeys(config.workspaces, store, options.announce ?? ((m) => process.stderr.write(m)));
@@ -169,7 +171,12 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
   // writes the response itself (ctx.respond = false) so the upstream's bytes go out untouched. Everything else
   // (unknown paths, wrong methods, HEAD) is answered by the gateway and never proxied.
   const readiness = new Readiness({
-    storeWritable: () => store!.checkWritable(),
+    storeWritable: async () => {
+      await store!.checkWritable();
+      // What the last writes met: a full disk or a read-only file is seen by a write, not by a permission check.
+      const refused = recordQueues?.opened().find((q) => q.stats().writesRefused !== null);
+      if (refused) throw new Error(`the usage store refuses writes (${refused.stats().writesRefused})`);
+    },
     limitStorePing: limitStore instanceof RedisLimitStore ? () => limitStore.ping() : undefined,
     draining: () => proxy.draining,
     logger,

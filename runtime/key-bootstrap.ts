@@ -1,5 +1,5 @@
 import type { WorkspaceEntry } from '../config/schema';
-import { generateGatewayKey, hashGatewayKey, KeyRing, type SyncedKey } from './services/keys/key-ring';
+import { generateGatewayKey, hashGatewayKey, KeyRing, type SyncedKey } from '../services/keys/key-ring';
 import type { UsageStore } from '../storage/store';
 
 /**

@@ -316,7 +316,11 @@ export class SqliteUsageStore implements UsageStore {
     if (!this.db.open) return;
     await this.maintenance.stop();
     await this.writer?.close();
-    this.db.pragma('optimize'); // refreshes planner statistics where useful (cheap)
+    try {
+      this.db.pragma('optimize'); // refreshes planner statistics where useful (cheap)
+    } catch {
+      // Only statistics: a full or read-only disk must not stop the shutdown.
+    }
     this.db.close();
   }
 }

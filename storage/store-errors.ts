@@ -42,6 +42,22 @@ export function isContentError(err: unknown): boolean {
   return e?.name === 'RangeError' && typeof e.message === 'string' && SQLITE_BIND_TOO_BIG.test(e.message);
 }
 
+/**
+ * Errors of a store that refuses writes until someone acts (a full disk, a read-only file, mount or server), as
+ * opposed to one that is busy or briefly unreachable: readiness and metrics report it as failing writes.
+ *   SQLite: SQLITE_FULL, SQLITE_READONLY_*, SQLITE_CANTOPEN, SQLITE_PERM, SQLITE_IOERR_* (a write the disk refused)
+ *   PostgreSQL: 53100 disk_full, 53xxx insufficient resources, 25006 read_only_sql_transaction
+ *   the file system: ENOSPC, EDQUOT, EROFS, EACCES, EPERM
+ */
+const REFUSES_WRITES =
+  /^(SQLITE_(FULL|READONLY|CANTOPEN|PERM|IOERR)(_[A-Z]+)?|53[0-9A-Z]{3}|25006|ENOSPC|EDQUOT|EROFS|EACCES|EPERM)$/;
+
+/** True when the error says the store refuses writes (see REFUSES_WRITES). */
+export function refusesWrites(err: unknown): boolean {
+  const code = codeOf(err);
+  return code !== undefined && REFUSES_WRITES.test(code);
+}
+
 export interface StoreErrorSummary {
   /** SQLSTATE, SQLITE_* or a Node error code such as ECONNREFUSED; null when the error has none. */
   code: string | null;

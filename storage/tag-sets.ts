@@ -21,7 +21,7 @@
  * The writer keeps the ids of recently used sets in memory (TagSetIds); a set is looked up or created in the
  * database only on a miss, in the same transaction as the records.
  */
-import { BoundedCache } from '../core/bounded-cache';
+import { BoundedCache } from '../plugin-kit/bounded-cache';
 import type { UsageRecord } from '../core/usage';
 import { NO_TAGS, memoLastFrozen, stringEntries } from './codec';
 

@@ -1,13 +1,12 @@
 /**
  * Keeps usage writes off the request path.
  *
- * enqueue() only pushes onto an in-memory queue (or, beyond `maxInMemory`, appends to the spill
- * file) and never calls the store. A background pump writes batches of `batchSize` as soon as
- * one is full, and everything waiting every `flushIntervalMs`. A failed (or timed-out) batch is
- * retried with exponential backoff; meanwhile records keep accumulating up to the memory bound,
- * then spill to the JSONL file, which is replayed once the store accepts writes again and on the
- * next start. close() drains everything, or parks it all in the spill file if the store is
- * still down. Inserts are idempotent by record id, so any re-write double-counts nothing.
+ * enqueue() only pushes onto an in-memory queue (or, beyond `maxInMemory`, appends to the spill file) and never
+ * calls the store. A background pump writes batches of `batchSize` as soon as one is full, and everything waiting
+ * every `flushIntervalMs`. A failed (or timed-out) batch is retried with exponential backoff; meanwhile records
+ * keep accumulating up to the memory bound, then spill to the JSONL file (storage/spill-file.ts), which is replayed
+ * once the store accepts writes again and on the next start. close() drains everything, or parks it all in the
+ * spill file if the store is still down. Inserts are idempotent by record id, so re-writes double-count nothing.
  *
  * A batch refused for its content (a constraint, an invalid value, an index row too large: see
  * storage/store-errors.ts) would be retried forever and block every record behind it, so it is split
@@ -23,11 +22,19 @@ import { Quarantine, quarantineRecord, quarantineSpillLine } from './quarantine'
 import { RecordDeque } from './record-deque';
 import { SpillFile, type SpillBatch } from './spill-file';
 import type { StorageLogger, UsageStore } from './store';
-import { isContentError, summarizeStoreError } from './store-errors';
+import { isContentError, refusesWrites, summarizeStoreError } from './store-errors';
+import { withTimeout } from './with-timeout';
 
 export interface WriteQueueOptions {
   /** JSONL file for records beyond the memory bound and for what close() could not write. */
   spillPath: string;
+  /** A second spill file (on another disk) for when spillPath cannot be written (storage.spill_fallback). */
+  spillFallbackPath?: string;
+  /**
+   * At close, how long records that neither the store nor a spill file takes are kept and tried again before the
+   * process may exit without them; default 5,000 ms.
+   */
+  closeRetryMs?: number;
   /**
    * JSONL file for refused records that the store's quarantine table refuses too (storage/quarantine.ts); default
    * <spill name>.quarantine.jsonl next to the spill file.
@@ -69,6 +76,12 @@ export interface WriteQueueStats {
   spillPending: boolean;
   /** Size of the spill files waiting for replay, bytes. */
   spillBytes: number;
+  /** Records kept in memory because no spill file could be written. */
+  spillHeld: number;
+  /** Records lost because no spill file could be written and the memory held for them was full. */
+  spillDropped: number;
+  /** The error code while the store refuses writes (full, read-only: storage/store-errors.ts), else null. */
+  writesRefused: string | null;
 }
 
 /** The store as the queue uses it; without quarantine(), refused records go to the quarantine file. */
@@ -88,7 +101,7 @@ export class UsageWriteQueue {
   private retry: UsageRecord[] | null = null;
   private inflight = 0;
   private readonly spill: SpillFile;
-  private readonly opts: Required<Omit<WriteQueueOptions, 'logger' | 'quarantinePath'>>;
+  private readonly opts: Required<Omit<WriteQueueOptions, 'logger' | 'quarantinePath' | 'spillFallbackPath'>>;
   private readonly log?: StorageLogger;
   private readonly counters = { queued: 0, written: 0, spilled: 0, replayed: 0, failures: 0 };
   private readonly quarantine: Quarantine;
@@ -104,6 +117,7 @@ export class UsageWriteQueue {
   private spilling = false;
   private closing: Promise<void> | null = null;
   private closed = false;
+  private writesRefused: string | null = null;
 
   constructor(
     private readonly store: BatchWriter,
@@ -117,11 +131,16 @@ export class UsageWriteQueue {
       retryBaseMs: opts.retryBaseMs ?? 500,
       retryMaxMs: opts.retryMaxMs ?? 30_000,
       writeTimeoutMs: opts.writeTimeoutMs ?? 30_000,
+      closeRetryMs: opts.closeRetryMs ?? 5000,
     };
     if (this.opts.batchSize < 1 || this.opts.maxInMemory < this.opts.batchSize)
       throw new Error('need 1 <= batchSize <= maxInMemory');
     this.log = opts.logger;
-    this.spill = new SpillFile(this.opts.spillPath, this.log);
+    this.spill = new SpillFile(this.opts.spillPath, {
+      fallbackPath: opts.spillFallbackPath,
+      maxHeld: this.opts.maxInMemory * 10,
+      log: this.log,
+    });
     const quarantinePath =
       opts.quarantinePath ?? join(dirname(opts.spillPath), `${basename(opts.spillPath, '.jsonl')}.quarantine.jsonl`);
     this.quarantine = new Quarantine(
@@ -192,6 +211,9 @@ export class UsageWriteQueue {
       inMemory: this.inMemory(),
       spillPending: this.spill.pending(),
       spillBytes: this.spill.bytes(),
+      spillHeld: this.spill.stats().held,
+      spillDropped: this.spill.stats().dropped,
+      writesRefused: this.writesRefused,
     };
   }
 
@@ -201,17 +223,36 @@ export class UsageWriteQueue {
     const drained = await this.run('all').catch(() => false);
     const rest = [...(this.retry ?? []), ...this.mem.takeAll()];
     this.retry = null;
-    if (rest.length) {
-      this.spill.append(rest);
-      this.counters.spilled += rest.length;
-      if (!drained)
-        this.log?.warn(
-          { records: rest.length, path: this.opts.spillPath },
-          'usage store unavailable at shutdown: records left in the spill file',
-        );
-    }
+    this.spill.append(rest);
+    this.counters.spilled += rest.length;
     this.closed = true;
     await this.spill.close();
+    await this.keepHeldWhileThereIsTime();
+    const held = this.spill.stats().held;
+    if (held > 0) {
+      this.log?.error(
+        { records: held, path: this.opts.spillPath, fallback: this.opts.spillPath !== this.spill.writtenTo() },
+        'usage store and spill file both unavailable at shutdown: these records are lost when the process exits',
+      );
+    } else if (rest.length > 0 && !drained) {
+      this.log?.warn(
+        { records: rest.length, path: this.spill.writtenTo() },
+        'usage store unavailable at shutdown: records left in the spill file',
+      );
+    }
+  }
+
+  /** Records no spill file took: tried on the store, then on disk again, until closeRetryMs has passed. */
+  private async keepHeldWhileThereIsTime(): Promise<void> {
+    const deadline = Date.now() + this.opts.closeRetryMs;
+    while (this.spill.stats().held > 0 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, Math.min(250, this.opts.closeRetryMs)));
+      const held = this.spill.takeHeld();
+      const left = await this.write(held);
+      this.counters.replayed += held.length - left.length;
+      this.spill.append(left);
+      await this.spill.close();
+    }
   }
 
   private inMemory(): number {
@@ -259,6 +300,14 @@ export class UsageWriteQueue {
 
   /** Replays spill files batch by batch, writing full in-memory batches in between. */
   private async replaySpill(): Promise<boolean> {
+    // Records no spill file could take come first: they are only in memory.
+    const held = this.spill.takeHeld();
+    const left = await this.write(held);
+    this.counters.replayed += held.length - left.length;
+    if (left.length > 0) {
+      this.spill.append(left);
+      return false;
+    }
     for (const file of await this.spill.takeForReplay()) {
       for await (const batch of this.spill.read(file, this.opts.batchSize)) {
         while (this.mem.length >= this.opts.batchSize) if (!(await this.writeFromMemory())) return false;
@@ -311,6 +360,7 @@ export class UsageWriteQueue {
     }
     if (this.attempt > 0) this.log?.info({ attempts: this.attempt }, 'usage store writes recovered');
     this.attempt = 0;
+    this.writesRefused = null;
     this.backoffUntil = 0;
     return [];
   }
@@ -332,6 +382,7 @@ export class UsageWriteQueue {
       (0.5 + Math.random() / 2);
     this.backoffUntil = Date.now() + delay;
     const { code, message } = summarizeStoreError(err);
+    if (refusesWrites(err)) this.writesRefused = code;
     this.log?.warn(
       { errorCode: code, error: message, records: batch.length, attempt: this.attempt, retryInMs: Math.round(delay) },
       'usage store write failed',
@@ -346,12 +397,4 @@ export class UsageWriteQueue {
     }
     return batch;
   }
-}
-
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`usage store write timed out after ${ms} ms`)), ms);
-  });
-  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
 }

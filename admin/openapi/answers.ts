@@ -13,7 +13,7 @@ import type { CostProvenance, EndpointKey } from '../../core/usage';
 import type { CostStatus } from '../../storage/counters';
 import { BUILTIN_DIMENSIONS } from '../../storage/store';
 import type { groupRowJson, recordJson, retentionJson, totalsJson } from '../serialize';
-import type { ReadinessChecks } from '../../runtime/observability/readiness';
+import type { ReadinessChecks } from '../../contracts/readiness';
 
 export { answerSchemas } from './schema-parts';
 export { CreatedKeyAnswer, CreateKeyRequest, GatewayKeyJson, KeysAnswer, RevokedKeyAnswer } from './key-answers';

@@ -1,4 +1,4 @@
-import { BoundedCache, definePlugin, fromText, z, type GatewayContext, type GatewayPlugin } from '../../core';
+import { BoundedCache, definePlugin, fromText, z, type GatewayContext, type GatewayPlugin } from '../../api';
 import { FLAT_PREFIX, METADATA_HEADER, parseTags, type TagLimits } from './parse-tags';
 
 const optionsSchema = z

@@ -1,4 +1,4 @@
-import { GatewayError, RESERVED_TAG_KEYS, truncate } from '../../core';
+import { GatewayError, RESERVED_TAG_KEYS, truncate } from '../../api';
 
 export interface TagLimits {
   maxKeys: number;

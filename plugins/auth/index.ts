@@ -10,7 +10,7 @@ import {
   type GatewayContext,
   type GatewayPlugin,
   type KeyRingService,
-} from '../../core';
+} from '../../api';
 
 const optionsSchema = z
   .strictObject({

@@ -1,4 +1,4 @@
-import type { BudgetCheck, BudgetStatus, LimitStore, Logger, RecordQueuesService, UsageStoreService } from '../../core';
+import type { BudgetCheck, BudgetStatus, LimitStore, Logger, RecordQueuesService, UsageStoreService } from '../../api';
 import { RetryQueue } from './retry-queue';
 
 export type StatusBase = Omit<BudgetStatus, 'spentPico' | 'reservedPico' | 'alerted'>;

@@ -1,4 +1,4 @@
-import type { BudgetConfig, WorkspaceLimitsService } from '../../core';
+import type { BudgetConfig, WorkspaceLimitsService } from '../../api';
 import type { Applied } from './active-budgets';
 import type { Period } from './periods';
 

@@ -19,18 +19,20 @@ import {
   type UsageStoreService,
   type WorkspaceLimits,
   type WorkspaceLimitsService,
-} from '../../core';
+} from '../../api';
 import { ActiveBudgets, type Applied } from './active-budgets';
 import { alertReached } from './alert';
 import { describe, tagValuesKey, type Rule } from './budget-instance';
 import { PERIOD_ADJECTIVE, readLimitStore, refusal, spendUnavailable } from './refusals';
 import { periodAt } from './periods';
 import { BudgetPricing, type BudgetPrice } from './unpriced';
-import { worstCaseCost, type ReferencedInput } from './worst-case';
+import { worstCase, type ReferencedInput } from './worst-case';
 
 const HELD = 'budget.reservation';
 /** The price_as stand-in of a request for an unpriced model (budgets.unpriced), for its settlement. */
 const STAND_IN = 'budget.stand-in';
+/** The worst case reserved, settled when the answer's cost turns out unknown. */
+const RESERVED = 'budget.reserved';
 /** Budget alerts remembered as logged; beyond it the set starts again (at worst an alert is logged twice). */
 const MAX_ALERTS = 10_000;
 
@@ -92,7 +94,9 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     const unknown = applied.filter((a) => a.spend !== 'loaded');
     if (unknown.length > 0) this.spendUnknown(unknown);
     const priced = this.pricing.of(ctx);
-    const amountPico = priced ? worstCaseCost(ctx, this.cost, priced, this.referencedInput) : 0n;
+    const amountPico = priced
+      ? this.pricing.reservation(ctx, worstCase(ctx, this.cost, priced, this.referencedInput))
+      : 0n;
     const checks = applied.map((a) => a.check);
     const store = this.limits.store;
     const result = await this.limits.guard(
@@ -105,6 +109,7 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     // reply timed out is released by request id.
     ctx.state.set(HELD, applied);
     for (const a of applied) a.open++;
+    ctx.state.set(RESERVED, amountPico);
     if (priced?.standIn) ctx.state.set(STAND_IN, priced.standIn);
     if (!result) return;
     if (amountPico > 0n) this.renewer.add(ctx.requestId, checks);
@@ -116,7 +121,9 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     if (!applied) return;
     this.renewer.remove(ctx.requestId);
     const failed = ctx.error !== undefined && !ctx.streamCut;
-    const actual = failed || (ctx.status ?? 500) >= 400 ? 0n : (this.actualCost(ctx) ?? 0n);
+    // An answer whose cost is unknown (no usage, a unit the price lacks) counts as what was reserved for it.
+    const actual =
+      failed || (ctx.status ?? 500) >= 400 ? 0n : (this.actualCost(ctx) ?? (ctx.state.get(RESERVED) as bigint));
     const checks = applied.map((a) => a.check);
     // The request's record was queued before (usage-recorder completes first): see ActiveBudgets on forgetting.
     const settledAt = Date.now();

@@ -5,8 +5,9 @@ import {
   type GatewayContext,
   type RequestCostService,
   type Usage,
-} from '../../core';
+} from '../../api';
 import type { BudgetPrice, ModelPrice } from './unpriced';
+import { bounded, unbounded, type WorstCase } from './worst-case-bound';
 
 /**
  * Output image tokens of one gpt-image image by quality and size, as OpenAI's image generation guide lists them
@@ -41,24 +42,49 @@ const BYTES_PER_TOKEN = 3;
  *   the output image tokens of the quality and size asked for; for transcriptions the model's maximum output
  *   from the catalog. Input images, input audio and the audio gpt-4o-mini-tts speaks are not bounded by the
  *   request and are not reserved (docs/limits.md lists them as overshoot).
+ * A request whose units cannot be read (an `input` that is not text, an `n` that is not a positive whole number, a
+ * `size` or `quality` that is not text) or that the price does not cover (a DALL·E size it does not list) is
+ * unbounded: the budget cannot tell what it will cost.
  */
-export function mediaWorstCaseCost(ctx: GatewayContext, cost: RequestCostService, priced: BudgetPrice): bigint {
+export function mediaWorstCase(ctx: GatewayContext, cost: RequestCostService, priced: BudgetPrice): WorstCase {
   const usage = mediaWorstCaseUsage(ctx, priced.price);
-  if (!usage) return 0n;
-  return cost.price(ctx, usage, priced.standIn).costPico ?? 0n;
+  if ('unbounded' in usage) return usage;
+  const worst = cost.price(ctx, usage, priced.standIn);
+  if (worst.costPico !== null) return bounded(worst.costPico);
+  return unbounded(worst.reason ?? 'no price for its units', unpricedImageField(priced.price, usage.imageSize));
 }
 
-function mediaWorstCaseUsage(ctx: GatewayContext, price: ModelPrice): Usage | undefined {
-  const fields: Record<string, unknown> | undefined = ctx.json ?? ctx.form;
+/** The field a DALL·E price lacks: the size when no quality lists it, else the quality. */
+function unpricedImageField(price: ModelPrice, size: string | undefined): string | null {
+  if (!price.per_image) return null;
+  const asked = size && size !== 'auto' ? size : '1024x1024';
+  return Object.keys(price.per_image).some((k) => k.endsWith(`/${asked}`)) ? 'quality' : 'size';
+}
+
+function mediaWorstCaseUsage(
+  ctx: GatewayContext,
+  price: ModelPrice,
+): Usage | Extract<WorstCase, { unbounded: string }> {
+  const fields: Record<string, unknown> = ctx.json ?? ctx.form ?? {};
   const key = ctx.endpoint?.key;
   if (price.per_character !== undefined) {
-    const input = fields?.input;
-    return { inputCharacters: typeof input === 'string' ? countCodePoints(input) : 0 };
+    const input = fields.input;
+    if (typeof input !== 'string') return unbounded('"input" is not a text to count the characters of', 'input');
+    return { inputCharacters: countCodePoints(input) };
   }
   if (price.per_second !== undefined) return { audioSeconds: typicalSeconds(ctx.uploadHead?.(), ctx.bodySize) };
-  const images = key?.startsWith('images.') ? (requestedImages(fields?.n) ?? 1) : 0;
-  const size = typeof fields?.size === 'string' ? fields.size : undefined;
-  const quality = typeof fields?.quality === 'string' ? fields.quality : undefined;
+  const isImage = key?.startsWith('images.') === true;
+  const n = isImage ? requestedImages(fields.n) : 0;
+  if (n === undefined) return unbounded('"n" is not a positive whole number of images', 'n');
+  for (const field of ['size', 'quality'] as const) {
+    const v = fields[field];
+    if (isImage && v !== undefined && v !== null && typeof v !== 'string') {
+      return unbounded(`"${field}" is not a text`, field);
+    }
+  }
+  const images = n;
+  const size = typeof fields.size === 'string' ? fields.size : undefined;
+  const quality = typeof fields.quality === 'string' ? fields.quality : undefined;
   if (price.per_image !== undefined) return { images, imageSize: size, imageQuality: quality };
   // An upload's text is its prompt (each token at least a byte); the file's bytes are not text.
   const prompt = ctx.form?.prompt;

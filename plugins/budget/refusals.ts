@@ -1,4 +1,4 @@
-import { formatUsd, GatewayError, type BudgetState } from '../../core';
+import { formatUsd, GatewayError, type BudgetState } from '../../api';
 import type { Applied, StatusBase } from './active-budgets';
 
 export const PERIOD_ADJECTIVE = { day: 'daily', month: 'monthly' } as const;

@@ -1,10 +1,5 @@
-import {
-  GatewayError,
-  type BudgetPolicy,
-  type GatewayContext,
-  type PriceLookup,
-  type ProviderLookup,
-} from '../../core';
+import { GatewayError, type BudgetPolicy, type GatewayContext, type PriceLookup, type ProviderLookup } from '../../api';
+import type { WorstCase } from './worst-case-bound';
 
 /** A model's catalog entry, as the price lookup gives it. */
 export type ModelPrice = NonNullable<ReturnType<PriceLookup['lookup']>>;
@@ -44,7 +39,13 @@ export class BudgetPricing {
    * is counted (allow, or a request without a model). Throws model_unpriced under refuse.
    */
   of(ctx: GatewayContext): BudgetPrice | undefined {
-    if (!ctx.provider || !ctx.model || !ctx.endpoint || ctx.endpoint.key === 'models') return undefined;
+    if (!ctx.provider || !ctx.endpoint || ctx.endpoint.key === 'models') return undefined;
+    // A provider named by header may be sent a request without a model, and bill it at a model of its choosing.
+    if (!ctx.model)
+      return this.refuseUnless(
+        `The request names no model, so the budgets of this workspace cannot price it.`,
+        'model',
+      );
     const own = this.prices.lookup(ctx.provider.slug, ctx.model);
     if (own) return { price: own };
     if (this.standIn) {
@@ -63,6 +64,28 @@ export class BudgetPricing {
         'or set budgets.unpriced to price_as: <a priced model> or allow.',
       { param: 'model' },
     );
+  }
+
+  /**
+   * The amount to reserve for a request's worst case; one the budget cannot bound is refused (403 model_unpriced,
+   * naming why) unless budgets.unpriced is allow, which reserves nothing for it.
+   */
+  reservation(ctx: GatewayContext, worst: WorstCase): bigint {
+    if ('pico' in worst) return worst.pico;
+    const model = ctx.model ? `"${ctx.model.slice(0, 200)}"` : 'the model';
+    return (
+      this.refuseUnless(
+        `The cost of this request to ${model} cannot be bounded (${worst.unbounded.slice(0, 200)}), so the budgets of this workspace cannot count it. ` +
+          'Send fields the price lists, give the model a price in gateway.config.yaml (pricing.models), or set budgets.unpriced to allow.',
+        worst.param,
+      ) ?? 0n
+    );
+  }
+
+  /** Refuses with model_unpriced, except under allow (nothing reserved or counted). */
+  private refuseUnless(message: string, param: string | null): undefined {
+    if (this.policy === 'allow') return undefined;
+    throw new GatewayError('model_unpriced', message, { param });
   }
 
   /** The stand-in's price under the request's provider, else under the first deployed provider that prices it. */

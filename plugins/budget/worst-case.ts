@@ -1,7 +1,8 @@
-import { requestedOutputTokens, type GatewayContext, type RequestCostService } from '../../core';
-import { mediaWorstCaseCost } from './media-worst-case';
+import { parseUsd, requestedOutputTokens, type GatewayContext, type RequestCostService, type Usage } from '../../api';
+import { mediaWorstCase } from './media-worst-case';
 import { referencesContext } from './referenced-context';
 import type { BudgetPrice } from './unpriced';
+import { bounded, unbounded, type WorstCase } from './worst-case-bound';
 
 /** Output tokens assumed per answer when the request names no maximum and the catalog knows none for the model. */
 export const DEFAULT_MAX_OUTPUT = 4096;
@@ -17,19 +18,21 @@ export type ReferencedInput = number | 'context_window';
  * What admission reserves for a request, at `priced` (BudgetPricing): the most it can cost, as far as the body tells.
  * - Output: the maximum the request asks for (max-tokens, before this plugin, may have written the workspace's
  *   cap into it), else the model's maximum output from the catalog, else DEFAULT_MAX_OUTPUT; times `n` answers on
- *   chat completions.
+ *   chat completions. Embeddings produce no output tokens.
+ * - A request fee by search context size: the costliest size's.
  * - Input: body bytes / 3. A request that references context the body does not hold (referenced-context.ts)
  *   reserves at least `referenced` input tokens. Never more than the model's context window.
  * Priced like the request itself (RequestCostService.price), so a reservation past a long-context threshold is
  * priced at that tier. Audio and images are reserved by the unit their model is billed by (media-worst-case.ts).
+ * Unbounded when the price cannot price it (a rate the entry lacks, counts past what can be summed exactly).
  */
-export function worstCaseCost(
+export function worstCase(
   ctx: GatewayContext,
   cost: RequestCostService,
   priced: BudgetPrice,
   referenced: ReferencedInput,
-): bigint {
-  if (!ctx.endpoint?.costCounted) return mediaWorstCaseCost(ctx, cost, priced);
+): WorstCase {
+  if (!ctx.endpoint?.costCounted) return mediaWorstCase(ctx, cost, priced);
   const { price } = priced;
   const window = price.context_window;
   let inputTokens = Math.ceil(ctx.bodySize / BYTES_PER_TOKEN);
@@ -45,5 +48,14 @@ export function worstCaseCost(
     asked === undefined || Number.isNaN(asked) ? (price.max_output_tokens ?? DEFAULT_MAX_OUTPUT) : asked;
   const n = ctx.endpoint?.key === 'chat.completions' ? ctx.json?.n : undefined;
   const answers = Number.isSafeInteger(n) && (n as number) > 1 ? (n as number) : 1;
-  return cost.price(ctx, { inputTokens, outputTokens: perAnswer * answers }, priced.standIn).costPico ?? 0n;
+  const outputTokens = ctx.endpoint.key === 'embeddings' ? 0 : perAnswer * answers;
+  const usage: Usage = { inputTokens, outputTokens };
+  // A request fee by search context size (Perplexity): the costliest, whatever size the answer reports.
+  const fee = price.request_fee;
+  if (fee && typeof fee === 'object') {
+    usage.searchContextSize = Object.entries(fee).reduce((a, b) => (parseUsd(b[1]!) > parseUsd(a[1]!) ? b : a))[0];
+  }
+  const worst = cost.price(ctx, usage, priced.standIn);
+  if (worst.costPico !== null) return bounded(worst.costPico);
+  return unbounded(worst.reason ?? 'no price for its tokens', Number.isSafeInteger(outputTokens) ? null : 'n');
 }

@@ -7,7 +7,7 @@ import {
   type GatewayPlugin,
   type LeaseRenewer,
   type WorkspaceLimitsService,
-} from '../../core';
+} from '../../api';
 
 const HELD = 'concurrency.held';
 

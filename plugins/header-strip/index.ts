@@ -1,4 +1,4 @@
-import { definePlugin, z, type GatewayContext, type GatewayPlugin } from '../../core';
+import { definePlugin, z, type GatewayContext, type GatewayPlugin } from '../../api';
 
 const optionsSchema = z
   .strictObject({

@@ -1,4 +1,4 @@
-import { withJsonField, type GatewayContext } from '../../core';
+import { withJsonField, type GatewayContext } from '../../api';
 
 /** The response header that says a cap was written into the request, with its value. */
 export const CAP_APPLIED_HEADER = 'x-gateway-max-tokens-applied';

@@ -9,7 +9,7 @@ import {
   type GatewayContext,
   type GatewayPlugin,
   type WorkspaceLimitsService,
-} from '../../core';
+} from '../../api';
 import { capOutput } from './cap-output';
 
 /**

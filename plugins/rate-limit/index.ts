@@ -6,8 +6,8 @@ import {
   type GatewayContext,
   type GatewayPlugin,
   type WorkspaceLimitsService,
-} from '../../core';
-import type { Bucket, BucketState, LimitScope } from '../../core';
+} from '../../api';
+import type { Bucket, BucketState, LimitScope } from '../../api';
 
 const MINUTE = 60_000;
 const SCOPES = 'rate-limit.scopes';

@@ -7,7 +7,7 @@ import {
   type GatewayPlugin,
   type WorkspaceLimitsService,
   UNTAGGED,
-} from '../../core';
+} from '../../api';
 
 /**
  * A workspace may require tag keys (e.g. agent and feature). A request missing one is refused with a 400,

@@ -10,7 +10,7 @@ import {
   type GatewayPlugin,
   type RecordQueue,
   type RequestCostService,
-} from '../../core';
+} from '../../api';
 import { buildRecord } from './record';
 
 export const COST_HEADER = 'x-gateway-cost';

@@ -1,5 +1,6 @@
 import {
   MAX_MODEL_LENGTH,
+  MEDIA_UNIT_FIELDS,
   PROVIDER_REPORTED,
   streamIncomplete,
   truncate,
@@ -8,7 +9,7 @@ import {
   type PricedUsage,
   type UsageRecord,
   type UsageSource,
-} from '../../core';
+} from '../../api';
 
 const count = (n: number | undefined): number | null => (n === undefined ? null : n);
 
@@ -87,14 +88,7 @@ const TOKEN_FIELDS = [
   'cacheReadTokens',
   'cacheWriteTokens',
   'cacheWrite1hTokens',
-  // The units audio and images are billed by (core/usage.ts MEDIA_UNIT_FIELDS, not part of the plugin API).
-  'inputImageTokens',
-  'outputImageTokens',
-  'inputAudioTokens',
-  'outputAudioTokens',
-  'audioSeconds',
-  'inputCharacters',
-  'images',
+  ...MEDIA_UNIT_FIELDS,
 ] as const;
 
 /**

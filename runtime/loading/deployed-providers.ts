@@ -1,5 +1,5 @@
 import type { GatewayConfig } from '../../config/schema';
-import { authFromConfig, openaiCompatible } from '../../providers/openai-compatible';
+import { authFromConfig, openaiCompatible } from './openai-compatible';
 import { BUILTIN_PROVIDERS, USAGE_PARSERS } from '../../providers/registry';
 import type { ProviderInstance, ProviderModule } from '../../core/provider-contract';
 import { ProviderRegistry } from '../../core/provider-routing';

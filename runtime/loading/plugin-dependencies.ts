@@ -1,8 +1,8 @@
 import type { DependencyContainer } from 'tsyringe';
 import { LIMIT_MODIFIERS, type WorkspaceLimits } from '../../config/limits';
 import type { GatewayConfig } from '../../config/schema';
-import type { PluginDefinition } from '../../core/plugin-contract';
-import { TOKENS } from '../../core/tokens';
+import type { PluginDefinition } from '../../contracts/plugin-definition';
+import { TOKENS } from '../../contracts/tokens';
 import { PluginConfigError } from './plugin-instance';
 
 /** A pipeline entry once its definition is known. */

@@ -1,8 +1,9 @@
 import { instanceCachingFactory, type DependencyContainer } from 'tsyringe';
-import { apiVersionProblem } from '../../core/api-version';
-import { copyThatMade, THIS_COPY } from '../../core/package-copy';
-import type { GatewayPlugin, PluginDefinition } from '../../core/plugin-contract';
-import { registerService, resolveService, TOKENS, type Token } from '../../core/tokens';
+import { apiVersionProblem } from '../../contracts/api-version';
+import { copyThatMade, THIS_COPY } from '../../contracts/package-copy';
+import type { GatewayPlugin } from '../../core/plugin-contract';
+import type { PluginDefinition } from '../../contracts/plugin-definition';
+import { registerService, resolveService, TOKENS, type Token } from '../../contracts/tokens';
 
 export class PluginConfigError extends Error {}
 

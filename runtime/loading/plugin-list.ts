@@ -1,8 +1,9 @@
 import type { DependencyContainer } from 'tsyringe';
 import type { GatewayConfig, PluginEntry } from '../../config/schema';
-import { keepsV1Completion } from '../../core/api-version';
-import { loadedCopies, THIS_COPY } from '../../core/package-copy';
-import type { GatewayPlugin, PluginDefinition } from '../../core/plugin-contract';
+import { keepsV1Completion } from '../../contracts/api-version';
+import { loadedCopies, THIS_COPY } from '../../contracts/package-copy';
+import type { GatewayPlugin } from '../../core/plugin-contract';
+import type { PluginDefinition } from '../../contracts/plugin-definition';
 import { PluginPipeline } from '../../core/plugin-pipeline';
 import { BUILTIN_PLUGINS, REQUIRED_PLUGINS } from '../../plugins';
 import { checkPipeline, checkServices } from './plugin-dependencies';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { GatewayConfig, ProviderEntry } from '../../config/schema';
-import { apiVersionProblem } from '../../core/api-version';
+import { apiVersionProblem } from '../../contracts/api-version';
 import { ENDPOINT_KEYS, PROVIDER_FAMILIES } from '../../providers/registry';
 import { importUserModule, ModuleLoadError, pickExport } from './user-module';
 import type { ProviderModule } from '../../core/provider-contract';

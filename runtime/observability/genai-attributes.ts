@@ -4,7 +4,7 @@
  */
 import type { GatewayContext } from '../../core/context';
 import type { EndpointKey } from '../../core/usage';
-import type { RequestCostService } from '../../core/services';
+import type { RequestCostService } from '../../contracts/services';
 import { recordedCost } from './recorded-cost';
 
 export type SpanAttributes = Record<string, string | number | boolean>;

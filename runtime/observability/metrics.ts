@@ -3,7 +3,8 @@
  * requires it only when metrics.enabled is true. Requests are counted by an observer at the end of the plugin
  * pipeline (onComplete, off the request path); the store and Redis gauges are read when Prometheus scrapes.
  * Every label is bounded: providers, endpoints, status classes and error codes by what the gateway knows, workspaces
- * by the config, models by the price catalog and metrics.models_max, tag values by metrics.tag_values_max.
+ * by the config, models by the price catalog's entries (and metrics.models_max), tag values by the configured ones and
+ * those with the most spend (metrics.tag_values_max): never by what a client sends first.
  * The list with their labels: docs/operations.md#metrics.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
@@ -11,12 +12,13 @@ import { tagLabelName, type MetricsConfig } from '../../config/schema';
 import type { GatewayContext } from '../../core/context';
 import type { ErrorCode } from '../../core/errors';
 import type { GatewayPlugin } from '../../core/plugin-contract';
-import type { RequestCostService } from '../../core/services';
+import type { RequestCostService } from '../../contracts/services';
 import { UNTAGGED } from '../../core/usage';
 import type { WriteQueueStats } from '../../storage/write-queue';
 import { BoundedLabel, OTHER } from './bounded-labels';
 import { recordedCost } from './recorded-cost';
 import { SeriesTable } from './series-table';
+import { TagValueLabels } from './tag-value-labels';
 
 /** The label value when a request has no such thing (no provider resolved, no workspace: refused early). */
 const NONE = 'none';
@@ -51,7 +53,7 @@ const STATUS_CLASSES = ['0xx', '1xx', '2xx', '3xx', '4xx', '5xx'];
 export class GatewayMetrics {
   readonly registry = new Registry();
   private readonly models: BoundedLabel;
-  private readonly tagKeys: readonly { key: string; values: BoundedLabel }[];
+  private readonly tagKeys: readonly { key: string; values: TagValueLabels }[];
 
   /** Counted per request in plain maps, read by the counters when scraped (./series-table.ts). */
   private readonly requestRows = new SeriesTable<{ n: number }>(
@@ -70,7 +72,10 @@ export class GatewayMetrics {
     private readonly prices: RequestCostService,
   ) {
     this.models = new BoundedLabel(config.models_max);
-    this.tagKeys = config.tag_keys.map((key) => ({ key, values: new BoundedLabel(config.tag_values_max) }));
+    this.tagKeys = config.tag_keys.map((key) => ({
+      key,
+      values: new TagValueLabels(config.tag_values[key] ?? [], config.tag_values_max, config.tag_values_refresh_ms),
+    }));
     const usageLabels = ['provider', 'model', 'workspace', ...config.tag_keys.map(tagLabelName)];
     const usageRows = (this.usageRows = new SeriesTable<UsageValues>(usageLabels, () => ({
       input: 0,
@@ -178,17 +183,18 @@ export class GatewayMetrics {
     }
     const u = ctx.usage;
     if (!u) return;
+    const cost = recordedCost(ctx, this.prices)!;
     const labelValues = [provider, model, ctx.workspace?.id ?? NONE];
     for (const t of this.tagKeys) {
       const value = ctx.tags[t.key];
-      labelValues.push(value === undefined ? UNTAGGED : t.values.of(value)); // "(untagged)" takes none of the cap
+      // "(untagged)" takes none of the labels
+      labelValues.push(value === undefined ? UNTAGGED : t.values.of(value, cost.usd ?? 0));
     }
     const row = this.usageRows.row(labelValues);
     row.input += u.inputTokens ?? 0;
     row.cache_read += u.cacheReadTokens ?? 0;
     row.cache_write += (u.cacheWriteTokens ?? 0) + (u.cacheWrite1hTokens ?? 0);
     row.output += u.outputTokens ?? 0;
-    const cost = recordedCost(ctx, this.prices)!;
     if (cost.usd !== null) row.costUsd += cost.usd;
     else if (cost.provenance === 'unpriced') row.unpriced++;
   }
@@ -212,6 +218,28 @@ export class GatewayMetrics {
         this.set(stats().spillBytes);
       },
     });
+    new Gauge({
+      name: 'tollgate_store_writes_failing',
+      help: '1 while the usage store refuses writes (a full disk, a read-only file or server), else 0.',
+      registers,
+      collect() {
+        this.set(stats().writesRefused === null ? 0 : 1);
+      },
+    });
+    new Gauge({
+      name: 'tollgate_store_spill_held_records',
+      help: 'Usage records kept in memory because no spill file (nor storage.spill_fallback) can be written.',
+      registers,
+      collect() {
+        this.set(stats().spillHeld);
+      },
+    });
+    monotonic(
+      'tollgate_store_spill_dropped_records_total',
+      'Usage records lost: no spill file could be written and the records held in memory reached their bound.',
+      () => stats().spillDropped,
+      registers,
+    );
     monotonic(
       'tollgate_store_quarantined_records_total',
       'Usage records the store refused for their content, quarantined (since this process started).',
@@ -276,8 +304,10 @@ export class GatewayMetrics {
   private modelLabel(ctx: GatewayContext, provider: string | undefined): string {
     const model = ctx.usage?.servedModel ?? ctx.model;
     if (model === undefined) return NONE;
-    if (provider === undefined || !this.prices.prices.lookup(provider, model)) return OTHER;
-    return this.models.of(`${provider}\u0000${model}`) === OTHER ? OTHER : model;
+    // The catalog entry's own name: a made-up dated or aliased name the catalog prices as a model is that model.
+    const entry = provider === undefined ? undefined : this.prices.prices.lookup(provider, model)?.model;
+    if (entry === undefined) return OTHER;
+    return this.models.of(`${provider}\u0000${entry}`) === OTHER ? OTHER : entry;
   }
 }
 

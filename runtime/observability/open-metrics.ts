@@ -1,6 +1,6 @@
 import type { MetricsScrape } from '../../admin/metrics-route';
 import type { MetricsConfig } from '../../config/schema';
-import type { RequestCostService } from '../../core/services';
+import type { RequestCostService } from '../../contracts/services';
 import type { GatewayMetrics } from './metrics';
 
 /** The gateway's metrics when metrics.enabled, else undefined: prom-client is loaded only when they are on. */

@@ -29,7 +29,7 @@ import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trac
 import type { Logger } from 'pino';
 import type { GatewayContext } from '../../core/context';
 import type { GatewayPlugin } from '../../core/plugin-contract';
-import type { RequestCostService } from '../../core/services';
+import type { RequestCostService } from '../../contracts/services';
 import { completedAttributes, modelNamedIn, modelOfAnswer, spanNameOf } from './genai-attributes';
 import type { RequestTracing, TracingSettings } from './tracing';
 

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { ReadinessChecks, ReadinessReport } from '../../contracts/readiness';
 
 /**
  * Whether this instance should get traffic (GET /readyz): the usage store takes writes, the limit store answers
@@ -6,19 +7,6 @@ import type { Logger } from 'pino';
  * once per `ttlMs` whatever the probe rate (probes that arrive meanwhile share the last result or the run under
  * way) and give up after `timeoutMs`, so a hung dependency never hangs the probe.
  */
-export interface ReadinessChecks {
-  store: 'ok' | 'failed';
-  limit_store: 'ok' | 'failed' | 'not_configured';
-  shutdown: 'ok' | 'draining';
-}
-
-export interface ReadinessReport {
-  ready: boolean;
-  checks: ReadinessChecks;
-  /** The names of the checks that failed, in the order of `checks`. */
-  failed: (keyof ReadinessChecks)[];
-}
-
 export interface ReadinessDeps {
   /** Rejects when the usage store could not take a write now; writes nothing. */
   storeWritable: () => Promise<void>;

@@ -1,5 +1,5 @@
 import type { GatewayContext } from '../../core/context';
-import type { RequestCostService } from '../../core/services';
+import type { RequestCostService } from '../../contracts/services';
 import type { CostProvenance } from '../../core/usage';
 import { provenanceOf } from '../../plugins/usage-recorder/record';
 

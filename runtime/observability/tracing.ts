@@ -9,7 +9,7 @@
  */
 import type { Logger } from 'pino';
 import type { GatewayPlugin } from '../../core/plugin-contract';
-import type { RequestCostService } from '../../core/services';
+import type { RequestCostService } from '../../contracts/services';
 
 export interface TracingSettings {
   /** Where spans are sent: OTLP over HTTP, JSON encoded. */

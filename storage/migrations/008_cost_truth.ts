@@ -2,7 +2,7 @@
  * What a record's cost rests on, beside the cost itself:
  *   usage_source        how the token counts were obtained: 'provider' (the response's usage), 'tokenizer'
  *                       (estimated: the stream reported none, or was cut), 'none' (no counts at all). NULL on
- *                       records written before this migration (repricing infers it, storage/usage-source.ts).
+ *                       records written before this migration (repricing infers it, pricing/reprice.ts).
  *   provider_cost_pico  the cost the provider itself reported (OpenRouter usage.cost, Perplexity usage.cost), kept
  *                       beside cost_pico whichever of the two the record uses.
  *   cost_disagrees      1 when the provider's figure and the one computed from tokens and prices differ by more

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { join } from 'node:path';
 import { createPluginHarness, createTestContext } from 'tollgate/testing';
 import { budget } from '../../plugins/budget';
-import { MemoryLimitStore } from '../../runtime/services/limit-store/memory-store';
+import { MemoryLimitStore } from '../../services/limit-store/memory-store';
 import { openStore } from '../../storage';
 import { useGateway, type TestGateway } from '../helpers/gateway';
 import { TestUpstream } from '../helpers/upstream';

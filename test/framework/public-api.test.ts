@@ -13,6 +13,7 @@ describe('framework: the public API (tollgate, tollgate/testing)', () => {
       'FailedKeyTracker',
       'GatewayError',
       'MAX_MODEL_LENGTH',
+      'MEDIA_UNIT_FIELDS',
       'OUTPUT_TOKEN_FIELDS',
       'PLUGIN_API_VERSION',
       'PROVIDER_REPORTED',

@@ -67,7 +67,7 @@ function pluginWithOwnCopy(): { dir: string; copy: string } {
   const copy = join(pkg, 'node_modules/tollgate');
   mkdirSync(copy, { recursive: true });
   cpSync(join(PROJECT_ROOT, 'package.json'), join(copy, 'package.json'));
-  for (const room of ['core', 'config', 'pricing', 'providers']) {
+  for (const room of ['api', 'core', 'contracts', 'plugin-kit', 'config', 'pricing', 'providers']) {
     cpSync(join(PROJECT_ROOT, 'dist', room), join(copy, 'dist', room), {
       recursive: true,
       filter: (f) => !f.endsWith('.map'),
@@ -112,7 +112,7 @@ describe('framework: a plugin with its own copy of Tollgate is refused, naming b
   });
 
   it('by tollgate/testing too, for a definition the other copy made', async () => {
-    const other = require(join(copy, 'dist/core/index.js')) as typeof import('tollgate');
+    const other = require(join(copy, 'dist/api/index.js')) as typeof import('tollgate');
     const definition = other.definePlugin({ name: 'made-elsewhere', create: () => ({ name: 'made-elsewhere' }) });
     let message = '';
     await createPluginHarness(definition).catch((e: Error) => (message = e.message));

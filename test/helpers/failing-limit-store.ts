@@ -1,5 +1,5 @@
-import type { LimitStore } from '../../core/limit-store';
-import { MemoryLimitStore } from '../../runtime/services/limit-store/memory-store';
+import type { LimitStore } from '../../contracts/limit-store';
+import { MemoryLimitStore } from '../../services/limit-store/memory-store';
 
 /** An in-memory limit store whose given operations fail as an unreachable Redis would; the others work. */
 export function failingLimitStore(...operations: (keyof LimitStore)[]): MemoryLimitStore {

@@ -15,7 +15,7 @@ import { adminOpenApiDocument } from '../../admin/openapi/document';
 import { createLogger } from '../../runtime/logger';
 import { probeRoutes } from '../../runtime/observability/probes';
 import { Readiness } from '../../runtime/observability/readiness';
-import { BudgetLedger } from '../../runtime/services/budget-ledger';
+import { BudgetLedger } from '../../services/budget-ledger';
 import { openStore } from '../../storage/open';
 import { adminGet, waitForRecords } from '../helpers/admin';
 import { AdminContract, checkedAdminAnswers } from '../helpers/admin-contract';

@@ -233,10 +233,10 @@ workspaces:
     });
   });
 
-  it('bounds its labels: unpriced models and models beyond models_max are "other", tag values beyond tag_values_max too', async () => {
+  it('bounds its labels: unpriced models and models beyond models_max are "other", tag values neither configured nor spending too', async () => {
     const gw = await startTestGateway(
       upstream.url,
-      'metrics: { tag_keys: [feature], tag_values_max: 2, models_max: 1 }',
+      'metrics: { tag_keys: [feature], tag_values_max: 2, tag_values: { feature: [triage] }, models_max: 1 }',
     );
     try {
       const output = fixtureJson('openai/chat_completion_cached_tokens.json').usage.completion_tokens;
@@ -251,10 +251,10 @@ workspaces:
             ...(feature ? { 'X-Gateway-Metadata-Feature': feature } : {}),
           },
         }).chat.completions.create({ model, messages: [] });
-      await send('search', 'gpt-4o-mini'); // the one model models_max: 1 keeps
+      await send('search', 'gpt-4o-mini'); // the one model models_max: 1 keeps; the value with the most spend
       await send(undefined, 'gpt-4o-mini'); // no tag: "(untagged)", which takes none of tag_values_max
-      await send('triage', 'gpt-4o'); // priced, but past models_max
-      await send('summaries', 'my-own-finetune'); // no price; and a third feature value, past tag_values_max: 2
+      await send('triage', 'gpt-4o'); // priced, but past models_max; a configured value
+      await send('summaries', 'my-own-finetune'); // no price: a value without known spend earns no label
       await waitForRecords(gw, 4);
       const samples = await scrape(gw.adminUrl!);
       const requests = (model: string) => total(samples, 'tollgate_requests_total', { provider: 'openai', model });

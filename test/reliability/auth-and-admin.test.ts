@@ -1,9 +1,9 @@
 import crypto from 'node:crypto';
 import { expect } from 'chai';
 import { Agent, request } from 'undici';
-import { hashGatewayKey, KeyRing } from '../../runtime/services/keys/key-ring';
+import { hashGatewayKey, KeyRing } from '../../services/keys/key-ring';
 import { ADMIN_LOCKOUT_DEFAULTS } from '../../config/schema';
-import { addressKey, FailedKeyTracker } from '../../core/lockout';
+import { addressKey, FailedKeyTracker } from '../../plugin-kit/lockout';
 import type { AuthPlugin } from '../../plugins/auth';
 import { OPENAI_KEY, TEST_ADMIN_TOKEN, TEST_GATEWAY_KEY, type TestGateway } from '../helpers/gateway';
 import { FaultyUpstream } from '../helpers/faulty-upstream';

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { withJsonField } from '../../core/body-field';
+import { withJsonField } from '../../plugin-kit/body-field';
 
 describe('withJsonField', () => {
   const add = (text: string, field = 'max_tokens', value = 7) =>

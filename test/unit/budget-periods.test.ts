@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { alertReached } from '../../plugins/budget/alert';
-import { BudgetLedger, type BudgetStatus } from '../../runtime/services/budget-ledger';
+import { BudgetLedger, type BudgetStatus } from '../../services/budget-ledger';
 import { periodAt } from '../../plugins/budget/periods';
 
 const at = (iso: string) => Date.parse(iso);

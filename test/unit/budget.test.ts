@@ -11,11 +11,11 @@ import {
 } from '../../testing';
 import type { Usage, UsageRecord } from '../../core/usage';
 import { PriceCatalog } from '../../pricing/catalog';
-import { RequestCost } from '../../pricing/request-cost';
+import { RequestCost } from '../../services/request-cost';
 import { budget } from '../../plugins/budget';
-import { BudgetLedger } from '../../runtime/services/budget-ledger';
+import { BudgetLedger } from '../../services/budget-ledger';
 import { periodAt } from '../../plugins/budget/periods';
-import { MemoryLimitStore } from '../../runtime/services/limit-store/memory-store';
+import { MemoryLimitStore } from '../../services/limit-store/memory-store';
 import { SqliteUsageStore } from '../../storage/sqlite-store';
 import { failingLimitStore } from '../helpers/failing-limit-store';
 
@@ -27,6 +27,14 @@ const pricesOf = () =>
   PriceCatalog.fromConfig({
     models: [
       { provider: 'openai', model: 'tg-budget-model', input: 1, output: 2, context_window: 100, max_output_tokens: 50 },
+      {
+        provider: 'perplexity',
+        model: 'tg-search-model',
+        input: 1,
+        output: 2,
+        max_output_tokens: 50,
+        request_fee: { low: '0.00001', medium: '0.00002', high: '0.00004' },
+      },
     ],
   });
 const MODEL = 'tg-budget-model';
@@ -219,13 +227,21 @@ describe('budget plugin', () => {
     // 50 input tokens (50,000,000) + 50 output tokens, the model's maximum (100,000,000)
     expect((await complete(s.harness, { json: body(150) }))?.message).to.match(/this one may cost up to \$0\.00015\.$/);
     // n = 2: 50,000,000 + 2 x 10 x 2,000,000 = 90,000,000 fits; n = 3: 110,000,000 does not
-    expect(await complete(s.harness, { json: body(150, { max_tokens: 10, n: 2 }) })).to.equal(undefined);
+    // (answered with nothing used, so that each leaves the budget as it was)
+    const nothing: Usage = { inputTokens: 0 };
+    expect(await complete(s.harness, { json: body(150, { max_tokens: 10, n: 2 }), usage: nothing })).to.equal(
+      undefined,
+    );
     expect((await complete(s.harness, { json: body(150, { max_tokens: 10, n: 3 }) }))?.message).to.match(
       /may cost up to \$0\.00011\.$/,
     );
     // n that is not a whole number above 1 counts as one answer: 50,000,000 + 25 x 2,000,000 = exactly the budget
-    expect(await complete(s.harness, { json: body(150, { max_tokens: 25, n: 1.5 }) })).to.equal(undefined);
-    expect(await complete(s.harness, { json: body(150, { max_tokens: 25, n: 0 }) })).to.equal(undefined);
+    expect(await complete(s.harness, { json: body(150, { max_tokens: 25, n: 1.5 }), usage: nothing })).to.equal(
+      undefined,
+    );
+    expect(await complete(s.harness, { json: body(150, { max_tokens: 25, n: 0 }), usage: nothing })).to.equal(
+      undefined,
+    );
     // ... and one more output token does not fit, whatever n says: 50,000,000 + 26 x 2,000,000
     expect((await complete(s.harness, { json: body(150, { max_tokens: 26, n: 0 }) }))?.message).to.match(
       /may cost up to \$0\.000102\.$/,
@@ -241,6 +257,23 @@ describe('budget plugin', () => {
       json: body(150, { max_output_tokens: 25, n: 3 }),
     });
     expect(await s.harness.exchange(responses)).to.equal(undefined);
+    await s.close();
+  });
+
+  it('an answer whose cost is unknown (no usage) counts as what was reserved for it, never as $0', async () => {
+    const s = await budgeted([{ period: 'day', usd: '0.0001' }]);
+    expect(await complete(s.harness, { json: body(150, { max_tokens: 10 }) })).to.equal(undefined);
+    // 50 input tokens (50,000,000) + 10 output tokens (20,000,000)
+    expect((await s.ledger.list()).map((st) => st.spentPico)).to.deep.equal([70_000_000n]);
+    await s.close();
+  });
+
+  it('a request fee by search context size is reserved at the costliest size, whatever the answer may report', async () => {
+    const s = await budgeted([{ period: 'day', usd: '0.0001' }]);
+    const json = { ...body(150, { max_tokens: 10 }), model: 'tg-search-model' };
+    const ctx = createTestContext({ provider: 'perplexity', model: 'tg-search-model', json, log: requestLog.logger });
+    // 50 input tokens (50,000,000) + 10 output tokens (20,000,000) + the high fee (40,000,000)
+    expect((await s.harness.exchange(ctx))?.message).to.match(/this one may cost up to \$0\.00011\.$/);
     await s.close();
   });
 
@@ -449,13 +482,13 @@ describe('budget plugin', () => {
       expect((await tagged('acme'))?.message).to.equal(
         'The monthly budget of $0.0001 for customer_id=acme in workspace default does not cover this request: $0.00005 spent, $0 reserved by open requests, this one may cost up to $0.00007.',
       );
-      expect(await tagged('globex')).to.equal(undefined);
+      expect(await tagged('globex', { inputTokens: 10 })).to.equal(undefined);
       // a request without the tag is not under this budget
       expect(await complete(s.harness, { json: A(), usage: { inputTokens: 100 } })).to.equal(undefined);
       const statuses = await s.ledger.list();
       expect(statuses.map((st) => [st.scope, st.spentPico])).to.deep.equal([
         ['customer_id=acme', 50_000_000n],
-        ['customer_id=globex', 0n],
+        ['customer_id=globex', 10_000_000n],
       ]);
       expect(statuses[0].key).to.match(/^ws:default:tag:customer_id=acme:month:\d+$/);
       await s.close();

@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import { expect } from 'chai';
 import { ConfigError, loadConfigFile, parseConfig } from '../../config/load';
 import { validatePluginOptions } from '../../runtime/loading/plugin-instance';
-import type { PluginDefinition } from '../../core/plugin-contract';
+import type { PluginDefinition } from '../../contracts/plugin-definition';
 import { loadProviders } from '../../runtime/loading/deployed-providers';
 import { attribution } from '../../plugins/attribution';
 import { usageRecorder } from '../../plugins/usage-recorder';
@@ -31,6 +31,15 @@ describe('config loading', () => {
       'budget',
       'usage-recorder',
     ]);
+  });
+
+  it('metrics.tag_values names only keys of metrics.tag_keys', () => {
+    expectConfigError(
+      'metrics: { tag_keys: [feature], tag_values: { team: [search] } }',
+      /metrics\.tag_values\.team: "team" is not one of metrics\.tag_keys/,
+    );
+    const c = parseConfig('metrics: { tag_keys: [feature], tag_values: { feature: [search] } }');
+    expect(c.metrics).to.deep.include({ tag_values: { feature: ['search'] }, tag_values_refresh_ms: 60_000 });
   });
 
   it('interpolates ${VAR} and ${VAR:-default} in values', () => {

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { captureLogs } from '../../testing';
-import { generateGatewayKey, hashGatewayKey, KeyRing } from '../../runtime/services/keys/key-ring';
-import { KeySync } from '../../runtime/services/keys/key-sync';
+import { generateGatewayKey, hashGatewayKey, KeyRing } from '../../services/keys/key-ring';
+import { KeySync } from '../../services/keys/key-sync';
 import { SqliteUsageStore } from '../../storage/sqlite-store';
 
 describe('KeySync.refresh: a key created through this instance works once refresh resolves', () => {

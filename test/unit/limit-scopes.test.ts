@@ -2,10 +2,10 @@ import { expect } from 'chai';
 import { gatewayConfigSchema } from '../../config/schema';
 import { GatewayError } from '../../core/errors';
 import { captureLogs, createTestContext } from '../../testing';
-import type { LimitStore } from '../../core/limit-store';
-import { MemoryLimitStore } from '../../runtime/services/limit-store/memory-store';
-import { scopesOf } from '../../runtime/services/limit-scopes';
-import { LimitsContext, tagScope } from '../../runtime/services/workspace-limits';
+import type { LimitStore } from '../../contracts/limit-store';
+import { MemoryLimitStore } from '../../services/limit-store/memory-store';
+import { scopesOf } from '../../services/limit-scopes';
+import { LimitsContext, tagScope } from '../../services/workspace-limits';
 
 const config = gatewayConfigSchema.parse({
   workspaces: [

@@ -9,9 +9,9 @@ import Redis from 'ioredis';
 import { freePort, startRedis } from '../helpers/redis-server';
 import { requireRedis, requireRedisServer } from '../helpers/services';
 import { waitFor } from '../helpers/wait';
-import type { BudgetCheck, LimitStore } from '../../core/limit-store';
-import { MemoryLimitStore } from '../../runtime/services/limit-store/memory-store';
-import { BUDGET_MAX_PICO, RedisLimitStore } from '../../runtime/services/limit-store/redis-store';
+import type { BudgetCheck, LimitStore } from '../../contracts/limit-store';
+import { MemoryLimitStore } from '../../services/limit-store/memory-store';
+import { BUDGET_MAX_PICO, RedisLimitStore } from '../../services/limit-store/redis-store';
 
 /** Fixed caller clock, on a minute boundary, so the results do not depend on when the tests run. */
 const T0 = Date.UTC(2025, 0, 1);

@@ -4,8 +4,8 @@ import { endpointByKey } from '../../core/endpoints';
 import type { EndpointKey } from '../../core/usage';
 import { captureLogs } from '../../testing';
 import { PriceCatalog } from '../../pricing/catalog';
-import { RequestCost } from '../../pricing/request-cost';
-import { mediaWorstCaseCost } from '../../plugins/budget/media-worst-case';
+import { RequestCost } from '../../services/request-cost';
+import { mediaWorstCase } from '../../plugins/budget/media-worst-case';
 
 /** The bundled catalog's prices, as the budget plugin reads them. */
 const cost = new RequestCost(PriceCatalog.fromConfig({}));
@@ -31,8 +31,10 @@ function request(
   ctx.bodySize = body.bodySize ?? Buffer.byteLength(JSON.stringify(ctx.json ?? {}));
   return ctx;
 }
-const reserve = (ctx: GatewayContext) =>
-  mediaWorstCaseCost(ctx, cost, { price: cost.prices.lookup('openai', ctx.model!)! });
+const reserve = (ctx: GatewayContext) => {
+  const worst = mediaWorstCase(ctx, cost, { price: cost.prices.lookup('openai', ctx.model!)! });
+  return 'pico' in worst ? worst.pico : worst;
+};
 
 describe('budget reservation of audio and images', () => {
   it('tts-1-hd: the code points of input', () => {

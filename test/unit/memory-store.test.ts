@@ -1,6 +1,6 @@
 import { expect } from 'chai';
-import type { BudgetCheck } from '../../core/limit-store';
-import { MemoryLimitStore } from '../../runtime/services/limit-store/memory-store';
+import type { BudgetCheck } from '../../contracts/limit-store';
+import { MemoryLimitStore } from '../../services/limit-store/memory-store';
 
 /** The sweep that drops idle entries runs on a timer; called directly here with the instant it would see. */
 const sweep = (store: MemoryLimitStore, now: number) => (store as unknown as { sweep(now: number): void }).sweep(now);

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { parseConfig } from '../../config/load';
-import type { PluginDefinition } from '../../core/plugin-contract';
+import type { PluginDefinition } from '../../contracts/plugin-definition';
 import { checkPipeline } from '../../runtime/loading/plugin-dependencies';
 import { BUILTIN_PLUGINS } from '../../plugins';
 

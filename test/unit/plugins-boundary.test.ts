@@ -3,8 +3,8 @@ import { join, relative } from 'node:path';
 import { PROJECT_ROOT } from '../helpers/fixtures';
 import { relativeImportsOf, sourcesUnder } from '../helpers/imports';
 
-/** The public entry point, as a relative import names it ("../../core" or "../../core/index"). */
-const PUBLIC_ENTRY = ['core', 'core/index'];
+/** The public entry point, as a relative import names it ("../../api" or "../../api/index"). */
+const PUBLIC_ENTRY = ['api', 'api/index'];
 
 /**
  * The folder a plugin source may import from besides the public entry: its own plugin's folder (plugins/auth/...
@@ -35,7 +35,7 @@ describe('built-in plugins use only the public contract', () => {
     }
   });
 
-  it('no plugin source imports anything but the public entry (core/index.ts), its own folder and packages', () => {
+  it('no plugin source imports anything but the public entry (api/index.ts), its own folder and packages', () => {
     const offences: string[] = [];
     for (const file of files) {
       const own = ownFolder(file);

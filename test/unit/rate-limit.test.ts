@@ -3,7 +3,7 @@ import { gatewayConfigSchema } from '../../config/schema';
 import { GatewayError } from '../../core/errors';
 import { captureLogs, createPluginHarness, createTestContext, type PluginHarness } from '../../testing';
 import type { Usage } from '../../core/usage';
-import { MemoryLimitStore } from '../../runtime/services/limit-store/memory-store';
+import { MemoryLimitStore } from '../../services/limit-store/memory-store';
 import { rateLimit } from '../../plugins/rate-limit';
 import { failingLimitStore } from '../helpers/failing-limit-store';
 

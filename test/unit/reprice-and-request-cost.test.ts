@@ -5,7 +5,7 @@ import type { UsageRecord } from '../../core/usage';
 import { PriceCatalog } from '../../pricing/catalog';
 import type { CatalogFile } from '../../pricing/model-price';
 import { PROVIDER_REPORTED, repriceRecord } from '../../pricing/reprice';
-import { RequestCost } from '../../pricing/request-cost';
+import { RequestCost } from '../../services/request-cost';
 
 /** Rates in pico-USD a token: input 1,000,000, output 2,000,000, cache read 100,000, cache write 3,000,000, 1h write 4,000,000. */
 const FILE: CatalogFile = {

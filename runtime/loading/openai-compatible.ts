@@ -1,6 +1,6 @@
 import { apiKeyHeader, bearer, noAuth, type AuthScheme, type ProviderModule } from '../../core/provider-contract';
 import type { ProviderEntry } from '../../config/schema';
-import { USAGE_PARSERS } from '../registry';
+import { USAGE_PARSERS } from '../../providers/registry';
 
 /** Builds a provider declared in YAML alone (gemini, mistral, deepseek, xai, groq, vLLM, Ollama ...). */
 export function openaiCompatible(slug: string, entry: ProviderEntry): ProviderModule {

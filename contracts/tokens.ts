@@ -26,7 +26,7 @@ export type ServiceOf<K> = K extends Token<infer T> ? T : never;
 
 const token = <T>(name: string) => Symbol.for(`tollgate.${name}`) as Token<T>;
 
-/** DI tokens of the shared services, each typed by the view a plugin gets (core/services.ts, core/limit-store.ts). */
+/** DI tokens of the shared services, each typed by the view a plugin gets (contracts/services.ts, contracts/limit-store.ts). */
 export const TOKENS = {
   /** The validated GatewayConfig. */
   Config: token<GatewayConfig>('Config'),

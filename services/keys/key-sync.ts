@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
-import type { LimitStoreConfig } from '../../../config/limits';
-import type { WorkspaceEntry } from '../../../config/schema';
-import type { GatewayKey, UsageStore } from '../../../storage/store';
+import type { LimitStoreConfig } from '../../config/limits';
+import type { WorkspaceEntry } from '../../config/schema';
+import type { GatewayKey, UsageStore } from '../../storage/store';
 import type { KeyRing, SyncedKey } from './key-ring';
 import { NO_SHARED_KEYS, SharedKeys, type SharedKeyState } from './shared-keys';
 

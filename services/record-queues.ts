@@ -1,6 +1,7 @@
-import type { RecordQueuesService } from '../../core/services';
-import type { StorageLogger, UsageStore } from '../../storage/store';
-import { UsageWriteQueue } from '../../storage/write-queue';
+import { basename, join } from 'node:path';
+import type { RecordQueuesService } from '../contracts/services';
+import type { StorageLogger, UsageStore } from '../storage/store';
+import { UsageWriteQueue } from '../storage/write-queue';
 import { WrittenMark } from './written-mark';
 
 /** TOKENS.RecordQueues, plus the queues it opened (their depth and spill are metrics). */
@@ -10,8 +11,11 @@ export interface RecordQueues extends RecordQueuesService {
 
 type Writer = Pick<UsageStore, 'insertBatch'> & Partial<Pick<UsageStore, 'quarantine'>>;
 
-/** TOKENS.RecordQueues over a store: each queue batches, retries and spills its records (storage/write-queue.ts). */
-export function recordQueuesOver(store: Writer, logger: StorageLogger): RecordQueues {
+/**
+ * TOKENS.RecordQueues over a store: each queue batches, retries and spills its records (storage/write-queue.ts);
+ * `spillFallbackDir` (storage.spill_fallback) holds the spill file of each queue whose own cannot be written.
+ */
+export function recordQueuesOver(store: Writer, logger: StorageLogger, spillFallbackDir?: string): RecordQueues {
   const opened: UsageWriteQueue[] = [];
   const mark = new WrittenMark(() =>
     opened.every((q) => {
@@ -35,7 +39,8 @@ export function recordQueuesOver(store: Writer, logger: StorageLogger): RecordQu
   };
   return {
     open: (options) => {
-      const queue = new UsageWriteQueue(writer, { ...options, logger });
+      const spillFallbackPath = spillFallbackDir && join(spillFallbackDir, basename(options.spillPath));
+      const queue = new UsageWriteQueue(writer, { ...options, spillFallbackPath, logger });
       opened.push(queue);
       return {
         enqueue: (record) => {

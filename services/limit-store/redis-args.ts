@@ -1,4 +1,4 @@
-import type { Bucket, BucketState, BudgetCheck, BudgetState } from '../../../core/limit-store';
+import type { Bucket, BucketState, BudgetCheck, BudgetState } from '../../contracts/limit-store';
 
 /** Arguments to and answers from the Redis limit store's scripts: checked, formatted and parsed. */
 

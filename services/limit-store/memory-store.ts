@@ -6,7 +6,7 @@ import type {
   BudgetState,
   LimitStore,
   TakeResult,
-} from '../../../core/limit-store';
+} from '../../contracts/limit-store';
 
 interface BucketRecord {
   tokens: number;

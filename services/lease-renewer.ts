@@ -1,4 +1,4 @@
-import type { LeaseRenewer } from '../../core/limit-store';
+import type { LeaseRenewer } from '../contracts/limit-store';
 
 /**
  * Renews the leases of open requests (stream slots, budget reservations) every third of the lease, so that a live

@@ -1,5 +1,5 @@
 /**
- * Version of the public plugin and provider-module API (the exports of core/index.ts). A plugin or provider
+ * Version of the public plugin and provider-module API (the exports of api/index.ts). A plugin or provider
  * module may declare the version it was written against (`apiVersion: '2'`); the loader refuses a version it
  * cannot run at start-up instead of failing on the first request. Bumped for breaking changes to the contracts;
  * additions (a new context field, a new optional hook) keep the version.

@@ -1,10 +1,10 @@
 import type { Logger } from 'pino';
-import type { LimitStoreConfig, WorkspaceLimits } from '../../config/limits';
-import type { GatewayConfig } from '../../config/schema';
-import type { GatewayContext } from '../../core/context';
-import { GatewayError } from '../../core/errors';
-import { BoundedCache } from '../../core/bounded-cache';
-import type { LeaseRenewer, LimitScope, LimitStore, WorkspaceLimitsService } from '../../core/limit-store';
+import type { LimitStoreConfig, WorkspaceLimits } from '../config/limits';
+import type { GatewayConfig } from '../config/schema';
+import type { GatewayContext } from '../core/context';
+import { GatewayError } from '../core/errors';
+import { BoundedCache } from '../plugin-kit/bounded-cache';
+import type { LeaseRenewer, LimitScope, LimitStore, WorkspaceLimitsService } from '../contracts/limit-store';
 import { LeaseRenewals } from './lease-renewer';
 import { scopesOf } from './limit-scopes';
 
@@ -40,7 +40,7 @@ export class LimitsContext implements WorkspaceLimitsService {
   }
 
   /**
-   * The scopes of a request (limits/scopes.ts), the same array for the same workspace and tag values: requests
+   * The scopes of a request (services/limit-scopes.ts), the same array for the same workspace and tag values: requests
    * fall under a few scopes again and again, and each limit plugin keeps what it derives from them per array.
    */
   scopesOf(ctx: GatewayContext, limits: WorkspaceLimits): readonly LimitScope[] {

@@ -4,17 +4,18 @@
  * Guides: docs/plugins.md and docs/providers.md. Test helpers: 'tollgate/testing' (testing/index.ts).
  */
 
-export { PLUGIN_API_VERSION } from './api-version';
+export { PLUGIN_API_VERSION } from '../contracts/api-version';
 
 // Plugins
-export { definePlugin, type GatewayPlugin, type PluginDefinition } from './plugin-contract';
-export type { GatewayContext, Workspace } from './context';
-export { ERROR_CODES, GatewayError, type ErrorCode } from './errors';
-export type { EndpointSpec } from './endpoints';
-export { MAX_MODEL_LENGTH } from './body';
-export { truncate, TRUNCATION_MARKER } from './truncate';
-export { BoundedCache } from './bounded-cache';
-export { addressKey, FailedKeyTracker, type LockoutOptions } from './lockout';
+export { definePlugin, type PluginDefinition } from '../contracts/plugin-definition';
+export type { GatewayPlugin } from '../core/plugin-contract';
+export type { GatewayContext, Workspace } from '../core/context';
+export { ERROR_CODES, GatewayError, type ErrorCode } from '../core/errors';
+export type { EndpointSpec } from '../core/endpoints';
+export { MAX_MODEL_LENGTH } from '../core/body';
+export { truncate, TRUNCATION_MARKER } from '../core/truncate';
+export { BoundedCache } from '../plugin-kit/bounded-cache';
+export { addressKey, FailedKeyTracker, type LockoutOptions } from '../plugin-kit/lockout';
 
 // Provider modules
 export {
@@ -27,7 +28,7 @@ export {
   type ProviderModelPrice,
   type ProviderModule,
   type UpstreamTimeouts,
-} from './provider-contract';
+} from '../core/provider-contract';
 export { anthropicUsageParser } from '../providers/wire/messages';
 export { openaiUsageParser } from '../providers/openai/usage';
 export { openrouterUsageParser } from '../providers/openrouter/usage';
@@ -35,6 +36,7 @@ export { perplexityUsageParser } from '../providers/perplexity/usage';
 
 // The usage vocabulary shared by both
 export {
+  MEDIA_UNIT_FIELDS,
   PROVIDER_REPORTED,
   RESERVED_TAG_KEYS,
   UNTAGGED,
@@ -47,15 +49,15 @@ export {
   type UsageParser,
   type UsageRecord,
   type UsageSource,
-} from './usage';
-export { OUTPUT_TOKEN_FIELDS, outputLimitField, requestedOutputTokens, tokenCount } from './output-tokens';
-export { withJsonField } from './body-field';
-export { countCodePoints, requestedImages, typicalSeconds } from './media-usage';
-export { streamIncomplete } from './usage-settle';
+} from '../core/usage';
+export { OUTPUT_TOKEN_FIELDS, outputLimitField, requestedOutputTokens, tokenCount } from '../plugin-kit/output-tokens';
+export { withJsonField } from '../plugin-kit/body-field';
+export { countCodePoints, requestedImages, typicalSeconds } from '../core/media-usage';
+export { streamIncomplete } from '../core/usage-settle';
 export { formatUsd, parseUsd } from '../pricing/money';
 
 // Dependency injection: tokens and the public views of the services behind them
-export { registerService, resolveService, TOKENS, type ServiceOf, type Token } from './tokens';
+export { registerService, resolveService, TOKENS, type ServiceOf, type Token } from '../contracts/tokens';
 export type {
   BudgetLedgerService,
   BudgetSource,
@@ -71,8 +73,8 @@ export type {
   RecordQueuesService,
   RequestCostService,
   UsageStoreService,
-} from './services';
-export type { Clock } from './clock';
+} from '../contracts/services';
+export type { Clock } from '../contracts/clock';
 export type {
   Bucket,
   BucketState,
@@ -82,7 +84,7 @@ export type {
   LimitScope,
   LimitStore,
   WorkspaceLimitsService,
-} from './limit-store';
+} from '../contracts/limit-store';
 export type { GatewayConfig } from '../config/schema';
 export type { BudgetConfig, BudgetPolicy, RateLimits, WorkspaceLimits } from '../config/limits';
 export type { DependencyContainer } from 'tsyringe';

@@ -1,7 +1,7 @@
 import type { GatewayContext } from '../core/context';
-import type { PriceLookup, RequestCostService } from '../core/services';
+import type { PriceLookup, RequestCostService } from '../contracts/services';
 import type { Usage } from '../core/usage';
-import { priceUsage, type PricedUsage } from './cost';
+import { priceUsage, type PricedUsage } from '../pricing/cost';
 
 /**
  * The cost of a request, computed once from its settled usage and shared by everyone who needs it (the cost

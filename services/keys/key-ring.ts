@@ -1,7 +1,7 @@
 import { createHash, hash, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { GatewayContext } from '../../../core/context';
-import { checkPresentedKey, type PresentedKey } from '../../../core/presented-key';
-import type { KeyGrant, KeyRingService } from '../../../core/services';
+import type { GatewayContext } from '../../core/context';
+import { checkPresentedKey, type PresentedKey } from '../../contracts/presented-key';
+import type { KeyGrant, KeyRingService } from '../../contracts/services';
 
 /** Gateway keys look like tg_<43 base64url chars>: recognisable in a leak scan, 256 bits of randomness. */
 export const KEY_PREFIX = 'tg_';

@@ -1,4 +1,4 @@
-import type { BudgetLedgerService, BudgetSource, BudgetStatus, UsageStoreService } from '../../core/services';
+import type { BudgetLedgerService, BudgetSource, BudgetStatus, UsageStoreService } from '../contracts/services';
 
 export type { BudgetSource, BudgetStatus };
 

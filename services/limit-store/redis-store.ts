@@ -8,7 +8,7 @@ import type {
   BudgetState,
   LimitStore,
   TakeResult,
-} from '../../../core/limit-store';
+} from '../../contracts/limit-store';
 import { LIMIT_BATCH, type LimitOp } from './redis-scripts';
 import { bucketState, budgetStates, period, pico, seed, time } from './redis-args';
 

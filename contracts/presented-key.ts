@@ -1,5 +1,5 @@
 import { hash } from 'node:crypto';
-import { credentialHeader, type GatewayContext } from './context';
+import { credentialHeader, type GatewayContext } from '../core/context';
 import type { KeyGrant } from './services';
 
 /**

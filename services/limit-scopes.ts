@@ -1,6 +1,6 @@
-import type { WorkspaceLimits } from '../../config/limits';
-import type { GatewayContext } from '../../core/context';
-import type { LimitScope } from '../../core/limit-store';
+import type { WorkspaceLimits } from '../config/limits';
+import type { GatewayContext } from '../core/context';
+import type { LimitScope } from '../contracts/limit-store';
 import { tagScope } from './workspace-limits';
 
 /**

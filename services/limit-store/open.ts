@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
-import type { LimitStoreConfig } from '../../../config/limits';
-import type { LimitStore } from '../../../core/limit-store';
+import type { LimitStoreConfig } from '../../config/limits';
+import type { LimitStore } from '../../contracts/limit-store';
 import { MemoryLimitStore } from './memory-store';
 import { RedisLimitStore } from './redis-store';
 

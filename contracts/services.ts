@@ -1,13 +1,13 @@
 import type { BudgetConfig } from '../config/limits';
 import type { PricedUsage } from '../pricing/cost';
 import type { ModelPrice } from '../pricing/model-price';
-import type { GatewayContext, Workspace } from './context';
+import type { GatewayContext, Workspace } from '../core/context';
 import type { PresentedKey } from './presented-key';
-import type { ProviderInstance } from './provider-contract';
-import type { PicoUsd, Usage, UsageRecord } from './usage';
+import type { ProviderInstance } from '../core/provider-contract';
+import type { PicoUsd, Usage, UsageRecord } from '../core/usage';
 
 /**
- * The public views of the shared services a plugin may resolve from its container (core/tokens.ts). They are
+ * The public views of the shared services a plugin may resolve from its container (contracts/tokens.ts). They are
  * deliberately narrower than the classes behind them, so the internals can change without breaking plugins;
  * registerService type-checks that what the runtime registers offers them.
  */

@@ -1,9 +1,9 @@
 import type { LimitStoreConfig, RateLimits, WorkspaceLimits } from '../config/limits';
-import type { GatewayContext } from './context';
+import type { GatewayContext } from '../core/context';
 
 /**
  * TOKENS.LimitStore: shared counters behind every limit, in memory for one instance, or in Redis so that all
- * instances behind a load balancer enforce one limit, not one each (runtime/services/limit-store/). Every operation is
+ * instances behind a load balancer enforce one limit, not one each (services/limit-store/). Every operation is
  * atomic per call: a check and its update happen together (a Lua script in Redis).
  */
 

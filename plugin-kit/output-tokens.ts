@@ -1,6 +1,6 @@
-import type { GatewayContext } from './context';
-import type { EndpointKey } from './endpoints';
-import type { ProviderModule } from './provider-contract';
+import type { GatewayContext } from '../core/context';
+import type { EndpointKey } from '../core/endpoints';
+import type { ProviderModule } from '../core/provider-contract';
 
 /** The body fields that ask for output tokens, per endpoint. */
 export const OUTPUT_TOKEN_FIELDS: Partial<Record<EndpointKey, readonly string[]>> = {
