@@ -6,19 +6,22 @@
  * stored, and sent, once.
  */
 import type { Logger } from 'pino';
-import type { BudgetStatus } from '../contracts/services';
+import type { BudgetStatus, UsageStoreService } from '../contracts/services';
 import type { AlertInput } from './alert';
 import { forecastAlert, thresholdAlerts } from './budget-alerts';
 import type { BurnRates } from './forecast';
 
 export interface BudgetList {
-  list(now: number): Promise<BudgetStatus[]>;
+  list(now: number, usage?: Pick<UsageStoreService, 'queryUsage'>): Promise<BudgetStatus[]>;
 }
 
 export class BudgetEvaluator {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
+  private stopped = false;
   private lastWarning = 0;
+  /** Where the spend recorded this period is read: a reader thread when one is given, else the usage store. */
+  reader: Pick<UsageStoreService, 'queryUsage'> | undefined;
 
   constructor(
     private readonly budgets: BudgetList,
@@ -30,6 +33,7 @@ export class BudgetEvaluator {
 
   start(): void {
     this.timer = setInterval(() => {
+      if (this.stopped) return;
       this.running ??= this.evaluate(Date.now())
         .catch((err) => this.warn(err))
         .finally(() => (this.running = undefined));
@@ -38,13 +42,14 @@ export class BudgetEvaluator {
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
     clearInterval(this.timer);
     await this.running;
   }
 
   /** One look at every budget. */
   async evaluate(now: number): Promise<void> {
-    const statuses = await this.budgets.list(now);
+    const statuses = await this.budgets.list(now, this.reader);
     this.burn.observe(statuses, now);
     const raised: AlertInput[] = [];
     for (const b of statuses) {

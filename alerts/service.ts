@@ -43,6 +43,11 @@ export class AlertService {
     this.evaluator.start();
   }
 
+  /** Budgets are read through `reader` from now on (the admin API's reader thread: off the event loop). */
+  readThrough(reader: BudgetEvaluator['reader']): void {
+    this.evaluator.reader = reader;
+  }
+
   async stop(): Promise<void> {
     await this.evaluator.stop();
     await this.dispatcher?.stop();

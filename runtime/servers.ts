@@ -34,6 +34,7 @@ export async function startGateway(loaded: LoadedConfig, options: GatewayOptions
   if (config.admin.token) {
     const { lockout } = config.admin;
     reads = AdminReads.open(gateway.store.readSource(), { timeoutMs: config.admin.query_timeout_ms });
+    gateway.alerts.readThrough(reads);
     const app = createAdminApp({
       store: gateway.store,
       reads,
@@ -74,6 +75,7 @@ export async function startGateway(loaded: LoadedConfig, options: GatewayOptions
         admin.close();
         admin.closeAllConnections();
       }
+      await gateway.alerts.stop(); // before its reader closes
       await reads?.close();
       await gateway.close();
       server.closeAllConnections();
