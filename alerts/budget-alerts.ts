@@ -4,11 +4,10 @@
  */
 import type { BudgetStatus } from '../contracts/services';
 import { alertReached } from '../plugins/budget/alert';
+import { PERIOD_ADJECTIVE } from '../plugins/budget/refusals';
 import { formatUsd } from '../pricing/money';
 import type { AlertBudget, AlertForecast, AlertInput } from './alert';
 import type { Forecast } from './forecast';
-
-const PERIOD_ADJECTIVE = { day: 'daily', month: 'monthly' } as const;
 
 /** Dollars for people: cents, or more digits below a cent. */
 export function usdText(pico: bigint): string {
