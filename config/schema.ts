@@ -155,11 +155,8 @@ const metricsSchema = z
   });
 
 /**
- * The pipeline when the config lists no plugins. Limit plugins do nothing for workspaces without limits.
- * concurrency comes before rate-limit: a request refused for a full stream limit never takes a rate-limit token,
- * so a burst of streams against a shared Redis is not refused as rate_limited while its tokens are on their way
- * back. budget comes after rate-limit: its refusal says Retry-After until the period ends, which a request held
- * back by the rate limit must not get.
+ * The pipeline when the config lists no plugins. Limit plugins do nothing for workspaces without limits. The
+ * order is the one each built-in declares (`order` in its definition), which start-up checks.
  */
 export const DEFAULT_PIPELINE = [
   'auth',

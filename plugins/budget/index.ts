@@ -125,7 +125,7 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     const actual =
       failed || (ctx.status ?? 500) >= 400 ? 0n : (this.actualCost(ctx) ?? (ctx.state.get(RESERVED) as bigint));
     const checks = applied.map((a) => a.check);
-    // The request's record was queued before (usage-recorder completes first): see ActiveBudgets on forgetting.
+    // The request's record was queued before (the declared order): see ActiveBudgets on forgetting.
     const settledAt = Date.now();
     for (const a of applied) {
       a.open--;
@@ -311,6 +311,9 @@ export const budget = definePlugin({
     ],
   },
   enforces: ['budgets'],
+  // Tags exist once attribution has run. usage-recorder, listed after, completes first (onComplete runs in
+  // reverse), so a request's record is queued before its budget settles: see ActiveBudgets on forgetting.
+  order: { after: ['attribution'], before: ['usage-recorder'] },
   create: (container) => {
     const cost = resolveService(container, TOKENS.RequestCost);
     const policy = resolveService(container, TOKENS.Config).budgets;

@@ -71,5 +71,7 @@ export const concurrency = definePlugin({
   name: 'concurrency',
   requires: { plugins: ['auth'], services: ['WorkspaceLimits'] },
   enforces: ['concurrent_streams'],
+  // A stream refused for a full limit takes no rate-limit token (with Redis it would be back only a round trip later).
+  order: { after: ['attribution'], before: ['rate-limit'] },
   create: (container) => new ConcurrencyPlugin(resolveService(container, TOKENS.WorkspaceLimits)),
 });

@@ -67,5 +67,7 @@ export const maxTokens = definePlugin({
   name: 'max-tokens',
   requires: { plugins: ['auth'], services: ['WorkspaceLimits'] },
   enforces: ['max_tokens'],
+  // The cap it writes into a request is what the budget reserves.
+  order: { after: ['attribution'], before: ['budget'] },
   create: (container) => new MaxTokensPlugin(resolveService(container, TOKENS.WorkspaceLimits)),
 });

@@ -158,5 +158,7 @@ export const rateLimit = definePlugin({
   name: 'rate-limit',
   requires: { plugins: ['auth'], services: ['WorkspaceLimits'] },
   enforces: ['requests_per_minute', 'requests_per_second', 'tokens_per_minute'],
+  // budget_exceeded says Retry-After until the period ends, which a request held back only by the rate limit must not get.
+  order: { after: ['attribution'], before: ['budget'] },
   create: (container) => new RateLimitPlugin(resolveService(container, TOKENS.WorkspaceLimits)),
 });

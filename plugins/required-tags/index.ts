@@ -46,5 +46,7 @@ export const requiredTags = definePlugin({
   name: 'required-tags',
   requires: { plugins: ['auth'], services: ['WorkspaceLimits'] },
   enforces: ['required_tags'],
+  // Tags exist only once attribution's onRequest has run.
+  order: { after: ['attribution'] },
   create: (container) => new RequiredTagsPlugin(resolveService(container, TOKENS.WorkspaceLimits)),
 });

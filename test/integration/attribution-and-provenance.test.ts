@@ -3,6 +3,7 @@ import { gzipSync } from 'node:zlib';
 import { request } from 'undici';
 import { fixtureBytes, fixtureJson } from '../helpers/fixtures';
 import { adminGet, waitForRecords } from '../helpers/admin';
+import { csvRows } from '../helpers/csv';
 import { OPENAI_KEY, startTestGateway, TEST_ADMIN_TOKEN, type TestGateway } from '../helpers/gateway';
 import { rawRequest } from '../helpers/raw-http';
 import { sleep, sseChunks, TestUpstream } from '../helpers/upstream';
@@ -27,17 +28,6 @@ const usdOf = (pico: bigint): string =>
  */
 const SAY_THIS_IS_A_TEST = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Say this is a test' }] };
 const SAY_THIS_IS_A_TEST_TOKENS = 12;
-
-/** Minimal RFC 4180 reader for the CSV export (quoted cells may hold commas). */
-const csvRows = (text: string): string[][] =>
-  text
-    .trim()
-    .split('\r\n')
-    .map((line) =>
-      [...line.matchAll(/("(?:[^"]|"")*"|[^,]*)(?:,|$)/g)]
-        .slice(0, -1)
-        .map((m) => m[1].replace(/^"|"$/g, '').replace(/""/g, '"')),
-    );
 
 describe('attribution tags and cost provenance', () => {
   const upstream = new TestUpstream();

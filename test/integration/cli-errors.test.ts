@@ -12,6 +12,7 @@ import { expect } from 'chai';
 import { Client } from 'pg';
 import { runCli, type CliRun } from '../helpers/cli';
 import { PROJECT_ROOT } from '../helpers/fixtures';
+import { requirePostgres } from '../helpers/services';
 
 const PG_URL = process.env.DATABASE_URL;
 
@@ -253,11 +254,8 @@ describe('tollgate CLI: errors are one line, exit 2 for what the user can fix', 
           await c.end();
         }
       };
-      before(function () {
-        if (!PG_URL) {
-          console.log('      SKIPPED: the CLI on PostgreSQL (set DATABASE_URL=postgres://... to run it)');
-          this.skip();
-        }
+      before(async function () {
+        await requirePostgres(this, 'the CLI on PostgreSQL');
       });
       after(async () => {
         if (!PG_URL) return;

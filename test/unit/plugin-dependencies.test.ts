@@ -48,6 +48,30 @@ describe('plugin dependencies are checked when the pipeline loads', () => {
     expect(message).to.include('plugins[2] (first) must come before "early" in plugins:');
   });
 
+  it('refuses a list that breaks an order a built-in declares, naming both plugins', () => {
+    const c = config();
+    const listed = (...names: string[]) => pipeline(...names.map((n) => BUILTIN_PLUGINS[n]));
+    const check = (...names: string[]) =>
+      problemsOf(() => checkPipeline(listed(...names), c, Object.values(BUILTIN_PLUGINS)));
+    expect(check('auth', 'header-strip', 'attribution', 'budget', 'max-tokens')).to.include(
+      'plugins[4] (max-tokens) must come before "budget" in plugins:',
+    );
+    expect(check('auth', 'header-strip', 'attribution', 'rate-limit', 'concurrency')).to.include(
+      'plugins[4] (concurrency) must come before "rate-limit" in plugins:',
+    );
+    expect(check('auth', 'header-strip', 'attribution', 'budget', 'rate-limit')).to.include(
+      'plugins[4] (rate-limit) must come before "budget" in plugins:',
+    );
+    expect(check('auth', 'header-strip', 'attribution', 'usage-recorder', 'budget')).to.include(
+      'plugins[4] (budget) must come before "usage-recorder" in plugins:',
+    );
+    expect(check('auth', 'header-strip', 'required-tags', 'attribution')).to.include(
+      'plugins[2] (required-tags) must come after "attribution" in plugins:',
+    );
+    // Without attribution listed, nothing is ordered against it.
+    expect(check('auth', 'header-strip', 'max-tokens', 'budget', 'usage-recorder')).to.equal('');
+  });
+
   it('names the plugin a workspace limit needs, also for a per-tag limit', () => {
     const c = config('workspaces: [{ id: w, limits: { per_tag: { customer: { concurrent_streams: 1 } } } }]');
     const message = problemsOf(() => checkPipeline(pipeline(BUILTIN_PLUGINS.auth), c, Object.values(BUILTIN_PLUGINS)));

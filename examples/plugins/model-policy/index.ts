@@ -45,6 +45,8 @@ export class ModelPolicyPlugin implements GatewayPlugin {
 export default definePlugin({
   name: 'model-policy',
   apiVersion: '2',
+  // A denied model takes no budget reservation.
+  order: { before: ['budget'] },
   optionsSchema,
   create: (_container, options) => new ModelPolicyPlugin(options),
 });

@@ -48,6 +48,7 @@ export class UsageWebhookPlugin implements GatewayPlugin {
 export default definePlugin({
   name: 'usage-webhook',
   apiVersion: '2',
+  requires: { services: ['Logger', 'RequestCost'] },
   optionsSchema,
   create(container, o) {
     const log = resolveService(container, TOKENS.Logger);
