@@ -27,8 +27,10 @@ export {
   type ProviderInstance,
   type ProviderModelPrice,
   type ProviderModule,
+  type Tokenizer,
   type UpstreamTimeouts,
 } from '../core/provider-contract';
+export { tiktokenTokenizer } from '../providers/tokenizer';
 export { anthropicUsageParser } from '../providers/wire/messages';
 export { openaiUsageParser } from '../providers/openai/usage';
 export { openrouterUsageParser } from '../providers/openrouter/usage';

@@ -66,6 +66,19 @@ export interface ProviderModule {
    * under every slug the module is deployed as, above the bundled catalog; the deployment's pricing block wins.
    */
   prices?: readonly ProviderModelPrice[];
+  /**
+   * Counts tokens when an answer reported none (a stream without usage, a stream cut short). Default: tiktoken by
+   * model name (providers/tokenizer.ts).
+   */
+  tokenizer?: Tokenizer;
+}
+
+/** Estimates usage the provider did not report; the record is then marked estimated. */
+export interface Tokenizer {
+  /** The input tokens a request body will be billed for. */
+  requestInputTokens(endpoint: EndpointKey, body: unknown, model: string): number;
+  /** A counter for the text generated in one answer (its work per answer stays bounded). */
+  textCounter(model: string): (text: string) => number;
 }
 
 /**
@@ -79,6 +92,7 @@ export interface ProviderModelPrice {
 
 /** A provider as deployed: the module plus its YAML overrides. */
 export interface ProviderInstance extends ProviderModule {
+  tokenizer: Tokenizer;
   /** Upstream time-outs in ms (per provider overrides of the global ones). */
   timeouts: UpstreamTimeouts;
 }

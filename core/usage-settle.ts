@@ -1,5 +1,4 @@
 import type { GatewayContext } from './context';
-import { budgetedCounter, estimateRequestInputTokens } from './estimate';
 
 /**
  * True when a response stream did not complete: it was cut (client gone, upstream reset or idle time-out),
@@ -12,23 +11,24 @@ export function streamIncomplete(gw: GatewayContext): boolean {
 /**
  * Completes a request's usage after the client is done. Provider-reported counts always win; when a stream
  * reported none (chat completions without stream_options.include_usage) or did not complete, the missing counts
- * are estimated with a tokenizer over the request and the text actually streamed (`streamedText`), and the usage
+ * are estimated with the provider's tokenizer over the request and the text actually streamed (`streamedText`), and the usage
  * is marked estimated. The client's request is never changed to obtain usage.
  */
 export function settleUsage(gw: GatewayContext, streamedText: () => string): void {
   const endpoint = gw.endpoint;
-  if (!endpoint?.costCounted || gw.status === undefined || gw.status >= 400 || !gw.model) return;
+  const tokenizer = gw.provider?.tokenizer;
+  if (!endpoint?.costCounted || !tokenizer || gw.status === undefined || gw.status >= 400 || !gw.model) return;
   const reported = gw.usage;
   const complete = reported?.outputTokens !== undefined && !streamIncomplete(gw);
   if (complete || !gw.stream) return;
 
   const usage = { ...reported };
   if (usage.inputTokens === undefined && usage.cacheReadTokens === undefined) {
-    usage.inputTokens = gw.json ? estimateRequestInputTokens(endpoint.key, gw.json, gw.model) : undefined;
+    usage.inputTokens = gw.json ? tokenizer.requestInputTokens(endpoint.key, gw.json, gw.model) : undefined;
   }
   // On a cut or failed stream the last reported output count is stale: count what the client actually received.
   // The generated text is only gathered now, when it is needed (see providers/wire/sse-usage.ts).
-  const streamedTokens = budgetedCounter(gw.model)(streamedText());
+  const streamedTokens = tokenizer.textCounter(gw.model)(streamedText());
   usage.outputTokens = Math.max(usage.outputTokens ?? 0, streamedTokens);
   gw.usage = usage;
   gw.usageEstimated = true;

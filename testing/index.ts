@@ -13,6 +13,7 @@ import { PriceCatalog } from '../pricing/catalog';
 import { RequestCost } from '../services/request-cost';
 import { BUILTIN_PROVIDERS } from '../providers/registry';
 import { openaiUsageParser } from '../providers/openai/usage';
+import { tiktokenTokenizer } from '../providers/tokenizer';
 import { GatewayContext, type Workspace } from '../core/context';
 import { endpointByKey } from '../core/endpoints';
 import type { GatewayError } from '../core/errors';
@@ -63,7 +64,11 @@ export interface TestContextInit {
 
 const DEFAULT_TIMEOUTS = { connectMs: 10_000, firstByteMs: 600_000, idleMs: 300_000 };
 const builtinRegistry = new ProviderRegistry(
-  Object.values(BUILTIN_PROVIDERS).map((m) => ({ ...m, timeouts: DEFAULT_TIMEOUTS })),
+  Object.values(BUILTIN_PROVIDERS).map((m) => ({
+    ...m,
+    tokenizer: m.tokenizer ?? tiktokenTokenizer,
+    timeouts: DEFAULT_TIMEOUTS,
+  })),
 );
 
 /** A request context as the plugins see it once the core resolved the provider (before beforeUpstream). */
@@ -109,7 +114,8 @@ export function createTestContext(init: TestContextInit = {}): GatewayContext {
 }
 
 function testProvider(provider: TestContextInit['provider'], model: string | undefined): ProviderInstance | undefined {
-  if (typeof provider === 'object') return { ...provider, timeouts: DEFAULT_TIMEOUTS };
+  if (typeof provider === 'object')
+    return { ...provider, tokenizer: provider.tokenizer ?? tiktokenTokenizer, timeouts: DEFAULT_TIMEOUTS };
   if (provider === undefined) return model === undefined ? undefined : builtinRegistry.byModel(model);
   return (
     builtinRegistry.get(provider) ?? {
@@ -121,6 +127,7 @@ function testProvider(provider: TestContextInit['provider'], model: string | und
       auth: bearer(),
       endpoints: ['chat.completions', 'embeddings', 'models'],
       usage: openaiUsageParser,
+      tokenizer: tiktokenTokenizer,
       timeouts: DEFAULT_TIMEOUTS,
     }
   );

@@ -1,6 +1,7 @@
 import type { GatewayConfig } from '../../config/schema';
 import { authFromConfig, openaiCompatible } from './openai-compatible';
 import { BUILTIN_PROVIDERS, USAGE_PARSERS } from '../../providers/registry';
+import { tiktokenTokenizer } from '../../providers/tokenizer';
 import type { ProviderInstance, ProviderModule } from '../../core/provider-contract';
 import { ProviderRegistry } from '../../core/provider-routing';
 
@@ -38,6 +39,7 @@ export function loadProviders(
         ? { ...base.outputLimitFields, 'chat.completions': entry.output_limit_field }
         : base.outputLimitFields,
       usage: entry?.usage ? USAGE_PARSERS[entry.usage] : base.usage,
+      tokenizer: base.tokenizer ?? tiktokenTokenizer,
       timeouts: {
         connectMs: entry?.timeouts?.connect_ms ?? defaults.connectMs,
         firstByteMs: entry?.timeouts?.first_byte_ms ?? defaults.firstByteMs,

@@ -41,6 +41,7 @@ describe('framework: the public API (tollgate, tollgate/testing)', () => {
       'requestedOutputTokens',
       'resolveService',
       'streamIncomplete',
+      'tiktokenTokenizer',
       'tokenCount',
       'truncate',
       'typicalSeconds',

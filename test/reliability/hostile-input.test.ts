@@ -324,7 +324,7 @@ plugins:
       }).then((r) => r.body.json())) as any
     ).data;
     expect(latest).to.include({ status: 200, provenance: 'estimated' });
-    // Counted by hand with the cookbook's framing (core/estimate.ts): 3 to prime the reply, 3 per message plus its
+    // Counted by hand with the cookbook's framing (providers/tokenizer.ts): 3 to prime the reply, 3 per message plus its
     // role ("user": 1 token) for both, and "hello there" (2 tokens: "hello", " there"); content nested 200,000 deep
     // is no text of any API and the 100,000-deep tool cannot be serialised, so neither counts: 3 + 2 * 4 + 2 = 13.
     expect(latest.input_tokens).to.equal(13);

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { Tiktoken, TiktokenBPE } from 'js-tiktoken/lite' with { 'resolution-mode': 'import' };
-import { countTokens, encodingForModel, estimateRequestInputTokens } from '../../core/estimate';
+import { countTokens, encodingForModel, estimateRequestInputTokens } from '../../providers/tokenizer';
 import { SseDecoder } from '../../core/sse';
 import { USAGE_PARSERS } from '../../providers/registry';
 import { fixtureBytes } from '../helpers/fixtures';

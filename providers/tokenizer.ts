@@ -1,7 +1,8 @@
 // The rank files of js-tiktoken (its ESM type declarations are imported as such; the CommonJS data is
 // require()d on first use, which keeps the multi-megabyte tables out of start-up).
 import type { TiktokenBPE } from 'js-tiktoken/lite' with { 'resolution-mode': 'import' };
-import type { EndpointKey } from './usage';
+import type { Tokenizer } from '../core/provider-contract';
+import type { EndpointKey } from '../core/usage';
 
 type Encoding = 'o200k_base' | 'cl100k_base';
 
@@ -260,3 +261,12 @@ function jsonText(v: unknown): string {
 function isObject(v: unknown): v is JsonObject {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
+
+/**
+ * The tokenizer every provider uses unless its module declares its own: tiktoken's o200k_base or cl100k_base by
+ * model name (an approximation for non-OpenAI models, whose usage is estimated only when they report none).
+ */
+export const tiktokenTokenizer: Tokenizer = {
+  requestInputTokens: estimateRequestInputTokens,
+  textCounter: (model) => budgetedCounter(model),
+};
