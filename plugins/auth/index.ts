@@ -4,8 +4,6 @@ import {
   FailedKeyTracker,
   fromText,
   GatewayError,
-  resolveService,
-  TOKENS,
   z,
   type GatewayContext,
   type GatewayPlugin,
@@ -122,7 +120,7 @@ function blocked(leftMs: number): GatewayError {
 
 export const auth = definePlugin({
   name: 'auth',
-  requires: { services: ['KeyRing'] },
+  inject: { keys: 'KeyRing' },
   optionsSchema,
-  create: (container, options) => new AuthPlugin(resolveService(container, TOKENS.KeyRing), options),
+  create: (_container, options, { keys }) => new AuthPlugin(keys, options),
 });

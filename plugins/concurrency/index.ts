@@ -1,8 +1,6 @@
 import {
   definePlugin,
   GatewayError,
-  resolveService,
-  TOKENS,
   type GatewayContext,
   type GatewayPlugin,
   type LeaseRenewer,
@@ -69,9 +67,10 @@ export class ConcurrencyPlugin implements GatewayPlugin {
 
 export const concurrency = definePlugin({
   name: 'concurrency',
-  requires: { plugins: ['auth'], services: ['WorkspaceLimits'] },
+  requires: { plugins: ['auth'] },
+  inject: { limits: 'WorkspaceLimits' },
   enforces: ['concurrent_streams'],
   // A stream refused for a full limit takes no rate-limit token (with Redis it would be back only a round trip later).
   order: { after: ['attribution'], before: ['rate-limit'] },
-  create: (container) => new ConcurrencyPlugin(resolveService(container, TOKENS.WorkspaceLimits)),
+  create: (_container, _options, { limits }) => new ConcurrencyPlugin(limits),
 });

@@ -3,9 +3,7 @@ import {
   GatewayError,
   OUTPUT_TOKEN_FIELDS,
   outputLimitField,
-  resolveService,
   tokenCount,
-  TOKENS,
   type GatewayContext,
   type GatewayPlugin,
   type WorkspaceLimitsService,
@@ -65,9 +63,10 @@ export class MaxTokensPlugin implements GatewayPlugin {
 
 export const maxTokens = definePlugin({
   name: 'max-tokens',
-  requires: { plugins: ['auth'], services: ['WorkspaceLimits'] },
+  requires: { plugins: ['auth'] },
+  inject: { limits: 'WorkspaceLimits' },
   enforces: ['max_tokens'],
   // The cap it writes into a request is what the budget reserves.
   order: { after: ['attribution'], before: ['budget'] },
-  create: (container) => new MaxTokensPlugin(resolveService(container, TOKENS.WorkspaceLimits)),
+  create: (_container, _options, { limits }) => new MaxTokensPlugin(limits),
 });

@@ -1,8 +1,6 @@
 import {
   definePlugin,
   GatewayError,
-  resolveService,
-  TOKENS,
   type GatewayContext,
   type GatewayPlugin,
   type WorkspaceLimitsService,
@@ -156,9 +154,10 @@ function describe(state: BucketState, buckets: readonly Bucket[], scopes: readon
 
 export const rateLimit = definePlugin({
   name: 'rate-limit',
-  requires: { plugins: ['auth'], services: ['WorkspaceLimits'] },
+  requires: { plugins: ['auth'] },
+  inject: { limits: 'WorkspaceLimits' },
   enforces: ['requests_per_minute', 'requests_per_second', 'tokens_per_minute'],
   // budget_exceeded says Retry-After until the period ends, which a request held back only by the rate limit must not get.
   order: { after: ['attribution'], before: ['budget'] },
-  create: (container) => new RateLimitPlugin(resolveService(container, TOKENS.WorkspaceLimits)),
+  create: (_container, _options, { limits }) => new RateLimitPlugin(limits),
 });

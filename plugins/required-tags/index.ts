@@ -1,8 +1,6 @@
 import {
   definePlugin,
   GatewayError,
-  resolveService,
-  TOKENS,
   type GatewayContext,
   type GatewayPlugin,
   type WorkspaceLimitsService,
@@ -44,9 +42,10 @@ const headerName = (key: string) =>
 
 export const requiredTags = definePlugin({
   name: 'required-tags',
-  requires: { plugins: ['auth'], services: ['WorkspaceLimits'] },
+  requires: { plugins: ['auth'] },
+  inject: { limits: 'WorkspaceLimits' },
   enforces: ['required_tags'],
   // Tags exist only once attribution's onRequest has run.
   order: { after: ['attribution'] },
-  create: (container) => new RequiredTagsPlugin(resolveService(container, TOKENS.WorkspaceLimits)),
+  create: (_container, _options, { limits }) => new RequiredTagsPlugin(limits),
 });

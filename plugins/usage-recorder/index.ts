@@ -3,8 +3,6 @@ import {
   definePlugin,
   formatUsd,
   fromText,
-  resolveService,
-  TOKENS,
   z,
   type GatewayContext,
   type GatewayPlugin,
@@ -69,21 +67,19 @@ export class UsageRecorderPlugin implements GatewayPlugin {
 
 export const usageRecorder = definePlugin({
   name: 'usage-recorder',
-  requires: { services: ['RecordQueues', 'RequestCost', 'ConfigDir', 'ProcessFilePath'] },
+  inject: { queues: 'RecordQueues', cost: 'RequestCost', configDir: 'ConfigDir', processFilePath: 'ProcessFilePath' },
   optionsSchema,
-  create(container, options) {
-    const configDir = resolveService(container, TOKENS.ConfigDir);
+  create(_container, options, { queues, cost, configDir, processFilePath }) {
     // Multi-core mode: each worker process has its own spill file.
-    const spillPath = resolveService(
-      container,
-      TOKENS.ProcessFilePath,
-    )(isAbsolute(options.spill_path) ? options.spill_path : resolve(configDir, options.spill_path));
-    const queue = resolveService(container, TOKENS.RecordQueues).open({
+    const spillPath = processFilePath(
+      isAbsolute(options.spill_path) ? options.spill_path : resolve(configDir, options.spill_path),
+    );
+    const queue = queues.open({
       spillPath,
       batchSize: options.batch_size,
       flushIntervalMs: options.flush_interval_ms,
       maxInMemory: options.max_in_memory,
     });
-    return new UsageRecorderPlugin(resolveService(container, TOKENS.RequestCost), queue, options);
+    return new UsageRecorderPlugin(cost, queue, options);
   },
 });

@@ -1,7 +1,7 @@
 import type { DependencyContainer } from 'tsyringe';
 import { LIMIT_MODIFIERS, type WorkspaceLimits } from '../../config/limits';
 import type { GatewayConfig } from '../../config/schema';
-import type { PluginDefinition } from '../../contracts/plugin-definition';
+import { servicesNeeded, type PluginDefinition } from '../../contracts/plugin-definition';
 import { TOKENS } from '../../contracts/tokens';
 import { PluginConfigError } from './plugin-instance';
 
@@ -49,7 +49,7 @@ export function checkPipeline(
 /** Start-up only: every service a plugin declares is registered in the container it will resolve from. */
 export function checkServices(pipeline: readonly ResolvedPlugin[], container: DependencyContainer): void {
   for (const { where, definition: d } of pipeline) {
-    for (const name of d.requires?.services ?? []) {
+    for (const name of servicesNeeded(d)) {
       if (!container.isRegistered(TOKENS[name], true))
         throw new PluginConfigError(`${where} (${d.name}) needs the ${name} service, which is not registered`);
     }

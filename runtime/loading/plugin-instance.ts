@@ -2,7 +2,7 @@ import { instanceCachingFactory, type DependencyContainer } from 'tsyringe';
 import { apiVersionProblem } from '../../contracts/api-version';
 import { copyThatMade, THIS_COPY } from '../../contracts/package-copy';
 import type { GatewayPlugin } from '../../core/plugin-contract';
-import type { PluginDefinition } from '../../contracts/plugin-definition';
+import type { Injected, Injection, PluginDefinition } from '../../contracts/plugin-definition';
 import { registerService, resolveService, TOKENS, type Token } from '../../contracts/tokens';
 
 export class PluginConfigError extends Error {}
@@ -65,9 +65,20 @@ export function registerPlugin(
   const scope = container.createChildContainer();
   registerService(scope, TOKENS.PluginOptions, options);
   scope.register(PLUGIN, {
-    useFactory: instanceCachingFactory((c) => definition.create(c, resolveService(c, TOKENS.PluginOptions))),
+    useFactory: instanceCachingFactory((c) =>
+      definition.create(c, resolveService(c, TOKENS.PluginOptions), injectedServices(c, definition)),
+    ),
   });
   return scope;
+}
+
+/** The services a definition injects, resolved from its container under the names it chose. */
+function injectedServices(container: DependencyContainer, definition: PluginDefinition<unknown>): Injected<Injection> {
+  const entries = Object.entries(definition.inject ?? {}).map(([name, service]) => [
+    name,
+    container.resolve<unknown>(TOKENS[service]),
+  ]);
+  return Object.fromEntries(entries) as Injected<Injection>;
 }
 
 /** Resolves the plugin registered in `scope` (registerPlugin); a failing create() is named after the entry. */

@@ -1,7 +1,11 @@
 import { expect } from 'chai';
 import { parseConfig } from '../../config/load';
 import type { PluginDefinition } from '../../contracts/plugin-definition';
-import { checkPipeline } from '../../runtime/loading/plugin-dependencies';
+import { container as rootContainer } from 'tsyringe';
+import { definePlugin } from '../../contracts/plugin-definition';
+import { registerService, TOKENS } from '../../contracts/tokens';
+import { checkPipeline, checkServices } from '../../runtime/loading/plugin-dependencies';
+import { instantiatePlugin } from '../../runtime/loading/plugin-instance';
 import { BUILTIN_PLUGINS } from '../../plugins';
 
 const plugin = (name: string, meta: Partial<PluginDefinition<unknown>> = {}): PluginDefinition<unknown> => ({
@@ -77,5 +81,31 @@ describe('plugin dependencies are checked when the pipeline loads', () => {
     const message = problemsOf(() => checkPipeline(pipeline(BUILTIN_PLUGINS.auth), c, Object.values(BUILTIN_PLUGINS)));
     expect(message).to.include('workspaces.w.limits needs the "concurrency" plugin in plugins:');
     expect(message).not.to.include('rate-limit');
+  });
+
+  it('hands create() the services a plugin injects, under the names it chose', async () => {
+    const scope = rootContainer.createChildContainer();
+    const clock = { now: () => 42 };
+    registerService(scope, TOKENS.Clock, clock);
+    registerService(scope, TOKENS.ConfigDir, '/etc/tollgate');
+    let got: unknown;
+    const def = definePlugin({
+      name: 'injected',
+      inject: { time: 'Clock', dir: 'ConfigDir' },
+      create: (_c, _o, services) => {
+        got = services;
+        return { name: 'injected' };
+      },
+    });
+    await instantiatePlugin(def as PluginDefinition<unknown>, {}, scope, 'plugins[0]');
+    expect(got).to.deep.equal({ time: clock, dir: '/etc/tollgate' });
+  });
+
+  it('refuses to start a plugin that injects a service that is not registered, naming both', () => {
+    const scope = rootContainer.createChildContainer();
+    const def = plugin('needy', { inject: { store: 'UsageStore' } });
+    expect(() => checkServices(pipeline(def), scope)).to.throw(
+      'plugins[0] (needy) needs the UsageStore service, which is not registered',
+    );
   });
 });

@@ -1,13 +1,4 @@
-import {
-  definePlugin,
-  fromText,
-  resolveService,
-  TOKENS,
-  z,
-  type GatewayContext,
-  type GatewayPlugin,
-  type RequestCostService,
-} from 'tollgate';
+import { definePlugin, fromText, z, type GatewayContext, type GatewayPlugin, type RequestCostService } from 'tollgate';
 import { BatchSender } from './batch-sender';
 import { summarize, type UsageSummary } from './summary';
 
@@ -48,10 +39,9 @@ export class UsageWebhookPlugin implements GatewayPlugin {
 export default definePlugin({
   name: 'usage-webhook',
   apiVersion: '2',
-  requires: { services: ['Logger', 'RequestCost'] },
+  inject: { log: 'Logger', cost: 'RequestCost' },
   optionsSchema,
-  create(container, o) {
-    const log = resolveService(container, TOKENS.Logger);
+  create(_container, o, { log, cost }) {
     const sender = new BatchSender<UsageSummary>(
       {
         url: o.url,
@@ -63,6 +53,6 @@ export default definePlugin({
       },
       log,
     );
-    return new UsageWebhookPlugin(sender, resolveService(container, TOKENS.RequestCost));
+    return new UsageWebhookPlugin(sender, cost);
   },
 });
