@@ -101,9 +101,6 @@ export class GatewayContext {
   /** Namespaced per-plugin state, e.g. state.set('ratelimit.slot', ...). */
   readonly state = new Map<string, unknown>();
 
-  /** @internal How far the admission phases got (PluginPipeline): whose onComplete runs. Not part of the plugin API. */
-  admission = -1;
-
   constructor(
     readonly requestId: string,
     readonly method: string,

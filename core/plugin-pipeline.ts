@@ -23,26 +23,27 @@ interface Completer {
 }
 
 /**
- * Runs the plugins' phase hooks. Gating phases run in YAML order; per phase, only the plugins that implement it
- * are kept, so a phase nobody uses costs nothing on the request path.
+ * Runs the plugins' phase hooks; per phase, only the plugins that implement it are kept, so a phase nobody uses
+ * costs nothing on the request path.
  *
- * onComplete is symmetric to admission (as Bifrost's post hooks): it runs in reverse order, and only for the
- * plugins whose admission hook (onRequest or beforeUpstream) ran, the one that refused included; a plugin with
- * neither observes every request. So a plugin undoes only what it did, after everything listed after it.
+ * Admission (onRequest, then beforeUpstream) runs in YAML order. The response side mirrors it, as Bifrost's post
+ * hooks do: onResponse, onStreamEvent and onComplete run in reverse order, so the plugin listed first sees the
+ * answer last, after every plugin listed after it. onComplete runs only for the plugins whose admission hook ran
+ * (the one that refused included); a plugin with neither observes every request. So a plugin undoes only what it
+ * did. (onResponse and onStreamEvent run only for a request that went upstream, which every plugin admitted.)
  */
 export class PluginPipeline {
   private readonly phases: Record<GatingPhase, Phase>;
   private readonly streamObservers: GatewayPlugin[];
   private readonly completers: Completer[];
+  /** How far each request's admission got: private to the pipeline, it decides whose onComplete runs. */
+  private readonly admission = new WeakMap<GatewayContext, number>();
 
-  /** `v1`: plugins written for plugin API 1, whose onComplete runs for every request (as API 1 had it). */
-  constructor(
-    readonly plugins: readonly GatewayPlugin[],
-    v1: ReadonlySet<GatewayPlugin> = new Set(),
-  ) {
+  constructor(readonly plugins: readonly GatewayPlugin[]) {
     const n = plugins.length;
     const phase = (name: GatingPhase, admissionBase: number | undefined): Phase => {
       const at = plugins.flatMap((p, i) => (typeof p[name] === 'function' ? [i] : []));
+      if (admissionBase === undefined) at.reverse(); // the response side runs in reverse
       return { name, hooks: at.map((i) => plugins[i]), at, admissionBase };
     };
     // Admission is one number: onRequest's progress in 0..n, then beforeUpstream's in n+1..2n+1.
@@ -51,17 +52,14 @@ export class PluginPipeline {
       beforeUpstream: phase('beforeUpstream', n + 1),
       onResponse: phase('onResponse', undefined),
     };
-    this.streamObservers = plugins.filter((p) => typeof p.onStreamEvent === 'function');
+    this.streamObservers = plugins.filter((p) => typeof p.onStreamEvent === 'function').reverse();
     this.completers = plugins
-      .map((plugin, at) => {
-        const admits = !v1.has(plugin); // a v1 plugin counts as one without admission hooks: it completes every request
-        return {
-          plugin,
-          at,
-          onRequest: admits && typeof plugin.onRequest === 'function',
-          beforeUpstream: admits && typeof plugin.beforeUpstream === 'function',
-        };
-      })
+      .map((plugin, at) => ({
+        plugin,
+        at,
+        onRequest: typeof plugin.onRequest === 'function',
+        beforeUpstream: typeof plugin.beforeUpstream === 'function',
+      }))
       .filter((c) => typeof c.plugin.onComplete === 'function')
       .reverse();
   }
@@ -82,7 +80,7 @@ export class PluginPipeline {
       const pending = this.call(phase, i, ctx);
       if (pending !== undefined) return this.finishAsync(phase, i, pending, ctx);
     }
-    if (phase.admissionBase !== undefined) ctx.admission = phase.admissionBase + this.plugins.length;
+    if (phase.admissionBase !== undefined) this.admission.set(ctx, phase.admissionBase + this.plugins.length);
     return undefined;
   }
 
@@ -96,7 +94,7 @@ export class PluginPipeline {
         throw this.refused(phase, i, err, ctx);
       }
     }
-    if (phase.admissionBase !== undefined) ctx.admission = phase.admissionBase + this.plugins.length;
+    if (phase.admissionBase !== undefined) this.admission.set(ctx, phase.admissionBase + this.plugins.length);
   }
 
   /** The one place a gating hook is called; a synchronous failure is turned into the refusal here. */
@@ -110,7 +108,7 @@ export class PluginPipeline {
 
   /** A hook's failure as the client sees it; anything but a GatewayError is logged as the plugin's own failure. */
   private refused(phase: Phase, i: number, err: unknown, ctx: GatewayContext): GatewayError {
-    if (phase.admissionBase !== undefined) ctx.admission = phase.admissionBase + phase.at[i];
+    if (phase.admissionBase !== undefined) this.admission.set(ctx, phase.admissionBase + phase.at[i]);
     const error = asGatewayError(err, 'plugin_error');
     if (error !== err) ctx.log.error({ err, plugin: phase.hooks[i].name, phase: phase.name }, 'plugin failed');
     return error;
@@ -128,8 +126,9 @@ export class PluginPipeline {
 
   /** onComplete, in reverse order, for the plugins the request reached (every plugin with `everyPlugin`, for tests). */
   async complete(ctx: GatewayContext, everyPlugin = false): Promise<void> {
+    const admission = this.admission.get(ctx) ?? -1;
     for (const c of this.completers) {
-      if (!everyPlugin && !this.reached(c, ctx.admission)) continue;
+      if (!everyPlugin && !this.reached(c, admission)) continue;
       try {
         const pending = c.plugin.onComplete!(ctx);
         if (pending !== undefined) await pending;

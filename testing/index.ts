@@ -21,7 +21,6 @@ import { forwardableRequestHeaders } from '../core/headers';
 import { PluginPipeline } from '../core/plugin-pipeline';
 import type { GatewayPlugin } from '../core/plugin-contract';
 import type { PluginDefinition } from '../contracts/plugin-definition';
-import { keepsV1Completion } from '../contracts/api-version';
 import { instantiatePlugin } from '../runtime/loading/plugin-instance';
 import { loadProviders } from '../runtime/loading/deployed-providers';
 import { deployedProviderPrices } from '../runtime/loading/provider-prices';
@@ -212,7 +211,7 @@ export async function createPluginHarness<O>(
     container,
     'plugins[0]',
   );
-  const pipeline = new PluginPipeline([plugin], keepsV1Completion(definition) ? new Set([plugin]) : undefined);
+  const pipeline = new PluginPipeline([plugin]);
 
   const exchange = async (ctx: GatewayContext): Promise<GatewayError | undefined> => {
     let refusal: GatewayError | undefined;

@@ -1,6 +1,5 @@
 import type { DependencyContainer } from 'tsyringe';
 import type { GatewayConfig, PluginEntry } from '../../config/schema';
-import { keepsV1Completion } from '../../contracts/api-version';
 import { loadedCopies, THIS_COPY } from '../../contracts/package-copy';
 import type { GatewayPlugin } from '../../core/plugin-contract';
 import type { PluginDefinition } from '../../contracts/plugin-definition';
@@ -48,8 +47,7 @@ export async function createPipeline(
   const scopes = planned.map((p) => registerPlugin(p, container));
   const plugins: GatewayPlugin[] = [];
   for (let i = 0; i < planned.length; i++) plugins.push(await resolvePlugin(scopes[i], planned[i]));
-  const v1 = new Set(plugins.filter((_, i) => keepsV1Completion(planned[i].definition)));
-  return new PluginPipeline([...observers.first, ...plugins, ...observers.last], v1);
+  return new PluginPipeline([...observers.first, ...plugins, ...observers.last]);
 }
 
 /** The enabled entries in pipeline order (required built-ins first when not listed), each named for messages. */

@@ -199,7 +199,7 @@ describe('provider modules: loading from YAML', () => {
     const path = join(FIXTURES_DIR, 'future-provider');
     const message = await bootError(`providers:\n  future: { use: "${path}" }\n`);
     expect(message).to.equal(
-      `providers.future: "${path}": it needs plugin API version "3", but this Tollgate provides version "2" (and still runs "1")`,
+      `providers.future: "${path}": it needs plugin API version "3", but this Tollgate provides version "2"`,
     );
   });
 

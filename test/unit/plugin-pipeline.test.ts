@@ -79,16 +79,35 @@ describe('plugin hooks are symmetric: onComplete in reverse, only where admissio
     expect(seen).to.deep.equal(['a.onRequest', 'b.onRequest', 'obs.onComplete', 'b.onComplete', 'a.onComplete']);
   });
 
-  it('completes every request for a plugin written for plugin API 1, as that version did, in the same reverse order', async () => {
+  it('runs onResponse and onStreamEvent in reverse order too, mirroring admission', async () => {
     const seen: string[] = [];
-    const v1 = recorder('v1', seen, ['onRequest', 'beforeUpstream']);
-    const plugins = [
-      recorder('a', seen, ['onRequest'], 'onRequest'),
-      v1,
-      recorder('v2', seen, ['onRequest']),
-      recorder('obs', seen, []),
-    ];
-    await exchange(new PluginPipeline(plugins, new Set([v1])));
-    expect(seen).to.deep.equal(['a.onRequest', 'obs.onComplete', 'v1.onComplete', 'a.onComplete']);
+    const observing = (name: string): GatewayPlugin => ({
+      name,
+      onRequest: () => void seen.push(`${name}.onRequest`),
+      onResponse: () => void seen.push(`${name}.onResponse`),
+      onStreamEvent: () => void seen.push(`${name}.onStreamEvent`),
+    });
+    const pipeline = new PluginPipeline([observing('a'), observing('b'), observing('c')]);
+    const ctx = createTestContext({ json: { model: 'gpt-4o-mini' } });
+    await pipeline.run('onRequest', ctx);
+    await pipeline.run('onResponse', ctx);
+    pipeline.streamEvent(ctx, { data: '{}' });
+    expect(seen).to.deep.equal([
+      'a.onRequest',
+      'b.onRequest',
+      'c.onRequest',
+      'c.onResponse',
+      'b.onResponse',
+      'a.onResponse',
+      'c.onStreamEvent',
+      'b.onStreamEvent',
+      'a.onStreamEvent',
+    ]);
+  });
+
+  it('keeps how far admission got to itself: the context carries no admission state', async () => {
+    const ctx = createTestContext({ json: { model: 'gpt-4o-mini' } });
+    await new PluginPipeline([recorder('a', [], ['onRequest'])]).run('onRequest', ctx);
+    expect(Object.keys(ctx)).to.not.include('admission');
   });
 });
