@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { Client } from 'pg';
 import type { UsageRecord } from '../../core/usage';
 import { openStore, planUsageQuery, type UsageQuery, type UsageStore } from '../../storage';
-import { olderSchemaSql, undo008Sql } from '../helpers/older-schema';
+import { olderSchemaSql, undo008Sql, versionsFrom } from '../helpers/older-schema';
 import { requirePostgres } from '../helpers/services';
 
 const DAY = 86_400_000;
@@ -168,7 +168,7 @@ function suite(
       );
       await raw(store, undo008Sql(['usage_rollup_daily', 'usage_tag_rollup_daily']));
       const migrated = await store.migrate();
-      expect(migrated.applied).to.deep.equal([2, 8, 9, 10]);
+      expect(migrated.applied).to.deep.equal([2, ...versionsFrom(8)]);
       const after = await Promise.all(QUERIES.map((q) => viaDaily(store, q)));
       expect(after).to.deep.equal(before);
     });
@@ -176,7 +176,7 @@ function suite(
     it("migrations 004 and 005 fill the tag-set rollup and the records' sets from the stored records (money beyond 2^63 per day kept exact)", async () => {
       const before = await Promise.all(QUERIES.map((q) => viaDaily(store, q)));
       await raw(store, olderSchemaSql(store.dialect, 3));
-      expect((await store.migrate()).applied).to.deep.equal([4, 5, 6, 7, 8, 9, 10]);
+      expect((await store.migrate()).applied).to.deep.equal(versionsFrom(4));
       const after = await Promise.all(QUERIES.map((q) => viaDaily(store, q)));
       expect(after).to.deep.equal(before);
       for (const q of QUERIES)

@@ -9,7 +9,14 @@
  * Versions 3 and 4 have no quarantine table (migration 006) either; none has the columns of migrations 008 and 009,
  * nor the alert outbox of migration 010.
  */
+import { MIGRATIONS } from '../../storage/migrations';
+
 type Dialect = 'sqlite' | 'postgres';
+
+/** The migration versions from `first` on: what migrate() applies to a store left at version first - 1. */
+export function versionsFrom(first: number): number[] {
+  return MIGRATIONS.map((m) => m.version).filter((v) => v >= first);
+}
 
 /**
  * Migrations 008 and 009's columns dropped, records and rollups as every earlier build left them, migration 010's

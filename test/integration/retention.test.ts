@@ -19,7 +19,7 @@ import { openStore, UNTAGGED, type UsageGroupRow, type UsageQuery, type UsageSto
 import { uncountedRanges } from '../../storage/query/coverage';
 import { adminGet } from '../helpers/admin';
 import { startTestGateway, type TestGateway } from '../helpers/gateway';
-import { olderSchemaSql } from '../helpers/older-schema';
+import { olderSchemaSql, versionsFrom } from '../helpers/older-schema';
 import { prng } from '../helpers/prng';
 import { requirePostgres } from '../helpers/services';
 
@@ -466,7 +466,7 @@ for (const backend of backends)
         expect(
           await scalar("SELECT COUNT(*) FROM pg_partitioned_table WHERE partrelid = 'usage_records'::regclass"),
         ).to.equal(0);
-        expect((await store.migrate()).applied).to.deep.equal([7, 8, 9, 10]);
+        expect((await store.migrate()).applied).to.deep.equal(versionsFrom(7));
 
         expect(
           await scalar("SELECT COUNT(*) FROM pg_partitioned_table WHERE partrelid = 'usage_records'::regclass"),
