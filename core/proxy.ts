@@ -231,6 +231,7 @@ export class GatewayProxy {
       await this.relayWhole(gw, res, upstream);
     } else {
       if (contentType.startsWith('text/event-stream') && upstream.statusCode < 400) {
+        gw.stream = true; // also when asked with another field than `stream` (audio.speech: stream_format "sse")
         const pipeline = this.deps.pipeline;
         const observe = pipeline.observesStreams ? (e: SseEvent) => pipeline.streamEvent(gw, e) : undefined;
         flight.tap = new StreamTap(

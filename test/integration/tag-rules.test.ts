@@ -1,10 +1,11 @@
 import { expect } from 'chai';
 import OpenAI from 'openai';
 import { request } from 'undici';
-import { adminGet, waitForRecords } from '../helpers/admin';
+import { adminGet } from '../helpers/admin';
 import { csvRows } from '../helpers/csv';
 import { OPENAI_KEY, TEST_ADMIN_TOKEN, useGateway, type TestGateway } from '../helpers/gateway';
 import { TestUpstream } from '../helpers/upstream';
+import { waitFor } from '../helpers/wait';
 
 /**
  * Each documented rule on attribution tags, broken on its own through the official SDK: the gateway refuses it
@@ -61,10 +62,19 @@ describe('attribution tag rules, one broken at a time', () => {
   it('a tag value a spreadsheet would run as a formula is stored as sent and exported with a leading apostrophe', async () => {
     const values = ['=HYPERLINK("http://evil.example","x")', '+1+1', '-2', '@SUM(A1)'];
     for (const customer of values) await chat({ 'X-Gateway-Metadata-Customer': customer });
-    await waitForRecords(gw, values.length);
-    // The refusals of the tests above are recorded too, untagged.
-    const rows = (await adminGet(gw, '/api/usage?group_by=customer')).rows as { group: { customer: string } }[];
-    expect(rows.map((r) => r.group.customer)).to.include.members(values);
+    // The refusals of the tests above are recorded too, untagged: wait for these four, not for any four records.
+    const customers = async () =>
+      ((await adminGet(gw, '/api/usage?group_by=customer')).rows as { group: { customer: string } }[]).map(
+        (r) => r.group.customer,
+      );
+    await waitFor(
+      async () => {
+        const stored = await customers();
+        return values.every((v) => stored.includes(v));
+      },
+      5000,
+      'the four tagged records',
+    );
 
     const csv = await request(`${gw.adminUrl}/api/usage.csv?group_by=customer`, {
       headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
