@@ -50,7 +50,7 @@ export const responses = {
     'The query ran past admin.query_timeout_ms, or needed more memory than the admin reader thread may use: it was cancelled, and the gateway serves on. Narrow the range or the filters',
     ['query_timeout', 'query_too_large'],
   ),
-  Unauthorized: error('Missing or invalid admin token', ['gateway_key_invalid']),
+  Unauthorized: error('Missing or invalid admin token', ['admin_token_invalid']),
   AuthBlocked: error('Too many wrong admin tokens from this client address: blocked for a while', ['auth_blocked'], {
     'Retry-After': retryAfter,
   }),
