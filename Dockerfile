@@ -5,7 +5,7 @@
 #   docker run -p 8080:8080 -p 127.0.0.1:8081:8081 -e TOLLGATE_ADMIN_TOKEN=... -v tollgate-data:/app/data tollgate
 
 # ---------------------------------------------------------------- build
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 # better-sqlite3 installs a prebuilt binary when one matches the platform; where none does, npm builds it from
 # source with this toolchain. The runtime stage needs neither: it gets the built module.
@@ -20,7 +20,7 @@ RUN npm run build \
     && npm prune --omit=dev --no-audit --no-fund
 
 # ---------------------------------------------------------------- runtime
-FROM node:20-bookworm-slim AS runtime
+FROM node:24-bookworm-slim AS runtime
 ENV NODE_ENV=production \
     TOLLGATE_HOST=0.0.0.0 \
     TOLLGATE_PORT=8080 \

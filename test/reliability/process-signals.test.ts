@@ -167,7 +167,7 @@ const spillLines = (dir: string) => {
 function expectNoSecretsAtRest(gw: Started): void {
   const files = readdirSync(gw.dir, { recursive: true, withFileTypes: true })
     .filter((e) => e.isFile())
-    .map((e) => readFileSync(join(e.parentPath ?? e.path, e.name)).toString('latin1'));
+    .map((e) => readFileSync(join(e.parentPath, e.name)).toString('latin1'));
   expectNoSecretsIn([gw.output()], 'process output line');
   expectNoSecretsIn(files, 'file in the data folder');
 }

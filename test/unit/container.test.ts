@@ -93,10 +93,10 @@ describe('container recipe', () => {
     expect(validate(`${dockerfile}\nWORKDIR app\nCMD ["start"]\n`, everything)).to.have.length.greaterThan(1);
   });
 
-  it('Dockerfile: two stages on Node 20 slim (Debian bookworm), dev dependencies in the build stage only', () => {
+  it('Dockerfile: two stages on Node 24 slim (Debian bookworm), dev dependencies in the build stage only', () => {
     expect(all.map((s) => [s.name, s.image])).to.deep.equal([
-      ['build', 'node:20-bookworm-slim'],
-      ['runtime', 'node:20-bookworm-slim'],
+      ['build', 'node:24-bookworm-slim'],
+      ['runtime', 'node:24-bookworm-slim'],
     ]);
     const buildRuns = of(build, 'RUN').map((i) => words(i).join(' '));
     expect(buildRuns.some((r) => r.includes('npm ci'))).to.equal(true);

@@ -4,7 +4,7 @@ import { expect } from 'chai';
 /**
  * A child process keeps some memory live and churns objects that are promoted, then die (what in-flight requests
  * and queued usage records do under load), so V8 runs full collections and sets the next limit after each. V8's
- * --trace-gc-verbose prints every limit it sets with its factor: "[HeapController] Limit: old size: 22166 KB,
+ * --trace-gc-verbose prints every limit it sets and its factor (factorsIn reads both forms): "[HeapController] Limit: old size: 22166 KB,
  * new limit: 31365 KB (1.4)". Run once as V8 sizes the heap by itself and once with limitHeapGrowth applied at
  * run time (as startGateway does) from the built module.
  */
@@ -63,10 +63,22 @@ function traced(script: string, args: string[], nodeFlags: string[] = []): strin
   return execFileSync(process.execPath, argv, { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
 }
 
-const factorsIn = (out: string): number[] =>
-  [...out.matchAll(/\[HeapController\] Limit: old size: \d+ KB, new limit: \d+ KB \(([\d.]+)\)/g)].map((m) =>
-    Number(m[1]),
-  );
+/**
+ * The factor of every limit V8 set. Up to Node 22 V8 prints it on the limit line ("new limit: 31365 KB (1.4)", the
+ * line before it holds the factor it would have chosen); from Node 24 on, the limit line has none and the line
+ * before it ("[HeapController] factor 1.4 based on ...") holds the one used.
+ */
+const factorsIn = (out: string): number[] => {
+  const factors: number[] = [];
+  let announced: number | undefined;
+  for (const line of out.split('\n')) {
+    const factor = /\[HeapController\] factor ([\d.]+) based on/.exec(line);
+    if (factor) announced = Number(factor[1]);
+    const limit = /\[HeapController\] Limit: old size: \d+ KB, new limit: \d+ KB(?: \(([\d.]+)\))?/.exec(line);
+    if (limit) factors.push(limit[1] === undefined ? (announced ?? NaN) : Number(limit[1]));
+  }
+  return factors;
+};
 
 const growthFactors = (percent: number): number[] => factorsIn(traced(CHURN, [String(percent)]));
 
