@@ -1,17 +1,17 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import Router from '@koa/router';
 import Koa from 'koa';
 import type { Logger } from 'pino';
 import { asGatewayError, GatewayError } from '../core/errors';
 import { truncate } from '../core/truncate';
-import { ADMIN_LOCKOUT_DEFAULTS, type WorkspaceEntry } from '../config/schema';
+import type { WorkspaceEntry } from '../config/schema';
 import { parseJsonBody, readBody } from '../core/body';
 import { createGatewayKey, keyJson } from './key-admin';
 import { keyListPage } from './key-list';
 import { budgetListPage } from './budget-list';
 import { registerAlertRoutes } from './alert-routes';
 import type { AlertService } from '../alerts/service';
-import { addressKey, FailedKeyTracker, type LockoutOptions } from '../plugin-kit/lockout';
+import type { LockoutOptions } from '../plugin-kit/lockout';
+import { adminAuth } from './admin-auth';
 import type { BudgetLedger } from '../services/budget-ledger';
 import type { UsageStore } from '../storage/store';
 import { isStoreUnreachable } from '../storage/store-errors';
@@ -20,7 +20,7 @@ import type { AdminReads } from './reads/admin-reads';
 import { registerDashboardRoutes } from './dashboard/api';
 import { dashboardStatic } from './dashboard/serve';
 import { openApiRoutes } from './openapi/serve';
-import { METRICS_PATH, metricsRoutes, type AdminMetrics } from './metrics-route';
+import { metricsRoutes, type AdminMetrics } from './metrics-route';
 
 /** Seconds a client is asked to wait before retrying a read the store could not answer (the probes recheck each second). */
 const STORE_RETRY_AFTER_S = 5;
@@ -30,8 +30,6 @@ const storeUnavailable = (cause: unknown) =>
     headers: { 'retry-after': String(STORE_RETRY_AFTER_S) },
     cause,
   });
-
-const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
 
 /**
  * The admin API: usage grouped any way, raw records. It runs on its own listener (never on the proxy port)
@@ -78,9 +76,6 @@ export function createAdminApp({
   probes,
   metrics,
 }: AdminDeps): Koa {
-  const expected = digest(token);
-  const scrapeToken = metrics?.token === undefined ? undefined : digest(metrics.token);
-  const failures = lockout === false ? undefined : new FailedKeyTracker({ ...ADMIN_LOCKOUT_DEFAULTS, ...lockout });
   const app = new Koa();
   app.silent = true;
   const router = new Router({ prefix: '/api' });
@@ -90,33 +85,9 @@ export function createAdminApp({
   app.use(openApiRoutes().routes());
   if (probes) app.use(probes.routes());
   if (metrics?.open) app.use(metricsRoutes(metrics, logger).routes());
+  // Errors in the gateway's shape, for the token check and every route below it.
   app.use(async (ctx, next) => {
     try {
-      const address = addressKey(ctx.req.socket.remoteAddress);
-      const left = failures?.blockedFor(address) ?? 0;
-      if (left > 0) throw adminBlocked(left);
-      const bearer = /^Bearer (.+)$/i.exec(ctx.get('authorization'))?.[1];
-      const presented = bearer ?? ctx.get('x-admin-token');
-      // Compare digests: constant time, and equal length whatever was sent.
-      const presentedDigest = presented ? digest(presented) : undefined;
-      const scrape =
-        scrapeToken !== undefined &&
-        ctx.path === METRICS_PATH &&
-        presentedDigest !== undefined &&
-        timingSafeEqual(presentedDigest, scrapeToken);
-      if (!scrape && (!presentedDigest || !timingSafeEqual(presentedDigest, expected))) {
-        if (presentedDigest && failures) {
-          const blockMs = failures.fail(address, presentedDigest.toString('base64').slice(0, 12));
-          if (blockMs > 0) {
-            logger.warn({ address, blockMs }, 'too many wrong admin tokens: client address blocked from the admin API');
-            throw adminBlocked(blockMs);
-          }
-        }
-        throw new GatewayError(
-          'gateway_key_invalid',
-          'Missing or invalid admin token (Authorization: Bearer <token> or X-Admin-Token).',
-        );
-      }
       await next();
       if (ctx.status === 404 && ctx.body === undefined)
         throw new GatewayError('route_not_found', `Unknown admin route ${ctx.path.slice(0, 200)}`);
@@ -129,6 +100,7 @@ export function createAdminApp({
       ctx.body = error.toBody();
     }
   });
+  app.use(adminAuth({ token, scrapeToken: metrics?.token, lockout, logger }));
 
   router.get('/usage', async (ctx) => {
     ctx.type = 'application/json';
@@ -183,15 +155,4 @@ export function createAdminApp({
   app.use(router.routes());
   if (metrics && !metrics.open) app.use(metricsRoutes(metrics, logger).routes());
   return app;
-}
-
-function adminBlocked(leftMs: number): GatewayError {
-  const seconds = Math.max(1, Math.ceil(leftMs / 1000));
-  return new GatewayError(
-    'auth_blocked',
-    `Too many wrong admin tokens from this address: blocked for ${seconds} more seconds.`,
-    {
-      headers: { 'retry-after': String(seconds) },
-    },
-  );
 }

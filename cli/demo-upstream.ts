@@ -48,81 +48,79 @@ export class DemoUpstream {
       .split(',')
       .map((n) => Number(n) || 0);
     const status = Number(req.headers['x-demo-status'] ?? 200);
-    const model = body.model ?? 'unknown';
-    const text = REPLIES[(input + output) % REPLIES.length];
     const path = (req.url ?? '').split('?')[0];
     const json = (code: number, value: unknown) => {
       res.writeHead(code, { 'content-type': 'application/json' });
       res.end(JSON.stringify(value));
     };
-
     if (!body.model)
       return json(400, { error: { message: 'demo upstream: model missing', type: 'invalid_request_error' } });
-    if (status !== 200) {
-      if (path.endsWith('/messages'))
-        return json(status, {
-          type: 'error',
-          error: {
-            type: status === 429 ? 'rate_limit_error' : 'api_error',
-            message: 'demo upstream: simulated failure',
-          },
-        });
-      return json(status, {
-        error: {
-          message: 'demo upstream: simulated failure',
-          type: status === 429 ? 'rate_limit_exceeded' : 'server_error',
-          code: null,
-        },
-      });
-    }
-    if (path.endsWith('/messages')) {
-      return json(200, {
-        id: `msg_${randomBytes(8).toString('hex')}`,
-        type: 'message',
-        role: 'assistant',
-        model,
-        content: [{ type: 'text', text }],
-        stop_reason: 'end_turn',
-        stop_sequence: null,
-        usage: {
-          input_tokens: input,
-          output_tokens: output,
-          cache_read_input_tokens: cacheRead,
-          cache_creation_input_tokens: 0,
-        },
-      });
-    }
-    if (path.endsWith('/chat/completions')) {
-      const id = `chatcmpl-${randomBytes(8).toString('hex')}`;
-      const created = Math.floor(Date.now() / 1000);
-      if (body.stream) {
-        res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
-        const words = text.split(/(?<= )/);
-        for (const w of words)
-          res.write(
-            `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta: { content: w }, finish_reason: null }] })}\n\n`,
-          );
-        res.write(
-          `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}\n\n`,
-        );
-        res.end('data: [DONE]\n\n');
-        return;
-      }
-      return json(200, {
-        id,
-        object: 'chat.completion',
-        created,
-        model,
-        choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }],
-        usage: {
-          prompt_tokens: input + cacheRead,
-          completion_tokens: output,
-          total_tokens: input + cacheRead + output,
-          prompt_tokens_details: { cached_tokens: cacheRead },
-          completion_tokens_details: { reasoning_tokens: reasoning },
-        },
-      });
-    }
-    json(404, { error: { message: `demo upstream: no route for ${path}` } });
+    if (status !== 200) return json(status, simulatedFailure(path, status));
+    const answer: DemoAnswer = { model: body.model, text: REPLIES[(input + output) % REPLIES.length] };
+    if (path.endsWith('/messages')) return json(200, message(answer, input, output, cacheRead));
+    if (!path.endsWith('/chat/completions'))
+      return json(404, { error: { message: `demo upstream: no route for ${path}` } });
+    if (body.stream) return streamChat(res, answer);
+    json(200, {
+      ...chatAnswer(answer, 'chat.completion'),
+      choices: [{ index: 0, message: { role: 'assistant', content: answer.text }, finish_reason: 'stop' }],
+      usage: {
+        prompt_tokens: input + cacheRead,
+        completion_tokens: output,
+        total_tokens: input + cacheRead + output,
+        prompt_tokens_details: { cached_tokens: cacheRead },
+        completion_tokens_details: { reasoning_tokens: reasoning },
+      },
+    });
   }
+}
+
+interface DemoAnswer {
+  model: string;
+  text: string;
+}
+
+/** A provider's error body, in the messages or the chat-completions shape. */
+function simulatedFailure(path: string, status: number): unknown {
+  const message = 'demo upstream: simulated failure';
+  if (path.endsWith('/messages'))
+    return { type: 'error', error: { type: status === 429 ? 'rate_limit_error' : 'api_error', message } };
+  return { error: { message, type: status === 429 ? 'rate_limit_exceeded' : 'server_error', code: null } };
+}
+
+function message(answer: DemoAnswer, input: number, output: number, cacheRead: number): unknown {
+  return {
+    id: `msg_${randomBytes(8).toString('hex')}`,
+    type: 'message',
+    role: 'assistant',
+    model: answer.model,
+    content: [{ type: 'text', text: answer.text }],
+    stop_reason: 'end_turn',
+    stop_sequence: null,
+    usage: {
+      input_tokens: input,
+      output_tokens: output,
+      cache_read_input_tokens: cacheRead,
+      cache_creation_input_tokens: 0,
+    },
+  };
+}
+
+function chatAnswer(answer: DemoAnswer, object: string) {
+  return {
+    id: `chatcmpl-${randomBytes(8).toString('hex')}`,
+    object,
+    created: Math.floor(Date.now() / 1000),
+    model: answer.model,
+  };
+}
+
+/** A streamed chat completion, word by word, without usage. */
+function streamChat(res: ServerResponse, answer: DemoAnswer): void {
+  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
+  const head = chatAnswer(answer, 'chat.completion.chunk');
+  const chunk = (choice: object) => `data: ${JSON.stringify({ ...head, choices: [{ index: 0, ...choice }] })}\n\n`;
+  for (const word of answer.text.split(/(?<= )/)) res.write(chunk({ delta: { content: word }, finish_reason: null }));
+  res.write(chunk({ delta: {}, finish_reason: 'stop' }));
+  res.end('data: [DONE]\n\n');
 }

@@ -68,15 +68,45 @@ export async function startDemo(opts: DemoOptions = {}): Promise<RunningDemo> {
   if (!Number.isSafeInteger(count) || count < 0)
     throw new RangeError(`requests must be a whole number >= 0, got ${count}`);
   if (!(days > 0)) throw new RangeError(`days must be > 0, got ${days}`);
-  const log = opts.log ?? (() => {});
   const r = rng(opts.seed ?? 42);
   const token = opts.token ?? `demo-${randomBytes(12).toString('hex')}`;
   const demoKey = `tg_demo_${randomBytes(16).toString('hex')}`;
   const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-demo-'));
   const upstream = new DemoUpstream();
   const up = await upstream.start();
+  const config = parseConfig(
+    demoYaml(opts, dataDir, up),
+    { DEMO_ADMIN_TOKEN: token, DEMO_GATEWAY_KEY: demoKey },
+    'demo config',
+  );
+  const running = await startGateway(
+    { config, path: join(dataDir, 'gateway.config.yaml'), dir: dataDir },
+    { logger: createLogger('warn'), announce: () => {} },
+  );
+  const cleanup = async () => {
+    await running.stop();
+    await upstream.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  };
 
-  const yaml = `
+  try {
+    const { store } = running.gateway;
+    const { keys, old } = await createDemoKeys(running, config.workspaces);
+    keys.demo = demoKey;
+    const now = Date.now();
+    const sent = await sendDemoTraffic(running.url, r, requestTimes(r, count, days, now), keys, opts);
+    await store.revokeKey(old, now - 3 * DAY);
+    await running.gateway.keySync.refresh();
+    await waitUntilStored(store, sent);
+    return { running, adminUrl: running.adminUrl!, proxyUrl: running.url, token, sent, stop: cleanup };
+  } catch (err) {
+    await cleanup();
+    throw err;
+  }
+}
+
+function demoYaml(opts: DemoOptions, dataDir: string, up: string): string {
+  return `
 server: { host: 127.0.0.1, port: ${opts.port ?? 0} }
 admin: { host: 127.0.0.1, port: ${opts.adminPort ?? 0}, token: "\${DEMO_ADMIN_TOKEN}" }
 logging: { level: warn }
@@ -100,111 +130,110 @@ providers:
   gemini: { type: openai-compatible, display_name: Google Gemini, base_url: "${up}/gemini", prefixes: [gemini-] }
   mistral: { type: openai-compatible, display_name: Mistral, base_url: "${up}/mistral/v1", prefixes: [mistral-] }
 `;
-  const config = parseConfig(yaml, { DEMO_ADMIN_TOKEN: token, DEMO_GATEWAY_KEY: demoKey }, 'demo config');
-  const running = await startGateway(
-    { config, path: join(dataDir, 'gateway.config.yaml'), dir: dataDir },
-    { logger: createLogger('warn'), announce: () => {} },
+}
+
+/** Gateway keys as a team would have them: one per group of agents, plus one to revoke (its id in `old`). */
+async function createDemoKeys(
+  running: RunningGateway,
+  workspaces: Parameters<typeof createGatewayKey>[1],
+): Promise<{ keys: Record<string, string>; old: string }> {
+  const { store } = running.gateway;
+  const keys: Record<string, string> = {};
+  for (const [name, label] of [
+    ['support', 'support-bot (production)'],
+    ['platform', 'platform agents'],
+    ['growth', 'growth team'],
+  ] as const) {
+    keys[name] = (await createGatewayKey(store, workspaces, { label })).key;
+  }
+  const old = await createGatewayKey(store, workspaces, { label: 'old laptop key' });
+  await running.gateway.keySync.refresh();
+  return { keys, old: old.record.id };
+}
+
+/** One demo request: an agent's model, tags, token counts (told to the mock provider) and an occasional failure. */
+function demoRequest(r: () => number, i: number, keys: Record<string, string>) {
+  const p = pick(
+    r,
+    AGENTS.map((a): [AgentProfile, number] => [a, a.weight]),
   );
-  const cleanup = async () => {
-    await running.stop();
-    await upstream.stop();
-    rmSync(dataDir, { recursive: true, force: true });
+  const model = pick(r, p.models);
+  const tags: Record<string, string> = {
+    agent: p.agent,
+    feature: pick(r, p.features),
+    customer_id: pick(r, CUSTOMER_WEIGHTS),
+    team: p.team,
   };
+  if (r() < 0.08) tags.env = 'staging';
+  const inputAll = logUniform(r, p.input[0], p.input[1]);
+  const cacheRead = r() < 0.6 ? Math.round(inputAll * p.cache * r() * 2) : 0;
+  const input = Math.max(1, inputAll - Math.min(cacheRead, inputAll - 1));
+  const output = logUniform(r, p.output[0], p.output[1]);
+  const reasoning = model === 'o3' ? Math.round(output * (0.3 + 0.5 * r())) : 0;
+  const failure = r() < 0.015 ? (r() < 0.7 ? 429 : 500) : 200;
+  const stream = r() < 0.04 && !model.startsWith('claude-');
+  const messages = model.startsWith('claude-');
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    'x-gateway-key': r() < 0.1 ? keys.demo : keys[p.key],
+    'x-gateway-metadata': JSON.stringify(tags),
+    'x-demo-usage': `${input},${output},${Math.min(cacheRead, inputAll - 1)},${reasoning}`,
+    'x-demo-status': String(failure),
+    ...(messages
+      ? { 'x-api-key': PROVIDER_KEY, 'anthropic-version': '2023-06-01' }
+      : { authorization: `Bearer ${PROVIDER_KEY}` }),
+  };
+  const content = `(${tags.feature}) request ${i}`;
+  const body = messages
+    ? { model, max_tokens: 4096, messages: [{ role: 'user', content }] }
+    : { model, messages: [{ role: 'user', content }], ...(stream ? { stream: true } : {}) };
+  return { path: messages ? '/v1/messages' : '/v1/chat/completions', headers, body: JSON.stringify(body) };
+}
 
+/**
+ * Sends one request per time in `times` through the proxy, four at a time, with Date.now moved to each request's
+ * time while it is handled; answers the count sent.
+ */
+async function sendDemoTraffic(
+  proxyUrl: string,
+  r: () => number,
+  times: readonly number[],
+  keys: Record<string, string>,
+  opts: DemoOptions,
+): Promise<number> {
+  const realNow = Date.now;
+  let simulated: number | undefined;
+  Date.now = () => simulated ?? realNow();
+  let sent = 0;
+  let next = 0;
+  const worker = async () => {
+    while (next < times.length) {
+      const i = next++;
+      const { path, headers, body } = demoRequest(r, i, keys);
+      simulated = times[i];
+      const res = await request(`${proxyUrl}${path}`, { method: 'POST', headers, body });
+      await res.body.text();
+      sent++;
+      opts.onProgress?.(sent, times.length);
+      if (sent % 1000 === 0) opts.log?.(`  ${sent} / ${times.length} requests sent`);
+    }
+  };
   try {
-    const { store } = running.gateway;
-    const workspaces = config.workspaces;
-    // Gateway keys as a team would have them: one per group of agents, plus one revoked.
-    const keys: Record<string, string> = {};
-    for (const [name, label] of [
-      ['support', 'support-bot (production)'],
-      ['platform', 'platform agents'],
-      ['growth', 'growth team'],
-    ] as const) {
-      keys[name] = (await createGatewayKey(store, workspaces, { label })).key;
-    }
-    const old = await createGatewayKey(store, workspaces, { label: 'old laptop key' });
-    await running.gateway.keySync.refresh();
+    await Promise.all(Array.from({ length: 4 }, worker));
+  } finally {
+    Date.now = realNow;
+  }
+  return sent;
+}
 
-    const now = Date.now();
-    const times = requestTimes(r, count, days, now);
-    const realNow = Date.now;
-    let simulated: number | undefined;
-    Date.now = () => simulated ?? realNow();
-    let sent = 0;
-    let next = 0;
-    try {
-      const worker = async () => {
-        while (next < times.length) {
-          const i = next++;
-          const p = pick(
-            r,
-            AGENTS.map((a): [AgentProfile, number] => [a, a.weight]),
-          );
-          const model = pick(r, p.models);
-          const tags: Record<string, string> = {
-            agent: p.agent,
-            feature: pick(r, p.features),
-            customer_id: pick(r, CUSTOMER_WEIGHTS),
-            team: p.team,
-          };
-          if (r() < 0.08) tags.env = 'staging';
-          const inputAll = logUniform(r, p.input[0], p.input[1]);
-          const cacheRead = r() < 0.6 ? Math.round(inputAll * p.cache * r() * 2) : 0;
-          const input = Math.max(1, inputAll - Math.min(cacheRead, inputAll - 1));
-          const output = logUniform(r, p.output[0], p.output[1]);
-          const reasoning = model === 'o3' ? Math.round(output * (0.3 + 0.5 * r())) : 0;
-          const failure = r() < 0.015 ? (r() < 0.7 ? 429 : 500) : 200;
-          const stream = r() < 0.04 && !model.startsWith('claude-');
-          const messages = model.startsWith('claude-');
-          const headers: Record<string, string> = {
-            'content-type': 'application/json',
-            'x-gateway-key': r() < 0.1 ? demoKey : keys[p.key],
-            'x-gateway-metadata': JSON.stringify(tags),
-            'x-demo-usage': `${input},${output},${Math.min(cacheRead, inputAll - 1)},${reasoning}`,
-            'x-demo-status': String(failure),
-            ...(messages
-              ? { 'x-api-key': PROVIDER_KEY, 'anthropic-version': '2023-06-01' }
-              : { authorization: `Bearer ${PROVIDER_KEY}` }),
-          };
-          const body = messages
-            ? { model, max_tokens: 4096, messages: [{ role: 'user', content: `(${tags.feature}) request ${i}` }] }
-            : {
-                model,
-                messages: [{ role: 'user', content: `(${tags.feature}) request ${i}` }],
-                ...(stream ? { stream: true } : {}),
-              };
-          simulated = times[i];
-          const res = await request(`${running.url}${messages ? '/v1/messages' : '/v1/chat/completions'}`, {
-            method: 'POST',
-            headers,
-            body: JSON.stringify(body),
-          });
-          await res.body.text();
-          sent++;
-          opts.onProgress?.(sent, times.length);
-          if (sent % 1000 === 0) log(`  ${sent} / ${times.length} requests sent`);
-        }
-      };
-      await Promise.all(Array.from({ length: 4 }, worker));
-    } finally {
-      Date.now = realNow;
-    }
-    await store.revokeKey(old.record.id, now - 3 * DAY);
-    await running.gateway.keySync.refresh();
-
-    // Every request is recorded (failures too): wait until the batched writer has stored them all.
-    const deadline = realNow() + 60_000;
-    for (;;) {
-      const [total] = await store.queryUsage({ from: 0, to: Number.MAX_SAFE_INTEGER, groupBy: [] });
-      if ((total?.requests ?? 0) >= sent) break;
-      if (realNow() > deadline) throw new Error(`only ${total?.requests ?? 0} of ${sent} demo records were stored`);
-      await new Promise((res) => setTimeout(res, 50));
-    }
-    return { running, adminUrl: running.adminUrl!, proxyUrl: running.url, token, sent, stop: cleanup };
-  } catch (err) {
-    await cleanup();
-    throw err;
+/** Every request is recorded (failures too): waits until the batched writer has stored them all. */
+async function waitUntilStored(store: RunningGateway['gateway']['store'], sent: number): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const [total] = await store.queryUsage({ from: 0, to: Number.MAX_SAFE_INTEGER, groupBy: [] });
+    if ((total?.requests ?? 0) >= sent) return;
+    if (Date.now() > deadline) throw new Error(`only ${total?.requests ?? 0} of ${sent} demo records were stored`);
+    await new Promise((res) => setTimeout(res, 50));
   }
 }
 

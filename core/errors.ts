@@ -9,6 +9,8 @@ export const ERROR_CODES = {
   gateway_key_missing: { status: 401, type: 'authentication_error' },
   gateway_key_invalid: { status: 401, type: 'authentication_error' },
   provider_key_missing: { status: 401, type: 'authentication_error' },
+  /** The admin API's token was missing or wrong (the proxy's own key answers gateway_key_*). */
+  admin_token_invalid: { status: 401, type: 'authentication_error' },
   route_not_found: { status: 404, type: 'invalid_request_error' },
   method_not_allowed: { status: 405, type: 'invalid_request_error' },
   provider_not_determined: { status: 400, type: 'invalid_request_error' },

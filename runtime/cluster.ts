@@ -38,17 +38,8 @@ export function onPrimaryShutdown(stop: () => void): void {
   });
 }
 
-/**
- * The primary process: prepares the store once (migrations; the first-start key is created and printed here,
- * so workers never create one each), forks `count` workers, replaces a worker that dies, and on SIGTERM or
- * SIGINT asks every worker to finish its in-flight requests and streams, then exits when all have.
- * Resolves with the exit code.
- */
-export async function runPrimary(
-  loaded: LoadedConfig,
-  count: number,
-  write: (line: string) => void = (l) => process.stderr.write(l),
-): Promise<number> {
+/** What every worker would refuse, refused once; the store migrated and its first key created before any fork. */
+async function preparePrimary(loaded: LoadedConfig, count: number, write: (line: string) => void): Promise<void> {
   const { config } = loaded;
   const target = parseStorageUrl(config.storage.url);
   if (target.kind === 'sqlite' && target.path === ':memory:') {
@@ -69,7 +60,20 @@ export async function runPrimary(
       `tollgate: warning: ${count} workers keep separate limit counters; set limit_store.redis_url to share rate limits, stream slots and budgets\n`,
     );
   }
+}
 
+/**
+ * The primary process: prepares the store once (migrations; the first-start key is created and printed here,
+ * so workers never create one each), forks `count` workers, replaces a worker that dies, and on SIGTERM or
+ * SIGINT asks every worker to finish its in-flight requests and streams, then exits when all have.
+ * Resolves with the exit code.
+ */
+export async function runPrimary(
+  loaded: LoadedConfig,
+  count: number,
+  write: (line: string) => void = (l) => process.stderr.write(l),
+): Promise<number> {
+  await preparePrimary(loaded, count, write);
   let stopping = false;
   let listening = 0;
   const fork = (index: number): Worker => {
@@ -130,7 +134,7 @@ export async function runPrimary(
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
-  serveWorkerMetrics(config.metrics);
+  serveWorkerMetrics(loaded.config.metrics);
   for (let i = 1; i <= count; i++) fork(i);
   return finished;
 }

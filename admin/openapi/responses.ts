@@ -56,7 +56,7 @@ export const responses = {
     ['store_unavailable'],
     { 'Retry-After': retryAfter },
   ),
-  Unauthorized: error('Missing or invalid admin token', ['gateway_key_invalid']),
+  Unauthorized: error('Missing or invalid admin token', ['admin_token_invalid']),
   AuthBlocked: error('Too many wrong admin tokens from this client address: blocked for a while', ['auth_blocked'], {
     'Retry-After': retryAfter,
   }),

@@ -280,7 +280,7 @@ alerts: { channels: [{ name: ops, type: slack, url: "${slack.url}" }] }`,
           'body_too_large',
         ],
         [await call('DELETE', '/api/keys/key_000000000000'), 404, 'route_not_found'],
-        [await call('GET', '/api/budgets', { token: null }), 401, 'gateway_key_invalid'],
+        [await call('GET', '/api/budgets', { token: null }), 401, 'admin_token_invalid'],
         [await call('GET', '/api/nope'), 404, 'route_not_found'],
       ] as const;
       for (const [res, status, code] of refused) {

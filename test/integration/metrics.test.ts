@@ -209,7 +209,7 @@ workspaces:
           headers: token ? { authorization: `Bearer ${token}` } : {},
         });
         expect(res.statusCode).to.equal(401);
-        expect(((await res.body.json()) as any).error.code).to.equal('gateway_key_invalid');
+        expect(((await res.body.json()) as any).error.code).to.equal('admin_token_invalid');
       }
       const scraper = 'scrape-only-token-0123456789abcdef';
       const withToken = await startTestGateway(upstream.url, `metrics: { token: "${scraper}" }`);
