@@ -6,6 +6,7 @@ import { ENDPOINT_KEYS, USAGE_PARSER_NAMES } from '../providers/registry';
 import { fromText } from './from-text';
 import { refuseWeakSecrets } from './key-strength';
 import { budgetPolicySchema, limitStoreSchema, workspaceLimitsSchema } from './limits';
+import { READINESS_DEPENDENCIES } from '../contracts/readiness';
 import { alertsSchema } from './alerts';
 import { parseStorageUrl } from '../storage/url';
 
@@ -238,6 +239,20 @@ export const gatewayConfigSchema = z
     logging: z
       .strictObject({
         level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+      })
+      .prefault({}),
+    /** GET /healthz and /readyz on both ports. */
+    probes: z
+      .strictObject({
+        readiness: z
+          .strictObject({
+            /**
+             * The dependencies whose failure fails /readyz (draining always does). Unset: the limit store when
+             * limit_store.on_error is closed (the proxy refuses requests without it), nothing otherwise.
+             */
+            fail_on: z.array(z.enum(READINESS_DEPENDENCIES)).optional(),
+          })
+          .prefault({}),
       })
       .prefault({}),
     upstream: z

@@ -180,6 +180,9 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
     },
     limitStorePing: limitStore instanceof RedisLimitStore ? () => limitStore.ping() : undefined,
     draining: () => proxy.draining,
+    failOn: new Set(
+      config.probes.readiness.fail_on ?? (config.limit_store.on_error === 'closed' ? ['limit_store'] : []),
+    ),
     logger,
   });
   const probes = probeRoutes(readiness);
