@@ -14,12 +14,22 @@ import type { LockoutOptions } from '../plugin-kit/lockout';
 import { adminAuth } from './admin-auth';
 import type { BudgetLedger } from '../services/budget-ledger';
 import type { UsageStore } from '../storage/store';
+import { isStoreUnreachable } from '../storage/store-errors';
 import { cursorFrom, filterFrom, limitFrom, queryValue, usageParamsFrom } from './query-params';
 import type { AdminReads } from './reads/admin-reads';
 import { registerDashboardRoutes } from './dashboard/api';
 import { dashboardStatic } from './dashboard/serve';
 import { openApiRoutes } from './openapi/serve';
 import { metricsRoutes, type AdminMetrics } from './metrics-route';
+
+/** Seconds a client is asked to wait before retrying a read the store could not answer (the probes recheck each second). */
+const STORE_RETRY_AFTER_S = 5;
+
+const storeUnavailable = (cause: unknown) =>
+  new GatewayError('store_unavailable', 'The usage store cannot be reached; try again shortly', {
+    headers: { 'retry-after': String(STORE_RETRY_AFTER_S) },
+    cause,
+  });
 
 /**
  * The admin API: usage grouped any way, raw records. It runs on its own listener (never on the proxy port)
@@ -82,7 +92,7 @@ export function createAdminApp({
       if (ctx.status === 404 && ctx.body === undefined)
         throw new GatewayError('route_not_found', `Unknown admin route ${ctx.path.slice(0, 200)}`);
     } catch (err) {
-      const error = asGatewayError(err);
+      const error = isStoreUnreachable(err) ? storeUnavailable(err) : asGatewayError(err);
       if (error.status >= 500) logger.error({ err, path: truncate(ctx.path, 200) }, 'admin request failed');
       ctx.status = error.status;
       ctx.set(error.headers);

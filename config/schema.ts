@@ -6,6 +6,7 @@ import { ENDPOINT_KEYS, USAGE_PARSER_NAMES } from '../providers/registry';
 import { fromText } from './from-text';
 import { refuseWeakSecrets } from './key-strength';
 import { budgetPolicySchema, limitStoreSchema, workspaceLimitsSchema } from './limits';
+import { READINESS_DEPENDENCIES } from '../contracts/readiness';
 import { alertsSchema } from './alerts';
 import { parseStorageUrl } from '../storage/url';
 
@@ -146,6 +147,10 @@ const metricsSchema = z
     tag_values_refresh_ms: fromText(z.number().int().min(100).max(86_400_000)).default(60_000),
     /** Distinct catalog models per provider; a model beyond them, or without a price, is counted as "other". */
     models_max: fromText(z.number().int().min(1).max(5000)).default(200),
+    /** Workspaces with their own `workspace` label; requests of any later one are counted as "other". */
+    workspaces_max: fromText(z.number().int().min(1).max(5000)).default(100),
+    /** Budgets with their own gauges: those closest to their limit (per-tag budgets may number thousands). */
+    budgets_max: fromText(z.number().int().min(1).max(5000)).default(100),
   })
   .superRefine((m, ctx) => {
     for (const key of Object.keys(m.tag_values)) {
@@ -236,6 +241,20 @@ export const gatewayConfigSchema = z
     logging: z
       .strictObject({
         level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+      })
+      .prefault({}),
+    /** GET /healthz and /readyz on both ports. */
+    probes: z
+      .strictObject({
+        readiness: z
+          .strictObject({
+            /**
+             * The dependencies whose failure fails /readyz (draining always does). Unset: the limit store when
+             * limit_store.on_error is closed (the proxy refuses requests without it), nothing otherwise.
+             */
+            fail_on: z.array(z.enum(READINESS_DEPENDENCIES)).optional(),
+          })
+          .prefault({}),
       })
       .prefault({}),
     upstream: z

@@ -5,9 +5,18 @@ export interface ReadinessChecks {
   shutdown: 'ok' | 'draining';
 }
 
+export type ReadinessCheck = keyof ReadinessChecks;
+
+/** The dependencies an operator may let fail readiness (probes.readiness.fail_on); draining always does. */
+export const READINESS_DEPENDENCIES = ['store', 'limit_store'] as const;
+export type ReadinessDependency = (typeof READINESS_DEPENDENCIES)[number];
+
 export interface ReadinessReport {
+  /** No check that fails readiness failed: the instance should get traffic. */
   ready: boolean;
   checks: ReadinessChecks;
-  /** The names of the checks that failed, in the order of `checks`. */
-  failed: (keyof ReadinessChecks)[];
+  /** The failed checks that fail readiness, in the order of `checks`. */
+  failed: ReadinessCheck[];
+  /** The failed checks that do not fail readiness: the instance serves on without them. */
+  degraded: ReadinessCheck[];
 }

@@ -52,6 +52,8 @@ export const ERROR_CODES = {
   gateway_busy: { status: 503, type: 'gateway_error' },
   /** A large upload could not be written to the spool directory (disk full, not writable): server.upload_spool_dir. */
   upload_storage_failed: { status: 503, type: 'gateway_error' },
+  /** The usage store could not be reached for an admin read or write (sent with Retry-After); the proxy serves on. */
+  store_unavailable: { status: 503, type: 'gateway_error' },
   /** An admin query ran past admin.query_timeout_ms and was cancelled. */
   query_timeout: { status: 503, type: 'gateway_error' },
   /** An admin query needed more memory than its reader thread may use, and was stopped. */

@@ -166,6 +166,7 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
     logger,
     isGatewaySecret,
   });
+  metrics?.flow.watchInFlight(() => proxy.inflight);
 
   // The proxy's Koa stack is kept to one middleware: a path lookup that hands the request to the proxy, which
   // writes the response itself (ctx.respond = false) so the upstream's bytes go out untouched. Everything else
@@ -179,6 +180,9 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
     },
     limitStorePing: limitStore instanceof RedisLimitStore ? () => limitStore.ping() : undefined,
     draining: () => proxy.draining,
+    failOn: new Set(
+      config.probes.readiness.fail_on ?? (config.limit_store.on_error === 'closed' ? ['limit_store'] : []),
+    ),
     logger,
   });
   const probes = probeRoutes(readiness);

@@ -44,7 +44,8 @@ export function openReadConnection(
   }
   const pool = postgresPool(source.url, {
     size: READ_POOL_SIZE,
-    connectTimeoutMs: 5000,
+    // A read waits for a connection no longer than it may run: a store that is down answers store_unavailable.
+    connectTimeoutMs: opts.timeoutMs,
     schema: source.schema,
     settings: {
       statement_timeout: String(Math.ceil(opts.timeoutMs)),

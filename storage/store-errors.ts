@@ -58,6 +58,23 @@ export function refusesWrites(err: unknown): boolean {
   return code !== undefined && REFUSES_WRITES.test(code);
 }
 
+/**
+ * Errors of a store that cannot be reached now, as opposed to a query at fault: the connection refused, lost or timed
+ * out (Node's codes, PostgreSQL class 08, 57P01-57P03 shutting down or starting, pg's own connection errors, which
+ * carry no code), SQLite's file that cannot be opened or stays locked, or a store that refuses writes.
+ */
+const UNREACHABLE =
+  /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN|EPIPE|08[0-9A-Z]{3}|57P0[1-3]|SQLITE_CANTOPEN|SQLITE_BUSY)$/;
+const UNREACHABLE_MESSAGE = /^(Connection terminated|timeout exceeded when trying to connect)/;
+
+/** True when the error says the store cannot be reached now (see UNREACHABLE): worth trying again shortly. */
+export function isStoreUnreachable(err: unknown): boolean {
+  const code = codeOf(err);
+  if (code !== undefined) return UNREACHABLE.test(code) || REFUSES_WRITES.test(code);
+  const message = (err as { message?: unknown } | null)?.message;
+  return typeof message === 'string' && UNREACHABLE_MESSAGE.test(message);
+}
+
 export interface StoreErrorSummary {
   /** SQLSTATE, SQLITE_* or a Node error code such as ECONNREFUSED; null when the error has none. */
   code: string | null;

@@ -276,7 +276,10 @@ export const ReadinessAnswer = named(
   'Readiness',
   z
     .object({
-      status: z.enum(['ready', 'not_ready']),
+      status: z.enum(['ready', 'degraded', 'not_ready']).meta({
+        description:
+          'degraded: ready, with a dependency down that readiness does not fail on (probes.readiness.fail_on).',
+      }),
       checks: z.object({
         store: z.enum(['ok', 'failed']).meta({
           description:
@@ -289,7 +292,12 @@ export const ReadinessAnswer = named(
           description: 'draining once shutdown began: in-flight requests finish, new ones should go elsewhere.',
         }),
       }),
-      failed: z.array(z.enum(readinessCheck)).meta({ description: 'The checks that failed (empty when ready).' }),
+      failed: z
+        .array(z.enum(readinessCheck))
+        .meta({ description: 'The failed checks that fail readiness (empty when ready).' }),
+      degraded: z
+        .array(z.enum(readinessCheck))
+        .meta({ description: 'The failed checks that do not fail readiness: the instance serves on without them.' }),
     })
     .meta({
       description: 'Whether this instance should get traffic, check by check. Results are at most about a second old.',

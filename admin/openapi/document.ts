@@ -35,6 +35,7 @@ import {
   guarded,
   json,
   reading,
+  writing,
   ref,
   responses,
   retryAfter,
@@ -159,7 +160,7 @@ const paths = {
           'invalid_json',
         ]),
         '413': error('The body is larger than 64 KiB', ['body_too_large']),
-        ...guarded,
+        ...writing,
       },
     },
   },
@@ -172,7 +173,7 @@ const paths = {
       responses: {
         '200': json(RevokedKeyAnswer, 'Revoked.'),
         '404': error('No active key with this id in the store', ['route_not_found']),
-        ...guarded,
+        ...writing,
       },
     },
   },
@@ -188,8 +189,8 @@ const paths = {
         '400': ref('InvalidQuery'),
         ...guarded,
         '503': error(
-          'The limit store (Redis) holding the budgets cannot be reached, try again shortly (limits_unavailable, with Retry-After); or the spend query ran past admin.query_timeout_ms or needed more memory than the reader thread may use',
-          ['limits_unavailable', 'query_timeout', 'query_too_large'],
+          'The limit store (Redis) holding the budgets or the usage store cannot be reached, try again shortly (limits_unavailable or store_unavailable, with Retry-After); or the spend query ran past admin.query_timeout_ms or needed more memory than the reader thread may use',
+          ['limits_unavailable', 'store_unavailable', 'query_timeout', 'query_too_large'],
           { 'Retry-After': { ...retryAfter, required: false } },
         ),
       },
@@ -202,7 +203,7 @@ const paths = {
       description: "Pending alerts show their attempts and next try; a channel's URL or secret is never shown.",
       tags: ['limits'],
       parameters: pageParams('alerts'),
-      responses: { '200': json(AlertsAnswer, 'A page of alerts.'), '400': ref('InvalidQuery'), ...guarded },
+      responses: { '200': json(AlertsAnswer, 'A page of alerts.'), '400': ref('InvalidQuery'), ...writing },
     },
   },
   '/api/alerts/test': {
@@ -245,12 +246,12 @@ const paths = {
       operationId: 'getReadiness',
       summary: 'Readiness probe',
       description:
-        'Answers 200 when the usage store takes writes, the Redis limit store (when configured) answers, and the gateway is not shutting down; 503 otherwise, naming the failed checks. ' +
+        'Answers 503 while the gateway shuts down or a dependency listed in probes.readiness.fail_on is down (by default the Redis limit store when limit_store.on_error is closed), naming the failed checks; 200 otherwise, with status degraded and the down dependencies in `degraded` when the usage store or Redis fails without failing readiness (records queue and spill meanwhile). ' +
         'No token, and nothing of the deployment in the answer (the reason of a failure is in the log). The checks run at most once a second, whatever the probe rate. The proxy port answers it too.',
       security: [],
       tags: ['probes'],
       responses: {
-        '200': json(ReadinessAnswer, 'Ready.'),
+        '200': json(ReadinessAnswer, 'Ready, or degraded.'),
         '503': json(ReadinessAnswer, 'Not ready: `failed` names the checks.'),
       },
     },

@@ -47,17 +47,20 @@ export const responses = {
     ['invalid_body', 'range_too_large'],
   ),
   QueryFailed: error(
-    'The query ran past admin.query_timeout_ms, or needed more memory than the admin reader thread may use: it was cancelled, and the gateway serves on. Narrow the range or the filters',
-    ['query_timeout', 'query_too_large'],
+    'The query ran past admin.query_timeout_ms, or needed more memory than the admin reader thread may use: it was cancelled, and the gateway serves on. Narrow the range or the filters. Or the usage store cannot be reached (store_unavailable, with Retry-After)',
+    ['query_timeout', 'query_too_large', 'store_unavailable'],
+    { 'Retry-After': { ...retryAfter, required: false } },
+  ),
+  StoreUnavailable: error(
+    'The usage store cannot be reached: try again after Retry-After seconds; the proxy serves on meanwhile',
+    ['store_unavailable'],
+    { 'Retry-After': retryAfter },
   ),
   Unauthorized: error('Missing or invalid admin token', ['admin_token_invalid']),
   AuthBlocked: error('Too many wrong admin tokens from this client address: blocked for a while', ['auth_blocked'], {
     'Retry-After': retryAfter,
   }),
-  InternalError: error(
-    'The gateway failed (the store is unreachable...); details are in its log, never in the answer',
-    ['internal_error'],
-  ),
+  InternalError: error('The gateway failed; details are in its log, never in the answer', ['internal_error']),
 };
 export const ref = (name: keyof typeof responses) => ({ $ref: `#/components/responses/${name}` });
 
@@ -65,3 +68,5 @@ export const ref = (name: keyof typeof responses) => ({ $ref: `#/components/resp
 export const guarded = { '401': ref('Unauthorized'), '429': ref('AuthBlocked'), '500': ref('InternalError') };
 /** ...and those of a route that reads the store (on the admin API's reader thread, within the time limit). */
 export const reading = { ...guarded, '503': ref('QueryFailed') };
+/** ...and those of a route that writes to the store (or reads it on the proxy's thread). */
+export const writing = { ...guarded, '503': ref('StoreUnavailable') };

@@ -1,10 +1,12 @@
 import type { Logger } from 'pino';
-import type { ReadinessChecks, ReadinessReport } from '../../contracts/readiness';
+import type { ReadinessCheck, ReadinessChecks, ReadinessDependency, ReadinessReport } from '../../contracts/readiness';
 
 /**
- * Whether this instance should get traffic (GET /readyz): the usage store takes writes, the limit store answers
- * when one is configured (Redis), and the gateway is not shutting down. The store and Redis checks run at most
- * once per `ttlMs` whatever the probe rate (probes that arrive meanwhile share the last result or the run under
+ * Whether this instance should get traffic (GET /readyz): the gateway is not shutting down, and no dependency in
+ * `failOn` is down (the usage store takes writes, the limit store answers when one is configured). A dependency
+ * that is down but not in `failOn` makes the instance degraded, still ready: taking every replica out of service
+ * for a shared store's blip would stop traffic that the store's absence does not (records queue and spill). The
+ * store and Redis checks run at most once per `ttlMs` whatever the probe rate (probes that arrive meanwhile share the last result or the run under
  * way) and give up after `timeoutMs`, so a hung dependency never hangs the probe.
  */
 export interface ReadinessDeps {
@@ -13,6 +15,8 @@ export interface ReadinessDeps {
   /** Round trip to the limit store; absent when limits are kept in memory. */
   limitStorePing?: () => Promise<unknown>;
   draining: () => boolean;
+  /** The dependencies whose failure fails readiness (probes.readiness.fail_on); none when absent. */
+  failOn?: ReadonlySet<ReadinessDependency>;
   logger: Logger;
 }
 
@@ -36,10 +40,12 @@ export class Readiness {
       limit_store: limitStore === undefined ? 'not_configured' : limitStore ? 'ok' : 'failed',
       shutdown: this.deps.draining() ? 'draining' : 'ok',
     };
-    const failed = (Object.keys(checks) as (keyof ReadinessChecks)[]).filter(
+    const down = (Object.keys(checks) as ReadinessCheck[]).filter(
       (k) => checks[k] !== 'ok' && checks[k] !== 'not_configured',
     );
-    return { ready: failed.length === 0, checks, failed };
+    const fails = (k: ReadinessCheck) => k === 'shutdown' || this.deps.failOn?.has(k) === true;
+    const failed = down.filter(fails);
+    return { ready: failed.length === 0, checks, failed, degraded: down.filter((k) => !fails(k)) };
   }
 }
 

@@ -389,7 +389,7 @@ alerts: { channels: [{ name: ops, type: slack, url: "${slack.url}" }] }`,
     }
   });
 
-  it('500 internal_error when the store cannot be reached, without the cause in the answer', async function () {
+  it('503 store_unavailable with Retry-After when the store cannot be reached, without the cause in the answer', async function () {
     const PG_URL = process.env.DATABASE_URL;
     if (!PG_URL) {
       console.log('      SKIPPED: the store-unreachable answer needs PostgreSQL (set DATABASE_URL=postgres://...)');
@@ -405,17 +405,25 @@ alerts: { channels: [{ name: ops, type: slack, url: "${slack.url}" }] }`,
     const gw = await startTestGateway(upstream.url, `storage: { url: "${target.toString()}", schema: ${schema} }`);
     try {
       relay.cut();
-      const res = await request(`${gw.adminUrl}/api/usage`, {
-        headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
-      });
-      const text = await res.body.text();
-      expect(res.statusCode, text).to.equal(500);
-      expect(JSON.parse(text).error).to.deep.equal({
-        message: 'Internal gateway error',
-        type: 'gateway_error',
-        param: null,
-        code: 'internal_error',
-      });
+      for (const [method, path] of [
+        ['GET', '/api/usage'],
+        ['POST', '/api/keys'],
+      ] as const) {
+        const res = await request(`${gw.adminUrl}${path}`, {
+          method,
+          headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
+        });
+        const text = await res.body.text();
+        expect(res.statusCode, text).to.equal(503);
+        expect(res.headers['retry-after']).to.equal('5');
+        expect(JSON.parse(text).error).to.deep.equal({
+          message: 'The usage store cannot be reached; try again shortly',
+          type: 'gateway_error',
+          param: null,
+          code: 'store_unavailable',
+        });
+        expect(text).to.not.include(String(relay.port));
+      }
       relay.restore();
     } finally {
       relay.restore();
@@ -442,7 +450,7 @@ alerts: { channels: [{ name: ops, type: slack, url: "${slack.url}" }] }`,
     await upstream.start();
     const gw = await startTestGateway(
       upstream.url,
-      `limit_store: { redis_url: "redis://127.0.0.1:${relay.port}", key_prefix: "tg-openapi-${process.pid}-${Date.now().toString(36)}:" }
+      `limit_store: { redis_url: "redis://127.0.0.1:${relay.port}", on_error: closed, key_prefix: "tg-openapi-${process.pid}-${Date.now().toString(36)}:" }
 workspaces: [{ id: default, keys: [{ id: test, key: "\${GATEWAY_KEY}" }], limits: { budgets: [{ period: day, usd: "10" }] } }]`,
     );
     try {
@@ -481,9 +489,9 @@ workspaces: [{ id: default, keys: [{ id: test, key: "\${GATEWAY_KEY}" }], limits
     it('the answers of this suite cover every answer the document describes, and each was checked against it', () => {
       const seen = checkedAdminAnswers();
       // Every route's 401, 429 and 500 come from the same middleware, and every /api read's 503 query_timeout from the
-      // same reader thread: one of each (above) stands for all. The 500 and the budgets' 503 limits_unavailable need
-      // PostgreSQL and Redis to cut; /readyz's 503 needs Redis.
-      const shared = ['401', '429', '503', ...(process.env.DATABASE_URL ? ['500'] : [])];
+      // same reader thread: one of each (above) stands for all. The 500 answers only what nothing foresaw; the 503
+      // store_unavailable needs PostgreSQL to cut, the budgets' 503 limits_unavailable and /readyz's 503 Redis.
+      const shared = ['401', '429', '503'];
       const needsRedis = (a: string) => a === 'GET /readyz 503' && !process.env.REDIS_URL;
       const perRoute = new AdminContract()
         .documentedAnswers()

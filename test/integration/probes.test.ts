@@ -25,12 +25,16 @@ async function probe(base: string, path: string, method: 'GET' | 'HEAD' = 'GET')
   return { status: res.statusCode, headers: res.headers, text, json: text ? JSON.parse(text) : undefined };
 }
 
-/** Polls until the probe answers `status` (the checks are cached for about a second), or the deadline passes. */
-async function probeUntil(base: string, status: number, timeoutMs = 5000): Promise<ProbeAnswer> {
+/**
+ * Polls until /readyz answers `status`, an HTTP status or the body's status (the checks are cached for about a second),
+ * or the deadline passes.
+ */
+async function probeUntil(base: string, status: number | string, timeoutMs = 5000): Promise<ProbeAnswer> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const answer = await probe(base, '/readyz');
-    if (answer.status === status || Date.now() > deadline) return answer;
+    if ((typeof status === 'number' ? answer.status : answer.json?.status) === status || Date.now() > deadline)
+      return answer;
     await sleep(100);
   }
 }
@@ -98,6 +102,7 @@ describe('probes: GET /healthz and /readyz on the proxy port and the admin port'
           status: 'ready',
           checks: { store: 'ok', limit_store: 'not_configured', shutdown: 'ok' },
           failed: [],
+          degraded: [],
         });
         for (const answer of [health, ready]) {
           expect(answer.headers['cache-control']).to.equal('no-store');
@@ -148,8 +153,8 @@ describe('probes: GET /healthz and /readyz on the proxy port and the admin port'
     });
   });
 
-  it('/readyz: 503 naming the store while the SQLite file cannot be written, 200 again once it can', async function () {
-    const gw = await startTestGateway(upstream.url);
+  it('/readyz with probes.readiness.fail_on [store]: 503 naming the store while the SQLite file cannot be written, 200 again once it can', async function () {
+    const gw = await startTestGateway(upstream.url, 'probes: { readiness: { fail_on: [store] } }');
     const dbFile = join(gw.dataDir, 'tollgate.db');
     const undo = makeUnwritable(dbFile);
     try {
@@ -166,6 +171,7 @@ describe('probes: GET /healthz and /readyz on the proxy port and the admin port'
           status: 'not_ready',
           checks: { store: 'failed', limit_store: 'not_configured', shutdown: 'ok' },
           failed: ['store'],
+          degraded: [],
         });
         expect(ready.text).to.not.include(gw.dataDir);
         expect((await probe(base, '/healthz')).status, 'alive all the same').to.equal(200);
@@ -183,27 +189,34 @@ describe('probes: GET /healthz and /readyz on the proxy port and the admin port'
     }
   });
 
-  it('/readyz: 503 naming the limit store when Redis is configured at a port nothing listens on', async () => {
+  it('/readyz with Redis at a port nothing listens on: 503 naming the limit store under on_error: closed, 200 degraded under open', async () => {
     const port = await closedPort();
-    const gw = await startTestGateway(upstream.url, `limit_store: { redis_url: "redis://127.0.0.1:${port}" }`);
-    try {
-      for (const base of [gw.url, gw.adminUrl!]) {
-        const ready = await probe(base, '/readyz');
-        expect(ready.status, base).to.equal(503);
-        expect(ready.json).to.deep.equal({
-          status: 'not_ready',
-          checks: { store: 'ok', limit_store: 'failed', shutdown: 'ok' },
-          failed: ['limit_store'],
-        });
-        expect(ready.text).to.not.include(String(port));
-        expect((await probe(base, '/healthz')).status).to.equal(200);
+    for (const onError of ['closed', 'open'] as const) {
+      const gw = await startTestGateway(
+        upstream.url,
+        `limit_store: { redis_url: "redis://127.0.0.1:${port}", on_error: ${onError} }`,
+      );
+      try {
+        for (const base of [gw.url, gw.adminUrl!]) {
+          const ready = await probe(base, '/readyz');
+          const down: ['limit_store'] = ['limit_store'];
+          expect(ready.status, `${base} ${onError}`).to.equal(onError === 'closed' ? 503 : 200);
+          expect(ready.json).to.deep.equal({
+            status: onError === 'closed' ? 'not_ready' : 'degraded',
+            checks: { store: 'ok', limit_store: 'failed', shutdown: 'ok' },
+            failed: onError === 'closed' ? down : [],
+            degraded: onError === 'closed' ? [] : down,
+          });
+          expect(ready.text).to.not.include(String(port));
+          expect((await probe(base, '/healthz')).status).to.equal(200);
+        }
+      } finally {
+        await gw.stop();
       }
-    } finally {
-      await gw.stop();
     }
   });
 
-  it('/readyz on PostgreSQL: 200 while the server answers, 503 naming the store while its connections are cut', async function () {
+  it('/readyz on PostgreSQL: 200 ready while the server answers, 200 degraded naming the store while its connections are cut, and the proxy answers', async function () {
     const PG_URL = process.env.DATABASE_URL;
     if (!PG_URL) {
       console.log('      SKIPPED: needs PostgreSQL (set DATABASE_URL=postgres://...)');
@@ -218,15 +231,20 @@ describe('probes: GET /healthz and /readyz on the proxy port and the admin port'
     try {
       expect((await probe(gw.adminUrl!, '/readyz')).json.checks.store).to.equal('ok');
       relay.cut();
-      const down = await probeUntil(gw.url, 503);
+      const down = await probeUntil(gw.url, 'degraded');
+      expect(down.status).to.equal(200);
       expect(down.json).to.deep.equal({
-        status: 'not_ready',
+        status: 'degraded',
         checks: { store: 'failed', limit_store: 'not_configured', shutdown: 'ok' },
-        failed: ['store'],
+        failed: [],
+        degraded: ['store'],
       });
       expect(down.text).to.not.include(String(relay.port));
+      const res = await chat(gw);
+      expect(res.statusCode, 'the proxy answers without its store').to.equal(200);
+      await res.body.text();
       relay.restore();
-      expect((await probeUntil(gw.url, 200)).json.status).to.equal('ready');
+      expect((await probeUntil(gw.url, 'ready')).json.status).to.equal('ready');
     } finally {
       relay.restore();
       await gw.stop();
@@ -278,6 +296,7 @@ describe('probes: GET /healthz and /readyz on the proxy port and the admin port'
         status: 'not_ready',
         checks: { store: 'ok', limit_store: 'not_configured', shutdown: 'draining' },
         failed: ['shutdown'],
+        degraded: [],
       });
       expect((await probe(gw.adminUrl!, '/healthz')).status, 'alive while draining').to.equal(200);
       const refused = await client.request({ method: 'GET', path: '/readyz' }).then(

@@ -27,6 +27,7 @@ describe('readiness checks (runtime/observability/readiness.ts)', () => {
         storeWritable: async () => undefined,
         limitStorePing: () => new Promise(() => undefined),
         draining: () => false,
+        failOn: new Set(['limit_store']),
         logger: quiet,
       },
       { timeoutMs: 100 },
@@ -38,6 +39,7 @@ describe('readiness checks (runtime/observability/readiness.ts)', () => {
       ready: false,
       checks: { store: 'ok', limit_store: 'failed', shutdown: 'ok' },
       failed: ['limit_store'],
+      degraded: [],
     });
   });
 
@@ -53,6 +55,26 @@ describe('readiness checks (runtime/observability/readiness.ts)', () => {
       ready: false,
       checks: { store: 'ok', limit_store: 'not_configured', shutdown: 'draining' },
       failed: ['shutdown'],
+      degraded: [],
+    });
+  });
+
+  it('a dependency down that is not in failOn leaves the instance ready, degraded; one in failOn fails it', async () => {
+    const down = async () => {
+      throw new Error('connection refused');
+    };
+    const deps = { storeWritable: down, limitStorePing: down, draining: () => false, logger: quiet };
+    expect(await new Readiness(deps).report()).to.deep.equal({
+      ready: true,
+      checks: { store: 'failed', limit_store: 'failed', shutdown: 'ok' },
+      failed: [],
+      degraded: ['store', 'limit_store'],
+    });
+    expect(await new Readiness({ ...deps, failOn: new Set(['store']) }).report()).to.deep.equal({
+      ready: false,
+      checks: { store: 'failed', limit_store: 'failed', shutdown: 'ok' },
+      failed: ['store'],
+      degraded: ['limit_store'],
     });
   });
 });
