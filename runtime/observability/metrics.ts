@@ -16,6 +16,7 @@ import type { RequestCostService } from '../../contracts/services';
 import { UNTAGGED } from '../../core/usage';
 import type { WriteQueueStats } from '../../storage/write-queue';
 import { BoundedLabel, OTHER } from './bounded-labels';
+import { watchBudgets, type BudgetReadings } from './budget-metrics';
 import { recordedCost } from './recorded-cost';
 import { scrapedGauge } from './scraped-gauge';
 import { RequestFlowMetrics } from './request-flow-metrics';
@@ -56,6 +57,7 @@ export class GatewayMetrics {
   readonly registry = new Registry();
   private readonly models: BoundedLabel;
   private readonly workspaces: BoundedLabel;
+  private readonly budgetsMax: number;
   /** Durations, in-flight requests, open streams and upstream status codes (./request-flow-metrics.ts). */
   readonly flow: RequestFlowMetrics;
   private readonly tagKeys: readonly { key: string; values: TagValueLabels }[];
@@ -78,6 +80,7 @@ export class GatewayMetrics {
   ) {
     this.models = new BoundedLabel(config.models_max);
     this.workspaces = new BoundedLabel(config.workspaces_max);
+    this.budgetsMax = config.budgets_max;
     this.tagKeys = config.tag_keys.map((key) => ({
       key,
       values: new TagValueLabels(config.tag_values[key] ?? [], config.tag_values_max, config.tag_values_refresh_ms),
@@ -257,6 +260,11 @@ export class GatewayMetrics {
       () => stats().failures,
       registers,
     );
+  }
+
+  /** Spent, limit and forecast of the budgets closest to their limit, read at each scrape (./budget-metrics.ts). */
+  watchBudgets(readings: BudgetReadings): void {
+    watchBudgets(this.registry, readings, this.budgetsMax);
   }
 
   /** Whether the Redis limit store is connected, read at each scrape. */
