@@ -1,23 +1,35 @@
 import type { Command } from 'commander';
-import { groupRowJson } from '../admin/serialize';
+import { GROUP_BY_MAX, LIMIT_DEFAULT, LIMIT_MAX } from '../admin/query-params';
 import type { LoadedConfig } from '../config/load';
 import type { PriceCatalog } from '../pricing/catalog';
 import { deployProviders } from '../runtime/wiring';
 import { repriceRecord } from '../pricing/reprice';
 import { planUsageQuery, type UsagePlan } from '../storage';
-import { addTotals, costStatus, zeroTotals } from '../storage/counters';
 import type { UsageRecord } from '../core/usage';
-import type { Repricing, UsageQuery, UsageStore, UsageTotals } from '../storage/store';
+import type { Repricing, UsageQuery, UsageStore } from '../storage/store';
 import { repricingChanges } from '../storage/reprice';
 import { errorLine, UserError } from './errors';
 import { formatUsd } from '../pricing/money';
-import { count, usdCents } from './format';
+import { count } from './format';
+import { wholeNumber } from './number-option';
 import { startProgress } from './progress';
 import { withStore } from './store';
 import { renderTable, type Column } from './table';
+import { reportCsv, reportJson, reportTable, usageReport } from './usage-report';
 import { TIME_HELP, timeRange } from './time-range';
 
 const DAY = 24 * 3600 * 1000;
+
+interface UsageOptions {
+  groupBy: string;
+  from?: string;
+  to?: string;
+  filter: string[];
+  limit: number;
+  all?: boolean;
+  json?: boolean;
+  csv?: boolean;
+}
 
 function parseFilters(list: string[]): Record<string, string> {
   return Object.fromEntries(
@@ -59,32 +71,6 @@ async function warnUnknownTags(store: UsageStore, plan: UsagePlan): Promise<void
 }
 
 /**
- * A cost cell, to the cent: "unknown" when no record of the group has a price (never $0), "not counted" when all
- * are audio or images with nothing to price them by, ">=" when some records are unpriced or not counted (a lower
- * bound, so rounded down). --json has the exact amounts.
- */
-export function costCell(t: UsageTotals): string {
-  const status = costStatus(t);
-  if (status === 'unknown') return 'unknown';
-  if (status === 'not_counted') return 'not counted';
-  return status === 'lower_bound' ? `>=${usdCents(t.costPico, true)}` : usdCents(t.costPico);
-}
-
-/** The summary under the table: requests, cost, and how many records the cost leaves out or estimates. */
-export function totalLine(t: UsageTotals): string {
-  const notes = [
-    t.unknownCostCount ? `${count(t.unknownCostCount)} unpriced (cost unknown, not included)` : '',
-    t.notCountedCount ? `${count(t.notCountedCount)} not counted (audio or images, not included)` : '',
-    t.estimatedCount ? `${count(t.estimatedCount)} estimated` : '',
-    t.partialCount ? `${count(t.partialCount)} partial` : '',
-  ].filter(Boolean);
-  const cost = costStatus(t) === 'unknown' ? 'cost unknown' : costCell(t);
-  return `${count(t.requests)} requests, ${cost}${notes.length ? ` (${notes.join(', ')})` : ''}`;
-}
-
-const right = (header: string): Column => ({ header, align: 'right' });
-
-/**
  * The prices start-up uses, provider modules' included; a price file or module that is missing or unreadable is the
  * config's fault, as check-config says.
  */
@@ -110,12 +96,23 @@ export function registerUsageCommands(program: Command, load: () => LoadedConfig
       (v: string, all: string[]) => [...all, v],
       [] as string[],
     )
+    .option(
+      '--limit <n>',
+      `groups to show, most expensive first; the rest in one "other" row (1-${LIMIT_MAX})`,
+      wholeNumber(1, LIMIT_MAX),
+      LIMIT_DEFAULT,
+    )
+    .option('--all', 'show every group (no "other" row)')
     .option('--json', 'print the rows as JSON (exact costs, the field names of GET /api/usage)')
-    .action(async (opts: { groupBy: string; from?: string; to?: string; filter: string[]; json?: boolean }) => {
+    .option('--csv', 'print CSV (the columns of GET /api/usage.csv)')
+    .action(async (opts: UsageOptions) => {
       const groupBy = opts.groupBy
         .split(',')
         .map((s) => s.trim())
         .filter(Boolean);
+      if (groupBy.length > GROUP_BY_MAX) throw new UserError(`--group-by takes at most ${GROUP_BY_MAX} dimensions`);
+      if (opts.json && opts.csv) throw new UserError('--json and --csv: choose one');
+      const limit = opts.all ? Infinity : opts.limit;
       const query: UsageQuery = {
         ...timeRange(opts, (to) => to - 30 * DAY),
         groupBy,
@@ -131,46 +128,8 @@ export function registerUsageCommands(program: Command, load: () => LoadedConfig
         },
         { mustExist: true },
       );
-      rows.sort((a, b) => (b.costPico > a.costPico ? 1 : b.costPico < a.costPico ? -1 : b.requests - a.requests));
-      if (opts.json) {
-        // The same rows as GET /api/usage (cost_usd null when unknown, cost_status, counts by provenance).
-        process.stdout.write(`${JSON.stringify(rows.map(groupRowJson), null, 2)}\n`);
-        return;
-      }
-      // Cache reads and writes are priced differently (a read is cheaper than input, a write dearer), so apart.
-      const table = rows.map((r) => [
-        ...groupBy.map((g) => r.group[g] ?? '(none)'),
-        ...[
-          r.requests,
-          r.inputTokens,
-          r.outputTokens,
-          r.cacheReadTokens,
-          r.cacheWriteTokens + r.cacheWrite1hTokens,
-        ].map(count),
-        costCell(r),
-        ...[r.unknownCostCount, r.notCountedCount, r.estimatedCount, r.partialCount].map(count),
-      ]);
-      // Each grouping partitions the records (one value per dimension per record), so its rows add up to the total.
-      const total = rows.reduce((sum, r) => addTotals(sum, r), zeroTotals());
-      const columns = [
-        ...groupBy.map((header): Column => ({ header })),
-        ...[
-          'requests',
-          'input',
-          'output',
-          'cache read',
-          'cache write',
-          'cost',
-          'unpriced',
-          'not counted',
-          'estimated',
-          'partial',
-        ].map(right),
-      ];
-      process.stdout.write(`${renderTable(columns, table)}\n`);
-      process.stdout.write(
-        `\n${totalLine(total)} from ${new Date(query.from).toISOString()} to ${new Date(query.to).toISOString()}\n`,
-      );
+      const report = usageReport(rows, groupBy, limit, query);
+      process.stdout.write(opts.json ? reportJson(report) : opts.csv ? reportCsv(report) : reportTable(report));
     });
 
   usage

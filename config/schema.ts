@@ -148,6 +148,10 @@ const metricsSchema = z
     tag_values_refresh_ms: fromText(z.number().int().min(100).max(86_400_000)).default(60_000),
     /** Distinct catalog models per provider; a model beyond them, or without a price, is counted as "other". */
     models_max: fromText(z.number().int().min(1).max(5000)).default(200),
+    /** Workspaces with their own `workspace` label; requests of any later one are counted as "other". */
+    workspaces_max: fromText(z.number().int().min(1).max(5000)).default(100),
+    /** Budgets with their own gauges: those closest to their limit (per-tag budgets may number thousands). */
+    budgets_max: fromText(z.number().int().min(1).max(5000)).default(100),
   })
   .superRefine((m, ctx) => {
     for (const key of Object.keys(m.tag_values)) {

@@ -76,8 +76,10 @@ export class GatewayContext {
   upstreamSentMs: number | undefined;
   upstreamDoneMs: number | undefined;
 
-  /** Set when the upstream answered (onResponse). */
+  /** Set when the upstream answered (onResponse); a gateway error that answers instead replaces it. */
   status: number | undefined;
+  /** The provider's own status code, kept when the client gets another (metrics). */
+  upstreamStatus: number | undefined;
   ttfbMs: number | undefined;
   /**
    * Extra response headers plugins add (e.g. x-gateway-cost in onResponse); set in any gating phase, they go out with

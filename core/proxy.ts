@@ -222,7 +222,7 @@ export class GatewayProxy {
       upstream,
     );
     gw.ttfbMs = gw.elapsedMs();
-    gw.status = upstream.statusCode;
+    gw.status = gw.upstreamStatus = upstream.statusCode;
 
     const contentType = (headerValue(upstream.headers, 'content-type') ?? '').toLowerCase();
     // A JSON document is relayed whole (its usage read), also when a stream was asked for and the provider

@@ -173,6 +173,7 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
     logger,
     isGatewaySecret,
   });
+  metrics?.flow.watchInFlight(() => proxy.inflight);
 
   // The proxy's Koa stack is kept to one middleware: a path lookup that hands the request to the proxy, which
   // writes the response itself (ctx.respond = false) so the upstream's bytes go out untouched. Everything else

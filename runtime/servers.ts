@@ -35,6 +35,11 @@ export async function startGateway(loaded: LoadedConfig, options: GatewayOptions
     const { lockout } = config.admin;
     reads = AdminReads.open(gateway.store.readSource(), { timeoutMs: config.admin.query_timeout_ms });
     gateway.alerts.readThrough(reads);
+    const budgetReads = reads;
+    gateway.metrics?.watchBudgets({
+      list: (now) => gateway.budgets.list(now, budgetReads),
+      forecastPico: (b, now) => gateway.alerts.forecastOf(b, now)?.projectedPico ?? null,
+    });
     const app = createAdminApp({
       store: gateway.store,
       reads,

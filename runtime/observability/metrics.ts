@@ -16,7 +16,10 @@ import type { RequestCostService } from '../../contracts/services';
 import { UNTAGGED } from '../../core/usage';
 import type { WriteQueueStats } from '../../storage/write-queue';
 import { BoundedLabel, OTHER } from './bounded-labels';
+import { watchBudgets, type BudgetReadings } from './budget-metrics';
 import { recordedCost } from './recorded-cost';
+import { scrapedGauge } from './scraped-gauge';
+import { RequestFlowMetrics } from './request-flow-metrics';
 import { SeriesTable } from './series-table';
 import { TagValueLabels } from './tag-value-labels';
 
@@ -53,11 +56,15 @@ const STATUS_CLASSES = ['0xx', '1xx', '2xx', '3xx', '4xx', '5xx'];
 export class GatewayMetrics {
   readonly registry = new Registry();
   private readonly models: BoundedLabel;
+  private readonly workspaces: BoundedLabel;
+  private readonly budgetsMax: number;
+  /** Durations, in-flight requests, open streams and upstream status codes (./request-flow-metrics.ts). */
+  readonly flow: RequestFlowMetrics;
   private readonly tagKeys: readonly { key: string; values: TagValueLabels }[];
 
   /** Counted per request in plain maps, read by the counters when scraped (./series-table.ts). */
   private readonly requestRows = new SeriesTable<{ n: number }>(
-    ['provider', 'model', 'endpoint', 'status_class'],
+    ['provider', 'model', 'endpoint', 'status_class', 'workspace'],
     () => ({ n: 0 }),
   );
   private readonly usageRows: SeriesTable<UsageValues>;
@@ -72,6 +79,8 @@ export class GatewayMetrics {
     private readonly prices: RequestCostService,
   ) {
     this.models = new BoundedLabel(config.models_max);
+    this.workspaces = new BoundedLabel(config.workspaces_max);
+    this.budgetsMax = config.budgets_max;
     this.tagKeys = config.tag_keys.map((key) => ({
       key,
       values: new TagValueLabels(config.tag_values[key] ?? [], config.tag_values_max, config.tag_values_refresh_ms),
@@ -89,8 +98,8 @@ export class GatewayMetrics {
     const registers = [this.registry];
     new Counter({
       name: 'tollgate_requests_total',
-      help: 'Requests that reached the proxy, by provider, model ("other": unpriced or beyond metrics.models_max), endpoint and status class.',
-      labelNames: ['provider', 'model', 'endpoint', 'status_class'],
+      help: 'Requests that reached the proxy, by provider, model ("other": unpriced or beyond metrics.models_max), endpoint, status class and workspace.',
+      labelNames: ['provider', 'model', 'endpoint', 'status_class', 'workspace'],
       registers,
       collect() {
         this.reset();
@@ -99,14 +108,14 @@ export class GatewayMetrics {
     });
     this.errors = new Counter({
       name: 'tollgate_errors_total',
-      help: 'Requests answered with a gateway error, by its code.',
-      labelNames: ['code'],
+      help: 'Requests answered with a gateway error, by its code and workspace.',
+      labelNames: ['code', 'workspace'],
       registers,
     });
     this.limitRefusals = new Counter({
       name: 'tollgate_limit_refusals_total',
-      help: 'Requests refused by a limit (rate, concurrency, budget, max_tokens, or the limit store unavailable), by error code.',
-      labelNames: ['code'],
+      help: 'Requests refused by a limit (rate, concurrency, budget, max_tokens, or the limit store unavailable), by error code and workspace.',
+      labelNames: ['code', 'workspace'],
       registers,
     });
     this.overhead = new Histogram({
@@ -156,24 +165,31 @@ export class GatewayMetrics {
             this.inc({ provider: labels.provider, workspace: labels.workspace }, values.unpriced);
       },
     });
+    this.flow = new RequestFlowMetrics(this.registry);
     collectDefaultMetrics({ register: this.registry });
   }
 
-  /** The observer the runtime adds to the pipeline: onComplete only, so it sees every request, refused ones too. */
+  /**
+   * The observer the runtime adds to the pipeline. It has no admission hook, so its onComplete sees every request,
+   * refused ones too; last in the pipeline, its onResponse runs first, so every relayed stream is seen opening.
+   */
   observer(): GatewayPlugin {
-    return { name: 'metrics', onComplete: (ctx) => this.observe(ctx) };
+    return { name: 'metrics', onResponse: (ctx) => this.flow.started(ctx), onComplete: (ctx) => this.observe(ctx) };
   }
 
   observe(ctx: GatewayContext): void {
     const provider = ctx.provider?.slug ?? NONE;
     const model = this.modelLabel(ctx, ctx.provider?.slug);
     const endpoint = ctx.endpoint?.key ?? NONE;
+    const workspace = ctx.workspace === undefined ? NONE : this.workspaces.of(ctx.workspace.id);
     const status = ctx.status ?? ctx.error?.status ?? 500;
-    this.requestRows.row([provider, model, endpoint, STATUS_CLASSES[Math.floor(status / 100)] ?? OTHER]).n++;
+    const statusClass = STATUS_CLASSES[Math.floor(status / 100)] ?? OTHER;
+    this.requestRows.row([provider, model, endpoint, statusClass, workspace]).n++;
+    this.flow.completed(ctx, [provider, endpoint, workspace]); // provider, endpoint, workspace
     const code = ctx.error?.code;
     if (code !== undefined) {
-      this.errors.inc({ code });
-      if (LIMIT_CODES.has(code)) this.limitRefusals.inc({ code });
+      this.errors.inc({ code, workspace });
+      if (LIMIT_CODES.has(code)) this.limitRefusals.inc({ code, workspace });
     }
     const sent = ctx.upstreamSentMs;
     if (sent !== undefined) {
@@ -184,7 +200,7 @@ export class GatewayMetrics {
     const u = ctx.usage;
     if (!u) return;
     const cost = recordedCost(ctx, this.prices)!;
-    const labelValues = [provider, model, ctx.workspace?.id ?? NONE];
+    const labelValues = [provider, model, workspace];
     for (const t of this.tagKeys) {
       const value = ctx.tags[t.key];
       // "(untagged)" takes none of the labels
@@ -202,38 +218,30 @@ export class GatewayMetrics {
   /** The usage recorder's write queue: depth, spill and quarantine, read at each scrape. */
   watchWriteQueue(stats: () => WriteQueueStats): void {
     const registers = [this.registry];
-    new Gauge({
-      name: 'tollgate_store_queue_depth',
-      help: 'Usage records waiting in memory to be written to the store.',
-      registers,
-      collect() {
-        this.set(stats().inMemory);
-      },
-    });
-    new Gauge({
-      name: 'tollgate_store_spill_bytes',
-      help: 'Bytes of usage records in the spill file, waiting for the store to take them.',
-      registers,
-      collect() {
-        this.set(stats().spillBytes);
-      },
-    });
-    new Gauge({
-      name: 'tollgate_store_writes_failing',
-      help: '1 while the usage store refuses writes (a full disk, a read-only file or server), else 0.',
-      registers,
-      collect() {
-        this.set(stats().writesRefused === null ? 0 : 1);
-      },
-    });
-    new Gauge({
-      name: 'tollgate_store_spill_held_records',
-      help: 'Usage records kept in memory because no spill file (nor storage.spill_fallback) can be written.',
-      registers,
-      collect() {
-        this.set(stats().spillHeld);
-      },
-    });
+    scrapedGauge(
+      this.registry,
+      'tollgate_store_queue_depth',
+      'Usage records waiting in memory to be written to the store.',
+      () => stats().inMemory,
+    );
+    scrapedGauge(
+      this.registry,
+      'tollgate_store_spill_bytes',
+      'Bytes of usage records in the spill file, waiting for the store to take them.',
+      () => stats().spillBytes,
+    );
+    scrapedGauge(
+      this.registry,
+      'tollgate_store_writes_failing',
+      '1 while the usage store refuses writes (a full disk, a read-only file or server), else 0.',
+      () => (stats().writesRefused === null ? 0 : 1),
+    );
+    scrapedGauge(
+      this.registry,
+      'tollgate_store_spill_held_records',
+      'Usage records kept in memory because no spill file (nor storage.spill_fallback) can be written.',
+      () => stats().spillHeld,
+    );
     monotonic(
       'tollgate_store_spill_dropped_records_total',
       'Usage records lost: no spill file could be written and the records held in memory reached their bound.',
@@ -254,6 +262,11 @@ export class GatewayMetrics {
     );
   }
 
+  /** Spent, limit and forecast of the budgets closest to their limit, read at each scrape (./budget-metrics.ts). */
+  watchBudgets(readings: BudgetReadings): void {
+    watchBudgets(this.registry, readings, this.budgetsMax);
+  }
+
   /** Whether the Redis limit store is connected, read at each scrape. */
   watchRedis(connected: () => boolean): void {
     new Gauge({
@@ -269,14 +282,12 @@ export class GatewayMetrics {
 
   /** Request-body bytes held in memory by the requests in flight (server.max_buffered_bytes), read at each scrape. */
   watchBufferedBodies(held: () => number): void {
-    new Gauge({
-      name: 'tollgate_buffered_request_bytes',
-      help: 'Request-body bytes held in memory by the requests in flight (reserved against server.max_buffered_bytes).',
-      registers: [this.registry],
-      collect() {
-        this.set(held());
-      },
-    });
+    scrapedGauge(
+      this.registry,
+      'tollgate_buffered_request_bytes',
+      'Request-body bytes held in memory by the requests in flight (reserved against server.max_buffered_bytes).',
+      () => held(),
+    );
   }
 
   /** Alerts delivered and failed delivery attempts per channel (alerts.channels), read at each scrape. */

@@ -4,6 +4,7 @@ import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { request } from 'undici';
+import { csvRows } from '../helpers/csv';
 import { fixtureJson, PROJECT_ROOT } from '../helpers/fixtures';
 import { waitForRecords } from '../helpers/admin';
 import { OPENAI_KEY, startTestGateway, type TestGateway } from '../helpers/gateway';
@@ -105,6 +106,31 @@ pricing:
 
     const byModel = await cli('--group-by', 'model');
     expect(byModel, byModel).to.match(/^codestral-late-priced\s+2\s.*\sunknown\s+2\s+0\s+0\s+0$/m);
+  });
+
+  it('--limit keeps the most expensive groups and sums the rest in one "other" row, like the API; --all and --csv', async () => {
+    const ranked = JSON.parse(await cli('--group-by', 'agent', '--all', '--json'));
+    expect(ranked.map((r: any) => r.group.agent).sort()).to.deep.equal(['coder', 'search', 'support']);
+    const top = ranked[0];
+
+    const table = await cli('--group-by', 'agent', '--limit', '1');
+    const lines = table.split('\n\n')[0].split('\n');
+    expect(lines, table).to.have.length(4); // header, rule, the top group, other
+    expect(lines[2], table).to.match(new RegExp(`^${top.group.agent}\\s+${top.requests}\\s`));
+    expect(lines[3], table).to.match(new RegExp(`^\\(2 other groups\\)\\s+${4 - top.requests}\\s`));
+    expect(table).to.include('4 requests');
+    expect(table).to.include('2 more groups in the other row: --limit or --all shows them');
+
+    // The CSV of GET /api/usage.csv: the same page and other line, or every group with --all.
+    const page = csvRows(await cli('--group-by', 'agent', '--limit', '1', '--csv'));
+    expect(page[0].slice(0, 2)).to.deep.equal(['agent', 'requests']);
+    expect(page.slice(1).map((r) => r.slice(0, 2))).to.deep.equal([
+      [top.group.agent, String(top.requests)],
+      ['(2 other groups)', String(4 - top.requests)],
+    ]);
+    const all = csvRows(await cli('--group-by', 'agent', '--all', '--csv'));
+    expect(all.slice(1).map((r) => r[0])).to.deep.equal(ranked.map((r: any) => r.group.agent));
+    expect(all.slice(1).reduce((n, r) => n + Number(r[1]), 0)).to.equal(4);
   });
 
   it('reprices records whose model got a price later, and Perplexity requests at the fee of their context size', async () => {

@@ -1,0 +1,138 @@
+import { createHash } from 'node:crypto';
+import { expect } from 'chai';
+import OpenAI from 'openai';
+import { fixtureBytes } from '../helpers/fixtures';
+import { OPENAI_KEY, useGateway, type TestGateway } from '../helpers/gateway';
+import { samplesOf, scrape, total, type Sample } from '../helpers/prometheus';
+import { recordedResponder, TestUpstream } from '../helpers/upstream';
+
+const LIMITED_KEY = 'tg_test_key_for_the_limited_workspace_00000001';
+const EXTRA_KEY = 'tg_test_key_for_the_extra_workspace_000000001';
+
+const sha256 = (key: string) => createHash('sha256').update(key).digest('hex');
+
+/** The change of a metric between two scrapes, over the samples whose labels include `match`. */
+const delta = (before: Sample[], after: Sample[], name: string, match: Record<string, string> = {}) =>
+  total(after, name, match) - total(before, name, match);
+
+/** The value of a gauge without labels. */
+const gauge = (samples: Sample[], name: string) => {
+  const found = samplesOf(samples, name);
+  expect(found, name).to.have.length(1);
+  return found[0].value;
+};
+
+describe('on-call metrics: what an engineer reads on /metrics during an incident', () => {
+  const upstream = new TestUpstream();
+  let gw: TestGateway;
+  useGateway(
+    upstream,
+    (g) => (gw = g),
+    `
+metrics: { workspaces_max: 2 }
+workspaces:
+  - id: default
+    keys: [{ id: test, key: "\${GATEWAY_KEY}" }]
+  - id: limited
+    keys: [{ id: lim, sha256: ${sha256(LIMITED_KEY)} }]
+    limits: { requests_per_minute: 1 }
+  - id: extra
+    keys: [{ id: ext, sha256: ${sha256(EXTRA_KEY)} }]
+`,
+  );
+
+  const openai = (key = gw.key) =>
+    new OpenAI({
+      apiKey: OPENAI_KEY,
+      baseURL: `${gw.url}/v1`,
+      maxRetries: 0,
+      defaultHeaders: { 'X-Gateway-Key': key },
+    });
+  const chat = (key?: string) =>
+    openai(key).chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
+
+  it('a request lands in the duration histogram of its provider, endpoint and workspace, upstream time included', async () => {
+    upstream.respondWith((req, body) => {
+      const reply = recordedResponder(req, body);
+      return reply && { ...reply, headerDelayMs: 60 };
+    });
+    const before = await scrape(gw.adminUrl!);
+    await chat();
+    await chat();
+    const after = await scrape(gw.adminUrl!);
+    const series = { provider: 'openai', endpoint: 'chat.completions', workspace: 'default' };
+    expect(delta(before, after, 'tollgate_request_duration_seconds_count', series)).to.equal(2);
+    const sum = delta(before, after, 'tollgate_request_duration_seconds_sum', series);
+    expect(sum).to.be.within(0.12, 5);
+    // Nothing under 50 ms: both waited 60 ms for the provider. Buckets are cumulative; +Inf holds them all.
+    expect(delta(before, after, 'tollgate_request_duration_seconds_bucket', { ...series, le: '0.05' })).to.equal(0);
+    expect(delta(before, after, 'tollgate_request_duration_seconds_bucket', { ...series, le: '+Inf' })).to.equal(2);
+    expect(delta(before, after, 'tollgate_requests_total', { ...series, status_class: '2xx' })).to.equal(2);
+    expect(
+      delta(before, after, 'tollgate_upstream_responses_total', { provider: 'openai', upstream_status: '200' }),
+    ).to.equal(2);
+  });
+
+  it('an open stream shows in streams_open and in_flight while it runs, then in the stream histogram', async () => {
+    upstream.respondWith((req, body) => {
+      const reply = recordedResponder(req, body);
+      return reply && { ...reply, delayMs: 150 };
+    });
+    const before = await scrape(gw.adminUrl!);
+    expect(gauge(before, 'tollgate_streams_open')).to.equal(0);
+    const stream = await openai().chat.completions.create({
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: 'hi' }],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    const events = stream[Symbol.asyncIterator]();
+    await events.next();
+    const during = await scrape(gw.adminUrl!);
+    expect(gauge(during, 'tollgate_streams_open')).to.equal(1);
+    expect(gauge(during, 'tollgate_requests_in_flight')).to.equal(1);
+    while (!(await events.next()).done);
+    const series = { provider: 'openai', endpoint: 'chat.completions', workspace: 'default' };
+    let after = await scrape(gw.adminUrl!);
+    for (let i = 0; i < 50 && gauge(after, 'tollgate_requests_in_flight') !== 0; i++)
+      after = await scrape(gw.adminUrl!);
+    expect(gauge(after, 'tollgate_streams_open')).to.equal(0);
+    expect(gauge(after, 'tollgate_requests_in_flight')).to.equal(0);
+    expect(delta(before, after, 'tollgate_stream_duration_seconds_count', series)).to.equal(1);
+    expect(delta(before, after, 'tollgate_stream_duration_seconds_sum', series)).to.be.above(0.15);
+    expect(delta(before, after, 'tollgate_request_duration_seconds_count', series)).to.equal(0);
+  });
+
+  it("the provider's own status code is kept: a recorded 404 from OpenAI is upstream_status 404", async () => {
+    upstream.respondWith(() => ({
+      status: 404,
+      headers: { 'content-type': 'application/json' },
+      body: fixtureBytes('openai/error_404_model_not_found.json'),
+    }));
+    const before = await scrape(gw.adminUrl!);
+    const err = await chat().catch((e: unknown) => e);
+    expect(err).to.be.instanceOf(OpenAI.NotFoundError);
+    const after = await scrape(gw.adminUrl!);
+    expect(
+      delta(before, after, 'tollgate_upstream_responses_total', { provider: 'openai', upstream_status: '404' }),
+    ).to.equal(1);
+    expect(delta(before, after, 'tollgate_requests_total', { workspace: 'default', status_class: '4xx' })).to.equal(1);
+  });
+
+  it('refusals and errors name their workspace; a workspace beyond workspaces_max is "other"', async () => {
+    const before = await scrape(gw.adminUrl!);
+    await chat(LIMITED_KEY);
+    const refused = await chat(LIMITED_KEY).catch((e: unknown) => e);
+    expect(refused).to.be.instanceOf(OpenAI.RateLimitError);
+    await chat(EXTRA_KEY);
+    const after = await scrape(gw.adminUrl!);
+    const limited = { code: 'rate_limited', workspace: 'limited' };
+    expect(delta(before, after, 'tollgate_limit_refusals_total', limited)).to.equal(1);
+    expect(delta(before, after, 'tollgate_errors_total', limited)).to.equal(1);
+    expect(delta(before, after, 'tollgate_requests_total', { workspace: 'limited', status_class: '4xx' })).to.equal(1);
+    // default and limited took the two labels; extra is counted, under "other"
+    expect(delta(before, after, 'tollgate_requests_total', { workspace: 'other', status_class: '2xx' })).to.equal(1);
+    expect(samplesOf(after, 'tollgate_requests_total', { workspace: 'extra' })).to.have.length(0);
+    expect(delta(before, after, 'tollgate_request_duration_seconds_count', { workspace: 'other' })).to.equal(1);
+  });
+});
