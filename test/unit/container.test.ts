@@ -144,9 +144,9 @@ describe('container recipe', () => {
     const script = nodeArgs.find((f) => f.endsWith('.js'))!;
     expect(existsSync(join(PROJECT_ROOT, script)), script).to.equal(true);
     expect(json(of(runtime, 'CMD')[0])).to.deep.equal(['start']);
-    // The flags of npm start.
+    // The flags of npm start (which execs node, so that a signal to its PID reaches the gateway).
     const start = (JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts.start;
-    expect(start).to.equal(`${[node, ...nodeArgs].join(' ')} start`);
+    expect(start).to.equal(`exec ${[node, ...nodeArgs].join(' ')} start`);
   });
 
   it('Dockerfile: runs as an unprivileged user, with the data folder as a volume it owns', () => {
