@@ -24,6 +24,8 @@ export function versionsFrom(first: number): number[] {
  */
 export function undo008Sql(droppedTables: readonly string[] = []): string {
   return [
+    'DROP INDEX keys_updated_seq;',
+    'ALTER TABLE keys DROP COLUMN updated_seq;',
     'DROP TABLE alert_outbox;',
     'DROP TABLE reconciliation_runs;',
     ...['usage_source', 'provider_cost_pico', 'cost_disagrees', 'tool_calls', 'price_id'].map(
@@ -41,7 +43,7 @@ export function undo008Sql(droppedTables: readonly string[] = []): string {
         `ALTER TABLE ${t} DROP COLUMN cost_disagreement_count;`,
         `ALTER TABLE ${t} DROP COLUMN not_counted_count;`,
       ]),
-    'DELETE FROM schema_migrations WHERE version IN (8, 9, 10, 14);',
+    'DELETE FROM schema_migrations WHERE version IN (8, 9, 10, 11, 14);',
   ].join('\n');
 }
 
