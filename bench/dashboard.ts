@@ -139,20 +139,25 @@ function weighted<T>(r: number, items: [T, number][]): T {
   return items[items.length - 1][0];
 }
 
-/** Records in time order (as they arrive), `count` over DAYS days before `now`, busier in working hours. */
-export function* generate(count: number, now: number): Generator<UsageRecord[]> {
-  const r = rng(7);
-  const customer = zipf(2000, 1.05);
-  const agents = agentProfiles(r);
-  const agentWeights = agents.map((a): [AgentProfile, number] => [a, a.weight]);
-  const start = now - DAYS * DAY;
-  // Hour weights, then a record's time = its hour + a uniform offset, emitted in order.
+/** Relative traffic of each hour from `start` to `now`: busier in working hours, half on weekends. */
+function hourWeights(start: number, now: number): number[] {
   const hours: number[] = [];
   for (let t = start; t < now; t += HOUR) {
     const h = new Date(t).getUTCHours();
     const weekend = [0, 6].includes(new Date(t).getUTCDay());
     hours.push((0.2 + Math.exp(-((h - 14) ** 2) / 18)) * (weekend ? 0.5 : 1));
   }
+  return hours;
+}
+
+/** Records in time order (as they arrive), `count` over DAYS days before `now`, busier in working hours. */
+export function* generate(count: number, now: number): Generator<UsageRecord[]> {
+  const r = rng(7);
+  const customer = zipf(2000, 1.05);
+  const agentWeights = agentProfiles(r).map((a): [AgentProfile, number] => [a, a.weight]);
+  const start = now - DAYS * DAY;
+  // Hour weights, then a record's time = its hour + a uniform offset, emitted in order.
+  const hours = hourWeights(start, now);
   const totalWeight = hours.reduce((a, b) => a + b, 0);
   let batch: UsageRecord[] = [];
   let i = 0;
@@ -163,59 +168,7 @@ export function* generate(count: number, now: number): Generator<UsageRecord[]> 
     for (const off of offsets) {
       const ts = Math.min(now - 1, start + hIdx * HOUR + off);
       const p = weighted(r(), agentWeights);
-      const mIdx = weighted(r(), p.models);
-      const [provider, m, inRate, outRate] = MODELS[mIdx];
-      const tags: Record<string, string> = {
-        agent: p.agent,
-        feature: p.features[Math.floor(r() * p.features.length)],
-        customer_id: `cust-${String(customer(r())).padStart(4, '0')}`,
-      };
-      if (r() < 0.8) tags.team = ['support', 'platform', 'growth', 'research', 'sales'][Number(p.agent.slice(-2)) % 5];
-      if (r() < 0.5) tags.env = r() < 0.85 ? 'prod' : 'staging';
-      const roll = r();
-      const status = roll < 0.97 ? 200 : roll < 0.985 ? 429 : roll < 0.995 ? 500 : 400;
-      const input = Math.round(Math.exp(5 + r() * 4));
-      const output = m.startsWith('text-embedding') ? 0 : Math.round(Math.exp(3 + r() * 4));
-      const cacheRead = r() < 0.3 ? Math.round(input * r()) : 0;
-      const unpriced = inRate === 0n;
-      const failed = status !== 200;
-      const estimated = !unpriced && !failed && r() < 0.03;
-      batch.push({
-        id: `bench-${i.toString(36).padStart(7, '0')}`,
-        ts,
-        workspaceId: p.workspace,
-        keyId: p.keys[Math.floor(r() * p.keys.length)],
-        provider,
-        model: m,
-        servedModel: m,
-        endpoint: m.startsWith('text-embedding')
-          ? 'embeddings'
-          : provider === 'anthropic'
-            ? 'messages'
-            : 'chat.completions',
-        status,
-        streamed: r() < 0.4,
-        inputTokens: failed ? 0 : input,
-        outputTokens: failed ? 0 : output,
-        cacheReadTokens: failed ? 0 : cacheRead,
-        cacheWriteTokens: 0,
-        cacheWrite1hTokens: 0,
-        reasoningTokens: m === 'o3' ? Math.round(output / 2) : 0,
-        citationTokens: 0,
-        searchQueries: 0,
-        costPico: unpriced
-          ? null
-          : failed
-            ? 0n
-            : BigInt(input) * inRate + BigInt(output) * outRate + BigInt(cacheRead) * (inRate / 10n),
-        provenance: unpriced ? 'unpriced' : failed ? 'failed' : estimated ? 'estimated' : 'measured',
-        priceVersion: unpriced ? null : 'bench',
-        latencyMs: 200 + Math.floor(r() * 8000),
-        ttfbMs: 100 + Math.floor(r() * 800),
-        tags,
-        errorCode: failed ? 'upstream_error' : null,
-      });
-      i++;
+      batch.push(benchRecord(r, i++, ts, p, customer));
       if (batch.length === GENERATED_BATCH) {
         yield batch;
         batch = [];
@@ -223,6 +176,68 @@ export function* generate(count: number, now: number): Generator<UsageRecord[]> 
     }
   }
   if (batch.length) yield batch;
+}
+
+/** One record of agent `p` at `ts`: its model, tags, status, tokens and cost drawn from `r`. */
+function benchRecord(
+  r: () => number,
+  i: number,
+  ts: number,
+  p: AgentProfile,
+  customer: (u: number) => number,
+): UsageRecord {
+  const mIdx = weighted(r(), p.models);
+  const [provider, m, inRate, outRate] = MODELS[mIdx];
+  const tags: Record<string, string> = {
+    agent: p.agent,
+    feature: p.features[Math.floor(r() * p.features.length)],
+    customer_id: `cust-${String(customer(r())).padStart(4, '0')}`,
+  };
+  if (r() < 0.8) tags.team = ['support', 'platform', 'growth', 'research', 'sales'][Number(p.agent.slice(-2)) % 5];
+  if (r() < 0.5) tags.env = r() < 0.85 ? 'prod' : 'staging';
+  const roll = r();
+  const status = roll < 0.97 ? 200 : roll < 0.985 ? 429 : roll < 0.995 ? 500 : 400;
+  const input = Math.round(Math.exp(5 + r() * 4));
+  const output = m.startsWith('text-embedding') ? 0 : Math.round(Math.exp(3 + r() * 4));
+  const cacheRead = r() < 0.3 ? Math.round(input * r()) : 0;
+  const unpriced = inRate === 0n;
+  const failed = status !== 200;
+  const estimated = !unpriced && !failed && r() < 0.03;
+  return {
+    id: `bench-${i.toString(36).padStart(7, '0')}`,
+    ts,
+    workspaceId: p.workspace,
+    keyId: p.keys[Math.floor(r() * p.keys.length)],
+    provider,
+    model: m,
+    servedModel: m,
+    endpoint: m.startsWith('text-embedding')
+      ? 'embeddings'
+      : provider === 'anthropic'
+        ? 'messages'
+        : 'chat.completions',
+    status,
+    streamed: r() < 0.4,
+    inputTokens: failed ? 0 : input,
+    outputTokens: failed ? 0 : output,
+    cacheReadTokens: failed ? 0 : cacheRead,
+    cacheWriteTokens: 0,
+    cacheWrite1hTokens: 0,
+    reasoningTokens: m === 'o3' ? Math.round(output / 2) : 0,
+    citationTokens: 0,
+    searchQueries: 0,
+    costPico: unpriced
+      ? null
+      : failed
+        ? 0n
+        : BigInt(input) * inRate + BigInt(output) * outRate + BigInt(cacheRead) * (inRate / 10n),
+    provenance: unpriced ? 'unpriced' : failed ? 'failed' : estimated ? 'estimated' : 'measured',
+    priceVersion: unpriced ? null : 'bench',
+    latencyMs: 200 + Math.floor(r() * 8000),
+    ttfbMs: 100 + Math.floor(r() * 800),
+    tags,
+    errorCode: failed ? 'upstream_error' : null,
+  };
 }
 
 interface Timing {
@@ -536,57 +551,56 @@ function sizesTable(sizes: Record<string, Record<string, number>>): string {
   return lines.join('\n');
 }
 
-async function main(): Promise<void> {
-  const now = Math.floor(Date.now() / 60_000) * 60_000;
-  const all: Timing[] = [];
-  const fills: FillStats[] = [];
-  const sizes: Record<string, Record<string, number>> = {};
-  const summary: string[] = [];
+/** What one store's run adds: its timings, how its fill went, and its table sizes. */
+interface StoreRun {
+  all: Timing[];
+  fills: FillStats[];
+  sizes: Record<string, Record<string, number>>;
+}
 
-  if (STORES.has('sqlite')) {
-    const dir = mkdtempSync(join(tmpdir(), 'tollgate-bench-dashboard-'));
+async function benchSqlite(now: number, run: StoreRun): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'tollgate-bench-dashboard-'));
+  try {
+    process.stderr.write(`SQLite (${dir}):\n`);
+    const sqlite = await openStore(`sqlite:${join(dir, 'bench.db')}`);
     try {
-      process.stderr.write(`SQLite (${dir}):\n`);
-      const sqlite = await openStore(`sqlite:${join(dir, 'bench.db')}`);
-      try {
-        fills.push(await fill(sqlite, 'sqlite', now));
-        sizes.sqlite = await sqliteSizes(join(dir, 'bench.db'));
-        all.push(...(await measure(sqlite, 'sqlite', now)));
-      } finally {
-        await sqlite.close();
-      }
+      run.fills.push(await fill(sqlite, 'sqlite', now));
+      run.sizes.sqlite = await sqliteSizes(join(dir, 'bench.db'));
+      run.all.push(...(await measure(sqlite, 'sqlite', now)));
     } finally {
-      rmSync(dir, { recursive: true, force: true });
+      await sqlite.close();
     }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
+}
 
-  const pgUrl = process.env.DATABASE_URL;
-  if (pgUrl && STORES.has('postgres')) {
-    const schema = `bench_dashboard_${process.pid}_${Date.now().toString(36)}`;
-    process.stderr.write(`PostgreSQL (schema ${schema}):\n`);
-    const pg = await openStore(pgUrl, { schema });
-    try {
-      fills.push(await fill(pg, 'postgres', now));
+async function benchPostgres(now: number, pgUrl: string, run: StoreRun): Promise<void> {
+  const schema = `bench_dashboard_${process.pid}_${Date.now().toString(36)}`;
+  process.stderr.write(`PostgreSQL (schema ${schema}):\n`);
+  const pg = await openStore(pgUrl, { schema });
+  try {
+    run.fills.push(await fill(pg, 'postgres', now));
+    const admin = new Pool({ connectionString: pgUrl, max: 1 });
+    // Planner statistics and visibility maps as autovacuum would have them after a fill this size (PostgreSQL 13+
+    // also vacuums insert-only tables), so index-only scans are possible as they would be in production.
+    for (const t of TABLES) await admin.query(`VACUUM (ANALYZE) ${schema}.${t}`);
+    run.sizes.postgres = await postgresSizes(admin, schema);
+    await admin.end();
+    run.all.push(...(await measure(pg, 'postgres', now)));
+  } finally {
+    await pg.close();
+    if (process.env.BENCH_KEEP_SCHEMA) process.stderr.write(`PostgreSQL schema ${schema} kept (BENCH_KEEP_SCHEMA)\n`);
+    else {
       const admin = new Pool({ connectionString: pgUrl, max: 1 });
-      // Planner statistics and visibility maps as autovacuum would have them after a fill this size (PostgreSQL 13+
-      // also vacuums insert-only tables), so index-only scans are possible as they would be in production.
-      for (const t of TABLES) await admin.query(`VACUUM (ANALYZE) ${schema}.${t}`);
-      sizes.postgres = await postgresSizes(admin, schema);
+      await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
       await admin.end();
-      all.push(...(await measure(pg, 'postgres', now)));
-    } finally {
-      await pg.close();
-      if (process.env.BENCH_KEEP_SCHEMA) process.stderr.write(`PostgreSQL schema ${schema} kept (BENCH_KEEP_SCHEMA)\n`);
-      else {
-        const admin = new Pool({ connectionString: pgUrl, max: 1 });
-        await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-        await admin.end();
-      }
     }
-  } else if (!pgUrl) {
-    summary.push('PostgreSQL: skipped (DATABASE_URL is not set).');
   }
+}
 
+/** The report: summary lines first (the budget's verdict), then the tables; written to bench/results. */
+function report({ all, fills, sizes }: StoreRun, summary: string[]): { md: string; over: Timing[] } {
   const stores = Object.keys(sizes);
   const views = all.filter((t) => t.call.startsWith('(whole view'));
   const worst = views.reduce((a, b) => (b.median_ms > a.median_ms ? b : a), views[0]);
@@ -636,6 +650,18 @@ async function main(): Promise<void> {
     timings: all,
   };
   writeFileSync(join(outDir, 'dashboard-latest.json'), JSON.stringify(json, null, 2));
+  return { md, over };
+}
+
+async function main(): Promise<void> {
+  const now = Math.floor(Date.now() / 60_000) * 60_000;
+  const run: StoreRun = { all: [], fills: [], sizes: {} };
+  const summary: string[] = [];
+  if (STORES.has('sqlite')) await benchSqlite(now, run);
+  const pgUrl = process.env.DATABASE_URL;
+  if (pgUrl && STORES.has('postgres')) await benchPostgres(now, pgUrl, run);
+  else if (!pgUrl) summary.push('PostgreSQL: skipped (DATABASE_URL is not set).');
+  const { md, over } = report(run, summary);
   process.stdout.write(`${md}\nwritten to bench/results/dashboard-latest.{md,json}\n`);
   if (over.length) {
     process.stderr.write(`dashboard benchmark: ${over.length} view(s) over the ${BUDGET_MS} ms budget\n`);

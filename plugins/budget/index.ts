@@ -2,8 +2,6 @@ import {
   definePlugin,
   formatUsd,
   parseUsd,
-  resolveService,
-  TOKENS,
   UNTAGGED,
   type BudgetCheck,
   type BudgetSource,
@@ -296,39 +294,36 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
 
 export const budget = definePlugin({
   name: 'budget',
-  requires: {
-    plugins: ['auth'],
-    services: [
-      'WorkspaceLimits',
-      'RequestCost',
-      'UsageStore',
-      'Logger',
-      'BudgetLedger',
-      'Clock',
-      'Config',
-      'Providers',
-      'RecordQueues',
-    ],
+  requires: { plugins: ['auth'] },
+  inject: {
+    limits: 'WorkspaceLimits',
+    cost: 'RequestCost',
+    usage: 'UsageStore',
+    log: 'Logger',
+    ledger: 'BudgetLedger',
+    clock: 'Clock',
+    config: 'Config',
+    providers: 'Providers',
+    records: 'RecordQueues',
   },
   enforces: ['budgets'],
   // Tags exist once attribution has run. usage-recorder, listed after, completes first (onComplete runs in
   // reverse), so a request's record is queued before its budget settles: see ActiveBudgets on forgetting.
   order: { after: ['attribution'], before: ['usage-recorder'] },
-  create: (container) => {
-    const cost = resolveService(container, TOKENS.RequestCost);
-    const policy = resolveService(container, TOKENS.Config).budgets;
+  create: (_container, _options, { limits, cost, usage, log, ledger, clock, config, providers, records }) => {
+    const policy = config.budgets;
     const plugin = new BudgetPlugin(
-      resolveService(container, TOKENS.WorkspaceLimits),
+      limits,
       cost,
-      resolveService(container, TOKENS.UsageStore),
-      resolveService(container, TOKENS.Logger),
-      resolveService(container, TOKENS.Clock),
-      new BudgetPricing(cost.prices, policy.unpriced, resolveService(container, TOKENS.Providers)),
+      usage,
+      log,
+      clock,
+      new BudgetPricing(cost.prices, policy.unpriced, providers),
       policy.referenced_input_tokens,
-      resolveService(container, TOKENS.RecordQueues),
+      records,
       policy,
     );
-    resolveService(container, TOKENS.BudgetLedger).attach(plugin);
+    ledger.attach(plugin);
     return plugin;
   },
 });
