@@ -3,7 +3,7 @@
  *   GET /api/dimensions  built-in dimensions and every tag key in the data (the group-by picker)
  *   GET /api/info        proxy URL, workspaces, whether anything was recorded yet (the empty state), and how many
  *                        records the store refused for their content and holds in quarantine (storage/quarantine.ts)
- *   GET /api/usage.csv   a page of the grouping of GET /api/usage (same parameters) as CSV
+ *   GET /api/usage.csv   a page of the grouping of GET /api/usage (same parameters) as CSV; limit=all: every group
  *   GET /api/usage/series  cost and requests per UTC hour/day for a few groups (the chart's stacks) plus
  *                          "other" (everything else) and the total, without sending every group's series
  *                          (admin/dashboard/series.ts)
@@ -44,7 +44,7 @@ export function registerDashboardRoutes(router: Router, { reads, workspaces, pro
   });
 
   router.get('/usage.csv', async (ctx) => {
-    const params = usageParamsFrom(ctx.query);
+    const params = usageParamsFrom(ctx.query, { allowAll: true });
     const name = [
       'usage',
       ...(params.groupBy.length ? params.groupBy : ['total']),
