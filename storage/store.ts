@@ -166,6 +166,9 @@ export interface GatewayKey {
   revokedAt: number | null;
 }
 
+export type { KeyChange } from './keys';
+import type { KeyChange } from './keys';
+
 export interface NewGatewayKey {
   id: string;
   workspaceId: string;
@@ -203,6 +206,10 @@ export interface UsageStore {
   repriceAll(fn: RepriceFn, filter?: Partial<UsageFilter>): Promise<RepriceResult>;
 
   insertKey(key: NewGatewayKey): Promise<GatewayKey>;
+  /** Inserts every key in one transaction (all or none), each with the next change sequence. */
+  insertKeys(keys: readonly NewGatewayKey[]): Promise<GatewayKey[]>;
+  /** Keys created or revoked after change `seq` (keys.updated_seq), in change order, at most `limit` of them. */
+  keyChangesSince(seq: number, limit: number): Promise<KeyChange[]>;
   listKeys(workspaceId?: string): Promise<GatewayKey[]>;
   findKeyByHash(hash: string): Promise<GatewayKey | undefined>;
   /** Marks a key revoked; false when no such key or already revoked. */

@@ -24,6 +24,8 @@ export function versionsFrom(first: number): number[] {
  */
 export function undo008Sql(droppedTables: readonly string[] = []): string {
   return [
+    'DROP INDEX keys_updated_seq;',
+    'ALTER TABLE keys DROP COLUMN updated_seq;',
     'DROP TABLE alert_outbox;',
     ...['usage_source', 'provider_cost_pico', 'cost_disagrees', 'tool_calls', 'price_id'].map(
       (c) => `ALTER TABLE usage_records DROP COLUMN ${c};`,
@@ -40,7 +42,7 @@ export function undo008Sql(droppedTables: readonly string[] = []): string {
         `ALTER TABLE ${t} DROP COLUMN cost_disagreement_count;`,
         `ALTER TABLE ${t} DROP COLUMN not_counted_count;`,
       ]),
-    'DELETE FROM schema_migrations WHERE version IN (8, 9, 10);',
+    'DELETE FROM schema_migrations WHERE version IN (8, 9, 10, 11);',
   ].join('\n');
 }
 
