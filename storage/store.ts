@@ -19,7 +19,7 @@ export { UNTAGGED } from '../core/usage';
 export const NONE = '(none)';
 
 /** The built-in dimensions and the tag keys they reserve (core/usage.ts: the record's vocabulary). */
-export { BUILTIN_DIMENSIONS, RESERVED_TAG_KEYS, SERVED_MODEL_ALIAS, type BuiltinDimension } from '../core/usage';
+export { BUILTIN_DIMENSIONS, SERVED_MODEL_ALIAS, type BuiltinDimension } from '../core/usage';
 
 export type Interval = 'hour' | 'day';
 

@@ -16,7 +16,7 @@ import type { groupRowJson, recordJson, retentionJson, totalsJson } from '../ser
 import type { ReadinessChecks } from '../../contracts/readiness';
 
 export { answerSchemas } from './schema-parts';
-export { CreatedKeyAnswer, CreateKeyRequest, GatewayKeyJson, KeysAnswer, RevokedKeyAnswer } from './key-answers';
+export { CreatedKeyAnswer, CreateKeyRequest, KeysAnswer, RevokedKeyAnswer } from './key-answers';
 export { AlertsAnswer, AlertTestAnswer, AlertTestRequest } from './alert-answers';
 import { ForecastJson } from './alert-answers';
 
@@ -318,7 +318,8 @@ export function errorBody(codes: readonly ErrorCode[]) {
   });
 }
 
-export const ErrorAnswer = named(
+// Registered under its name for the document's error responses.
+named(
   'Error',
   errorBody(Object.keys(ERROR_CODES) as ErrorCode[]).meta({
     description: 'Every error the gateway raises itself: {"error": {message, type, param, code}}; code is stable.',
