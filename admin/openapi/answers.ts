@@ -263,6 +263,17 @@ export const InfoAnswer = named(
       description: 'Usage records the store refused for their content, kept in quarantined_records with the error.',
     }),
     records_kept_from: retentionFields.records_kept_from,
+    build: z
+      .object({
+        version: z.string(),
+        commit: z
+          .string()
+          .nullable()
+          .meta({ description: 'The commit built; null when built outside a git checkout.' }),
+        built_at: time('When `npm run build` ran.'),
+      })
+      .nullable()
+      .meta({ description: 'The build stamp of the running code; null when it was compiled without `npm run build`.' }),
   }),
 );
 
