@@ -2,38 +2,20 @@ import { expect } from 'chai';
 import type { UsageRecord } from '../../core/usage';
 import { PriceCatalog } from '../../pricing/catalog';
 import { PROVIDER_REPORTED, repriceRecord } from '../../pricing/reprice';
+import { usageRecord } from '../helpers/records';
 
 /** A stored sonar chat record (11 input, 392 output tokens: perplexity/sonar_chat_completion.json's usage). */
 function stored(over: Partial<UsageRecord> = {}): UsageRecord {
-  return {
-    id: 'r',
-    ts: 0,
+  return usageRecord({
     workspaceId: null,
-    keyId: null,
     provider: 'perplexity',
     model: 'sonar',
     servedModel: 'sonar',
-    endpoint: 'chat.completions',
-    status: 200,
-    streamed: false,
     inputTokens: 11,
     outputTokens: 392,
-    cacheReadTokens: null,
-    cacheWriteTokens: null,
-    cacheWrite1hTokens: null,
-    reasoningTokens: null,
-    citationTokens: null,
-    searchQueries: null,
     searchContextSize: 'low',
-    costPico: null,
-    provenance: 'unpriced',
-    priceVersion: null,
-    latencyMs: 1,
-    ttfbMs: null,
-    tags: {},
-    errorCode: null,
     ...over,
-  };
+  });
 }
 
 const NO_COUNTS = { inputTokens: null, outputTokens: null } as const;
