@@ -38,6 +38,9 @@ function rec(over: Partial<UsageRecord> = {}): UsageRecord {
     costDisagrees: null,
     toolCalls: null,
     priceId: 'openai/gpt-4o',
+    serviceTier: null,
+    inputAudioTokens: null,
+    outputAudioTokens: null,
     ...over,
   });
 }
@@ -170,6 +173,9 @@ describe('storage (unit)', () => {
         costDisagrees: false,
         toolCalls: { web_search: 2, file_search: 1 },
         priceId: null,
+        serviceTier: 'flex',
+        inputAudioTokens: 3,
+        outputAudioTokens: 0,
       }),
       r({
         id: 'r8',
