@@ -11,6 +11,7 @@ import type { UsageRecord } from '../../core/usage';
 import { READ_POOL_APPLICATION_NAME } from '../../storage/read-connection';
 import { adminGet } from '../helpers/admin';
 import { csvRows } from '../helpers/csv';
+import { usageRecord } from '../helpers/usage-record';
 import { OPENAI_KEY, startTestGateway, TEST_ADMIN_TOKEN, type TestGateway } from '../helpers/gateway';
 import { requirePostgres } from '../helpers/services';
 import { sleep, TestUpstream } from '../helpers/upstream';
@@ -47,42 +48,14 @@ const backends: Backend[] = [
 ];
 
 /** A record as the usage recorder writes one. */
-function record(
+const record = (
   id: string,
   ts: number,
   costPico: bigint,
   tags: Record<string, string>,
   model = 'gpt-4o-mini',
   workspaceId = 'default',
-): UsageRecord {
-  return {
-    id,
-    ts,
-    workspaceId,
-    keyId: 'test',
-    provider: 'openai',
-    model,
-    servedModel: model,
-    endpoint: 'chat.completions',
-    status: 200,
-    streamed: false,
-    inputTokens: 10,
-    outputTokens: 5,
-    cacheReadTokens: 0,
-    cacheWriteTokens: 0,
-    cacheWrite1hTokens: 0,
-    reasoningTokens: 0,
-    citationTokens: 0,
-    searchQueries: 0,
-    costPico,
-    provenance: 'measured',
-    priceVersion: 'test',
-    latencyMs: 10,
-    ttfbMs: 5,
-    tags,
-    errorCode: null,
-  };
-}
+): UsageRecord => usageRecord({ id, ts, costPico, tags, model, workspaceId });
 
 async function admin(gw: TestGateway, path: string): Promise<{ status: number; json: any; text: string; ms: number }> {
   const started = performance.now();
