@@ -64,6 +64,16 @@ export interface Usage {
    * pick a long-context rate per iteration, as the provider bills it.
    */
   iterations?: readonly IterationUsage[];
+  /**
+   * Rounding step of providerCostUsd, in USD, where the provider documents one (Perplexity: "0.001"): a figure
+   * that differs from the computed cost by less than half a step plus 1% agrees with it.
+   */
+  providerCostStepUsd?: string;
+  /**
+   * The service tier the answer says served the request (OpenAI's top-level `service_tier`: default, flex,
+   * priority, scale; Anthropic's `usage.service_tier`: standard, priority, batch), lower-cased. Not a count.
+   */
+  serviceTier?: string;
   /** The model that actually served the request, when the response names it (aggregators). */
   servedModel?: string;
   /**

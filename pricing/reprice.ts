@@ -3,6 +3,7 @@ import { PROVIDER_REPORTED, type Usage, type UsageRecord, type UsageSource } fro
 import type { Repricing } from '../storage/store';
 import type { PriceCatalog } from './catalog';
 import { priceUsage } from './cost';
+import { providerCostStep } from './cost-rounding';
 import { formatUsd } from './money';
 
 export { PROVIDER_REPORTED } from '../core/usage';
@@ -66,6 +67,7 @@ export function repriceRecord(catalog: PriceCatalog, r: UsageRecord): Repricing 
     searchContextSize: r.searchContextSize ?? undefined,
     toolCalls: r.toolCalls ?? undefined,
     providerCostUsd: providerCost === null ? undefined : formatUsd(providerCost),
+    providerCostStepUsd: providerCost === null ? undefined : providerCostStep(r.provider),
   };
   const priced = priceUsage(
     usageSource === 'none' ? undefined : price,

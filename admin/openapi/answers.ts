@@ -16,7 +16,7 @@ import type { groupRowJson, recordJson, retentionJson, totalsJson } from '../ser
 import type { ReadinessChecks } from '../../contracts/readiness';
 
 export { answerSchemas } from './schema-parts';
-export { CreatedKeyAnswer, CreateKeyRequest, GatewayKeyJson, KeysAnswer, RevokedKeyAnswer } from './key-answers';
+export { CreatedKeyAnswer, CreateKeyRequest, KeysAnswer, RevokedKeyAnswer } from './key-answers';
 export { AlertsAnswer, AlertTestAnswer, AlertTestRequest } from './alert-answers';
 import { ForecastJson } from './alert-answers';
 
@@ -263,6 +263,17 @@ export const InfoAnswer = named(
       description: 'Usage records the store refused for their content, kept in quarantined_records with the error.',
     }),
     records_kept_from: retentionFields.records_kept_from,
+    build: z
+      .object({
+        version: z.string(),
+        commit: z
+          .string()
+          .nullable()
+          .meta({ description: 'The commit built; null when built outside a git checkout.' }),
+        built_at: time('When `npm run build` ran.'),
+      })
+      .nullable()
+      .meta({ description: 'The build stamp of the running code; null when it was compiled without `npm run build`.' }),
   }),
 );
 
@@ -318,7 +329,8 @@ export function errorBody(codes: readonly ErrorCode[]) {
   });
 }
 
-export const ErrorAnswer = named(
+// Registered under its name for the document's error responses.
+named(
   'Error',
   errorBody(Object.keys(ERROR_CODES) as ErrorCode[]).meta({
     description: 'Every error the gateway raises itself: {"error": {message, type, param, code}}; code is stable.',

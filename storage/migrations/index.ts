@@ -12,6 +12,8 @@ import { recordsRetention } from './007_records_retention';
 import { costTruth } from './008_cost_truth';
 import { notCounted } from './009_not_counted';
 import { alertOutbox } from './010_alert_outbox';
+import { keyChangeSeq } from './011_key_change_seq';
+import { reconciliationRuns } from './014_reconciliation_runs';
 
 export interface Migration {
   version: number;
@@ -32,6 +34,8 @@ export const MIGRATIONS: readonly Migration[] = [
   costTruth,
   notCounted,
   alertOutbox,
+  keyChangeSeq,
+  reconciliationRuns,
 ];
 
 export const SCHEMA_MIGRATIONS_DDL = {
