@@ -11,10 +11,10 @@ import type { UsageRecord } from '../../core/usage';
 import { READ_POOL_APPLICATION_NAME } from '../../storage/read-connection';
 import { adminGet } from '../helpers/admin';
 import { csvRows } from '../helpers/csv';
-import { usageRecord } from '../helpers/usage-record';
 import { OPENAI_KEY, startTestGateway, TEST_ADMIN_TOKEN, type TestGateway } from '../helpers/gateway';
 import { requirePostgres } from '../helpers/services';
 import { sleep, TestUpstream } from '../helpers/upstream';
+import { usageRecord, ZERO_BUCKETS } from '../helpers/records';
 
 const DAY = 86_400_000;
 /** The dashboard's heaviest grouping (the last 30 days), over the records seeded into the `bulk` workspace below. */
@@ -48,14 +48,32 @@ const backends: Backend[] = [
 ];
 
 /** A record as the usage recorder writes one. */
-const record = (
+function record(
   id: string,
   ts: number,
   costPico: bigint,
   tags: Record<string, string>,
   model = 'gpt-4o-mini',
   workspaceId = 'default',
-): UsageRecord => usageRecord({ id, ts, costPico, tags, model, workspaceId });
+): UsageRecord {
+  return usageRecord({
+    id,
+    ts,
+    workspaceId,
+    keyId: 'test',
+    model,
+    servedModel: model,
+    inputTokens: 10,
+    outputTokens: 5,
+    ...ZERO_BUCKETS,
+    costPico,
+    provenance: 'measured',
+    priceVersion: 'test',
+    latencyMs: 10,
+    ttfbMs: 5,
+    tags,
+  });
+}
 
 async function admin(gw: TestGateway, path: string): Promise<{ status: number; json: any; text: string; ms: number }> {
   const started = performance.now();

@@ -7,7 +7,7 @@ import { request } from 'undici';
 import type { UsageRecord } from '../../core/usage';
 import { FOCUS_COLUMNS } from '../../admin/dashboard/focus';
 import { csvRows } from '../helpers/csv';
-import { usageRecord } from '../helpers/usage-record';
+import { usageRecord, ZERO_BUCKETS } from '../helpers/records';
 import { startTestGateway, TEST_ADMIN_TOKEN, type TestGateway } from '../helpers/gateway';
 import { TestUpstream } from '../helpers/upstream';
 
@@ -46,9 +46,13 @@ const record = (id: string, ts: number, costPico: bigint | null, model: string, 
     ts,
     costPico,
     model,
+    servedModel: model,
+    provenance: 'measured',
     workspaceId: 'focus',
+    keyId: 'test',
     inputTokens: 100,
     outputTokens: 20,
+    ...ZERO_BUCKETS,
     tags: { customer_id: customer },
   });
 
