@@ -7,7 +7,7 @@ import { ENDPOINT_KEYS, USAGE_PARSER_NAMES } from '../providers/registry';
 import { fromText } from './from-text';
 import { refuseWeakSecrets } from './key-strength';
 import { budgetPolicySchema, limitStoreSchema, workspaceLimitsSchema } from './limits';
-import { READINESS_DEPENDENCIES } from '../contracts/readiness';
+import { READINESS_DEPENDENCIES } from './readiness';
 import { alertsSchema } from './alerts';
 import { parseStorageUrl } from '../storage/url';
 

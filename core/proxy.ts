@@ -19,8 +19,6 @@ import type { SseEvent } from './usage';
 import { settleUsage } from './usage-settle';
 import { settleMediaUsage } from './media-usage';
 
-export { REQUEST_ID_HEADER } from './request-id';
-
 /** What the proxy works with; how request bodies are received: BodyIntakeOptions. */
 export interface ProxyDeps extends BodyIntakeOptions {
   providers: ProviderRegistry;

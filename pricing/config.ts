@@ -217,8 +217,6 @@ export const pricingConfigSchema = z.strictObject({
   models: z.array(modelOverride).default([]),
 });
 
-/** The `pricing:` block as written in YAML. */
-export type PricingConfigInput = z.input<typeof pricingConfigSchema>;
 /** The `pricing:` block after validation and unit normalisation. */
 export type PricingConfig = z.output<typeof pricingConfigSchema>;
 

@@ -7,6 +7,7 @@ import type { Pool, PoolClient } from 'pg';
 import type { UsageRecord } from '../core/usage';
 import { RECORD_COLUMNS, dedupeById, recordValues } from './codec';
 import { AlertOutbox } from './alert-outbox';
+import { ReconciliationRuns } from './reconciliation-runs';
 import { postgresDialect as d } from './dialect';
 import { KEY_CHANGES_SQL, KEY_COLUMNS, keyChangeFromRow, keyFromRow, type KeyChange } from './keys';
 import { insertPostgresKeys, revokePostgresKey } from './postgres-keys';
@@ -223,6 +224,11 @@ export class PostgresUsageStore implements UsageStore {
   /** The server answers, and takes writes: not a standby, not read-only by default. */
   alertOutbox(): AlertOutbox {
     return new AlertOutbox(d, this.exec);
+  }
+
+  /** Reconciliation runs (storage/reconciliation-runs.ts), on the store's own connection. */
+  reconciliationRuns(): ReconciliationRuns {
+    return new ReconciliationRuns(d, this.exec);
   }
 
   async checkWritable(): Promise<void> {

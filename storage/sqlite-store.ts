@@ -12,6 +12,7 @@ import type { UsageRecord } from '../core/usage';
 import { dedupeById } from './codec';
 import { sqliteDialect as d } from './dialect';
 import { AlertOutbox } from './alert-outbox';
+import { ReconciliationRuns } from './reconciliation-runs';
 import {
   KEY_CHANGES_SQL,
   KEY_COLUMNS,
@@ -327,6 +328,11 @@ export class SqliteUsageStore implements UsageStore {
   /** Its writes wait at most INSERT_BUSY_TIMEOUT_MS for the writer thread's lock: they run on the event loop. */
   alertOutbox(): AlertOutbox {
     return new AlertOutbox(d, (q) => this.withShortLockWait(() => this.exec(q)));
+  }
+
+  /** Reconciliation runs (storage/reconciliation-runs.ts), on the store's own connection. */
+  reconciliationRuns(): ReconciliationRuns {
+    return new ReconciliationRuns(d, (q) => this.withShortLockWait(() => this.exec(q)));
   }
 
   async checkWritable(): Promise<void> {

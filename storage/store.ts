@@ -7,6 +7,7 @@
  */
 import type { CostProvenance, PicoUsd, UsageRecord, UsageSource } from '../core/usage';
 import type { AlertOutbox } from './alert-outbox';
+import type { ReconciliationRuns } from './reconciliation-runs';
 import type { QuarantinedRecord } from './quarantine';
 import type { ReadSource } from './read-connection';
 
@@ -19,7 +20,7 @@ export { UNTAGGED } from '../core/usage';
 export const NONE = '(none)';
 
 /** The built-in dimensions and the tag keys they reserve (core/usage.ts: the record's vocabulary). */
-export { BUILTIN_DIMENSIONS, RESERVED_TAG_KEYS, SERVED_MODEL_ALIAS, type BuiltinDimension } from '../core/usage';
+export { BUILTIN_DIMENSIONS, SERVED_MODEL_ALIAS, type BuiltinDimension } from '../core/usage';
 
 export type Interval = 'hour' | 'day';
 
@@ -235,6 +236,8 @@ export interface UsageStore {
   checkWritable(): Promise<void>;
   /** The alert outbox (storage/alert-outbox.ts), on the store's own connection. */
   alertOutbox?(): AlertOutbox;
+  /** Reconciliation runs (storage/reconciliation-runs.ts), on the store's own connection. */
+  reconciliationRuns?(): ReconciliationRuns;
 
   close(): Promise<void>;
 }

@@ -21,7 +21,6 @@ export {
   CreatedKeysAnswer,
   CreateKeyRequest,
   CreateKeysRequest,
-  GatewayKeyJson,
   KeysAnswer,
   RevokedKeyAnswer,
 } from './key-answers';
@@ -271,6 +270,17 @@ export const InfoAnswer = named(
       description: 'Usage records the store refused for their content, kept in quarantined_records with the error.',
     }),
     records_kept_from: retentionFields.records_kept_from,
+    build: z
+      .object({
+        version: z.string(),
+        commit: z
+          .string()
+          .nullable()
+          .meta({ description: 'The commit built; null when built outside a git checkout.' }),
+        built_at: time('When `npm run build` ran.'),
+      })
+      .nullable()
+      .meta({ description: 'The build stamp of the running code; null when it was compiled without `npm run build`.' }),
   }),
 );
 
@@ -326,7 +336,8 @@ export function errorBody(codes: readonly ErrorCode[]) {
   });
 }
 
-export const ErrorAnswer = named(
+// Registered under its name for the document's error responses.
+named(
   'Error',
   errorBody(Object.keys(ERROR_CODES) as ErrorCode[]).meta({
     description: 'Every error the gateway raises itself: {"error": {message, type, param, code}}; code is stable.',

@@ -13,6 +13,7 @@ import { costTruth } from './008_cost_truth';
 import { notCounted } from './009_not_counted';
 import { alertOutbox } from './010_alert_outbox';
 import { keyChangeSeq } from './011_key_change_seq';
+import { reconciliationRuns } from './014_reconciliation_runs';
 
 export interface Migration {
   version: number;
@@ -34,6 +35,7 @@ export const MIGRATIONS: readonly Migration[] = [
   notCounted,
   alertOutbox,
   keyChangeSeq,
+  reconciliationRuns,
 ];
 
 export const SCHEMA_MIGRATIONS_DDL = {

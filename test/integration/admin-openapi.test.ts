@@ -1,7 +1,7 @@
 import { AlertService } from '../../alerts/service';
 import { alertsSchema } from '../../config/alerts';
 import { AlertReceiver } from '../helpers/alert-receiver';
-import { mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -18,6 +18,7 @@ import { Readiness } from '../../runtime/observability/readiness';
 import { BudgetLedger } from '../../services/budget-ledger';
 import { openStore } from '../../storage/open';
 import { adminGet, waitForRecords } from '../helpers/admin';
+import { PROJECT_ROOT } from '../helpers/fixtures';
 import { AdminContract, checkedAdminAnswers } from '../helpers/admin-contract';
 import { OPENAI_KEY, startTestGateway, TEST_ADMIN_TOKEN, type TestGateway } from '../helpers/gateway';
 import { TcpProxy } from '../helpers/tcp-proxy';
@@ -212,7 +213,11 @@ alerts: { channels: [{ name: ops, type: slack, url: "${slack.url}" }] }`,
         limit_usd: '50',
       });
       expect((await adminGet(gw, '/api/dimensions')).tags).to.include('customer');
-      expect((await adminGet(gw, '/api/info')).workspaces.map((w: any) => w.id)).to.deep.equal(['default', WORKSPACE]);
+      const info = await adminGet(gw, '/api/info');
+      expect(info.workspaces.map((w: any) => w.id)).to.deep.equal(['default', WORKSPACE]);
+      // The stamp `npm run build` wrote (npm test builds first); null for code compiled by tsc alone.
+      const stamp = join(PROJECT_ROOT, 'dist/build-info.json');
+      expect(info.build).to.deep.equal(existsSync(stamp) ? JSON.parse(readFileSync(stamp, 'utf8')) : null);
 
       expect((await call('GET', '/healthz', { token: null })).json).to.deep.equal({ status: 'ok' });
       expect((await call('GET', '/readyz', { token: null })).json.status).to.equal('ready');
