@@ -292,6 +292,21 @@ alerts: { channels: [{ name: ops, type: slack, url: "${slack.url}" }] }`,
         expect(res.status, res.text).to.equal(status);
         expect(res.json.error.code).to.equal(code);
       }
+      // A route that exists, asked with a method it does not take: 405 naming the ones it does, not 404.
+      for (const [method, path, allow] of [
+        ['PUT', '/api/keys', 'HEAD, GET, POST'],
+        ['PATCH', '/api/keys/key_000000000000', 'DELETE'],
+        ['POST', '/api/usage', 'HEAD, GET'],
+      ] as const) {
+        const res = await request(`${gw.adminUrl}${path}`, {
+          method,
+          headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
+        });
+        const body = (await res.body.json()) as any;
+        expect(res.statusCode, `${method} ${path}`).to.equal(405);
+        expect(res.headers.allow, `${method} ${path}`).to.equal(allow);
+        expect(body.error).to.include({ code: 'method_not_allowed', type: 'invalid_request_error' });
+      }
     });
 
     it('GET /metrics answers 404 route_not_found on a gateway with metrics off', async () => {
