@@ -9,6 +9,8 @@ import { createGatewayKey, keyJson } from './key-admin';
 import { keyListPage } from './key-list';
 import { budgetListPage } from './budget-list';
 import { registerAlertRoutes } from './alert-routes';
+import { registerBudgetRoutes } from './budget-routes';
+import type { RuntimeBudgetTable } from '../storage/runtime-budget-table';
 import type { AlertService } from '../alerts/service';
 import type { LockoutOptions } from '../plugin-kit/lockout';
 import { adminAuth } from './admin-auth';
@@ -52,6 +54,8 @@ export interface AdminDeps {
   alerts?: AlertService;
   /** Called after a key was created or revoked here, so this instance applies it at once. */
   onKeysChanged: () => Promise<void>;
+  /** POST/PATCH/DELETE /api/budgets; absent when the store keeps no runtime budgets. */
+  runtimeBudgets?: { table: RuntimeBudgetTable; onBudgetsChanged: () => Promise<void> };
   /** http://host:port of the proxy listener, shown by the dashboard's first-request instructions. */
   proxyUrl?: string;
   /** Wrong-token lockout per client address (ADMIN_LOCKOUT_DEFAULTS unless given); false turns it off. */
@@ -71,6 +75,7 @@ export function createAdminApp({
   budgets,
   alerts,
   onKeysChanged,
+  runtimeBudgets,
   proxyUrl,
   lockout,
   probes,
@@ -150,6 +155,7 @@ export function createAdminApp({
     );
   });
   if (alerts) registerAlertRoutes(router, alerts);
+  if (runtimeBudgets) registerBudgetRoutes(router, { store, workspaces, ...runtimeBudgets });
 
   registerDashboardRoutes(router, { reads, workspaces, proxyUrl });
   app.use(router.routes());

@@ -7,6 +7,7 @@ import type { Pool, PoolClient } from 'pg';
 import type { UsageRecord } from '../core/usage';
 import { RECORD_COLUMNS, dedupeById, recordValues } from './codec';
 import { AlertOutbox } from './alert-outbox';
+import { RuntimeBudgetTable } from './runtime-budget-table';
 import { postgresDialect as d } from './dialect';
 import { KEY_COLUMNS, checkNewKey, keyFromRow, keyValues } from './keys';
 import { LATEST_VERSION, SCHEMA_MIGRATIONS_DDL, newerVersions, pendingMigrations } from './migrations/index';
@@ -222,6 +223,10 @@ export class PostgresUsageStore implements UsageStore {
   /** The server answers, and takes writes: not a standby, not read-only by default. */
   alertOutbox(): AlertOutbox {
     return new AlertOutbox(d, this.exec);
+  }
+
+  runtimeBudgets(): RuntimeBudgetTable {
+    return new RuntimeBudgetTable(d, this.exec);
   }
 
   async checkWritable(): Promise<void> {

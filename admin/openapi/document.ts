@@ -27,6 +27,7 @@ import {
   SeriesAnswer,
   UsageAnswer,
 } from './answers';
+import { budgetCreatePath, budgetWritePaths } from './budget-paths';
 import { groupBy, intervalParam, pageParams, param, rangeParams, usageQuery } from './parameters';
 import {
   bare,
@@ -195,7 +196,9 @@ const paths = {
         ),
       },
     },
+    post: budgetCreatePath,
   },
+  ...budgetWritePaths,
   '/api/alerts': {
     get: {
       operationId: 'listAlerts',

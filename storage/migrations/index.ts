@@ -12,6 +12,7 @@ import { recordsRetention } from './007_records_retention';
 import { costTruth } from './008_cost_truth';
 import { notCounted } from './009_not_counted';
 import { alertOutbox } from './010_alert_outbox';
+import { runtimeBudgets } from './013_runtime_budgets';
 
 export interface Migration {
   version: number;
@@ -32,6 +33,7 @@ export const MIGRATIONS: readonly Migration[] = [
   costTruth,
   notCounted,
   alertOutbox,
+  runtimeBudgets,
 ];
 
 export const SCHEMA_MIGRATIONS_DDL = {

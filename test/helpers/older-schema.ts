@@ -20,11 +20,13 @@ export function versionsFrom(first: number): number[] {
 
 /**
  * Migrations 008 and 009's columns dropped, records and rollups as every earlier build left them, migration 010's
- * alert outbox dropped, and none recorded as applied; `droppedTables` are rollup tables the caller drops itself.
+ * alert outbox and migration 013's tables dropped, and none recorded as applied; `droppedTables` are rollup tables the caller drops itself.
  */
 export function undo008Sql(droppedTables: readonly string[] = []): string {
   return [
     'DROP TABLE alert_outbox;',
+    'DROP TABLE runtime_budgets;',
+    'DROP TABLE spend_freezes;',
     ...['usage_source', 'provider_cost_pico', 'cost_disagrees', 'tool_calls', 'price_id'].map(
       (c) => `ALTER TABLE usage_records DROP COLUMN ${c};`,
     ),
@@ -40,7 +42,7 @@ export function undo008Sql(droppedTables: readonly string[] = []): string {
         `ALTER TABLE ${t} DROP COLUMN cost_disagreement_count;`,
         `ALTER TABLE ${t} DROP COLUMN not_counted_count;`,
       ]),
-    'DELETE FROM schema_migrations WHERE version IN (8, 9, 10);',
+    'DELETE FROM schema_migrations WHERE version IN (8, 9, 10, 13);',
   ].join('\n');
 }
 
