@@ -40,9 +40,9 @@ VOLUME ["/app/data"]
 USER node
 # Proxy port and admin port (server.port and admin.port in gateway.config.yaml).
 EXPOSE 8080 8081
-# Liveness on the proxy port. The image has no curl: Node's fetch does the request.
+# Liveness on the proxy port of the config the gateway runs with (a mounted one's server.port, GATEWAY_CONFIG).
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
-    CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.TOLLGATE_PORT || 8080) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+    CMD ["node", "dist/cli/index.js", "healthcheck"]
 # The flags of `npm start` (package.json); SIGTERM drains in-flight requests (server.shutdown_grace_ms).
 ENTRYPOINT ["node", "dist/cli/index.js"]
 CMD ["start"]

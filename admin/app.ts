@@ -42,6 +42,11 @@ const storeUnavailable = (cause: unknown) =>
  * Every read goes through `reads` (admin/reads/): off the proxy's event loop, within the query time limit, and each
  * answer bounded (a page of groups, records, keys or budgets).
  */
+/** The methods the routes at `path` take (405 method_not_allowed names them in Allow); none for an unknown path. */
+function methodsOf(router: Router, path: string): string[] {
+  return [...new Set(router.match(path, 'GET').path.flatMap((layer) => layer.methods))];
+}
+
 export interface AdminDeps {
   /** Writes (keys created or revoked). */
   store: UsageStore;
@@ -94,8 +99,16 @@ export function createAdminApp({
   app.use(async (ctx, next) => {
     try {
       await next();
-      if (ctx.status === 404 && ctx.body === undefined)
+      if (ctx.status === 404 && ctx.body === undefined) {
+        const allowed = methodsOf(router, ctx.path);
+        if (allowed.length > 0)
+          throw new GatewayError(
+            'method_not_allowed',
+            `${ctx.method} is not allowed on ${ctx.path.slice(0, 200)}; use ${allowed.join(' or ')}.`,
+            { headers: { allow: allowed.join(', ') } },
+          );
         throw new GatewayError('route_not_found', `Unknown admin route ${ctx.path.slice(0, 200)}`);
+      }
     } catch (err) {
       const error = isStoreUnreachable(err) ? storeUnavailable(err) : asGatewayError(err);
       if (error.status >= 500) logger.error({ err, path: truncate(ctx.path, 200) }, 'admin request failed');

@@ -130,14 +130,16 @@ export function limitFrom(q: ParsedUrlQuery): number {
  * GET /api/usage and /api/usage.csv: range, filters, group_by, interval, and the page of groups (limit, offset). With
  * an interval the range holds at most BUCKETS_MAX buckets, and the page's rows (limit x buckets) INTERVAL_ROWS_MAX.
  */
-export function usageParamsFrom(q: ParsedUrlQuery): UsageParams {
+export function usageParamsFrom(q: ParsedUrlQuery, { allowAll = false } = {}): UsageParams {
   const filter = filterFrom(q);
   const groupBy = groupByFrom(q);
   const interval = intervalFrom(q);
-  const limit = limitFrom(q);
+  // limit=all (the CSV export): every group, however many; the reader thread's heap bounds what one answer holds.
+  const limit = allowAll && one(q, 'limit') === 'all' ? Infinity : limitFrom(q);
   const offset = offsetFrom(q);
   if (interval) {
     const buckets = checkBuckets(filter, interval);
+    if (limit === Infinity) return { filter, groupBy, interval, limit, offset };
     const groups = groupBy.length ? limit : 1;
     if (groups * buckets > INTERVAL_ROWS_MAX) {
       throw new GatewayError(

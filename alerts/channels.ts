@@ -14,8 +14,8 @@ export interface AlertChannel {
   send(alert: Alert, timeoutMs: number): Promise<PostResult>;
 }
 
-export const SIGNATURE_HEADER = 'x-tollgate-signature';
-export const TIMESTAMP_HEADER = 'x-tollgate-timestamp';
+const SIGNATURE_HEADER = 'x-tollgate-signature';
+const TIMESTAMP_HEADER = 'x-tollgate-timestamp';
 
 /** The signature header's value: HMAC-SHA256 of the exact body bytes with the channel's secret, in hex. */
 export function signature(secret: string, body: string): string {

@@ -11,6 +11,7 @@ import { startGateway } from '../runtime/servers';
 import { exitQuietlyWhenOutputCloses } from './closed-output';
 import { registerDemoCommand } from './demo';
 import { errorLine, EXIT_INTERNAL, EXIT_USER, exitWithError, isUserError, listenFailure, UserError } from './errors';
+import { registerHealthcheckCommand } from './healthcheck';
 import { registerKeyCommands } from './keys';
 import { registerAlertCommands } from './alerts';
 import { registerPriceCommands } from './prices';
@@ -122,5 +123,6 @@ registerKeyCommands(program, loadOrExit);
 registerPriceCommands(program, loadOrExit);
 registerAlertCommands(program, loadOrExit);
 registerDemoCommand(program);
+registerHealthcheckCommand(program, loadOrExit);
 
 program.parseAsync(process.argv).catch((err) => exitWithError(err));

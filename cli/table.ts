@@ -18,6 +18,7 @@ export interface Column {
 const MAX_CELL_WIDTH = 48;
 const GAP = '  ';
 const ELLIPSIS = '…';
+const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
 
 interface Cell {
   text: string;
@@ -28,7 +29,8 @@ interface Cell {
 function measure(raw: string): Cell {
   // eslint-disable-next-line no-control-regex -- control characters are exactly what is replaced
   const text = raw.replace(/[\u0000-\u001f\u007f]/g, ' ');
-  const width = stringWidth(text);
+  // Printable ASCII is one column a character: most cells (numbers, model names) skip the Unicode width tables.
+  const width = PRINTABLE_ASCII.test(text) ? text.length : stringWidth(text);
   if (width <= MAX_CELL_WIDTH) return { text, width };
   let cut = '';
   let used = 0;

@@ -1,12 +1,13 @@
 import { z } from 'zod';
 import { JSON_BODY_COPIES } from '../core/body-memory';
+import { resolveShares, shareOfBuffered } from './buffered-shares';
 import type { LockoutOptions } from '../plugin-kit/lockout';
 import { pricingConfigSchema } from '../pricing/config';
 import { ENDPOINT_KEYS, USAGE_PARSER_NAMES } from '../providers/registry';
 import { fromText } from './from-text';
 import { refuseWeakSecrets } from './key-strength';
 import { budgetPolicySchema, limitStoreSchema, workspaceLimitsSchema } from './limits';
-import { READINESS_DEPENDENCIES } from '../contracts/readiness';
+import { READINESS_DEPENDENCIES } from './readiness';
 import { alertsSchema } from './alerts';
 import { parseStorageUrl } from '../storage/url';
 
@@ -206,6 +207,19 @@ export const gatewayConfigSchema = z
          * its parsed form); spooled and streamed uploads do not count.
          */
         max_buffered_bytes: byteSize.default(512 * 1024 * 1024),
+        /**
+         * What one workspace's (and one key's) request bodies may hold of max_buffered_bytes, so that one tenant's
+         * uploads cannot take the whole bound (config/buffered-shares.ts): a size or a percentage. Workspace: a
+         * quarter by default; key: unset, only the workspace's share.
+         */
+        workspace_buffered_bytes: fromText(shareOfBuffered).optional(),
+        key_buffered_bytes: fromText(shareOfBuffered).optional(),
+        /**
+         * A request body must arrive within body_timeout_ms, plus one second for every body_min_rate bytes received
+         * (so a large body sent at least that fast always has time); otherwise 408 body_timeout. 0 = no time-out.
+         */
+        body_timeout_ms: fromText(z.number().int().min(0)).default(30_000),
+        body_min_rate: z.union([fromText(z.literal(0)), byteSize]).default(64 * 1024),
       })
       .superRefine((server, ctx) => {
         // Smaller, a JSON body near the body limit could never be taken: its client would retry forever.
@@ -216,6 +230,12 @@ export const gatewayConfigSchema = z
             path: ['max_buffered_bytes'],
             message: `must be at least twice server.body_limit (${least} bytes): a JSON body counts twice, its bytes and its parsed form`,
           });
+      })
+      .transform((server, ctx) => {
+        const shares = resolveShares(server, (path, message) =>
+          ctx.addIssue({ code: 'custom', path: [path], message }),
+        );
+        return { ...server, workspace_buffered_bytes: shares.workspace, key_buffered_bytes: shares.key };
       })
       .prefault({}),
     /** The admin API (and later the dashboard): its own listener, never on the proxy port. */

@@ -7,10 +7,6 @@ export interface ReadinessChecks {
 
 export type ReadinessCheck = keyof ReadinessChecks;
 
-/** The dependencies an operator may let fail readiness (probes.readiness.fail_on); draining always does. */
-export const READINESS_DEPENDENCIES = ['store', 'limit_store'] as const;
-export type ReadinessDependency = (typeof READINESS_DEPENDENCIES)[number];
-
 export interface ReadinessReport {
   /** No check that fails readiness failed: the instance should get traffic. */
   ready: boolean;

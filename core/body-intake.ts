@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { modelField, multipartForm, parseJsonBody, readBody } from './body';
-import { bodyHeld, JSON_BODY_COPIES, type BodyMemoryBudget } from './body-memory';
+import { bodyHeld, JSON_BODY_COPIES, type BodyMemoryBudget, type BodyOwner, type BufferedBound } from './body-memory';
+import type { BodyPace } from './body-pace';
 import type { GatewayContext } from './context';
 import type { EndpointSpec } from './endpoints';
 import { GatewayError } from './errors';
@@ -13,14 +14,17 @@ export interface BodyIntakeOptions {
   uploads?: UploadSpool;
   /** Bounds the request-body bytes held in memory across requests; absent: no bound but bodyLimit per request. */
   memoryBudget?: BodyMemoryBudget;
+  /** How long a body read into memory may take to arrive; absent: no time-out of the gateway's own. */
+  bodyPace?: BodyPace;
 }
 
 /** What a request's body holds until the request is over; BodyIntake.release frees it, once. */
 export interface HeldBody {
   /** A large multipart upload, received into the spool or streaming through (core/upload-spool.ts). */
   upload: ReceivedUpload | undefined;
-  /** Bytes of the memory budget reserved for the body. */
+  /** Bytes of the memory budget reserved for the body, and whose share they count against. */
   reserved: number;
+  owner?: BodyOwner;
   /** Ends the memory policy's hold on a body held whole (core/body-memory.ts). */
   held: (() => void) | undefined;
 }
@@ -39,8 +43,9 @@ const FIRST_READ_BYTES = 64 * 1024;
  *   Either way it holds a few chunks of memory, not its size, and takes nothing from the memory budget.
  * - Any other body is read whole into memory, within the budget (server.max_buffered_bytes): a declared length is
  *   reserved before a byte is read (a JSON body twice: JSON_BODY_COPIES); a body sent without one is counted as it
- *   arrives. A body that does not fit is refused with 503 gateway_busy and Retry-After, and the connection is
- *   closed rather than read to its end.
+ *   arrives. Each workspace (and key) has its share of the budget. A body that does not fit is refused with
+ *   503 gateway_busy and Retry-After, and the connection is closed rather than read to its end; one that arrives
+ *   too slowly (bodyPace) with 408 body_timeout, the same way.
  */
 export class BodyIntake {
   constructor(private readonly options: BodyIntakeOptions) {}
@@ -60,11 +65,12 @@ export class BodyIntake {
       return;
     }
     const declared = Number(req.headers['content-length']); // NaN when sent chunked
+    hold.owner = { workspace: gw.workspace?.id, key: gw.keyId };
     const received = this.reserve(hold, declared, multipart ? 1 : JSON_BODY_COPIES);
     // A body held whole is reported to the memory policy until the request is over: from the start when its
     // length is declared, once read when it was sent without one.
     hold.held = bodyHeld(declared);
-    gw.body = await readBody(req, bodyLimit, received);
+    gw.body = await readBody(req, bodyLimit, received, this.options.bodyPace);
     gw.bodySize = gw.body.length;
     hold.held ??= bodyHeld(gw.bodySize);
     if (multipart) {
@@ -88,13 +94,16 @@ export class BodyIntake {
     if (!budget || declared > this.options.bodyLimit) return undefined;
     const known = declared >= 0;
     const first = known ? declared * copies : FIRST_READ_BYTES;
-    if (!budget.reserve(first)) throw gatewayBusy();
+    const owner = hold.owner!;
+    const refused = budget.reserve(first, owner);
+    if (refused) throw gatewayBusy(refused);
     hold.reserved = first;
     if (known) return undefined;
     return (size) => {
       const needed = size * copies;
       if (needed <= hold.reserved) return;
-      if (!budget.reserve(needed - hold.reserved)) throw gatewayBusy();
+      const over = budget.reserve(needed - hold.reserved, owner);
+      if (over) throw gatewayBusy(over);
       hold.reserved = needed;
     };
   }
@@ -104,15 +113,21 @@ export class BodyIntake {
     hold.upload?.dispose(); // its body was sent, or never will be
     hold.held?.();
     hold.held = undefined;
-    if (hold.reserved > 0) this.options.memoryBudget!.release(hold.reserved);
+    if (hold.reserved > 0) this.options.memoryBudget!.release(hold.reserved, hold.owner!);
     hold.reserved = 0;
   }
 }
 
-function gatewayBusy(): GatewayError {
+const WHOSE: Record<BufferedBound, string> = {
+  max_buffered_bytes: 'The gateway holds',
+  workspace_buffered_bytes: "This workspace's requests hold",
+  key_buffered_bytes: "This key's requests hold",
+};
+
+function gatewayBusy(bound: BufferedBound): GatewayError {
   return new GatewayError(
     'gateway_busy',
-    'The gateway holds as many request bodies in memory as it may (server.max_buffered_bytes); retry shortly.',
+    `${WHOSE[bound]} as many request bodies in memory as they may (server.${bound}); retry shortly.`,
     { headers: { 'retry-after': '1' } },
   );
 }

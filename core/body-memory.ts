@@ -34,15 +34,27 @@ export function bodyRelayed(bytes: number): void {
 }
 
 /**
- * The bound on request-body bytes held in memory across the requests in flight (server.max_buffered_bytes), given
- * to the proxy by the runtime (runtime/memory-policy.ts). A body is reserved before it is read into memory and
- * released once its request is over (core/body-intake.ts): an integer add and a subtraction per request.
+ * Whose body it is: the workspace and key of the request's gateway key (auth runs before the body is read), both
+ * undefined when the request carries none (no auth plugin).
+ */
+export interface BodyOwner {
+  workspace: string | undefined;
+  key: string | undefined;
+}
+
+/** The bound a refused reservation would have passed: the whole, or the owner's workspace or key share. */
+export type BufferedBound = 'max_buffered_bytes' | 'workspace_buffered_bytes' | 'key_buffered_bytes';
+
+/**
+ * The bound on request-body bytes held in memory across the requests in flight (server.max_buffered_bytes), and
+ * each workspace's and key's share of it, given to the proxy by the runtime (runtime/buffered-body-cap.ts). A body
+ * is reserved before it is read into memory and released once its request is over (core/body-intake.ts).
  */
 export interface BodyMemoryBudget {
-  /** Reserves `bytes` more; false, reserving nothing, when that would pass the bound. */
-  reserve(bytes: number): boolean;
-  /** Returns `bytes` reserved earlier. */
-  release(bytes: number): void;
+  /** Reserves `bytes` more for `owner`; the bound it would pass (reserving nothing), or undefined once reserved. */
+  reserve(bytes: number, owner: BodyOwner): BufferedBound | undefined;
+  /** Returns `bytes` reserved earlier for `owner`. */
+  release(bytes: number, owner: BodyOwner): void;
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import busboy from 'busboy';
+import { bodyTimeout, watchBodyPace, type BodyPace } from './body-pace';
 import { GatewayError } from './errors';
 import { truncate } from './truncate';
 
@@ -29,16 +30,19 @@ export function refuseDeclaredOverLimit(req: IncomingMessage, limit: number): vo
 
 /**
  * Receives a request body chunk by chunk into a sink, refusing anything larger than `limit` bytes (413) as early
- * as possible, and a client that leaves before the end (request_aborted).
+ * as possible, a client that leaves before the end (request_aborted), and one that sends it slower than `pace`
+ * allows (408 body_timeout, core/body-pace.ts).
  */
 export function receiveBody<T>(
   req: IncomingMessage,
   limit: number,
   makeSink: (control: BodyControl) => BodySink<T>,
+  pace?: BodyPace,
 ): Promise<T> {
   return new Promise((resolve, reject) => {
     let size = 0;
     let settled = false;
+    let stopPace = () => undefined as void;
     const fail = (err: unknown) => {
       if (settled) return;
       settled = true;
@@ -76,9 +80,15 @@ export function receiveBody<T>(
       if (!req.complete) onError(new Error('client closed the connection before the body ended'));
     };
     const cleanup = () => {
+      stopPace();
       req.off('data', onData).off('end', onEnd).off('error', onError).off('close', onClose);
     };
     req.on('data', onData).on('end', onEnd).on('error', onError).on('close', onClose);
+    stopPace = watchBodyPace(
+      pace,
+      () => size,
+      () => fail(bodyTimeout(pace!)),
+    );
     // The client may have left while earlier steps awaited (plugins, opening a spool file): 'close' has been.
     if (req.destroyed && !req.complete) onClose();
   });
@@ -86,46 +96,57 @@ export function receiveBody<T>(
 
 /**
  * Reads the whole request body into memory, refusing anything larger than `limit` bytes (413). `received`, when
- * given, hears the size read so far after each chunk; a throw from it refuses the body with that error.
+ * given, hears the size read so far after each chunk; a throw from it refuses the body with that error. `pace`: how
+ * long the body may take (core/body-pace.ts).
  */
-export function readBody(req: IncomingMessage, limit: number, received?: (size: number) => void): Promise<Buffer> {
+export function readBody(
+  req: IncomingMessage,
+  limit: number,
+  received?: (size: number) => void,
+  pace?: BodyPace,
+): Promise<Buffer> {
   try {
     refuseDeclaredOverLimit(req, limit);
   } catch (err) {
     return Promise.reject(err);
   }
   const declared = Number(req.headers['content-length']);
-  return receiveBody(req, limit, () => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    // A large body goes straight into one buffer of its declared size: each chunk can be freed at once and
-    // no second copy is made at the end.
-    let whole = declared >= PREALLOCATE_FROM ? Buffer.allocUnsafe(declared) : undefined;
-    return {
-      write(chunk) {
-        size += chunk.length;
-        received?.(size);
-        if (whole && size <= whole.length) {
-          chunk.copy(whole, size - chunk.length);
+  return receiveBody(
+    req,
+    limit,
+    () => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      // A large body goes straight into one buffer of its declared size: each chunk can be freed at once and
+      // no second copy is made at the end.
+      let whole = declared >= PREALLOCATE_FROM ? Buffer.allocUnsafe(declared) : undefined;
+      return {
+        write(chunk) {
+          size += chunk.length;
+          received?.(size);
+          if (whole && size <= whole.length) {
+            chunk.copy(whole, size - chunk.length);
+            return true;
+          }
+          if (whole) {
+            chunks.push(whole.subarray(0, size - chunk.length)); // more than declared (cannot happen over HTTP/1.1)
+            whole = undefined;
+          }
+          chunks.push(chunk);
           return true;
-        }
-        if (whole) {
-          chunks.push(whole.subarray(0, size - chunk.length)); // more than declared (cannot happen over HTTP/1.1)
+        },
+        end(total) {
+          if (whole) return total === whole.length ? whole : whole.subarray(0, total);
+          return chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, total);
+        },
+        abort() {
+          chunks.length = 0;
           whole = undefined;
-        }
-        chunks.push(chunk);
-        return true;
-      },
-      end(total) {
-        if (whole) return total === whole.length ? whole : whole.subarray(0, total);
-        return chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, total);
-      },
-      abort() {
-        chunks.length = 0;
-        whole = undefined;
-      },
-    };
-  });
+        },
+      };
+    },
+    pace,
+  );
 }
 
 function tooLarge(limit: number): GatewayError {

@@ -25,6 +25,8 @@ export const ERROR_CODES = {
   invalid_metadata: { status: 400, type: 'invalid_request_error' },
   unsupported_media_type: { status: 415, type: 'invalid_request_error' },
   body_too_large: { status: 413, type: 'invalid_request_error' },
+  /** The request body arrived too slowly (server.body_timeout_ms, server.body_min_rate); the connection is closed. */
+  body_timeout: { status: 408, type: 'invalid_request_error' },
   max_tokens_exceeded: { status: 400, type: 'invalid_request_error' },
   /** The workspace caps output tokens and refuses requests that name no limit (limits.max_tokens_when_absent: reject). */
   max_tokens_required: { status: 400, type: 'invalid_request_error' },

@@ -19,8 +19,6 @@ import type { SseEvent } from './usage';
 import { settleUsage } from './usage-settle';
 import { settleMediaUsage } from './media-usage';
 
-export { REQUEST_ID_HEADER } from './request-id';
-
 /** What the proxy works with; how request bodies are received: BodyIntakeOptions. */
 export interface ProxyDeps extends BodyIntakeOptions {
   providers: ProviderRegistry;
@@ -51,7 +49,7 @@ const EXPECTED_FAILURES: ReadonlySet<string> = new Set([
 ]);
 
 /** Refusals of a body not read to its end: the connection is closed rather than read on (core/body-intake.ts). */
-const CLOSE_AFTER: ReadonlySet<string> = new Set(['body_too_large', 'gateway_busy']);
+const CLOSE_AFTER: ReadonlySet<string> = new Set(['body_too_large', 'gateway_busy', 'body_timeout']);
 
 /**
  * One request on its way through the proxy: what its steps share, in one object instead of a list of parameters;

@@ -64,6 +64,16 @@ export interface Usage {
    * pick a long-context rate per iteration, as the provider bills it.
    */
   iterations?: readonly IterationUsage[];
+  /**
+   * Rounding step of providerCostUsd, in USD, where the provider documents one (Perplexity: "0.001"): a figure
+   * that differs from the computed cost by less than half a step plus 1% agrees with it.
+   */
+  providerCostStepUsd?: string;
+  /**
+   * The service tier the answer says served the request (OpenAI's top-level `service_tier`: default, flex,
+   * priority, scale; Anthropic's `usage.service_tier`: standard, priority, batch), lower-cased. Not a count.
+   */
+  serviceTier?: string;
   /** The model that actually served the request, when the response names it (aggregators). */
   servedModel?: string;
   /**
@@ -224,6 +234,15 @@ export interface UsageRecord {
   toolCalls?: Readonly<Record<string, number>> | null;
   /** provider/model of the catalog entry whose prices were used (a dated snapshot names its family's entry). */
   priceId?: string | null;
+  /**
+   * The service tier the answer says served the request (flex, priority, batch ...; Usage.serviceTier), null when
+   * it named none. Absent on records built before migration 012.
+   */
+  serviceTier?: string | null;
+  /** Audio tokens of the input, a part of inputTokens (audio chats), null when none were reported. */
+  inputAudioTokens?: number | null;
+  /** Audio tokens generated, a part of outputTokens, null when none were reported. */
+  outputAudioTokens?: number | null;
   latencyMs: number;
   /** Time to first byte from upstream, ms; null if no byte arrived. */
   ttfbMs: number | null;

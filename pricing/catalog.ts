@@ -333,8 +333,8 @@ export class PriceCatalog {
   }
 }
 
-/** The price fields a request is billed by (service tiers are carried as data, not applied). */
-export const APPLIED_PRICE_FIELDS = PRICE_FIELDS.filter((f) => f !== 'service_tiers');
+/** The price fields a request is billed by (service tiers included: an answer's tier picks its rates). */
+export const APPLIED_PRICE_FIELDS: readonly (typeof PRICE_FIELDS)[number][] = PRICE_FIELDS;
 
 /** Whether two entries bill every request alike. */
 export function samePrices(a: CatalogModel, b: CatalogModel): boolean {

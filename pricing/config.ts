@@ -99,6 +99,27 @@ function buckets(raw: Record<string, unknown>, ctx: Ctx, base: Path): Partial<Re
 
 const longContextInput = z.strictObject({ above_input_tokens: z.number().int().positive(), ...bucketKeys });
 
+/** A service tier's rates, USD per 1M tokens (the tiers of the bundled catalog: batch, flex, priority). */
+const TIER_BUCKETS = ['input', 'output', 'cache_read', 'cache_write'] as const;
+const tierInput = z.strictObject(Object.fromEntries(TIER_BUCKETS.map((b) => [b, numeric.optional()])));
+const SERVICE_TIERS = ['batch', 'flex', 'priority'] as const;
+type ServiceTiers = NonNullable<CatalogModel['service_tiers']>;
+
+function serviceTiers(raw: Partial<Record<string, Record<string, unknown>>>, ctx: Ctx): ServiceTiers {
+  const out: ServiceTiers = {};
+  for (const tier of SERVICE_TIERS) {
+    const t = raw[tier];
+    if (!t) continue;
+    const rates: Partial<Record<(typeof TIER_BUCKETS)[number], string>> = {};
+    for (const b of TIER_BUCKETS) {
+      const v = t[b] === undefined ? undefined : toDecimal(t[b] as string | number, ctx, ['service_tiers', tier, b]);
+      if (v !== undefined) rates[b] = v;
+    }
+    out[tier] = rates;
+  }
+  return out;
+}
+
 const modelOverrideInput = z.strictObject({
   provider: z.string().min(1),
   model: z.string().min(1),
@@ -112,6 +133,8 @@ const modelOverrideInput = z.strictObject({
   per_character: numeric.optional(),
   per_image: z.record(z.string().min(1), numeric).optional(),
   long_context: z.array(longContextInput).optional(),
+  /** Rates of the service tiers an answer may name (batch, flex, priority), USD per 1M tokens. */
+  service_tiers: z.strictObject(Object.fromEntries(SERVICE_TIERS.map((t) => [t, tierInput.optional()]))).optional(),
   kind: z.string().min(1).optional(),
   context_window: z.number().int().positive().optional(),
   max_output_tokens: z.number().int().positive().optional(),
@@ -157,6 +180,7 @@ const modelOverride = modelOverrideInput.transform((raw, ctx): ModelOverride => 
       ...buckets(t, ctx, ['long_context', i]),
     }));
   }
+  if (raw.service_tiers !== undefined) out.service_tiers = serviceTiers(raw.service_tiers, ctx);
   for (const k of ['kind', 'context_window', 'max_output_tokens', 'created', 'aliases'] as const) {
     if (raw[k] !== undefined) (out as Record<string, unknown>)[k] = raw[k];
   }
@@ -193,8 +217,6 @@ export const pricingConfigSchema = z.strictObject({
   models: z.array(modelOverride).default([]),
 });
 
-/** The `pricing:` block as written in YAML. */
-export type PricingConfigInput = z.input<typeof pricingConfigSchema>;
 /** The `pricing:` block after validation and unit normalisation. */
 export type PricingConfig = z.output<typeof pricingConfigSchema>;
 

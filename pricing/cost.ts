@@ -23,6 +23,10 @@
  *   searchQueries     x search_query_fee; covered by the request fee where there is one; else unpriced
  *   request_fee       once per request; Perplexity tier by searchContextSize, default 'low' (Perplexity's
  *                     documented default search_context_size); an unknown size is unpriced
+ * Service tier: an answer that names a tier other than the standard one (Usage.serviceTier: flex, priority, batch
+ * ...) is priced at that tier's rates (service_tiers), and only those: a tier the entry does not price, a bucket
+ * the tier lists no rate for, or a prompt past a long-context threshold under a tier is unpriced, never the
+ * standard rate.
  * Long context: when inputTokens + all cache tokens exceed a tier's above_input_tokens, every bucket uses
  * the highest such tier's rate, and the base rate for a bucket the tier does not list (as LiteLLM does).
  * When the usage carries per-iteration counts (Usage.iterations), the tier is chosen per iteration.
@@ -33,7 +37,7 @@ import { MEDIA_UNIT_FIELDS, type EndpointKey, type IterationUsage, type PicoUsd,
 import { BUCKETS, type Bucket, type LongContextTier, type ModelPrice } from './model-price';
 import { parseDecimal } from './decimal';
 import { billedMediaUsage, mediaUnitLines } from './media-cost';
-import { ExactSum, formatUsd, parseUsd, rateFromPerMillion, rateFromUsd, roundScaled, type Rate } from './money';
+import { ExactSum, formatUsd, parseUsd, rateFromPerMillion, rateFromUsd, type Rate } from './money';
 
 export interface PriceUsageOptions {
   endpoint: EndpointKey;
@@ -52,7 +56,7 @@ export interface PricedUsage {
   providerCostPico?: PicoUsd;
   /** The cost computed from the counts and the catalog, when the record uses the provider's figure instead. */
   computedCostPico?: PicoUsd | null;
-  /** The provider's figure and the computed one differ by more than 1% (after the provider's rounding). */
+  /** The provider's figure and the computed one differ by more than 1% plus half the provider's rounding step. */
   costDisagrees?: boolean;
   /** A fee in the cost could only be estimated (e.g. code interpreter sessions), or a counted call has no price. */
   estimated?: boolean;
@@ -67,6 +71,8 @@ type ContextSize = 'low' | 'medium' | 'high';
 
 interface Compiled {
   base: Rates;
+  /** The rates of each non-standard service tier the entry prices. */
+  serviceTiers: Partial<Record<string, Rates>>;
   /** Highest threshold first. */
   tiers: { above: number; rates: Rates }[];
   requestFee?: Rate | Partial<Record<ContextSize, Rate>>;
@@ -108,8 +114,11 @@ function compile(price: ModelPrice): Compiled {
     requestFee = bySize;
   }
   const searchFee = price.search_query_fee === undefined ? undefined : rateFromUsd(price.search_query_fee);
+  const serviceTiers: Compiled['serviceTiers'] = {};
+  for (const [name, t] of Object.entries(price.service_tiers ?? {})) if (t) serviceTiers[name] = rates(t);
   const compiled: Compiled = {
     base,
+    serviceTiers,
     tiers,
     requestFee,
     searchFee,
@@ -138,6 +147,24 @@ const COUNT_FIELDS = [
 ] as const;
 
 type Line = [units: number | undefined, rate: Rate | undefined, name: string];
+
+/** The tier names answers use for the standard rates (OpenAI default, Anthropic standard, Groq on_demand). */
+const STANDARD_TIERS: ReadonlySet<string> = new Set(['default', 'standard', 'auto', 'on_demand']);
+
+/**
+ * The rates of the service tier an answer names, or why it cannot be priced; undefined for the standard tier
+ * (its rates, long context included, apply as usual).
+ */
+function servedTierRates(c: Compiled, price: ModelPrice, usage: Usage): Rates | string | undefined {
+  const tier = usage.serviceTier;
+  if (tier === undefined || STANDARD_TIERS.has(tier)) return undefined;
+  const rates = Object.hasOwn(c.serviceTiers, tier) ? c.serviceTiers[tier] : undefined;
+  if (!rates) return `${price.provider}/${price.model} has no price for the ${tier} service tier`;
+  const prompts = usage.iterations ?? [usage];
+  if (prompts.some((u) => tierRates(c, u) !== c.base))
+    return `${price.provider}/${price.model} has no long-context price for the ${tier} service tier`;
+  return rates;
+}
 
 /** The rates of the highest long-context tier the prompt (input plus every cache bucket) exceeds, else the base. */
 function tierRates(c: Compiled, u: IterationUsage): Rates {
@@ -212,28 +239,48 @@ export function priceUsage(
   return withProviderFigure(computed, reported, price);
 }
 
-/** The provider's own cost figure in pico-USD with its number of decimals, or undefined (absent, unreadable). */
-function providerFigure(usage: Usage | undefined): { pico: PicoUsd; decimals: number } | undefined {
+/** The provider's own figure in pico-USD, its decimals and its documented rounding step, or undefined. */
+interface ProviderFigure {
+  pico: PicoUsd;
+  decimals: number;
+  /** The step the provider rounds its figure to, in pico-USD (0: reported at full precision). */
+  stepPico: PicoUsd;
+}
+
+/** The provider's own cost figure, or undefined (absent, unreadable). */
+function providerFigure(usage: Usage | undefined): ProviderFigure | undefined {
   const text = usage?.providerCostUsd;
   if (text === undefined) return undefined;
   try {
     const pico = parseUsd(text);
-    return pico >= 0n ? { pico, decimals: decimalsOf(text) } : undefined;
+    if (pico < 0n) return undefined;
+    const step = usage?.providerCostStepUsd === undefined ? 0n : parseUsd(usage.providerCostStepUsd);
+    return { pico, decimals: decimalsOf(text), stepPico: step > 0n ? step : 0n };
   } catch {
     return undefined; // an unreadable figure: the computed cost stands
   }
 }
 
 /**
+ * Whether the provider's figure disagrees with the computed cost: they differ, at full precision, by more than 1%
+ * of the computed cost plus half the provider's documented rounding step (Perplexity rounds to $0.001, so a figure
+ * within $0.0005 of the cost rounds to it). How many digits the figure happens to print ("0.020") does not matter.
+ */
+export function disagrees(computedPico: PicoUsd, reportedPico: PicoUsd, stepPico: PicoUsd = 0n): boolean {
+  const diff = reportedPico > computedPico ? reportedPico - computedPico : computedPico - reportedPico;
+  // diff > computed / 100 + step / 2, in integers: 200 * diff > 2 * computed + 100 * step.
+  return 200n * diff > 2n * computedPico + 100n * stepPico;
+}
+
+/**
  * Puts the provider's figure beside the computed cost. The provider's figure is the record's cost when nothing
  * else is known, when the computed cost rests on another seller's price (OpenRouter priced by the vendor's list
  * price), or when it is at least as precise as the computed one (as many decimals: OpenRouter's usage.cost).
- * A rounded figure (Perplexity's usage.cost, to the tenth of a cent) gives way to the exact computed cost. The
- * two disagree when they differ by more than 1% once the computed cost is rounded as the provider rounds.
+ * A rounded figure (Perplexity's usage.cost, to the tenth of a cent) gives way to the exact computed cost.
  */
 function withProviderFigure(
   computed: PricedUsage,
-  reported: { pico: PicoUsd; decimals: number },
+  reported: ProviderFigure,
   price: ModelPrice | undefined,
 ): PricedUsage {
   if (computed.costPico === null) {
@@ -245,13 +292,7 @@ function withProviderFigure(
     };
   }
   const own = price?.match?.via !== 'openrouter_vendor_fallback';
-  const asPrecise = reported.decimals >= decimalsOf(formatUsd(computed.costPico));
-  const comparable =
-    reported.decimals >= 12
-      ? computed.costPico
-      : roundScaled({ coef: computed.costPico, scale: 12 - reported.decimals }) * 10n ** BigInt(12 - reported.decimals);
-  const diff = reported.pico > comparable ? reported.pico - comparable : comparable - reported.pico;
-  const costDisagrees = diff * 100n > comparable || (comparable === 0n && reported.pico > 0n);
+  const asPrecise = reported.stepPico === 0n && reported.decimals >= decimalsOf(formatUsd(computed.costPico));
   const useReported = !own || asPrecise;
   return {
     ...computed,
@@ -259,7 +300,7 @@ function withProviderFigure(
     provenanceHint: useReported ? 'provider_reported' : computed.provenanceHint,
     providerCostPico: reported.pico,
     computedCostPico: computed.costPico,
-    costDisagrees,
+    costDisagrees: disagrees(computed.costPico, reported.pico, reported.stepPico),
   };
 }
 
@@ -296,7 +337,9 @@ function computeCost(price: ModelPrice | undefined, usage: Usage | undefined): P
   }
   if (!c.hasAnyRate) return unpriced(`${price.provider}/${price.model} has no token or request price`);
 
-  const r = tierRates(c, usage);
+  const served = servedTierRates(c, price, usage);
+  if (typeof served === 'string') return unpriced(served);
+  const r = served ?? tierRates(c, usage);
   const byRequest = c.requestFee !== undefined;
 
   // Split outputTokens only when reasoning has its own rate; otherwise reasoning is just output.
@@ -313,7 +356,7 @@ function computeCost(price: ModelPrice | undefined, usage: Usage | undefined): P
   // With per-iteration counts (Anthropic compaction, server-tool loops) each iteration is priced at its own
   // long-context tier; the sums above only decide the rates of what is not per iteration.
   const tokenLines =
-    usage.iterations && c.tiers.length > 0 && reasoning === undefined
+    usage.iterations && c.tiers.length > 0 && reasoning === undefined && !served
       ? usage.iterations.flatMap((it) => tokenBucketLines(it, it.outputTokens, tierRates(c, it)))
       : tokenBucketLines(usage, output, r);
   const units = mediaUnitLines(price, usage);

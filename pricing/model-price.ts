@@ -80,7 +80,7 @@ export const longContextTierSchema = z.strictObject({
   ...bucketShape,
 });
 
-/** Batch / flex / priority rates: carried as data, not applied (Usage has no service-tier field). */
+/** Batch / flex / priority rates: applied when the answer names the tier (Usage.serviceTier, pricing/cost.ts). */
 const serviceTierSchema = z.strictObject({
   input: decimalString.optional(),
   output: decimalString.optional(),

@@ -13,8 +13,6 @@
 import type { PicoUsd } from '../core/usage';
 import { formatDecimal, normalize, parseDecimal, pow10, type Scaled } from './decimal';
 
-export const PICO_PER_USD = 1_000_000_000_000n;
-
 /** An exact non-negative rate: num / 10^scale pico-USD per unit (per token, per request or per query). */
 export interface Rate {
   readonly num: bigint;

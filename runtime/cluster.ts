@@ -9,8 +9,6 @@ import { serveWorkerMetrics } from './observability/open-metrics';
 import { prepareWiring } from './wiring';
 import { WORKER_INDEX_ENV } from './worker-slot';
 
-export { workerIndex, workerScopedPath } from './worker-slot';
-
 /**
  * Multi-core mode: one gateway process per core (server.workers or `tollgate start --workers N`), all serving
  * the same port through node:cluster (the primary accepts connections and hands them to the workers in turn).

@@ -21,7 +21,8 @@ import { ModelCatalog } from '../core/catalog';
 import { endpointAt } from '../core/endpoints';
 import { GatewayError } from '../core/errors';
 import { observeBodyMemory } from '../core/body-memory';
-import { bodyMemoryPolicy, BufferedBodyCap } from './memory-policy';
+import { BufferedBodyCap } from './buffered-body-cap';
+import { bodyMemoryPolicy } from './memory-policy';
 import { bootstrapKeys } from './key-bootstrap';
 import { gatewaySecretCheck } from './gateway-secrets';
 import type { KeyRing } from '../services/keys/key-ring';
@@ -165,14 +166,20 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
   const enabled = new Set(providers.list().map((p) => p.slug));
   const catalog = new ModelCatalog(prices.models().filter((m) => enabled.has(m.provider)));
   const isGatewaySecret = gatewaySecretCheck(keys, config.admin.token);
-  const bufferedBodies = new BufferedBodyCap(config.server.max_buffered_bytes);
+  const { server } = config;
+  const bufferedBodies = new BufferedBodyCap({
+    maxBytes: server.max_buffered_bytes,
+    workspaceBytes: server.workspace_buffered_bytes,
+    keyBytes: server.key_buffered_bytes,
+  });
   metrics?.watchBufferedBodies(() => bufferedBodies.held);
   const proxy = new GatewayProxy({
     providers,
     pipeline,
     pools,
     catalog,
-    bodyLimit: config.server.body_limit,
+    bodyLimit: server.body_limit,
+    bodyPace: { timeoutMs: server.body_timeout_ms, minBytesPerSecond: server.body_min_rate },
     uploads,
     memoryBudget: bufferedBodies,
     logger,

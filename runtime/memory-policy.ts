@@ -1,12 +1,12 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import type { BodyMemoryBudget, BodyMemoryObserver } from '../core/body-memory';
+import type { BodyMemoryObserver } from '../core/body-memory';
 
 /**
  * The gateway's memory policy, in one place, applied by the program itself so that it is the same however the
  * gateway was started (no Node flag needed): how far V8's heap may grow (limitHeapGrowth, widened by holdForBulkBody),
  * young collections after bodies relayed chunk by chunk (bodyBytesRelayed), and how many request-body bytes may be
- * held in memory at once (BufferedBodyCap). The data plane only reports what it does with bodies and asks the cap
+ * held in memory at once (runtime/buffered-body-cap.ts). The data plane only reports what it does with bodies and asks the cap
  * before holding one (core/body-memory.ts); the runtime installs bodyMemoryPolicy as the observer of those reports
  * and gives the proxy its cap. Each tuning part stays because it pays in an A/B of the benchmark
  * (docs/performance.md, Memory settings).
@@ -132,29 +132,3 @@ export const bodyMemoryPolicy: BodyMemoryObserver = {
   bodySpooled: () => holdForBulkBody(),
   bodyRelayed: (bytes) => bodyBytesRelayed(bytes),
 };
-
-// ---- request bodies held in memory ----
-
-/**
- * server.max_buffered_bytes: request-body bytes held in memory across the requests in flight. Without a bound,
- * enough concurrent bodies just under the body limit hold more memory than a small machine has; with it, a body
- * that does not fit is refused (503 gateway_busy) before it is read. A JSON body counts twice, its bytes and its
- * parsed form (JSON_BODY_COPIES); uploads received into the spool or streamed through hold a few chunks each and
- * are not counted.
- */
-export class BufferedBodyCap implements BodyMemoryBudget {
-  /** Bytes reserved by the requests in flight (the tollgate_buffered_request_bytes gauge). */
-  held = 0;
-
-  constructor(readonly maxBytes: number) {}
-
-  reserve(bytes: number): boolean {
-    if (this.held + bytes > this.maxBytes) return false;
-    this.held += bytes;
-    return true;
-  }
-
-  release(bytes: number): void {
-    this.held -= bytes;
-  }
-}

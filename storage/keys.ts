@@ -40,3 +40,22 @@ export function keyFromRow(row: Record<string, unknown>): GatewayKey {
     revokedAt: toNumberOrNull(row.revoked_at),
   };
 }
+
+/** A key row with its change sequence (keys.updated_seq): what the key sync reads. */
+export interface KeyChange extends GatewayKey {
+  seq: number;
+}
+
+/**
+ * The next change sequence, for a row being created or revoked. Writers of the keys table are serialized (SQLite
+ * has one writer; PostgreSQL takes KEY_WRITE_LOCK first), so numbers are given, and committed, in order: a reader
+ * that has seen number n never misses a later change numbered below it.
+ */
+export const NEXT_KEY_SEQ = '(SELECT COALESCE(MAX(updated_seq), 0) + 1 FROM keys)';
+
+export const KEY_CHANGES_SQL = (param: (n: number) => string) =>
+  `SELECT ${KEY_COLUMNS}, updated_seq FROM keys WHERE updated_seq > ${param(1)} ORDER BY updated_seq LIMIT ${param(2)}`;
+
+export function keyChangeFromRow(row: Record<string, unknown>): KeyChange {
+  return { ...keyFromRow(row), seq: toNumber(row.updated_seq) };
+}

@@ -5,7 +5,7 @@ import { sqliteFileHasSchema, SqliteUsageStore, type SqliteStoreOptions } from '
 import type { UsageStore } from './store';
 import { parseStorageUrl, redactStorageUrl } from './url';
 
-export { parseStorageUrl, redactStorageUrl, type StorageTarget } from './url';
+export { parseStorageUrl, redactStorageUrl } from './url';
 
 export interface OpenStoreOptions extends SqliteStoreOptions, PostgresStoreOptions {
   /** Apply pending migrations before returning (default true). */

@@ -8,8 +8,10 @@ import type { UsageRecord } from '../core/usage';
 import { RECORD_COLUMNS, dedupeById, recordValues } from './codec';
 import { AlertOutbox } from './alert-outbox';
 import { RuntimeBudgetTable } from './runtime-budget-table';
+import { ReconciliationRuns } from './reconciliation-runs';
 import { postgresDialect as d } from './dialect';
-import { KEY_COLUMNS, checkNewKey, keyFromRow, keyValues } from './keys';
+import { KEY_CHANGES_SQL, KEY_COLUMNS, keyChangeFromRow, keyFromRow, type KeyChange } from './keys';
+import { insertPostgresKeys, revokePostgresKey } from './postgres-keys';
 import { LATEST_VERSION, SCHEMA_MIGRATIONS_DDL, newerVersions, pendingMigrations } from './migrations/index';
 import { columns, unnest } from './postgres-column-arrays';
 import { maintainOnOneClient } from './postgres-partitions';
@@ -87,6 +89,9 @@ const RECORD_TYPES: Record<(typeof RECORD_COLUMNS)[number], string> = {
   cost_disagrees: 'int4',
   tool_calls: 'text',
   price_id: 'text',
+  service_tier: 'text',
+  input_audio_tokens: 'int8',
+  output_audio_tokens: 'int8',
 };
 const INSERT_RECORDS = `INSERT INTO usage_records (${RECORD_COLUMNS.join(', ')}, ${RECORD_TAG_SET_COLUMN})
 ${unnest([...RECORD_COLUMNS.map((c) => RECORD_TYPES[c]), 'int8'])}
@@ -229,6 +234,11 @@ export class PostgresUsageStore implements UsageStore {
     return new RuntimeBudgetTable(d, this.exec);
   }
 
+  /** Reconciliation runs (storage/reconciliation-runs.ts), on the store's own connection. */
+  reconciliationRuns(): ReconciliationRuns {
+    return new ReconciliationRuns(d, this.exec);
+  }
+
   async checkWritable(): Promise<void> {
     const { rows } = await this.pool.query<{ standby: boolean; read_only: string }>(
       "SELECT pg_is_in_recovery() AS standby, current_setting('transaction_read_only') AS read_only",
@@ -279,9 +289,19 @@ export class PostgresUsageStore implements UsageStore {
   }
 
   async insertKey(key: NewGatewayKey): Promise<GatewayKey> {
-    const k = checkNewKey(key);
-    await this.pool.query(`INSERT INTO keys (${KEY_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)`, keyValues(k));
-    return k;
+    return (await this.insertKeys([key]))[0];
+  }
+
+  insertKeys(keys: readonly NewGatewayKey[]): Promise<GatewayKey[]> {
+    return insertPostgresKeys(this.pool, keys);
+  }
+
+  async keyChangesSince(seq: number, limit: number): Promise<KeyChange[]> {
+    const res = await this.pool.query(
+      KEY_CHANGES_SQL((n) => `$${n}`),
+      [seq, limit],
+    );
+    return res.rows.map(keyChangeFromRow);
   }
 
   async listKeys(workspaceId?: string): Promise<GatewayKey[]> {
@@ -299,9 +319,8 @@ export class PostgresUsageStore implements UsageStore {
     return res.rows[0] && keyFromRow(res.rows[0]);
   }
 
-  async revokeKey(id: string, at = Date.now()): Promise<boolean> {
-    const res = await this.pool.query('UPDATE keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL', [at, id]);
-    return res.rowCount === 1;
+  revokeKey(id: string, at = Date.now()): Promise<boolean> {
+    return revokePostgresKey(this.pool, id, at);
   }
 
   async touchKeys(ids: readonly string[], lastUsedAt: number): Promise<void> {

@@ -13,7 +13,17 @@ import { dedupeById } from './codec';
 import { sqliteDialect as d } from './dialect';
 import { AlertOutbox } from './alert-outbox';
 import { RuntimeBudgetTable } from './runtime-budget-table';
-import { KEY_COLUMNS, checkNewKey, keyFromRow, keyValues } from './keys';
+import { ReconciliationRuns } from './reconciliation-runs';
+import {
+  KEY_CHANGES_SQL,
+  KEY_COLUMNS,
+  NEXT_KEY_SEQ,
+  checkNewKey,
+  keyChangeFromRow,
+  keyFromRow,
+  keyValues,
+  type KeyChange,
+} from './keys';
 import { LATEST_VERSION, SCHEMA_MIGRATIONS_DDL, newerVersions, pendingMigrations } from './migrations/index';
 import { listTagKeys } from './query/dimensions';
 import { listPage } from './query/list';
@@ -219,9 +229,24 @@ export class SqliteUsageStore implements UsageStore {
   }
 
   async insertKey(key: NewGatewayKey): Promise<GatewayKey> {
-    const k = checkNewKey(key);
-    this.db.prepare(`INSERT INTO keys (${KEY_COLUMNS}) VALUES (${placeholders(7)})`).run(keyValues(k));
-    return k;
+    return (await this.insertKeys([key]))[0];
+  }
+
+  async insertKeys(keys: readonly NewGatewayKey[]): Promise<GatewayKey[]> {
+    const now = Date.now();
+    const rows = keys.map((k) => checkNewKey(k, now));
+    const stmt = this.db.prepare(
+      `INSERT INTO keys (${KEY_COLUMNS}, updated_seq) VALUES (${placeholders(7)}, ${NEXT_KEY_SEQ})`,
+    );
+    this.db.transaction(() => {
+      for (const k of rows) stmt.run(keyValues(k));
+    })();
+    return rows;
+  }
+
+  async keyChangesSince(seq: number, limit: number): Promise<KeyChange[]> {
+    const rows = this.db.prepare(KEY_CHANGES_SQL(() => '?')).all(seq, limit) as Record<string, unknown>[];
+    return rows.map(keyChangeFromRow);
   }
 
   async listKeys(workspaceId?: string): Promise<GatewayKey[]> {
@@ -242,7 +267,9 @@ export class SqliteUsageStore implements UsageStore {
 
   async revokeKey(id: string, at = Date.now()): Promise<boolean> {
     return (
-      this.db.prepare('UPDATE keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(at, id).changes === 1
+      this.db
+        .prepare(`UPDATE keys SET revoked_at = ?, updated_seq = ${NEXT_KEY_SEQ} WHERE id = ? AND revoked_at IS NULL`)
+        .run(at, id).changes === 1
     );
   }
 
@@ -306,6 +333,11 @@ export class SqliteUsageStore implements UsageStore {
 
   runtimeBudgets(): RuntimeBudgetTable {
     return new RuntimeBudgetTable(d, (q) => this.withShortLockWait(() => this.exec(q)));
+  }
+
+  /** Reconciliation runs (storage/reconciliation-runs.ts), on the store's own connection. */
+  reconciliationRuns(): ReconciliationRuns {
+    return new ReconciliationRuns(d, (q) => this.withShortLockWait(() => this.exec(q)));
   }
 
   async checkWritable(): Promise<void> {

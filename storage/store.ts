@@ -8,6 +8,7 @@
 import type { CostProvenance, PicoUsd, UsageRecord, UsageSource } from '../core/usage';
 import type { AlertOutbox } from './alert-outbox';
 import type { RuntimeBudgetTable } from './runtime-budget-table';
+import type { ReconciliationRuns } from './reconciliation-runs';
 import type { QuarantinedRecord } from './quarantine';
 import type { ReadSource } from './read-connection';
 
@@ -20,7 +21,7 @@ export { UNTAGGED } from '../core/usage';
 export const NONE = '(none)';
 
 /** The built-in dimensions and the tag keys they reserve (core/usage.ts: the record's vocabulary). */
-export { BUILTIN_DIMENSIONS, RESERVED_TAG_KEYS, SERVED_MODEL_ALIAS, type BuiltinDimension } from '../core/usage';
+export { BUILTIN_DIMENSIONS, SERVED_MODEL_ALIAS, type BuiltinDimension } from '../core/usage';
 
 export type Interval = 'hour' | 'day';
 
@@ -167,6 +168,9 @@ export interface GatewayKey {
   revokedAt: number | null;
 }
 
+export type { KeyChange } from './keys';
+import type { KeyChange } from './keys';
+
 export interface NewGatewayKey {
   id: string;
   workspaceId: string;
@@ -204,6 +208,10 @@ export interface UsageStore {
   repriceAll(fn: RepriceFn, filter?: Partial<UsageFilter>): Promise<RepriceResult>;
 
   insertKey(key: NewGatewayKey): Promise<GatewayKey>;
+  /** Inserts every key in one transaction (all or none), each with the next change sequence. */
+  insertKeys(keys: readonly NewGatewayKey[]): Promise<GatewayKey[]>;
+  /** Keys created or revoked after change `seq` (keys.updated_seq), in change order, at most `limit` of them. */
+  keyChangesSince(seq: number, limit: number): Promise<KeyChange[]>;
   listKeys(workspaceId?: string): Promise<GatewayKey[]>;
   findKeyByHash(hash: string): Promise<GatewayKey | undefined>;
   /** Marks a key revoked; false when no such key or already revoked. */
@@ -231,6 +239,8 @@ export interface UsageStore {
   alertOutbox?(): AlertOutbox;
   /** The budgets managed through the admin API (migration 013). */
   runtimeBudgets?(): RuntimeBudgetTable;
+  /** Reconciliation runs (storage/reconciliation-runs.ts), on the store's own connection. */
+  reconciliationRuns?(): ReconciliationRuns;
 
   close(): Promise<void>;
 }

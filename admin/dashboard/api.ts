@@ -1,14 +1,16 @@
 /**
  * Admin API routes added for the dashboard (all behind the admin token, like every /api route):
  *   GET /api/dimensions  built-in dimensions and every tag key in the data (the group-by picker)
- *   GET /api/info        proxy URL, workspaces, whether anything was recorded yet (the empty state), and how many
+ *   GET /api/info        proxy URL, workspaces, the build stamp, whether anything was recorded yet (the empty state), how many
  *                        records the store refused for their content and holds in quarantine (storage/quarantine.ts)
- *   GET /api/usage.csv   a page of the grouping of GET /api/usage (same parameters) as CSV
+ *   GET /api/usage.csv   a page of the grouping of GET /api/usage (same parameters) as CSV; limit=all: every group
  *   GET /api/usage/series  cost and requests per UTC hour/day for a few groups (the chart's stacks) plus
  *                          "other" (everything else) and the total, without sending every group's series
  *                          (admin/dashboard/series.ts)
  * Their reads run on the admin API's reader thread (admin/reads/).
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type Router from '@koa/router';
 import type { WorkspaceEntry } from '../../config/schema';
 import { GatewayError } from '../../core/errors';
@@ -21,6 +23,30 @@ export interface DashboardApiDeps {
   workspaces: readonly WorkspaceEntry[];
   /** http://host:port of the proxy listener, for the "send your first request" instructions. */
   proxyUrl?: string;
+}
+
+/** What `npm run build` stamped (tools/build-info.mjs): dist/build-info.json, two folders above this module. */
+export interface BuildInfo {
+  version: string;
+  /** The commit built; null when the tree was no git checkout (a container build). */
+  commit: string | null;
+  built_at: string;
+}
+
+let buildInfo: BuildInfo | null | undefined;
+
+/** The build stamp, read once; null when the code was compiled without it (tsc alone). */
+function readBuildInfo(): BuildInfo | null {
+  if (buildInfo !== undefined) return buildInfo;
+  try {
+    const { version, commit, built_at } = JSON.parse(
+      readFileSync(join(__dirname, '..', '..', 'build-info.json'), 'utf8'),
+    ) as BuildInfo;
+    buildInfo = { version, commit, built_at };
+  } catch {
+    buildInfo = null;
+  }
+  return buildInfo;
 }
 
 /** Values one GET /api/usage/series may ask for. */
@@ -40,11 +66,12 @@ export function registerDashboardRoutes(router: Router, { reads, workspaces, pro
       latest_record_at: latestTs === null ? null : new Date(latestTs).toISOString(),
       quarantined_records: quarantined,
       records_kept_from: keptFrom === null ? null : new Date(keptFrom).toISOString(),
+      build: readBuildInfo(),
     };
   });
 
   router.get('/usage.csv', async (ctx) => {
-    const params = usageParamsFrom(ctx.query);
+    const params = usageParamsFrom(ctx.query, { allowAll: true });
     const name = [
       'usage',
       ...(params.groupBy.length ? params.groupBy : ['total']),

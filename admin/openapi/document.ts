@@ -28,7 +28,7 @@ import {
   UsageAnswer,
 } from './answers';
 import { budgetCreatePath, budgetWritePaths } from './budget-paths';
-import { groupBy, intervalParam, pageParams, param, rangeParams, usageQuery } from './parameters';
+import { groupBy, intervalParam, pageParams, param, rangeParams, usageCsvQuery, usageQuery } from './parameters';
 import {
   bare,
   COMPONENTS,
@@ -80,7 +80,7 @@ const paths = {
       description:
         'Same parameters, page and numbers as GET /api/usage. One line per group (and bucket), then, when groups were left out of the page, one line "(N other groups)" summing them; CRLF line ends; columns: the group_by dimensions, bucket (with interval), then requests, tokens, cost_usd, cost_status, cost_share_pct and the record counts. A cell that a spreadsheet would run as a formula starts with an apostrophe.',
       tags: ['usage'],
-      parameters: usageQuery,
+      parameters: usageCsvQuery,
       responses: {
         '200': {
           description: 'The CSV file.',

@@ -48,20 +48,27 @@ export const pageParams = (what: string) => [
   param('cursor', z.string(), 'next_cursor of the previous page.'),
 ];
 
-export const usageQuery = [
+const usageParams = (limit: z.ZodType, limitDescription: string) => [
   ...rangeParams,
   groupBy(GROUP_BY_MAX),
   intervalParam(
     `Also split every group by UTC hour or day (rows then carry bucket): at most ${BUCKETS_MAX} buckets in the range.`,
   ),
-  param(
-    'limit',
-    z.number().int().min(1).max(LIMIT_MAX).default(LIMIT_DEFAULT),
-    'Groups in one answer: the most expensive, from offset; the others are summed in other.',
-  ),
+  param('limit', limit, limitDescription),
   param(
     'offset',
     z.number().int().min(0).default(0),
     'Rank of the first group of the page (next_offset of the previous page).',
   ),
 ];
+
+const pageLimit = z.number().int().min(1).max(LIMIT_MAX);
+const PAGE_LIMIT_HELP = 'Groups in one answer: the most expensive, from offset; the others are summed in other.';
+
+export const usageQuery = usageParams(pageLimit.default(LIMIT_DEFAULT), PAGE_LIMIT_HELP);
+
+/** GET /api/usage.csv: the same, and limit=all exports every group. */
+export const usageCsvQuery = usageParams(
+  z.union([pageLimit, z.literal('all')]).default(LIMIT_DEFAULT),
+  `${PAGE_LIMIT_HELP} all: every group, from offset, with no other line.`,
+);

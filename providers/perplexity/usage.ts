@@ -2,6 +2,7 @@ import { chatEndpoint, chatUsage } from '../wire/chat-completions';
 import { responsesEndpoint, responsesUsage } from '../wire/responses';
 import { compact, costString, num, str, type UsageReader } from '../wire/read';
 import { byEndpoint } from '../wire/sse-usage';
+import { providerCostStep } from '../../pricing/cost-rounding';
 
 /**
  * Perplexity chat usage: the OpenAI shape plus search billing fields. Streams repeat a cumulative usage
@@ -23,12 +24,20 @@ export const perplexityChatUsage: UsageReader = (u, root) => {
     searchContextSize: str(u, 'search_context_size'),
     // usage.cost is an object ({..., total_cost}) in Perplexity responses; a bare number is accepted too.
     providerCostUsd: costString(u['cost']),
+    providerCostStepUsd: u['cost'] === undefined ? undefined : PERPLEXITY_COST_STEP,
   });
 };
 
+/** The step Perplexity rounds usage.cost to (pricing/cost-rounding.ts). */
+const PERPLEXITY_COST_STEP = providerCostStep('perplexity');
+
 /** The Agent API (Responses shape) may also report its cost in usage.cost. */
 const perplexityResponsesUsage: UsageReader = (u, root) =>
-  compact({ ...responsesUsage(u, root), providerCostUsd: costString(u['cost']) });
+  compact({
+    ...responsesUsage(u, root),
+    providerCostUsd: costString(u['cost']),
+    providerCostStepUsd: u['cost'] === undefined ? undefined : PERPLEXITY_COST_STEP,
+  });
 
 export const perplexityUsageParser = byEndpoint({
   'chat.completions': chatEndpoint(perplexityChatUsage),

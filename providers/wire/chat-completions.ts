@@ -1,10 +1,24 @@
 import type { Usage } from '../../core/usage';
-import { arr, compact, minus, num, obj, reported, str, usageOf, type JsonObject, type UsageReader } from './read';
+import {
+  arr,
+  compact,
+  minus,
+  num,
+  obj,
+  reported,
+  serviceTierAt,
+  str,
+  usageOf,
+  type JsonObject,
+  type UsageReader,
+} from './read';
 import { JsonStreamAccumulator, NoUsageStream, type EndpointUsage } from './sse-usage';
 
 /**
  * OpenAI chat-completions usage, shared by every OpenAI-compatible provider.
- * prompt_tokens INCLUDES cached reads and cache writes; they are subtracted so the buckets are disjoint.
+ * prompt_tokens INCLUDES cached reads, cache writes and audio input; completion_tokens INCLUDES audio output
+ * (gpt-4o-audio-preview, gpt-realtime): each is subtracted so the buckets are disjoint and audio is priced at its
+ * own rate. The tier that served the answer is its top-level `service_tier`.
  */
 export const chatUsage: UsageReader = (u, root) => {
   const prompt = num(u, 'prompt_tokens');
@@ -12,12 +26,17 @@ export const chatUsage: UsageReader = (u, root) => {
   // DeepSeek reports cache hits as prompt_cache_hit_tokens (also part of prompt_tokens).
   const cached = num(u, 'prompt_tokens_details', 'cached_tokens') ?? num(u, 'prompt_cache_hit_tokens');
   const cacheWrite = num(u, 'prompt_tokens_details', 'cache_write_tokens');
+  const audioIn = positive(num(u, 'prompt_tokens_details', 'audio_tokens'));
+  const audioOut = positive(num(u, 'completion_tokens_details', 'audio_tokens'));
   const unreported = completion === undefined ? 0 : unreportedOutput(u, prompt, completion);
   return compact({
-    inputTokens: minus(prompt, cached, cacheWrite),
-    outputTokens: completion === undefined ? undefined : completion + unreported,
+    inputTokens: minus(prompt, cached, cacheWrite, audioIn),
+    outputTokens: completion === undefined ? undefined : (minus(completion, audioOut) ?? 0) + unreported,
     cacheReadTokens: cached,
     cacheWriteTokens: cacheWrite,
+    inputAudioTokens: audioIn,
+    outputAudioTokens: audioOut,
+    serviceTier: serviceTierAt(root, 'service_tier'),
     // The output missing from completion_tokens is the thinking (Gemini, xAI): it is the reasoning count.
     reasoningTokens:
       num(u, 'completion_tokens_details', 'reasoning_tokens') ?? (unreported > 0 ? unreported : undefined),
@@ -33,6 +52,12 @@ function chatSearchCalls(root: JsonObject | undefined): Record<string, number> |
   const model = str(root, 'model');
   return model !== undefined && SEARCH_MODEL.test(model) ? { web_search_preview: 1 } : undefined;
 }
+
+/**
+ * A count above zero, else undefined: text-only answers report `audio_tokens: 0`, and an audio bucket of 0 would
+ * only ask for an audio rate that a text model does not need.
+ */
+const positive = (n: number | undefined): number | undefined => (n !== undefined && n > 0 ? n : undefined);
 
 const SEARCH_MODEL = /^(openai\/)?gpt-4o(-mini)?-search-preview\b/;
 

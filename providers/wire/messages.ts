@@ -1,5 +1,5 @@
 import type { IterationUsage, SseEvent, Usage } from '../../core/usage';
-import { arr, compact, isObject, num, obj, reported, str, type JsonObject } from './read';
+import { arr, compact, isObject, num, obj, reported, serviceTierAt, str, type JsonObject } from './read';
 import { JsonStreamAccumulator, byEndpoint, type EndpointUsage } from './sse-usage';
 
 /** The counts an Anthropic usage object can carry; undefined = not reported (yet). */
@@ -50,7 +50,7 @@ function tokenBuckets(c: Counts): IterationUsage {
  * (platform.claude.com/docs/en/build-with-claude/compaction, "Understanding usage"), each iteration kept
  * for pricing too (a long-context rate applies per iteration).
  */
-function toUsage(top: Counts, iterations: readonly Counts[] | undefined): Usage {
+function toUsage(top: Counts, iterations: readonly Counts[] | undefined, serviceTier?: string): Usage {
   const billed = iterations ? sumCounts(iterations) : top;
   return compact({
     ...tokenBuckets(billed),
@@ -59,6 +59,7 @@ function toUsage(top: Counts, iterations: readonly Counts[] | undefined): Usage 
     // Counted, not priced per request: billed by container-hour beyond a monthly free allowance (docs/pricing.md).
     toolCalls: top.codeExecutions ? { code_execution: top.codeExecutions } : undefined,
     iterations: iterations && iterations.length > 1 ? iterations.map(tokenBuckets) : undefined,
+    serviceTier,
   });
 }
 
@@ -83,8 +84,9 @@ function readIterations(u: JsonObject): Counts[] | undefined {
   return out.length > 0 ? out : undefined;
 }
 
+/** usage.service_tier (standard, priority, batch) names the tier that served the answer. */
 export function anthropicUsage(u: JsonObject): Usage {
-  return toUsage(readCounts(u), readIterations(u));
+  return toUsage(readCounts(u), readIterations(u), serviceTierAt(u, 'service_tier'));
 }
 
 /** Events worth parsing; ping, content_block_start/stop and message_stop carry neither usage nor text. */
@@ -100,6 +102,7 @@ const WANTED = new Set(['message_start', 'message_delta', 'content_block_delta']
 export class MessagesStream extends JsonStreamAccumulator {
   private readonly counts: Counts = {};
   private iterations: Counts[] | undefined;
+  private serviceTier: string | undefined;
 
   protected override wants(event: SseEvent): boolean {
     return event.event === undefined || WANTED.has(event.event);
@@ -117,7 +120,8 @@ export class MessagesStream extends JsonStreamAccumulator {
       if (v !== undefined && !(v === 0 && (this.counts[key] ?? 0) > 0)) this.counts[key] = v;
     }
     this.iterations = readIterations(usage) ?? this.iterations;
-    this.usage = reported(toUsage(this.counts, this.iterations));
+    this.serviceTier = serviceTierAt(usage, 'service_tier') ?? this.serviceTier;
+    this.usage = reported(toUsage(this.counts, this.iterations, this.serviceTier));
   }
 
   /** Generated text: text, thinking, tool input, and a compaction summary (one compaction_delta with `content`). */

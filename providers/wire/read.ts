@@ -91,8 +91,24 @@ export function decimalString(n: number): string {
 
 /** undefined for a usage object without one usable count or cost (so it cannot pass for a measured zero). */
 export function reported(u: Usage): Usage | undefined {
-  for (const key of Object.keys(u)) if (key !== 'servedModel' && key !== 'searchContextSize') return u;
+  for (const key of Object.keys(u)) if (!DESCRIPTIVE.has(key)) return u;
   return undefined;
+}
+
+/** Usage fields that describe a request rather than count or cost it. */
+const DESCRIPTIVE: ReadonlySet<string> = new Set([
+  'servedModel',
+  'searchContextSize',
+  'serviceTier',
+  'providerCostStepUsd',
+]);
+
+/** The service tier an answer names at `path`, lower-cased; undefined when absent or empty. */
+export function serviceTierAt(v: unknown, ...path: string[]): string | undefined {
+  const tier = str(v, ...path)
+    ?.trim()
+    .toLowerCase();
+  return tier ? tier : undefined;
 }
 
 /** Turns a provider's usage object (and the object holding it, for fields such as `model`) into Usage. */

@@ -1,5 +1,17 @@
 import type { SseEvent, Usage } from '../../core/usage';
-import { arr, compact, minus, num, obj, reported, str, usageOf, type JsonObject, type UsageReader } from './read';
+import {
+  arr,
+  compact,
+  minus,
+  num,
+  obj,
+  reported,
+  serviceTierAt,
+  str,
+  usageOf,
+  type JsonObject,
+  type UsageReader,
+} from './read';
 import { JsonStreamAccumulator, type EndpointUsage } from './sse-usage';
 
 /**
@@ -27,7 +39,11 @@ export function responsesToolCalls(root: JsonObject): Record<string, number> | u
   return Object.keys(calls).length > 0 ? calls : undefined;
 }
 
-/** Responses API usage: input_tokens INCLUDES input_tokens_details.cached_tokens, subtracted here. */
+/**
+ * Responses API usage: input_tokens INCLUDES input_tokens_details.cached_tokens, subtracted here. The tier that
+ * served the answer is the response's `service_tier` (a stream's response.created says "auto", its terminal
+ * event the tier used).
+ */
 export const responsesUsage: UsageReader = (u, root) => {
   const cached = num(u, 'input_tokens_details', 'cached_tokens');
   const cacheWrite = num(u, 'input_tokens_details', 'cache_write_tokens');
@@ -38,6 +54,7 @@ export const responsesUsage: UsageReader = (u, root) => {
     cacheWriteTokens: cacheWrite,
     reasoningTokens: num(u, 'output_tokens_details', 'reasoning_tokens'),
     toolCalls: responsesToolCalls(root),
+    serviceTier: serviceTierAt(root, 'service_tier'),
   });
 };
 

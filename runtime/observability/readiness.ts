@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
-import type { ReadinessCheck, ReadinessChecks, ReadinessDependency, ReadinessReport } from '../../contracts/readiness';
+import type { ReadinessDependency } from '../../config/readiness';
+import type { ReadinessCheck, ReadinessChecks, ReadinessReport } from '../../contracts/readiness';
 
 /**
  * Whether this instance should get traffic (GET /readyz): the gateway is not shutting down, and no dependency in

@@ -30,11 +30,14 @@ export interface SyncedKey extends KeyGrant {
  * inputs whose hash shares a prefix with a stored one.
  *
  * Two kinds of keys: configured ones (YAML, for the life of the process) and synced ones (usage store and
- * Redis), which the key sync replaces as a whole, so a key missing from its latest view stops working.
+ * Redis), which the key sync adds and drops one change at a time: the work of a change does not grow with the
+ * number of keys.
  */
 export class KeyRing implements KeyRingService {
   private readonly configured = new Map<string, Entry>();
-  /** Configured and synced keys by hash; rebuilt when the synced keys change, so verify() is one lookup. */
+  /** Synced keys by key id. */
+  private readonly synced = new Map<string, Entry>();
+  /** Configured and synced keys by hash (a configured key wins a shared hash), so verify() is one lookup. */
   private byHash = new Map<string, Entry>();
   /** Key ids used since the last takeUsed(), for the batched last-used update. */
   private used = new Set<string>();
@@ -48,13 +51,30 @@ export class KeyRing implements KeyRingService {
 
   /** Replaces every synced key with `keys`. */
   replaceSynced(keys: Iterable<SyncedKey>): void {
-    const next = new Map(this.configured);
-    for (const k of keys) {
-      const entry = entryOf(k.hash, k);
-      const hex = entry.digest.toString('hex');
-      if (!next.has(hex)) next.set(hex, entry);
-    }
-    this.byHash = next;
+    this.synced.clear();
+    this.byHash = new Map(this.configured);
+    for (const k of keys) this.setSynced(k);
+  }
+
+  /** Adds the synced key `k.keyId`, or replaces what it was. */
+  setSynced(k: SyncedKey): void {
+    this.dropSynced(k.keyId);
+    const entry = entryOf(k.hash, k);
+    const hex = entry.digest.toString('hex');
+    this.synced.set(k.keyId, entry);
+    if (!this.byHash.has(hex)) this.byHash.set(hex, entry);
+  }
+
+  /** Removes the synced key `keyId` (a configured key of the same hash stays valid). */
+  dropSynced(keyId: string): void {
+    const entry = this.synced.get(keyId);
+    if (!entry) return;
+    this.synced.delete(keyId);
+    const hex = entry.digest.toString('hex');
+    if (this.byHash.get(hex) !== entry) return;
+    const configured = this.configured.get(hex);
+    if (configured) this.byHash.set(hex, configured);
+    else this.byHash.delete(hex);
   }
 
   takeUsed(): string[] {

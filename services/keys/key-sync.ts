@@ -1,9 +1,9 @@
 import type { Logger } from 'pino';
 import type { LimitStoreConfig } from '../../config/limits';
 import type { WorkspaceEntry } from '../../config/schema';
-import type { GatewayKey, UsageStore } from '../../storage/store';
-import type { KeyRing, SyncedKey } from './key-ring';
-import { NO_SHARED_KEYS, SharedKeys, type SharedKeyState } from './shared-keys';
+import type { UsageStore } from '../../storage/store';
+import type { KeyRing } from './key-ring';
+import { SharedKeys, type SharedKey } from './shared-keys';
 
 export interface KeySyncOptions {
   /** With a redis_url, keys are also shared through Redis (created and revoked keys reach every instance). */
@@ -12,16 +12,27 @@ export interface KeySyncOptions {
   touchEveryMs?: number;
 }
 
+/** What one source (the keys table or Redis) last said about a key. */
+interface KeyView {
+  hash: string;
+  workspaceId: string;
+  revoked: boolean;
+}
+
+/** Key changes read from the keys table at a time; between two reads the event loop serves requests. */
+const STORE_BATCH = 5000;
+
 /**
  * Keeps the key ring in step with the keys table, and with Redis when limit_store.redis_url is set, so that a
  * key created or revoked on any instance (admin API or CLI) takes effect everywhere within one sync interval
  * (default 500 ms; at once through Redis pub/sub), and writes last-used times in batches. Keys from YAML are
  * not synced and are left alone.
  *
- * Each run reads the keys table, publishes what changed in it to Redis (so instances with their own usage
- * stores learn of it), reads Redis back, and gives the ring every key that is live in either and revoked in
- * neither. The ring's synced keys are replaced as a whole, so a key revoked before the first run (right after
- * start) is dropped too.
+ * Each run reads only what changed: the rows of the keys table whose change sequence (keys.updated_seq) is past
+ * the last one it saw, and the Redis entries past Redis's own sequence. It publishes the table's changes to Redis
+ * (so instances with their own usage stores learn of them) and gives the ring each changed key: valid when live
+ * in either source and revoked in neither. An idle run is two indexed reads, whatever the number of keys; the
+ * first run reads the whole table, so a key revoked right after start is dropped by it.
  */
 export class KeySync {
   private readonly shared: SharedKeys | undefined;
@@ -33,25 +44,25 @@ export class KeySync {
   /** The run that follows the one under way, once someone asked for it. */
   private next: Promise<void> | undefined;
   private lastWarning = 0;
-  /** The keys table as last read, its ids (for last-used updates) and what of it was last published. */
-  private stored: GatewayKey[] = [];
-  private storedIds = new Set<string>();
-  private published = '';
-  private sharedState: SharedKeyState = NO_SHARED_KEYS;
-  /** The ids given to the ring last time, to replace its keys only when they change. */
-  private applied: string | undefined;
-  /** Until the keys table is read once, the ring keeps the keys the bootstrap read from it. */
-  private loaded = false;
+  /** What the keys table and Redis say about each key, and the last change sequence read from each. */
+  private readonly stored = new Map<string, KeyView>();
+  private readonly mirrored = new Map<string, KeyView>();
+  private storedSeq = 0;
+  private mirroredSeq = 0;
+  /** Table changes not yet published to Redis. */
+  private unpublished = new Map<string, SharedKey>();
+  private readonly workspaceById: ReadonlyMap<string, { id: string; name: string }>;
 
   constructor(
     private readonly ring: KeyRing,
     private readonly store: UsageStore,
-    private readonly workspaces: readonly WorkspaceEntry[],
+    workspaces: readonly WorkspaceEntry[],
     private readonly log: Logger,
     options: KeySyncOptions = {},
   ) {
     this.intervalMs = options.intervalMs ?? 500;
     this.touchEveryMs = options.touchEveryMs ?? 5000;
+    this.workspaceById = new Map(workspaces.map((w) => [w.id, { id: w.id, name: w.name ?? w.id }]));
     const redis = options.limitStore;
     if (redis?.redis_url)
       this.shared = new SharedKeys(redis.redis_url, redis.key_prefix, (err) =>
@@ -94,61 +105,72 @@ export class KeySync {
 
   private async sync(): Promise<void> {
     try {
-      this.stored = await this.store.listKeys();
-      this.storedIds = new Set(this.stored.map((k) => k.id));
-      this.loaded = true;
+      await this.readStore();
     } catch (err) {
       this.warn(err, 'gateway key sync failed; keeping the last known keys');
     }
     if (this.shared) {
       try {
-        const snapshot = this.stored.map((k) => `${k.id}:${k.revokedAt === null ? 1 : 0}`).join(',');
-        if (this.loaded && snapshot !== this.published) {
-          await this.shared.publish(
-            this.stored.map((k) => ({
-              id: k.id,
-              hash: k.hash,
-              workspaceId: k.workspaceId,
-              revoked: k.revokedAt !== null,
-            })),
-          );
-          this.published = snapshot;
-        }
-        this.sharedState = await this.shared.read(this.sharedState);
+        await this.readMirror(this.shared);
+        const changes = [...this.unpublished.values()];
+        await this.shared.publish(changes);
+        for (const k of changes) if (this.unpublished.get(k.id) === k) this.unpublished.delete(k.id);
       } catch (err) {
         this.warn(err, 'gateway key sync through Redis failed; keeping the last known keys');
       }
     }
-    if (this.loaded) this.apply();
     await this.touch(false).catch((err) => this.warn(err, 'gateway key last-used update failed'));
   }
 
-  /** Every key live in the table or in Redis and revoked in neither, for a configured workspace. */
-  private apply(): void {
-    const live = new Map<string, { hash: string; workspaceId: string }>();
-    for (const k of this.stored) if (k.revokedAt === null) live.set(k.id, k);
-    for (const [id, k] of this.sharedState.active) live.set(id, k);
-    for (const k of this.stored) if (k.revokedAt !== null) live.delete(k.id);
-    for (const id of this.sharedState.revoked) live.delete(id);
-    const keys: SyncedKey[] = [];
-    for (const [keyId, k] of live) {
-      const ws = this.workspaces.find((w) => w.id === k.workspaceId);
-      if (ws) keys.push({ hash: k.hash, keyId, workspace: { id: ws.id, name: ws.name ?? ws.id } });
+  private async readStore(): Promise<void> {
+    for (;;) {
+      const changes = await this.store.keyChangesSince(this.storedSeq, STORE_BATCH);
+      for (const k of changes) {
+        const view = { hash: k.hash, workspaceId: k.workspaceId, revoked: k.revokedAt !== null };
+        this.stored.set(k.id, view);
+        this.storedSeq = k.seq;
+        if (this.shared) this.unpublished.set(k.id, { id: k.id, ...view });
+        this.apply(k.id);
+      }
+      if (changes.length < STORE_BATCH) return;
+      await new Promise((resolve) => setImmediate(resolve));
     }
-    const ids = keys
-      .map((k) => k.keyId)
-      .sort()
-      .join(',');
-    if (ids === this.applied) return;
-    this.ring.replaceSynced(keys);
-    this.applied = ids;
+  }
+
+  private async readMirror(shared: SharedKeys): Promise<void> {
+    for (;;) {
+      const { seq, upTo, keys } = await shared.changesSince(this.mirroredSeq);
+      if (seq < this.mirroredSeq) {
+        // Redis lost its data: read it from the start, and publish the whole table to it again.
+        this.mirroredSeq = 0;
+        for (const [id, view] of this.stored) this.unpublished.set(id, { id, ...view });
+        continue;
+      }
+      for (const k of keys) {
+        this.mirrored.set(k.id, k);
+        this.apply(k.id);
+      }
+      const progressed = upTo > this.mirroredSeq;
+      this.mirroredSeq = upTo;
+      if (!progressed || upTo >= seq) return;
+    }
+  }
+
+  /** Key `id` is valid when live in the table or in Redis and revoked in neither, for a configured workspace. */
+  private apply(id: string): void {
+    const stored = this.stored.get(id);
+    const mirrored = this.mirrored.get(id);
+    const live = stored?.revoked || mirrored?.revoked ? undefined : (stored ?? mirrored);
+    const workspace = live && this.workspaceById.get(live.workspaceId);
+    if (live && workspace) this.ring.setSynced({ hash: live.hash, keyId: id, workspace });
+    else this.ring.dropSynced(id);
   }
 
   private async touch(force: boolean): Promise<void> {
     const now = Date.now();
     if (!force && now - this.lastTouch < this.touchEveryMs) return;
     this.lastTouch = now;
-    const ids = this.ring.takeUsed().filter((id) => this.storedIds.has(id));
+    const ids = this.ring.takeUsed().filter((id) => this.stored.has(id));
     if (ids.length) await this.store.touchKeys(ids, now);
   }
 

@@ -9,69 +9,74 @@ export interface SharedKey {
   revoked: boolean;
 }
 
-/** What Redis says about the keys, as of `version`. */
-export interface SharedKeyState {
-  version: string;
-  /** Live keys by id. */
-  active: ReadonlyMap<string, { hash: string; workspaceId: string }>;
-  /** Revoked key ids; kept for good, a revoked key never comes back. */
-  revoked: ReadonlySet<string>;
+/** Keys changed in Redis after the sequence a reader had, in change order. */
+export interface SharedKeyChanges {
+  /** Redis's current change sequence; below the reader's when Redis lost its data (a flush, a new server). */
+  seq: number;
+  /** The sequence of the last change in `keys` (the reader's new position), or the reader's own when none. */
+  upTo: number;
+  keys: SharedKey[];
 }
 
-export const NO_SHARED_KEYS: SharedKeyState = { version: '', active: new Map(), revoked: new Set() };
-
 /**
- * publish: KEYS = active hash, revoked set, version; ARGV = channel, then id, revoked (1|0), value per key.
- * A revoked id is revoked for good and removed from the active keys; a live one is added unless revoked
- * anywhere. When anything changed the version is bumped and announced on the channel. Returns the version.
+ * publish: KEYS = entries hash, changes sorted set, seq; ARGV = channel, then id, revoked (1|0), value per key.
+ * An entry that changed gets the next sequence, also as its score in the changes set (one member per key, so the
+ * set holds as many members as there are keys). A revoked entry is revoked for good. When anything changed, the
+ * new sequence is announced on the channel.
  */
 const PUBLISH = `
-local changed = false
+local seq = nil
 for i = 2, #ARGV, 3 do
-  local id, revoked, value = ARGV[i], ARGV[i + 1], ARGV[i + 2]
-  if revoked == '1' then
-    if redis.call('SADD', KEYS[2], id) == 1 then changed = true end
-    if redis.call('HDEL', KEYS[1], id) == 1 then changed = true end
-  elseif redis.call('SISMEMBER', KEYS[2], id) == 0 and redis.call('HGET', KEYS[1], id) ~= value then
+  local id, value = ARGV[i], ARGV[i + 2]
+  local current = redis.call('HGET', KEYS[1], id)
+  local revoked = current and string.find(current, '"revoked":true', 1, true)
+  if not revoked and current ~= value then
     redis.call('HSET', KEYS[1], id, value)
-    changed = true
+    seq = redis.call('INCR', KEYS[3])
+    redis.call('ZADD', KEYS[2], seq, id)
   end
 end
-if changed then
-  redis.call('PUBLISH', ARGV[1], redis.call('INCR', KEYS[3]))
-end
-return redis.call('GET', KEYS[3]) or '0'
+if seq then redis.call('PUBLISH', ARGV[1], seq) end
+return tonumber(redis.call('GET', KEYS[3]) or '0')
 `;
 
-/** read: KEYS = active hash, revoked set, version; ARGV = the version the caller has. Unchanged: {version} only. */
+/** read: KEYS = entries, changes, seq; ARGV = the reader's sequence, at most how many. Returns {seq, ids+scores, values}. */
 const READ = `
-local v = redis.call('GET', KEYS[3]) or '0'
-if v == ARGV[1] then return { v } end
-return { v, redis.call('HGETALL', KEYS[1]), redis.call('SMEMBERS', KEYS[2]) }
+local seq = tonumber(redis.call('GET', KEYS[3]) or '0')
+if seq <= tonumber(ARGV[1]) then return { seq } end
+local changed = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. ARGV[1], '+inf', 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[2]))
+local ids = {}
+for i = 1, #changed, 2 do ids[#ids + 1] = changed[i] end
+if #ids == 0 then return { seq } end
+return { seq, changed, redis.call('HMGET', KEYS[1], unpack(ids)) }
 `;
+
+/** Changes read from Redis at a time (also bounds the Lua stack of one HMGET). */
+const READ_BATCH = 1000;
 
 interface KeyCommands {
-  tgKeysPublish(
-    active: string,
-    revoked: string,
-    version: string,
-    channel: string,
-    ...entries: string[]
-  ): Promise<string>;
-  tgKeysRead(active: string, revoked: string, version: string, known: string): Promise<[string, string[]?, string[]?]>;
+  tgKeysPublish(entries: string, changes: string, seq: string, channel: string, ...args: string[]): Promise<number>;
+  tgKeysRead(
+    entries: string,
+    changes: string,
+    seq: string,
+    since: number,
+    limit: number,
+  ): Promise<[number, string[]?, (string | null)[]?]>;
 }
 
 /**
  * Gateway keys shared by every instance through Redis (limit_store.redis_url), so that a key created or revoked
  * through any instance's admin API or the CLI takes effect on all of them within a second, even when each has
- * its own usage store. Under the key prefix: `keys:active` hash id -> {hash, workspace}, `keys:revoked` set of
- * ids, `keys:version` (bumped on every change, so an unchanged state costs one tiny read) and the pub/sub
- * channel `keys:changed`, which makes a change reach the other instances at once.
+ * its own usage store. Under the key prefix: `keys:entries` hash id -> {hash, workspace, revoked}, `keys:changes`
+ * sorted set of ids scored by the sequence of their last change, `keys:seq` the last sequence, so that a reader
+ * fetches only what changed since it last read, and the pub/sub channel `keys:changed`, which makes a change
+ * reach the other instances at once.
  */
 export class SharedKeys {
   private readonly redis: Redis & KeyCommands;
   private subscriber: Redis | undefined;
-  private readonly keys: [active: string, revoked: string, version: string];
+  private readonly keys: [entries: string, changes: string, seq: string];
   private readonly channel: string;
 
   constructor(
@@ -80,7 +85,7 @@ export class SharedKeys {
     private readonly onError: (err: Error) => void = () => undefined,
     timeoutMs = 1000,
   ) {
-    this.keys = [`${prefix}keys:active`, `${prefix}keys:revoked`, `${prefix}keys:version`];
+    this.keys = [`${prefix}keys:entries`, `${prefix}keys:changes`, `${prefix}keys:seq`];
     this.channel = `${prefix}keys:changed`;
     const redis = createRedis(url, {
       commandTimeout: timeoutMs,
@@ -105,25 +110,33 @@ export class SharedKeys {
 
   /** Shares these keys: revoked ones are revoked everywhere, live ones become valid everywhere. */
   async publish(keys: readonly SharedKey[]): Promise<void> {
-    if (keys.length === 0) return;
-    const entries = keys.flatMap((k) => [
-      k.id,
-      k.revoked ? '1' : '0',
-      JSON.stringify({ hash: k.hash, workspace: k.workspaceId }),
-    ]);
-    await this.redis.tgKeysPublish(...this.keys, this.channel, ...entries);
+    for (let i = 0; i < keys.length; i += READ_BATCH) {
+      const entries = keys
+        .slice(i, i + READ_BATCH)
+        .flatMap((k) => [
+          k.id,
+          k.revoked ? '1' : '0',
+          JSON.stringify({ hash: k.hash, workspace: k.workspaceId, revoked: k.revoked }),
+        ]);
+      await this.redis.tgKeysPublish(...this.keys, this.channel, ...entries);
+    }
   }
 
-  /** The shared keys; `known` itself when nothing changed since it was read. */
-  async read(known: SharedKeyState = NO_SHARED_KEYS): Promise<SharedKeyState> {
-    const [version, flat, revoked] = await this.redis.tgKeysRead(...this.keys, known.version);
-    if (version === known.version || !flat || !revoked) return known;
-    const active = new Map<string, { hash: string; workspaceId: string }>();
-    for (let i = 0; i < flat.length; i += 2) {
-      const v = JSON.parse(flat[i + 1]) as { hash: string; workspace: string };
-      active.set(flat[i], { hash: v.hash, workspaceId: v.workspace });
+  /** The keys changed after sequence `since`, at most READ_BATCH of them: read again from `upTo` for more. */
+  async changesSince(since: number): Promise<SharedKeyChanges> {
+    const [seq, changed, values] = await this.redis.tgKeysRead(...this.keys, since, READ_BATCH);
+    const keys: SharedKey[] = [];
+    let upTo = since;
+    if (changed && values) {
+      for (let i = 0; i < values.length; i++) {
+        upTo = Number(changed[2 * i + 1]);
+        const value = values[i];
+        if (value === null) continue;
+        const v = JSON.parse(value) as { hash: string; workspace: string; revoked: boolean };
+        keys.push({ id: changed[2 * i], hash: v.hash, workspaceId: v.workspace, revoked: v.revoked });
+      }
     }
-    return { version, active, revoked: new Set(revoked) };
+    return { seq: Number(seq), upTo, keys };
   }
 
   async close(): Promise<void> {

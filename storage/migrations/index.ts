@@ -12,7 +12,10 @@ import { recordsRetention } from './007_records_retention';
 import { costTruth } from './008_cost_truth';
 import { notCounted } from './009_not_counted';
 import { alertOutbox } from './010_alert_outbox';
+import { keyChangeSeq } from './011_key_change_seq';
+import { servedTierAudio } from './012_served_tier_audio';
 import { runtimeBudgets } from './013_runtime_budgets';
+import { reconciliationRuns } from './014_reconciliation_runs';
 
 export interface Migration {
   version: number;
@@ -33,7 +36,10 @@ export const MIGRATIONS: readonly Migration[] = [
   costTruth,
   notCounted,
   alertOutbox,
+  keyChangeSeq,
+  servedTierAudio,
   runtimeBudgets,
+  reconciliationRuns,
 ];
 
 export const SCHEMA_MIGRATIONS_DDL = {

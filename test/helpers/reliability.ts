@@ -252,18 +252,6 @@ export function expectGatewayError(
 
 // ---------------------------------------------------------------- load
 
-export interface Outcome {
-  kind: string;
-  /** HTTP status, or undefined when no response came (refused, aborted before headers). */
-  status?: number;
-  /** x-gateway-request-id of the answer. */
-  id?: string;
-  ms: number;
-  /** The body was cut (stream reset, client abort mid-body). */
-  cut?: boolean;
-  error?: string;
-}
-
 /** Runs `n` jobs with at most `concurrency` at once; job i gets its index. */
 export async function runPool<T>(n: number, concurrency: number, job: (i: number) => Promise<T>): Promise<T[]> {
   const out = new Array<T>(n);

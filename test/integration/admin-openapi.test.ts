@@ -1,7 +1,7 @@
 import { AlertService } from '../../alerts/service';
 import { alertsSchema } from '../../config/alerts';
 import { AlertReceiver } from '../helpers/alert-receiver';
-import { mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -18,6 +18,7 @@ import { Readiness } from '../../runtime/observability/readiness';
 import { BudgetLedger } from '../../services/budget-ledger';
 import { openStore } from '../../storage/open';
 import { adminGet, waitForRecords } from '../helpers/admin';
+import { PROJECT_ROOT } from '../helpers/fixtures';
 import { AdminContract, checkedAdminAnswers } from '../helpers/admin-contract';
 import { OPENAI_KEY, startTestGateway, TEST_ADMIN_TOKEN, type TestGateway } from '../helpers/gateway';
 import { TcpProxy } from '../helpers/tcp-proxy';
@@ -219,7 +220,11 @@ alerts: { channels: [{ name: ops, type: slack, url: "${slack.url}" }] }`,
         limit_usd: '50',
       });
       expect((await adminGet(gw, '/api/dimensions')).tags).to.include('customer');
-      expect((await adminGet(gw, '/api/info')).workspaces.map((w: any) => w.id)).to.deep.equal(['default', WORKSPACE]);
+      const info = await adminGet(gw, '/api/info');
+      expect(info.workspaces.map((w: any) => w.id)).to.deep.equal(['default', WORKSPACE]);
+      // The stamp `npm run build` wrote (npm test builds first); null for code compiled by tsc alone.
+      const stamp = join(PROJECT_ROOT, 'dist/build-info.json');
+      expect(info.build).to.deep.equal(existsSync(stamp) ? JSON.parse(readFileSync(stamp, 'utf8')) : null);
 
       expect((await call('GET', '/healthz', { token: null })).json).to.deep.equal({ status: 'ok' });
       expect((await call('GET', '/readyz', { token: null })).json.status).to.equal('ready');
@@ -313,6 +318,21 @@ alerts: { channels: [{ name: ops, type: slack, url: "${slack.url}" }] }`,
       for (const [res, status, code] of refused) {
         expect(res.status, res.text).to.equal(status);
         expect(res.json.error.code).to.equal(code);
+      }
+      // A route that exists, asked with a method it does not take: 405 naming the ones it does, not 404.
+      for (const [method, path, allow] of [
+        ['PUT', '/api/keys', 'HEAD, GET, POST'],
+        ['PATCH', '/api/keys/key_000000000000', 'DELETE'],
+        ['POST', '/api/usage', 'HEAD, GET'],
+      ] as const) {
+        const res = await request(`${gw.adminUrl}${path}`, {
+          method,
+          headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
+        });
+        const body = (await res.body.json()) as any;
+        expect(res.statusCode, `${method} ${path}`).to.equal(405);
+        expect(res.headers.allow, `${method} ${path}`).to.equal(allow);
+        expect(body.error).to.include({ code: 'method_not_allowed', type: 'invalid_request_error' });
       }
     });
 

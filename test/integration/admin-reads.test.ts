@@ -10,9 +10,11 @@ import { request } from 'undici';
 import type { UsageRecord } from '../../core/usage';
 import { READ_POOL_APPLICATION_NAME } from '../../storage/read-connection';
 import { adminGet } from '../helpers/admin';
+import { csvRows } from '../helpers/csv';
 import { OPENAI_KEY, startTestGateway, TEST_ADMIN_TOKEN, type TestGateway } from '../helpers/gateway';
 import { requirePostgres } from '../helpers/services';
 import { sleep, TestUpstream } from '../helpers/upstream';
+import { usageRecord, ZERO_BUCKETS } from '../helpers/records';
 
 const DAY = 86_400_000;
 /** The dashboard's heaviest grouping (the last 30 days), over the records seeded into the `bulk` workspace below. */
@@ -54,33 +56,23 @@ function record(
   model = 'gpt-4o-mini',
   workspaceId = 'default',
 ): UsageRecord {
-  return {
+  return usageRecord({
     id,
     ts,
     workspaceId,
     keyId: 'test',
-    provider: 'openai',
     model,
     servedModel: model,
-    endpoint: 'chat.completions',
-    status: 200,
-    streamed: false,
     inputTokens: 10,
     outputTokens: 5,
-    cacheReadTokens: 0,
-    cacheWriteTokens: 0,
-    cacheWrite1hTokens: 0,
-    reasoningTokens: 0,
-    citationTokens: 0,
-    searchQueries: 0,
+    ...ZERO_BUCKETS,
     costPico,
     provenance: 'measured',
     priceVersion: 'test',
     latencyMs: 10,
     ttfbMs: 5,
     tags,
-    errorCode: null,
-  };
+  });
 }
 
 async function admin(gw: TestGateway, path: string): Promise<{ status: number; json: any; text: string; ms: number }> {
@@ -214,6 +206,30 @@ workspaces: [{ id: default, keys: [{ id: test, key: "\${GATEWAY_KEY}" }], limits
         expect(res.status, bad).to.equal(400);
         expect(res.json.error).to.include({ code: 'invalid_body', param: bad.split('=')[0] });
       }
+    });
+
+    it('usage.csv?limit=all exports every group, more than a page may hold, most expensive first and no other line', async () => {
+      const now = Date.now();
+      const groups = 1200; // more than LIMIT_MAX (1000), the most one JSON page holds
+      const written = Array.from({ length: groups }, (_, i) =>
+        record(`all-${i}`, now - 3_600_000, BigInt(1000 + i), { suite: 'csv-all', customer_id: `cust-${i}` }),
+      );
+      await gw.gateway.store.insertBatch(written);
+      const q = `from=${now - DAY}&to=${now}&filter[suite]=csv-all&group_by=customer_id`;
+      const csv = await admin(gw, `/api/usage.csv?${q}&limit=all`);
+      expect(csv.status, csv.text.slice(0, 300)).to.equal(200);
+      const rows = csvRows(csv.text);
+      expect(rows[0].slice(0, 2)).to.deep.equal(['customer_id', 'requests']);
+      const customers = rows.slice(1).map((r) => r[0]);
+      expect(customers).to.have.length(groups);
+      expect(customers[0]).to.equal(`cust-${groups - 1}`);
+      expect(customers[groups - 1]).to.equal('cust-0');
+      expect(new Set(customers).size).to.equal(groups);
+      expect(customers.some((c) => c.includes('other groups'))).to.equal(false);
+      // The JSON API keeps its page limit.
+      const json = await admin(gw, `/api/usage?${q}&limit=all`);
+      expect(json.status).to.equal(400);
+      expect(json.json.error).to.include({ code: 'invalid_body', param: 'limit' });
     });
 
     it("keys come page by page: the store's oldest first, then those of the config file, each once", async () => {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { expect } from 'chai';
 import OpenAI from 'openai';
-import { fixtureBytes } from '../helpers/fixtures';
+import { fixtureBytes, fixtureJson } from '../helpers/fixtures';
 import { OPENAI_KEY, useGateway, type TestGateway } from '../helpers/gateway';
 import { samplesOf, scrape, total, type Sample } from '../helpers/prometheus';
 import { recordedResponder, TestUpstream } from '../helpers/upstream';
@@ -71,6 +71,22 @@ workspaces:
     expect(
       delta(before, after, 'tollgate_upstream_responses_total', { provider: 'openai', upstream_status: '200' }),
     ).to.equal(2);
+
+    // The GenAI conventions' own metrics, as a dashboard made for them queries them: input counts cached tokens too.
+    const { usage } = fixtureJson('openai/chat_completion_cached_tokens.json');
+    const genAi = {
+      gen_ai_operation_name: 'chat',
+      gen_ai_provider_name: 'openai',
+      gen_ai_system: 'openai',
+      gen_ai_request_model: 'gpt-4o-mini',
+    };
+    const tokens = (type: string, part: string) =>
+      delta(before, after, `gen_ai_client_token_usage_${part}`, { ...genAi, gen_ai_token_type: type });
+    expect([tokens('input', 'count'), tokens('input', 'sum')]).to.deep.equal([2, 2 * usage.prompt_tokens]);
+    expect([tokens('output', 'count'), tokens('output', 'sum')]).to.deep.equal([2, 2 * usage.completion_tokens]);
+    const duration = { ...genAi, error_type: '' };
+    expect(delta(before, after, 'gen_ai_client_operation_duration_seconds_count', duration)).to.equal(2);
+    expect(delta(before, after, 'gen_ai_client_operation_duration_seconds_sum', duration)).to.be.within(0.12, 5);
   });
 
   it('an open stream shows in streams_open and in_flight while it runs, then in the stream histogram', async () => {
@@ -117,6 +133,8 @@ workspaces:
       delta(before, after, 'tollgate_upstream_responses_total', { provider: 'openai', upstream_status: '404' }),
     ).to.equal(1);
     expect(delta(before, after, 'tollgate_requests_total', { workspace: 'default', status_class: '4xx' })).to.equal(1);
+    const failed = { gen_ai_provider_name: 'openai', error_type: '404' };
+    expect(delta(before, after, 'gen_ai_client_operation_duration_seconds_count', failed)).to.equal(1);
   });
 
   it('refusals and errors name their workspace; a workspace beyond workspaces_max is "other"', async () => {

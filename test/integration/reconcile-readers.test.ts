@@ -11,8 +11,9 @@ import { mergeBillLines } from '../../reconcile/bill';
 import { readCsvExport } from '../../reconcile/csv-export';
 import { DEFAULT_FETCH, ReconcileFetchError } from '../../reconcile/fetch-pages';
 import { readOpenAiBill } from '../../reconcile/openai-reader';
-import { fixtureBytes, fixturePath } from '../helpers/fixtures';
-import { TestUpstream, type Reply } from '../helpers/upstream';
+import { fixturePath } from '../helpers/fixtures';
+import { providerAdminApi } from '../helpers/provider-admin-api';
+import { TestUpstream } from '../helpers/upstream';
 
 const DAY = 24 * 3600 * 1000;
 const FROM = Date.UTC(2025, 10, 20);
@@ -21,25 +22,7 @@ const OPENAI_KEY = 'sk-admin-reconcile-test-0123456789';
 const ANTHROPIC_KEY = 'sk-ant-admin01-reconcile-test-0123456789';
 const FAST = { ...DEFAULT_FETCH, timeoutMs: 2000, maxRetryWaitMs: 2000 };
 
-const json = (file: string, status = 200, headers: Record<string, string> = {}): Reply => ({
-  status,
-  headers: { 'content-type': 'application/json', ...headers },
-  body: fixtureBytes(`reconcile/${file}`),
-});
-
-/** Answers like the two admin APIs: which page is asked for is in the `page` query parameter. */
-function adminApi(req: { url: string }): Reply | undefined {
-  const url = new URL(req.url, 'http://x');
-  const page = url.searchParams.get('page');
-  if (url.pathname === '/openai/v1/organization/usage/completions')
-    return json(page === null ? 'openai_usage_completions_page1.json' : 'openai_usage_completions_page2.json');
-  if (url.pathname === '/openai/v1/organization/costs') return json('openai_costs.json');
-  if (url.pathname === '/anthropic/v1/organizations/usage_report/messages')
-    return json('anthropic_usage_messages.json');
-  if (url.pathname === '/anthropic/v1/organizations/cost_report')
-    return json(page === null ? 'anthropic_cost_report_page1.json' : 'anthropic_cost_report_page2.json');
-  return undefined;
-}
+const adminApi = providerAdminApi;
 
 describe('reconciliation: reading the providers’ bills', () => {
   const upstream = new TestUpstream();

@@ -1,19 +1,12 @@
 import { readFileSync } from 'node:fs';
-import { connect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { expect } from 'chai';
 import { OPENAI_KEY, providerBlock, TEST_ADMIN_TOKEN, TEST_GATEWAY_KEY } from '../helpers/gateway';
 import { recordFigures } from '../helpers/figures';
 import { spawnGateway, stopGateway, type GatewayProcess } from '../helpers/process';
 import { scrape, total } from '../helpers/prometheus';
-import {
-  call,
-  chatBody,
-  expectGatewayError,
-  parseResponses,
-  round,
-  sleep,
-  type ParsedResponse,
-} from '../helpers/reliability';
+import { call, chatBody, expectGatewayError, round, sleep, type ParsedResponse } from '../helpers/reliability';
+import { uploadConnection } from '../helpers/slow-upload';
 import { TestUpstream } from '../helpers/upstream';
 import { waitFor } from '../helpers/wait';
 
@@ -106,10 +99,14 @@ describe('request bodies held in memory are bounded (server.max_buffered_bytes)'
   });
 });
 
-/** The real `tollgate start` process with metrics on the admin listener; `server` adds to its server block. */
+/**
+ * The real `tollgate start` process with metrics on the admin listener; `server` adds to its server block. Its one
+ * workspace may take the whole bound (workspace_buffered_bytes: 100%): the bound itself is under test here, the
+ * shares in test/integration/body-shares.test.ts.
+ */
 function startGateway(upstreamUrl: string, server: string): Promise<GatewayProcess> {
   return spawnGateway(`
-server: { host: 127.0.0.1, port: 0${server ? `, ${server}` : ''} }
+server: { host: 127.0.0.1, port: 0, workspace_buffered_bytes: 100%${server ? `, ${server}` : ''} }
 admin: { host: 127.0.0.1, port: 0, token: "${TEST_ADMIN_TOKEN}" }
 storage: { url: "sqlite:./tollgate.db" }
 workspaces: [{ id: default, keys: [{ id: ci, key: "\${GATEWAY_KEY}" }] }]
@@ -248,17 +245,9 @@ class Upload {
     this.size = options.size ?? UPLOAD;
     this.chunked = options.chunked ?? false;
     this.sentBytes = Math.min(options.send ?? this.size - MiB, this.size);
-    const { hostname, port } = new URL(url);
-    this.socket = connect(Number(port), hostname);
-    const received: Buffer[] = [];
-    this.socket.on('data', (c: Buffer) => received.push(c));
-    this.socket.on('error', () => undefined); // a refused upload's writes meet a closed connection
-    this.answer = new Promise((resolve) =>
-      this.socket.on('close', () => {
-        this.answered = received.length > 0;
-        resolve(parseResponses(Buffer.concat(received)).responses[0]);
-      }),
-    );
+    const connection = uploadConnection(url, (answered) => (this.answered = answered));
+    this.socket = connection.socket;
+    this.answer = connection.answer;
     const length = this.chunked ? 'Transfer-Encoding: chunked' : `Content-Length: ${this.size}`;
     this.socket.write(
       `POST /v1/chat/completions HTTP/1.1\r\nHost: gateway\r\nContent-Type: application/json\r\nX-Gateway-Key: ${TEST_GATEWAY_KEY}\r\nAuthorization: Bearer ${OPENAI_KEY}\r\nConnection: close\r\n${length}\r\n\r\n`,

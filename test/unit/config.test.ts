@@ -127,6 +127,30 @@ describe('config loading', () => {
     expectConfigError('server: { max_buffered_bytes: 0 }', /server\.max_buffered_bytes/);
   });
 
+  it('gives each workspace a quarter of the buffered bytes unless told, as a size or a percentage, never below one JSON body at the limit', () => {
+    const server = (yaml: string) => parseConfig(`server: { ${yaml} }`).server;
+    expect(server('').workspace_buffered_bytes).to.equal(128 * 1024 * 1024);
+    expect(server('').key_buffered_bytes, 'no key share unless set').to.equal(undefined);
+    expect(server('max_buffered_bytes: 64mb').workspace_buffered_bytes, 'raised to twice the body limit').to.equal(
+      64 * 1024 * 1024,
+    );
+    expect(server('workspace_buffered_bytes: 50%').workspace_buffered_bytes).to.equal(256 * 1024 * 1024);
+    expect(server('key_buffered_bytes: 100mb').key_buffered_bytes).to.equal(100 * 1024 * 1024);
+    expectConfigError(
+      'server: { key_buffered_bytes: 10% }',
+      /server\.key_buffered_bytes: must be at least twice server\.body_limit/,
+    );
+    expectConfigError('server: { workspace_buffered_bytes: 1gb }', /server\.workspace_buffered_bytes: must be at most/);
+    expectConfigError('server: { workspace_buffered_bytes: half }', /server\.workspace_buffered_bytes/);
+  });
+
+  it('times request bodies out after 30 s plus a second per 64 KiB received, unless told', () => {
+    const server = (yaml: string) => parseConfig(`server: { ${yaml} }`).server;
+    expect(server('')).to.include({ body_timeout_ms: 30_000, body_min_rate: 64 * 1024 });
+    expect(server('body_timeout_ms: 0, body_min_rate: 0')).to.include({ body_timeout_ms: 0, body_min_rate: 0 });
+    expectConfigError('server: { body_min_rate: -1 }', /server\.body_min_rate/);
+  });
+
   it('declares a provider from YAML alone, and refuses conflicting prefixes', () => {
     const c = parseConfig(
       'providers:\n  groq: { type: openai-compatible, base_url: "https://api.groq.com/openai/v1", prefixes: [llama-] }',

@@ -144,9 +144,9 @@ describe('container recipe', () => {
     const script = nodeArgs.find((f) => f.endsWith('.js'))!;
     expect(existsSync(join(PROJECT_ROOT, script)), script).to.equal(true);
     expect(json(of(runtime, 'CMD')[0])).to.deep.equal(['start']);
-    // The flags of npm start.
+    // The flags of npm start (which execs node, so that a signal to its PID reaches the gateway).
     const start = (JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts.start;
-    expect(start).to.equal(`${[node, ...nodeArgs].join(' ')} start`);
+    expect(start).to.equal(`exec ${[node, ...nodeArgs].join(' ')} start`);
   });
 
   it('Dockerfile: runs as an unprivileged user, with the data folder as a volume it owns', () => {
@@ -180,15 +180,14 @@ describe('container recipe', () => {
     expect(config.admin.host).to.equal('0.0.0.0');
   });
 
-  it('Dockerfile: HEALTHCHECK asks /healthz on the proxy port, with Node (no curl in the slim image)', () => {
+  it('Dockerfile: HEALTHCHECK runs tollgate healthcheck, which reads the port from the config the gateway runs with', () => {
     const [check] = of(runtime, 'HEALTHCHECK');
     expect(flags(check)).to.deep.equal(['--interval=30s', '--timeout=5s', '--start-period=20s', '--retries=3']);
     const [sub, ...exec] = words(check);
     expect(sub).to.equal('CMD');
     const command = JSON.parse(exec.join(' ')) as string[];
-    expect(command.slice(0, 2)).to.deep.equal(['node', '-e']);
-    expect(command[2]).to.include("'/healthz'").and.include('process.env.TOLLGATE_PORT || 8080');
-    expect(imageEnv.TOLLGATE_PORT).to.equal(String(config.server.port));
+    const [entry] = of(runtime, 'ENTRYPOINT');
+    expect(command).to.deep.equal([...(JSON.parse(words(entry).join(' ')) as string[]), 'healthcheck']);
   });
 
   it('.dockerignore keeps local state, secrets and tests out of the context, and the sources in', () => {

@@ -195,14 +195,15 @@ describe('cost of one request (priceUsage)', () => {
         computedCostPico: 1_000_000_000n,
         costDisagrees: true,
       });
-      // $0 has no decimals: the exact computed cost stands; rounded to whole dollars it is $0 too, so they agree
+      // $0 has no decimals: the exact computed cost stands; a provider with no rounding step that says $0 for a
+      // $0.001 request disagrees with it
       expect(cost({ input: '1' }, { inputTokens: 1000, providerCostUsd: '0' })).to.deep.equal({
         costPico: 1_000_000_000n,
         provenanceHint: 'priced',
         priceId: 'acme/m1',
         providerCostPico: 0n,
         computedCostPico: 1_000_000_000n,
-        costDisagrees: false,
+        costDisagrees: true,
       });
     });
 

@@ -11,9 +11,9 @@ describe('KeySync.refresh: a key created through this instance works once refres
     // A store whose reads take a while (as a real one does); the periodic sync's read is held until the admin API
     // has created a key, so that sync applies what it read before the creation.
     let hold: (() => void) | undefined;
-    const list = store.listKeys.bind(store);
-    store.listKeys = async (workspaceId?: string) => {
-      const keys = await list(workspaceId);
+    const read = store.keyChangesSince.bind(store);
+    store.keyChangesSince = async (seq: number, limit: number) => {
+      const keys = await read(seq, limit);
       if (!hold) await new Promise<void>((resolve) => (hold = resolve));
       await new Promise((resolve) => setTimeout(resolve, 20));
       return keys;

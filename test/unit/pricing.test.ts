@@ -423,23 +423,39 @@ describe('pricing', () => {
         });
       });
 
-      it('flags a disagreement over 1%, after rounding the computed cost as the provider rounds', () => {
-        // $0.0066 (4 decimals) vs $0.005403 rounded to 4 decimals, $0.0054: 22% apart.
-        expect(cost('perplexity', 'sonar', sonarUsage(0.0066))).to.include({
-          costPico: 5_403_000_000n,
-          costDisagrees: true,
-        });
-        // $0.00545 vs $0.0054: 0.93% apart, within 1%.
-        expect(cost('perplexity', 'sonar', sonarUsage(0.00545))).to.include({
-          costPico: 5_403_000_000n,
-          costDisagrees: false,
-        });
+      it('flags a figure further than 1% plus half its $0.001 rounding step from the cost, at full precision', () => {
+        // Computed $0.005403; the allowance is 1% of it ($0.00005403) plus half of Perplexity's step ($0.0005).
+        const flagged = (figure: number) => cost('perplexity', 'sonar', sonarUsage(figure)).costDisagrees;
+        expect(flagged(0.00595703), 'exactly at the allowance').to.equal(false);
+        expect(flagged(0.00595704), 'one pico-dollar past it').to.equal(true);
+        expect(flagged(0.00484897), 'exactly at the allowance below').to.equal(false);
+        expect(flagged(0.00484896), 'one pico-dollar past it below').to.equal(true);
+        // Printed with two decimals, 0.010 (0.01) is still 85% off: its digits do not widen the allowance.
+        expect(flagged(0.01)).to.equal(true);
+        expect(flagged(0.006), 'the next step up: 11% off').to.equal(true);
+        expect(cost('perplexity', 'sonar', sonarUsage(0.01))).to.include({ costPico: 5_403_000_000n });
       });
 
-      it('uses the provider figure when it is as precise as the computed one', () => {
+      it("the issue's case: a figure of 0.020 against a computed $0.016204 is flagged, 0.016 agrees", () => {
+        // 16 + 11,188 tokens x $1/1M = $0.011204, plus the low request fee $0.005: $0.016204.
+        const usage = (figure: number): Usage => {
+          const body = sonarBody();
+          body.usage.prompt_tokens = 16;
+          body.usage.completion_tokens = 11_188;
+          body.usage.total_tokens = 11_204;
+          body.usage.cost.total_cost = figure;
+          return USAGE_PARSERS['perplexity'].fromJson('chat.completions', body)!;
+        };
+        expect(cost('perplexity', 'sonar', usage(0.02))).to.include({ costPico: 16_204_000_000n, costDisagrees: true });
+        expect(cost('perplexity', 'sonar', usage(0.019)).costDisagrees).to.equal(true);
+        expect(cost('perplexity', 'sonar', usage(0.016)).costDisagrees).to.equal(false);
+        expect(cost('perplexity', 'sonar', usage(0.017)).costDisagrees).to.equal(true);
+      });
+
+      it('a Perplexity figure is rounded even when it prints every digit: the computed cost stands', () => {
         expect(cost('perplexity', 'sonar', sonarUsage(0.005403))).to.include({
           costPico: 5_403_000_000n,
-          provenanceHint: 'provider_reported',
+          provenanceHint: 'priced',
           costDisagrees: false,
         });
       });

@@ -59,13 +59,25 @@ describe('usage parsers', () => {
       // usage: prompt_tokens 1149, prompt_tokens_details.cached_tokens 1024, completion_tokens 353, reasoning_tokens 0.
       // inputTokens = 1149 - 1024 = 125.
       const u = openai.fromJson('chat.completions', fixtureJson('openai/chat_completion_cached_tokens.json'));
-      expect(u).to.deep.equal({ inputTokens: 125, outputTokens: 353, cacheReadTokens: 1024, reasoningTokens: 0 });
+      expect(u).to.deep.equal({
+        inputTokens: 125,
+        outputTokens: 353,
+        cacheReadTokens: 1024,
+        reasoningTokens: 0,
+        serviceTier: 'default',
+      });
     });
 
     it('keeps reasoning inside output (chat_completion_reasoning_tokens.json)', () => {
       // usage: prompt 11, cached 0, completion 228 (of which reasoning_tokens 192), total 239 = 11 + 228.
       const u = openai.fromJson('chat.completions', fixtureJson('openai/chat_completion_reasoning_tokens.json'));
-      expect(u).to.deep.equal({ inputTokens: 11, outputTokens: 228, cacheReadTokens: 0, reasoningTokens: 192 });
+      expect(u).to.deep.equal({
+        inputTokens: 11,
+        outputTokens: 228,
+        cacheReadTokens: 0,
+        reasoningTokens: 192,
+        serviceTier: 'default',
+      });
     });
 
     it('subtracts cache writes from prompt_tokens (chat_completion_cache_write_tokens.json)', () => {
@@ -77,6 +89,7 @@ describe('usage parsers', () => {
         cacheReadTokens: 0,
         cacheWriteTokens: 4012,
         reasoningTokens: 0,
+        serviceTier: 'default',
       });
     });
 
@@ -120,7 +133,13 @@ describe('usage parsers', () => {
     it('reads the usage-only final chunk and ignores "usage": null (chat_stream_with_usage.sse)', () => {
       // Final chunk: choices [] with prompt_tokens 12, completion_tokens 12, cached_tokens 0, reasoning_tokens 0.
       const acc = streamFixture(openai, 'chat.completions', 'openai/chat_stream_with_usage.sse');
-      expect(acc.result()).to.deep.equal({ inputTokens: 12, outputTokens: 12, cacheReadTokens: 0, reasoningTokens: 0 });
+      expect(acc.result()).to.deep.equal({
+        inputTokens: 12,
+        outputTokens: 12,
+        cacheReadTokens: 0,
+        reasoningTokens: 0,
+        serviceTier: 'default',
+      });
       expect(acc.text()).to.equal('This is a test. How can I assist you further?');
     });
 
@@ -261,6 +280,7 @@ describe('usage parsers', () => {
         outputTokens: 288,
         cacheReadTokens: 0,
         reasoningTokens: 9,
+        serviceTier: 'default',
       });
     });
 
@@ -271,20 +291,34 @@ describe('usage parsers', () => {
         outputTokens: 5,
         cacheReadTokens: 0,
         reasoningTokens: 0,
+        serviceTier: 'default',
       });
     });
 
     it('reads usage from response.completed in a stream (responses_stream.sse)', () => {
       // response.completed -> response.usage: input 11, cached 0, output 5, reasoning 0; one output_text.delta "pong".
+      // response.created says service_tier "auto"; response.completed names the tier used, "default".
       const acc = streamFixture(openai, 'responses', 'openai/responses_stream.sse');
-      expect(acc.result()).to.deep.equal({ inputTokens: 11, outputTokens: 5, cacheReadTokens: 0, reasoningTokens: 0 });
+      expect(acc.result()).to.deep.equal({
+        inputTokens: 11,
+        outputTokens: 5,
+        cacheReadTokens: 0,
+        reasoningTokens: 0,
+        serviceTier: 'default',
+      });
       expect(acc.text()).to.equal('pong');
     });
 
     it('reads data-only events without event: lines (openrouter/responses_stream.sse, via the openai parser)', () => {
       // response.completed usage: input 20, cached 0, output 19, reasoning 0; output_text.delta "4".
       const acc = streamFixture(openai, 'responses', 'openrouter/responses_stream.sse');
-      expect(acc.result()).to.deep.equal({ inputTokens: 20, outputTokens: 19, cacheReadTokens: 0, reasoningTokens: 0 });
+      expect(acc.result()).to.deep.equal({
+        inputTokens: 20,
+        outputTokens: 19,
+        cacheReadTokens: 0,
+        reasoningTokens: 0,
+        serviceTier: 'default',
+      });
       expect(acc.text()).to.equal('4');
     });
 
@@ -349,6 +383,7 @@ describe('usage parsers', () => {
         cacheReadTokens: 0,
         cacheWriteTokens: 0,
         cacheWrite1hTokens: 0,
+        serviceTier: 'standard',
       });
     });
 
@@ -391,6 +426,7 @@ describe('usage parsers', () => {
         cacheReadTokens: 0,
         cacheWriteTokens: 0,
         cacheWrite1hTokens: 0,
+        serviceTier: 'standard',
       });
       expect(acc.text()).to.equal('- Captain\n- Scoop');
     });
@@ -534,6 +570,7 @@ describe('usage parsers', () => {
         searchQueries: 12,
         searchContextSize: 'high',
         providerCostUsd: '0.09',
+        providerCostStepUsd: '0.001',
       });
       const alt = { usage: { prompt_tokens: 5, completion_tokens: 6, search_queries: 1, cost: 0.005 } };
       expect(perplexity.fromJson('chat.completions', alt)).to.deep.equal({
@@ -541,6 +578,7 @@ describe('usage parsers', () => {
         outputTokens: 6,
         searchQueries: 1,
         providerCostUsd: '0.005',
+        providerCostStepUsd: '0.001',
       });
     });
   });
@@ -607,6 +645,7 @@ describe('usage parsers', () => {
         reasoningTokens: 0,
         providerCostUsd: '0.0000086',
         servedModel: 'openai/gpt-5-nano',
+        serviceTier: 'default',
       });
     });
 

@@ -105,6 +105,7 @@ describe('usage readers: edge cases of provider payloads', () => {
         inputTokens: 10,
         outputTokens: 4,
         providerCostUsd: '0.006',
+        providerCostStepUsd: '0.001',
       });
     });
   });

@@ -41,9 +41,6 @@ export function axisMoney(ticks: number[]): (usd: number) => string {
   return (usd) => usdFixed(BigInt(Math.round(usd * 1e12)), decimals);
 }
 
-/** A cost as a float in USD, for chart heights only (never for a shown total). */
-export const usdFloat = (pico: string | bigint): number => Number(BigInt(pico)) / 1e12;
-
 /**
  * A group's share of the total cost, percent with two decimals, rounded half up once: the same
  * arithmetic as the CSV (admin/dashboard/share.ts). Empty when the total cost is zero.

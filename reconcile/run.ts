@@ -1,0 +1,101 @@
+/**
+ * One reconciliation run: the provider's bill fetched (or read from a CSV export), the gateway's usage of the same
+ * days read, the two matched, and the run stored with what it fetched, whether or not it succeeded. The admin key
+ * is a parameter of this call only: it is passed to the reader's requests and kept nowhere else.
+ */
+import type { UsageGroupRow, UsageQuery } from '../storage/store';
+import type { ReconciliationRuns } from '../storage/reconciliation-runs';
+import { readAnthropicBill } from './anthropic-reader';
+import { DAY_MS, mergeBillLines, utcDay, type Bill, type ReaderRange } from './bill';
+import { readCsvExport } from './csv-export';
+import { DEFAULT_FETCH, type FetchOptions } from './fetch-pages';
+import { gatewayLines, gatewayQuery } from './gateway-lines';
+import { matchBill } from './match';
+import { readOpenAiBill } from './openai-reader';
+import type { ReconciliationReport } from './report';
+
+export type BillSource =
+  { kind: 'openai' | 'anthropic'; baseUrl: string; adminKey: string } | { kind: 'csv'; name: string; text: string };
+
+export interface RunSettings {
+  /** The gateway's provider slug (its records' provider). */
+  provider: string;
+  tolerance: string;
+  /** Days before `now` the provider may still restate: their differences are not final. */
+  restateDays: number;
+  scopes: Readonly<Record<string, string>>;
+  fetch?: Partial<Omit<FetchOptions, 'headers'>>;
+}
+
+export interface RunDeps {
+  queryUsage(q: UsageQuery): Promise<UsageGroupRow[]>;
+  runs?: ReconciliationRuns;
+  now?: () => number;
+}
+
+export interface RunOutcome {
+  id: number | null;
+  report: ReconciliationReport | null;
+  error: string | null;
+  pages: Record<string, number>;
+}
+
+/** [from, to) widened to whole UTC days. */
+export function wholeDays(range: ReaderRange): ReaderRange {
+  return { from: Math.floor(range.from / DAY_MS) * DAY_MS, to: Math.ceil(range.to / DAY_MS) * DAY_MS };
+}
+
+async function fetchBill(source: BillSource, provider: string, range: ReaderRange, s: RunSettings): Promise<Bill> {
+  const fetch = { ...DEFAULT_FETCH, ...s.fetch };
+  if (source.kind === 'csv')
+    return { provider, ...range, lines: readCsvExport(source.text, provider), pages: { csv: 1 } };
+  const read = source.kind === 'openai' ? readOpenAiBill : readAnthropicBill;
+  return read(source.baseUrl, source.adminKey, range, fetch);
+}
+
+export async function runReconciliation(
+  deps: RunDeps,
+  source: BillSource,
+  asked: ReaderRange,
+  settings: RunSettings,
+): Promise<RunOutcome> {
+  const now = deps.now ?? Date.now;
+  const startedAt = now();
+  const range = wholeDays(asked);
+  const [fromDay, toDay] = [utcDay(range.from), utcDay(range.to)];
+  let outcome: RunOutcome;
+  try {
+    const bill = await fetchBill(source, settings.provider, range, settings);
+    const lines = mergeBillLines(bill.lines.map((l) => ({ ...l, provider: settings.provider }))).filter(
+      (l) => l.day >= fromDay && l.day < toDay,
+    );
+    const mapped = new Set(Object.values(settings.scopes));
+    const rows = await deps.queryUsage(gatewayQuery(settings.provider, range, mapped.size > 0));
+    const report = matchBill(gatewayLines(rows, mapped), lines, {
+      provider: settings.provider,
+      from: fromDay,
+      to: toDay,
+      tolerance: settings.tolerance,
+      notFinalFrom: utcDay(startedAt - settings.restateDays * DAY_MS),
+      scopes: settings.scopes,
+    });
+    outcome = { id: null, report, error: null, pages: bill.pages };
+  } catch (err) {
+    outcome = { id: null, report: null, error: (err as Error).message, pages: {} };
+  }
+  if (deps.runs)
+    outcome.id = await deps.runs.insert({
+      provider: settings.provider,
+      rangeFrom: range.from,
+      rangeTo: range.to,
+      startedAt,
+      finishedAt: now(),
+      source: source.kind === 'csv' ? `csv:${source.name}` : 'api',
+      status: outcome.report ? 'ok' : 'failed',
+      error: outcome.error,
+      drift: outcome.report?.totals.drift ?? null,
+      pages: outcome.pages,
+      report: outcome.report && JSON.stringify(outcome.report),
+    });
+  return outcome;
+}

@@ -1,0 +1,28 @@
+/**
+ * Replies of the providers' admin usage and cost endpoints, for a TestUpstream: OpenAI under /openai/v1, Anthropic
+ * under /anthropic/v1, from the built payloads in test/fixtures/reconcile (see SOURCES.md). The page asked for is in
+ * the `page` query parameter, as both providers take it.
+ */
+import { fixtureBytes } from './fixtures';
+import type { Reply } from './upstream';
+
+export const jsonReply = (body: unknown, status = 200, headers: Record<string, string> = {}): Reply => ({
+  status,
+  headers: { 'content-type': 'application/json', ...headers },
+  body: Buffer.isBuffer(body) ? body : Buffer.from(JSON.stringify(body)),
+});
+
+const fixture = (file: string) => jsonReply(fixtureBytes(`reconcile/${file}`));
+
+export function providerAdminApi(req: { url: string }): Reply | undefined {
+  const url = new URL(req.url, 'http://x');
+  const page = url.searchParams.get('page');
+  if (url.pathname === '/openai/v1/organization/usage/completions')
+    return fixture(page === null ? 'openai_usage_completions_page1.json' : 'openai_usage_completions_page2.json');
+  if (url.pathname === '/openai/v1/organization/costs') return fixture('openai_costs.json');
+  if (url.pathname === '/anthropic/v1/organizations/usage_report/messages')
+    return fixture('anthropic_usage_messages.json');
+  if (url.pathname === '/anthropic/v1/organizations/cost_report')
+    return fixture(page === null ? 'anthropic_cost_report_page1.json' : 'anthropic_cost_report_page2.json');
+  return undefined;
+}
