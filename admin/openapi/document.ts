@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { BUCKETS_MAX } from '../query-params';
-import { SERIES_VALUES_MAX } from '../dashboard/api';
+import { FOCUS_TAGS_MAX, SERIES_VALUES_MAX } from '../dashboard/api';
 import {
   AlertsAnswer,
   AlertTestAnswer,
@@ -43,6 +43,19 @@ import {
   schemaOf,
   type Json,
 } from './responses';
+
+/** A CSV download's 200 answer: the file, and the name its Content-Disposition gives it. */
+const csvFile = (description: string, filename: string) => ({
+  description,
+  headers: {
+    'Content-Disposition': {
+      description: `attachment; filename="${filename}"`,
+      required: true,
+      schema: { type: 'string' },
+    },
+  },
+  content: { 'text/csv': { schema: { type: 'string' } } },
+});
 
 const paths = {
   '/api/openapi.json': {
@@ -82,17 +95,30 @@ const paths = {
       tags: ['usage'],
       parameters: usageCsvQuery,
       responses: {
-        '200': {
-          description: 'The CSV file.',
-          headers: {
-            'Content-Disposition': {
-              description: 'attachment; filename="usage-<group_by>-<interval>.csv"',
-              required: true,
-              schema: { type: 'string' },
-            },
-          },
-          content: { 'text/csv': { schema: { type: 'string' } } },
-        },
+        '200': csvFile('The CSV file.', 'usage-<group_by>-<interval>.csv'),
+        '400': ref('InvalidUsageQuery'),
+        ...reading,
+      },
+    },
+  },
+  '/api/usage.focus.csv': {
+    get: {
+      operationId: 'getUsageFocusCsv',
+      summary: 'Charges of a range in the FinOps FOCUS 1.2 columns, as CSV',
+      description:
+        'One row per UTC day, provider, model, key and workspace (and value of each tag asked for), written out a few days at a time. FOCUS columns: BilledCost, EffectiveCost, ListCost and ContractedCost (all the known list-price cost in USD: the gateway applies no discounts), BillingAccountId/Name and ProviderName, PublisherName, InvoiceIssuerName (the provider), BillingCurrency USD, BillingPeriodStart/End (the UTC month), ChargePeriodStart/End (the UTC day, cut to the range), ChargeCategory Usage, ChargeFrequency Usage-Based, ConsumedQuantity and PricingQuantity (tokens) with unit Tokens, PricingCategory Standard, ResourceId (the gateway key), ServiceCategory AI and Machine Learning, ServiceSubcategory Generative AI, ServiceName and SkuId (the model), SubAccountId/Name (the workspace) and Tags (JSON). Then x_CostStatus (known, lower_bound, unknown, not_counted), x_Requests, the token counts, x_UnpricedRequests, x_NotCountedRequests, x_EstimatedRequests, x_ErrorRequests and one x_tag_<key> column per tag. A row whose cost is unknown has empty cost cells, never 0.',
+      tags: ['usage'],
+      parameters: [
+        ...rangeParams,
+        param(
+          'tag',
+          z.array(z.string()).max(FOCUS_TAGS_MAX),
+          `Tag keys to split the rows by, each as an x_tag_<key> column (at most ${FOCUS_TAGS_MAX}, repeated).`,
+          { style: 'form', explode: true },
+        ),
+      ],
+      responses: {
+        '200': csvFile('The CSV file, CRLF line ends.', 'focus-<first day>-to-<last day>.csv'),
         '400': ref('InvalidUsageQuery'),
         ...reading,
       },
