@@ -67,32 +67,7 @@ export function registerKeyCommands(program: Command, load: () => LoadedConfig):
     .description('list keys, those in the store then those of the config file (never the keys themselves)')
     .option('-w, --workspace <id>', 'only this workspace')
     .option('--json', 'print the keys as JSON (the fields of GET /api/keys)')
-    .action(async (opts: { workspace?: string; json?: boolean }) => {
-      const loaded = load();
-      const stored = (await withStore(loaded, (store) => store.listKeys(opts.workspace), { mustExist: true })).map(
-        (k) => ({ ...keyJson(k), source: 'store' as const }),
-      );
-      const list = [...stored, ...declaredKeys(loaded.config.workspaces, opts.workspace)];
-      if (opts.json) {
-        process.stdout.write(`${JSON.stringify(list, null, 2)}\n`);
-        return;
-      }
-      const rows = list.map((k) => [
-        k.id,
-        k.workspace,
-        k.label || '-',
-        k.source,
-        k.created_at ?? '-',
-        k.source === 'config' ? '-' : (k.last_used_at ?? 'never'),
-        k.revoked ? `revoked ${k.revoked_at}` : 'active',
-      ]);
-      process.stdout.write(
-        `${renderTable(
-          ['id', 'workspace', 'label', 'source', 'created', 'last used', 'status'].map((header) => ({ header })),
-          rows,
-        )}\n`,
-      );
-    });
+    .action((opts: { workspace?: string; json?: boolean }) => listKeys(load(), opts));
 
   keys
     .command('revoke <id>')
@@ -131,4 +106,30 @@ async function share(loaded: LoadedConfig, changed: readonly GatewayKey[]): Prom
   } finally {
     await shared.close();
   }
+}
+
+/** `keys list`: the keys in the store, then those declared in the config file, as GET /api/keys lists them. */
+async function listKeys(loaded: LoadedConfig, opts: { workspace?: string; json?: boolean }): Promise<void> {
+  const stored = (await withStore(loaded, (store) => store.listKeys(opts.workspace), { mustExist: true })).map((k) => ({
+    ...keyJson(k),
+    source: 'store' as const,
+  }));
+  const list = [...stored, ...declaredKeys(loaded.config.workspaces, opts.workspace)];
+  if (opts.json) {
+    process.stdout.write(`${JSON.stringify(list, null, 2)}\n`);
+    return;
+  }
+  const rows = list.map((k) => [
+    k.id,
+    k.workspace,
+    k.label || '-',
+    k.source,
+    k.created_at ?? '-',
+    k.source === 'config' ? '-' : (k.last_used_at ?? 'never'),
+    k.revoked ? `revoked ${k.revoked_at}` : 'active',
+  ]);
+  const columns = ['id', 'workspace', 'label', 'source', 'created', 'last used', 'status'].map((header) => ({
+    header,
+  }));
+  process.stdout.write(`${renderTable(columns, rows)}\n`);
 }
