@@ -5,7 +5,7 @@ import { asGatewayError, GatewayError } from '../core/errors';
 import { truncate } from '../core/truncate';
 import type { WorkspaceEntry } from '../config/schema';
 import { parseJsonBody, readBody } from '../core/body';
-import { createGatewayKey, keyJson } from './key-admin';
+import { bulkKeyInputs, createGatewayKey, createGatewayKeys, keyJson } from './key-admin';
 import { keyListPage } from './key-list';
 import { budgetListPage } from './budget-list';
 import { registerAlertRoutes } from './alert-routes';
@@ -24,6 +24,8 @@ import { metricsRoutes, type AdminMetrics } from './metrics-route';
 
 /** Seconds a client is asked to wait before retrying a read the store could not answer (the probes recheck each second). */
 const STORE_RETRY_AFTER_S = 5;
+/** POST /api/keys/bulk: room for BULK_KEYS_MAX keys with the longest labels. */
+const BULK_BODY_MAX = 512 * 1024;
 
 const storeUnavailable = (cause: unknown) =>
   new GatewayError('store_unavailable', 'The usage store cannot be reached; try again shortly', {
@@ -40,6 +42,11 @@ const storeUnavailable = (cause: unknown) =>
  * Every read goes through `reads` (admin/reads/): off the proxy's event loop, within the query time limit, and each
  * answer bounded (a page of groups, records, keys or budgets).
  */
+/** The methods the routes at `path` take (405 method_not_allowed names them in Allow); none for an unknown path. */
+function methodsOf(router: Router, path: string): string[] {
+  return [...new Set(router.match(path, 'GET').path.flatMap((layer) => layer.methods))];
+}
+
 export interface AdminDeps {
   /** Writes (keys created or revoked). */
   store: UsageStore;
@@ -89,8 +96,16 @@ export function createAdminApp({
   app.use(async (ctx, next) => {
     try {
       await next();
-      if (ctx.status === 404 && ctx.body === undefined)
+      if (ctx.status === 404 && ctx.body === undefined) {
+        const allowed = methodsOf(router, ctx.path);
+        if (allowed.length > 0)
+          throw new GatewayError(
+            'method_not_allowed',
+            `${ctx.method} is not allowed on ${ctx.path.slice(0, 200)}; use ${allowed.join(' or ')}.`,
+            { headers: { allow: allowed.join(', ') } },
+          );
         throw new GatewayError('route_not_found', `Unknown admin route ${ctx.path.slice(0, 200)}`);
+      }
     } catch (err) {
       const error = isStoreUnreachable(err) ? storeUnavailable(err) : asGatewayError(err);
       if (error.status >= 500) logger.error({ err, path: truncate(ctx.path, 200) }, 'admin request failed');
@@ -131,6 +146,14 @@ export function createAdminApp({
     await onKeysChanged();
     ctx.status = 201;
     ctx.body = { ...keyJson(record), source: 'store', key };
+  });
+
+  router.post('/keys/bulk', async (ctx) => {
+    const inputs = bulkKeyInputs(parseJsonBody(await readBody(ctx.req, BULK_BODY_MAX)));
+    const created = await createGatewayKeys(store, workspaces, inputs, (i, name) => `keys[${i}].${name}`);
+    await onKeysChanged();
+    ctx.status = 201;
+    ctx.body = { data: created.map(({ key, record }) => ({ ...keyJson(record), source: 'store', key })) };
   });
 
   router.delete('/keys/:id', async (ctx) => {

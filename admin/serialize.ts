@@ -80,6 +80,9 @@ export function recordJson(r: UsageRecord) {
     cost_disagrees: r.costDisagrees ?? null,
     tool_calls: r.toolCalls ?? null,
     price_id: r.priceId ?? null,
+    service_tier: r.serviceTier ?? null,
+    input_audio_tokens: r.inputAudioTokens ?? null,
+    output_audio_tokens: r.outputAudioTokens ?? null,
   };
 }
 

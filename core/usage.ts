@@ -234,6 +234,15 @@ export interface UsageRecord {
   toolCalls?: Readonly<Record<string, number>> | null;
   /** provider/model of the catalog entry whose prices were used (a dated snapshot names its family's entry). */
   priceId?: string | null;
+  /**
+   * The service tier the answer says served the request (flex, priority, batch ...; Usage.serviceTier), null when
+   * it named none. Absent on records built before migration 012.
+   */
+  serviceTier?: string | null;
+  /** Audio tokens of the input, a part of inputTokens (audio chats), null when none were reported. */
+  inputAudioTokens?: number | null;
+  /** Audio tokens generated, a part of outputTokens, null when none were reported. */
+  outputAudioTokens?: number | null;
   latencyMs: number;
   /** Time to first byte from upstream, ms; null if no byte arrived. */
   ttfbMs: number | null;

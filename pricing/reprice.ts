@@ -54,9 +54,14 @@ export function repriceRecord(catalog: PriceCatalog, r: UsageRecord): Repricing 
   }
   const model = r.servedModel ?? r.model;
   const price = model ? catalog.lookup(r.provider, model) : undefined;
+  // The record's input and output counts include their audio tokens, priced apart (migration 012).
   const usage: Usage = {
-    inputTokens: r.inputTokens ?? undefined,
-    outputTokens: r.outputTokens ?? undefined,
+    inputTokens: r.inputTokens === null ? undefined : r.inputTokens - (r.inputAudioTokens ?? 0),
+    outputTokens: r.outputTokens === null ? undefined : r.outputTokens - (r.outputAudioTokens ?? 0),
+    inputAudioTokens: r.inputAudioTokens ?? undefined,
+    outputAudioTokens: r.outputAudioTokens ?? undefined,
+    // The tier the answer named: its rates, as when it was recorded (none on records older than migration 012).
+    serviceTier: r.serviceTier ?? undefined,
     cacheReadTokens: r.cacheReadTokens ?? undefined,
     cacheWriteTokens: r.cacheWriteTokens ?? undefined,
     cacheWrite1hTokens: r.cacheWrite1hTokens ?? undefined,

@@ -281,7 +281,7 @@ export function buildCatalog(yamlText: string, version?: string): { text: string
       'Prices are decimal strings in USD per 1M tokens; request_fee and search_query_fee are USD per request / per query.',
       'long_context.above_input_tokens: LiteLLM *_above_<N>k_tokens read as N x 1000 prompt tokens, as LiteLLM applies them.',
       'search_query_fee comes from the source web-search / grounding tool fee (per query) or the Perplexity Deep Research per-search fee.',
-      'service_tiers (batch / flex / priority) are data only: Usage reports no service tier, standard rates are applied.',
+      'service_tiers (batch / flex / priority) price an answer that names its tier (OpenAI service_tier, Anthropic usage.service_tier); a tier an entry lacks leaves such an answer unpriced.',
       'Not carried (no price meaning): verified, official_doc_check, litellm_source_note, litellm_mode, prompt_cache_min_tokens.',
       'created is unknown in the source and omitted; the catalog reports the retrieval date instead.',
     ],

@@ -40,6 +40,9 @@ export const RECORD_COLUMNS = [
   'cost_disagrees',
   'tool_calls',
   'price_id',
+  'service_tier',
+  'input_audio_tokens',
+  'output_audio_tokens',
 ] as const;
 
 /** The tags of a record without any (frozen: see memoLastFrozen). */
@@ -102,6 +105,10 @@ export function recordValues(r: UsageRecord): SqlValue[] {
     flag(r.costDisagrees),
     r.toolCalls ? JSON.stringify(r.toolCalls) : null,
     r.priceId ?? null,
+    // Absent on records built before migration 012: stored as NULL.
+    r.serviceTier ?? null,
+    r.inputAudioTokens ?? null,
+    r.outputAudioTokens ?? null,
   ];
 }
 
@@ -176,6 +183,9 @@ export function recordFromRow(row: Record<string, unknown>): UsageRecord {
       row.cost_disagrees === null || row.cost_disagrees === undefined ? null : toNumber(row.cost_disagrees) === 1,
     toolCalls: typeof row.tool_calls === 'string' ? (JSON.parse(row.tool_calls) as Record<string, number>) : null,
     priceId: str(row.price_id),
+    serviceTier: str(row.service_tier),
+    inputAudioTokens: toNumberOrNull(row.input_audio_tokens),
+    outputAudioTokens: toNumberOrNull(row.output_audio_tokens),
   };
 }
 

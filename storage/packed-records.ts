@@ -27,6 +27,8 @@ const NUM = {
   latencyMs: 10,
   ttfbMs: 11,
   costDisagrees: 12,
+  inputAudioTokens: 13,
+  outputAudioTokens: 14,
 };
 const STR = {
   workspaceId: 0,
@@ -43,6 +45,7 @@ const STR = {
   providerCost: 11,
   toolCalls: 12,
   priceId: 13,
+  serviceTier: 14,
 };
 const NF = Object.keys(NUM).length;
 const SF = Object.keys(STR).length;
@@ -157,7 +160,11 @@ export function packRecords(records: readonly UsageRecord[]): PackedRecords | un
         true,
       ) &&
       string(s + STR.toolCalls, r.toolCalls ? JSON.stringify(r.toolCalls) : null, true) &&
-      string(s + STR.priceId, r.priceId ?? null, true);
+      string(s + STR.priceId, r.priceId ?? null, true) &&
+      // The fields of migration 012, absent on records spilled before it.
+      string(s + STR.serviceTier, r.serviceTier ?? null, true) &&
+      number(b + NUM.inputAudioTokens, r.inputAudioTokens ?? null, true) &&
+      number(b + NUM.outputAudioTokens, r.outputAudioTokens ?? null, true);
     if (!fits) return undefined;
     ids[i] = r.id;
     idEnd[i] = idChars += r.id.length;
@@ -259,6 +266,9 @@ export function unpackRecords(p: PackedRecords): UsageRecord[] {
       costDisagrees: disagrees === null ? null : disagrees === 1,
       toolCalls: toolCalls === null ? null : (JSON.parse(toolCalls) as Record<string, number>),
       priceId: str(s + STR.priceId),
+      serviceTier: str(s + STR.serviceTier),
+      inputAudioTokens: num(b + NUM.inputAudioTokens),
+      outputAudioTokens: num(b + NUM.outputAudioTokens),
     };
   }
   return out;

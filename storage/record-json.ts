@@ -31,6 +31,7 @@ const TEXT_FIELDS = [
   'provenance',
   'priceVersion',
   'errorCode',
+  'serviceTier',
 ] as const;
 const NUMBER_FIELDS = [
   'status',
@@ -44,6 +45,8 @@ const NUMBER_FIELDS = [
   'searchQueries',
   'latencyMs',
   'ttfbMs',
+  'inputAudioTokens',
+  'outputAudioTokens',
 ] as const;
 
 /**

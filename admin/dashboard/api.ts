@@ -4,6 +4,8 @@
  *   GET /api/info        proxy URL, workspaces, the build stamp, whether anything was recorded yet (the empty state), how many
  *                        records the store refused for their content and holds in quarantine (storage/quarantine.ts)
  *   GET /api/usage.csv   a page of the grouping of GET /api/usage (same parameters) as CSV; limit=all: every group
+ *   GET /api/usage.focus.csv  the range's charges in the FOCUS 1.2 columns (admin/dashboard/focus.ts), streamed a
+ *                        few days at a time
  *   GET /api/usage/series  cost and requests per UTC hour/day for a few groups (the chart's stacks) plus
  *                          "other" (everything else) and the total, without sending every group's series
  *                          (admin/dashboard/series.ts)
@@ -12,10 +14,13 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type Router from '@koa/router';
+import type { ParsedUrlQuery } from 'node:querystring';
+import { Readable } from 'node:stream';
 import type { WorkspaceEntry } from '../../config/schema';
 import { GatewayError } from '../../core/errors';
 import { BUILTIN_DIMENSIONS } from '../../storage/store';
 import { checkBuckets, filterFrom, groupByFrom, intervalFrom, usageParamsFrom } from '../query-params';
+import { focusChunks, focusHeader, type FocusContext } from './focus';
 import type { AdminReads } from '../reads/admin-reads';
 
 export interface DashboardApiDeps {
@@ -52,7 +57,22 @@ function readBuildInfo(): BuildInfo | null {
 /** Values one GET /api/usage/series may ask for. */
 export const SERIES_VALUES_MAX = 20;
 
+/** Tag keys one FOCUS export may split its rows by. */
+export const FOCUS_TAGS_MAX = 3;
+
+function focusTagsFrom(q: ParsedUrlQuery): string[] {
+  const raw = q.tag;
+  const tags = [...new Set(Array.isArray(raw) ? raw : raw ? [raw] : [])];
+  if (tags.length > FOCUS_TAGS_MAX)
+    throw new GatewayError('invalid_body', `at most ${FOCUS_TAGS_MAX} tag keys`, { param: 'tag' });
+  for (const t of tags)
+    if (t === '' || (BUILTIN_DIMENSIONS as readonly string[]).includes(t))
+      throw new GatewayError('invalid_body', `tag must name a tag key, not "${t}"`, { param: 'tag' });
+  return tags;
+}
+
 export function registerDashboardRoutes(router: Router, { reads, workspaces, proxyUrl }: DashboardApiDeps): void {
+  const workspaceNames = Object.fromEntries(workspaces.map((w) => [w.id, w.name ?? w.id]));
   router.get('/dimensions', async (ctx) => {
     ctx.body = { builtin: [...BUILTIN_DIMENSIONS], tags: await reads.tagKeys() };
   });
@@ -83,6 +103,24 @@ export function registerDashboardRoutes(router: Router, { reads, workspaces, pro
     ctx.type = 'text/csv; charset=utf-8';
     ctx.set('content-disposition', `attachment; filename="${name}.csv"`);
     ctx.body = csv;
+  });
+
+  /**
+   * from/to/filter[...] as /api/usage, and tag=<key> (repeatable, at most FOCUS_TAGS_MAX) for x_tag_<key> columns.
+   * The body is written a chunk of days at a time as the reader thread answers, never held whole.
+   */
+  router.get('/usage.focus.csv', (ctx) => {
+    const filter = filterFrom(ctx.query);
+    const focus: FocusContext = { from: filter.from, to: filter.to, tags: focusTagsFrom(ctx.query), workspaceNames };
+    const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+    async function* chunks() {
+      yield Buffer.from(focusHeader(focus.tags));
+      for (const [from, to] of focusChunks(filter.from, filter.to))
+        yield await reads.focusCsv({ filter: { ...filter, from, to }, focus });
+    }
+    ctx.type = 'text/csv; charset=utf-8';
+    ctx.set('content-disposition', `attachment; filename="focus-${day(filter.from)}-to-${day(filter.to - 1)}.csv"`);
+    ctx.body = Readable.from(chunks());
   });
 
   /**

@@ -16,7 +16,14 @@ import type { groupRowJson, recordJson, retentionJson, totalsJson } from '../ser
 import type { ReadinessChecks } from '../../contracts/readiness';
 
 export { answerSchemas } from './schema-parts';
-export { CreatedKeyAnswer, CreateKeyRequest, KeysAnswer, RevokedKeyAnswer } from './key-answers';
+export {
+  CreatedKeyAnswer,
+  CreatedKeysAnswer,
+  CreateKeyRequest,
+  CreateKeysRequest,
+  KeysAnswer,
+  RevokedKeyAnswer,
+} from './key-answers';
 export { AlertsAnswer, AlertTestAnswer, AlertTestRequest } from './alert-answers';
 import { ForecastJson } from './alert-answers';
 
@@ -195,13 +202,30 @@ export const UsageRecordJson = named(
       'The cost the provider reported itself, beside the computed one; null when none.',
     ).nullable(),
     cost_disagrees: z.boolean().nullable().meta({
-      description: 'The provider-reported and computed costs differ by more than 1%; null when not both known.',
+      description:
+        "The provider-reported and computed costs differ by more than 1% plus half the provider's rounding step; null when not both known.",
     }),
     tool_calls: z
       .record(z.string(), z.number().int().nonnegative())
       .nullable()
       .meta({ description: 'Billed tool and server calls by kind (web_search, file_search, ...); null when none.' }),
     price_id: z.string().nullable().meta({ description: 'The catalog entry the cost was priced with.' }),
+    service_tier: z.string().nullable().meta({
+      description:
+        'The service tier the answer says served the request (flex, priority, batch, ...), whose rates priced it; null when it named none.',
+    }),
+    input_audio_tokens: z
+      .number()
+      .int()
+      .nonnegative()
+      .nullable()
+      .meta({ description: 'Audio tokens of the input, a part of input_tokens; null when none were reported.' }),
+    output_audio_tokens: z
+      .number()
+      .int()
+      .nonnegative()
+      .nullable()
+      .meta({ description: 'Audio tokens generated, a part of output_tokens; null when none were reported.' }),
   }),
 );
 

@@ -8,7 +8,8 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { BUCKETS_MAX } from '../query-params';
-import { SERIES_VALUES_MAX } from '../dashboard/api';
+import { BULK_KEYS_MAX } from '../key-admin';
+import { FOCUS_TAGS_MAX, SERIES_VALUES_MAX } from '../dashboard/api';
 import {
   AlertsAnswer,
   AlertTestAnswer,
@@ -16,7 +17,9 @@ import {
   answerSchemas,
   BudgetsAnswer,
   CreatedKeyAnswer,
+  CreatedKeysAnswer,
   CreateKeyRequest,
+  CreateKeysRequest,
   DimensionsAnswer,
   HealthAnswer,
   InfoAnswer,
@@ -42,6 +45,19 @@ import {
   schemaOf,
   type Json,
 } from './responses';
+
+/** A CSV download's 200 answer: the file, and the name its Content-Disposition gives it. */
+const csvFile = (description: string, filename: string) => ({
+  description,
+  headers: {
+    'Content-Disposition': {
+      description: `attachment; filename="${filename}"`,
+      required: true,
+      schema: { type: 'string' },
+    },
+  },
+  content: { 'text/csv': { schema: { type: 'string' } } },
+});
 
 const paths = {
   '/api/openapi.json': {
@@ -81,17 +97,30 @@ const paths = {
       tags: ['usage'],
       parameters: usageCsvQuery,
       responses: {
-        '200': {
-          description: 'The CSV file.',
-          headers: {
-            'Content-Disposition': {
-              description: 'attachment; filename="usage-<group_by>-<interval>.csv"',
-              required: true,
-              schema: { type: 'string' },
-            },
-          },
-          content: { 'text/csv': { schema: { type: 'string' } } },
-        },
+        '200': csvFile('The CSV file.', 'usage-<group_by>-<interval>.csv'),
+        '400': ref('InvalidUsageQuery'),
+        ...reading,
+      },
+    },
+  },
+  '/api/usage.focus.csv': {
+    get: {
+      operationId: 'getUsageFocusCsv',
+      summary: 'Charges of a range in the FinOps FOCUS 1.2 columns, as CSV',
+      description:
+        'One row per UTC day, provider, model, key and workspace (and value of each tag asked for), written out a few days at a time. FOCUS columns: BilledCost, EffectiveCost, ListCost and ContractedCost (all the known list-price cost in USD: the gateway applies no discounts), BillingAccountId/Name and ProviderName, PublisherName, InvoiceIssuerName (the provider), BillingCurrency USD, BillingPeriodStart/End (the UTC month), ChargePeriodStart/End (the UTC day, cut to the range), ChargeCategory Usage, ChargeFrequency Usage-Based, ConsumedQuantity and PricingQuantity (tokens) with unit Tokens, PricingCategory Standard, ResourceId (the gateway key), ServiceCategory AI and Machine Learning, ServiceSubcategory Generative AI, ServiceName and SkuId (the model), SubAccountId/Name (the workspace) and Tags (JSON). Then x_CostStatus (known, lower_bound, unknown, not_counted), x_Requests, the token counts, x_UnpricedRequests, x_NotCountedRequests, x_EstimatedRequests, x_ErrorRequests and one x_tag_<key> column per tag. A row whose cost is unknown has empty cost cells, never 0.',
+      tags: ['usage'],
+      parameters: [
+        ...rangeParams,
+        param(
+          'tag',
+          z.array(z.string()).max(FOCUS_TAGS_MAX),
+          `Tag keys to split the rows by, each as an x_tag_<key> column (at most ${FOCUS_TAGS_MAX}, repeated).`,
+          { style: 'form', explode: true },
+        ),
+      ],
+      responses: {
+        '200': csvFile('The CSV file, CRLF line ends.', 'focus-<first day>-to-<last day>.csv'),
         '400': ref('InvalidUsageQuery'),
         ...reading,
       },
@@ -160,6 +189,25 @@ const paths = {
           'invalid_json',
         ]),
         '413': error('The body is larger than 64 KiB', ['body_too_large']),
+        ...writing,
+      },
+    },
+  },
+  '/api/keys/bulk': {
+    post: {
+      operationId: 'createKeys',
+      summary: `Create up to ${BULK_KEYS_MAX} gateway keys at once`,
+      description:
+        'In one transaction: every key is created, or none when one entry is refused. The answer holds the keys, once; only their hashes are stored.',
+      tags: ['keys'],
+      requestBody: { required: true, content: { 'application/json': { schema: schemaOf(CreateKeysRequest) } } },
+      responses: {
+        '201': json(CreatedKeysAnswer, 'The new keys.'),
+        '400': error(
+          `The body is not a JSON object with 1 to ${BULK_KEYS_MAX} keys, or an entry names an unknown workspace or a bad label`,
+          ['invalid_body', 'invalid_json'],
+        ),
+        '413': error('The body is larger than 512 KiB', ['body_too_large']),
         ...writing,
       },
     },

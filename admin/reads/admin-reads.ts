@@ -12,7 +12,8 @@ import { GatewayError } from '../../core/errors';
 import type { KeyPage, KeyPageQuery } from '../../storage/query/key-page';
 import { READ_POOL_SIZE, type ReadSource } from '../../storage/read-connection';
 import { QueryTimeoutError, QueryTooLargeError, ReaderThread } from '../../storage/reader-thread';
-import type { ListRequestsQuery, UsageGroupRow, UsageQuery } from '../../storage/store';
+import type { ListRequestsQuery, UsageFilter, UsageGroupRow, UsageQuery } from '../../storage/store';
+import type { FocusContext } from '../dashboard/focus';
 import type { SeriesParams } from '../dashboard/series';
 import { readOps, type ReadOps, type UsageParams } from './read-ops';
 import type { ReaderWorkerData } from './reader-worker';
@@ -88,6 +89,11 @@ export class AdminReads {
   /** The CSV body of GET /api/usage.csv. */
   usageCsv(p: UsageParams): Promise<Buffer> {
     return this.call('usageCsv', p);
+  }
+
+  /** One chunk of GET /api/usage.focus.csv: the lines of the charge rows of filter's range. */
+  focusCsv(arg: { filter: UsageFilter; focus: FocusContext }): Promise<Buffer> {
+    return this.call('focusCsv', arg);
   }
 
   /** The JSON body of GET /api/usage/series. */

@@ -12,6 +12,7 @@ import { runUsageQuery } from '../../storage/query/run';
 import type { ReadConnection } from '../../storage/read-connection';
 import type { Interval, ListRequestsQuery, UsageFilter, UsageQuery } from '../../storage/store';
 import { usageCsv } from '../dashboard/csv';
+import { FOCUS_GROUP_BY, focusLines, type FocusContext } from '../dashboard/focus';
 import { seriesAnswer, type SeriesParams } from '../dashboard/series';
 import { readRecordsKeptFrom } from '../../storage/retention';
 import { groupRowJson, recordJson, retentionJson, totalsJson } from '../serialize';
@@ -71,6 +72,12 @@ export function readOps({ dialect: d, exec }: Pick<ReadConnection, 'dialect' | '
     async usageCsv(p: UsageParams): Promise<Buffer> {
       const { page, total } = await usagePage(p);
       return Buffer.from(usageCsv(p.groupBy, page.rows, total, p.interval !== undefined, page.other ?? undefined));
+    },
+
+    /** One chunk of the FOCUS export (admin/dashboard/focus.ts): its charge rows, one per day and group. */
+    async focusCsv({ filter, focus }: { filter: UsageFilter; focus: FocusContext }): Promise<Buffer> {
+      const rows = await queryUsage({ ...filter, groupBy: [...FOCUS_GROUP_BY, ...focus.tags], interval: 'day' });
+      return Buffer.from(focusLines(rows, focus));
     },
 
     async series(p: SeriesParams): Promise<Buffer> {

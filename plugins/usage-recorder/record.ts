@@ -29,6 +29,7 @@ export const RECORD_TEXT_LIMITS = {
   model: MAX_MODEL_LENGTH,
   servedModel: 256,
   searchContextSize: 64,
+  serviceTier: 64,
   errorCode: 80,
   tagCount: 256,
   tagKey: 256,
@@ -144,5 +145,8 @@ export function buildRecord(ctx: GatewayContext, priced: PricedUsage | undefined
     costDisagrees: priced?.costDisagrees ?? null,
     toolCalls: u?.toolCalls && Object.keys(u.toolCalls).length > 0 ? { ...u.toolCalls } : null,
     priceId: priced?.priceId ?? null,
+    serviceTier: bounded(u?.serviceTier, RECORD_TEXT_LIMITS.serviceTier),
+    inputAudioTokens: count(u?.inputAudioTokens),
+    outputAudioTokens: count(u?.outputAudioTokens),
   };
 }

@@ -5,9 +5,10 @@
 import type { GatewayContext } from '../../core/context';
 import type { EndpointKey } from '../../core/usage';
 import type { RequestCostService } from '../../contracts/services';
+import type { AnswerFacts } from './answer-facts';
 import { recordedCost } from './recorded-cost';
 
-export type SpanAttributes = Record<string, string | number | boolean>;
+export type SpanAttributes = Record<string, string | number | boolean | string[]>;
 
 /** gen_ai.operation.name per endpoint; endpoints the conventions do not name keep their own key. */
 const OPERATIONS: Partial<Record<EndpointKey, string>> = {
@@ -30,23 +31,15 @@ const SYSTEMS: Readonly<Record<string, string>> = {
   gemini: 'gcp.gemini',
 };
 
-/** The first "model" member in a piece of JSON text (escaped quotes inside strings never match). */
-const MODEL_MEMBER = /"model"\s*:\s*"([^"\\]{1,256})"/;
-
-export function modelNamedIn(json: string): string | undefined {
-  return MODEL_MEMBER.exec(json)?.[1];
+/** gen_ai.system / gen_ai.provider.name of a provider slug: the conventions' name, or the slug. */
+export function systemOf(provider: string): string {
+  return SYSTEMS[provider] ?? provider;
 }
 
-/**
- * The model a non-streamed JSON answer names, read from its first 4 KiB and its last 1 KiB only (answers name it
- * near the top, embeddings near the end, after the vectors); undefined for a compressed body.
- */
-export function modelOfAnswer(body: Buffer): string | undefined {
-  const head = modelNamedIn(body.subarray(0, 4096).toString('utf8'));
-  return (
-    head ??
-    (body.length > 4096 ? modelNamedIn(body.subarray(Math.max(4096, body.length - 1024)).toString('utf8')) : undefined)
-  );
+/** The output-token cap a request asks for, by whichever field its API names it. */
+export function maxTokensOf(json: Record<string, unknown> | undefined): number | undefined {
+  const cap = json?.max_tokens ?? json?.max_completion_tokens ?? json?.max_output_tokens;
+  return typeof cap === 'number' ? cap : undefined;
 }
 
 export function operationOf(ctx: GatewayContext): string {
@@ -61,15 +54,16 @@ export function spanNameOf(ctx: GatewayContext): string {
 }
 
 /**
- * The attributes known once the request completed. gen_ai.response.model is the model the answer names (read by
- * the tracer, or by the provider's usage parser), absent when it names none. Input tokens are all of them, cached ones included (as the
- * conventions count them); the cost is the recorded one (recorded-cost.ts), absent when unknown. Tags are attributes
- * too: a span is not a time series, so their values need no cap.
+ * The attributes known once the request completed. gen_ai.response.model, .id and .finish_reasons are what the
+ * answer names (./answer-facts.ts; the model also from the provider's usage parser), absent when it names none.
+ * Input tokens are all of them, cached ones included (as the conventions count them), with the cached ones also
+ * apart; the cost is the recorded one (recorded-cost.ts), absent when unknown. Tags are attributes too: a span is
+ * not a time series, so their values need no cap.
  */
 export function completedAttributes(
   ctx: GatewayContext,
   cost: RequestCostService,
-  answeredModel: string | undefined,
+  answer: AnswerFacts | undefined,
 ): SpanAttributes {
   const a: SpanAttributes = {
     'gen_ai.operation.name': operationOf(ctx),
@@ -78,7 +72,7 @@ export function completedAttributes(
   };
   const provider = ctx.provider?.slug;
   if (provider !== undefined) {
-    a['gen_ai.system'] = SYSTEMS[provider] ?? provider;
+    a['gen_ai.system'] = systemOf(provider);
     a['gen_ai.provider.name'] = a['gen_ai.system'];
     a['tollgate.provider'] = provider;
     try {
@@ -88,15 +82,22 @@ export function completedAttributes(
     }
   }
   if (ctx.model !== undefined) a['gen_ai.request.model'] = ctx.model;
+  const maxTokens = maxTokensOf(ctx.json);
+  if (maxTokens !== undefined) a['gen_ai.request.max_tokens'] = maxTokens;
   const status = ctx.status ?? ctx.error?.status;
   if (status !== undefined) a['http.response.status_code'] = status;
-  const served = ctx.usage?.servedModel ?? answeredModel;
+  const served = ctx.usage?.servedModel ?? answer?.model;
   if (served !== undefined) a['gen_ai.response.model'] = served;
+  if (answer?.id !== undefined) a['gen_ai.response.id'] = answer.id;
+  if (answer?.finishReasons.length) a['gen_ai.response.finish_reasons'] = answer.finishReasons;
   const u = ctx.usage;
   if (u) {
     const cached = (u.cacheReadTokens ?? 0) + (u.cacheWriteTokens ?? 0) + (u.cacheWrite1hTokens ?? 0);
     if (u.inputTokens !== undefined || cached > 0) a['gen_ai.usage.input_tokens'] = (u.inputTokens ?? 0) + cached;
     if (u.outputTokens !== undefined) a['gen_ai.usage.output_tokens'] = u.outputTokens;
+    if (u.cacheReadTokens !== undefined) a['gen_ai.usage.cache_read.input_tokens'] = u.cacheReadTokens;
+    if (u.cacheWriteTokens !== undefined || u.cacheWrite1hTokens !== undefined)
+      a['gen_ai.usage.cache_creation.input_tokens'] = (u.cacheWriteTokens ?? 0) + (u.cacheWrite1hTokens ?? 0);
     if (ctx.usageEstimated) a['tollgate.usage.estimated'] = true;
     const priced = recordedCost(ctx, cost)!;
     if (priced.usd !== null) a['tollgate.cost_usd'] = priced.usd;

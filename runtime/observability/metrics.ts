@@ -19,6 +19,7 @@ import { BoundedLabel, OTHER } from './bounded-labels';
 import { watchBudgets, type BudgetReadings } from './budget-metrics';
 import { recordedCost } from './recorded-cost';
 import { scrapedGauge } from './scraped-gauge';
+import { GenAiMetrics } from './genai-metrics';
 import { RequestFlowMetrics } from './request-flow-metrics';
 import { SeriesTable } from './series-table';
 import { TagValueLabels } from './tag-value-labels';
@@ -60,6 +61,7 @@ export class GatewayMetrics {
   private readonly budgetsMax: number;
   /** Durations, in-flight requests, open streams and upstream status codes (./request-flow-metrics.ts). */
   readonly flow: RequestFlowMetrics;
+  private readonly genAi: GenAiMetrics;
   private readonly tagKeys: readonly { key: string; values: TagValueLabels }[];
 
   /** Counted per request in plain maps, read by the counters when scraped (./series-table.ts). */
@@ -166,6 +168,7 @@ export class GatewayMetrics {
       },
     });
     this.flow = new RequestFlowMetrics(this.registry);
+    this.genAi = new GenAiMetrics(this.registry);
     collectDefaultMetrics({ register: this.registry });
   }
 
@@ -186,6 +189,7 @@ export class GatewayMetrics {
     const statusClass = STATUS_CLASSES[Math.floor(status / 100)] ?? OTHER;
     this.requestRows.row([provider, model, endpoint, statusClass, workspace]).n++;
     this.flow.completed(ctx, [provider, endpoint, workspace]); // provider, endpoint, workspace
+    if (ctx.provider) this.genAi.observe(ctx, provider, model);
     const code = ctx.error?.code;
     if (code !== undefined) {
       this.errors.inc({ code, workspace });

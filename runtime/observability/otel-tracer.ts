@@ -30,12 +30,13 @@ import type { Logger } from 'pino';
 import type { GatewayContext } from '../../core/context';
 import type { GatewayPlugin } from '../../core/plugin-contract';
 import type { RequestCostService } from '../../contracts/services';
-import { completedAttributes, modelNamedIn, modelOfAnswer, spanNameOf } from './genai-attributes';
+import { answerFacts, noteAnswerPart, type AnswerFacts } from './answer-facts';
+import { completedAttributes, spanNameOf } from './genai-attributes';
 import type { RequestTracing, TracingSettings } from './tracing';
 
 const SPAN = 'tracing.span';
-/** The model the answer names, read from the answer (JSON) or from the first stream event that names one. */
-const ANSWERED_MODEL = 'tracing.answered_model';
+/** What a stream's events told of the answer: model, id, finish reasons (./answer-facts.ts). */
+const STREAMED_ANSWER = 'tracing.streamed_answer';
 
 /** Reads the client's trace context from the request headers (credentials are never readable through ctx.header). */
 const requestHeaders: TextMapGetter<GatewayContext> = {
@@ -87,8 +88,9 @@ export class OtelRequestTracing implements RequestTracing {
       onRequest: (ctx) => this.start(ctx),
       beforeUpstream: (ctx) => this.continueUpstream(ctx),
       onStreamEvent: (ctx, event) => {
-        if (!ctx.state.has(ANSWERED_MODEL) && event.data.includes('"model"'))
-          ctx.state.set(ANSWERED_MODEL, modelNamedIn(event.data));
+        let facts = ctx.state.get(STREAMED_ANSWER) as AnswerFacts | undefined;
+        if (!facts) ctx.state.set(STREAMED_ANSWER, (facts = { finishReasons: [] }));
+        noteAnswerPart(event.data, facts);
       },
       onComplete: (ctx) => this.end(ctx),
       close: () => this.provider.shutdown(),
@@ -118,13 +120,13 @@ export class OtelRequestTracing implements RequestTracing {
     const span = ctx.state.get(SPAN) as Span | undefined;
     if (!span) return;
     span.updateName(spanNameOf(ctx));
-    // A JSON answer is read here, off the request path; a stream's model was picked from its events.
+    // A JSON answer is read here, off the request path; a stream's facts were picked from its events.
     const ok = ctx.status !== undefined && ctx.status < 400;
     const answered = !ok
       ? undefined
       : ctx.responseBody
-        ? modelOfAnswer(ctx.responseBody)
-        : (ctx.state.get(ANSWERED_MODEL) as string | undefined);
+        ? answerFacts(ctx.responseBody)
+        : (ctx.state.get(STREAMED_ANSWER) as AnswerFacts | undefined);
     const attributes = completedAttributes(ctx, this.cost, answered);
     span.setAttributes(attributes);
     // A client span: any failed request is an error, a 4xx included (the HTTP conventions for clients).

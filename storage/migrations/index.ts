@@ -13,6 +13,7 @@ import { costTruth } from './008_cost_truth';
 import { notCounted } from './009_not_counted';
 import { alertOutbox } from './010_alert_outbox';
 import { keyChangeSeq } from './011_key_change_seq';
+import { servedTierAudio } from './012_served_tier_audio';
 import { reconciliationRuns } from './014_reconciliation_runs';
 
 export interface Migration {
@@ -35,6 +36,7 @@ export const MIGRATIONS: readonly Migration[] = [
   notCounted,
   alertOutbox,
   keyChangeSeq,
+  servedTierAudio,
   reconciliationRuns,
 ];
 

@@ -19,8 +19,9 @@ export function versionsFrom(first: number): number[] {
 }
 
 /**
- * Migrations 008 and 009's columns dropped, records and rollups as every earlier build left them, migration 010's
- * alert outbox and migration 014's reconciliation runs dropped, and none recorded as applied; `droppedTables` are rollup tables the caller drops itself.
+ * Migrations 008, 009 and 012's columns dropped, records and rollups as every earlier build left them, migration
+ * 010's alert outbox and migration 014's reconciliation runs dropped, and none recorded as applied; `droppedTables`
+ * are rollup tables the caller drops itself.
  */
 export function undo008Sql(droppedTables: readonly string[] = []): string {
   return [
@@ -28,6 +29,9 @@ export function undo008Sql(droppedTables: readonly string[] = []): string {
     'ALTER TABLE keys DROP COLUMN updated_seq;',
     'DROP TABLE alert_outbox;',
     'DROP TABLE reconciliation_runs;',
+    ...['service_tier', 'input_audio_tokens', 'output_audio_tokens'].map(
+      (c) => `ALTER TABLE usage_records DROP COLUMN ${c};`,
+    ),
     ...['usage_source', 'provider_cost_pico', 'cost_disagrees', 'tool_calls', 'price_id'].map(
       (c) => `ALTER TABLE usage_records DROP COLUMN ${c};`,
     ),
@@ -43,7 +47,7 @@ export function undo008Sql(droppedTables: readonly string[] = []): string {
         `ALTER TABLE ${t} DROP COLUMN cost_disagreement_count;`,
         `ALTER TABLE ${t} DROP COLUMN not_counted_count;`,
       ]),
-    'DELETE FROM schema_migrations WHERE version IN (8, 9, 10, 11, 14);',
+    'DELETE FROM schema_migrations WHERE version IN (8, 9, 10, 11, 12, 14);',
   ].join('\n');
 }
 

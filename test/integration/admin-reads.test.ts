@@ -14,6 +14,7 @@ import { csvRows } from '../helpers/csv';
 import { OPENAI_KEY, startTestGateway, TEST_ADMIN_TOKEN, type TestGateway } from '../helpers/gateway';
 import { requirePostgres } from '../helpers/services';
 import { sleep, TestUpstream } from '../helpers/upstream';
+import { usageRecord, ZERO_BUCKETS } from '../helpers/records';
 
 const DAY = 86_400_000;
 /** The dashboard's heaviest grouping (the last 30 days), over the records seeded into the `bulk` workspace below. */
@@ -55,33 +56,23 @@ function record(
   model = 'gpt-4o-mini',
   workspaceId = 'default',
 ): UsageRecord {
-  return {
+  return usageRecord({
     id,
     ts,
     workspaceId,
     keyId: 'test',
-    provider: 'openai',
     model,
     servedModel: model,
-    endpoint: 'chat.completions',
-    status: 200,
-    streamed: false,
     inputTokens: 10,
     outputTokens: 5,
-    cacheReadTokens: 0,
-    cacheWriteTokens: 0,
-    cacheWrite1hTokens: 0,
-    reasoningTokens: 0,
-    citationTokens: 0,
-    searchQueries: 0,
+    ...ZERO_BUCKETS,
     costPico,
     provenance: 'measured',
     priceVersion: 'test',
     latencyMs: 10,
     ttfbMs: 5,
     tags,
-    errorCode: null,
-  };
+  });
 }
 
 async function admin(gw: TestGateway, path: string): Promise<{ status: number; json: any; text: string; ms: number }> {

@@ -1,9 +1,15 @@
 import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { expect } from 'chai';
 import OpenAI from 'openai';
-import { fixtureBytes } from '../helpers/fixtures';
-import { OPENAI_KEY, useGateway, type TestGateway } from '../helpers/gateway';
+import { request } from 'undici';
+import { parse as parseYaml } from 'yaml';
+import { fixtureBytes, fixtureJson, PROJECT_ROOT } from '../helpers/fixtures';
+import { OPENAI_KEY, TEST_ADMIN_TOKEN, useGateway, type TestGateway } from '../helpers/gateway';
 import { samplesOf, scrape, total, type Sample } from '../helpers/prometheus';
+import { rememberSecret } from '../helpers/secret-scan';
+import { requireRedis } from '../helpers/services';
 import { recordedResponder, TestUpstream } from '../helpers/upstream';
 
 const LIMITED_KEY = 'tg_test_key_for_the_limited_workspace_00000001';
@@ -71,6 +77,22 @@ workspaces:
     expect(
       delta(before, after, 'tollgate_upstream_responses_total', { provider: 'openai', upstream_status: '200' }),
     ).to.equal(2);
+
+    // The GenAI conventions' own metrics, as a dashboard made for them queries them: input counts cached tokens too.
+    const { usage } = fixtureJson('openai/chat_completion_cached_tokens.json');
+    const genAi = {
+      gen_ai_operation_name: 'chat',
+      gen_ai_provider_name: 'openai',
+      gen_ai_system: 'openai',
+      gen_ai_request_model: 'gpt-4o-mini',
+    };
+    const tokens = (type: string, part: string) =>
+      delta(before, after, `gen_ai_client_token_usage_${part}`, { ...genAi, gen_ai_token_type: type });
+    expect([tokens('input', 'count'), tokens('input', 'sum')]).to.deep.equal([2, 2 * usage.prompt_tokens]);
+    expect([tokens('output', 'count'), tokens('output', 'sum')]).to.deep.equal([2, 2 * usage.completion_tokens]);
+    const duration = { ...genAi, error_type: '' };
+    expect(delta(before, after, 'gen_ai_client_operation_duration_seconds_count', duration)).to.equal(2);
+    expect(delta(before, after, 'gen_ai_client_operation_duration_seconds_sum', duration)).to.be.within(0.12, 5);
   });
 
   it('an open stream shows in streams_open and in_flight while it runs, then in the stream histogram', async () => {
@@ -117,6 +139,8 @@ workspaces:
       delta(before, after, 'tollgate_upstream_responses_total', { provider: 'openai', upstream_status: '404' }),
     ).to.equal(1);
     expect(delta(before, after, 'tollgate_requests_total', { workspace: 'default', status_class: '4xx' })).to.equal(1);
+    const failed = { gen_ai_provider_name: 'openai', error_type: '404' };
+    expect(delta(before, after, 'gen_ai_client_operation_duration_seconds_count', failed)).to.equal(1);
   });
 
   it('refusals and errors name their workspace; a workspace beyond workspaces_max is "other"', async () => {
@@ -134,5 +158,101 @@ workspaces:
     expect(delta(before, after, 'tollgate_requests_total', { workspace: 'other', status_class: '2xx' })).to.equal(1);
     expect(samplesOf(after, 'tollgate_requests_total', { workspace: 'extra' })).to.have.length(0);
     expect(delta(before, after, 'tollgate_request_duration_seconds_count', { workspace: 'other' })).to.equal(1);
+  });
+});
+
+const WEBHOOK_SECRET = 'whsec-PLANTED-SECRET-oncall-0005';
+rememberSecret(WEBHOOK_SECRET, 'alert webhook secret');
+
+/** PromQL words that are not metric names: functions, aggregations, operators and modifiers. */
+const PROMQL_WORDS = new Set(
+  'sum min max avg count rate increase irate histogram_quantile and or unless bool by without on ignoring group_left group_right offset humanize1024'.split(
+    ' ',
+  ),
+);
+/** Series Prometheus itself makes (a scrape's own `up`), not the gateway. */
+const PROMETHEUS_SERIES = new Set(['up']);
+
+/** The metric names a PromQL expression reads: label matchers, strings, ranges, groupings and numbers left out. */
+function metricsNamedIn(expr: string): string[] {
+  const bare = expr
+    .replace(/\{[^}]*\}/g, ' ')
+    .replace(/"[^"]*"/g, ' ')
+    .replace(/\[[^\]]*\]/g, ' ')
+    .replace(/\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)/g, ' ')
+    .replace(/\$\w+/g, ' ');
+  return [...bare.matchAll(/[a-zA-Z_:][a-zA-Z0-9_:]*/g)]
+    .map((m) => m[0])
+    .filter((w) => !PROMQL_WORDS.has(w) && !PROMETHEUS_SERIES.has(w));
+}
+
+/** Every series name the exposition text declares: # TYPE lines, with a histogram's _bucket, _sum and _count. */
+function exportedNames(text: string): Set<string> {
+  const names = new Set<string>();
+  for (const [, name, type] of text.matchAll(/^# TYPE (\S+) (\S+)$/gm)) {
+    names.add(name);
+    if (type === 'histogram') for (const suffix of ['_bucket', '_sum', '_count']) names.add(name + suffix);
+  }
+  return names;
+}
+
+describe('the alert rules and Grafana dashboard in docs/ name only metrics the gateway exports', () => {
+  const upstream = new TestUpstream();
+  let gw: TestGateway;
+  let redisUrl: string;
+  before(async function () {
+    redisUrl = await requireRedis(this, 'alert rules checked against a gateway with every store');
+  });
+  useGateway(
+    upstream,
+    (g) => (gw = g),
+    () => `
+limit_store: { redis_url: "${redisUrl}", key_prefix: "tollgate-test:${process.pid}:${Date.now()}:oncall:" }
+alerts: { channels: [{ name: ops, type: webhook, url: "http://127.0.0.1:9/none", secret: "${WEBHOOK_SECRET}" }] }
+workspaces:
+  - id: default
+    keys: [{ id: test, key: "\${GATEWAY_KEY}" }]
+    limits: { budgets: [{ period: day, usd: "5" }] }
+`,
+  );
+
+  it('every expression of docs/prometheus-alerts.yml and docs/grafana-dashboard.json reads exported metrics', async () => {
+    const client = new OpenAI({
+      apiKey: OPENAI_KEY,
+      baseURL: `${gw.url}/v1`,
+      maxRetries: 0,
+      defaultHeaders: { 'X-Gateway-Key': gw.key },
+    });
+    await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
+    const res = await request(`${gw.adminUrl}/metrics`, { headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` } });
+    const exported = exportedNames(await res.body.text());
+
+    const rules = parseYaml(readFileSync(join(PROJECT_ROOT, 'docs/prometheus-alerts.yml'), 'utf8'));
+    const alertExprs: string[] = rules.groups.flatMap((g: any) => g.rules.map((r: any) => r.expr));
+    const dashboard = JSON.parse(readFileSync(join(PROJECT_ROOT, 'docs/grafana-dashboard.json'), 'utf8'));
+    const panelExprs: string[] = dashboard.panels.flatMap((p: any) => (p.targets ?? []).map((t: any) => t.expr));
+    expect(alertExprs.length).to.be.above(10);
+    expect(panelExprs.length).to.be.above(20);
+
+    const named = new Set([...alertExprs, ...panelExprs].flatMap(metricsNamedIn));
+    // The rules cover what the on-call needs: errors, latency, budgets, the store's queue and spill.
+    for (const needed of [
+      'tollgate_requests_total',
+      'tollgate_request_duration_seconds_bucket',
+      'tollgate_budget_spent_usd',
+      'tollgate_budget_forecast_usd',
+      'tollgate_store_queue_depth',
+      'tollgate_store_spill_bytes',
+    ])
+      expect(alertExprs.flatMap(metricsNamedIn), 'the alert rules').to.include(needed);
+    expect(
+      [...named].filter((name) => !exported.has(name)),
+      'named but not exported',
+    ).to.deep.equal([]);
+    // The dashboard's workspace variable lists the workspaces of the request counter.
+    const variable = dashboard.templating.list.find((v: any) => v.name === 'workspace');
+    expect(metricsNamedIn(variable.definition.replace(/label_values\(([^,]+),.*/, '$1'))).to.deep.equal([
+      'tollgate_requests_total',
+    ]);
   });
 });

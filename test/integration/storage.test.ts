@@ -65,6 +65,9 @@ const before008 = (r: UsageRecord): UsageRecord => ({
   costDisagrees: null,
   toolCalls: null,
   priceId: null,
+  serviceTier: null,
+  inputAudioTokens: null,
+  outputAudioTokens: null,
 });
 const rowsBefore008 = (rows: UsageGroupRow[]): UsageGroupRow[] => rows.map((r) => ({ ...r, costDisagreementCount: 0 }));
 
@@ -125,6 +128,10 @@ function makeRecords(n: number, seed: number, from: number, span: number, idPref
       costDisagrees: i % 10 === 0 ? i % 30 === 0 : null,
       toolCalls: i % 7 === 0 ? { web_search: 1 + (i % 3) } : null,
       priceId: i % 5 === 0 ? null : `${provider}/${model}`,
+      // Migration 012's, from the index as well.
+      serviceTier: (['default', 'flex', 'priority', null] as const)[i % 4],
+      inputAudioTokens: i % 9 === 0 ? i % 50 : null,
+      outputAudioTokens: i % 9 === 0 ? i % 40 : null,
     });
     // As every build before migration 009 recorded them (its backfill relies on it): an audio or image record that
     // neither failed nor was cut is not counted, and only those are.

@@ -20,24 +20,26 @@ interface ExportedSpan {
   status: { code?: number; message?: string };
   startTimeUnixNano: string;
   endTimeUnixNano: string;
-  attributes: Record<string, string | number | boolean>;
-  resource: Record<string, string | number | boolean>;
+  attributes: Record<string, string | number | boolean | string[]>;
+  resource: Record<string, string | number | boolean | string[]>;
 }
 
-type OtlpAttribute = {
-  key: string;
-  value: { stringValue?: string; intValue?: number | string; doubleValue?: number; boolValue?: boolean };
+type OtlpValue = {
+  stringValue?: string;
+  intValue?: number | string;
+  doubleValue?: number;
+  boolValue?: boolean;
+  arrayValue?: { values?: OtlpValue[] };
 };
-const flatten = (list: OtlpAttribute[] = []) =>
-  Object.fromEntries(
-    list.map(({ key, value }) => [
-      key,
-      value.stringValue ??
-        (value.intValue !== undefined ? Number(value.intValue) : undefined) ??
-        value.doubleValue ??
-        value.boolValue!,
-    ]),
-  );
+type OtlpAttribute = { key: string; value: OtlpValue };
+const plain = (value: OtlpValue): any =>
+  value.arrayValue
+    ? (value.arrayValue.values ?? []).map(plain)
+    : (value.stringValue ??
+      (value.intValue !== undefined ? Number(value.intValue) : undefined) ??
+      value.doubleValue ??
+      value.boolValue!);
+const flatten = (list: OtlpAttribute[] = []) => Object.fromEntries(list.map(({ key, value }) => [key, plain(value)]));
 
 /** An OTLP/HTTP receiver on the loopback: keeps every span of every JSON export it is sent. */
 class OtlpReceiver {
@@ -80,7 +82,7 @@ const CLIENT_SPAN = '00f067aa0ba902b7';
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-(0[01])$/;
 
 /** The usage of a recorded Anthropic stream: input from message_start, output from the last message_delta. */
-function streamedUsage(file: string): { input: number; output: number; model: string } {
+function streamedUsage(file: string) {
   const events = fixtureBytes(file)
     .toString('utf8')
     .split('\n')
@@ -91,7 +93,11 @@ function streamedUsage(file: string): { input: number; output: number; model: st
   return {
     input: start.usage.input_tokens + start.usage.cache_read_input_tokens + start.usage.cache_creation_input_tokens,
     output: deltas.at(-1).usage.output_tokens,
+    cacheRead: start.usage.cache_read_input_tokens,
+    cacheCreation: start.usage.cache_creation_input_tokens,
     model: start.model,
+    id: start.id,
+    stopReason: deltas.at(-1).delta.stop_reason,
   };
 }
 
@@ -152,7 +158,7 @@ describe('OpenTelemetry tracing (opt-in through OTEL_* variables)', () => {
         },
       });
       const { response } = await client.chat.completions
-        .create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] })
+        .create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], max_completion_tokens: 500 })
         .withResponse();
       cost = response.headers.get('x-gateway-cost');
       requestId = response.headers.get('x-gateway-request-id');
@@ -181,12 +187,18 @@ describe('OpenTelemetry tracing (opt-in through OTEL_* variables)', () => {
       'gen_ai.response.model': usage.model,
       'gen_ai.usage.input_tokens': usage.usage.prompt_tokens,
       'gen_ai.usage.output_tokens': usage.usage.completion_tokens,
+      'gen_ai.usage.cache_read.input_tokens': usage.usage.prompt_tokens_details.cached_tokens,
+      'gen_ai.request.max_tokens': 500,
+      'gen_ai.response.id': usage.id,
       'http.response.status_code': 200,
       'tollgate.workspace': 'default',
       'tollgate.tag.feature': 'search',
       'tollgate.request_id': requestId,
       'tollgate.cost.provenance': 'measured',
     });
+    expect(span.attributes['gen_ai.response.finish_reasons']).to.deep.equal(
+      usage.choices.map((c: any) => c.finish_reason),
+    );
     expect(span.attributes['tollgate.cost_usd']).to.equal(Number(cost));
     expect(span.status.code ?? 0).to.equal(0);
     const durationMs = Number(BigInt(span.endTimeUnixNano) - BigInt(span.startTimeUnixNano)) / 1e6;
@@ -225,8 +237,13 @@ describe('OpenTelemetry tracing (opt-in through OTEL_* variables)', () => {
       'gen_ai.response.model': usage.model,
       'gen_ai.usage.input_tokens': usage.input,
       'gen_ai.usage.output_tokens': usage.output,
+      'gen_ai.usage.cache_read.input_tokens': usage.cacheRead,
+      'gen_ai.usage.cache_creation.input_tokens': usage.cacheCreation,
+      'gen_ai.request.max_tokens': 100,
+      'gen_ai.response.id': usage.id,
       'tollgate.stream': true,
     });
+    expect(span.attributes['gen_ai.response.finish_reasons']).to.deep.equal([usage.stopReason]);
   });
 
   it('a refused request is a span too, marked as an error; a client trace that is not sampled is continued but not exported', async () => {

@@ -41,36 +41,26 @@ import {
 } from '../helpers/reliability';
 import { requirePostgres } from '../helpers/services';
 import { waitFor } from '../helpers/wait';
+import { usageRecord } from '../helpers/records';
 
 function record(id: string, extra: Partial<UsageRecord> = {}): UsageRecord {
-  return {
+  return usageRecord({
     id,
     ts: Date.now() - 1000,
-    workspaceId: 'default',
     keyId: 'k',
-    provider: 'openai',
-    model: 'gpt-4o-mini',
     servedModel: 'gpt-4o-mini',
-    endpoint: 'chat.completions',
-    status: 200,
-    streamed: false,
     inputTokens: 10,
     outputTokens: 5,
     cacheReadTokens: 0,
     cacheWriteTokens: 0,
-    cacheWrite1hTokens: null,
-    reasoningTokens: null,
-    citationTokens: null,
-    searchQueries: null,
     costPico: 1234n,
     provenance: 'measured',
     priceVersion: 'v1',
     latencyMs: 10,
     ttfbMs: 5,
     tags: { suite: 'poison' },
-    errorCode: null,
     ...extra,
-  };
+  });
 }
 
 /** 1,400 random characters after a real prefix: no compression brings the rollup key under 2,704 bytes. */

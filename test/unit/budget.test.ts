@@ -18,6 +18,7 @@ import { periodAt } from '../../plugins/budget/periods';
 import { MemoryLimitStore } from '../../services/limit-store/memory-store';
 import { SqliteUsageStore } from '../../storage/sqlite-store';
 import { failingLimitStore } from '../helpers/failing-limit-store';
+import { usageRecord } from '../helpers/records';
 
 /**
  * A model priced for easy sums: input $1 and output $2 per 1M tokens, i.e. 1,000,000 and 2,000,000 pico-USD a
@@ -96,34 +97,19 @@ async function budgeted(
 
 let seq = 0;
 function record(r: Partial<UsageRecord>, priceVersion: string): UsageRecord {
-  return {
+  return usageRecord({
     id: `seed-${++seq}`,
     ts: Date.now(),
-    workspaceId: 'default',
     keyId: 'test',
-    provider: 'openai',
     model: MODEL,
-    servedModel: null,
-    endpoint: 'chat.completions',
-    status: 200,
-    streamed: false,
     inputTokens: 1,
     outputTokens: 1,
-    cacheReadTokens: null,
-    cacheWriteTokens: null,
-    cacheWrite1hTokens: null,
-    reasoningTokens: null,
-    citationTokens: null,
-    searchQueries: null,
     costPico: 0n,
     provenance: 'measured',
     priceVersion,
-    latencyMs: 1,
     ttfbMs: 1,
-    tags: {},
-    errorCode: null,
     ...r,
-  };
+  });
 }
 
 /** Each request's own log: a plugin that throws in onComplete is logged there, not passed on. */

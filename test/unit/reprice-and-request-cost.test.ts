@@ -6,6 +6,7 @@ import { PriceCatalog } from '../../pricing/catalog';
 import type { CatalogFile } from '../../pricing/model-price';
 import { PROVIDER_REPORTED, repriceRecord } from '../../pricing/reprice';
 import { RequestCost } from '../../services/request-cost';
+import { usageRecord } from '../helpers/records';
 
 /** Rates in pico-USD a token: input 1,000,000, output 2,000,000, cache read 100,000, cache write 3,000,000, 1h write 4,000,000. */
 const FILE: CatalogFile = {
@@ -41,35 +42,7 @@ const FILE: CatalogFile = {
 const catalog = () => PriceCatalog.fromConfig({}, { bundled: FILE });
 
 function record(r: Partial<UsageRecord>): UsageRecord {
-  return {
-    id: 'r',
-    ts: 0,
-    workspaceId: 'default',
-    keyId: 'k',
-    provider: 'openai',
-    model: 'r-1',
-    servedModel: null,
-    endpoint: 'chat.completions',
-    status: 200,
-    streamed: false,
-    inputTokens: null,
-    outputTokens: null,
-    cacheReadTokens: null,
-    cacheWriteTokens: null,
-    cacheWrite1hTokens: null,
-    reasoningTokens: null,
-    citationTokens: null,
-    searchQueries: null,
-    searchContextSize: null,
-    costPico: null,
-    provenance: 'unpriced',
-    priceVersion: null,
-    latencyMs: 1,
-    ttfbMs: 1,
-    tags: {},
-    errorCode: null,
-    ...r,
-  };
+  return usageRecord({ keyId: 'k', model: 'r-1', searchContextSize: null, ttfbMs: 1, ...r });
 }
 
 describe('repricing stored records and the cost of a request', () => {

@@ -2,38 +2,20 @@ import { expect } from 'chai';
 import type { UsageRecord } from '../../core/usage';
 import { PriceCatalog } from '../../pricing/catalog';
 import { PROVIDER_REPORTED, repriceRecord } from '../../pricing/reprice';
+import { usageRecord } from '../helpers/records';
 
 /** A stored sonar chat record (11 input, 392 output tokens: perplexity/sonar_chat_completion.json's usage). */
 function stored(over: Partial<UsageRecord> = {}): UsageRecord {
-  return {
-    id: 'r',
-    ts: 0,
+  return usageRecord({
     workspaceId: null,
-    keyId: null,
     provider: 'perplexity',
     model: 'sonar',
     servedModel: 'sonar',
-    endpoint: 'chat.completions',
-    status: 200,
-    streamed: false,
     inputTokens: 11,
     outputTokens: 392,
-    cacheReadTokens: null,
-    cacheWriteTokens: null,
-    cacheWrite1hTokens: null,
-    reasoningTokens: null,
-    citationTokens: null,
-    searchQueries: null,
     searchContextSize: 'low',
-    costPico: null,
-    provenance: 'unpriced',
-    priceVersion: null,
-    latencyMs: 1,
-    ttfbMs: null,
-    tags: {},
-    errorCode: null,
     ...over,
-  };
+  });
 }
 
 const NO_COUNTS = { inputTokens: null, outputTokens: null } as const;
@@ -108,5 +90,62 @@ describe('usage reprice: honest', () => {
   it('leaves failures and uncounted endpoints alone', () => {
     expect(repriceRecord(catalog, stored({ provenance: 'failed', costPico: 0n, status: 500 }))).to.equal(undefined);
     expect(repriceRecord(catalog, stored({ provenance: 'not_counted', endpoint: 'audio.speech' }))).to.equal(undefined);
+  });
+});
+
+describe('usage reprice: the served tier, audio tokens and a rounded provider figure', () => {
+  const audioRates = PriceCatalog.fromConfig({
+    models: [
+      {
+        provider: 'openai',
+        model: 'gpt-4o-audio-preview',
+        input: '2.5',
+        output: '10',
+        input_audio: '40',
+        output_audio: '80',
+      },
+    ],
+  });
+  const openaiRecord = (over: Partial<UsageRecord>): UsageRecord =>
+    stored({ provider: 'openai', searchContextSize: null, usageSource: 'provider', ...over });
+
+  it('charges the tier the answer named, as when it was recorded (chat_completion_flex_built.json)', () => {
+    const flex = openaiRecord({
+      model: 'o3',
+      servedModel: 'o3',
+      inputTokens: 1000,
+      outputTokens: 758,
+      serviceTier: 'flex',
+    });
+    expect(repriceRecord(new PriceCatalog(), flex)).to.include({ costPico: 4_032_000_000n, provenance: 'measured' });
+    // A tier the catalog does not price stays unknown.
+    expect(repriceRecord(new PriceCatalog(), { ...flex, serviceTier: 'scale' })).to.include({
+      costPico: null,
+      provenance: 'unpriced',
+    });
+  });
+
+  it('prices the audio share of the counts at the audio rates (chat_completion_audio_built.json)', () => {
+    const audio = openaiRecord({
+      model: 'gpt-4o-audio-preview',
+      servedModel: 'gpt-4o-audio-preview',
+      inputTokens: 120,
+      inputAudioTokens: 100,
+      outputTokens: 98,
+      outputAudioTokens: 80,
+    });
+    expect(repriceRecord(audioRates, audio)).to.include({ costPico: 10_630_000_000n, provenance: 'measured' });
+  });
+
+  it("keeps Perplexity's rounding step: a figure half a step off agrees, 0.020 for $0.016204 does not", () => {
+    const sonar = (figure: bigint, input: number) =>
+      repriceRecord(
+        new PriceCatalog(),
+        stored({ inputTokens: input, outputTokens: 0, usageSource: 'provider', providerCostPico: figure }),
+      );
+    // 403 tokens x $1/1M + $0.005 = $0.005403; Perplexity printed 0.005.
+    expect(sonar(5_000_000_000n, 403)).to.include({ costPico: 5_403_000_000n, costDisagrees: false });
+    // 11,204 tokens + $0.005 = $0.016204 against 0.020.
+    expect(sonar(20_000_000_000n, 11_204)).to.include({ costPico: 16_204_000_000n, costDisagrees: true });
   });
 });

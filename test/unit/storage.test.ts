@@ -13,44 +13,36 @@ import { RecordDeque } from '../../storage/record-deque';
 import { recordFromJson, recordToJson } from '../../storage/record-json';
 import { ROLLUP_DIM_COLUMNS, RollupAccumulator, floorHour, rollupDims } from '../../storage/rollup';
 import { TagSetIds, tagSetKey, tagSetMembers } from '../../storage/tag-sets';
+import { usageRecord } from '../helpers/records';
 
 const H = 3_600_000;
 const T0 = Date.UTC(2025, 0, 1);
 
 function rec(over: Partial<UsageRecord> = {}): UsageRecord {
-  return {
+  return usageRecord({
     id: 'r1',
     ts: T0 + 90_000,
     workspaceId: 'w',
-    keyId: null,
-    provider: 'openai',
     model: 'gpt-4o',
     servedModel: 'gpt-4o',
-    endpoint: 'chat.completions',
-    status: 200,
     streamed: true,
     inputTokens: 10,
     outputTokens: 5,
-    cacheReadTokens: null,
-    cacheWriteTokens: null,
-    cacheWrite1hTokens: null,
-    reasoningTokens: null,
-    citationTokens: null,
-    searchQueries: null,
     costPico: 12_345_678_901_234_567_890n,
     provenance: 'measured',
     priceVersion: 'v1',
     latencyMs: 12,
-    ttfbMs: null,
     tags: { agent: 'a', '12': '007' },
-    errorCode: null,
     usageSource: 'provider',
     providerCostPico: null,
     costDisagrees: null,
     toolCalls: null,
     priceId: 'openai/gpt-4o',
+    serviceTier: null,
+    inputAudioTokens: null,
+    outputAudioTokens: null,
     ...over,
-  };
+  });
 }
 
 describe('storage (unit)', () => {
@@ -181,6 +173,9 @@ describe('storage (unit)', () => {
         costDisagrees: false,
         toolCalls: { web_search: 2, file_search: 1 },
         priceId: null,
+        serviceTier: 'flex',
+        inputAudioTokens: 3,
+        outputAudioTokens: 0,
       }),
       r({
         id: 'r8',
