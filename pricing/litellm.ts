@@ -177,14 +177,7 @@ function convert(
     if (d instanceof Error) return new Error(`input_cost_per_query: ${d.message}`);
     out.request_fee = d;
   }
-  if (typeof e.max_input_tokens === 'number' && Number.isSafeInteger(e.max_input_tokens) && e.max_input_tokens > 0) {
-    out.context_window = e.max_input_tokens;
-  }
-  if (typeof e.max_output_tokens === 'number' && Number.isSafeInteger(e.max_output_tokens) && e.max_output_tokens > 0) {
-    out.max_output_tokens = e.max_output_tokens;
-  }
-  if (typeof e.deprecation_date === 'string') out.deprecation_date = e.deprecation_date;
-
+  copyLimits(e, out);
   const priced =
     out.input !== undefined ||
     out.output !== undefined ||
@@ -193,6 +186,17 @@ function convert(
   if (!priced) return new Error('no per-token or per-request price (non-token pricing is not represented)');
   for (const [field, value] of unmapped) skipField(model, field, value, skipReason(field));
   return out;
+}
+
+/** The context window, output limit and deprecation date an entry gives, where usable. */
+function copyLimits(e: Record<string, unknown>, out: CatalogModel): void {
+  if (typeof e.max_input_tokens === 'number' && Number.isSafeInteger(e.max_input_tokens) && e.max_input_tokens > 0) {
+    out.context_window = e.max_input_tokens;
+  }
+  if (typeof e.max_output_tokens === 'number' && Number.isSafeInteger(e.max_output_tokens) && e.max_output_tokens > 0) {
+    out.max_output_tokens = e.max_output_tokens;
+  }
+  if (typeof e.deprecation_date === 'string') out.deprecation_date = e.deprecation_date;
 }
 
 /** Why a LiteLLM price field of an imported entry is not carried. */
