@@ -9,6 +9,8 @@ import { bulkKeyInputs, createGatewayKey, createGatewayKeys, keyJson } from './k
 import { keyListPage } from './key-list';
 import { budgetListPage } from './budget-list';
 import { registerAlertRoutes } from './alert-routes';
+import { registerBudgetRoutes } from './budget-routes';
+import type { RuntimeBudgetTable } from '../storage/runtime-budget-table';
 import type { AlertService } from '../alerts/service';
 import type { LockoutOptions } from '../plugin-kit/lockout';
 import { adminAuth } from './admin-auth';
@@ -59,6 +61,8 @@ export interface AdminDeps {
   alerts?: AlertService;
   /** Called after a key was created or revoked here, so this instance applies it at once. */
   onKeysChanged: () => Promise<void>;
+  /** POST/PATCH/DELETE /api/budgets; absent when the store keeps no runtime budgets. */
+  runtimeBudgets?: { table: RuntimeBudgetTable; onBudgetsChanged: () => Promise<void> };
   /** http://host:port of the proxy listener, shown by the dashboard's first-request instructions. */
   proxyUrl?: string;
   /** Wrong-token lockout per client address (ADMIN_LOCKOUT_DEFAULTS unless given); false turns it off. */
@@ -78,6 +82,7 @@ export function createAdminApp({
   budgets,
   alerts,
   onKeysChanged,
+  runtimeBudgets,
   proxyUrl,
   lockout,
   probes,
@@ -173,6 +178,7 @@ export function createAdminApp({
     );
   });
   if (alerts) registerAlertRoutes(router, alerts);
+  if (runtimeBudgets) registerBudgetRoutes(router, { store, workspaces, ...runtimeBudgets });
 
   registerDashboardRoutes(router, { reads, workspaces, proxyUrl });
   app.use(router.routes());

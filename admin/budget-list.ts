@@ -25,6 +25,8 @@ export async function budgetListPage(
   const more = from >= 0 && from + q.limit < all.length;
   return {
     data: page.map((b) => ({
+      id: b.id,
+      source: b.source,
       workspace: b.workspace,
       scope: b.scope,
       period: b.period,

@@ -19,16 +19,13 @@ const isKeyCursor = (v: unknown): v is KeyCursor => {
   );
 };
 
-export async function keyListPage(
-  reads: AdminReads,
-  workspaces: readonly WorkspaceEntry[],
-  q: { workspace?: string; limit: number; cursor: string | null },
-) {
-  const at = q.cursor === null ? undefined : decodePageCursor(q.cursor, isKeyCursor);
-  // Keys declared in gateway.config.yaml carry traffic too (their id is the records' key_id): listed read-only,
-  // without the key or its hash, and without dates (they live in the file, not in the store).
-  const declared = workspaces
-    .filter((w) => q.workspace === undefined || w.id === q.workspace)
+/**
+ * Keys declared in gateway.config.yaml carry traffic too (their id is the records' key_id): listed read-only, without
+ * the key or its hash, and without dates (they live in the file, not in the store). GET /api/keys and `keys list`.
+ */
+export function declaredKeys(workspaces: readonly WorkspaceEntry[], workspace?: string) {
+  return workspaces
+    .filter((w) => workspace === undefined || w.id === workspace)
     .flatMap((w) =>
       w.keys
         .filter((k) => k.key || k.sha256)
@@ -43,6 +40,15 @@ export async function keyListPage(
           source: 'config' as const,
         })),
     );
+}
+
+export async function keyListPage(
+  reads: AdminReads,
+  workspaces: readonly WorkspaceEntry[],
+  q: { workspace?: string; limit: number; cursor: string | null },
+) {
+  const at = q.cursor === null ? undefined : decodePageCursor(q.cursor, isKeyCursor);
+  const declared = declaredKeys(workspaces, q.workspace);
   const configPage = (from: number, room: number) => ({
     data: declared.slice(from, from + room),
     next: from + room < declared.length ? { config: from + room } : null,

@@ -14,6 +14,7 @@ import { errorLine, EXIT_INTERNAL, EXIT_USER, exitWithError, isUserError, listen
 import { registerHealthcheckCommand } from './healthcheck';
 import { registerKeyCommands } from './keys';
 import { registerAlertCommands } from './alerts';
+import { registerReconcileCommand } from './reconcile';
 import { registerPriceCommands } from './prices';
 import { registerUsageCommands } from './usage';
 
@@ -104,13 +105,37 @@ program
 program
   .command('check-config')
   .description('validate the config file, its provider modules, plugins and prices, and exit (0 = valid)')
-  .action(async () => {
-    const loaded = loadOrExit();
+  .option('--json', 'print the result as JSON: {"valid": true, ...}, or {"valid": false, "error": ...} with exit 2')
+  .action(async (opts: { json?: boolean }) => {
+    const invalid = (err: unknown): never => {
+      if (!opts.json) exitWithError(err);
+      process.stdout.write(`${JSON.stringify({ valid: false, error: errorLine(err) })}\n`);
+      process.exit(EXIT_USER);
+    };
+    let loaded: LoadedConfig;
+    try {
+      loaded = loadConfigFile(configPath(program.opts().config));
+    } catch (err) {
+      return invalid(err);
+    }
     const c = loaded.config;
     try {
       await prepareWiring(loaded);
     } catch (err) {
-      exitWithError(new UserError(`${loaded.path}: ${errorLine(err)}`, { cause: err }));
+      invalid(new UserError(`${loaded.path}: ${errorLine(err)}`, { cause: err }));
+    }
+    if (opts.json) {
+      const summary = {
+        valid: true,
+        path: loaded.path,
+        proxy: `${c.server.host}:${c.server.port}`,
+        providers: Object.keys(c.providers).length,
+        workspaces: c.workspaces.length,
+        plugins: c.plugins.length,
+        warnings: loaded.warnings ?? [],
+      };
+      process.stdout.write(`${JSON.stringify(summary)}\n`);
+      return;
     }
     for (const warning of loaded.warnings ?? []) process.stderr.write(`tollgate: warning: ${warning}\n`);
     process.stdout.write(
@@ -122,6 +147,7 @@ registerUsageCommands(program, loadOrExit);
 registerKeyCommands(program, loadOrExit);
 registerPriceCommands(program, loadOrExit);
 registerAlertCommands(program, loadOrExit);
+registerReconcileCommand(program, loadOrExit);
 registerDemoCommand(program);
 registerHealthcheckCommand(program, loadOrExit);
 

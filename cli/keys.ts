@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import type { LoadedConfig } from '../config/load';
 import { readFileSync } from 'node:fs';
 import { createGatewayKeys, keyJson, type NewKeyInput } from '../admin/key-admin';
+import { declaredKeys } from '../admin/key-list';
 import { SharedKeys } from '../services/keys/shared-keys';
 import { CLI_KEYS_MAX, importedKeys, positiveCount } from './key-import';
 import type { GatewayKey } from '../storage/store';
@@ -37,13 +38,15 @@ export function registerKeyCommands(program: Command, load: () => LoadedConfig):
 
   keys
     .command('list')
-    .description('list keys (never the keys themselves)')
+    .description('list keys, those in the store then those of the config file (never the keys themselves)')
     .option('-w, --workspace <id>', 'only this workspace')
     .option('--json', 'print the keys as JSON (the fields of GET /api/keys)')
     .action(async (opts: { workspace?: string; json?: boolean }) => {
-      const list = (await withStore(load(), (store) => store.listKeys(opts.workspace), { mustExist: true })).map(
+      const loaded = load();
+      const stored = (await withStore(loaded, (store) => store.listKeys(opts.workspace), { mustExist: true })).map(
         (k) => ({ ...keyJson(k), source: 'store' as const }),
       );
+      const list = [...stored, ...declaredKeys(loaded.config.workspaces, opts.workspace)];
       if (opts.json) {
         process.stdout.write(`${JSON.stringify(list, null, 2)}\n`);
         return;
@@ -52,13 +55,14 @@ export function registerKeyCommands(program: Command, load: () => LoadedConfig):
         k.id,
         k.workspace,
         k.label || '-',
-        k.created_at,
-        k.last_used_at ?? 'never',
+        k.source,
+        k.created_at ?? '-',
+        k.source === 'config' ? '-' : (k.last_used_at ?? 'never'),
         k.revoked ? `revoked ${k.revoked_at}` : 'active',
       ]);
       process.stdout.write(
         `${renderTable(
-          ['id', 'workspace', 'label', 'created', 'last used', 'status'].map((header) => ({ header })),
+          ['id', 'workspace', 'label', 'source', 'created', 'last used', 'status'].map((header) => ({ header })),
           rows,
         )}\n`,
       );
@@ -67,7 +71,8 @@ export function registerKeyCommands(program: Command, load: () => LoadedConfig):
   keys
     .command('revoke <id>')
     .description('revoke a key: every running instance refuses it within a second')
-    .action(async (id: string) => {
+    .option('--json', 'print the result as JSON (the fields of DELETE /api/keys/{id})')
+    .action(async (id: string, opts: { json?: boolean }) => {
       const loaded = load();
       const record = await withStore(
         loaded,
@@ -76,7 +81,7 @@ export function registerKeyCommands(program: Command, load: () => LoadedConfig):
       );
       if (!record) throw new UserError(`no active key with id ${id} (tollgate keys list shows them)`);
       await share(loaded, [record]);
-      process.stdout.write(`Revoked ${id}\n`);
+      process.stdout.write(opts.json ? `${JSON.stringify({ id, revoked: true })}\n` : `Revoked ${id}\n`);
     });
 }
 

@@ -89,6 +89,19 @@ function summary(diff: CatalogDiff): string[] {
   ];
 }
 
+/** What an import read, took and left out: every skipped entry or field with its reason. */
+function importedLines(source: string, result: ReturnType<typeof importLiteLlmBytes>): string[] {
+  const { catalog } = result;
+  return [
+    `read ${source}: ${count(result.entries)} entries; imported ${count(catalog.models.length)} models of the gateway's providers, ` +
+      `skipped ${count(catalog.skipped.length)} entries or fields without a price the gateway can apply and ${count(result.otherProviders)} of other providers`,
+    ...listed(
+      '!',
+      catalog.skipped.map((s) => `${s.provider}/${s.model}${s.field === '*' ? '' : ` ${s.field}`}: ${s.reason}`),
+    ),
+  ];
+}
+
 /** The rates of a price, as "input 2.5, output 10, cache_read 1.25" (USD per 1M tokens; fees per request). */
 function rates(p: ModelPrice): string {
   return APPLIED_PRICE_FIELDS.filter((f) => p[f] !== undefined)
@@ -150,7 +163,7 @@ export function registerPriceCommands(program: Command, load: () => LoadedConfig
           price_version: after.version,
           entries: result.entries,
           imported: result.catalog.models.length,
-          skipped: result.catalog.skipped.length,
+          skipped: result.catalog.skipped,
           other_providers: result.otherProviders,
           ...diff,
           kept_overrides: kept,
@@ -158,11 +171,7 @@ export function registerPriceCommands(program: Command, load: () => LoadedConfig
         process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
         return;
       }
-      const lines = [
-        `read ${source}: ${count(result.entries)} entries; imported ${count(result.catalog.models.length)} models of the gateway's providers, ` +
-          `skipped ${count(result.catalog.skipped.length)} without a price the gateway can apply (--json says why) and ${count(result.otherProviders)} of other providers`,
-        ...summary(diff),
-      ];
+      const lines = [...importedLines(source, result), ...summary(diff)];
       if (kept.length > 0) {
         lines.push(
           `local prices kept: ${count(kept.length)} imported ${kept.length === 1 ? 'model stays' : 'models stay'} priced by pricing.models, pricing.litellm_file or a provider module`,

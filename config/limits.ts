@@ -35,6 +35,12 @@ const budget = z
     tag: z.record(tagKey, z.string().min(1)).optional(),
     /** A separate budget of this size for every value of this tag, e.g. customer_id. */
     per_tag: tagKey.optional(),
+    /** Only requests made with this gateway key (its id, as GET /api/keys lists it) count. */
+    key: z.string().min(1).max(200).optional(),
+    /** A separate budget of this size for every gateway key of the workspace. */
+    per_key: z.boolean().optional(),
+    /** With per_tag or per_key: other limits for some values (tag values or key ids), e.g. { acme: 500 }. */
+    overrides: z.record(z.string().min(1), usd).optional(),
     /**
      * Shares of the budget at which an alert is sent (alerts.channels), each once per period; one share or a list.
      * The lowest is also logged and flagged in the admin API (alerted).
@@ -46,7 +52,13 @@ const budget = z
     /** block: a request that does not fit is refused (429); alert: a soft budget that never refuses, only alerts. */
     action: z.enum(['block', 'alert']).default('block'),
   })
-  .refine((b) => !(b.tag && b.per_tag), { message: 'give tag or per_tag, not both' });
+  .refine((b) => [b.tag, b.per_tag, b.key, b.per_key].filter(Boolean).length <= 1, {
+    message: 'give at most one of tag, per_tag, key and per_key',
+  })
+  .refine((b) => !b.overrides || b.per_tag || b.per_key, { message: 'overrides need per_tag or per_key' });
+
+/** A budget as the admin API takes it (POST /api/budgets): the same fields, on a workspace. */
+export const runtimeBudgetSchema = budget;
 
 export const workspaceLimitsSchema = z.strictObject({
   /** Upper cap on max_tokens / max_completion_tokens / max_output_tokens; a larger value is refused, never rewritten. */
@@ -128,6 +140,11 @@ export const budgetPolicySchema = z.strictObject({
    * beyond it and read back from the usage store when next used.
    */
   max_active: fromText(z.number().int().min(1)).default(10_000),
+  /**
+   * How often each instance reads the budgets managed through the admin API (POST/PATCH/DELETE /api/budgets) from
+   * the usage store; a change made on this instance applies at once, on the others within this time.
+   */
+  runtime_refresh_ms: fromText(z.number().int().min(100).max(600_000)).default(2000),
 });
 
 export type BudgetPolicy = z.output<typeof budgetPolicySchema>;

@@ -9,6 +9,7 @@ import { refuseWeakSecrets } from './key-strength';
 import { budgetPolicySchema, limitStoreSchema, workspaceLimitsSchema } from './limits';
 import { READINESS_DEPENDENCIES } from './readiness';
 import { alertsSchema } from './alerts';
+import { reconcileSchema } from './reconcile';
 import { parseStorageUrl } from '../storage/url';
 
 /**
@@ -332,6 +333,8 @@ export const gatewayConfigSchema = z
     budgets: budgetPolicySchema.prefault({}),
     /** Budget alerts to webhooks and Slack: thresholds and forecasts (docs/alerts.md). */
     alerts: alertsSchema.prefault({}),
+    /** Recorded spend checked against the providers' bills (docs/reconciliation.md). */
+    reconcile: reconcileSchema,
     providers: z
       .record(z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, 'provider slugs are lower-case'), providerEntry)
       .default({}),

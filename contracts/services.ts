@@ -101,6 +101,10 @@ export interface KeyRingService {
 /** The state of one budget in its current period, for the admin API and the alert log. Money in pico-USD. */
 export interface BudgetStatus {
   key: string;
+  /** The budget's id in the admin API (one per configured budget, shared by its per-value instances). */
+  id: string;
+  /** yaml: read-only; runtime: managed through POST/PATCH/DELETE /api/budgets. */
+  source: 'yaml' | 'runtime';
   workspace: string;
   /** "workspace" or the tag filter, e.g. "customer_id=acme". */
   scope: string;

@@ -38,6 +38,11 @@ export const ERROR_CODES = {
   /** Too many invalid gateway keys from one client address (auth plugin, lockout options). */
   auth_blocked: { status: 429, type: 'rate_limit_error' },
   budget_exceeded: { status: 429, type: 'rate_limit_error' },
+  /** PATCH or DELETE /api/budgets/:id on a budget from the YAML: change it there. */
+  budget_read_only: { status: 409, type: 'invalid_request_error' },
+  budget_not_found: { status: 404, type: 'invalid_request_error' },
+  /** A runtime budget that is not valid (a field, or an unknown workspace or key); the message says which. */
+  invalid_budget: { status: 400, type: 'invalid_request_error' },
   /** A budget applies and the model has no price, so its cost can be neither reserved nor counted (budgets.unpriced). */
   model_unpriced: { status: 403, type: 'permission_error' },
   limits_unavailable: { status: 503, type: 'gateway_error' },

@@ -148,8 +148,9 @@ export function matchBill(
 }
 
 function discountOf(provider: string, ppm: bigint, models: string[]): InferredDiscount {
-  const multiplier = ppmText4(ppm);
-  return { multiplier, models, override: `pricing:\n  discounts:\n    ${provider}: "${multiplier}"` };
+  // pricing.discounts takes the fraction taken off list price, not the multiplier.
+  const off = ppmText4(1_000_000n - ppm);
+  return { multiplier: ppmText4(ppm), models, override: `pricing:\n  discounts:\n    ${provider}: "${off}"` };
 }
 
 /** A line's amounts in pico-USD: the provider's cost, the gateway's expected cost and its list cost. */

@@ -82,7 +82,7 @@ export interface InferredDiscount {
   multiplier: string;
   /** The models it was measured on. */
   models: string[];
-  /** Paste into the config to price at the discount: pricing.discounts.<provider>. */
+  /** Paste into the config to price at the discount: pricing.discounts.<provider> (the fraction off list price). */
   override: string;
 }
 

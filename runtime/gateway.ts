@@ -36,6 +36,7 @@ import { GatewayProxy } from '../core/proxy';
 import { newRequestId, REQUEST_ID_HEADER } from '../core/request-id';
 import { registerService, TOKENS } from '../contracts/tokens';
 import { LimitsContext } from '../services/workspace-limits';
+import { RuntimeBudgetSync } from '../services/runtime-budget-sync';
 import { workerScopedPath } from './worker-slot';
 import { UploadSpool } from '../core/upload-spool';
 import { UpstreamPools } from '../core/upstream';
@@ -65,6 +66,8 @@ export interface Gateway {
   pools: UpstreamPools;
   logger: Logger;
   keySync: KeySync;
+  /** Reads the budgets managed through the admin API; absent when the store holds none. */
+  runtimeBudgets: RuntimeBudgetSync | undefined;
   /** Budgets seen by this instance, for the admin API. */
   budgets: BudgetLedger;
   /** Budget alerts: evaluated and delivered in the background (docs/alerts.md). */
@@ -110,13 +113,15 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
       : UploadSpool.create(resolve(loaded.dir, spoolDir ?? join(tmpdir(), 'tollgate-uploads')), spoolFrom, logger);
   const limitStore = openLimitStore(config.limit_store, logger);
   registerService(container, TOKENS.LimitStore, limitStore);
-  registerService(container, TOKENS.WorkspaceLimits, new LimitsContext(config, limitStore, config.limit_store, logger));
+  const workspaceLimits = new LimitsContext(config, limitStore, config.limit_store, logger);
+  registerService(container, TOKENS.WorkspaceLimits, workspaceLimits);
   const budgets = new BudgetLedger();
   registerService(container, TOKENS.BudgetLedger, budgets);
 
   // From here on resources are open: a failed start closes them again instead of leaking them.
   let store: UsageStore | undefined;
   let keySync: KeySync | undefined;
+  let runtimeBudgets: RuntimeBudgetSync | undefined;
   let pipeline: PluginPipeline;
   let keys: KeyRing;
   let recordQueues: ReturnType<typeof recordQueuesOver> | undefined;
@@ -131,6 +136,12 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
     registerService(container, TOKENS.KeyRing, keys);
     keySync = new KeySync(keys, store, config.workspaces, logger, { limitStore: config.limit_store });
     keySync.start();
+    const budgetTable = store.runtimeBudgets?.();
+    if (budgetTable) {
+      runtimeBudgets = new RuntimeBudgetSync(budgetTable, workspaceLimits, logger, config.budgets.runtime_refresh_ms);
+      // Read once before the plugins are made, so the first request already counts against them.
+      await runtimeBudgets.start();
+    }
 
     // The observers: tracing first (its span starts before any plugin runs), metrics with onComplete only (it sees
     // every request, refused ones too). Neither is in the YAML list; off, neither is in the pipeline.
@@ -143,6 +154,7 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
     if (metrics && limitStore instanceof RedisLimitStore) metrics.watchRedis(() => limitStore.connected);
   } catch (err) {
     await keySync?.stop().catch(() => undefined);
+    await runtimeBudgets?.stop().catch(() => undefined);
     await store?.close().catch(() => undefined);
     await limitStore.close().catch(() => undefined);
     throw err;
@@ -225,6 +237,7 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
       await drain(graceMs);
       await alerts.stop();
       await keySync!.stop();
+      await runtimeBudgets?.stop();
       await pipeline.close();
       await pools.close();
       await limitStore.close();
@@ -241,6 +254,7 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
     pools,
     logger,
     keySync: keySync!,
+    runtimeBudgets,
     budgets,
     alerts,
     probes,

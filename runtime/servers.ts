@@ -50,6 +50,7 @@ export async function startGateway(loaded: LoadedConfig, options: GatewayOptions
       budgets: gateway.budgets,
       alerts: gateway.alerts,
       onKeysChanged: () => gateway.keySync.refresh(),
+      runtimeBudgets: runtimeBudgetRoutesOf(gateway),
       proxyUrl: url,
       lockout: lockout.enabled && {
         maxFailures: lockout.max_failures,
@@ -97,4 +98,11 @@ async function listen(server: Server, host: string, port: number): Promise<strin
   });
   const { address, port: bound } = server.address() as AddressInfo;
   return `http://${address.includes(':') ? `[${address}]` : address}:${bound}`;
+}
+
+/** The admin API's budget writes, applied on this instance as soon as they are stored. */
+function runtimeBudgetRoutesOf(gateway: Gateway) {
+  const table = gateway.store.runtimeBudgets?.();
+  const sync = gateway.runtimeBudgets;
+  return table && sync ? { table, onBudgetsChanged: () => sync.refresh() } : undefined;
 }

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { LimitStoreConfig, WorkspaceLimits } from '../config/limits';
+import type { BudgetConfig, LimitStoreConfig, WorkspaceLimits } from '../config/limits';
 import type { GatewayConfig } from '../config/schema';
 import type { GatewayContext } from '../core/context';
 import { GatewayError } from '../core/errors';
@@ -13,7 +13,9 @@ import { scopesOf } from './limit-scopes';
  * gateway, registered by the runtime under TOKENS.WorkspaceLimits (so the limit plugins share one log throttle).
  */
 export class LimitsContext implements WorkspaceLimitsService {
-  readonly byWorkspace: ReadonlyMap<string, WorkspaceLimits>;
+  private readonly workspaces: Map<string, WorkspaceLimits>;
+  /** Each workspace's YAML limits, to which its runtime budgets are added. */
+  private readonly configured: ReadonlyMap<string, WorkspaceLimits>;
   /** Scopes by workspace and tag values (scopesOf). */
   private readonly scopes = new BoundedCache<string, readonly LimitScope[]>(1000);
   private lastWarning = 0;
@@ -24,7 +26,23 @@ export class LimitsContext implements WorkspaceLimitsService {
     readonly storeConfig: LimitStoreConfig,
     private readonly log: Logger,
   ) {
-    this.byWorkspace = new Map(config.workspaces.map((w) => [w.id, w.limits]));
+    this.configured = new Map(config.workspaces.map((w) => [w.id, w.limits]));
+    this.workspaces = new Map(this.configured);
+  }
+
+  get byWorkspace(): ReadonlyMap<string, WorkspaceLimits> {
+    return this.workspaces;
+  }
+
+  /**
+   * Puts the runtime budgets of the workspaces given after their YAML ones (none: the YAML ones alone). Only those
+   * get a new limits object: plugins work out what they need once per object.
+   */
+  setRuntimeBudgets(changed: ReadonlyMap<string, readonly BudgetConfig[]>): void {
+    for (const [id, runtime] of changed) {
+      const yaml = this.configured.get(id);
+      if (yaml) this.workspaces.set(id, runtime.length ? { ...yaml, budgets: [...yaml.budgets, ...runtime] } : yaml);
+    }
   }
 
   leases<T>(leaseMs: number, renew: (holder: string, held: T) => Promise<unknown>): LeaseRenewer<T> {
@@ -36,7 +54,7 @@ export class LimitsContext implements WorkspaceLimitsService {
   }
 
   limitsOf(ctx: GatewayContext): WorkspaceLimits | undefined {
-    return ctx.workspace ? this.byWorkspace.get(ctx.workspace.id) : undefined;
+    return ctx.workspace ? this.workspaces.get(ctx.workspace.id) : undefined;
   }
 
   /**

@@ -7,6 +7,7 @@ import type { Pool, PoolClient } from 'pg';
 import type { UsageRecord } from '../core/usage';
 import { RECORD_COLUMNS, dedupeById, recordValues } from './codec';
 import { AlertOutbox } from './alert-outbox';
+import { RuntimeBudgetTable } from './runtime-budget-table';
 import { ReconciliationRuns } from './reconciliation-runs';
 import { postgresDialect as d } from './dialect';
 import { KEY_CHANGES_SQL, KEY_COLUMNS, keyChangeFromRow, keyFromRow, type KeyChange } from './keys';
@@ -227,6 +228,10 @@ export class PostgresUsageStore implements UsageStore {
   /** The server answers, and takes writes: not a standby, not read-only by default. */
   alertOutbox(): AlertOutbox {
     return new AlertOutbox(d, this.exec);
+  }
+
+  runtimeBudgets(): RuntimeBudgetTable {
+    return new RuntimeBudgetTable(d, this.exec);
   }
 
   /** Reconciliation runs (storage/reconciliation-runs.ts), on the store's own connection. */

@@ -12,6 +12,7 @@ import type { UsageRecord } from '../core/usage';
 import { dedupeById } from './codec';
 import { sqliteDialect as d } from './dialect';
 import { AlertOutbox } from './alert-outbox';
+import { RuntimeBudgetTable } from './runtime-budget-table';
 import { ReconciliationRuns } from './reconciliation-runs';
 import {
   KEY_CHANGES_SQL,
@@ -328,6 +329,10 @@ export class SqliteUsageStore implements UsageStore {
   /** Its writes wait at most INSERT_BUSY_TIMEOUT_MS for the writer thread's lock: they run on the event loop. */
   alertOutbox(): AlertOutbox {
     return new AlertOutbox(d, (q) => this.withShortLockWait(() => this.exec(q)));
+  }
+
+  runtimeBudgets(): RuntimeBudgetTable {
+    return new RuntimeBudgetTable(d, (q) => this.withShortLockWait(() => this.exec(q)));
   }
 
   /** Reconciliation runs (storage/reconciliation-runs.ts), on the store's own connection. */

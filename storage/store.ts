@@ -7,6 +7,7 @@
  */
 import type { CostProvenance, PicoUsd, UsageRecord, UsageSource } from '../core/usage';
 import type { AlertOutbox } from './alert-outbox';
+import type { RuntimeBudgetTable } from './runtime-budget-table';
 import type { ReconciliationRuns } from './reconciliation-runs';
 import type { QuarantinedRecord } from './quarantine';
 import type { ReadSource } from './read-connection';
@@ -236,6 +237,8 @@ export interface UsageStore {
   checkWritable(): Promise<void>;
   /** The alert outbox (storage/alert-outbox.ts), on the store's own connection. */
   alertOutbox?(): AlertOutbox;
+  /** The budgets managed through the admin API (migration 013). */
+  runtimeBudgets?(): RuntimeBudgetTable;
   /** Reconciliation runs (storage/reconciliation-runs.ts), on the store's own connection. */
   reconciliationRuns?(): ReconciliationRuns;
 

@@ -25,6 +25,7 @@ export {
   RevokedKeyAnswer,
 } from './key-answers';
 export { AlertsAnswer, AlertTestAnswer, AlertTestRequest } from './alert-answers';
+import { budgetOrigin } from './budget-answers';
 import { ForecastJson } from './alert-answers';
 
 const costStatus = z.enum(['known', 'lower_bound', 'unknown', 'not_counted']).meta({
@@ -245,6 +246,7 @@ export const BudgetsAnswer = named(
   z.object({
     data: z.array(
       z.object({
+        ...budgetOrigin,
         workspace: z.string(),
         scope: z.string().meta({ description: '"workspace", or the tag the budget counts, e.g. "customer_id=acme".' }),
         period: z.enum(['day', 'month']),

@@ -30,6 +30,7 @@ import {
   SeriesAnswer,
   UsageAnswer,
 } from './answers';
+import { budgetCreatePath, budgetWritePaths } from './budget-paths';
 import { groupBy, intervalParam, pageParams, param, rangeParams, usageCsvQuery, usageQuery } from './parameters';
 import {
   bare,
@@ -243,7 +244,9 @@ const paths = {
         ),
       },
     },
+    post: budgetCreatePath,
   },
+  ...budgetWritePaths,
   '/api/alerts': {
     get: {
       operationId: 'listAlerts',

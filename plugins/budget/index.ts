@@ -1,7 +1,6 @@
 import {
   definePlugin,
   formatUsd,
-  parseUsd,
   UNTAGGED,
   type BudgetCheck,
   type BudgetSource,
@@ -20,7 +19,8 @@ import {
 } from '../../api';
 import { ActiveBudgets, type Applied } from './active-budgets';
 import { alertReached } from './alert';
-import { describe, tagValuesKey, type Rule } from './budget-instance';
+import { describe, perValuesKey, type Rule } from './budget-instance';
+import { rulesFrom, scopeValue } from './rules';
 import { PERIOD_ADJECTIVE, readLimitStore, refusal, spendUnavailable } from './refusals';
 import { periodAt } from './periods';
 import { BudgetPricing, type BudgetPrice } from './unpriced';
@@ -73,7 +73,7 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     // Workspace-wide and fixed-tag budgets: their spend this period is read at start, before the first request.
     const now = clock.now();
     for (const [workspace, l] of limits.byWorkspace) {
-      for (const rule of this.rulesOf(l)) if (!rule.config.per_tag) this.instanceOf(workspace, rule, rule.tags, now);
+      for (const rule of this.rulesOf(l, workspace)) if (!rule.per) this.instanceOf(workspace, rule, rule.tags, now);
     }
   }
 
@@ -82,7 +82,7 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     if (!l || l.budgets.length === 0) return;
     const now = this.clock.now();
     const applied: Applied[] = [];
-    for (const rule of this.rulesOf(l)) {
+    for (const rule of this.rulesOf(l, ctx.workspace!.id)) {
       const a = this.instance(ctx, rule, now);
       if (a) applied.push(a);
     }
@@ -173,7 +173,8 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
   async statuses(now: number, usage: Pick<UsageStoreService, 'queryUsage'> = this.usage): Promise<BudgetStatus[]> {
     const found: Applied[] = [];
     for (const [workspace, limits] of this.limits.byWorkspace) {
-      for (const rule of this.rulesOf(limits)) found.push(...(await this.known(workspace, rule, now, usage)));
+      for (const rule of this.rulesOf(limits, workspace))
+        found.push(...(await this.known(workspace, rule, now, usage)));
     }
     const states = await readLimitStore(() => this.limits.store.budgetStates(found.map((a) => a.check)));
     return found.map((a, i) => {
@@ -187,15 +188,11 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     });
   }
 
-  private rulesOf(l: WorkspaceLimits): Rule[] {
+  private rulesOf(l: WorkspaceLimits, workspace: string): Rule[] {
     let rules = this.rules.get(l);
     if (!rules) {
-      rules = l.budgets.map((config) => ({
-        config,
-        limitPico: parseUsd(config.usd),
-        tags: Object.entries(config.tag ?? {}),
-        id: this.ruleCount++,
-      }));
+      rules = rulesFrom(workspace, l.budgets, this.ruleCount);
+      this.ruleCount += rules.length;
       this.rules.set(l, rules);
     }
     return rules;
@@ -203,15 +200,14 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
 
   /** The budget instance this request counts against, or undefined when the budget does not apply to it. */
   private instance(ctx: GatewayContext, rule: Rule, now: number): Applied | undefined {
-    const b = rule.config;
-    if (!b.per_tag) {
-      if (rule.tags.length > 0 && !rule.tags.every(([k, v]) => ctx.tags[k] === v)) return undefined;
+    if (!rule.per) {
+      if (rule.tags.length > 0 && !rule.tags.every(([k, v]) => scopeValue(ctx, k) === v)) return undefined;
       return this.instanceOf(ctx.workspace!.id, rule, rule.tags, now, ctx.startedAt);
     }
-    const value = ctx.tags[b.per_tag];
+    const value = scopeValue(ctx, rule.per);
     return value === undefined
       ? undefined
-      : this.instanceOf(ctx.workspace!.id, rule, [[b.per_tag, value]], now, ctx.startedAt);
+      : this.instanceOf(ctx.workspace!.id, rule, [[rule.per, value]], now, ctx.startedAt);
   }
 
   /**
@@ -227,7 +223,7 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
   ): Applied {
     const b = rule.config;
     // Each part with its length first: unambiguous whatever the tag value holds.
-    const value = b.per_tag ? tags[0][1] : '';
+    const value = rule.per ? tags[0][1] : '';
     const lookup = `${rule.id}:${workspace.length}:${workspace}:${value}`;
     const hit = this.active.get(lookup, now);
     if (hit) return hit;
@@ -236,8 +232,8 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     a.check.seedPending = true;
     a.since = Math.max(period.startMs, Math.min(since, now));
     // Noted once per value and period, so that the admin API of every instance lists it.
-    if (b.per_tag)
-      this.limits.store.addToSet(tagValuesKey(workspace, b, period), value, period.endMs).catch(() => undefined);
+    if (rule.per)
+      this.limits.store.addToSet(perValuesKey(workspace, rule, period), value, period.endMs).catch(() => undefined);
     this.active.add(lookup, a);
     return a;
   }
@@ -252,7 +248,7 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     const b = rule.config;
     const period = periodAt(b.period, now);
     const range = { from: period.startMs, to: now + 1 };
-    if (!b.per_tag) {
+    if (!rule.per) {
       const [total] = await usage.queryUsage({
         ...range,
         groupBy: [],
@@ -260,13 +256,13 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
       });
       return [describe(this.limits, workspace, rule, rule.tags, period, total?.costPico ?? 0n)];
     }
-    const tag = b.per_tag;
+    const tag = rule.per;
     const seeds = new Map<string, bigint>();
     for (const row of await usage.queryUsage({ ...range, groupBy: [tag], filters: { workspace } })) {
       const value = row.group[tag];
       if (value !== null && value !== UNTAGGED) seeds.set(value, row.costPico);
     }
-    const met = await readLimitStore(() => this.limits.store.setMembers(tagValuesKey(workspace, b, period)));
+    const met = await readLimitStore(() => this.limits.store.setMembers(perValuesKey(workspace, rule, period)));
     for (const value of met) if (!seeds.has(value)) seeds.set(value, 0n);
     return [...seeds].map(([value, seed]) => describe(this.limits, workspace, rule, [[tag, value]], period, seed));
   }

@@ -14,6 +14,7 @@ import { notCounted } from './009_not_counted';
 import { alertOutbox } from './010_alert_outbox';
 import { keyChangeSeq } from './011_key_change_seq';
 import { servedTierAudio } from './012_served_tier_audio';
+import { runtimeBudgets } from './013_runtime_budgets';
 import { reconciliationRuns } from './014_reconciliation_runs';
 
 export interface Migration {
@@ -37,6 +38,7 @@ export const MIGRATIONS: readonly Migration[] = [
   alertOutbox,
   keyChangeSeq,
   servedTierAudio,
+  runtimeBudgets,
   reconciliationRuns,
 ];
 

@@ -22,3 +22,18 @@ export async function waitForRecords(gw: TestGateway, count: number, timeoutMs =
     await new Promise((r) => setTimeout(r, 20));
   }
 }
+
+/** A write on the admin API (POST, PATCH, DELETE) with the test admin token: the status and the JSON answer. */
+export async function adminSend(
+  gw: TestGateway,
+  method: 'POST' | 'PATCH' | 'DELETE',
+  path: string,
+  body?: object,
+): Promise<{ status: number; json: any }> {
+  const res = await request(`${gw.adminUrl}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.statusCode, json: await res.body.json() };
+}

@@ -20,14 +20,16 @@ export function versionsFrom(first: number): number[] {
 
 /**
  * Migrations 008, 009 and 012's columns dropped, records and rollups as every earlier build left them, migration
- * 010's alert outbox and migration 014's reconciliation runs dropped, and none recorded as applied; `droppedTables`
- * are rollup tables the caller drops itself.
+ * 010's alert outbox, 013's runtime budgets and spend freezes and 014's reconciliation runs dropped, and none
+ * recorded as applied; `droppedTables` are rollup tables the caller drops itself.
  */
 export function undo008Sql(droppedTables: readonly string[] = []): string {
   return [
     'DROP INDEX keys_updated_seq;',
     'ALTER TABLE keys DROP COLUMN updated_seq;',
     'DROP TABLE alert_outbox;',
+    'DROP TABLE runtime_budgets;',
+    'DROP TABLE spend_freezes;',
     'DROP TABLE reconciliation_runs;',
     ...['service_tier', 'input_audio_tokens', 'output_audio_tokens'].map(
       (c) => `ALTER TABLE usage_records DROP COLUMN ${c};`,
@@ -47,7 +49,7 @@ export function undo008Sql(droppedTables: readonly string[] = []): string {
         `ALTER TABLE ${t} DROP COLUMN cost_disagreement_count;`,
         `ALTER TABLE ${t} DROP COLUMN not_counted_count;`,
       ]),
-    'DELETE FROM schema_migrations WHERE version IN (8, 9, 10, 11, 12, 14);',
+    'DELETE FROM schema_migrations WHERE version IN (8, 9, 10, 11, 12, 13, 14);',
   ].join('\n');
 }
 

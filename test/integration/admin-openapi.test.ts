@@ -62,6 +62,7 @@ describe('admin API: OpenAPI description', () => {
         budgets: new BudgetLedger(),
         alerts: new AlertService(alertsSchema.parse({}), undefined, new BudgetLedger(), logger),
         onKeysChanged: async () => undefined,
+        runtimeBudgets: { table: store.runtimeBudgets!(), onBudgetsChanged: async () => undefined },
         probes: probeRoutes(
           new Readiness({ storeWritable: () => store.checkWritable(), draining: () => false, logger }),
         ),
@@ -189,6 +190,18 @@ alerts: { channels: [{ name: ops, type: slack, url: "${slack.url}" }] }`,
       expect(csv.headers['content-type']).to.match(/^text\/csv/);
       expect(csv.text.split('\r\n')[0]).to.match(/^customer,requests,/);
 
+      const budget = await call('POST', '/api/budgets', {
+        body: JSON.stringify({ workspace: WORKSPACE, period: 'day', usd: '5', on_exceed: 'warn' }),
+      });
+      expect(budget.status, budget.text).to.equal(201);
+      const budgetPath = `/api/budgets/${budget.json.id}`;
+      expect((await call('PATCH', budgetPath, { body: JSON.stringify({ usd: '6' }) })).json.usd).to.equal('6');
+      expect((await call('PATCH', budgetPath, { body: JSON.stringify({ usd: 'six' }) })).status).to.equal(400);
+      expect(
+        (await call('PATCH', budgetPath, { body: JSON.stringify({ tag: { a: 'x'.repeat(70_000) } }) })).status,
+      ).to.equal(413);
+      expect((await call('DELETE', budgetPath)).json).to.deep.equal({ id: budget.json.id, deleted: true });
+
       const created = await call('POST', '/api/keys', {
         body: JSON.stringify({ workspace: WORKSPACE, label: 'openapi' }),
       });
@@ -298,6 +311,20 @@ alerts: { channels: [{ name: ops, type: slack, url: "${slack.url}" }] }`,
           'body_too_large',
         ],
         [await call('DELETE', '/api/keys/key_000000000000'), 404, 'route_not_found'],
+        [
+          await call('POST', '/api/budgets', { body: JSON.stringify({ period: 'week', usd: '1' }) }),
+          400,
+          'invalid_budget',
+        ],
+        [
+          await call('POST', '/api/budgets', { body: JSON.stringify({ tag: 'x'.repeat(70_000) }) }),
+          413,
+          'body_too_large',
+        ],
+        [await call('PATCH', '/api/budgets/bud_000000000000', { body: '{}' }), 404, 'budget_not_found'],
+        [await call('PATCH', '/api/budgets/yaml:default:0', { body: '{}' }), 409, 'budget_read_only'],
+        [await call('DELETE', '/api/budgets/bud_000000000000'), 404, 'budget_not_found'],
+        [await call('DELETE', '/api/budgets/yaml:default:0'), 409, 'budget_read_only'],
         [await call('GET', '/api/budgets', { token: null }), 401, 'admin_token_invalid'],
         [await call('GET', '/api/nope'), 404, 'route_not_found'],
       ] as const;

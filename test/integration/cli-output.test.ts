@@ -185,6 +185,48 @@ describe('tollgate CLI: tables, --json and progress', function () {
     expect(list.stdout).to.not.include(key.key);
   });
 
+  it('keys list shows the keys of the config file too; keys revoke and check-config take --json', async () => {
+    const withKeys = join(gw.dataDir, 'cli-keys.yaml');
+    writeFileSync(
+      withKeys,
+      `storage: { url: "sqlite:${gw.dataDir}/tollgate.db" }
+workspaces:
+  - id: default
+    keys: [{ id: from-file, sha256: "${'ab'.repeat(32)}", label: "in the file" }]
+`,
+    );
+    const listed = JSON.parse((await runCli(['keys', 'list', '--json', '--config', withKeys])).stdout);
+    expect(listed.find((k: any) => k.id === 'from-file')).to.deep.equal({
+      id: 'from-file',
+      workspace: 'default',
+      label: 'in the file',
+      created_at: null,
+      last_used_at: null,
+      revoked: false,
+      revoked_at: null,
+      source: 'config',
+    });
+    const table = (await runCli(['keys', 'list', '--config', withKeys])).stdout;
+    expect(table, table).to.match(/^from-file\s+default\s+in the file\s+config\s+-\s+-\s+active$/m);
+    expect(table).to.not.include('ab'.repeat(32));
+
+    const created = JSON.parse((await runCli(['keys', 'create', '--json', '--config', withKeys])).stdout);
+    const revoked = await runCli(['keys', 'revoke', created.id, '--json', '--config', withKeys]);
+    expect(revoked.code, revoked.stderr).to.equal(0);
+    expect(JSON.parse(revoked.stdout)).to.deep.equal({ id: created.id, revoked: true });
+
+    const valid = await runCli(['check-config', '--json', '--config', withKeys]);
+    expect(valid.code, valid.stderr).to.equal(0);
+    expect(JSON.parse(valid.stdout)).to.include({ valid: true, path: withKeys, workspaces: 1 });
+    const broken = join(gw.dataDir, 'cli-broken.yaml');
+    writeFileSync(broken, 'server: { port: "many" }\n');
+    const invalid = await runCli(['check-config', '--json', '--config', broken]);
+    expect(invalid.code).to.equal(2);
+    const answer = JSON.parse(invalid.stdout);
+    expect(answer.valid).to.equal(false);
+    expect(answer.error).to.include('server.port');
+  });
+
   it('exits quietly when the reader of its output is gone (usage | head)', async () => {
     for (const args of [
       ['usage', '--group-by', 'team'],

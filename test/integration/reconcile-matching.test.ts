@@ -7,12 +7,11 @@ import { expect } from 'chai';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { UsageRecord } from '../../core/usage';
-import { parseUsd } from '../../pricing/money';
 import { runReconciliation, type BillSource, type RunSettings } from '../../reconcile/run';
 import type { ReconciliationReport } from '../../reconcile/report';
 import { openStore } from '../../storage';
 import type { UsageStore } from '../../storage/store';
+import { gatewayRecord as record } from '../helpers/gateway-record';
 import { jsonReply, providerAdminApi } from '../helpers/provider-admin-api';
 import { TestUpstream } from '../helpers/upstream';
 
@@ -23,48 +22,6 @@ const RANGE = { from: D20, to: D20 + 2 * DAY };
 /** Ten days after: both days are final (outside the 7-day restatement window). */
 const LATER = D20 + 10 * DAY;
 const SETTINGS = (provider: string): RunSettings => ({ provider, tolerance: '0.005', restateDays: 7, scopes: {} });
-
-let seq = 0;
-function record(
-  provider: string,
-  model: string,
-  ts: number,
-  t: { input: number; cacheRead?: number; cacheWrite?: number; output: number },
-  costUsd: string | null,
-): UsageRecord {
-  return {
-    id: `rec-${++seq}`,
-    ts: ts + 3_600_000,
-    workspaceId: 'default',
-    keyId: null,
-    provider,
-    model,
-    servedModel: model,
-    endpoint: provider === 'anthropic' ? 'messages' : 'chat.completions',
-    status: 200,
-    streamed: false,
-    inputTokens: t.input,
-    outputTokens: t.output,
-    cacheReadTokens: t.cacheRead ?? 0,
-    cacheWriteTokens: t.cacheWrite ?? 0,
-    cacheWrite1hTokens: null,
-    reasoningTokens: null,
-    citationTokens: null,
-    searchQueries: null,
-    costPico: costUsd === null ? null : parseUsd(costUsd),
-    provenance: costUsd === null ? 'unpriced' : 'measured',
-    priceVersion: costUsd === null ? null : 'test',
-    latencyMs: 100,
-    ttfbMs: null,
-    tags: {},
-    errorCode: null,
-    usageSource: 'provider',
-    providerCostPico: null,
-    costDisagrees: null,
-    toolCalls: null,
-    priceId: costUsd === null ? null : `${provider}/${model}`,
-  };
-}
 
 const json = jsonReply;
 
@@ -98,6 +55,7 @@ describe('reconciliation: matching the gateway against the bill', () => {
   let store: UsageStore;
   let openai: BillSource;
   let anthropic: BillSource;
+  let stores = 0;
 
   async function run(source: BillSource, provider: string, now = LATER): Promise<ReconciliationReport> {
     const outcome = await runReconciliation(
@@ -120,7 +78,7 @@ describe('reconciliation: matching the gateway against the bill', () => {
   });
   beforeEach(async () => {
     upstream.reset();
-    store = await openStore(`sqlite:${join(dir, `t${++seq}.db`)}`, { writerThread: false });
+    store = await openStore(`sqlite:${join(dir, `t${++stores}.db`)}`, { writerThread: false });
     await store.migrate();
   });
   afterEach(() => store.close());
@@ -211,7 +169,7 @@ describe('reconciliation: matching the gateway against the bill', () => {
     expect(report.discount).to.deep.equal({
       multiplier: '0.7600',
       models: ['claude-haiku-4-5-20251001', 'claude-opus-4-1-20250805', 'claude-sonnet-4-5-20250929'],
-      override: 'pricing:\n  discounts:\n    anthropic: "0.7600"',
+      override: 'pricing:\n  discounts:\n    anthropic: "0.2400"',
     });
     expect(report.lines.map((l) => [l.model, l.status, l.gateway?.cost_usd, l.expected_usd])).to.deep.equal([
       ['claude-haiku-4-5-20251001', 'discounted', '1', '0.76'],

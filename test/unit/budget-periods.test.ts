@@ -97,6 +97,8 @@ describe('budget periods and alerts', () => {
   describe('BudgetLedger', () => {
     const status = (key: string): BudgetStatus => ({
       key,
+      id: 'yaml:default:0',
+      source: 'yaml',
       workspace: 'default',
       scope: 'workspace',
       period: 'day',

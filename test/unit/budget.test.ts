@@ -555,6 +555,8 @@ describe('budget plugin', () => {
       // the day's spend: 7,000,000 + 3,000,000 recorded before, 40,000,000 settled now
       {
         key: `ws:default:all:day:${dayStart}`,
+        id: 'yaml:default:0',
+        source: 'yaml',
         workspace: 'default',
         scope: 'workspace',
         period: 'day',
@@ -570,6 +572,8 @@ describe('budget plugin', () => {
       },
       {
         key: `ws:default:tag:customer_id=acme:month:${monthStart}`,
+        id: 'yaml:default:1',
+        source: 'yaml',
         scope: 'customer_id=acme',
         filters: { workspace: 'default', customer_id: 'acme' },
         spentPico: 40_000_000n,
@@ -577,6 +581,8 @@ describe('budget plugin', () => {
       },
       {
         key: `ws:default:tag:customer_id=initech:month:${monthStart}`,
+        id: 'yaml:default:1',
+        source: 'yaml',
         scope: 'customer_id=initech',
         filters: { workspace: 'default', customer_id: 'initech' },
         spentPico: 7_000_000n,
