@@ -23,33 +23,7 @@ export function registerKeyCommands(program: Command, load: () => LoadedConfig):
     .option('-l, --label <text>', 'a label to recognise the key by')
     .option('-n, --count <n>', `create this many keys, 1-${CLI_KEYS_MAX}, one per line`, positiveCount, 1)
     .option('--json', 'print the key and its record as JSON (the fields of POST /api/keys; one line per key)')
-    .action(async (opts: { workspace?: string; label?: string; count: number; json?: boolean }) => {
-      const loaded = load();
-      const input = { workspace: opts.workspace, label: opts.label };
-      const created = await withStore(loaded, (store) =>
-        createGatewayKeys(store, loaded.config.workspaces, Array<NewKeyInput>(opts.count).fill(input)),
-      );
-      await share(
-        loaded,
-        created.map((c) => c.record),
-      );
-      if (opts.json) {
-        for (const { key, record } of created)
-          process.stdout.write(`${JSON.stringify({ ...keyJson(record), source: 'store', key })}\n`);
-        return;
-      }
-      if (created.length > 1) {
-        process.stderr.write(
-          `Created ${created.length} keys for workspace ${created[0].record.workspaceId}; copy them now, they are not shown again.\n`,
-        );
-        for (const { key, record } of created) process.stdout.write(`${record.id}\t${key}\n`);
-        return;
-      }
-      const { key, record } = created[0];
-      process.stdout.write(
-        `Created key ${record.id} for workspace ${record.workspaceId}. Copy it now, it is not shown again:\n\n    ${key}\n\n`,
-      );
-    });
+    .action((opts: CreateOptions) => createKeys(load(), opts));
 
   keys
     .command('import <file>')
@@ -84,6 +58,41 @@ export function registerKeyCommands(program: Command, load: () => LoadedConfig):
       await share(loaded, [record]);
       process.stdout.write(opts.json ? `${JSON.stringify({ id, revoked: true })}\n` : `Revoked ${id}\n`);
     });
+}
+
+interface CreateOptions {
+  workspace?: string;
+  label?: string;
+  count: number;
+  json?: boolean;
+}
+
+/** `keys create`: one key, or --count keys in one transaction, each printed once. */
+async function createKeys(loaded: LoadedConfig, opts: CreateOptions): Promise<void> {
+  const input = { workspace: opts.workspace, label: opts.label };
+  const created = await withStore(loaded, (store) =>
+    createGatewayKeys(store, loaded.config.workspaces, Array<NewKeyInput>(opts.count).fill(input)),
+  );
+  await share(
+    loaded,
+    created.map((c) => c.record),
+  );
+  if (opts.json) {
+    for (const { key, record } of created)
+      process.stdout.write(`${JSON.stringify({ ...keyJson(record), source: 'store', key })}\n`);
+    return;
+  }
+  if (created.length > 1) {
+    process.stderr.write(
+      `Created ${created.length} keys for workspace ${created[0].record.workspaceId}; copy them now, they are not shown again.\n`,
+    );
+    for (const { key, record } of created) process.stdout.write(`${record.id}\t${key}\n`);
+    return;
+  }
+  const { key, record } = created[0];
+  process.stdout.write(
+    `Created key ${record.id} for workspace ${record.workspaceId}. Copy it now, it is not shown again:\n\n    ${key}\n\n`,
+  );
 }
 
 /**
