@@ -55,10 +55,6 @@ export function utcDay(ms: number): string {
   return new Date(ms).toISOString().slice(0, 10);
 }
 
-export function zeroTokens(): BillTokens {
-  return { input: 0, cacheRead: 0, cacheWrite: 0, output: 0 };
-}
-
 function addTokens(a: BillTokens | null, b: BillTokens | null): BillTokens | null {
   if (a === null) return b && { ...b };
   if (b === null) return a;

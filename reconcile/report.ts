@@ -29,19 +29,6 @@ export type LineStatus =
   | 'gateway_only'
   | 'not_final';
 
-export const LINE_STATUSES: readonly LineStatus[] = [
-  'match',
-  'within_tolerance',
-  'discounted',
-  'priced_differently',
-  'not_seen_by_gateway',
-  'unpriced',
-  'drift',
-  'provider_only',
-  'gateway_only',
-  'not_final',
-];
-
 export interface GatewaySide {
   requests: number;
   tokens: BillTokens;

@@ -189,6 +189,9 @@ alerts: { channels: [{ name: ops, type: slack, url: "${slack.url}" }] }`,
       expect(csv.status).to.equal(200);
       expect(csv.headers['content-type']).to.match(/^text\/csv/);
       expect(csv.text.split('\r\n')[0]).to.match(/^customer,requests,/);
+      const focus = await call('GET', `/api/usage.focus.csv?${ranged}&tag=customer`);
+      expect(focus.status, focus.text.slice(0, 300)).to.equal(200);
+      expect(focus.text.split('\r\n')[0].split(',')).to.include.members(['BilledCost', 'x_tag_customer']);
 
       const budget = await call('POST', '/api/budgets', {
         body: JSON.stringify({ workspace: WORKSPACE, period: 'day', usd: '5', on_exceed: 'warn' }),
@@ -259,6 +262,7 @@ alerts: { channels: [{ name: ops, type: slack, url: "${slack.url}" }] }`,
         ['/api/usage?interval=week', 'interval'],
         ['/api/usage?filter[status]=ok', 'filter[status]'],
         ['/api/usage.csv?interval=minute', 'interval'],
+        ['/api/usage.focus.csv?to=99999999999999999999', 'to'],
         ['/api/usage/series?group_by=model,provider', 'group_by'],
         [`/api/usage/series?group_by=model&${Array.from({ length: 21 }, (_, i) => `value=m${i}`).join('&')}`, 'value'],
         ['/api/usage/series?from=0&to=8640000000000000&interval=hour', 'to'],
