@@ -19,6 +19,35 @@ export default tseslint.config(
     },
   },
   {
+    // A reader should see a function whole: long orchestrators are split into named steps.
+    files: ['**/*.ts'],
+    ignores: ['test/**'],
+    rules: {
+      'max-lines-per-function': ['error', { max: 80, skipBlankLines: true, skipComments: true }],
+      'max-params': ['error', 6],
+    },
+  },
+  {
+    // Still over those limits, each to be split the way runtime/cluster.ts and cli/demo.ts were; the list only shrinks.
+    files: [
+      'admin/app.ts',
+      'admin/dashboard/web/keys.ts',
+      'admin/dashboard/web/main.ts',
+      'admin/dashboard/web/requests.ts',
+      'admin/dashboard/web/toolbar.ts',
+      'admin/dashboard/web/usage.ts',
+      'cli/usage.ts',
+      'core/context.ts',
+      'core/upload-spool.ts',
+      'plugins/budget/index.ts',
+      'runtime/gateway.ts',
+      'runtime/observability/metrics.ts',
+      'scripts/build-price-catalog.ts',
+      'storage/packed-records.ts',
+    ],
+    rules: { 'max-lines-per-function': 'off', 'max-params': 'off' },
+  },
+  {
     // Tests read JSON answers loosely and use chai's property assertions (`expect(x).to.be.true`).
     files: ['test/**/*.ts'],
     rules: {

@@ -5,6 +5,7 @@ import { createAdminApp } from '../admin/app';
 import { AdminReads } from '../admin/reads/admin-reads';
 import { createGateway, type Gateway, type GatewayOptions } from './gateway';
 import { limitHeapGrowth } from './memory-policy';
+import { boundPipelining } from './pipelining';
 import { metricsScrapeOf } from './observability/open-metrics';
 
 export interface RunningGateway {
@@ -24,7 +25,7 @@ export async function startGateway(loaded: LoadedConfig, options: GatewayOptions
   limitHeapGrowth(config.server.heap_growth_percent);
   const gateway = await createGateway(loaded, options);
   for (const warning of loaded.warnings ?? []) gateway.logger.warn(warning);
-  const server = createServer(gateway.koa.callback());
+  const server = createServer(boundPipelining(gateway.koa.callback()));
   server.keepAliveTimeout = 65_000; // longer than common load-balancer idle time-outs, so they close first
   const url = await listen(server, config.server.host, config.server.port);
 

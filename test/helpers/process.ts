@@ -1,9 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { PROJECT_ROOT } from './fixtures';
-import { TEST_ADMIN_TOKEN, TEST_GATEWAY_KEY } from './gateway';
+import { providerBlock, TEST_ADMIN_TOKEN, TEST_GATEWAY_KEY } from './gateway';
 import { registerGateway, rememberGeneratedKeys, snapshotAdmin, type RegisteredGateway } from './secret-scan';
 
 export interface GatewayProcess {
@@ -81,4 +81,23 @@ export async function stopGateway(p: GatewayProcess): Promise<number | null> {
   if (p.child.exitCode === null && p.child.signalCode === null) await snapshotAdmin(p.scan, TEST_ADMIN_TOKEN);
   p.child.kill('SIGTERM');
   return p.exited;
+}
+
+/** A process's resident memory, MB (what an operator's `ps` measures). */
+export function rssMb(pid: number): number {
+  return Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+}
+
+/**
+ * The real `tollgate start` process with one workspace and its key (TEST_GATEWAY_KEY), the admin listener (and its
+ * metrics) on, SQLite, and the providers pointed at the test upstream; `server` adds to its server block.
+ */
+export function spawnOneWorkspace(upstreamUrl: string, server = ''): Promise<GatewayProcess> {
+  return spawnGateway(`
+server: { host: 127.0.0.1, port: 0${server ? `, ${server}` : ''} }
+admin: { host: 127.0.0.1, port: 0, token: "${TEST_ADMIN_TOKEN}" }
+storage: { url: "sqlite:./tollgate.db" }
+workspaces: [{ id: default, keys: [{ id: ci, key: "\${GATEWAY_KEY}" }] }]
+${providerBlock(upstreamUrl)}
+`);
 }

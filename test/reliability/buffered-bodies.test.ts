@@ -1,9 +1,8 @@
-import { readFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { expect } from 'chai';
-import { OPENAI_KEY, providerBlock, TEST_ADMIN_TOKEN, TEST_GATEWAY_KEY } from '../helpers/gateway';
+import { OPENAI_KEY, TEST_GATEWAY_KEY } from '../helpers/gateway';
 import { recordFigures } from '../helpers/figures';
-import { spawnGateway, stopGateway, type GatewayProcess } from '../helpers/process';
+import { rssMb, spawnOneWorkspace, stopGateway, type GatewayProcess } from '../helpers/process';
 import { scrape, total } from '../helpers/prometheus';
 import { call, chatBody, expectGatewayError, round, sleep, type ParsedResponse } from '../helpers/reliability';
 import { uploadConnection } from '../helpers/slow-upload';
@@ -100,18 +99,11 @@ describe('request bodies held in memory are bounded (server.max_buffered_bytes)'
 });
 
 /**
- * The real `tollgate start` process with metrics on the admin listener; `server` adds to its server block. Its one
- * workspace may take the whole bound (workspace_buffered_bytes: 100%): the bound itself is under test here, the
- * shares in test/integration/body-shares.test.ts.
+ * The real `tollgate start` process; its one workspace may take the whole bound (workspace_buffered_bytes: 100%):
+ * the bound itself is under test here, the shares in test/integration/body-shares.test.ts.
  */
 function startGateway(upstreamUrl: string, server: string): Promise<GatewayProcess> {
-  return spawnGateway(`
-server: { host: 127.0.0.1, port: 0, workspace_buffered_bytes: 100%${server ? `, ${server}` : ''} }
-admin: { host: 127.0.0.1, port: 0, token: "${TEST_ADMIN_TOKEN}" }
-storage: { url: "sqlite:./tollgate.db" }
-workspaces: [{ id: default, keys: [{ id: ci, key: "\${GATEWAY_KEY}" }] }]
-${providerBlock(upstreamUrl)}
-`);
+  return spawnOneWorkspace(upstreamUrl, `workspace_buffered_bytes: 100%${server ? `, ${server}` : ''}`);
 }
 
 /**
@@ -201,11 +193,6 @@ const chat = (gw: GatewayProcess) =>
 /** tollgate_buffered_request_bytes, as Prometheus would scrape it. */
 async function buffered(gw: GatewayProcess): Promise<number> {
   return total(await scrape(gw.adminUrl!), 'tollgate_buffered_request_bytes');
-}
-
-/** The process's resident memory, MB (what the issue and an operator's `ps` measure). */
-function rssMb(pid: number): number {
-  return Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 }
 
 /** RSS once the bytes in the sockets' buffers have been read: two samples 300 ms apart within 2 MB. */

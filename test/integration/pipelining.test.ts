@@ -1,0 +1,64 @@
+import { expect } from 'chai';
+import { type TestGateway, useGateway } from '../helpers/gateway';
+import { chatRequestBytes, pipeline } from '../helpers/pipelined';
+import { call, chatBody, parseResponses, sleep } from '../helpers/reliability';
+import { TestUpstream } from '../helpers/upstream';
+import { waitFor } from '../helpers/wait';
+
+/**
+ * HTTP/1.1 pipelining is bounded (runtime/pipelining.ts): a connection's requests are answered in order, started
+ * one at a time, at most 16 wait before the gateway stops reading, and those waiting when the connection closes
+ * are never started. Real HTTP on loopback against an in-process gateway.
+ */
+describe('pipelined requests are answered in order and bounded per connection', function () {
+  this.timeout(30_000);
+  const upstream = new TestUpstream();
+  let gw: TestGateway;
+  useGateway(upstream, (g) => (gw = g));
+
+  it('answers 30 pipelined requests in the order sent', async () => {
+    // Chat (forwarded) and the model list (answered by the gateway itself) alternate: the answers show the order.
+    const models = Buffer.from(`GET /v1/models HTTP/1.1\r\nHost: gateway\r\nX-Gateway-Key: ${gw.key}\r\n\r\n`);
+    const requests = Array.from({ length: 30 }, (_, i) => (i % 2 ? models : chatRequestBytes(gw.key)));
+    const socket = pipeline(gw.url, Buffer.concat(requests), 1, true);
+    const received: Buffer[] = [];
+    socket.on('data', (c: Buffer) => received.push(c));
+    await waitFor(() => parseResponses(Buffer.concat(received)).responses.length === 30, 10_000, '30 answers');
+    socket.destroy();
+    const answers = parseResponses(Buffer.concat(received)).responses;
+    expect(answers.map((a) => a.status)).to.deep.equal(Array(30).fill(200));
+    const kinds = answers.map((a) => (JSON.parse(a.body.toString()).object === 'list' ? 'models' : 'chat'));
+    expect(kinds).to.deep.equal(Array.from({ length: 30 }, (_, i) => (i % 2 ? 'models' : 'chat')));
+  });
+
+  it('a client that pipelines thousands and never reads gets one started at a time, others are served, and closing drops the rest', async () => {
+    // 16 KiB answers: the kernel's socket buffers fill after a few hundred, then the gateway's writes wait.
+    const big = Buffer.from(JSON.stringify({ object: 'chat.completion', choices: [], pad: 'x'.repeat(16 * 1024) }));
+    upstream.respondWith(() => ({ headers: { 'content-type': 'application/json' }, body: big }));
+    const socket = pipeline(gw.url, chatRequestBytes(gw.key), 5000);
+    let seen = -1;
+    await waitFor(
+      async () => {
+        const now = upstream.received.length;
+        const still = now === seen;
+        seen = now;
+        if (!still) await sleep(300);
+        return still && now > 0;
+      },
+      20_000,
+      'the gateway stopped starting requests',
+    );
+    const started = upstream.received.length;
+    expect(started, 'requests started before the gateway stopped').to.be.lessThan(5000);
+    expect(gw.gateway.proxy.inflight, 'at most one in flight for the connection').to.be.at.most(1);
+
+    expect((await call(gw, '/v1/chat/completions', { body: chatBody() })).status, 'another client').to.equal(200);
+
+    socket.destroy();
+    await waitFor(() => gw.gateway.proxy.inflight === 0, 5000, 'its request released');
+    await sleep(300);
+    expect(upstream.received.length, 'nothing started after the connection closed (but the other client)').to.equal(
+      started + 1,
+    );
+  });
+});
