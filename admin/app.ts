@@ -5,7 +5,7 @@ import { asGatewayError, GatewayError } from '../core/errors';
 import { truncate } from '../core/truncate';
 import type { WorkspaceEntry } from '../config/schema';
 import { parseJsonBody, readBody } from '../core/body';
-import { createGatewayKey, keyJson } from './key-admin';
+import { bulkKeyInputs, createGatewayKey, createGatewayKeys, keyJson } from './key-admin';
 import { keyListPage } from './key-list';
 import { budgetListPage } from './budget-list';
 import { registerAlertRoutes } from './alert-routes';
@@ -24,6 +24,8 @@ import { metricsRoutes, type AdminMetrics } from './metrics-route';
 
 /** Seconds a client is asked to wait before retrying a read the store could not answer (the probes recheck each second). */
 const STORE_RETRY_AFTER_S = 5;
+/** POST /api/keys/bulk: room for BULK_KEYS_MAX keys with the longest labels. */
+const BULK_BODY_MAX = 512 * 1024;
 
 const storeUnavailable = (cause: unknown) =>
   new GatewayError('store_unavailable', 'The usage store cannot be reached; try again shortly', {
@@ -144,6 +146,14 @@ export function createAdminApp({
     await onKeysChanged();
     ctx.status = 201;
     ctx.body = { ...keyJson(record), source: 'store', key };
+  });
+
+  router.post('/keys/bulk', async (ctx) => {
+    const inputs = bulkKeyInputs(parseJsonBody(await readBody(ctx.req, BULK_BODY_MAX)));
+    const created = await createGatewayKeys(store, workspaces, inputs, (i, name) => `keys[${i}].${name}`);
+    await onKeysChanged();
+    ctx.status = 201;
+    ctx.body = { data: created.map(({ key, record }) => ({ ...keyJson(record), source: 'store', key })) };
   });
 
   router.delete('/keys/:id', async (ctx) => {

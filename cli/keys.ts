@@ -1,13 +1,15 @@
 import type { Command } from 'commander';
 import type { LoadedConfig } from '../config/load';
-import { createGatewayKey, keyJson } from '../admin/key-admin';
-import { SharedKeys, type SharedKey } from '../services/keys/shared-keys';
+import { readFileSync } from 'node:fs';
+import { createGatewayKeys, keyJson, type NewKeyInput } from '../admin/key-admin';
+import { SharedKeys } from '../services/keys/shared-keys';
+import { CLI_KEYS_MAX, importedKeys, positiveCount } from './key-import';
 import type { GatewayKey } from '../storage/store';
 import { UserError } from './errors';
 import { withStore } from './store';
 import { renderTable } from './table';
 
-/** `tollgate keys create|list|revoke`: the same operations as the admin API's /api/keys, on the store directly. */
+/** `tollgate keys create|import|list|revoke`: the same operations as the admin API's /api/keys, on the store directly. */
 export function registerKeyCommands(program: Command, load: () => LoadedConfig): void {
   const keys = program
     .command('keys')
@@ -15,23 +17,48 @@ export function registerKeyCommands(program: Command, load: () => LoadedConfig):
 
   keys
     .command('create')
-    .description('create a key and print it once')
+    .description('create a key (or --count keys, in one transaction) and print it once')
     .option('-w, --workspace <id>', 'workspace (default: the first in the config)')
     .option('-l, --label <text>', 'a label to recognise the key by')
-    .option('--json', 'print the key and its record as JSON (the fields of POST /api/keys)')
-    .action(async (opts: { workspace?: string; label?: string; json?: boolean }) => {
+    .option('-n, --count <n>', `create this many keys, 1-${CLI_KEYS_MAX}, one per line`, positiveCount, 1)
+    .option('--json', 'print the key and its record as JSON (the fields of POST /api/keys; one line per key)')
+    .action(async (opts: { workspace?: string; label?: string; count: number; json?: boolean }) => {
       const loaded = load();
-      const { key, record } = await withStore(loaded, (store) =>
-        createGatewayKey(store, loaded.config.workspaces, opts),
+      const input = { workspace: opts.workspace, label: opts.label };
+      const created = await withStore(loaded, (store) =>
+        createGatewayKeys(store, loaded.config.workspaces, Array<NewKeyInput>(opts.count).fill(input)),
       );
-      await share(loaded, record);
+      await share(
+        loaded,
+        created.map((c) => c.record),
+      );
       if (opts.json) {
-        process.stdout.write(`${JSON.stringify({ ...keyJson(record), source: 'store', key })}\n`);
+        for (const { key, record } of created)
+          process.stdout.write(`${JSON.stringify({ ...keyJson(record), source: 'store', key })}\n`);
         return;
       }
+      if (created.length > 1) {
+        process.stderr.write(
+          `Created ${created.length} keys for workspace ${created[0].record.workspaceId}; copy them now, they are not shown again.\n`,
+        );
+        for (const { key, record } of created) process.stdout.write(`${record.id}\t${key}\n`);
+        return;
+      }
+      const { key, record } = created[0];
       process.stdout.write(
         `Created key ${record.id} for workspace ${record.workspaceId}. Copy it now, it is not shown again:\n\n    ${key}\n\n`,
       );
+    });
+
+  keys
+    .command('import <file>')
+    .description('store keys you already hand out (JSON lines or a JSON array: key or sha256, workspace, label, id)')
+    .action(async (file: string) => {
+      const loaded = load();
+      const rows = importedKeys(readFileSync(file, 'utf8'), loaded.config.workspaces);
+      const stored = await withStore(loaded, (store) => store.insertKeys(rows));
+      await share(loaded, stored);
+      process.stdout.write(`Imported ${stored.length} keys\n`);
     });
 
   keys
@@ -74,7 +101,7 @@ export function registerKeyCommands(program: Command, load: () => LoadedConfig):
         { mustExist: true },
       );
       if (!record) throw new UserError(`no active key with id ${id} (tollgate keys list shows them)`);
-      await share(loaded, record);
+      await share(loaded, [record]);
       process.stdout.write(`Revoked ${id}\n`);
     });
 }
@@ -84,13 +111,14 @@ export function registerKeyCommands(program: Command, load: () => LoadedConfig):
  * usage stores of their own apply it too. Without Redis (or when it cannot be reached) the instances that share
  * this usage store pick the change up from it within a second.
  */
-async function share(loaded: LoadedConfig, k: GatewayKey): Promise<void> {
+async function share(loaded: LoadedConfig, changed: readonly GatewayKey[]): Promise<void> {
   const { redis_url: url, key_prefix: prefix } = loaded.config.limit_store;
   if (!url) return;
   const shared = new SharedKeys(url, prefix);
   try {
-    const key: SharedKey = { id: k.id, hash: k.hash, workspaceId: k.workspaceId, revoked: k.revokedAt !== null };
-    await shared.publish([key]);
+    await shared.publish(
+      changed.map((k) => ({ id: k.id, hash: k.hash, workspaceId: k.workspaceId, revoked: k.revokedAt !== null })),
+    );
   } catch (err) {
     process.stderr.write(
       `tollgate: warning: could not publish the change through Redis (${(err as Error).message}); instances sharing this usage store still apply it within a second\n`,

@@ -16,7 +16,14 @@ import type { groupRowJson, recordJson, retentionJson, totalsJson } from '../ser
 import type { ReadinessChecks } from '../../contracts/readiness';
 
 export { answerSchemas } from './schema-parts';
-export { CreatedKeyAnswer, CreateKeyRequest, KeysAnswer, RevokedKeyAnswer } from './key-answers';
+export {
+  CreatedKeyAnswer,
+  CreatedKeysAnswer,
+  CreateKeyRequest,
+  CreateKeysRequest,
+  KeysAnswer,
+  RevokedKeyAnswer,
+} from './key-answers';
 export { AlertsAnswer, AlertTestAnswer, AlertTestRequest } from './alert-answers';
 import { ForecastJson } from './alert-answers';
 

@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { BUCKETS_MAX } from '../query-params';
+import { BULK_KEYS_MAX } from '../key-admin';
 import { FOCUS_TAGS_MAX, SERIES_VALUES_MAX } from '../dashboard/api';
 import {
   AlertsAnswer,
@@ -16,7 +17,9 @@ import {
   answerSchemas,
   BudgetsAnswer,
   CreatedKeyAnswer,
+  CreatedKeysAnswer,
   CreateKeyRequest,
+  CreateKeysRequest,
   DimensionsAnswer,
   HealthAnswer,
   InfoAnswer,
@@ -186,6 +189,25 @@ const paths = {
           'invalid_json',
         ]),
         '413': error('The body is larger than 64 KiB', ['body_too_large']),
+        ...writing,
+      },
+    },
+  },
+  '/api/keys/bulk': {
+    post: {
+      operationId: 'createKeys',
+      summary: `Create up to ${BULK_KEYS_MAX} gateway keys at once`,
+      description:
+        'In one transaction: every key is created, or none when one entry is refused. The answer holds the keys, once; only their hashes are stored.',
+      tags: ['keys'],
+      requestBody: { required: true, content: { 'application/json': { schema: schemaOf(CreateKeysRequest) } } },
+      responses: {
+        '201': json(CreatedKeysAnswer, 'The new keys.'),
+        '400': error(
+          `The body is not a JSON object with 1 to ${BULK_KEYS_MAX} keys, or an entry names an unknown workspace or a bad label`,
+          ['invalid_body', 'invalid_json'],
+        ),
+        '413': error('The body is larger than 512 KiB', ['body_too_large']),
         ...writing,
       },
     },

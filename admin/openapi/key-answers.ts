@@ -1,6 +1,6 @@
 /** The gateway-key answers of the admin API (GET/POST /api/keys, revoke), as zod schemas (see answers.ts). */
 import { z } from 'zod';
-import type { keyJson } from '../key-admin';
+import { BULK_KEYS_MAX, type keyJson } from '../key-admin';
 import { named, nextCursor, time } from './schema-parts';
 
 const keyFields = {
@@ -51,6 +51,18 @@ export const CreateKeyRequest = named(
       .optional()
       .meta({ description: 'A workspace declared in gateway.config.yaml; the first one when absent.' }),
     label: z.string().max(200).optional(),
+  }),
+);
+
+export const CreatedKeysAnswer = named(
+  'CreatedKeys',
+  z.object({ data: z.array(CreatedKeyAnswer).meta({ description: 'The new keys, in the order asked.' }) }),
+);
+
+export const CreateKeysRequest = named(
+  'CreateKeysRequest',
+  z.object({
+    keys: z.array(CreateKeyRequest).min(1).max(BULK_KEYS_MAX).meta({ description: 'One entry per key to create.' }),
   }),
 );
 

@@ -196,6 +196,12 @@ alerts: { channels: [{ name: ops, type: slack, url: "${slack.url}" }] }`,
       expect((await adminGet(gw, `/api/keys?workspace=${WORKSPACE}`)).data.map((k: any) => k.id)).to.deep.equal([
         created.json.id,
       ]);
+      const bulk = await call('POST', '/api/keys/bulk', {
+        body: JSON.stringify({ keys: [{ workspace: WORKSPACE, label: 'bulk' }] }),
+      });
+      expect(bulk.status).to.equal(201);
+      expect(bulk.json.data[0]).to.include({ workspace: WORKSPACE, label: 'bulk', revoked: false });
+      expect((await call('DELETE', `/api/keys/${bulk.json.data[0].id}`)).status).to.equal(200);
       expect((await call('DELETE', `/api/keys/${created.json.id}`)).json).to.deep.equal({
         id: created.json.id,
         revoked: true,
@@ -272,6 +278,13 @@ alerts: { channels: [{ name: ops, type: slack, url: "${slack.url}" }] }`,
         [await call('POST', '/api/keys', { body: '[]' }), 400, 'invalid_body'],
         [await call('POST', '/api/keys', { body: JSON.stringify({ workspace: 'nope' }) }), 400, 'invalid_body'],
         [await call('POST', '/api/keys', { body: JSON.stringify({ label: 'x'.repeat(201) }) }), 400, 'invalid_body'],
+        [await call('POST', '/api/keys/bulk', { body: JSON.stringify({ keys: [] }) }), 400, 'invalid_body'],
+        [await call('POST', '/api/keys/bulk', { body: '{"keys":' }), 400, 'invalid_json'],
+        [
+          await call('POST', '/api/keys/bulk', { body: JSON.stringify({ keys: [{ label: 'x'.repeat(600_000) }] }) }),
+          413,
+          'body_too_large',
+        ],
         [
           await call('POST', '/api/keys', { body: JSON.stringify({ label: 'x'.repeat(70_000) }) }),
           413,

@@ -121,4 +121,76 @@ describe('gateway keys: create, use, revoke', () => {
     expect(list.stdout).to.match(new RegExp(`${id}\\s+default\\s+ci runner.*revoked`));
     expect(list.stdout).to.not.include(key);
   });
+
+  it('admin API: POST /api/keys/bulk creates a thousand working keys in one call, or none when an entry is refused', async () => {
+    const started = Date.now();
+    const res = await admin('POST', '/api/keys/bulk', {
+      keys: Array.from({ length: 1000 }, (_, i) => ({ workspace: i % 2 ? 'research' : 'default', label: `bulk ${i}` })),
+    });
+    const took = Date.now() - started;
+    expect(res.statusCode).to.equal(201);
+    const { data } = (await res.body.json()) as {
+      data: { id: string; key: string; workspace: string; label: string }[];
+    };
+    expect(data).to.have.length(1000);
+    expect(data[1]).to.include({ workspace: 'research', label: 'bulk 1' });
+    expect(new Set(data.map((k) => k.key)).size).to.equal(1000);
+    console.log(`      (1,000 keys created in one call: ${took} ms)`);
+    // Answered once they work on this instance.
+    for (const k of [data[0], data[499], data[999]]) expect((await chatWith(k.key)).status).to.equal(200);
+
+    const before = (await adminGet(gw, '/api/keys?limit=1000')).data.length;
+    const refused = await admin('POST', '/api/keys/bulk', { keys: [{ label: 'fine' }, { workspace: 'nope' }] });
+    expect(refused.statusCode).to.equal(400);
+    expect(((await refused.body.json()) as any).error.param).to.equal('keys[1].workspace');
+    const tooMany = await admin('POST', '/api/keys/bulk', { keys: Array(1001).fill({}) });
+    expect(tooMany.statusCode).to.equal(400);
+    await tooMany.body.text();
+    expect((await adminGet(gw, '/api/keys?limit=1000')).data.length, 'nothing created').to.equal(before);
+  });
+
+  it('CLI: keys create --count and keys import store many keys at once, and they work', async () => {
+    const config = join(gw.dataDir, 'cli-bulk.yaml');
+    writeFileSync(
+      config,
+      `storage: { url: "sqlite:${gw.dataDir}/tollgate.db" }\nworkspaces: [{ id: default }, { id: research }]\n`,
+    );
+    const created = await run(process.execPath, [
+      CLI,
+      'keys',
+      'create',
+      '--count',
+      '5',
+      '-w',
+      'research',
+      '--json',
+      '--config',
+      config,
+    ]);
+    const keys = created.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { key: string; workspace: string });
+    expect(keys.map((k) => k.workspace)).to.deep.equal(Array(5).fill('research'));
+    expect(await until(keys[4].key, 200)).to.be.lessThan(1000);
+
+    const own = `tg_imported_${'x'.repeat(30)}`;
+    const file = join(gw.dataDir, 'import.jsonl');
+    writeFileSync(
+      file,
+      `${JSON.stringify({ key: own, workspace: 'research', label: 'from the old gateway', id: 'imported-1' })}\n` +
+        `${JSON.stringify({ sha256: 'ab'.repeat(32), id: 'imported-2' })}\n`,
+    );
+    const imported = await run(process.execPath, [CLI, 'keys', 'import', file, '--config', config]);
+    expect(imported.stdout).to.include('Imported 2 keys');
+    expect(await until(own, 200)).to.be.lessThan(1000);
+    const list = await run(process.execPath, [CLI, 'keys', 'list', '--config', config]);
+    expect(list.stdout).to.match(/imported-1\s+research\s+from the old gateway/);
+    expect(list.stdout).to.not.include(own);
+
+    writeFileSync(file, `${JSON.stringify({ key: 'short' })}\n`);
+    const bad = await run(process.execPath, [CLI, 'keys', 'import', file, '--config', config]).catch((err: any) => err);
+    expect(bad.code).to.not.equal(0);
+    expect(bad.stderr).to.include('entry 1: needs "key"');
+  });
 });
