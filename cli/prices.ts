@@ -150,7 +150,7 @@ export function registerPriceCommands(program: Command, load: () => LoadedConfig
           price_version: after.version,
           entries: result.entries,
           imported: result.catalog.models.length,
-          skipped: result.catalog.skipped.length,
+          skipped: result.catalog.skipped,
           other_providers: result.otherProviders,
           ...diff,
           kept_overrides: kept,
@@ -160,7 +160,13 @@ export function registerPriceCommands(program: Command, load: () => LoadedConfig
       }
       const lines = [
         `read ${source}: ${count(result.entries)} entries; imported ${count(result.catalog.models.length)} models of the gateway's providers, ` +
-          `skipped ${count(result.catalog.skipped.length)} without a price the gateway can apply (--json says why) and ${count(result.otherProviders)} of other providers`,
+          `skipped ${count(result.catalog.skipped.length)} entries or fields without a price the gateway can apply and ${count(result.otherProviders)} of other providers`,
+        ...listed(
+          '!',
+          result.catalog.skipped.map(
+            (s) => `${s.provider}/${s.model}${s.field === '*' ? '' : ` ${s.field}`}: ${s.reason}`,
+          ),
+        ),
         ...summary(diff),
       ];
       if (kept.length > 0) {

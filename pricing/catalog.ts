@@ -26,6 +26,7 @@ import { mulDecimal, subDecimal } from './decimal';
 import type { ImportedCatalog } from './imported-catalog';
 import { importLiteLlm } from './litellm';
 import { bundledMediaPrices, withMediaPrices } from './media-prices';
+import { bundledCorrections, withCorrections } from './price-corrections';
 import { openRouterVendorIds, stripOwnPrefix, undatedId } from './match';
 import {
   BUCKETS,
@@ -82,11 +83,15 @@ const PRICE_FIELDS = [
 let bundledCache: CatalogFile | undefined;
 /** The committed catalog, validated once (a malformed price fails loudly at startup, never as $0). */
 export function bundledCatalog(): CatalogFile {
-  // Tool fees and audio/image prices live in their own files: scripts/build-price-catalog.ts rewrites catalog.json.
+  // Tool fees, audio/image prices and corrections live in their own files: scripts/build-price-catalog.ts rewrites
+  // catalog.json.
   if (bundledCache) return bundledCache;
   const base = catalogFileSchema.parse({ ...bundledJson, tool_fees: toolFeesJson });
   const media = bundledMediaPrices();
-  bundledCache = { ...base, ...withMediaPrices(base.models, base.skipped, media), media_prices: media };
+  const merged = withMediaPrices(base.models, base.skipped, media);
+  // Rates the providers publish otherwise than the snapshot says, each with its source (price-corrections.json).
+  const models = withCorrections(merged.models, bundledCorrections());
+  bundledCache = { ...base, models, skipped: merged.skipped, media_prices: media };
   return bundledCache;
 }
 

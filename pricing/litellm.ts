@@ -1,5 +1,7 @@
 /**
- * Import of a LiteLLM model_prices_and_context_window.json as catalog entries.
+ * Import of a LiteLLM model_prices_and_context_window.json as catalog entries. Token rates (text, cache, audio,
+ * image, reasoning, citation), long-context tiers and service-tier rates (_batches, _flex, _priority) are carried;
+ * every other price field of an imported entry is listed in `skipped` with the reason, as are entries not imported.
  *
  * LiteLLM stores USD per token as JSON numbers (2.5e-06). JSON.parse yields doubles; each is turned back
  * into the decimal literal it was written as via its shortest round-trip string (decimal.ts
@@ -36,7 +38,36 @@ const FIELDS: [string, Bucket][] = [
   ['output_cost_per_token', 'output'],
   ['citation_cost_per_token', 'citation'],
   ['output_cost_per_reasoning_token', 'reasoning'],
+  ['input_cost_per_audio_token', 'input_audio'],
+  ['output_cost_per_audio_token', 'output_audio'],
+  ['input_cost_per_image_token', 'input_image'],
+  ['output_cost_per_image_token', 'output_image'],
 ];
+
+/** LiteLLM's service-tier fields ("<field>_flex", "<field>_priority", "<field>_batches") -> catalog service_tiers. */
+const SERVICE_TIER_FIELDS: Record<
+  string,
+  ['input' | 'output' | 'cache_read' | 'cache_write', 'batch' | 'flex' | 'priority']
+> = Object.fromEntries(
+  (
+    [
+      ['input_cost_per_token', 'input'],
+      ['output_cost_per_token', 'output'],
+      ['cache_read_input_token_cost', 'cache_read'],
+      ['cache_creation_input_token_cost', 'cache_write'],
+    ] as const
+  ).flatMap(([field, bucket]) => [
+    [`${field}_batches`, [bucket, 'batch']],
+    [`${field}_flex`, [bucket, 'flex']],
+    [`${field}_priority`, [bucket, 'priority']],
+  ]),
+);
+
+/** Fields read elsewhere in convert() (request fees, search fees), not prices to list as skipped. */
+const HANDLED_FIELDS = new Set(['search_context_cost_per_query', 'input_cost_per_query', 'input_cost_per_request']);
+
+/** A field that names a price: what the import must either map or list as skipped. */
+const isPriceField = (field: string): boolean => /cost|price/.test(field) && !HANDLED_FIELDS.has(field);
 const TIER_KEY = new RegExp(`^(${FIELDS.map(([f]) => f).join('|')})_above_(\\d+)k_tokens$`);
 
 const KINDS: Record<string, string> = {
@@ -82,17 +113,29 @@ function convert(
   e: Record<string, unknown>,
   provider: string,
   litellmProvider: string,
+  skipField: (model: string, field: string, value: unknown, reason: string) => void,
 ): CatalogModel | Error {
   // API id: the key minus LiteLLM's provider prefix ("gemini/gemini-2.5-pro" -> "gemini-2.5-pro").
   const model = key.startsWith(`${litellmProvider}/`) ? key.slice(litellmProvider.length + 1) : key;
   const mode = typeof e.mode === 'string' ? e.mode : 'chat';
   const out: CatalogModel = { provider, model, kind: KINDS[mode] ?? mode, litellm_key: key };
   const tiers = new Map<number, LongContextTier>();
-
+  const serviceTiers: NonNullable<CatalogModel['service_tiers']> = {};
+  const unmapped: [string, unknown][] = [];
   for (const [field, value] of Object.entries(e)) {
     const base = FIELDS.find(([f]) => f === field);
     const tier = TIER_KEY.exec(field);
-    if (!base && !tier) continue;
+    const served = Object.hasOwn(SERVICE_TIER_FIELDS, field) ? SERVICE_TIER_FIELDS[field] : undefined;
+    if (served) {
+      const price = perMillion(value);
+      if (price instanceof Error) return new Error(`${field}: ${price.message}`);
+      (serviceTiers[served[1]] ??= {})[served[0]] = price;
+      continue;
+    }
+    if (!base && !tier) {
+      if (isPriceField(field) && value !== null && value !== undefined) unmapped.push([field, value]);
+      continue;
+    }
     const price = perMillion(value);
     if (price instanceof Error) return new Error(`${field}: ${price.message}`);
     if (base) {
@@ -106,6 +149,7 @@ function convert(
   }
   if (tiers.size > 0)
     out.long_context = [...tiers.values()].sort((a, b) => a.above_input_tokens - b.above_input_tokens);
+  if (Object.keys(serviceTiers).length > 0) out.service_tiers = serviceTiers;
 
   const search = e.search_context_cost_per_query;
   if (search !== undefined && typeof search === 'object' && search !== null) {
@@ -147,7 +191,16 @@ function convert(
     out.request_fee !== undefined ||
     out.search_query_fee !== undefined;
   if (!priced) return new Error('no per-token or per-request price (non-token pricing is not represented)');
+  for (const [field, value] of unmapped) skipField(model, field, value, skipReason(field));
   return out;
+}
+
+/** Why a LiteLLM price field of an imported entry is not carried. */
+function skipReason(field: string): string {
+  if (/per_second|per_character|per_image|per_pixel/.test(field))
+    return 'a per-second, per-character or per-image price: this entry is priced by its tokens';
+  if (/cache/.test(field)) return 'a cache rate of a kind no usage bucket counts (cached audio, a cache-storage fee)';
+  return 'no usage bucket is billed at this rate';
 }
 
 /** Converts a parsed LiteLLM price file; every entry not imported is listed in `skipped` with the reason. */
@@ -174,7 +227,9 @@ export function importLiteLlm(json: unknown): LiteLlmImport {
       skip(litellmProvider, `litellm_provider "${litellmProvider}" is not a gateway provider`);
       continue;
     }
-    const converted = convert(key, e, provider, litellmProvider);
+    const converted = convert(key, e, provider, litellmProvider, (model, field, value, reason) =>
+      skipped.push({ provider, model, field, reason, value }),
+    );
     if (converted instanceof Error) {
       skip(provider, converted.message);
       continue;

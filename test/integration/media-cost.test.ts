@@ -8,11 +8,21 @@ import { fixtureBytes, fixtureJson, PROJECT_ROOT } from '../helpers/fixtures';
 import { OPENAI_KEY, startTestGateway, TEST_ADMIN_TOKEN, type TestGateway, useGateway } from '../helpers/gateway';
 import { sseChunks, TestUpstream, type Reply } from '../helpers/upstream';
 
-/** The audio and image prices as committed (pricing/media-prices.json): the expected costs are computed from them. */
+/**
+ * The audio and image prices as committed (pricing/media-prices.json), with the corrections of
+ * pricing/price-corrections.json over them: the expected costs are computed from them.
+ */
 const MEDIA_PRICES: Record<string, any>[] = JSON.parse(
   readFileSync(`${PROJECT_ROOT}/pricing/media-prices.json`, 'utf8'),
 );
-const priceOf = (model: string) => MEDIA_PRICES.find((p) => p.provider === 'openai' && p.model === model)!;
+const CORRECTIONS: { provider: string; model: string; field: string; price: string }[] = JSON.parse(
+  readFileSync(`${PROJECT_ROOT}/pricing/price-corrections.json`, 'utf8'),
+);
+function priceOf(model: string): Record<string, any> {
+  const p = { ...MEDIA_PRICES.find((m) => m.provider === 'openai' && m.model === model)! };
+  for (const c of CORRECTIONS) if (c.provider === 'openai' && c.model === model) p[c.field] = c.price;
+  return p;
+}
 
 /** An exact USD decimal as pico-dollars ("0.0001" -> 100000000n). */
 function pico(usd: string): bigint {

@@ -61,7 +61,16 @@ describe('tollgate prices update', function () {
     const run = await prices('--from', SUBSET, '--json');
     expect(run.code, run.stderr).to.equal(0);
     const out = JSON.parse(run.stdout);
-    expect(out).to.include({ written: true, file: catalogFile, entries: 10, imported: 8, skipped: 1 });
+    expect(out).to.include({ written: true, file: catalogFile, entries: 10, imported: 8 });
+    // What it left out is listed with the reason, not counted.
+    expect(out.skipped).to.deep.equal([
+      {
+        provider: 'openai',
+        model: 'dall-e-3',
+        field: '*',
+        reason: 'no per-token or per-request price (non-token pricing is not represented)',
+      },
+    ]);
     expect(out.added).to.deep.equal(['openai/gpt-3.5-turbo', 'openai/gpt-3.5-turbo-0613']);
     expect(out.removed).to.deep.equal([]);
     // The file has gpt-4o-mini at $0.15 / $0.60: pricing.models says $0.10 / $0.50, and keeps saying so.

@@ -229,6 +229,62 @@ describe('LiteLLM price file import', () => {
     expect(models[0].input).to.equal('10000');
   });
 
+  it('keeps audio, image and service-tier rates, and lists every other price field it cannot carry with why', () => {
+    // gpt-4o-audio-preview and gpt-4o as LiteLLM writes them: audio token rates, batch / flex / priority rates, a
+    // per-second price and a cached-audio rate no usage bucket counts.
+    const { models, skipped } = importLiteLlm({
+      'gpt-4o-audio-preview': {
+        litellm_provider: 'openai',
+        mode: 'chat',
+        input_cost_per_token: 2.5e-6,
+        output_cost_per_token: 1e-5,
+        input_cost_per_audio_token: 4e-5,
+        output_cost_per_audio_token: 8e-5,
+        cache_read_input_audio_token_cost: 2.5e-6,
+        output_cost_per_second: 0.00025,
+      },
+      'gpt-4o': {
+        litellm_provider: 'openai',
+        mode: 'chat',
+        input_cost_per_token: 2.5e-6,
+        output_cost_per_token: 1e-5,
+        input_cost_per_token_batches: 1.25e-6,
+        output_cost_per_token_batches: 5e-6,
+        input_cost_per_token_priority: 4.25e-6,
+        output_cost_per_token_priority: 1.7e-5,
+        cache_read_input_token_cost_priority: 2.125e-6,
+      },
+    });
+    expect(models).to.deep.equal([
+      {
+        provider: 'openai',
+        model: 'gpt-4o-audio-preview',
+        kind: 'chat',
+        litellm_key: 'gpt-4o-audio-preview',
+        input: '2.5',
+        output: '10',
+        input_audio: '40',
+        output_audio: '80',
+      },
+      {
+        provider: 'openai',
+        model: 'gpt-4o',
+        kind: 'chat',
+        litellm_key: 'gpt-4o',
+        input: '2.5',
+        output: '10',
+        service_tiers: {
+          batch: { input: '1.25', output: '5' },
+          priority: { input: '4.25', output: '17', cache_read: '2.125' },
+        },
+      },
+    ]);
+    expect(skipped.map((s) => `${s.model} ${s.field}: ${s.reason}`)).to.deep.equal([
+      'gpt-4o-audio-preview cache_read_input_audio_token_cost: a cache rate of a kind no usage bucket counts (cached audio, a cache-storage fee)',
+      'gpt-4o-audio-preview output_cost_per_second: a per-second, per-character or per-image price: this entry is priced by its tokens',
+    ]);
+  });
+
   it('refuses a file that is not an object keyed by model id', () => {
     for (const bad of [[], null, 'prices', 42]) {
       expect(() => importLiteLlm(bad), JSON.stringify(bad)).to.throw(

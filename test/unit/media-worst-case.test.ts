@@ -65,8 +65,9 @@ describe('budget reservation of audio and images', () => {
   });
 
   it('gpt-4o-mini-tts: the text input only; the audio it speaks is not bounded by the request', () => {
+    // Its text input rate, $0.60 per 1M on OpenAI's model page (pricing/price-corrections.json).
     const ctx = request('audio.speech', 'gpt-4o-mini-tts', { json: { input: 'Hello there', voice: 'alloy' } });
-    expect(reserve(ctx)).to.equal(perMillion('2.5', Math.ceil(ctx.bodySize / 3)));
+    expect(reserve(ctx)).to.equal(perMillion('0.6', Math.ceil(ctx.bodySize / 3)));
   });
 
   it('whisper-1: an upload whose type is not known yet at 128 kbit/s', () => {
