@@ -235,7 +235,15 @@ export function multipartFieldReader(contentType: string, headBytes = 0): Multip
     throw malformed(err);
   }
   const fields: Record<string, string> = {};
+  let broken = false;
+  let fail!: (err: GatewayError) => void;
+  const failed = new Promise<GatewayError>((resolve) => (fail = resolve));
   parser.on('field', (name, value) => {
+    // Priced by one model and billed by another (a provider may read the last): refused.
+    if (name === 'model' && name in fields) {
+      broken = true;
+      fail(new GatewayError('invalid_body', 'The form has more than one model field; send one.', { param: 'model' }));
+    }
     if (!(name in fields)) fields[name] = value;
   });
   let fileStarted = false;
@@ -261,14 +269,11 @@ export function multipartFieldReader(contentType: string, headBytes = 0): Multip
       stream.once('limit', () => (h.done = true));
     } else stream.resume();
   });
-  let broken = false;
   // A listener stays on: a parser that failed must not turn a later event into an uncaught 'error'.
-  const failed = new Promise<GatewayError>((resolve) =>
-    parser.on('error', (err) => {
-      broken = true;
-      resolve(malformed(err));
-    }),
-  );
+  parser.on('error', (err) => {
+    broken = true;
+    fail(malformed(err));
+  });
   const closed = new Promise<Record<string, string>>((resolve) =>
     parser.once('close', () => broken || resolve(fields)),
   );
