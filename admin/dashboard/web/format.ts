@@ -75,10 +75,13 @@ export function dateTime(iso: string | number | null): string {
 }
 
 /** Value for an <input type="datetime-local">. */
-export function localInput(ms: number): string {
-  const d = new Date(ms);
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
+/** The value of a datetime-local input showing `ms` in UTC (the dashboard's ranges are UTC). */
+export function utcInput(ms: number): string {
+  return new Date(ms).toISOString().slice(0, 16);
 }
+
+/** The epoch ms of a datetime-local input's value read as UTC. */
+export const fromUtcInput = (value: string): number => Date.parse(`${value}:00Z`);
 
 /** Bucket label in UTC (buckets are UTC hours / days). */
 export function bucketLabel(ms: number, interval: 'hour' | 'day'): string {

@@ -2,7 +2,7 @@
 import type { AppCtx } from './context.js';
 import { addFilter, dimLabel } from './context.js';
 import { h } from './dom.js';
-import { localInput } from './format.js';
+import { fromUtcInput, utcInput } from './format.js';
 import { PRESETS, resolveRange } from './state.js';
 
 export function toolbar(ctx: AppCtx, opts: { groupBy: boolean }): HTMLElement {
@@ -12,16 +12,17 @@ export function toolbar(ctx: AppCtx, opts: { groupBy: boolean }): HTMLElement {
   const fromInput = h('input', {
     type: 'datetime-local',
     id: 'range-from',
-    value: localInput(s.from ?? range.from),
+    value: utcInput(s.from ?? range.from),
     required: true,
   });
   const toInput = h('input', {
     type: 'datetime-local',
     id: 'range-to',
-    value: localInput(s.to ?? range.to),
+    value: utcInput(s.to ?? range.to),
     required: true,
   });
   custom.append(
+    h('span', { class: 'muted small' }, 'UTC'),
     fromInput,
     h('span', { class: 'muted' }, '→'),
     toInput,
@@ -29,8 +30,8 @@ export function toolbar(ctx: AppCtx, opts: { groupBy: boolean }): HTMLElement {
   );
   custom.addEventListener('submit', (e) => {
     e.preventDefault();
-    const from = new Date(fromInput.value).getTime();
-    const to = new Date(toInput.value).getTime();
+    const from = fromUtcInput(fromInput.value);
+    const to = fromUtcInput(toInput.value);
     if (!(from < to)) {
       toInput.setCustomValidity('The end must be after the start');
       toInput.reportValidity();
@@ -66,7 +67,12 @@ export function toolbar(ctx: AppCtx, opts: { groupBy: boolean }): HTMLElement {
     ),
   );
 
-  const row1 = h('div', { class: 'toolbar-row' }, presets, custom);
+  const zone = h(
+    'span',
+    { class: 'muted small', id: 'range-shown', title: 'Days, months and buckets are UTC' },
+    `${utcInput(range.from).replace('T', ' ')} → ${utcInput(range.to).replace('T', ' ')} UTC`,
+  );
+  const row1 = h('div', { class: 'toolbar-row' }, presets, custom, zone);
   if (opts.groupBy) {
     const select = h(
       'select',

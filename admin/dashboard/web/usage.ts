@@ -11,6 +11,9 @@ import { COLUMNS, costText, pico, ZERO } from './usage-columns.js';
 /** Filter value of a built-in group whose value is absent (storage NONE). */
 const NONE = '(none)';
 const TOP_N = 8;
+/** A previous period with fewer requests than this is too little to compare with: its deltas show "n/a". */
+const MIN_PREVIOUS_REQUESTS = 20;
+const NOT_COMPARABLE = { text: 'n/a', dir: 'none' } as const;
 
 let sortBy: { key: string; dir: 1 | -1 } = { key: 'cost_usd', dir: -1 };
 
@@ -154,7 +157,14 @@ function card(
     h('div', { class: 'card-value' }, value),
     h(
       'div',
-      { class: 'card-sub' },
+      {
+        class: 'card-sub',
+        dataset: { delta: delta.text },
+        title:
+          delta === NOT_COMPARABLE
+            ? `The previous ${vsLabel} holds fewer than ${MIN_PREVIOUS_REQUESTS} requests: too little to compare with`
+            : undefined,
+      },
       delta.text
         ? h(
             'span',
@@ -171,6 +181,8 @@ function card(
 }
 
 function overviewCards(t: Totals, p: Totals, label: string): HTMLElement[] {
+  const vs = (cur: number, prev: number): ReturnType<typeof change> =>
+    p.requests < MIN_PREVIOUS_REQUESTS && (cur > 0 || prev > 0) ? NOT_COMPARABLE : change(cur, prev);
   const flagged = t.estimated_count + t.unpriced_count;
   const flaggedPrev = p.estimated_count + p.unpriced_count;
   const costNum = Number(pico(t));
@@ -196,12 +208,14 @@ function overviewCards(t: Totals, p: Totals, label: string): HTMLElement[] {
       h(
         'span',
         { class: 'muted' },
-        p.requests ? `previous ${label}: ${pct(flaggedPrev, p.requests)}` : 'nothing in the previous period',
+        p.requests >= MIN_PREVIOUS_REQUESTS
+          ? `previous ${label}: ${pct(flaggedPrev, p.requests)}`
+          : `previous ${label}: n/a (too little data)`,
       ),
     ),
   );
   return [
-    card('cost', 'Total cost', costText(t), t.cost_usd ?? '', change(costNum, costPrev), label, [
+    card('cost', 'Total cost', costText(t), t.cost_usd ?? '', vs(costNum, costPrev), label, [
       ...(t.unpriced_count ? [h('span', { class: 'warn' }, `+ ${int(t.unpriced_count)} unpriced (cost unknown)`)] : []),
       ...(t.not_counted_count ? [h('span', { class: 'warn' }, `+ ${int(t.not_counted_count)} not counted`)] : []),
     ]),
@@ -210,7 +224,7 @@ function overviewCards(t: Totals, p: Totals, label: string): HTMLElement[] {
       'Requests',
       int(t.requests),
       String(t.requests),
-      change(t.requests, p.requests),
+      vs(t.requests, p.requests),
       label,
       t.error_count ? [h('span', { class: 'muted' }, `${int(t.error_count)} failed`)] : [],
     ),
@@ -219,7 +233,7 @@ function overviewCards(t: Totals, p: Totals, label: string): HTMLElement[] {
       'Input tokens',
       int(t.input_tokens),
       String(t.input_tokens),
-      change(t.input_tokens, p.input_tokens),
+      vs(t.input_tokens, p.input_tokens),
       label,
       t.cache_read_tokens ? [h('span', { class: 'muted' }, `+ ${int(t.cache_read_tokens)} from cache`)] : [],
     ),
@@ -228,7 +242,7 @@ function overviewCards(t: Totals, p: Totals, label: string): HTMLElement[] {
       'Output tokens',
       int(t.output_tokens),
       String(t.output_tokens),
-      change(t.output_tokens, p.output_tokens),
+      vs(t.output_tokens, p.output_tokens),
       label,
       t.reasoning_tokens ? [h('span', { class: 'muted' }, `${int(t.reasoning_tokens)} reasoning`)] : [],
     ),

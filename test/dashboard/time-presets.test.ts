@@ -1,0 +1,93 @@
+/**
+ * The dashboard's time presets in Debian's Chromium (playwright-core): calendar presets on UTC boundaries, the range
+ * shown in UTC, and "n/a" instead of a percentage when the previous period holds too little to compare with.
+ */
+import { expect } from 'chai';
+import type { Browser, Page } from 'playwright-core';
+import { startTestGateway, TEST_ADMIN_TOKEN, type TestGateway } from '../helpers/gateway';
+import { usageRecord, ZERO_BUCKETS } from '../helpers/records';
+import { TestUpstream } from '../helpers/upstream';
+import { ensureChromium, launchChromium, resultPath } from './browser';
+
+const DAY = 86_400_000;
+
+describe('dashboard time presets in a real browser (Chromium, playwright-core)', function () {
+  const upstream = new TestUpstream();
+  let gw: TestGateway;
+  let browser: Browser;
+  let page: Page;
+  const now = Date.now();
+
+  before(async function () {
+    this.timeout(15 * 60_000); // a first run may install Chromium
+    const chromium = await ensureChromium();
+    if (!chromium) return this.skip();
+    this.timeout(60_000);
+    await upstream.start();
+    gw = await startTestGateway(upstream.url);
+    // 30 priced requests over the last three days, one a week before: the previous 7 days hold too little.
+    const records = Array.from({ length: 30 }, (_, i) =>
+      usageRecord({
+        id: `p-${i}`,
+        ts: now - (i % 3) * DAY - 60_000,
+        costPico: 1_000_000_000n,
+        provenance: 'measured',
+        inputTokens: 10,
+        outputTokens: 5,
+        ...ZERO_BUCKETS,
+        tags: { agent: 'presets' },
+      }),
+    );
+    records.push(usageRecord({ id: 'p-old', ts: now - 8 * DAY, costPico: 1_000_000n, provenance: 'measured' }));
+    await gw.gateway.store.insertBatch(records);
+    browser = await launchChromium(chromium);
+    page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
+    await page.goto(`${gw.adminUrl}/`);
+    await page.fill('#token', TEST_ADMIN_TOKEN);
+    await page.click('#login button[type=submit]');
+    await page.waitForSelector('#view[data-view="usage"][data-ready="true"]');
+  });
+  after(async () => {
+    await browser?.close();
+    await gw?.stop();
+    await upstream.stop();
+  });
+
+  const choose = async (preset: string) => {
+    await page.click(`[data-range="${preset}"]`);
+    await page.waitForSelector(`[data-range="${preset}"].active`);
+    await page.waitForSelector('#view[data-view="usage"][data-ready="true"]');
+    return {
+      from: Number(await page.getAttribute('#view', 'data-from')),
+      to: Number(await page.getAttribute('#view', 'data-to')),
+      shown: await page.textContent('#range-shown'),
+    };
+  };
+  const utc = (ms: number) => new Date(ms).toISOString().slice(0, 16).replace('T', ' ');
+
+  it('month to date, last month, today and yesterday start and end on UTC boundaries, and the range is shown in UTC', async () => {
+    const d = new Date(Date.now());
+    const monthStart = Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
+    const mtd = await choose('mtd');
+    expect(mtd.from).to.equal(monthStart);
+    expect(mtd.shown).to.match(new RegExp(`^${utc(monthStart)} → .* UTC$`));
+    const last = await choose('last-month');
+    expect([last.from, last.to]).to.deep.equal([Date.UTC(d.getUTCFullYear(), d.getUTCMonth() - 1, 1), monthStart]);
+    const midnight = Math.floor(Date.now() / DAY) * DAY;
+    expect((await choose('today')).from).to.equal(midnight);
+    const yesterday = await choose('yesterday');
+    expect([yesterday.from, yesterday.to]).to.deep.equal([midnight - DAY, midnight]);
+    expect(yesterday.shown).to.equal(`${utc(midnight - DAY)} → ${utc(midnight)} UTC`);
+    await page.screenshot({ path: resultPath('dashboard-presets.png') });
+  });
+
+  it('with too little in the previous period the deltas say n/a, never an absurd percentage', async () => {
+    await choose('7d');
+    const deltas = await page.$$eval('#overview .card-sub[data-delta]', (els) =>
+      els.map((e) => (e as HTMLElement).dataset.delta),
+    );
+    expect(deltas).to.include('n/a');
+    expect(deltas.filter((x) => x && x.endsWith('%'))).to.deep.equal([]);
+    expect(await page.textContent('#overview [data-metric="cost"]')).to.include('n/a vs previous 7 days');
+  });
+});
