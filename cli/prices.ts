@@ -171,6 +171,10 @@ export function registerPriceCommands(program: Command, load: () => LoadedConfig
         process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
         return;
       }
+      for (const z of diff.zeroed)
+        process.stderr.write(
+          `tollgate: warning: ${z.id}: ${z.fields.join(', ')}: a rate that was set becomes $0; check the source before relying on it\n`,
+        );
       const lines = [...importedLines(source, result), ...summary(diff)];
       if (kept.length > 0) {
         lines.push(

@@ -18,7 +18,11 @@ export interface CatalogDiff {
   added: string[];
   changed: PriceChange[];
   removed: string[];
+  /** Of the changed: the price fields that had a non-zero rate and now are $0, as in `changed` (a free model is rare). */
+  zeroed: PriceChange[];
 }
+
+const isZero = (v: unknown): boolean => typeof v === 'string' && /^0+(\.0*)?$/.test(v);
 
 const show = (v: unknown): string => (v === undefined ? '-' : typeof v === 'string' ? v : JSON.stringify(v));
 
@@ -29,7 +33,7 @@ function byId(prices: PriceCatalog): Map<string, ModelPrice> {
 export function diffCatalogs(before: PriceCatalog, after: PriceCatalog): CatalogDiff {
   const old = byId(before);
   const now = byId(after);
-  const diff: CatalogDiff = { added: [], changed: [], removed: [] };
+  const diff: CatalogDiff = { added: [], changed: [], removed: [], zeroed: [] };
   for (const [id, next] of now) {
     const prev = old.get(id);
     if (!prev) {
@@ -40,6 +44,10 @@ export function diffCatalogs(before: PriceCatalog, after: PriceCatalog): Catalog
       (f) => `${f} ${show(prev[f])} -> ${show(next[f])}`,
     );
     if (fields.length > 0) diff.changed.push({ id, fields });
+    const zeroed = APPLIED_PRICE_FIELDS.filter(
+      (f) => typeof prev[f] === 'string' && !isZero(prev[f]) && isZero(next[f]),
+    ).map((f) => `${f} ${show(prev[f])} -> ${show(next[f])}`);
+    if (zeroed.length > 0) diff.zeroed.push({ id, fields: zeroed });
   }
   for (const id of old.keys()) if (!now.has(id)) diff.removed.push(id);
   return diff;

@@ -113,7 +113,11 @@ export class OtelRequestTracing implements RequestTracing {
 
   private continueUpstream(ctx: GatewayContext): void {
     const span = ctx.state.get(SPAN) as Span | undefined;
-    if (span) this.propagator.inject(trace.setSpan(ROOT_CONTEXT, span), ctx.upstreamHeaders, upstreamHeaders);
+    if (!span) return;
+    // The client's tracestate belongs to its traceparent: when that was invalid the span is a new root, and inject
+    // writes the state of the span's own context (none), so the client's is not passed on beside a new trace id.
+    delete ctx.upstreamHeaders.tracestate;
+    this.propagator.inject(trace.setSpan(ROOT_CONTEXT, span), ctx.upstreamHeaders, upstreamHeaders);
   }
 
   private end(ctx: GatewayContext): void {

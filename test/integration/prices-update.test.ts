@@ -120,6 +120,22 @@ describe('tollgate prices update', function () {
     expect(run.stdout).to.include('- openai/gpt-3.5-turbo-0613\n');
   });
 
+  it('warns on stderr when a rate that was set becomes $0, and lists it in --json', async () => {
+    const zeroed = JSON.parse(fixtureBytes('litellm/model_prices_subset.json').toString('utf8'));
+    zeroed['mistral/mistral-small-latest'].input_cost_per_token = 0;
+    const file = join(dir, 'zeroed.json');
+    writeFileSync(file, JSON.stringify(zeroed));
+    const run = await prices('--from', file, '--dry-run');
+    expect(run.code).to.equal(0);
+    expect(run.stderr).to.include(
+      'tollgate: warning: mistral/mistral-small-latest: input 0.06 -> 0: a rate that was set',
+    );
+    const json = JSON.parse((await prices('--from', file, '--dry-run', '--json')).stdout);
+    expect(json.zeroed).to.deep.equal([{ id: 'mistral/mistral-small-latest', fields: ['input 0.06 -> 0'] }]);
+    // The file as published zeroes nothing: no warning.
+    expect((await prices('--from', SUBSET, '--dry-run')).stderr).to.equal('');
+  });
+
   it('prices lookup names the entry a model is billed at, the price id its records carry', async () => {
     const run = await runCli(['prices', 'lookup', 'openai', 'gpt-4-0613', '--config', config]);
     expect(run.code, run.stderr).to.equal(0);

@@ -267,6 +267,21 @@ describe('OpenTelemetry tracing (opt-in through OTEL_* variables)', () => {
     expect(flags).to.equal('00');
   });
 
+  it("an invalid traceparent starts a new trace, and the client's tracestate does not travel with it", async () => {
+    const gw = await traced();
+    try {
+      expect(await chat(gw, { traceparent: '00-not-a-trace-01', tracestate: 'vendor=abc' })).to.equal(200);
+    } finally {
+      await gw.stop();
+    }
+    const [span] = receiver.spans;
+    expect(span.parentSpanId ?? '').to.equal('');
+    const sent = upstream.last().headers;
+    const [, traceId, parentId] = TRACEPARENT.exec(String(sent.traceparent))!;
+    expect([traceId, parentId]).to.deep.equal([span.traceId, span.spanId]);
+    expect(sent).to.not.have.property('tracestate');
+  });
+
   it("off without OTEL_* variables: the client's traceparent reaches the provider untouched, and nothing is exported", async () => {
     const gw = await startTestGateway(upstream.url);
     try {
