@@ -25,6 +25,8 @@ export const ERROR_CODES = {
   invalid_metadata: { status: 400, type: 'invalid_request_error' },
   unsupported_media_type: { status: 415, type: 'invalid_request_error' },
   body_too_large: { status: 413, type: 'invalid_request_error' },
+  /** More request headers than the proxy reads (runtime/header-count.ts). */
+  headers_too_many: { status: 431, type: 'invalid_request_error' },
   /** The request body arrived too slowly (server.body_timeout_ms, server.body_min_rate); the connection is closed. */
   body_timeout: { status: 408, type: 'invalid_request_error' },
   max_tokens_exceeded: { status: 400, type: 'invalid_request_error' },

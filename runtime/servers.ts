@@ -1,4 +1,5 @@
 import { createServer, type Server } from 'node:http';
+import { MAX_REQUEST_HEADERS, refuseHeaderFlood } from './header-count';
 import type { AddressInfo } from 'node:net';
 import type { LoadedConfig } from '../config/load';
 import { createAdminApp } from '../admin/app';
@@ -25,7 +26,8 @@ export async function startGateway(loaded: LoadedConfig, options: GatewayOptions
   limitHeapGrowth(config.server.heap_growth_percent);
   const gateway = await createGateway(loaded, options);
   for (const warning of loaded.warnings ?? []) gateway.logger.warn(warning);
-  const server = createServer(boundPipelining(gateway.koa.callback()));
+  const server = createServer(refuseHeaderFlood(boundPipelining(gateway.koa.callback())));
+  server.maxHeadersCount = MAX_REQUEST_HEADERS + 1; // one more than allowed, so that a flood is seen and refused
   server.keepAliveTimeout = 65_000; // longer than common load-balancer idle time-outs, so they close first
   const url = await listen(server, config.server.host, config.server.port);
 
