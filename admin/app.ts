@@ -4,9 +4,7 @@ import type { Logger } from 'pino';
 import { asGatewayError, GatewayError } from '../core/errors';
 import { truncate } from '../core/truncate';
 import type { WorkspaceEntry } from '../config/schema';
-import { parseJsonBody, readBody } from '../core/body';
-import { bulkKeyInputs, createGatewayKey, createGatewayKeys, keyJson } from './key-admin';
-import { keyListPage } from './key-list';
+import { registerKeyRoutes } from './key-routes';
 import { budgetListPage } from './budget-list';
 import { registerAlertRoutes } from './alert-routes';
 import { registerBudgetRoutes } from './budget-routes';
@@ -26,8 +24,6 @@ import { metricsRoutes, type AdminMetrics } from './metrics-route';
 
 /** Seconds a client is asked to wait before retrying a read the store could not answer (the probes recheck each second). */
 const STORE_RETRY_AFTER_S = 5;
-/** POST /api/keys/bulk: room for BULK_KEYS_MAX keys with the longest labels. */
-const BULK_BODY_MAX = 512 * 1024;
 
 const storeUnavailable = (cause: unknown) =>
   new GatewayError('store_unavailable', 'The usage store cannot be reached; try again shortly', {
@@ -133,40 +129,7 @@ export function createAdminApp({
     ctx.body = await reads.requests(query);
   });
 
-  router.get('/keys', async (ctx) => {
-    const query = {
-      workspace: queryValue(ctx.query, 'workspace'),
-      limit: limitFrom(ctx.query),
-      cursor: queryValue(ctx.query, 'cursor') || null,
-    };
-    ctx.body = await keyListPage(reads, workspaces, query);
-  });
-
-  router.post('/keys', async (ctx) => {
-    const body = ctx.request.length ? parseJsonBody(await readBody(ctx.req, 64 * 1024)) : {};
-    const { key, record } = await createGatewayKey(store, workspaces, {
-      workspace: body.workspace as string | undefined,
-      label: body.label as string | undefined,
-    });
-    await onKeysChanged();
-    ctx.status = 201;
-    ctx.body = { ...keyJson(record), source: 'store', key };
-  });
-
-  router.post('/keys/bulk', async (ctx) => {
-    const inputs = bulkKeyInputs(parseJsonBody(await readBody(ctx.req, BULK_BODY_MAX)));
-    const created = await createGatewayKeys(store, workspaces, inputs, (i, name) => `keys[${i}].${name}`);
-    await onKeysChanged();
-    ctx.status = 201;
-    ctx.body = { data: created.map(({ key, record }) => ({ ...keyJson(record), source: 'store', key })) };
-  });
-
-  router.delete('/keys/:id', async (ctx) => {
-    const revoked = await store.revokeKey(ctx.params.id);
-    if (!revoked) throw new GatewayError('route_not_found', `No active key with id ${ctx.params.id.slice(0, 100)}`);
-    await onKeysChanged();
-    ctx.body = { id: ctx.params.id, revoked: true };
-  });
+  registerKeyRoutes(router, { store, reads, workspaces, onKeysChanged });
 
   router.get('/budgets', async (ctx) => {
     ctx.body = await budgetListPage(
