@@ -3,6 +3,7 @@ import type { UsageRecord } from '../../core/usage';
 import { PriceCatalog } from '../../pricing/catalog';
 import { PROVIDER_REPORTED, repriceRecord } from '../../pricing/reprice';
 import { usageRecord } from '../helpers/records';
+import { audioPreviewRates } from '../helpers/audio-rates';
 
 /** A stored sonar chat record (11 input, 392 output tokens: perplexity/sonar_chat_completion.json's usage). */
 function stored(over: Partial<UsageRecord> = {}): UsageRecord {
@@ -94,18 +95,7 @@ describe('usage reprice: honest', () => {
 });
 
 describe('usage reprice: the served tier, audio tokens and a rounded provider figure', () => {
-  const audioRates = PriceCatalog.fromConfig({
-    models: [
-      {
-        provider: 'openai',
-        model: 'gpt-4o-audio-preview',
-        input: '2.5',
-        output: '10',
-        input_audio: '40',
-        output_audio: '80',
-      },
-    ],
-  });
+  const audioRates = audioPreviewRates();
   const openaiRecord = (over: Partial<UsageRecord>): UsageRecord =>
     stored({ provider: 'openai', searchContextSize: null, usageSource: 'provider', ...over });
 

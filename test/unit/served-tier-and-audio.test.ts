@@ -5,6 +5,7 @@ import { priceUsage, type PricedUsage } from '../../pricing/cost';
 import { USAGE_PARSERS } from '../../providers/registry';
 import { fixtureBytes, fixtureJson } from '../helpers/fixtures';
 import { SseDecoder } from '../../core/sse';
+import { audioPreviewRates } from '../helpers/audio-rates';
 
 const catalog = new PriceCatalog();
 const openai = USAGE_PARSERS['openai'];
@@ -102,19 +103,7 @@ describe('the service tier an answer names, and audio tokens, priced (BUILT fixt
   });
 
   describe('audio tokens in chat', () => {
-    // gpt-4o-audio-preview's rates in LiteLLM's price file: text $2.5 / $10, audio $40 / $80 per 1M tokens.
-    const withAudioRates = PriceCatalog.fromConfig({
-      models: [
-        {
-          provider: 'openai',
-          model: 'gpt-4o-audio-preview',
-          input: '2.5',
-          output: '10',
-          input_audio: '40',
-          output_audio: '80',
-        },
-      ],
-    });
+    const withAudioRates = audioPreviewRates();
     // 20 text x $2.5 + 100 audio x $40 + 18 text x $10 + 80 audio x $80 per 1M = $0.01063 (as text: $0.00128).
     const AUDIO_CHAT_PICO = 10_630_000_000n;
     const expected = {
