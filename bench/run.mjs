@@ -6,6 +6,8 @@
 //                   fastest Node hop we know, so the floor Tollgate is also compared with
 //   tollgate        the built gateway (dist/) with every shipped plugin on: auth, header-strip, attribution
 //                   (tags sent on every request), usage-recorder writing to SQLite; info-level request logs
+//   tollgate-plain  governance off (bench/tollgate.plain.yaml): only the gateway key check and header strip, which are
+//                   always on; no limits, budget, recording or metrics
 //   tollgate-norec  the same without the usage recorder (only in chat_c32: the recorder's cost)
 //   tollgate-nometrics  the same with metrics.enabled: false (only in chat_c32: the Prometheus metrics' cost)
 //   tollgate-traced the same with OpenTelemetry tracing on, every request sampled, spans sent over OTLP/HTTP to the
@@ -106,6 +108,7 @@ const ALL_TARGETS = [
   'bare',
   'bare-dispatch',
   'tollgate',
+  'tollgate-plain',
   'tollgate-norec',
   'tollgate-nometrics',
   'tollgate-traced',
@@ -337,6 +340,7 @@ async function startTollgate(
   {
     recorder = true,
     metrics = true,
+    plain = false,
     traced = false,
     workers = 1,
     redisUrl,
@@ -348,7 +352,8 @@ async function startTollgate(
 ) {
   const data = join(tmp, `${name}-data`);
   mkdirSync(data, { recursive: true });
-  let yaml = applySettings(readFileSync(join(HERE, 'tollgate.bench.yaml'), 'utf8'), settings);
+  const file = plain ? 'tollgate.plain.yaml' : 'tollgate.bench.yaml';
+  let yaml = applySettings(readFileSync(join(HERE, file), 'utf8'), settings);
   if (!recorder) yaml = yaml.replace(/\n {2}- use: usage-recorder\n( {4}.*\n)*/, '\n');
   if (admin) yaml += `\nadmin:\n  host: 127.0.0.1\n  port: ${admin.port}\n  token: "${admin.token}"\n`;
   if (!metrics) yaml += '\nmetrics:\n  enabled: false\n';
@@ -429,6 +434,7 @@ async function startTargets() {
   }
   if (TARGETS.includes('tollgate') && !(await startTollgate('tollgate', await freePort())))
     die('tollgate did not start (did `npm run build` run?)');
+  if (TARGETS.includes('tollgate-plain')) await startTollgate('tollgate-plain', await freePort(), { plain: true });
   if (TARGETS.includes('tollgate-norec')) await startTollgate('tollgate-norec', await freePort(), { recorder: false });
   if (TARGETS.includes('tollgate-nometrics'))
     await startTollgate('tollgate-nometrics', await freePort(), { metrics: false });
@@ -519,7 +525,7 @@ function uploadBody(order) {
 }
 
 function scenarioDefs() {
-  const core = ['direct', 'bare', 'bare-dispatch', 'tollgate', 'portkey'];
+  const core = ['direct', 'bare', 'bare-dispatch', 'tollgate', 'tollgate-plain', 'portkey'];
   return {
     chat_c1: { path: '/chat/completions', body: join(BODY_DIR, 'chat.json'), mode: 'plain', c: 1, targets: core },
     chat_c32: {
@@ -532,6 +538,7 @@ function scenarioDefs() {
         'bare',
         'bare-dispatch',
         'tollgate',
+        'tollgate-plain',
         'tollgate-norec',
         'tollgate-nometrics',
         'tollgate-traced',
