@@ -8,6 +8,7 @@ import type { UsageRecord } from '../core/usage';
 import { RECORD_COLUMNS, dedupeById, recordValues } from './codec';
 import { AlertOutbox } from './alert-outbox';
 import { RuntimeBudgetTable } from './runtime-budget-table';
+import { SpendFreezeTable } from './spend-freeze-table';
 import { ReconciliationRuns } from './reconciliation-runs';
 import { postgresDialect as d } from './dialect';
 import { KEY_CHANGES_SQL, KEY_COLUMNS, keyChangeFromRow, keyFromRow, type KeyChange } from './keys';
@@ -232,6 +233,10 @@ export class PostgresUsageStore implements UsageStore {
 
   runtimeBudgets(): RuntimeBudgetTable {
     return new RuntimeBudgetTable(d, this.exec);
+  }
+
+  spendFreezes(): SpendFreezeTable {
+    return new SpendFreezeTable(d, this.exec);
   }
 
   /** Reconciliation runs (storage/reconciliation-runs.ts), on the store's own connection. */

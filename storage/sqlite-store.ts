@@ -13,6 +13,7 @@ import { dedupeById } from './codec';
 import { sqliteDialect as d } from './dialect';
 import { AlertOutbox } from './alert-outbox';
 import { RuntimeBudgetTable } from './runtime-budget-table';
+import { SpendFreezeTable } from './spend-freeze-table';
 import { ReconciliationRuns } from './reconciliation-runs';
 import {
   KEY_CHANGES_SQL,
@@ -333,6 +334,10 @@ export class SqliteUsageStore implements UsageStore {
 
   runtimeBudgets(): RuntimeBudgetTable {
     return new RuntimeBudgetTable(d, (q) => this.withShortLockWait(() => this.exec(q)));
+  }
+
+  spendFreezes(): SpendFreezeTable {
+    return new SpendFreezeTable(d, (q) => this.withShortLockWait(() => this.exec(q)));
   }
 
   /** Reconciliation runs (storage/reconciliation-runs.ts), on the store's own connection. */

@@ -8,6 +8,7 @@
 import type { CostProvenance, PicoUsd, UsageRecord, UsageSource } from '../core/usage';
 import type { AlertOutbox } from './alert-outbox';
 import type { RuntimeBudgetTable } from './runtime-budget-table';
+import type { SpendFreezeTable } from './spend-freeze-table';
 import type { ReconciliationRuns } from './reconciliation-runs';
 import type { QuarantinedRecord } from './quarantine';
 import type { ReadSource } from './read-connection';
@@ -239,6 +240,8 @@ export interface UsageStore {
   alertOutbox?(): AlertOutbox;
   /** The budgets managed through the admin API (migration 013). */
   runtimeBudgets?(): RuntimeBudgetTable;
+  /** Scopes refused after a spend anomaly (migration 013), until lifted or expired. */
+  spendFreezes?(): SpendFreezeTable;
   /** Reconciliation runs (storage/reconciliation-runs.ts), on the store's own connection. */
   reconciliationRuns?(): ReconciliationRuns;
 

@@ -31,6 +31,7 @@ import {
   UsageAnswer,
 } from './answers';
 import { budgetCreatePath, budgetWritePaths } from './budget-paths';
+import { freezePaths } from './freeze-paths';
 import { groupBy, intervalParam, pageParams, param, rangeParams, usageCsvQuery, usageQuery } from './parameters';
 import {
   bare,
@@ -247,6 +248,7 @@ const paths = {
     post: budgetCreatePath,
   },
   ...budgetWritePaths,
+  ...freezePaths,
   '/api/alerts': {
     get: {
       operationId: 'listAlerts',
