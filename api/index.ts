@@ -42,6 +42,9 @@ export {
   PROVIDER_REPORTED,
   RESERVED_TAG_KEYS,
   UNTAGGED,
+  type BatchJobAnswer,
+  type BatchResultLine,
+  type BatchWire,
   type CostProvenance,
   type EndpointKey,
   type PicoUsd,
@@ -61,6 +64,8 @@ export { formatUsd, parseUsd } from '../pricing/money';
 // Dependency injection: tokens and the public views of the services behind them
 export { registerService, resolveService, TOKENS, type ServiceOf, type Token } from '../contracts/tokens';
 export type {
+  BatchJob,
+  BatchJobsService,
   BudgetLedgerService,
   BudgetSource,
   BudgetStatus,

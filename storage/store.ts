@@ -8,6 +8,7 @@
 import type { CostProvenance, PicoUsd, UsageRecord, UsageSource } from '../core/usage';
 import type { AlertOutbox } from './alert-outbox';
 import type { RuntimeBudgetTable } from './runtime-budget-table';
+import type { BatchJobsService } from '../contracts/services';
 import type { ReconciliationRuns } from './reconciliation-runs';
 import type { QuarantinedRecord } from './quarantine';
 import type { ReadSource } from './read-connection';
@@ -241,6 +242,8 @@ export interface UsageStore {
   runtimeBudgets?(): RuntimeBudgetTable;
   /** Reconciliation runs (storage/reconciliation-runs.ts), on the store's own connection. */
   reconciliationRuns?(): ReconciliationRuns;
+  /** The batches created through the gateway (migration 016). */
+  batchJobs?(): BatchJobsService;
 
   close(): Promise<void>;
 }
