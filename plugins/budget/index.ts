@@ -77,9 +77,14 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     }
   }
 
-  async beforeUpstream(ctx: GatewayContext): Promise<void> {
+  /** Synchronous when the workspace has no budget: nothing budget-related runs, and the pipeline stays synchronous. */
+  beforeUpstream(ctx: GatewayContext): Promise<void> | undefined {
     const l = this.limits.limitsOf(ctx);
-    if (!l || l.budgets.length === 0) return;
+    if (!l || l.budgets.length === 0) return undefined;
+    return this.reserve(ctx, l);
+  }
+
+  private async reserve(ctx: GatewayContext, l: WorkspaceLimits): Promise<void> {
     const now = this.clock.now();
     const applied: Applied[] = [];
     for (const rule of this.rulesOf(l, ctx.workspace!.id)) {
@@ -88,7 +93,8 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     }
     if (applied.length === 0) return;
     // Only the first requests of a budget and period wait for its spend to be read, and at most spend_read_wait_ms.
-    await this.active.ready(applied, this.policy.spend_read_wait_ms);
+    const loading = this.active.ready(applied, this.policy.spend_read_wait_ms);
+    if (loading) await loading;
     const unknown = applied.filter((a) => a.spend !== 'loaded');
     if (unknown.length > 0) this.spendUnknown(unknown);
     const priced = this.pricing.of(ctx);
@@ -114,9 +120,12 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     this.alertIfCrossed(applied, result.states);
   }
 
-  async onComplete(ctx: GatewayContext): Promise<void> {
+  onComplete(ctx: GatewayContext): Promise<void> | undefined {
     const applied = ctx.state.get(HELD) as Applied[] | undefined;
-    if (!applied) return;
+    return applied && this.settle(ctx, applied);
+  }
+
+  private async settle(ctx: GatewayContext, applied: Applied[]): Promise<void> {
     this.renewer.remove(ctx.requestId);
     const failed = ctx.error !== undefined && !ctx.streamCut;
     // An answer whose cost is unknown (no usage, a unit the price lacks) counts as what was reserved for it.
