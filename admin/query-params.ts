@@ -110,19 +110,19 @@ export function checkBuckets(filter: UsageFilter, interval: Interval): number {
 }
 
 /** The first group of the page: offset=<n> (default 0), the next_offset of the previous page. */
-export function offsetFrom(q: ParsedUrlQuery): number {
-  const raw = one(q, 'offset');
+export function offsetFrom(q: ParsedUrlQuery, name = 'offset'): number {
+  const raw = one(q, name);
   if (raw === undefined || raw === '') return 0;
   const n = Number(raw);
-  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(n)) throw bad('offset', 'offset must be a non-negative integer');
+  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(n)) throw bad(name, `${name} must be a non-negative integer`);
   return n;
 }
 
-export function limitFrom(q: ParsedUrlQuery): number {
-  const raw = one(q, 'limit');
+export function limitFrom(q: ParsedUrlQuery, name = 'limit'): number {
+  const raw = one(q, name);
   const n = raw === undefined ? LIMIT_DEFAULT : Number(raw);
   if (!Number.isInteger(n) || n < 1 || n > LIMIT_MAX)
-    throw bad('limit', `limit must be an integer from 1 to ${LIMIT_MAX}`);
+    throw bad(name, `${name} must be an integer from 1 to ${LIMIT_MAX}`);
   return n;
 }
 

@@ -71,6 +71,15 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
     return rows.map((r) => rowFrom(r, null));
   }
 
+  /** The newest run that succeeded (of one provider), with its report. */
+  async latestReport(provider?: string): Promise<ReconciliationRunRow | undefined> {
+    const rows = await this.run(
+      `SELECT id FROM reconciliation_runs WHERE status = 'ok'${provider ? ' AND provider = ?' : ''} ORDER BY id DESC LIMIT 1`,
+      provider ? [provider] : [],
+    );
+    return rows.length === 0 ? undefined : this.get(toNumber(rows[0].id));
+  }
+
   /** One run with its report. */
   async get(id: number): Promise<ReconciliationRunRow | undefined> {
     const rows = await this.run(`SELECT ${SUMMARY}, report FROM reconciliation_runs WHERE id = ?`, [id]);
