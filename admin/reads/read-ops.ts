@@ -15,6 +15,7 @@ import { usageCsv } from '../dashboard/csv';
 import { FOCUS_GROUP_BY, focusLines, type FocusContext } from '../dashboard/focus';
 import { seriesAnswer, type SeriesParams } from '../dashboard/series';
 import { readRecordsKeptFrom } from '../../storage/retention';
+import { ReconciliationRuns } from '../../storage/reconciliation-runs';
 import { reconciliationPage, type ReconciliationPageQuery } from './reconciliation-page';
 import { groupRowJson, recordJson, retentionJson, totalsJson } from '../serialize';
 
@@ -114,6 +115,8 @@ export function readOps({ dialect: d, exec }: Pick<ReadConnection, 'dialect' | '
 
     /** The JSON body of GET /api/reconciliation. */
     reconciliation: (q: ReconciliationPageQuery) => reconciliationPage(d, exec, q),
+    /** Each provider's newest successful reconciliation (the drift gauge). */
+    reconciliationDrifts: () => new ReconciliationRuns(d, exec).latestPerProvider(),
     tagKeys: () => listTagKeys(d, exec),
     keys: (q: KeyPageQuery) => keyPage(d, exec, q),
     /** Grouped totals as rows (the budgets' spend: a total, or one row per tag value). */
