@@ -112,6 +112,11 @@ export class AdminReads {
     return this.call('reconciliation', q);
   }
 
+  /** Each provider's newest successful reconciliation: its drift and when it finished. */
+  reconciliationDrifts(): Promise<{ provider: string; drift: string | null; finishedAt: number }[]> {
+    return this.call('reconciliationDrifts', undefined);
+  }
+
   info(): Promise<{ latestTs: number | null; quarantined: number; keptFrom: number | null }> {
     return this.call('info', undefined);
   }

@@ -10,6 +10,7 @@ import { adminGet } from '../helpers/admin';
 import { TEST_ADMIN_TOKEN, startTestGateway, type TestGateway } from '../helpers/gateway';
 import { gatewayRecord } from '../helpers/gateway-record';
 import { jsonReply, providerAdminApi } from '../helpers/provider-admin-api';
+import { samplesOf, scrape } from '../helpers/prometheus';
 import { TestUpstream } from '../helpers/upstream';
 
 const DAY = 24 * 3600 * 1000;
@@ -40,6 +41,12 @@ describe('admin API: GET /api/reconciliation', () => {
     await runReconciliation(deps, source, range, settings);
     upstream.respondWith(() => jsonReply({ error: { message: 'down' } }, 500));
     await runReconciliation(deps, source, range, settings);
+    // A CSV export of a provider the gateway does not know: its gauge is "other", never a label of its own.
+    const csv = `Date,Model,Cost (USD)\n2025-11-20,${MODEL},1\n`;
+    await runReconciliation(deps, { kind: 'csv', name: 'x.csv', text: csv }, range, {
+      ...settings,
+      provider: 'made-up',
+    });
   });
   after(async () => {
     await gw?.stop();
@@ -47,7 +54,7 @@ describe('admin API: GET /api/reconciliation', () => {
   });
 
   it('lists the runs newest first, the failed one with its error, and the newest report a page of lines at a time', async () => {
-    const first = await adminGet(gw, '/api/reconciliation?limit=1&lines_limit=1');
+    const first = await adminGet(gw, '/api/reconciliation?provider=openai&limit=1&lines_limit=1');
     expect(first.runs.map((r: any) => [r.status, r.provider, r.from, r.to])).to.deep.equal([
       ['failed', 'openai', '2025-11-20T00:00:00.000Z', '2025-11-22T00:00:00.000Z'],
     ]);
@@ -58,7 +65,7 @@ describe('admin API: GET /api/reconciliation', () => {
 
     const second = await adminGet(
       gw,
-      `/api/reconciliation?limit=1&cursor=${first.next_cursor}&lines_limit=1&lines_offset=1`,
+      `/api/reconciliation?provider=openai&limit=1&cursor=${first.next_cursor}&lines_limit=1&lines_offset=1`,
     );
     expect(second.runs.map((r: any) => r.status)).to.deep.equal(['ok']);
     expect(second.runs[0].pages).to.deep.equal({ costs: 1, 'usage/completions': 2 });
@@ -71,6 +78,21 @@ describe('admin API: GET /api/reconciliation', () => {
     const failedRun = first.runs[0].id;
     expect((await adminGet(gw, `/api/reconciliation?run=${failedRun}`)).report).to.equal(null);
     expect((await adminGet(gw, '/api/reconciliation?provider=anthropic')).runs).to.deep.equal([]);
+  });
+
+  it("exports each provider's drift from its newest successful run as a gauge, provider labels bounded", async () => {
+    const stored = (await adminGet(gw, '/api/reconciliation?provider=openai')).runs.find((r: any) => r.status === 'ok');
+    expect(stored.drift).to.equal('0.317460'); // $0.30 of $0.945 billed went around the gateway
+    const samples = await scrape(gw.adminUrl!);
+    const drift = samplesOf(samples, 'tollgate_reconciliation_drift');
+    expect(drift.map((s) => [s.labels.provider, s.value]).sort()).to.deep.equal([
+      ['openai', 0.31746],
+      ['other', 1],
+    ]);
+    const finished = samplesOf(samples, 'tollgate_reconciliation_last_success_timestamp_seconds', {
+      provider: 'openai',
+    });
+    expect(finished.map((s) => s.value)).to.deep.equal([(D20 + 30 * DAY) / 1000]);
   });
 
   it('refuses a malformed page parameter with 400 naming it', async () => {
