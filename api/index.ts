@@ -82,6 +82,7 @@ export type {
   Bucket,
   BucketState,
   BudgetCheck,
+  BudgetReservation,
   BudgetState,
   LeaseRenewer,
   LimitScope,
