@@ -9,7 +9,8 @@ import { z } from 'zod';
 import { count, named, nextCursor, pico, time, tokens, usd } from './schema-parts';
 import { ERROR_CODES, type ErrorCode } from '../../core/errors';
 import { ENDPOINTS } from '../../core/endpoints';
-import type { CostProvenance, EndpointKey } from '../../core/usage';
+import type { CostProvenance } from '../../records/usage-record';
+import type { EndpointKey } from '../../core/usage';
 import type { CostStatus } from '../../storage/counters';
 import { BUILTIN_DIMENSIONS } from '../../storage/store';
 import type { groupRowJson, recordJson, retentionJson, totalsJson } from '../serialize';
@@ -261,8 +262,9 @@ export const BudgetsAnswer = named(
           description: 'The alert thresholds, shares of the limit, lowest first; each alerts once per period.',
         }),
         alerted: z.boolean().meta({ description: 'Whether spend reached the lowest alert_at x limit in this period.' }),
-        action: z.enum(['block', 'alert']).meta({
-          description: 'block: requests that do not fit are refused; alert: a soft budget that never refuses.',
+        action: z.enum(['block', 'alert', 'clamp']).meta({
+          description:
+            'block: requests that do not fit are refused; alert: a soft budget that never refuses; clamp: their output-token limit is lowered to what is left.',
         }),
         forecast: ForecastJson.nullable(),
       }),
