@@ -6,6 +6,8 @@
 //                   fastest Node hop we know, so the floor Tollgate is also compared with
 //   tollgate        the built gateway (dist/) with every shipped plugin on: auth, header-strip, attribution
 //                   (tags sent on every request), usage-recorder writing to SQLite; info-level request logs
+//   tollgate-plain  governance off (bench/tollgate.plain.yaml): only the gateway key check and header strip, which are
+//                   always on; no limits, budget, recording or metrics
 //   tollgate-norec  the same without the usage recorder (only in chat_c32: the recorder's cost)
 //   tollgate-nometrics  the same with metrics.enabled: false (only in chat_c32: the Prometheus metrics' cost)
 //   tollgate-traced the same with OpenTelemetry tracing on, every request sampled, spans sent over OTLP/HTTP to the
@@ -16,7 +18,8 @@
 //   portkey         @portkey-ai/gateway 1.15.2, when it is installed or can be installed into bench/peers/portkey
 //
 // Scenarios: chat_c1, chat_c32 (non-streamed chat), stream_c8 (SSE, 20 content chunks), slow_stream_c8
-// (20 ms between chunks), upload_c1 (20 MiB multipart transcription upload, its model field first: streamed
+// (20 ms between chunks), sustained_20ms (a 20 ms provider at growing connection counts: the highest rate with p99
+// under 1 s and under 0.1% errors), upload_c1 (20 MiB multipart transcription upload, its model field first: streamed
 // through), upload_spooled_c1 (the same with its file first: received whole, then sent), soak (60 s of mixed load on
 // tollgate, for memory), admin_contention (chat at 2 connections while the heaviest dashboard query loops on a
 // seeded store: bench/admin-contention.mjs). Everything binds and connects to 127.0.0.1 only, every step is bounded
@@ -49,6 +52,7 @@ import { randomBytes } from 'node:crypto';
 import { groupStat, machineCpu } from './lib/proc.mjs';
 import { medianInterval, renderReport } from './lib/report.mjs';
 import { adminContention } from './admin-contention.mjs';
+import { sustainedRates, waitBody } from './lib/sustained.mjs';
 import { applySettings, describeVariant, pairUp, parseVariant, renderAB, summariseAB } from './lib/ab.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -85,6 +89,7 @@ const ALL_SCENARIOS = [
   'chat_c32',
   'stream_c8',
   'slow_stream_c8',
+  'sustained_20ms',
   'soak',
   'upload_c1',
   'upload_spooled_c1',
@@ -106,6 +111,7 @@ const ALL_TARGETS = [
   'bare',
   'bare-dispatch',
   'tollgate',
+  'tollgate-plain',
   'tollgate-norec',
   'tollgate-nometrics',
   'tollgate-traced',
@@ -337,6 +343,7 @@ async function startTollgate(
   {
     recorder = true,
     metrics = true,
+    plain = false,
     traced = false,
     workers = 1,
     redisUrl,
@@ -348,7 +355,8 @@ async function startTollgate(
 ) {
   const data = join(tmp, `${name}-data`);
   mkdirSync(data, { recursive: true });
-  let yaml = applySettings(readFileSync(join(HERE, 'tollgate.bench.yaml'), 'utf8'), settings);
+  const file = plain ? 'tollgate.plain.yaml' : 'tollgate.bench.yaml';
+  let yaml = applySettings(readFileSync(join(HERE, file), 'utf8'), settings);
   if (!recorder) yaml = yaml.replace(/\n {2}- use: usage-recorder\n( {4}.*\n)*/, '\n');
   if (admin) yaml += `\nadmin:\n  host: 127.0.0.1\n  port: ${admin.port}\n  token: "${admin.token}"\n`;
   if (!metrics) yaml += '\nmetrics:\n  enabled: false\n';
@@ -429,6 +437,7 @@ async function startTargets() {
   }
   if (TARGETS.includes('tollgate') && !(await startTollgate('tollgate', await freePort())))
     die('tollgate did not start (did `npm run build` run?)');
+  if (TARGETS.includes('tollgate-plain')) await startTollgate('tollgate-plain', await freePort(), { plain: true });
   if (TARGETS.includes('tollgate-norec')) await startTollgate('tollgate-norec', await freePort(), { recorder: false });
   if (TARGETS.includes('tollgate-nometrics'))
     await startTollgate('tollgate-nometrics', await freePort(), { metrics: false });
@@ -519,7 +528,7 @@ function uploadBody(order) {
 }
 
 function scenarioDefs() {
-  const core = ['direct', 'bare', 'bare-dispatch', 'tollgate', 'portkey'];
+  const core = ['direct', 'bare', 'bare-dispatch', 'tollgate', 'tollgate-plain', 'portkey'];
   return {
     chat_c1: { path: '/chat/completions', body: join(BODY_DIR, 'chat.json'), mode: 'plain', c: 1, targets: core },
     chat_c32: {
@@ -532,6 +541,7 @@ function scenarioDefs() {
         'bare',
         'bare-dispatch',
         'tollgate',
+        'tollgate-plain',
         'tollgate-norec',
         'tollgate-nometrics',
         'tollgate-traced',
@@ -548,6 +558,12 @@ function scenarioDefs() {
       targets: core,
     },
     slow_stream_c8: { path: '/chat/completions', body: slowBody(), mode: 'stream', c: 8, targets: core },
+    sustained_20ms: {
+      path: '/chat/completions',
+      body: waitBody(BODY_DIR, tmp),
+      mode: 'plain',
+      targets: ['direct', 'bare', 'bare-dispatch', 'tollgate', 'tollgate-plain', 'portkey'],
+    },
     upload_c1: SCENARIOS.includes('upload_c1') && uploadScenario(uploadBody('model first'), core),
     upload_spooled_c1: SCENARIOS.includes('upload_spooled_c1') && uploadScenario(uploadBody('file first'), core),
   };
@@ -875,9 +891,16 @@ async function main() {
   const runs = [];
   const memory = { idle_rss_mb: idle };
   let contention;
+  let sustained;
   for (const name of SCENARIOS) {
     if (name === 'soak') {
       memory.soak = await soak(runs);
+      continue;
+    }
+    if (name === 'sustained_20ms') {
+      const sc = defs[name];
+      const targetNames = sc.targets.filter((t) => targets[t]);
+      sustained = await sustainedRates({ sc, targetNames, quick: QUICK, runLoad, waitQuiet, preflight, log, runs });
       continue;
     }
     if (name === 'admin_contention') {
@@ -952,6 +975,7 @@ async function main() {
     runs,
     memory,
     admin_contention: contention,
+    sustained,
     elapsed_s: Math.round((Date.now() - started) / 1000),
   };
   mkdirSync(OUT_DIR, { recursive: true });

@@ -9,20 +9,25 @@ const IDLE_CHECK_MS = 1000;
  * later read finds them. Records are tracked by id in enqueue order (a spilled record replayed later is the same
  * id); beyond MAX_TRACKED, or when a record left by a way not seen here (the quarantine file), the mark stays put
  * until the queues are found empty.
+ *
+ * Tracking costs a Map insert and delete per record, so it starts only once someone asks for the mark: until
+ * then the mark is the time the tracker was made, and the first ask that finds the queues empty starts tracking.
+ * A gateway without a budget never asks, and never pays.
  */
 export class WrittenMark {
   /** Record id -> when it was enqueued, oldest first. */
   private readonly pending = new Map<string, number>();
-  /** Set when tracking stopped: nothing enqueued since then is known to be written until the queues drain. */
-  private overflowAt: number | undefined;
+  /** Set while not tracking: the mark stays there until the queues drain. */
+  private untrackedSince: number | undefined = Date.now();
   private lastIdleCheck = 0;
 
   constructor(private readonly queuesEmpty: () => boolean) {}
 
   enqueued(record: { id: string }): void {
-    if (this.overflowAt !== undefined) return;
+    if (this.untrackedSince !== undefined) return;
     if (this.pending.size >= MAX_TRACKED) {
-      this.overflowAt = Date.now();
+      // Stop tracking; the mark stays at the oldest record not known to be written.
+      this.untrackedSince = this.pending.values().next().value;
       this.pending.clear();
       return;
     }
@@ -36,11 +41,11 @@ export class WrittenMark {
 
   /** Every record enqueued strictly before this time (epoch ms) is in the store; Infinity when none waits. */
   before(): number {
-    if ((this.overflowAt !== undefined || this.pending.size > 0) && this.drained()) {
-      this.overflowAt = undefined;
+    if ((this.untrackedSince !== undefined || this.pending.size > 0) && this.drained()) {
+      this.untrackedSince = undefined;
       this.pending.clear();
     }
-    let mark = this.overflowAt ?? Infinity;
+    let mark = this.untrackedSince ?? Infinity;
     for (const enqueuedAt of this.pending.values()) {
       mark = Math.min(mark, enqueuedAt);
       break; // oldest first

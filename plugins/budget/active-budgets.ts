@@ -22,6 +22,8 @@ export interface Applied {
   open: number;
   /** When its last request settled (Date.now(); the request's record was queued before). */
   settledAt: number;
+  /** With action clamp: the fewest output tokens a clamped request may be left with; undefined: it refuses. */
+  clampMin?: number;
   /** When a limit store operation on it last failed: its spend is raised to the usage store's records once the store answers. */
   lostAt?: number;
 }
@@ -49,6 +51,8 @@ export class ActiveBudgets {
   private readonly seeds: RetryQueue<Applied>;
   private readonly raises: RetryQueue<Applied>;
   private lastWarning = 0;
+  /** Whether the records' written mark was asked for yet: asking starts its tracking (see WrittenMark). */
+  private markWanted = false;
 
   constructor(
     private readonly max: number,
@@ -85,6 +89,11 @@ export class ActiveBudgets {
 
   /** Starts using a budget (replacing one of a past period) and reads its spend in the background. */
   add(lookup: string, a: Applied): void {
+    if (!this.markWanted) {
+      // The first budget in use: from now on, forgetting one needs to know which records are written.
+      this.markWanted = true;
+      this.records.writtenBefore();
+    }
     this.lru.delete(lookup);
     this.lru.set(lookup, a);
     this.seeds.add(a);
@@ -92,10 +101,14 @@ export class ActiveBudgets {
     this.trim();
   }
 
-  /** Waits, at most waitMs, for the first read of those budgets still loading. */
-  async ready(applied: readonly Applied[], waitMs: number): Promise<void> {
-    const loading = applied.filter((a) => a.spend === 'loading');
-    if (loading.length === 0) return;
+  /** Waits, at most waitMs, for the first read of those budgets still loading; undefined when none is (no await). */
+  ready(applied: readonly Applied[], waitMs: number): Promise<void> | undefined {
+    let loading: Applied[] | undefined;
+    for (const a of applied) if (a.spend === 'loading') (loading ??= []).push(a);
+    return loading && this.firstReads(loading, waitMs);
+  }
+
+  private async firstReads(loading: readonly Applied[], waitMs: number): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
       Promise.all(loading.map((a) => a.firstRead)),

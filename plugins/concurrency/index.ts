@@ -4,6 +4,7 @@ import {
   type GatewayContext,
   type GatewayPlugin,
   type LeaseRenewer,
+  type LimitScope,
   type WorkspaceLimitsService,
 } from '../../api';
 
@@ -27,11 +28,15 @@ export class ConcurrencyPlugin implements GatewayPlugin {
     );
   }
 
-  async beforeUpstream(ctx: GatewayContext): Promise<void> {
+  /** Synchronous for a request that is not a stream, or has no stream limit. */
+  beforeUpstream(ctx: GatewayContext): Promise<void> | undefined {
     const l = this.limits.limitsOf(ctx);
-    if (!l || !ctx.stream) return;
+    if (!l || !ctx.stream) return undefined;
     const scopes = this.limits.scopesOf(ctx, l).filter((s) => s.limits.concurrent_streams);
-    if (scopes.length === 0) return;
+    return scopes.length === 0 ? undefined : this.acquire(ctx, scopes);
+  }
+
+  private async acquire(ctx: GatewayContext, scopes: readonly LimitScope[]): Promise<void> {
     const store = this.limits.store;
     const lease = this.renewer.leaseMs;
     const acquired: string[] = [];
@@ -57,9 +62,12 @@ export class ConcurrencyPlugin implements GatewayPlugin {
     this.renewer.add(ctx.requestId, acquired);
   }
 
-  async onComplete(ctx: GatewayContext): Promise<void> {
+  onComplete(ctx: GatewayContext): Promise<void> | undefined {
     const held = ctx.state.get(HELD) as string[] | undefined;
-    if (!held) return;
+    return held && this.release(ctx, held);
+  }
+
+  private async release(ctx: GatewayContext, held: readonly string[]): Promise<void> {
     this.renewer.remove(ctx.requestId);
     await Promise.all(held.map((k) => this.limits.store.releaseSlot(k, ctx.requestId).catch(() => undefined)));
   }

@@ -5,7 +5,7 @@ import {
   type GatewayPlugin,
   type WorkspaceLimitsService,
 } from '../../api';
-import type { Bucket, BucketState, LimitScope } from '../../api';
+import type { Bucket, BucketState, LimitScope, Usage } from '../../api';
 
 const MINUTE = 60_000;
 const SCOPES = 'rate-limit.scopes';
@@ -47,12 +47,14 @@ export class RateLimitPlugin implements GatewayPlugin {
 
   constructor(private readonly limits: WorkspaceLimitsService) {}
 
-  async beforeUpstream(ctx: GatewayContext): Promise<void> {
+  /** Synchronous when no scope of the request has a rate limit: nothing rate-related runs. */
+  beforeUpstream(ctx: GatewayContext): Promise<void> | undefined {
     const l = this.limits.limitsOf(ctx);
-    if (!l) return;
-    const plan = this.planFor(this.limits.scopesOf(ctx, l));
-    if (!plan) return;
-    const { scopes, tokenScopes, buckets } = plan;
+    const plan = l && this.planFor(this.limits.scopesOf(ctx, l));
+    return plan && this.take(ctx, plan);
+  }
+
+  private async take(ctx: GatewayContext, { scopes, tokenScopes, buckets }: RatePlan): Promise<void> {
     ctx.state.set(SCOPES, scopes);
     const store = this.limits.store;
 
@@ -119,17 +121,24 @@ export class RateLimitPlugin implements GatewayPlugin {
     return plan ?? undefined;
   }
 
-  async onComplete(ctx: GatewayContext): Promise<void> {
+  /** Synchronous unless a token goes back or tokens are counted. */
+  onComplete(ctx: GatewayContext): Promise<void> | undefined {
     const taken = ctx.state.get(TAKEN) as Bucket[] | undefined;
     if (taken && !ctx.sentUpstream) {
-      await this.limits
+      return this.limits
         .guard('request rate refund', () => this.limits.store.refund(taken), undefined)
-        .catch(() => undefined);
-      return;
+        .then(
+          () => undefined,
+          () => undefined,
+        );
     }
     const scopes = ctx.state.get(SCOPES) as LimitScope[] | undefined;
     const u = ctx.usage;
-    if (!scopes || !u) return;
+    if (!scopes || !u) return undefined;
+    return this.countTokens(scopes, u);
+  }
+
+  private async countTokens(scopes: readonly LimitScope[], u: Usage): Promise<void> {
     const tokens =
       (u.inputTokens ?? 0) +
       (u.outputTokens ?? 0) +
