@@ -137,9 +137,10 @@ export function usageParamsFrom(q: ParsedUrlQuery, { allowAll = false } = {}): U
   // limit=all (the CSV export): every group, however many; the reader thread's heap bounds what one answer holds.
   const limit = allowAll && one(q, 'limit') === 'all' ? Infinity : limitFrom(q);
   const offset = offsetFrom(q);
+  const search = searchFrom(q);
   if (interval) {
     const buckets = checkBuckets(filter, interval);
-    if (limit === Infinity) return { filter, groupBy, interval, limit, offset };
+    if (limit === Infinity) return { filter, groupBy, interval, limit, offset, search };
     const groups = groupBy.length ? limit : 1;
     if (groups * buckets > INTERVAL_ROWS_MAX) {
       throw new GatewayError(
@@ -149,7 +150,17 @@ export function usageParamsFrom(q: ParsedUrlQuery, { allowAll = false } = {}): U
       );
     }
   }
-  return { filter, groupBy, interval, limit, offset };
+  return { filter, groupBy, interval, limit, offset, search };
+}
+
+/** Longest search=<text> one grouping takes. */
+export const SEARCH_MAX = 200;
+
+/** search=<text>: the groups whose values hold it (case-insensitive); '' for every group. */
+function searchFrom(q: ParsedUrlQuery): string {
+  const raw = (one(q, 'search') ?? '').trim();
+  if (raw.length > SEARCH_MAX) throw bad('search', `search takes at most ${SEARCH_MAX} characters`);
+  return raw;
 }
 
 /** The next_cursor of a previous page of GET /api/requests, or null for the first page. */

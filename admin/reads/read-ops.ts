@@ -27,6 +27,8 @@ export interface UsageParams {
   /** Groups on the page, and the first of them in the ranking by cost. */
   limit: number;
   offset: number;
+  /** Only groups with a value holding this (case-insensitive) are paged; '' pages them all. */
+  search: string;
 }
 
 const jsonBytes = (body: unknown): Buffer => Buffer.from(JSON.stringify(body));
@@ -42,7 +44,7 @@ export function readOps({ dialect: d, exec }: Pick<ReadConnection, 'dialect' | '
       queryUsage({ ...p.filter, groupBy: p.groupBy, interval: p.interval }),
       queryUsage({ ...p.filter, groupBy: [] }),
     ]);
-    return { page: groupPage(rows, p.groupBy, p.limit, p.offset), total };
+    return { page: groupPage(rows, p.groupBy, p.limit, p.offset, p.search), total };
   }
 
   return {
@@ -66,6 +68,7 @@ export function readOps({ dialect: d, exec }: Pick<ReadConnection, 'dialect' | '
         groups: page.groups,
         limit: p.limit,
         offset: p.offset,
+        search: p.search,
         next_offset: page.nextOffset,
         ...retention,
       });
