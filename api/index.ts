@@ -81,6 +81,7 @@ export type {
   Bucket,
   BucketState,
   BudgetCheck,
+  BudgetReservation,
   BudgetState,
   LeaseRenewer,
   LimitScope,

@@ -261,8 +261,9 @@ export const BudgetsAnswer = named(
           description: 'The alert thresholds, shares of the limit, lowest first; each alerts once per period.',
         }),
         alerted: z.boolean().meta({ description: 'Whether spend reached the lowest alert_at x limit in this period.' }),
-        action: z.enum(['block', 'alert']).meta({
-          description: 'block: requests that do not fit are refused; alert: a soft budget that never refuses.',
+        action: z.enum(['block', 'alert', 'clamp']).meta({
+          description:
+            'block: requests that do not fit are refused; alert: a soft budget that never refuses; clamp: their output-token limit is lowered to what is left.',
         }),
         forecast: ForecastJson.nullable(),
       }),
