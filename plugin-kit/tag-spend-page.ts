@@ -1,5 +1,5 @@
 import type { BudgetReads, TagSpendQuery } from '../contracts/services';
-import { UNTAGGED } from '../core/usage';
+import { UNTAGGED } from '../records/dimensions';
 import { codePointCompare } from './code-point-order';
 
 /**

@@ -43,6 +43,10 @@ export async function startGateway(loaded: LoadedConfig, options: GatewayOptions
       list: (now) => gateway.budgets.list(now, budgetReads),
       forecastPico: (b, now) => gateway.alerts.forecastOf(b, now)?.projectedPico ?? null,
     });
+    gateway.metrics?.watchReconciliation(
+      () => budgetReads.reconciliationDrifts(),
+      gateway.providers.list().map((p) => p.slug),
+    );
     const app = createAdminApp({
       store: gateway.store,
       reads,

@@ -31,6 +31,7 @@ import {
   UsageAnswer,
 } from './answers';
 import { budgetCreatePath, budgetWritePaths } from './budget-paths';
+import { reconciliationPaths } from './reconciliation-paths';
 import { groupBy, intervalParam, pageParams, param, rangeParams, usageCsvQuery, usageQuery } from './parameters';
 import {
   bare,
@@ -273,6 +274,7 @@ const paths = {
       },
     },
   },
+  ...reconciliationPaths,
   '/api/dimensions': {
     get: {
       operationId: 'listDimensions',

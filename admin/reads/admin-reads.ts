@@ -18,6 +18,7 @@ import type { FocusContext } from '../dashboard/focus';
 import type { SeriesParams } from '../dashboard/series';
 import { readOps, type ReadOps, type UsageParams } from './read-ops';
 import type { ReaderWorkerData } from './reader-worker';
+import type { ReconciliationPageQuery } from './reconciliation-page';
 
 export interface AdminReadsOptions {
   /** admin.query_timeout_ms. */
@@ -105,6 +106,16 @@ export class AdminReads {
   /** The JSON body of GET /api/requests. */
   requests(q: ListRequestsQuery): Promise<Buffer> {
     return this.call('requests', q);
+  }
+
+  /** The JSON body of GET /api/reconciliation. */
+  reconciliation(q: ReconciliationPageQuery): Promise<Buffer> {
+    return this.call('reconciliation', q);
+  }
+
+  /** Each provider's newest successful reconciliation: its drift and when it finished. */
+  reconciliationDrifts(): Promise<{ provider: string; drift: string | null; finishedAt: number }[]> {
+    return this.call('reconciliationDrifts', undefined);
   }
 
   info(): Promise<{ latestTs: number | null; quarantined: number; keptFrom: number | null }> {

@@ -508,6 +508,25 @@ function comparison(result, previous) {
     : 'No scenario in common with the previous result.';
 }
 
+/** sustained_20ms: each target's highest rate with p99 under 1 s and under 0.1% errors, and every step. */
+function sustainedSection(sustained) {
+  const rows = Object.entries(sustained).map(([target, r]) => [
+    target,
+    r.sustained_rps == null ? 'none' : thousands(r.sustained_rps),
+    r.at_connections ?? '-',
+    r.steps
+      .map((st) => `${st.connections}: ${thousands(st.rps)}/s p99 ${num(st.p99_ms, 1)} ms${st.within ? '' : ' ✗'}`)
+      .join('; '),
+  ]);
+  return [
+    '### Sustained rate, provider answering after 20 ms (`sustained_20ms`)',
+    '',
+    'The highest request rate served with p99 under 1 s and under 0.1% errors, over growing connection counts (✗: a step outside those bounds).',
+    '',
+    table(['target', 'sustained req/s', 'at connections', 'steps (connections: rate, p99)'], rows),
+  ];
+}
+
 export function renderReport(result, previous, previousName) {
   const m = result.machine;
   const out = [];
@@ -538,6 +557,7 @@ export function renderReport(result, previous, previousName) {
     else if (sc.startsWith('stream')) out.push(streamTable(result, sc));
     else out.push(plainTable(result, sc));
   }
+  if (result.sustained) out.push('', ...sustainedSection(result.sustained));
   if (result.admin_contention) out.push('', ...adminContentionSection(result.admin_contention, table, num));
   const mem = result.memory ?? {};
   out.push('');

@@ -5,6 +5,7 @@ import {
   type BudgetCheck,
   type BudgetCursor,
   type BudgetReads,
+  type BudgetReservation,
   type BudgetSource,
   type BudgetState,
   type Clock,
@@ -21,6 +22,7 @@ import {
 import { ActiveBudgets, type Applied } from './active-budgets';
 import { alertReached } from './alert';
 import { budgetPage, listingOrder, type ListedRule } from './budget-pages';
+import { affordableOutput, clampFloor, clampOutput, remainingPico } from './clamp';
 import { describe, perValuesKey, type Rule } from './budget-instance';
 import { rulesFrom, scopeValue } from './rules';
 import { PERIOD_ADJECTIVE, refusal, spendUnavailable } from './refusals';
@@ -33,6 +35,8 @@ const HELD = 'budget.reservation';
 const STAND_IN = 'budget.stand-in';
 /** The worst case reserved, settled when the answer's cost turns out unknown. */
 const RESERVED = 'budget.reserved';
+/** How many times a clamp is worked out again when other requests took what was left meanwhile. */
+const CLAMP_ATTEMPTS = 3;
 /** Budget alerts remembered as logged; beyond it the set starts again (at worst an alert is logged twice). */
 const MAX_ALERTS = 10_000;
 
@@ -100,17 +104,16 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     const unknown = applied.filter((a) => a.spend !== 'loaded');
     if (unknown.length > 0) this.spendUnknown(unknown);
     const priced = this.pricing.of(ctx);
-    const amountPico = priced
+    let amountPico = priced
       ? this.pricing.reservation(ctx, worstCase(ctx, this.cost, priced, this.referencedInput))
       : 0n;
     const checks = applied.map((a) => a.check);
-    const store = this.limits.store;
-    const result = await this.limits.guard(
-      'budget',
-      () => store.reserve(checks, ctx.requestId, amountPico, this.renewer.leaseMs),
-      undefined,
-    );
-    if (result && !result.allowed) throw refusal(applied, result.states, amountPico, now);
+    let result = await this.reserveAll(ctx, checks, amountPico);
+    if (result && !result.allowed) {
+      const clamped = priced && (await this.clamp(ctx, applied, result.states, amountPico, priced));
+      if (!clamped) throw refusal(applied, result.states, amountPico, now);
+      ({ result, amountPico } = clamped);
+    }
     // Settled even when the store failed open: the spend is added, and a reserve that ran in Redis after its
     // reply timed out is released by request id.
     ctx.state.set(HELD, applied);
@@ -120,6 +123,52 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     if (!result) return;
     if (amountPico > 0n) this.renewer.add(ctx.requestId, checks);
     this.alertIfCrossed(applied, result.states);
+  }
+
+  private reserveAll(ctx: GatewayContext, checks: readonly BudgetCheck[], amountPico: bigint) {
+    const store = this.limits.store;
+    return this.limits.guard(
+      'budget',
+      () => store.reserve(checks, ctx.requestId, amountPico, this.renewer.leaseMs),
+      undefined,
+    );
+  }
+
+  /**
+   * on_exceed clamp (clamp.ts): the request's output-token limit lowered until its reservation fits what the
+   * budgets have left, and reserved at that. Another request may take what was left meanwhile: then it is worked
+   * out again from the budgets' new states, a few times at most. Undefined: refused as it is.
+   */
+  private async clamp(
+    ctx: GatewayContext,
+    applied: Applied[],
+    refusedAt: readonly BudgetState[],
+    amountPico: bigint,
+    priced: BudgetPrice,
+  ): Promise<{ result: BudgetReservation | undefined; amountPico: bigint } | undefined> {
+    const floor = clampFloor(applied, refusedAt, amountPico);
+    if (floor === undefined) return undefined;
+    let states = refusedAt;
+    for (let attempt = 0; attempt < CLAMP_ATTEMPTS; attempt++) {
+      const left = remainingPico(states);
+      const tokens = affordableOutput(ctx, this.cost, priced, this.referencedInput, left, floor);
+      if (tokens === undefined) return undefined;
+      const clampedPico = this.pricing.reservation(
+        ctx,
+        worstCase(ctx, this.cost, priced, this.referencedInput, tokens),
+      );
+      const result = await this.reserveAll(
+        ctx,
+        applied.map((a) => a.check),
+        clampedPico,
+      );
+      if (!result || result.allowed) {
+        clampOutput(ctx, tokens);
+        return { result, amountPico: clampedPico };
+      }
+      states = result.states;
+    }
+    return undefined;
   }
 
   onComplete(ctx: GatewayContext): Promise<void> | undefined {

@@ -139,7 +139,8 @@ ${extra}`,
       [{ period: 'day', usd: 5, per_tag: 'never_seen' }, 'Unknown tag "never_seen"'],
       [{ period: 'week', usd: 5 }, 'period'],
       [{ period: 'day', usd: 5, key: 'test', per_key: true }, 'at most one of tag, per_tag, key and per_key'],
-      [{ period: 'day', usd: 5, on_exceed: 'clamp' }, 'on_exceed must be warn or block'],
+      [{ period: 'day', usd: 5, on_exceed: 'drop' }, 'on_exceed must be warn, block or clamp'],
+      [{ period: 'day', usd: 5, min_output_tokens: 100 }, 'min_output_tokens needs action: clamp'],
       [{ period: 'day', usd: 5, workspace: 'nope' }, 'Unknown workspace "nope"'],
     ];
     for (const [input, message] of refusals) {
