@@ -57,7 +57,7 @@ export {
 export { RESERVED_TAG_KEYS, UNTAGGED } from '../records/dimensions';
 export { OUTPUT_TOKEN_FIELDS, outputLimitField, requestedOutputTokens, tokenCount } from '../plugin-kit/output-tokens';
 export { withJsonField } from '../plugin-kit/body-field';
-export { countCodePoints, requestedImages, typicalSeconds } from '../core/media-usage';
+export { countCodePoints, requestedImages, typicalSeconds } from '../providers/wire/media-request';
 export { streamIncomplete } from '../core/usage-settle';
 export { formatUsd, parseUsd } from '../pricing/money';
 
