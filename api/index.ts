@@ -15,6 +15,8 @@ export type { EndpointSpec } from '../core/endpoints';
 export { MAX_MODEL_LENGTH } from '../core/body';
 export { truncate, TRUNCATION_MARKER } from '../core/truncate';
 export { BoundedCache } from '../plugin-kit/bounded-cache';
+export { codePointCompare } from '../plugin-kit/code-point-order';
+export { budgetReadsOf, tagSpendPage } from '../plugin-kit/tag-spend-page';
 export { addressKey, FailedKeyTracker, type LockoutOptions } from '../plugin-kit/lockout';
 
 // Provider modules
@@ -67,7 +69,9 @@ export { registerService, resolveService, TOKENS, type ServiceOf, type Token } f
 export type {
   BatchJob,
   BatchJobsService,
+  BudgetCursor,
   BudgetLedgerService,
+  BudgetReads,
   BudgetSource,
   BudgetStatus,
   KeyGrant,
@@ -80,6 +84,7 @@ export type {
   RecordQueueOptions,
   RecordQueuesService,
   RequestCostService,
+  TagSpendQuery,
   UsageStoreService,
 } from '../contracts/services';
 export type { Clock } from '../contracts/clock';
