@@ -85,9 +85,11 @@ ${extra}`,
 
     await adminSend(a, 'PATCH', `/api/budgets/${id}`, { usd: '0' });
     expect((await chat(a)).status).to.equal(429);
+    await waitFor(async () => (await chat(b)).status === 429, 3000, 'instance b applies the lowered limit');
     const deleted = await adminSend(a, 'DELETE', `/api/budgets/${id}`);
     expect(deleted).to.deep.equal({ status: 200, json: { id, deleted: true } });
     expect((await chat(a)).status).to.equal(200);
+    await waitFor(async () => (await chat(b)).status === 200, 3000, 'instance b drops the deleted budget');
     expect((await adminSend(a, 'DELETE', `/api/budgets/${id}`)).json.error.code).to.equal('budget_not_found');
   });
 
