@@ -39,19 +39,20 @@ export { perplexityUsageParser } from '../providers/perplexity/usage';
 // The usage vocabulary shared by both
 export {
   MEDIA_UNIT_FIELDS,
-  PROVIDER_REPORTED,
-  RESERVED_TAG_KEYS,
-  UNTAGGED,
-  type CostProvenance,
   type EndpointKey,
-  type PicoUsd,
   type SseEvent,
   type StreamUsageAccumulator,
   type Usage,
   type UsageParser,
+} from '../core/usage';
+export {
+  PROVIDER_REPORTED,
+  type CostProvenance,
+  type PicoUsd,
   type UsageRecord,
   type UsageSource,
-} from '../core/usage';
+} from '../records/usage-record';
+export { RESERVED_TAG_KEYS, UNTAGGED } from '../records/dimensions';
 export { OUTPUT_TOKEN_FIELDS, outputLimitField, requestedOutputTokens, tokenCount } from '../plugin-kit/output-tokens';
 export { withJsonField } from '../plugin-kit/body-field';
 export { countCodePoints, requestedImages, typicalSeconds } from '../core/media-usage';

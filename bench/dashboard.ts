@@ -35,7 +35,7 @@ import { request } from 'undici';
 import { createAdminApp } from '../admin/app';
 import { AdminReads } from '../admin/reads/admin-reads';
 import { createLogger } from '../runtime/logger';
-import type { UsageRecord } from '../core/usage';
+import type { UsageRecord } from '../records/usage-record';
 import { BudgetLedger } from '../services/budget-ledger';
 import { openStore } from '../storage';
 import type { UsageStore } from '../storage/store';

@@ -5,7 +5,7 @@ import type { PriceCatalog } from '../pricing/catalog';
 import { deployProviders } from '../runtime/wiring';
 import { repriceRecord } from '../pricing/reprice';
 import { planUsageQuery, type UsagePlan } from '../storage';
-import type { UsageRecord } from '../core/usage';
+import type { UsageRecord } from '../records/usage-record';
 import type { Repricing, UsageQuery, UsageStore } from '../storage/store';
 import { repricingChanges } from '../storage/reprice';
 import { errorLine, UserError } from './errors';

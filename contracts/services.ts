@@ -4,7 +4,8 @@ import type { ModelPrice } from '../pricing/model-price';
 import type { GatewayContext, Workspace } from '../core/context';
 import type { PresentedKey } from './presented-key';
 import type { ProviderInstance } from '../core/provider-contract';
-import type { PicoUsd, Usage, UsageRecord } from '../core/usage';
+import type { PicoUsd, UsageRecord } from '../records/usage-record';
+import type { Usage } from '../core/usage';
 
 /**
  * The public views of the shared services a plugin may resolve from its container (contracts/tokens.ts). They are

@@ -6,12 +6,12 @@ import type { GatewayContext } from './context';
 import type { EndpointSpec } from './endpoints';
 import { GatewayError } from './errors';
 import { uploadHeadBytes } from './media-usage';
-import type { ReceivedUpload, UploadSpool } from './upload-spool';
+import type { ReceivedUpload, UploadReceiver } from './upload';
 
 export interface BodyIntakeOptions {
   bodyLimit: number;
   /** Where large multipart uploads are received; absent: in memory. */
-  uploads?: UploadSpool;
+  uploads?: UploadReceiver;
   /** Bounds the request-body bytes held in memory across requests; absent: no bound but bodyLimit per request. */
   memoryBudget?: BodyMemoryBudget;
   /** How long a body read into memory may take to arrive; absent: no time-out of the gateway's own. */
@@ -20,7 +20,7 @@ export interface BodyIntakeOptions {
 
 /** What a request's body holds until the request is over; BodyIntake.release frees it, once. */
 export interface HeldBody {
-  /** A large multipart upload, received into the spool or streaming through (core/upload-spool.ts). */
+  /** A large multipart upload, received into the spool or streaming through (services/upload-spool.ts). */
   upload: ReceivedUpload | undefined;
   /** Bytes of the memory budget reserved for the body, and whose share they count against. */
   reserved: number;

@@ -38,7 +38,7 @@ import { registerService, TOKENS } from '../contracts/tokens';
 import { LimitsContext } from '../services/workspace-limits';
 import { RuntimeBudgetSync } from '../services/runtime-budget-sync';
 import { workerScopedPath } from './worker-slot';
-import { UploadSpool } from '../core/upload-spool';
+import { UploadSpool } from '../services/upload-spool';
 import { UpstreamPools } from '../core/upstream';
 import { RedisLimitStore } from '../services/limit-store/redis-store';
 import type { GatewayMetrics } from './observability/metrics';

@@ -4,7 +4,7 @@
  * array per column and expanded with unnest(), which also avoids pg's 65535-parameter limit.
  */
 import type { Pool, PoolClient } from 'pg';
-import type { UsageRecord } from '../core/usage';
+import type { UsageRecord } from '../records/usage-record';
 import { RECORD_COLUMNS, dedupeById, recordValues } from './codec';
 import { AlertOutbox } from './alert-outbox';
 import { RuntimeBudgetTable } from './runtime-budget-table';

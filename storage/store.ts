@@ -5,7 +5,7 @@
  * Money is bigint pico-USD everywhere (core/usage.ts); counts and token sums are plain numbers.
  * Times are epoch milliseconds; time buckets are UTC hours / UTC days.
  */
-import type { CostProvenance, PicoUsd, UsageRecord, UsageSource } from '../core/usage';
+import type { CostProvenance, PicoUsd, UsageRecord, UsageSource } from '../records/usage-record';
 import type { AlertOutbox } from './alert-outbox';
 import type { RuntimeBudgetTable } from './runtime-budget-table';
 import type { ReconciliationRuns } from './reconciliation-runs';
@@ -13,7 +13,7 @@ import type { QuarantinedRecord } from './quarantine';
 import type { ReadSource } from './read-connection';
 
 /** Group value of a record that lacks the grouped tag key, and the filter value matching such records. */
-export { UNTAGGED } from '../core/usage';
+export { UNTAGGED } from '../records/dimensions';
 /**
  * Filter value matching a record whose built-in dimension is absent (null workspace, key, model...).
  * In result rows an absent built-in value is `null`.
@@ -21,7 +21,7 @@ export { UNTAGGED } from '../core/usage';
 export const NONE = '(none)';
 
 /** The built-in dimensions and the tag keys they reserve (core/usage.ts: the record's vocabulary). */
-export { BUILTIN_DIMENSIONS, SERVED_MODEL_ALIAS, type BuiltinDimension } from '../core/usage';
+export { BUILTIN_DIMENSIONS, SERVED_MODEL_ALIAS, type BuiltinDimension } from '../records/dimensions';
 
 export type Interval = 'hour' | 'day';
 

@@ -13,7 +13,7 @@ import type { GatewayContext } from '../../core/context';
 import type { ErrorCode } from '../../core/errors';
 import type { GatewayPlugin } from '../../core/plugin-contract';
 import type { RequestCostService } from '../../contracts/services';
-import { UNTAGGED } from '../../core/usage';
+import { UNTAGGED } from '../../records/dimensions';
 import type { WriteQueueStats } from '../../storage/write-queue';
 import { BoundedLabel, OTHER } from './bounded-labels';
 import { watchBudgets, type BudgetReadings } from './budget-metrics';

@@ -7,7 +7,7 @@
 import { expect } from 'chai';
 import { Client } from 'pg';
 import { request } from 'undici';
-import type { UsageRecord } from '../../core/usage';
+import type { UsageRecord } from '../../records/usage-record';
 import { READ_POOL_APPLICATION_NAME } from '../../storage/read-connection';
 import { adminGet } from '../helpers/admin';
 import { csvRows } from '../helpers/csv';
