@@ -126,6 +126,10 @@ ${extra}`,
     const created = await adminSend(gw, 'POST', '/api/budgets', { period: 'day', usd: '0', on_exceed: 'warn' });
     expect(created.status, JSON.stringify(created.json)).to.equal(201);
     for (let i = 0; i < 3; i++) expect((await chat(gw)).status).to.equal(200);
+    // A change that does not name on_exceed keeps it.
+    const changed = await adminSend(gw, 'PATCH', `/api/budgets/${created.json.id}`, { usd: '0.000001' });
+    expect(changed.json.on_exceed).to.equal('warn');
+    expect((await chat(gw)).status).to.equal(200);
   });
 
   it('YAML budgets are read-only; bad budgets are refused with a clear message', async () => {
