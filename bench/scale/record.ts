@@ -2,7 +2,7 @@
  * One generated record in JS (the SQLite generator; bench/scale/postgres.ts writes the same in SQL): the combination
  * of its slot, its customer, and its status, tokens, cost, stream flag and timings drawn from `r`.
  */
-import type { UsageRecord } from '../../core/usage';
+import type { UsageRecord } from '../../records/usage-record';
 import { logUniform } from '../../cli/demo-traffic';
 import { COMBOS, COMBO_SLOT, COMBO_SLOTS, CUSTOMER_NAMES, CUSTOMER_SLOT, CUSTOMER_SLOTS, FAILURE_SHARE } from './mix';
 import { STAGING_SHARE } from './mix';
