@@ -7,10 +7,8 @@ import type { AlertService } from '../alerts/service';
 import { parseJsonBody, readBody } from '../core/body';
 import { GatewayError } from '../core/errors';
 import type { OutboxRow } from '../storage/alert-outbox';
-import { decodePageCursor, encodePageCursor } from './page-cursor';
+import { decodePageCursor, encodePageCursor, isPositiveId } from './page-cursor';
 import { limitFrom, queryValue } from './query-params';
-
-const isSeq = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v > 0;
 
 function alertJson(row: OutboxRow) {
   return {
@@ -32,7 +30,7 @@ export function registerAlertRoutes(router: Router, alerts: AlertService): void 
   router.get('/alerts', async (ctx) => {
     const limit = limitFrom(ctx.query);
     const cursor = queryValue(ctx.query, 'cursor');
-    const before = cursor ? decodePageCursor(cursor, isSeq) : null;
+    const before = cursor ? decodePageCursor(cursor, isPositiveId) : null;
     const rows = await alerts.history(limit + 1, before);
     const page = rows.slice(0, limit);
     ctx.body = {

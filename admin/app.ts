@@ -8,6 +8,7 @@ import { registerKeyRoutes } from './key-routes';
 import { budgetListPage } from './budget-list';
 import { registerAlertRoutes } from './alert-routes';
 import { registerBudgetRoutes } from './budget-routes';
+import { registerReconciliationRoutes } from './reconciliation-routes';
 import type { RuntimeBudgetTable } from '../storage/runtime-budget-table';
 import type { AlertService } from '../alerts/service';
 import type { SpendFreezes } from '../services/spend-freezes';
@@ -149,6 +150,7 @@ export function createAdminApp({
   if (freezes) registerFreezeRoutes(router, freezes);
   if (runtimeBudgets) registerBudgetRoutes(router, { store, workspaces, ...runtimeBudgets });
 
+  registerReconciliationRoutes(router, reads);
   registerDashboardRoutes(router, { reads, workspaces, proxyUrl });
   app.use(router.routes());
   if (metrics && !metrics.open) app.use(metricsRoutes(metrics, logger).routes());

@@ -13,8 +13,9 @@ import { truncate } from '../core/truncate';
 import type { RuntimeBudgetRow, RuntimeBudgetTable } from '../storage/runtime-budget-table';
 import type { UsageStore } from '../storage/store';
 
-/** What a user writes: the YAML budget's fields, with on_exceed (warn or block) standing for action. */
-const ON_EXCEED = { warn: 'alert', block: 'block' } as const;
+/** What a user writes: the YAML budget's fields, with on_exceed (warn, block or clamp) standing for action. */
+const ON_EXCEED = { warn: 'alert', block: 'block', clamp: 'clamp' } as const;
+const ON_EXCEED_OF = { alert: 'warn', block: 'block', clamp: 'clamp' } as const;
 const MAX_BODY = 64 * 1024;
 
 export interface BudgetRouteDeps {
@@ -33,7 +34,7 @@ export function runtimeBudgetJson(row: RuntimeBudgetRow) {
     workspace: row.workspace,
     source: 'runtime',
     ...rest,
-    on_exceed: action === 'alert' ? 'warn' : 'block',
+    on_exceed: ON_EXCEED_OF[(action as keyof typeof ON_EXCEED_OF | undefined) ?? 'block'],
     created_at: new Date(row.createdAt).toISOString(),
     updated_at: new Date(row.updatedAt).toISOString(),
   };
@@ -67,8 +68,8 @@ export function registerBudgetRoutes(router: Router, deps: BudgetRouteDeps): voi
       throw new GatewayError('invalid_budget', 'A budget cannot move to another workspace: create a new one.', {
         param: 'workspace',
       });
-    const { on_exceed: _, ...before } = runtimeBudgetJson(current);
-    const merged = { ...before, ...input };
+    // What the PATCH leaves out stays as it was, on_exceed included.
+    const merged = { ...runtimeBudgetJson(current), ...input };
     const budget = await validBudget(deps, current.workspace, merged);
     const row = await table.update(current.id, budget, Date.now());
     if (!row) throw notFound(current.id);
@@ -121,7 +122,7 @@ function workspaceOf(workspaces: readonly WorkspaceEntry[], value: unknown): str
 async function validBudget(deps: BudgetRouteDeps, workspace: string, input: Record<string, unknown>): Promise<string> {
   const { workspace: _w, id: _i, source: _s, created_at: _c, updated_at: _u, on_exceed, ...fields } = input;
   if (on_exceed !== undefined && !(typeof on_exceed === 'string' && on_exceed in ON_EXCEED))
-    throw new GatewayError('invalid_budget', 'on_exceed must be warn or block', { param: 'on_exceed' });
+    throw new GatewayError('invalid_budget', 'on_exceed must be warn, block or clamp', { param: 'on_exceed' });
   const parsed = runtimeBudgetSchema.safeParse({
     ...fields,
     ...(on_exceed === undefined ? {} : { action: ON_EXCEED[on_exceed as keyof typeof ON_EXCEED] }),

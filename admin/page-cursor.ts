@@ -20,3 +20,6 @@ export function decodePageCursor<T>(cursor: string, valid: (v: unknown) => v is 
     throw new GatewayError('invalid_body', 'cursor is not a next_cursor of this list', { param: 'cursor' });
   return value;
 }
+
+/** A row id or sequence number as a cursor holds it. */
+export const isPositiveId = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v > 0;

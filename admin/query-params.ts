@@ -110,19 +110,19 @@ export function checkBuckets(filter: UsageFilter, interval: Interval): number {
 }
 
 /** The first group of the page: offset=<n> (default 0), the next_offset of the previous page. */
-export function offsetFrom(q: ParsedUrlQuery): number {
-  const raw = one(q, 'offset');
+export function offsetFrom(q: ParsedUrlQuery, name = 'offset'): number {
+  const raw = one(q, name);
   if (raw === undefined || raw === '') return 0;
   const n = Number(raw);
-  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(n)) throw bad('offset', 'offset must be a non-negative integer');
+  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(n)) throw bad(name, `${name} must be a non-negative integer`);
   return n;
 }
 
-export function limitFrom(q: ParsedUrlQuery): number {
-  const raw = one(q, 'limit');
+export function limitFrom(q: ParsedUrlQuery, name = 'limit'): number {
+  const raw = one(q, name);
   const n = raw === undefined ? LIMIT_DEFAULT : Number(raw);
   if (!Number.isInteger(n) || n < 1 || n > LIMIT_MAX)
-    throw bad('limit', `limit must be an integer from 1 to ${LIMIT_MAX}`);
+    throw bad(name, `${name} must be an integer from 1 to ${LIMIT_MAX}`);
   return n;
 }
 
@@ -137,9 +137,10 @@ export function usageParamsFrom(q: ParsedUrlQuery, { allowAll = false } = {}): U
   // limit=all (the CSV export): every group, however many; the reader thread's heap bounds what one answer holds.
   const limit = allowAll && one(q, 'limit') === 'all' ? Infinity : limitFrom(q);
   const offset = offsetFrom(q);
+  const search = searchFrom(q);
   if (interval) {
     const buckets = checkBuckets(filter, interval);
-    if (limit === Infinity) return { filter, groupBy, interval, limit, offset };
+    if (limit === Infinity) return { filter, groupBy, interval, limit, offset, search };
     const groups = groupBy.length ? limit : 1;
     if (groups * buckets > INTERVAL_ROWS_MAX) {
       throw new GatewayError(
@@ -149,7 +150,17 @@ export function usageParamsFrom(q: ParsedUrlQuery, { allowAll = false } = {}): U
       );
     }
   }
-  return { filter, groupBy, interval, limit, offset };
+  return { filter, groupBy, interval, limit, offset, search };
+}
+
+/** Longest search=<text> one grouping takes. */
+export const SEARCH_MAX = 200;
+
+/** search=<text>: the groups whose values hold it (case-insensitive); '' for every group. */
+function searchFrom(q: ParsedUrlQuery): string {
+  const raw = (one(q, 'search') ?? '').trim();
+  if (raw.length > SEARCH_MAX) throw bad('search', `search takes at most ${SEARCH_MAX} characters`);
+  return raw;
 }
 
 /** The next_cursor of a previous page of GET /api/requests, or null for the first page. */

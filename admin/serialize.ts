@@ -1,4 +1,4 @@
-import type { UsageRecord } from '../core/usage';
+import type { UsageRecord } from '../records/usage-record';
 import { formatUsd } from '../pricing/money';
 import { costStatus, knownCost } from '../storage/counters';
 import { uncountedRanges } from '../storage/query/coverage';

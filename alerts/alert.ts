@@ -13,7 +13,7 @@ export interface AlertBudget {
   period_end: string;
   limit_usd: string;
   /** block: requests that do not fit are refused; alert: a soft budget that only alerts. */
-  action: 'block' | 'alert';
+  action: 'block' | 'alert' | 'clamp';
 }
 
 export interface AlertForecast {

@@ -8,7 +8,7 @@
 import type { Logger } from 'pino';
 import type { AnomalyRule } from '../config/anomalies';
 import type { UsageStoreService } from '../contracts/services';
-import { UNTAGGED } from '../core/usage';
+import { UNTAGGED } from '../records/dimensions';
 import { formatUsd } from '../pricing/money';
 import { floorHour, HOUR_MS } from '../storage/rollup';
 import { keyScope, tagScope, WORKSPACE_SCOPE, type SpendFreezes } from '../services/spend-freezes';

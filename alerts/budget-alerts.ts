@@ -40,9 +40,10 @@ function named(b: BudgetStatus): string {
 }
 
 function consequence(b: BudgetStatus): string {
-  return b.action === 'alert'
-    ? 'It is a soft budget: requests are not refused.'
-    : 'Requests that do not fit are refused with 429 budget_exceeded.';
+  if (b.action === 'alert') return 'It is a soft budget: requests are not refused.';
+  if (b.action === 'clamp')
+    return 'Requests that do not fit have their output-token limit lowered to what is left, or are refused with 429 budget_exceeded.';
+  return 'Requests that do not fit are refused with 429 budget_exceeded.';
 }
 
 /** The thresholds this budget's spend has reached, lowest first, each as an alert. */

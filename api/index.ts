@@ -15,6 +15,8 @@ export type { EndpointSpec } from '../core/endpoints';
 export { MAX_MODEL_LENGTH } from '../core/body';
 export { truncate, TRUNCATION_MARKER } from '../core/truncate';
 export { BoundedCache } from '../plugin-kit/bounded-cache';
+export { codePointCompare } from '../plugin-kit/code-point-order';
+export { budgetReadsOf, tagSpendPage } from '../plugin-kit/tag-spend-page';
 export { addressKey, FailedKeyTracker, type LockoutOptions } from '../plugin-kit/lockout';
 
 // Provider modules
@@ -39,29 +41,37 @@ export { perplexityUsageParser } from '../providers/perplexity/usage';
 // The usage vocabulary shared by both
 export {
   MEDIA_UNIT_FIELDS,
-  PROVIDER_REPORTED,
-  RESERVED_TAG_KEYS,
-  UNTAGGED,
-  type CostProvenance,
+  type BatchJobAnswer,
+  type BatchResultLine,
+  type BatchWire,
   type EndpointKey,
-  type PicoUsd,
   type SseEvent,
   type StreamUsageAccumulator,
   type Usage,
   type UsageParser,
+} from '../core/usage';
+export {
+  PROVIDER_REPORTED,
+  type CostProvenance,
+  type PicoUsd,
   type UsageRecord,
   type UsageSource,
-} from '../core/usage';
+} from '../records/usage-record';
+export { RESERVED_TAG_KEYS, UNTAGGED } from '../records/dimensions';
 export { OUTPUT_TOKEN_FIELDS, outputLimitField, requestedOutputTokens, tokenCount } from '../plugin-kit/output-tokens';
 export { withJsonField } from '../plugin-kit/body-field';
-export { countCodePoints, requestedImages, typicalSeconds } from '../core/media-usage';
+export { countCodePoints, requestedImages, typicalSeconds } from '../providers/wire/media-request';
 export { streamIncomplete } from '../core/usage-settle';
 export { formatUsd, parseUsd } from '../pricing/money';
 
 // Dependency injection: tokens and the public views of the services behind them
 export { registerService, resolveService, TOKENS, type ServiceOf, type Token } from '../contracts/tokens';
 export type {
+  BatchJob,
+  BatchJobsService,
+  BudgetCursor,
   BudgetLedgerService,
+  BudgetReads,
   BudgetSource,
   BudgetStatus,
   KeyGrant,
@@ -74,6 +84,7 @@ export type {
   RecordQueueOptions,
   RecordQueuesService,
   RequestCostService,
+  TagSpendQuery,
   UsageStoreService,
 } from '../contracts/services';
 export type { Clock } from '../contracts/clock';
@@ -81,6 +92,7 @@ export type {
   Bucket,
   BucketState,
   BudgetCheck,
+  BudgetReservation,
   BudgetState,
   LeaseRenewer,
   LimitScope,

@@ -35,7 +35,7 @@ import { request } from 'undici';
 import { createAdminApp } from '../admin/app';
 import { AdminReads } from '../admin/reads/admin-reads';
 import { createLogger } from '../runtime/logger';
-import type { UsageRecord } from '../core/usage';
+import type { UsageRecord } from '../records/usage-record';
 import { BudgetLedger } from '../services/budget-ledger';
 import { openStore } from '../storage';
 import type { UsageStore } from '../storage/store';
@@ -249,7 +249,7 @@ interface Timing {
   rows?: number;
 }
 
-async function serve(store: UsageStore): Promise<{ url: string; server: Server; reads: AdminReads }> {
+export async function serve(store: UsageStore): Promise<{ url: string; server: Server; reads: AdminReads }> {
   const reads = AdminReads.open(store.readSource(), { timeoutMs: 60_000 });
   const app = createAdminApp({
     store,
@@ -266,7 +266,7 @@ async function serve(store: UsageStore): Promise<{ url: string; server: Server; 
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server, reads };
 }
 
-async function get(base: string, path: string): Promise<{ ms: number; rows?: number }> {
+export async function get(base: string, path: string): Promise<{ ms: number; rows?: number }> {
   const t = performance.now();
   const res = await request(`${base}${path}`, { headers: { authorization: `Bearer ${TOKEN}` } });
   const text = await res.body.text();

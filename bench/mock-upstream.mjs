@@ -20,6 +20,7 @@
 //   MOCK_LOG=1              log every request line + headers to stderr (debug only)
 // A model name ending in -slow<N> (e.g. "gpt-4o-mini-slow20") streams with N ms between chunks for that request
 // only, so one mock serves both the fast and the slow-provider scenarios (every gateway forwards the body as is).
+// A model name ending in -wait<N> (e.g. "gpt-4o-mini-wait20") answers after N ms, like MOCK_DELAY_MS for that request.
 import http from 'node:http';
 
 const PORT = Number(process.env.MOCK_PORT ?? process.env.PORT ?? 18080);
@@ -242,8 +243,13 @@ function sendSse(res, events, extra, delayMs = CHUNK_DELAY_MS) {
   tick();
 }
 
-function later(fn) {
-  if (DELAY_MS > 0) setTimeout(fn, DELAY_MS);
+function waitOf(model) {
+  const m = /-wait(\d+)$/.exec(model);
+  return m ? Number(m[1]) : DELAY_MS;
+}
+
+function later(fn, delayMs = DELAY_MS) {
+  if (delayMs > 0) setTimeout(fn, delayMs);
   else fn();
 }
 
@@ -254,8 +260,9 @@ function handle(req, res, body) {
     count('chat', req);
     const model = modelOf(body, OPENAI_DEFAULT_MODEL);
     const hdrs = { 'x-request-id': `req_${nextId()}`, 'openai-processing-ms': String(DELAY_MS) };
-    if (isStream(body)) return later(() => sendSse(res, openaiStreamEvents(model), hdrs, chunkDelayOf(model)));
-    return later(() => sendJson(res, 200, openaiCompletion(model), hdrs));
+    const wait = waitOf(model);
+    if (isStream(body)) return later(() => sendSse(res, openaiStreamEvents(model), hdrs, chunkDelayOf(model)), wait);
+    return later(() => sendJson(res, 200, openaiCompletion(model), hdrs), wait);
   }
   if (req.method === 'POST' && url === '/v1/messages') {
     count('messages', req);

@@ -26,7 +26,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Client } from 'pg';
 import { request } from 'undici';
-import type { UsageRecord } from '../core/usage';
+import type { UsageRecord } from '../records/usage-record';
 import { RETENTION_DEFAULTS } from '../config/schema';
 import { openStore } from '../storage';
 import { monthStart } from '../storage/postgres-partitions';

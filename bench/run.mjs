@@ -10,15 +10,16 @@
 //                   always on; no limits, budget, recording or metrics
 //   tollgate-norec  the same without the usage recorder (only in chat_c32: the recorder's cost)
 //   tollgate-nometrics  the same with metrics.enabled: false (only in chat_c32: the Prometheus metrics' cost)
-//   tollgate-traced the same with OpenTelemetry tracing on, every request sampled, spans sent over OTLP/HTTP to the
-//                   mock (only in chat_c32: the cost of tracing)
+//   tollgate-traced the same with OpenTelemetry tracing on, one request in ten sampled, spans sent over OTLP/HTTP to
+//                   the mock (only in chat_c32: the cost of tracing)
 //   tollgate-redis  the same with its limits in Redis (only in chat_c32, when a Redis answers on 127.0.0.1:6379)
 //   tollgate-x<N>   the same with server.workers = N and, when Redis answers, limits shared through it (chat_c32:
 //                   multi-core scaling, compared with tollgate-redis, else with tollgate)
 //   portkey         @portkey-ai/gateway 1.15.2, when it is installed or can be installed into bench/peers/portkey
 //
 // Scenarios: chat_c1, chat_c32 (non-streamed chat), stream_c8 (SSE, 20 content chunks), slow_stream_c8
-// (20 ms between chunks), upload_c1 (20 MiB multipart transcription upload, its model field first: streamed
+// (20 ms between chunks), sustained_20ms (a 20 ms provider at growing connection counts: the highest rate with p99
+// under 1 s and under 0.1% errors), upload_c1 (20 MiB multipart transcription upload, its model field first: streamed
 // through), upload_spooled_c1 (the same with its file first: received whole, then sent), soak (60 s of mixed load on
 // tollgate, for memory), admin_contention (chat at 2 connections while the heaviest dashboard query loops on a
 // seeded store: bench/admin-contention.mjs). Everything binds and connects to 127.0.0.1 only, every step is bounded
@@ -51,6 +52,7 @@ import { randomBytes } from 'node:crypto';
 import { groupStat, machineCpu } from './lib/proc.mjs';
 import { medianInterval, renderReport } from './lib/report.mjs';
 import { adminContention } from './admin-contention.mjs';
+import { sustainedRates, waitBody } from './lib/sustained.mjs';
 import { applySettings, describeVariant, pairUp, parseVariant, renderAB, summariseAB } from './lib/ab.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -87,6 +89,7 @@ const ALL_SCENARIOS = [
   'chat_c32',
   'stream_c8',
   'slow_stream_c8',
+  'sustained_20ms',
   'soak',
   'upload_c1',
   'upload_spooled_c1',
@@ -121,6 +124,8 @@ let TARGETS = value('--targets', ADMIN_ONLY ? '' : ALL_TARGETS.join(','))
   .filter(Boolean);
 if (flag('--no-portkey')) TARGETS = TARGETS.filter((t) => t !== 'portkey');
 const UPLOAD_BYTES = 20 * 1024 * 1024;
+/** The traced target's sampler ratio. */
+const TRACE_RATIO = 0.1;
 const SLOW_CHUNK_MS = 20;
 
 const GATEWAY_KEY = 'tg_bench_' + randomBytes(16).toString('hex');
@@ -330,7 +335,7 @@ const mock = {};
 const TRACE_GC = process.env.BENCH_TRACE_GC ? ['--trace-gc'] : [];
 
 /**
- * Starts a Tollgate target as `npm start` does (no Node flags); `nodeFlags`, `settings` (config values) and `root`
+ * Starts a Tollgate target as `npm start` does (no Node flags); `nodeFlags`, `node` (another Node binary), `settings` (config values) and `root`
  * (another build) make an A/B variant.
  */
 /** `admin`: { port, token } turns the admin API on (admin_contention). */
@@ -346,6 +351,7 @@ async function startTollgate(
     redisUrl,
     admin,
     nodeFlags = [],
+    node = process.execPath,
     settings = [],
     root = ROOT,
   } = {},
@@ -363,7 +369,7 @@ async function startTollgate(
   writeFileSync(config, yaml);
   const g = startGroup(
     name,
-    process.execPath,
+    node,
     [...nodeFlags, ...TRACE_GC, join(root, 'dist', 'cli', 'index.js'), 'start', '--config', config],
     {
       BENCH_PORT: String(port),
@@ -372,9 +378,15 @@ async function startTollgate(
       MOCK_URL: mock.url,
       GATEWAY_KEY,
       TOLLGATE_ADMIN_TOKEN: '',
-      // Tracing only where asked for, whatever OTEL_* variables this shell has: every request sampled, to the mock.
+      // Tracing only where asked for, whatever OTEL_* variables this shell has: one request in ten sampled (what a
+      // production deployment runs), spans sent to the mock.
       ...(traced
-        ? { OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_ENDPOINT: mock.url, OTEL_TRACES_SAMPLER: 'always_on' }
+        ? {
+            OTEL_TRACES_EXPORTER: 'otlp',
+            OTEL_EXPORTER_OTLP_ENDPOINT: mock.url,
+            OTEL_TRACES_SAMPLER: 'traceidratio',
+            OTEL_TRACES_SAMPLER_ARG: String(TRACE_RATIO),
+          }
         : { OTEL_TRACES_EXPORTER: 'none' }),
     },
   );
@@ -555,6 +567,12 @@ function scenarioDefs() {
       targets: core,
     },
     slow_stream_c8: { path: '/chat/completions', body: slowBody(), mode: 'stream', c: 8, targets: core },
+    sustained_20ms: {
+      path: '/chat/completions',
+      body: waitBody(BODY_DIR, tmp),
+      mode: 'plain',
+      targets: ['direct', 'bare', 'bare-dispatch', 'tollgate', 'tollgate-plain', 'portkey'],
+    },
     upload_c1: SCENARIOS.includes('upload_c1') && uploadScenario(uploadBody('model first'), core),
     upload_spooled_c1: SCENARIOS.includes('upload_spooled_c1') && uploadScenario(uploadBody('file first'), core),
   };
@@ -882,9 +900,16 @@ async function main() {
   const runs = [];
   const memory = { idle_rss_mb: idle };
   let contention;
+  let sustained;
   for (const name of SCENARIOS) {
     if (name === 'soak') {
       memory.soak = await soak(runs);
+      continue;
+    }
+    if (name === 'sustained_20ms') {
+      const sc = defs[name];
+      const targetNames = sc.targets.filter((t) => targets[t]);
+      sustained = await sustainedRates({ sc, targetNames, quick: QUICK, runLoad, waitQuiet, preflight, log, runs });
       continue;
     }
     if (name === 'admin_contention') {
@@ -959,6 +984,7 @@ async function main() {
     runs,
     memory,
     admin_contention: contention,
+    sustained,
     elapsed_s: Math.round((Date.now() - started) / 1000),
   };
   mkdirSync(OUT_DIR, { recursive: true });

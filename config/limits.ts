@@ -49,13 +49,22 @@ const budget = z
       .union([share, z.array(share).min(1)])
       .transform((v) => [...new Set(Array.isArray(v) ? v : [v])].sort((a, b) => a - b))
       .default([0.5, 0.8, 1]),
-    /** block: a request that does not fit is refused (429); alert: a soft budget that never refuses, only alerts. */
-    action: z.enum(['block', 'alert']).default('block'),
+    /**
+     * block: a request that does not fit is refused (429); alert: a soft budget that never refuses, only alerts;
+     * clamp: a request that does not fit has its output-token limit lowered to what the budget has left, when that
+     * covers its input and min_output_tokens (refused otherwise).
+     */
+    action: z.enum(['block', 'alert', 'clamp']).default('block'),
+    /** With action clamp: the fewest output tokens a clamped request may be left with (default 256). */
+    min_output_tokens: positiveInt.optional(),
   })
   .refine((b) => [b.tag, b.per_tag, b.key, b.per_key].filter(Boolean).length <= 1, {
     message: 'give at most one of tag, per_tag, key and per_key',
   })
-  .refine((b) => !b.overrides || b.per_tag || b.per_key, { message: 'overrides need per_tag or per_key' });
+  .refine((b) => !b.overrides || b.per_tag || b.per_key, { message: 'overrides need per_tag or per_key' })
+  .refine((b) => b.min_output_tokens === undefined || b.action === 'clamp', {
+    message: 'min_output_tokens needs action: clamp',
+  });
 
 /** A budget as the admin API takes it (POST /api/budgets): the same fields, on a workspace. */
 export const runtimeBudgetSchema = budget;

@@ -197,7 +197,7 @@ export const gatewayConfigSchema = z
         heap_growth_percent: fromText(z.number().int().min(0).max(1000)).default(35),
         /**
          * Multipart uploads of this size or more (or sent without a length) are received into a temporary file, not
-         * memory (core/upload-spool.ts); false = always in memory.
+         * memory (services/upload-spool.ts); false = always in memory.
          */
         upload_spool_from: z.union([z.literal(false), byteSize]).default(1024 * 1024),
         /** Where spooled uploads are written (default: the OS temp dir). Files are unlinked at once and never outlive their request. */

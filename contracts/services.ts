@@ -4,7 +4,8 @@ import type { ModelPrice } from '../pricing/model-price';
 import type { GatewayContext, Workspace } from '../core/context';
 import type { PresentedKey } from './presented-key';
 import type { ProviderInstance } from '../core/provider-contract';
-import type { PicoUsd, Usage, UsageRecord } from '../core/usage';
+import type { PicoUsd, UsageRecord } from '../records/usage-record';
+import type { EndpointKey, Usage } from '../core/usage';
 
 /**
  * The public views of the shared services a plugin may resolve from its container (contracts/tokens.ts). They are
@@ -37,6 +38,8 @@ export interface RequestCostService {
    * the request's provider. Not kept.
    */
   price(ctx: GatewayContext, usage: Usage, as?: { provider: string; model: string }): PricedUsage;
+  /** What an answer that did not come as a request of its own (a line of a batch's results) costs. */
+  priceAnswer(provider: string, model: string, endpoint: EndpointKey, usage: Usage | undefined): PricedUsage;
   /** The prices it computes with. */
   readonly prices: PriceLookup;
 }
@@ -52,6 +55,29 @@ export interface UsageStoreService {
   }): Promise<{ group: Record<string, string | null>; costPico: PicoUsd }[]>;
   /** Stores records (an id already stored is skipped, so a retried batch is safe). */
   insertBatch(records: readonly UsageRecord[]): Promise<{ inserted: number; duplicates: number }>;
+  /** The batches created through the gateway, where the store keeps them. */
+  batchJobs?(): BatchJobsService;
+}
+
+/** A batch created through the gateway: who created it, with which tags, when; OpenAI's output file once named. */
+export interface BatchJob {
+  provider: string;
+  batchId: string;
+  workspaceId: string | null;
+  keyId: string | null;
+  tags: Record<string, string>;
+  createdAt: number;
+  outputFileId?: string | null;
+}
+
+/** Where batch creations are kept until their results pass through (storage/batch-jobs.ts). */
+export interface BatchJobsService {
+  /** Keeps a batch; a second answer naming the same batch changes nothing. */
+  save(job: BatchJob): Promise<void>;
+  /** Notes the output file a kept batch's retrieval named (OpenAI fetches results by file id). */
+  setOutputFile(provider: string, batchId: string, fileId: string): Promise<void>;
+  /** The kept batch whose results have this id: the batch's own (Anthropic) or its output file's (OpenAI). */
+  findByResults(provider: string, id: string): Promise<BatchJob | undefined>;
 }
 
 /** How a usage-record queue writes (TOKENS.RecordQueues). */
@@ -124,10 +150,42 @@ export interface BudgetStatus {
   filters: Readonly<Record<string, string>>;
 }
 
+/** One page of a tag's spend this period (TagSpend): values after `after` in code-point order. */
+export interface TagSpendQuery {
+  from: number;
+  to: number;
+  workspace: string;
+  tag: string;
+  after?: string;
+  limit: number;
+}
+
+/** Where the budgets' recorded spend is read: the admin API's reader thread, or the usage store itself. */
+export interface BudgetReads {
+  queryUsage: UsageStoreService['queryUsage'];
+  /** [value, spend] of a tag's values in [from, to), a page in code-point order (plugin-kit/tag-spend-page.ts). */
+  tagSpend(q: TagSpendQuery): Promise<[string, bigint][]>;
+}
+
+/** Where a page of budgets ends: the budget (workspace and id) and, for a per-tag budget, the last value listed. */
+export interface BudgetCursor {
+  workspace: string;
+  id: string;
+  value: string | null;
+}
+
 /** Whatever can list the budgets: the budget plugin, reading the limit store (Redis when configured). */
 export interface BudgetSource {
-  /** `usage`: where the spend recorded this period is read (the admin API's reader thread); the usage store by default. */
-  statuses(now: number, usage?: Pick<UsageStoreService, 'queryUsage'>): Promise<BudgetStatus[]>;
+  /**
+   * The budgets after `after`, at most `limit`, by workspace, budget id and tag value, and the cursor of the next
+   * page (null after the last). The work is the page's: per-tag values are paged in the reads and the limit store.
+   */
+  page(
+    now: number,
+    reads: BudgetReads | undefined,
+    after: BudgetCursor | undefined,
+    limit: number,
+  ): Promise<{ statuses: BudgetStatus[]; next: BudgetCursor | null }>;
 }
 
 /** TOKENS.BudgetLedger: where the admin API reads budgets from; the budget plugin attaches itself to it. */

@@ -3,15 +3,14 @@ import { modelField, multipartForm, parseJsonBody, readBody } from './body';
 import { bodyHeld, JSON_BODY_COPIES, type BodyMemoryBudget, type BodyOwner, type BufferedBound } from './body-memory';
 import type { BodyPace } from './body-pace';
 import type { GatewayContext } from './context';
-import type { EndpointSpec } from './endpoints';
+import { uploadHeadBytes, type EndpointSpec } from './endpoints';
 import { GatewayError } from './errors';
-import { uploadHeadBytes } from './media-usage';
-import type { ReceivedUpload, UploadSpool } from './upload-spool';
+import type { ReceivedUpload, UploadReceiver } from './upload';
 
 export interface BodyIntakeOptions {
   bodyLimit: number;
   /** Where large multipart uploads are received; absent: in memory. */
-  uploads?: UploadSpool;
+  uploads?: UploadReceiver;
   /** Bounds the request-body bytes held in memory across requests; absent: no bound but bodyLimit per request. */
   memoryBudget?: BodyMemoryBudget;
   /** How long a body read into memory may take to arrive; absent: no time-out of the gateway's own. */
@@ -20,7 +19,7 @@ export interface BodyIntakeOptions {
 
 /** What a request's body holds until the request is over; BodyIntake.release frees it, once. */
 export interface HeldBody {
-  /** A large multipart upload, received into the spool or streaming through (core/upload-spool.ts). */
+  /** A large multipart upload, received into the spool or streaming through (services/upload-spool.ts). */
   upload: ReceivedUpload | undefined;
   /** Bytes of the memory budget reserved for the body, and whose share they count against. */
   reserved: number;
@@ -55,7 +54,7 @@ export class BodyIntake {
     const { bodyLimit, uploads } = this.options;
     const contentType = req.headers['content-type'] ?? '';
     const multipart = contentType.startsWith('multipart/form-data');
-    // Audio uploads keep their file's first bytes, where the duration is read from (core/media-usage.ts).
+    // Audio uploads keep their file's first bytes, where the duration is read from (providers/wire/media-request.ts).
     const headBytes = uploadHeadBytes(endpoint.key);
     if (multipart && uploads?.wants(req)) {
       const upload = (hold.upload = await uploads.receive(req, bodyLimit, contentType, headBytes));

@@ -7,7 +7,7 @@ import { truncate } from './truncate';
 /** Bodies from this size on, with a declared length, are copied into one buffer as they arrive. */
 const PREALLOCATE_FROM = 256 * 1024;
 
-/** What receiveBody hands a body's chunks to: memory (readBody) or a temporary file (core/upload-spool.ts). */
+/** What receiveBody hands a body's chunks to: memory (readBody) or a temporary file (services/upload-spool.ts). */
 export interface BodySink<T> {
   /** Takes a chunk; false pauses the request until the sink calls control.resume(). */
   write(chunk: Buffer): boolean;

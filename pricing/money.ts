@@ -10,7 +10,7 @@
  * Rounding rule: only ExactSum.toPico(), parseUsd() and formatUsd(x, decimals) round, each once, at the
  * very end, half away from zero, to the unit they return. Nothing rounds intermediate values.
  */
-import type { PicoUsd } from '../core/usage';
+import type { PicoUsd } from '../records/usage-record';
 import { formatDecimal, normalize, parseDecimal, pow10, type Scaled } from './decimal';
 
 /** An exact non-negative rate: num / 10^scale pico-USD per unit (per token, per request or per query). */

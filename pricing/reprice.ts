@@ -1,12 +1,13 @@
 import { endpointByKey } from '../core/endpoints';
-import { PROVIDER_REPORTED, type Usage, type UsageRecord, type UsageSource } from '../core/usage';
+import { PROVIDER_REPORTED, type UsageRecord, type UsageSource } from '../records/usage-record';
+import type { Usage } from '../core/usage';
 import type { Repricing } from '../storage/store';
 import type { PriceCatalog } from './catalog';
 import { priceUsage } from './cost';
 import { providerCostStep } from './cost-rounding';
 import { formatUsd } from './money';
 
-export { PROVIDER_REPORTED } from '../core/usage';
+export { PROVIDER_REPORTED } from '../records/usage-record';
 
 const TOKEN_COLUMNS = [
   'inputTokens',

@@ -3,7 +3,7 @@
  * key where the provider groups by it), with the tokens it counted and what it charged, in pico-USD. Every reader
  * (OpenAI, Anthropic, a console CSV) produces this one shape, so matching never sees a provider's own units.
  */
-import type { PicoUsd } from '../core/usage';
+import type { PicoUsd } from '../records/usage-record';
 
 export interface BillTokens {
   input: number;

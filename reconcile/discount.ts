@@ -4,7 +4,7 @@
  * models' ratios lie within 1% of their median; a model off that line keeps its own status (a stale price). At
  * least two models must agree, so one mispriced model is never taken for a discount.
  */
-import type { PicoUsd } from '../core/usage';
+import type { PicoUsd } from '../records/usage-record';
 import { ratioPpm, within } from './ratio';
 
 export interface DiscountSample {

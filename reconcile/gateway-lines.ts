@@ -3,7 +3,7 @@
  * workspace, where the reconcile config maps a provider's project or workspace to one), read with the same query
  * the usage reports use (the daily rollups, not the records).
  */
-import type { PicoUsd } from '../core/usage';
+import type { PicoUsd } from '../records/usage-record';
 import type { UsageGroupRow, UsageQuery } from '../storage/store';
 import { utcDay, type BillTokens, type ReaderRange } from './bill';
 

@@ -3,7 +3,7 @@
  * Anthropic's cost report gives cents as decimal strings: reading one as the other is a 100x slip, so no reader
  * converts an amount itself.
  */
-import type { PicoUsd } from '../core/usage';
+import type { PicoUsd } from '../records/usage-record';
 import { decimalFromNumber, shiftDecimal } from '../pricing/decimal';
 import { parseUsd } from '../pricing/money';
 

@@ -20,7 +20,7 @@ import { openStore, parseStorageUrl } from '../storage';
 import { StoreMaintenance } from '../storage/maintenance';
 import type { UsageStore } from '../storage/store';
 import { ModelCatalog } from '../core/catalog';
-import { endpointAt } from '../core/endpoints';
+import { endpointFor, methodsAt } from '../core/endpoints';
 import { GatewayError } from '../core/errors';
 import { observeBodyMemory } from '../core/body-memory';
 import { BufferedBodyCap } from './buffered-body-cap';
@@ -42,7 +42,8 @@ import { RuntimeBudgetSync } from '../services/runtime-budget-sync';
 import { SpendFreezes } from '../services/spend-freezes';
 import { spendGuard } from './spend-guard';
 import { workerScopedPath } from './worker-slot';
-import { UploadSpool } from '../core/upload-spool';
+import { UploadSpool } from '../services/upload-spool';
+import { settleMediaUsage } from '../providers/wire/media-request';
 import { UpstreamPools } from '../core/upstream';
 import { RedisLimitStore } from '../services/limit-store/redis-store';
 import type { GatewayMetrics } from './observability/metrics';
@@ -205,6 +206,7 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
     memoryBudget: bufferedBodies,
     logger,
     isGatewaySecret,
+    settleRequestUsage: settleMediaUsage,
   });
   metrics?.flow.watchInFlight(() => proxy.inflight);
 
@@ -230,8 +232,8 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
   const koa = new Koa();
   koa.silent = true; // errors are logged by the proxy with their request id
   koa.use(function dispatchToProxy(ctx, next) {
-    const endpoint = endpointAt(ctx.path);
-    if (endpoint === undefined || endpoint.method !== ctx.method) return next();
+    const endpoint = endpointFor(ctx.method, ctx.path);
+    if (endpoint === undefined) return next();
     ctx.respond = false;
     return proxy.handle(ctx.req, ctx.res, endpoint);
   });
@@ -308,10 +310,10 @@ export function storageUrlFrom(url: string, configDir: string): string {
  */
 function refuseUnknownRoutes(logger: Logger): Koa.Middleware {
   return function refuseUnknownRoute(ctx) {
-    const endpoint = endpointAt(ctx.path);
-    const error = endpoint
-      ? new GatewayError('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; use ${endpoint.method}.`, {
-          headers: { allow: endpoint.method },
+    const methods = methodsAt(ctx.path).join(', ');
+    const error = methods
+      ? new GatewayError('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; use ${methods}.`, {
+          headers: { allow: methods },
         })
       : new GatewayError(
           'route_not_found',

@@ -2,7 +2,8 @@
  * Record <-> row mapping shared by both dialects, and decoding of the integer types the drivers
  * return (better-sqlite3 with safeIntegers: bigint; pg: int8/numeric as string).
  */
-import type { CostProvenance, EndpointKey, UsageRecord, UsageSource } from '../core/usage';
+import type { CostProvenance, UsageRecord, UsageSource } from '../records/usage-record';
+import type { EndpointKey } from '../core/usage';
 
 /** A value ready to bind: booleans are adapted by the dialect (SQLite has none). */
 export type SqlValue = string | number | bigint | boolean | null;

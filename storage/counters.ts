@@ -3,7 +3,7 @@
  * the rollups) and the SQL expression computing the same value from a raw row (used by the raw
  * query path) sit side by side so the two paths cannot drift apart.
  */
-import type { UsageRecord } from '../core/usage';
+import type { UsageRecord } from '../records/usage-record';
 import type { UsageTotals } from './store';
 
 type CountField = Exclude<keyof UsageTotals, 'costPico'>;

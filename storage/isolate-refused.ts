@@ -2,7 +2,7 @@
  * Finds the records a store refused a batch for (storage/store-errors.ts: a constraint, an invalid value...), so
  * that the write queue can quarantine them alone (storage/quarantine.ts) and write every other record.
  */
-import type { UsageRecord } from '../core/usage';
+import type { UsageRecord } from '../records/usage-record';
 import { isContentError } from './store-errors';
 
 /** What splitting a refused batch found. */

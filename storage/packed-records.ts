@@ -10,7 +10,8 @@
  * hold, a cost outside 64 bits, a `__proto__` tag key) is not packed: the caller sends its records as they are,
  * so the writer sees exactly what it was given and the store decides whether a value is bad.
  */
-import type { CostProvenance, EndpointKey, UsageRecord, UsageSource } from '../core/usage';
+import type { CostProvenance, UsageRecord, UsageSource } from '../records/usage-record';
+import type { EndpointKey } from '../core/usage';
 
 /** Slots of a record in `numbers` (NaN stands for null) and in `refs` (string indexes, -1 stands for null). */
 const NUM = {

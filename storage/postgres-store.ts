@@ -4,12 +4,14 @@
  * array per column and expanded with unnest(), which also avoids pg's 65535-parameter limit.
  */
 import type { Pool, PoolClient } from 'pg';
-import type { UsageRecord } from '../core/usage';
+import type { UsageRecord } from '../records/usage-record';
 import { RECORD_COLUMNS, dedupeById, recordValues } from './codec';
 import { AlertOutbox } from './alert-outbox';
+import { BatchJobTable } from './batch-jobs';
 import { RuntimeBudgetTable } from './runtime-budget-table';
 import { SpendFreezeTable } from './spend-freeze-table';
 import { ReconciliationRuns } from './reconciliation-runs';
+import { ReconciliationSchedule } from './reconciliation-schedule';
 import { postgresDialect as d } from './dialect';
 import { KEY_CHANGES_SQL, KEY_COLUMNS, keyChangeFromRow, keyFromRow, type KeyChange } from './keys';
 import { insertPostgresKeys, revokePostgresKey } from './postgres-keys';
@@ -239,9 +241,19 @@ export class PostgresUsageStore implements UsageStore {
     return new SpendFreezeTable(d, this.exec);
   }
 
+  /** The batches created through the gateway (storage/batch-jobs.ts). */
+  batchJobs(): BatchJobTable {
+    return new BatchJobTable(d, this.exec);
+  }
+
   /** Reconciliation runs (storage/reconciliation-runs.ts), on the store's own connection. */
   reconciliationRuns(): ReconciliationRuns {
     return new ReconciliationRuns(d, this.exec);
+  }
+
+  /** The scheduled reconciliation's claims (storage/reconciliation-schedule.ts), on the store's own connection. */
+  reconciliationSchedule(): ReconciliationSchedule {
+    return new ReconciliationSchedule(d, this.exec);
   }
 
   async checkWritable(): Promise<void> {

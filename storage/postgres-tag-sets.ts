@@ -1,6 +1,6 @@
 /** The PostgreSQL store's tag set ids (storage/tag-sets.ts): found or created in the transaction of the records. */
 import type { PoolClient } from 'pg';
-import type { UsageRecord } from '../core/usage';
+import type { UsageRecord } from '../records/usage-record';
 import { type TagSetIds, tagSetKey } from './tag-sets';
 
 // Tag sets are found by sha256 of their canonical text (migration 004). New ones are inserted in the order given

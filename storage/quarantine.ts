@@ -11,7 +11,7 @@
 import { createHash } from 'node:crypto';
 import { appendFileSync } from 'node:fs';
 import { truncate } from '../core/truncate';
-import type { UsageRecord } from '../core/usage';
+import type { UsageRecord } from '../records/usage-record';
 import { recordToJson } from './record-json';
 import type { StorageLogger, UsageStore } from './store';
 import { isContentError, summarizeStoreError } from './store-errors';

@@ -71,6 +71,29 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
     return rows.map((r) => rowFrom(r, null));
   }
 
+  /** The newest run that succeeded (of one provider), with its report. */
+  async latestReport(provider?: string): Promise<ReconciliationRunRow | undefined> {
+    const rows = await this.run(
+      `SELECT id FROM reconciliation_runs WHERE status = 'ok'${provider ? ' AND provider = ?' : ''} ORDER BY id DESC LIMIT 1`,
+      provider ? [provider] : [],
+    );
+    return rows.length === 0 ? undefined : this.get(toNumber(rows[0].id));
+  }
+
+  /** Each provider's newest successful run: its drift and when it finished. */
+  async latestPerProvider(): Promise<{ provider: string; drift: string | null; finishedAt: number }[]> {
+    const rows = await this.run(
+      `SELECT provider, drift, finished_at FROM reconciliation_runs r WHERE status = 'ok'
+AND id = (SELECT max(id) FROM reconciliation_runs s WHERE s.provider = r.provider AND s.status = 'ok')`,
+      [],
+    );
+    return rows.map((r) => ({
+      provider: String(r.provider),
+      drift: r.drift === null ? null : String(r.drift),
+      finishedAt: toNumber(r.finished_at),
+    }));
+  }
+
   /** One run with its report. */
   async get(id: number): Promise<ReconciliationRunRow | undefined> {
     const rows = await this.run(`SELECT ${SUMMARY}, report FROM reconciliation_runs WHERE id = ?`, [id]);

@@ -1,5 +1,5 @@
 /** FIFO of records with O(1) amortised push and batch take (Array#shift would be O(n) per record). */
-import type { UsageRecord } from '../core/usage';
+import type { UsageRecord } from '../records/usage-record';
 
 export class RecordDeque {
   private items: UsageRecord[] = [];

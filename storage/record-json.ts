@@ -3,7 +3,7 @@
  * strings (JSON has no bigint, and a double would round pico-USD amounts above 2^53).
  */
 import { truncate } from '../core/truncate';
-import type { UsageRecord } from '../core/usage';
+import type { UsageRecord } from '../records/usage-record';
 
 const money = (v: bigint | null | undefined): string | null | undefined => (typeof v === 'bigint' ? v.toString() : v);
 

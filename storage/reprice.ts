@@ -3,7 +3,7 @@
  * apply each chunk in a transaction with a compare-and-set update (so a concurrent repricer
  * cannot apply the same change twice) and the rollup corrections of the rows it changed.
  */
-import type { UsageRecord } from '../core/usage';
+import type { UsageRecord } from '../records/usage-record';
 import { addTotals, contribution } from './counters';
 import type { SqlDialect } from './dialect';
 import { scanRecords } from './query/list';

@@ -10,7 +10,7 @@
  * Absent built-in values are stored as '' (not NULL) so that the primary key / ON CONFLICT target
  * matches them on both SQLite and PostgreSQL; queries map '' back to null.
  */
-import type { UsageRecord } from '../core/usage';
+import type { UsageRecord } from '../records/usage-record';
 import { tagEntries } from './codec';
 import { COUNTER_COLUMNS, addTotals, contribution, totalsToArray, zeroTotals } from './counters';
 import type { UsageTotals } from './store';

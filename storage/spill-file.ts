@@ -25,7 +25,7 @@ import {
 import { appendFile, truncate, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
-import type { UsageRecord } from '../core/usage';
+import type { UsageRecord } from '../records/usage-record';
 import { recordFromJson, recordToJson } from './record-json';
 import type { StorageLogger } from './store';
 import { summarizeStoreError } from './store-errors';

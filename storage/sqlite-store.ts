@@ -8,13 +8,15 @@ import { constants, mkdirSync } from 'node:fs';
 import { access } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
-import type { UsageRecord } from '../core/usage';
+import type { UsageRecord } from '../records/usage-record';
 import { dedupeById } from './codec';
 import { sqliteDialect as d } from './dialect';
 import { AlertOutbox } from './alert-outbox';
+import { BatchJobTable } from './batch-jobs';
 import { RuntimeBudgetTable } from './runtime-budget-table';
 import { SpendFreezeTable } from './spend-freeze-table';
 import { ReconciliationRuns } from './reconciliation-runs';
+import { ReconciliationSchedule } from './reconciliation-schedule';
 import {
   KEY_CHANGES_SQL,
   KEY_COLUMNS,
@@ -340,9 +342,19 @@ export class SqliteUsageStore implements UsageStore {
     return new SpendFreezeTable(d, (q) => this.withShortLockWait(() => this.exec(q)));
   }
 
+  /** The batches created through the gateway (storage/batch-jobs.ts). */
+  batchJobs(): BatchJobTable {
+    return new BatchJobTable(d, (q) => this.withShortLockWait(() => this.exec(q)));
+  }
+
   /** Reconciliation runs (storage/reconciliation-runs.ts), on the store's own connection. */
   reconciliationRuns(): ReconciliationRuns {
     return new ReconciliationRuns(d, (q) => this.withShortLockWait(() => this.exec(q)));
+  }
+
+  /** The scheduled reconciliation's claims (storage/reconciliation-schedule.ts), on the store's own connection. */
+  reconciliationSchedule(): ReconciliationSchedule {
+    return new ReconciliationSchedule(d, (q) => this.withShortLockWait(() => this.exec(q)));
   }
 
   async checkWritable(): Promise<void> {

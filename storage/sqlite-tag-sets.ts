@@ -1,6 +1,6 @@
 /** The SQLite store's tag set ids (storage/tag-sets.ts): found or created in the write transaction of the records. */
 import type Database from 'better-sqlite3';
-import type { UsageRecord } from '../core/usage';
+import type { UsageRecord } from '../records/usage-record';
 import { type TagSetIds, tagSetKey, tagSetMembers } from './tag-sets';
 
 export interface SqliteTagSets {

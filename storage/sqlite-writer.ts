@@ -12,7 +12,7 @@
  */
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import type { UsageRecord } from '../core/usage';
+import type { UsageRecord } from '../records/usage-record';
 import { packRecords, packedBuffers, type PackedRecords } from './packed-records';
 import type { QuarantinedRecord } from './quarantine';
 import type { InsertResult, MaintenanceOptions, MaintenanceResult } from './store';

@@ -1,6 +1,6 @@
 /** The SQLite store's write transactions, prepared once the tables exist: records, repricing, quarantine. */
 import type Database from 'better-sqlite3';
-import type { UsageRecord } from '../core/usage';
+import type { UsageRecord } from '../records/usage-record';
 import { RECORD_COLUMNS, flag, recordValues } from './codec';
 import { sqliteDialect as d } from './dialect';
 import { QUARANTINE_COLUMNS, quarantineValues, type QuarantinedRecord } from './quarantine';

@@ -5,16 +5,18 @@
  * Money is bigint pico-USD everywhere (core/usage.ts); counts and token sums are plain numbers.
  * Times are epoch milliseconds; time buckets are UTC hours / UTC days.
  */
-import type { CostProvenance, PicoUsd, UsageRecord, UsageSource } from '../core/usage';
+import type { CostProvenance, PicoUsd, UsageRecord, UsageSource } from '../records/usage-record';
 import type { AlertOutbox } from './alert-outbox';
 import type { RuntimeBudgetTable } from './runtime-budget-table';
 import type { SpendFreezeTable } from './spend-freeze-table';
+import type { BatchJobsService } from '../contracts/services';
 import type { ReconciliationRuns } from './reconciliation-runs';
+import type { ReconciliationSchedule } from './reconciliation-schedule';
 import type { QuarantinedRecord } from './quarantine';
 import type { ReadSource } from './read-connection';
 
 /** Group value of a record that lacks the grouped tag key, and the filter value matching such records. */
-export { UNTAGGED } from '../core/usage';
+export { UNTAGGED } from '../records/dimensions';
 /**
  * Filter value matching a record whose built-in dimension is absent (null workspace, key, model...).
  * In result rows an absent built-in value is `null`.
@@ -22,7 +24,7 @@ export { UNTAGGED } from '../core/usage';
 export const NONE = '(none)';
 
 /** The built-in dimensions and the tag keys they reserve (core/usage.ts: the record's vocabulary). */
-export { BUILTIN_DIMENSIONS, SERVED_MODEL_ALIAS, type BuiltinDimension } from '../core/usage';
+export { BUILTIN_DIMENSIONS, SERVED_MODEL_ALIAS, type BuiltinDimension } from '../records/dimensions';
 
 export type Interval = 'hour' | 'day';
 
@@ -244,6 +246,10 @@ export interface UsageStore {
   spendFreezes?(): SpendFreezeTable;
   /** Reconciliation runs (storage/reconciliation-runs.ts), on the store's own connection. */
   reconciliationRuns?(): ReconciliationRuns;
+  /** The batches created through the gateway (migration 016). */
+  batchJobs?(): BatchJobsService;
+  /** The scheduled reconciliation's claims (storage/reconciliation-schedule.ts). */
+  reconciliationSchedule?(): ReconciliationSchedule;
 
   close(): Promise<void>;
 }

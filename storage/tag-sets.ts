@@ -22,7 +22,7 @@
  * database only on a miss, in the same transaction as the records.
  */
 import { BoundedCache } from '../plugin-kit/bounded-cache';
-import type { UsageRecord } from '../core/usage';
+import type { UsageRecord } from '../records/usage-record';
 import { NO_TAGS, memoLastFrozen, stringEntries } from './codec';
 
 export const TAG_SETS_TABLE = 'tag_sets';

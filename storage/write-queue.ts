@@ -16,7 +16,7 @@
  * quarantines anything: its failures are retried.
  */
 import { basename, dirname, join } from 'node:path';
-import type { UsageRecord } from '../core/usage';
+import type { UsageRecord } from '../records/usage-record';
 import { isolateRefused, type Isolated } from './isolate-refused';
 import { Quarantine, quarantineRecord, quarantineSpillLine } from './quarantine';
 import { RecordDeque } from './record-deque';

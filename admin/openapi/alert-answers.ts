@@ -32,7 +32,7 @@ export const AlertJson = named(
           period_start: time('Start of the period.'),
           period_end: time('End of the period.'),
           limit_usd: usd('The limit.'),
-          action: z.enum(['block', 'alert']),
+          action: z.enum(['block', 'alert', 'clamp']),
         })
         .nullable(),
       spend_usd: usd('Spent in the period when raised.').nullable(),

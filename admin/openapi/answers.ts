@@ -8,8 +8,8 @@
 import { z } from 'zod';
 import { count, named, nextCursor, pico, time, tokens, usd } from './schema-parts';
 import { ERROR_CODES, type ErrorCode } from '../../core/errors';
-import { ENDPOINTS } from '../../core/endpoints';
-import type { CostProvenance, EndpointKey } from '../../core/usage';
+import { ENDPOINT_KEYS } from '../../core/endpoints';
+import type { CostProvenance } from '../../records/usage-record';
 import type { CostStatus } from '../../storage/counters';
 import { BUILTIN_DIMENSIONS } from '../../storage/store';
 import type { groupRowJson, recordJson, retentionJson, totalsJson } from '../serialize';
@@ -33,7 +33,7 @@ const costStatus = z.enum(['known', 'lower_bound', 'unknown', 'not_counted']).me
     'known: every record has a cost; lower_bound: some are unpriced or not counted, cost_usd is the sum of the others; unknown: none has a cost and some are unpriced (cost_usd null); not_counted: all are audio or images with nothing to price them by (cost_usd null, never "0").',
 });
 const provenance = z.enum(['measured', 'estimated', 'partial', 'unpriced', 'not_counted', 'failed']);
-const endpoint = z.enum(ENDPOINTS.map((e) => e.key) as [EndpointKey, ...EndpointKey[]]);
+const endpoint = z.enum(ENDPOINT_KEYS);
 const interval = z.enum(['hour', 'day']);
 const filters = z
   .record(z.string(), z.string())
@@ -111,9 +111,10 @@ export const UsageAnswer = named(
           'Every group not on this page, summed over the range: rows plus other add up to total. Null when the page holds every group.',
       }),
     total: Totals.nullable().meta({ description: 'Everything in range and filters, ungrouped.' }),
-    groups: count('Groups in all pages.'),
+    groups: count('Groups in all pages (with search: the groups that match it).'),
     limit: count('Groups per page.'),
     offset: count('Rank of the first group of this page.'),
+    search: z.string().meta({ description: 'The search the groups were paged by; empty: none.' }),
     next_offset: count('Offset of the next page; null on the last.').nullable(),
     ...retentionFields,
   }),
@@ -260,8 +261,9 @@ export const BudgetsAnswer = named(
           description: 'The alert thresholds, shares of the limit, lowest first; each alerts once per period.',
         }),
         alerted: z.boolean().meta({ description: 'Whether spend reached the lowest alert_at x limit in this period.' }),
-        action: z.enum(['block', 'alert']).meta({
-          description: 'block: requests that do not fit are refused; alert: a soft budget that never refuses.',
+        action: z.enum(['block', 'alert', 'clamp']).meta({
+          description:
+            'block: requests that do not fit are refused; alert: a soft budget that never refuses; clamp: their output-token limit is lowered to what is left.',
         }),
         forecast: ForecastJson.nullable(),
       }),

@@ -14,9 +14,12 @@ const budgetFields = {
     .optional()
     .meta({ description: 'With per_tag or per_key: other limits (USD) for some tag values or key ids.' }),
   alert_at: z.array(z.number().gt(0).max(1)).meta({ description: 'Alert thresholds, shares of the limit.' }),
-  on_exceed: z.enum(['warn', 'block']).meta({
+  on_exceed: z.enum(['warn', 'block', 'clamp']).meta({
     description:
-      'block: a request that does not fit is refused (429 budget_exceeded); warn: never refuses, only alerts.',
+      'block: a request that does not fit is refused (429 budget_exceeded); warn: never refuses, only alerts; clamp: its output-token limit is lowered to what the budget has left (x-gateway-budget-clamped), when that covers its input and min_output_tokens.',
+  }),
+  min_output_tokens: z.number().int().positive().optional().meta({
+    description: 'With on_exceed clamp: the fewest output tokens a clamped request may be left with (default 256).',
   }),
 };
 

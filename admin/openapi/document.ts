@@ -32,6 +32,7 @@ import {
 } from './answers';
 import { budgetCreatePath, budgetWritePaths } from './budget-paths';
 import { freezePaths } from './freeze-paths';
+import { reconciliationPaths } from './reconciliation-paths';
 import { groupBy, intervalParam, pageParams, param, rangeParams, usageCsvQuery, usageQuery } from './parameters';
 import {
   bare,
@@ -275,6 +276,7 @@ const paths = {
       },
     },
   },
+  ...reconciliationPaths,
   '/api/dimensions': {
     get: {
       operationId: 'listDimensions',

@@ -1,6 +1,6 @@
 /** The query parameters of the admin API's OpenAPI document: they mirror ../query-params.ts and share its limits. */
 import { z } from 'zod';
-import { BUCKETS_MAX, GROUP_BY_MAX, LIMIT_DEFAULT, LIMIT_MAX } from '../query-params';
+import { BUCKETS_MAX, GROUP_BY_MAX, LIMIT_DEFAULT, LIMIT_MAX, SEARCH_MAX } from '../query-params';
 import { bare, type Json } from './responses';
 
 export const param = (name: string, schema: z.ZodType, description: string, extra: Json = {}) => ({
@@ -59,6 +59,11 @@ const usageParams = (limit: z.ZodType, limitDescription: string) => [
     'offset',
     z.number().int().min(0).default(0),
     'Rank of the first group of the page (next_offset of the previous page).',
+  ),
+  param(
+    'search',
+    z.string().max(SEARCH_MAX),
+    'Only the groups with a value holding this text (case-insensitive) are paged; the others are summed in other.',
   ),
 ];
 

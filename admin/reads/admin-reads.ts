@@ -8,6 +8,7 @@
  * 503 query_too_large; the gateway keeps serving either way.
  */
 import { join } from 'node:path';
+import type { TagSpendQuery } from '../../contracts/services';
 import { GatewayError } from '../../core/errors';
 import type { KeyPage, KeyPageQuery } from '../../storage/query/key-page';
 import { READ_POOL_SIZE, type ReadSource } from '../../storage/read-connection';
@@ -17,6 +18,7 @@ import type { FocusContext } from '../dashboard/focus';
 import type { SeriesParams } from '../dashboard/series';
 import { readOps, type ReadOps, type UsageParams } from './read-ops';
 import type { ReaderWorkerData } from './reader-worker';
+import type { ReconciliationPageQuery } from './reconciliation-page';
 
 export interface AdminReadsOptions {
   /** admin.query_timeout_ms. */
@@ -106,6 +108,16 @@ export class AdminReads {
     return this.call('requests', q);
   }
 
+  /** The JSON body of GET /api/reconciliation. */
+  reconciliation(q: ReconciliationPageQuery): Promise<Buffer> {
+    return this.call('reconciliation', q);
+  }
+
+  /** Each provider's newest successful reconciliation: its drift and when it finished. */
+  reconciliationDrifts(): Promise<{ provider: string; drift: string | null; finishedAt: number }[]> {
+    return this.call('reconciliationDrifts', undefined);
+  }
+
   info(): Promise<{ latestTs: number | null; quarantined: number; keptFrom: number | null }> {
     return this.call('info', undefined);
   }
@@ -121,6 +133,11 @@ export class AdminReads {
   /** Grouped totals (UsageStore.queryUsage): what the budgets' spend is read with for GET /api/budgets. */
   queryUsage(q: UsageQuery): Promise<UsageGroupRow[]> {
     return this.call('usageRows', q);
+  }
+
+  /** A page of a tag's spend (plugin-kit/tag-spend-page.ts): the per-tag budgets of GET /api/budgets. */
+  tagSpend(q: TagSpendQuery): Promise<[string, bigint][]> {
+    return this.call('tagSpend', q);
   }
 
   close(): Promise<void> {

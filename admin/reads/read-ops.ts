@@ -3,6 +3,8 @@
  * inline for an in-memory store. A large answer (a grouping, a page of records, a series, a CSV) is built here to
  * the bytes of its body: the proxy's thread then only writes them out, never decodes rows nor serialises JSON.
  */
+import type { TagSpendQuery } from '../../contracts/services';
+import { tagSpendPage } from '../../plugin-kit/tag-spend-page';
 import { toNumber } from '../../storage/codec';
 import { groupPage } from '../../storage/query/group-page';
 import { keyPage, type KeyPageQuery } from '../../storage/query/key-page';
@@ -15,6 +17,8 @@ import { usageCsv } from '../dashboard/csv';
 import { FOCUS_GROUP_BY, focusLines, type FocusContext } from '../dashboard/focus';
 import { seriesAnswer, type SeriesParams } from '../dashboard/series';
 import { readRecordsKeptFrom } from '../../storage/retention';
+import { ReconciliationRuns } from '../../storage/reconciliation-runs';
+import { reconciliationPage, type ReconciliationPageQuery } from './reconciliation-page';
 import { groupRowJson, recordJson, retentionJson, totalsJson } from '../serialize';
 
 /** GET /api/usage and /api/usage.csv, parsed (admin/query-params.ts). */
@@ -25,6 +29,8 @@ export interface UsageParams {
   /** Groups on the page, and the first of them in the ranking by cost. */
   limit: number;
   offset: number;
+  /** Only groups with a value holding this (case-insensitive) are paged; '' pages them all. */
+  search: string;
 }
 
 const jsonBytes = (body: unknown): Buffer => Buffer.from(JSON.stringify(body));
@@ -40,7 +46,7 @@ export function readOps({ dialect: d, exec }: Pick<ReadConnection, 'dialect' | '
       queryUsage({ ...p.filter, groupBy: p.groupBy, interval: p.interval }),
       queryUsage({ ...p.filter, groupBy: [] }),
     ]);
-    return { page: groupPage(rows, p.groupBy, p.limit, p.offset), total };
+    return { page: groupPage(rows, p.groupBy, p.limit, p.offset, p.search), total };
   }
 
   return {
@@ -64,6 +70,7 @@ export function readOps({ dialect: d, exec }: Pick<ReadConnection, 'dialect' | '
         groups: page.groups,
         limit: p.limit,
         offset: p.offset,
+        search: p.search,
         next_offset: page.nextOffset,
         ...retention,
       });
@@ -108,10 +115,15 @@ export function readOps({ dialect: d, exec }: Pick<ReadConnection, 'dialect' | '
       return { latestTs: latest.records[0]?.ts ?? null, quarantined: toNumber(quarantined?.n), keptFrom: kept };
     },
 
+    /** The JSON body of GET /api/reconciliation. */
+    reconciliation: (q: ReconciliationPageQuery) => reconciliationPage(d, exec, q),
+    /** Each provider's newest successful reconciliation (the drift gauge). */
+    reconciliationDrifts: () => new ReconciliationRuns(d, exec).latestPerProvider(),
     tagKeys: () => listTagKeys(d, exec),
     keys: (q: KeyPageQuery) => keyPage(d, exec, q),
     /** Grouped totals as rows (the budgets' spend: a total, or one row per tag value). */
     usageRows: queryUsage,
+    tagSpend: (q: TagSpendQuery) => tagSpendPage(queryUsage, q),
   };
 }
 

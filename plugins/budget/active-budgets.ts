@@ -22,6 +22,8 @@ export interface Applied {
   open: number;
   /** When its last request settled (Date.now(); the request's record was queued before). */
   settledAt: number;
+  /** With action clamp: the fewest output tokens a clamped request may be left with; undefined: it refuses. */
+  clampMin?: number;
   /** When a limit store operation on it last failed: its spend is raised to the usage store's records once the store answers. */
   lostAt?: number;
 }

@@ -1,5 +1,6 @@
 import type { BudgetConfig, WorkspaceLimitsService } from '../../api';
 import type { Applied } from './active-budgets';
+import { DEFAULT_MIN_OUTPUT } from './clamp';
 import type { Period } from './periods';
 
 /** The limit-store limit of a soft budget (action: alert): far above any spend, within a signed 64-bit integer. */
@@ -69,6 +70,7 @@ export function describe(
     countedUnseeded: false,
     open: 0,
     settledAt: 0,
+    clampMin: b.action === 'clamp' ? (b.min_output_tokens ?? DEFAULT_MIN_OUTPUT) : undefined,
     // A soft budget is counted like any other, against a limit no request reaches: it never refuses, only alerts.
     check: { key, limitPico: b.action === 'alert' ? SOFT_LIMIT : limitPico, periodEndMs: period.endMs, seedPico },
     status: {

@@ -1,11 +1,13 @@
 import {
+  budgetReadsOf,
   definePlugin,
   formatUsd,
-  UNTAGGED,
   type BudgetCheck,
+  type BudgetCursor,
+  type BudgetReads,
+  type BudgetReservation,
   type BudgetSource,
   type BudgetState,
-  type BudgetStatus,
   type Clock,
   type GatewayContext,
   type GatewayPlugin,
@@ -19,9 +21,11 @@ import {
 } from '../../api';
 import { ActiveBudgets, type Applied } from './active-budgets';
 import { alertReached } from './alert';
+import { budgetPage, listingOrder, type ListedRule } from './budget-pages';
+import { affordableOutput, clampFloor, clampOutput, remainingPico } from './clamp';
 import { describe, perValuesKey, type Rule } from './budget-instance';
 import { rulesFrom, scopeValue } from './rules';
-import { PERIOD_ADJECTIVE, readLimitStore, refusal, spendUnavailable } from './refusals';
+import { PERIOD_ADJECTIVE, refusal, spendUnavailable } from './refusals';
 import { periodAt } from './periods';
 import { BudgetPricing, type BudgetPrice } from './unpriced';
 import { worstCase, type ReferencedInput } from './worst-case';
@@ -31,6 +35,8 @@ const HELD = 'budget.reservation';
 const STAND_IN = 'budget.stand-in';
 /** The worst case reserved, settled when the answer's cost turns out unknown. */
 const RESERVED = 'budget.reserved';
+/** How many times a clamp is worked out again when other requests took what was left meanwhile. */
+const CLAMP_ATTEMPTS = 3;
 /** Budget alerts remembered as logged; beyond it the set starts again (at worst an alert is logged twice). */
 const MAX_ALERTS = 10_000;
 
@@ -98,17 +104,16 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     const unknown = applied.filter((a) => a.spend !== 'loaded');
     if (unknown.length > 0) this.spendUnknown(unknown);
     const priced = this.pricing.of(ctx);
-    const amountPico = priced
+    let amountPico = priced
       ? this.pricing.reservation(ctx, worstCase(ctx, this.cost, priced, this.referencedInput))
       : 0n;
     const checks = applied.map((a) => a.check);
-    const store = this.limits.store;
-    const result = await this.limits.guard(
-      'budget',
-      () => store.reserve(checks, ctx.requestId, amountPico, this.renewer.leaseMs),
-      undefined,
-    );
-    if (result && !result.allowed) throw refusal(applied, result.states, amountPico, now);
+    let result = await this.reserveAll(ctx, checks, amountPico);
+    if (result && !result.allowed) {
+      const clamped = priced && (await this.clamp(ctx, applied, result.states, amountPico, priced));
+      if (!clamped) throw refusal(applied, result.states, amountPico, now);
+      ({ result, amountPico } = clamped);
+    }
     // Settled even when the store failed open: the spend is added, and a reserve that ran in Redis after its
     // reply timed out is released by request id.
     ctx.state.set(HELD, applied);
@@ -118,6 +123,52 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     if (!result) return;
     if (amountPico > 0n) this.renewer.add(ctx.requestId, checks);
     this.alertIfCrossed(applied, result.states);
+  }
+
+  private reserveAll(ctx: GatewayContext, checks: readonly BudgetCheck[], amountPico: bigint) {
+    const store = this.limits.store;
+    return this.limits.guard(
+      'budget',
+      () => store.reserve(checks, ctx.requestId, amountPico, this.renewer.leaseMs),
+      undefined,
+    );
+  }
+
+  /**
+   * on_exceed clamp (clamp.ts): the request's output-token limit lowered until its reservation fits what the
+   * budgets have left, and reserved at that. Another request may take what was left meanwhile: then it is worked
+   * out again from the budgets' new states, a few times at most. Undefined: refused as it is.
+   */
+  private async clamp(
+    ctx: GatewayContext,
+    applied: Applied[],
+    refusedAt: readonly BudgetState[],
+    amountPico: bigint,
+    priced: BudgetPrice,
+  ): Promise<{ result: BudgetReservation | undefined; amountPico: bigint } | undefined> {
+    const floor = clampFloor(applied, refusedAt, amountPico);
+    if (floor === undefined) return undefined;
+    let states = refusedAt;
+    for (let attempt = 0; attempt < CLAMP_ATTEMPTS; attempt++) {
+      const left = remainingPico(states);
+      const tokens = affordableOutput(ctx, this.cost, priced, this.referencedInput, left, floor);
+      if (tokens === undefined) return undefined;
+      const clampedPico = this.pricing.reservation(
+        ctx,
+        worstCase(ctx, this.cost, priced, this.referencedInput, tokens),
+      );
+      const result = await this.reserveAll(
+        ctx,
+        applied.map((a) => a.check),
+        clampedPico,
+      );
+      if (!result || result.allowed) {
+        clampOutput(ctx, tokens);
+        return { result, amountPico: clampedPico };
+      }
+      states = result.states;
+    }
+    return undefined;
   }
 
   onComplete(ctx: GatewayContext): Promise<void> | undefined {
@@ -174,27 +225,12 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     return ctx.usage ? this.cost.price(ctx, ctx.usage, standIn).costPico : null;
   }
 
-  /**
-   * Every configured budget in its current period, counters read from the limit store: workspace-wide and
-   * fixed-tag budgets always, per_tag budgets for each value with spend recorded this period or met by any
-   * instance. A budget the limit store has not seen yet shows the spend recorded in the usage store.
-   */
-  async statuses(now: number, usage: Pick<UsageStoreService, 'queryUsage'> = this.usage): Promise<BudgetStatus[]> {
-    const found: Applied[] = [];
-    for (const [workspace, limits] of this.limits.byWorkspace) {
-      for (const rule of this.rulesOf(limits, workspace))
-        found.push(...(await this.known(workspace, rule, now, usage)));
-    }
-    const states = await readLimitStore(() => this.limits.store.budgetStates(found.map((a) => a.check)));
-    return found.map((a, i) => {
-      const { spentPico, reservedPico } = states[i];
-      return {
-        ...a.status,
-        spentPico,
-        reservedPico,
-        alerted: alertReached(spentPico, a.status.limitPico, a.status.alertAt[0]),
-      };
-    });
+  /** A page of the configured budgets in their current period (budget-pages.ts). */
+  page(now: number, reads: BudgetReads | undefined, after: BudgetCursor | undefined, limit: number) {
+    const rules: ListedRule[] = [];
+    for (const [workspace, limits] of this.limits.byWorkspace)
+      for (const rule of this.rulesOf(limits, workspace)) rules.push({ workspace, rule });
+    return budgetPage(this.limits, rules.sort(listingOrder), reads ?? budgetReadsOf(this.usage), { now, after, limit });
   }
 
   private rulesOf(l: WorkspaceLimits, workspace: string): Rule[] {
@@ -245,35 +281,6 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
       this.limits.store.addToSet(perValuesKey(workspace, rule, period), value, period.endMs).catch(() => undefined);
     this.active.add(lookup, a);
     return a;
-  }
-
-  /** A rule's budget instances this period, seeded from the usage store: one, or one per known tag value. */
-  private async known(
-    workspace: string,
-    rule: Rule,
-    now: number,
-    usage: Pick<UsageStoreService, 'queryUsage'>,
-  ): Promise<Applied[]> {
-    const b = rule.config;
-    const period = periodAt(b.period, now);
-    const range = { from: period.startMs, to: now + 1 };
-    if (!rule.per) {
-      const [total] = await usage.queryUsage({
-        ...range,
-        groupBy: [],
-        filters: { workspace, ...Object.fromEntries(rule.tags) },
-      });
-      return [describe(this.limits, workspace, rule, rule.tags, period, total?.costPico ?? 0n)];
-    }
-    const tag = rule.per;
-    const seeds = new Map<string, bigint>();
-    for (const row of await usage.queryUsage({ ...range, groupBy: [tag], filters: { workspace } })) {
-      const value = row.group[tag];
-      if (value !== null && value !== UNTAGGED) seeds.set(value, row.costPico);
-    }
-    const met = await readLimitStore(() => this.limits.store.setMembers(perValuesKey(workspace, rule, period)));
-    for (const value of met) if (!seeds.has(value)) seeds.set(value, 0n);
-    return [...seeds].map(([value, seed]) => describe(this.limits, workspace, rule, [[tag, value]], period, seed));
   }
 
   private alertIfCrossed(applied: Applied[], states: readonly BudgetState[]): void {

@@ -25,12 +25,14 @@ export type ReferencedInput = number | 'context_window';
  * Priced like the request itself (RequestCostService.price), so a reservation past a long-context threshold is
  * priced at that tier. Audio and images are reserved by the unit their model is billed by (media-worst-case.ts).
  * Unbounded when the price cannot price it (a rate the entry lacks, counts past what can be summed exactly).
+ * `outputLimit`, when given, stands for the output tokens per answer the body asks for (a clamp being weighed).
  */
 export function worstCase(
   ctx: GatewayContext,
   cost: RequestCostService,
   priced: BudgetPrice,
   referenced: ReferencedInput,
+  outputLimit?: number,
 ): WorstCase {
   if (!ctx.endpoint?.costCounted) return mediaWorstCase(ctx, cost, priced);
   const { price } = priced;
@@ -43,10 +45,8 @@ export function worstCase(
     );
   }
   if (window !== undefined) inputTokens = Math.min(inputTokens, window);
-  const asked = requestedOutputTokens(ctx);
-  const perAnswer =
-    asked === undefined || Number.isNaN(asked) ? (price.max_output_tokens ?? DEFAULT_MAX_OUTPUT) : asked;
-  const n = ctx.endpoint?.key === 'chat.completions' ? ctx.json?.n : undefined;
+  const perAnswer = outputLimit ?? askedOutput(ctx, priced);
+  const n = ctx.endpoint.key === 'chat.completions' ? ctx.json?.n : undefined;
   const answers = Number.isSafeInteger(n) && (n as number) > 1 ? (n as number) : 1;
   const outputTokens = ctx.endpoint.key === 'embeddings' ? 0 : perAnswer * answers;
   const usage: Usage = { inputTokens, outputTokens };
@@ -58,4 +58,10 @@ export function worstCase(
   const worst = cost.price(ctx, usage, priced.standIn);
   if (worst.costPico !== null) return bounded(worst.costPico);
   return unbounded(worst.reason ?? 'no price for its tokens', Number.isSafeInteger(outputTokens) ? null : 'n');
+}
+
+/** The output tokens per answer a request may produce: what it asks for, else the model's maximum from the catalog. */
+export function askedOutput(ctx: GatewayContext, priced: BudgetPrice): number {
+  const asked = requestedOutputTokens(ctx);
+  return asked === undefined || Number.isNaN(asked) ? (priced.price.max_output_tokens ?? DEFAULT_MAX_OUTPUT) : asked;
 }

@@ -13,11 +13,12 @@ import type { GatewayContext } from '../../core/context';
 import type { ErrorCode } from '../../core/errors';
 import type { GatewayPlugin } from '../../core/plugin-contract';
 import type { RequestCostService } from '../../contracts/services';
-import { UNTAGGED } from '../../core/usage';
+import { UNTAGGED } from '../../records/dimensions';
 import type { WriteQueueStats } from '../../storage/write-queue';
 import { BoundedLabel, OTHER } from './bounded-labels';
 import { watchBudgets, type BudgetReadings } from './budget-metrics';
 import { recordedCost } from './recorded-cost';
+import { watchReconciliation, type ReconciliationReading } from './reconciliation-metrics';
 import { scrapedGauge } from './scraped-gauge';
 import { GenAiMetrics } from './genai-metrics';
 import { RequestFlowMetrics } from './request-flow-metrics';
@@ -270,6 +271,11 @@ export class GatewayMetrics {
   /** Spent, limit and forecast of the budgets closest to their limit, read at each scrape (./budget-metrics.ts). */
   watchBudgets(readings: BudgetReadings): void {
     watchBudgets(this.registry, readings, this.budgetsMax);
+  }
+
+  /** Each provider's drift against its bill, from its newest reconciliation, read at each scrape. */
+  watchReconciliation(read: () => Promise<ReconciliationReading[]>, providers: readonly string[]): void {
+    watchReconciliation(this.registry, read, providers);
   }
 
   /** Whether the Redis limit store is connected, read at each scrape. */

@@ -1,6 +1,6 @@
 import type { GatewayContext } from '../../core/context';
 import type { RequestCostService } from '../../contracts/services';
-import type { CostProvenance } from '../../core/usage';
+import type { CostProvenance } from '../../records/usage-record';
 import { provenanceOf } from '../../plugins/usage-recorder/record';
 
 /**

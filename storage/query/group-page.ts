@@ -1,7 +1,8 @@
 /**
  * One page of a grouping: the groups ranked by cost, `limit` of them from `offset`, and everything else summed as
  * "other", so that the page's rows plus other always add up to the grouping's total. With an interval a group is
- * ranked by its cost over the whole range, and its rows (one per bucket) are all on the same page.
+ * ranked by its cost over the whole range, and its rows (one per bucket) are all on the same page. With `search`, only
+ * the groups holding it in one of their values (case-insensitive) are paged; every other group still goes to "other".
  */
 import { addTotals, zeroTotals } from '../counters';
 import type { UsageGroupRow, UsageTotals } from '../store';
@@ -11,7 +12,7 @@ export interface GroupPage {
   rows: UsageGroupRow[];
   /** Every group not on the page, summed over the range; null when the page holds them all. */
   other: (UsageTotals & { groups: number }) | null;
-  /** Groups in all, on every page. */
+  /** Groups in all, on every page (with a search: the groups that match it). */
   groups: number;
   /** Offset of the next page; null on the last. */
   nextOffset: number | null;
@@ -34,6 +35,7 @@ export function groupPage(
   groupBy: readonly string[],
   limit: number,
   offset: number,
+  search = '',
 ): GroupPage {
   const keys = rows.map((r) => JSON.stringify(groupBy.map((name) => r.group[name])));
   const byKey = new Map<string, Ranked>();
@@ -43,7 +45,11 @@ export function groupPage(
     addTotals(g.totals, r);
   });
   const ranked = [...byKey.values()].sort(compareRanked);
-  const page = new Set(ranked.slice(offset, offset + limit).map((g) => g.key));
+  const needle = search.toLowerCase();
+  const matching = needle
+    ? ranked.filter((g) => (JSON.parse(g.key) as (string | null)[]).some((v) => v?.toLowerCase().includes(needle)))
+    : ranked;
+  const page = new Set(matching.slice(offset, offset + limit).map((g) => g.key));
   let other: GroupPage['other'] = null;
   for (const g of ranked) {
     if (page.has(g.key)) continue;
@@ -54,7 +60,7 @@ export function groupPage(
   return {
     rows: rows.filter((_, i) => page.has(keys[i])),
     other,
-    groups: ranked.length,
-    nextOffset: offset + limit < ranked.length ? offset + limit : null,
+    groups: matching.length,
+    nextOffset: offset + limit < matching.length ? offset + limit : null,
   };
 }

@@ -2,7 +2,7 @@
  * Keyset-paged reads of raw records, shared by listRequests and repriceAll.
  * The cursor is opaque to callers: base64url of [ts, id] of the last record returned.
  */
-import type { UsageRecord } from '../../core/usage';
+import type { UsageRecord } from '../../records/usage-record';
 import { recordFromRow } from '../codec';
 import type { SqlDialect } from '../dialect';
 import type { ListRequestsQuery, RequestPage, UsageFilter } from '../store';

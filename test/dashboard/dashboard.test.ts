@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { request } from 'undici';
-import type { UsageRecord } from '../../core/usage';
+import type { UsageRecord } from '../../records/usage-record';
 import { adminGet } from '../helpers/admin';
 import { OPENAI_KEY, startTestGateway, TEST_ADMIN_TOKEN, type TestGateway } from '../helpers/gateway';
 import { TestUpstream } from '../helpers/upstream';

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import type { UsageRecord } from '../../core/usage';
+import type { UsageRecord } from '../../records/usage-record';
 import { openStore, planUsageQuery, type UsageQuery, type UsageStore } from '../../storage';
 import { olderSchemaSql, undo008Sql, versionsFrom } from '../helpers/older-schema';
 import { requirePostgres } from '../helpers/services';

@@ -37,3 +37,15 @@ export async function adminSend(
   });
   return { status: res.statusCode, json: await res.body.json() };
 }
+
+/** The first budget of GET /api/budgets once every reservation settled (asserted), within five seconds. */
+export async function settledBudget(gw: TestGateway): Promise<any> {
+  let budget: any;
+  for (let i = 0; i < 100; i++) {
+    budget = (await adminGet(gw, '/api/budgets')).data[0];
+    if (budget.reserved_usd === '0') break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  expect(budget.reserved_usd, 'every reservation settled').to.equal('0');
+  return budget;
+}

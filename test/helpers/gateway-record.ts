@@ -1,5 +1,5 @@
 /** A usage record as the gateway stores it, with the tokens and cost a reconciliation test needs. */
-import type { UsageRecord } from '../../core/usage';
+import type { UsageRecord } from '../../records/usage-record';
 import { parseUsd } from '../../pricing/money';
 
 let seq = 0;

@@ -1,4 +1,4 @@
-import type { UsageRecord } from '../../core/usage';
+import type { UsageRecord } from '../../records/usage-record';
 
 /**
  * One usage record as the store keeps it: a successful, unpriced chat completion of gpt-4o-mini in workspace

@@ -250,6 +250,11 @@ alerts: { channels: [{ name: ops, type: slack, url: "${slack.url}" }] }`,
         limit_usd: '50',
       });
       expect((await adminGet(gw, '/api/dimensions')).tags).to.include('customer');
+      expect(await adminGet(gw, '/api/reconciliation?provider=openai&limit=5&lines_limit=5')).to.deep.equal({
+        runs: [],
+        next_cursor: null,
+        report: null,
+      });
       const info = await adminGet(gw, '/api/info');
       expect(info.workspaces.map((w: any) => w.id)).to.deep.equal(['default', WORKSPACE]);
       // The stamp `npm run build` wrote (npm test builds first); null for code compiled by tsc alone.
@@ -279,6 +284,7 @@ alerts: { channels: [{ name: ops, type: slack, url: "${slack.url}" }] }`,
         ['/api/usage?to=99999999999999999999', 'to'],
         ['/api/usage?group_by=a,b,c,d', 'group_by'],
         ['/api/usage?group_by=model,model', 'group_by'],
+        ['/api/reconciliation?run=0', 'run'],
         ['/api/usage?group_by=tag:', 'group_by'],
         ['/api/usage?interval=week', 'interval'],
         ['/api/usage?filter[status]=ok', 'filter[status]'],

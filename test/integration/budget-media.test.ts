@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import OpenAI, { toFile } from 'openai';
-import { adminGet } from '../helpers/admin';
+import { settledBudget } from '../helpers/admin';
 import { fixtureBytes, PROJECT_ROOT } from '../helpers/fixtures';
 import { OPENAI_KEY, startTestGateway, type TestGateway } from '../helpers/gateway';
-import { sleep, TestUpstream, type Reply } from '../helpers/upstream';
+import { TestUpstream, type Reply } from '../helpers/upstream';
 
 const MEDIA_PRICES: Record<string, any>[] = JSON.parse(
   readFileSync(`${PROJECT_ROOT}/pricing/media-prices.json`, 'utf8'),
@@ -79,13 +79,7 @@ describe('budgets reserve audio and images at admission', function () {
     const sentBefore = upstream.received.length;
     const outcomes = await Promise.all(Array.from({ length: count }, one));
     for (const o of outcomes) expect(o).to.be.oneOf(['ok', '429 budget_exceeded']);
-    let budget: any;
-    for (let i = 0; i < 100; i++) {
-      budget = (await adminGet(gw, '/api/budgets')).data[0];
-      if (budget.reserved_usd === '0') break;
-      await sleep(50);
-    }
-    expect(budget.reserved_usd, 'every reservation settled').to.equal('0');
+    const budget = await settledBudget(gw);
     const ok = outcomes.filter((o) => o === 'ok').length;
     expect(upstream.received, 'only admitted requests reach the provider').to.have.length(sentBefore + ok);
     return { ok, spent: pico(String(budget.spent_usd)) };

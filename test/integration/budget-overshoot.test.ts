@@ -1,9 +1,9 @@
 import { expect } from 'chai';
 import OpenAI from 'openai';
-import { adminGet } from '../helpers/admin';
+import { settledBudget } from '../helpers/admin';
 import { fixtureBytes, PROJECT_ROOT } from '../helpers/fixtures';
 import { OPENAI_KEY, startTestGateway, type TestGateway } from '../helpers/gateway';
-import { sleep, sseChunks, TestUpstream } from '../helpers/upstream';
+import { sseChunks, TestUpstream } from '../helpers/upstream';
 
 const REDIS_URL = process.env.REDIS_URL;
 
@@ -93,13 +93,7 @@ workspaces:
     };
     const outcomes = await Promise.all(Array.from({ length: 60 }, one));
     for (const o of outcomes) expect(o).to.be.oneOf(['ok', 'budget_exceeded']);
-    let budget: any;
-    for (let i = 0; i < 100; i++) {
-      budget = (await adminGet(gw, '/api/budgets')).data[0];
-      if (budget.reserved_usd === '0') break;
-      await sleep(50);
-    }
-    expect(budget.reserved_usd, 'every reservation settled').to.equal('0');
+    const budget = await settledBudget(gw);
     const [w, f = ''] = String(budget.spent_usd).split('.');
     return {
       ok: outcomes.filter((o) => o === 'ok').length,

@@ -4,7 +4,7 @@
  */
 import { expect } from 'chai';
 import { request } from 'undici';
-import type { UsageRecord } from '../../core/usage';
+import type { UsageRecord } from '../../records/usage-record';
 import { FOCUS_COLUMNS } from '../../admin/dashboard/focus';
 import { csvRows } from '../helpers/csv';
 import { usageRecord, ZERO_BUCKETS } from '../helpers/records';

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { Client } from 'pg';
 import { parseConfig } from '../../config/load';
-import type { UsageRecord } from '../../core/usage';
+import type { UsageRecord } from '../../records/usage-record';
 import { openStore, UNTAGGED, type UsageGroupRow, type UsageQuery, type UsageStore } from '../../storage/index';
 import { uncountedRanges } from '../../storage/query/coverage';
 import { adminGet } from '../helpers/admin';

@@ -9,7 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { Client } from 'pg';
-import type { CostProvenance, EndpointKey, UsageRecord } from '../../core/usage';
+import type { CostProvenance, UsageRecord } from '../../records/usage-record';
+import type { EndpointKey } from '../../core/usage';
 import { sqliteDialect } from '../../storage/dialect';
 import {
   openStore,

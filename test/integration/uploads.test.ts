@@ -15,7 +15,7 @@ import { waitFor } from '../helpers/wait';
 
 /**
  * Multipart uploads from 1 MiB on (server.upload_spool_from) are received into a temporary file rather than
- * memory, then sent upstream from it (core/upload-spool.ts). What a user checks: the upload arrives unchanged and
+ * memory, then sent upstream from it (services/upload-spool.ts). What a user checks: the upload arrives unchanged and
  * is routed and recorded as before, and no file or descriptor outlives the request, however it ends.
  */
 describe('large uploads, spooled to a temporary file', () => {

@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { expect } from 'chai';
 import { Client } from 'pg';
-import type { UsageRecord } from '../../core/usage';
+import type { UsageRecord } from '../../records/usage-record';
 import { openStore } from '../../storage';
 import { recordFromJson, recordToJson } from '../../storage/record-json';
 import type { UsageStore } from '../../storage/store';

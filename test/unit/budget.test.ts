@@ -9,7 +9,8 @@ import {
   type PluginHarness,
   type TestContextInit,
 } from '../../testing';
-import type { Usage, UsageRecord } from '../../core/usage';
+import type { Usage } from '../../core/usage';
+import type { UsageRecord } from '../../records/usage-record';
 import { PriceCatalog } from '../../pricing/catalog';
 import { RequestCost } from '../../services/request-cost';
 import { budget } from '../../plugins/budget';

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { GatewayContext } from '../../core/context';
 import { captureLogs, createTestContext } from '../../testing';
-import type { UsageRecord } from '../../core/usage';
+import type { UsageRecord } from '../../records/usage-record';
 import { PriceCatalog } from '../../pricing/catalog';
 import type { CatalogFile } from '../../pricing/model-price';
 import { PROVIDER_REPORTED, repriceRecord } from '../../pricing/reprice';

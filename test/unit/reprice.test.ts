@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import type { UsageRecord } from '../../core/usage';
+import type { UsageRecord } from '../../records/usage-record';
 import { PriceCatalog } from '../../pricing/catalog';
 import { PROVIDER_REPORTED, repriceRecord } from '../../pricing/reprice';
 import { usageRecord } from '../helpers/records';

@@ -1,7 +1,7 @@
 /** Pure parts of the storage layer: URL parsing, query planning, codecs, the record queue. */
 import { MessageChannel, receiveMessageOnPort } from 'node:worker_threads';
 import { expect } from 'chai';
-import type { UsageRecord } from '../../core/usage';
+import type { UsageRecord } from '../../records/usage-record';
 import { COUNTERS, COUNTER_COLUMNS, contribution, isZero, addTotals, zeroTotals } from '../../storage/counters';
 import { RECORD_COLUMNS, recordValues } from '../../storage/codec';
 import { postgresDialect, sqliteDialect } from '../../storage/dialect';

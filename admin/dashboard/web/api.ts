@@ -66,6 +66,8 @@ export interface UsageResponse {
   groups: number;
   limit: number;
   offset: number;
+  /** The search the groups were paged by ('' for none): groups then counts the groups that match it. */
+  search: string;
   next_offset: number | null;
   /** Per-request records before this were deleted by retention (null: none were); totals stay exact from the rollups. */
   records_kept_from: string | null;
@@ -143,6 +145,9 @@ export interface UsageParams {
   to: number;
   filters: [string, string][];
   interval?: 'hour' | 'day';
+  /** The page of groups (GET /api/usage): rank of its first, and a text its groups' values hold. */
+  offset?: number;
+  search?: string;
 }
 
 export function usageQuery(p: UsageParams): string {
@@ -151,6 +156,8 @@ export function usageQuery(p: UsageParams): string {
   q.set('from', String(p.from));
   q.set('to', String(p.to));
   if (p.interval) q.set('interval', p.interval);
+  if (p.offset) q.set('offset', String(p.offset));
+  if (p.search) q.set('search', p.search);
   for (const [dim, value] of p.filters) q.set(`filter[${dim}]`, value);
   return q.toString();
 }

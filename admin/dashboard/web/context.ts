@@ -19,7 +19,7 @@ export interface AppCtx {
 /** Display name of a dimension. */
 export function dimLabel(dim: string): string {
   if (dim.startsWith('tag:')) return `${dim.slice(4)} (tag)`;
-  return { requested_model: 'requested model', served_model: 'served model', key_id: 'key id' }[dim] ?? dim;
+  return { requested_model: 'requested model', served_model: 'served model', key_id: 'key' }[dim] ?? dim;
 }
 
 /** Adds a filter and moves the grouping on to the next dimension not yet filtered (drill-down). */

@@ -1,4 +1,5 @@
 /** API Keys: list, create (the key is shown once, with a copy button), revoke. */
+import { forgetKeyNames } from './key-names.js';
 import { api, type KeyJson } from './api.js';
 import type { AppCtx } from './context.js';
 import { h, replace } from './dom.js';
@@ -36,6 +37,7 @@ export async function renderKeys(root: HTMLElement, ctx: AppCtx, isCurrent: () =
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
     try {
+      forgetKeyNames();
       created = await api.createKey({
         label: label.value.trim() || undefined,
         workspace: workspaces.length > 1 ? ws.value : undefined,
@@ -192,6 +194,7 @@ function keyRow(ctx: AppCtx, k: KeyJson): HTMLElement {
       clearTimeout(armed);
       action.disabled = true;
       try {
+        forgetKeyNames();
         await api.revokeKey(k.id);
         if (created?.id === k.id) created = undefined; // a revoked key is of no use: stop showing it
         ctx.update({});

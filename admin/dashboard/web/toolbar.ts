@@ -4,6 +4,7 @@ import { addFilter, dimLabel } from './context.js';
 import { h } from './dom.js';
 import { fromUtcInput, utcInput } from './format.js';
 import { PRESETS, resolveRange } from './state.js';
+import { isKeyDim, keyIdOf, shownValue, valueTitle } from './key-names.js';
 
 export function toolbar(ctx: AppCtx, opts: { groupBy: boolean }): HTMLElement {
   const s = ctx.state;
@@ -85,10 +86,10 @@ export function toolbar(ctx: AppCtx, opts: { groupBy: boolean }): HTMLElement {
   const chips = s.filters.map(([dim, value]) =>
     h(
       'span',
-      { class: 'chip', dataset: { filter: dim, value } },
+      { class: 'chip', dataset: { filter: dim, value }, title: valueTitle(dim, value) },
       h('span', { class: 'chip-dim' }, dimLabel(dim)),
       ' = ',
-      h('strong', {}, value),
+      h('strong', {}, shownValue(dim, value)),
       h(
         'button',
         {
@@ -125,7 +126,8 @@ export function toolbar(ctx: AppCtx, opts: { groupBy: boolean }): HTMLElement {
   addForm.addEventListener('submit', (e) => {
     e.preventDefault();
     const value = valueInput.value.trim();
-    if (value) addFilter(ctx, dimSelect.value, value);
+    // A key is typed by its label (as shown) or its id; the filter holds the id.
+    if (value) addFilter(ctx, dimSelect.value, isKeyDim(dimSelect.value) ? keyIdOf(value) : value);
   });
 
   const row2 = h(

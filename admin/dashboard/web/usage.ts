@@ -1,16 +1,19 @@
 /** The usage view: overview cards, cost over time by the chosen dimension, the table of groups, CSV export. */
-import { api, type GroupRow, type Totals, type UsageParams } from './api.js';
-import { destroyChart, drawChart, OTHER_COLOR, PALETTE, type Series } from './chart.js';
+import { api, type GroupRow, type Totals, type UsageParams, type UsageResponse } from './api.js';
+import { destroyChart, drawChart, OTHER_COLOR, PALETTE, PARTIAL_MARK, partialBuckets, type Series } from './chart.js';
 import { addFilter, dimLabel, type AppCtx } from './context.js';
 import { h, replace } from './dom.js';
 import { change, dateTime, int, pct } from './format.js';
 import { resolveRange } from './state.js';
 import { toolbar } from './toolbar.js';
 import { COLUMNS, costText, pico, ZERO } from './usage-columns.js';
+import { shownValue, valueTitle } from './key-names.js';
 
 /** Filter value of a built-in group whose value is absent (storage NONE). */
 const NONE = '(none)';
 const TOP_N = 8;
+/** Typing in the search box asks again once this long without a key stroke. */
+const SEARCH_DELAY_MS = 250;
 /** A previous period with fewer requests than this is too little to compare with: its deltas show "n/a". */
 const MIN_PREVIOUS_REQUESTS = 20;
 const NOT_COMPARABLE = { text: 'n/a', dir: 'none' } as const;
@@ -38,6 +41,11 @@ export async function renderUsage(root: HTMLElement, ctx: AppCtx, isCurrent: () 
     h('option', { value: 'cost', selected: s.metric === 'cost' }, 'Cost'),
     h('option', { value: 'requests', selected: s.metric === 'requests' }, 'Requests'),
   );
+  const partialNote = h(
+    'p',
+    { class: 'muted small hidden', id: 'partial-note' },
+    `${PARTIAL_MARK.trim()} paler bars: the range covers only part of that UTC ${range.interval}, so it is no dip.`,
+  );
   const chartCard = h(
     'section',
     { class: 'panel' },
@@ -45,20 +53,30 @@ export async function renderUsage(root: HTMLElement, ctx: AppCtx, isCurrent: () 
       'header',
       { class: 'panel-head' },
       h('h2', {}, `${s.metric === 'cost' ? 'Cost' : 'Requests'} over time by ${dimLabel(dim)}`),
-      h('span', { class: 'muted small' }, `UTC ${range.interval === 'hour' ? 'hours' : 'days'}`),
+      h('span', { class: 'muted small', id: 'chart-zone' }, `UTC ${range.interval === 'hour' ? 'hours' : 'days'}`),
       h('span', { class: 'spacer' }),
       metricSel,
     ),
     chartBox,
+    partialNote,
   );
   const tableHost = h('div', { class: 'table-wrap' });
+  const search = h('input', {
+    type: 'search',
+    id: 'group-search',
+    placeholder: `Search ${dimLabel(dim)}`,
+    'aria-label': `Search the ${dimLabel(dim)} groups`,
+    autocomplete: 'off',
+  });
+  const pager = h('div', { class: 'pager', id: 'group-pager' });
   const exportBtn = h('button', { type: 'button', class: 'btn', id: 'export-csv', disabled: true }, 'Export CSV');
   const tableTitle = h('h2', {}, `By ${dimLabel(dim)}`);
   const tableCard = h(
     'section',
     { class: 'panel' },
-    h('header', { class: 'panel-head' }, tableTitle, h('span', { class: 'spacer' }), exportBtn),
+    h('header', { class: 'panel-head' }, tableTitle, h('span', { class: 'spacer' }), search, exportBtn),
     tableHost,
+    pager,
   );
 
   root.dataset.from = String(range.from);
@@ -72,6 +90,9 @@ export async function renderUsage(root: HTMLElement, ctx: AppCtx, isCurrent: () 
     api.usage({ groupBy: [], from: prevFrom, to: range.from, filters: s.filters }),
   ]);
   if (!isCurrent()) return;
+  // The page's own work, without the waits on the API: the cards and table, then the chart (data-draw-ms).
+  let drawing = performance.now();
+  const drawn = () => (root.dataset.drawMs = (performance.now() - drawing).toFixed(1));
   showUncounted(retention, [...grouped.uncounted, ...prev.uncounted], grouped.records_kept_from);
 
   const total = grouped.total ?? ZERO;
@@ -85,10 +106,39 @@ export async function renderUsage(root: HTMLElement, ctx: AppCtx, isCurrent: () 
   const topValues = ranked.slice(0, topCount).map((r) => groupValue(r, dim));
   const top = new Map(topValues.map((v, i) => [v, i]));
 
-  tableTitle.textContent = `${grouped.groups} ${grouped.groups === 1 ? 'group' : 'groups'} by ${dimLabel(dim)}${grouped.other ? ` (the ${grouped.rows.length} most expensive, then the others together)` : ''}`;
-  const renderTable = () =>
-    replace(tableHost, groupTable(ctx, dim, grouped.rows, total, top, renderTable, grouped.other));
-  renderTable();
+  // The table pages through the groups (and searches them) on its own: the cards and the chart stay.
+  let shown = grouped;
+  const showPage = () => {
+    const renderTable = () =>
+      replace(
+        tableHost,
+        groupTable(ctx, dim, { rows: shown.rows, total, colors: top, other: shown.other }, renderTable),
+      );
+    renderTable();
+    tableTitle.textContent = tableTitleText(dim, shown, grouped.groups);
+    replace(
+      pager,
+      pagerControls(shown, (offset) => void loadPage(offset)),
+    );
+  };
+  let asked = 0;
+  const loadPage = async (offset: number) => {
+    const mine = ++asked;
+    try {
+      const page = await api.usage({ ...base, offset, search: search.value.trim() });
+      if (mine !== asked || !isCurrent()) return;
+      shown = page;
+      showPage();
+    } catch (err) {
+      ctx.fail(err);
+    }
+  };
+  let typing: ReturnType<typeof setTimeout> | undefined;
+  search.addEventListener('input', () => {
+    clearTimeout(typing);
+    typing = setTimeout(() => void loadPage(0), SEARCH_DELAY_MS);
+  });
+  showPage();
 
   exportBtn.disabled = grouped.rows.length === 0;
   exportBtn.onclick = async () => {
@@ -118,26 +168,28 @@ export async function renderUsage(root: HTMLElement, ctx: AppCtx, isCurrent: () 
         '.',
       ),
     );
+    drawn();
   } else {
+    const tableMs = performance.now() - drawing;
     const series = await api.usageSeries({ ...base, interval: range.interval, values: topValues });
     if (!isCurrent()) return;
+    drawing = performance.now() - tableMs;
     const pick = (x: { cost_pico: string[]; requests: number[] }) =>
       s.metric === 'cost' ? x.cost_pico.map((c) => BigInt(c)) : x.requests.map((n) => BigInt(n));
     const lines: Series[] = series.series.map((x, i) => ({
-      label: x.group,
+      label: shownValue(dim, x.group),
       color: PALETTE[i % PALETTE.length],
       values: pick(x),
     }));
     if (ranked.length > topCount && series.other)
       lines.push({ label: 'other', color: OTHER_COLOR, values: pick(series.other) });
     chartBox.dataset.series = JSON.stringify(lines.map((l) => l.label));
-    drawChart(
-      chartBox.querySelector('canvas')!,
-      series.buckets.map((b) => Date.parse(b)),
-      range.interval,
-      lines,
-      s.metric,
-    );
+    const buckets = series.buckets.map((b) => Date.parse(b));
+    const partial = partialBuckets(buckets, range.interval, range.from, range.to);
+    chartBox.dataset.partial = JSON.stringify(partial);
+    partialNote.classList.toggle('hidden', !partial.includes(true));
+    drawChart(chartBox.querySelector('canvas')!, buckets, { interval: range.interval, partial }, lines, s.metric);
+    drawn();
   }
 }
 
@@ -254,14 +306,18 @@ function overviewCards(t: Totals, p: Totals, label: string): HTMLElement[] {
  * `colors`: group value -> palette index of its series in the chart (the rest are "other"). `other`: the groups the
  * API left out of its page, summed, shown as the last line of the body (never sorted among the groups).
  */
+interface TableData {
+  rows: GroupRow[];
+  total: Totals;
+  colors: Map<string, number>;
+  other: (Totals & { groups: number }) | null;
+}
+
 function groupTable(
   ctx: AppCtx,
   dim: string,
-  rows: GroupRow[],
-  total: Totals,
-  colors: Map<string, number>,
+  { rows, total, colors, other }: TableData,
   rerender: () => void,
-  other: (Totals & { groups: number }) | null,
 ): HTMLElement {
   if (rows.length === 0)
     return h(
@@ -269,10 +325,12 @@ function groupTable(
       { class: 'empty-inline' },
       'No requests in this range',
       ctx.state.filters.length ? ' with these filters' : '',
+      other ? ' match the search' : '',
       '.',
     );
   const cols = COLUMNS.filter((c) => !c.optional || rows.some((r) => c.sort(r, total) !== 0n));
-  const groupSort = (a: GroupRow, b: GroupRow) => groupValue(a, dim).localeCompare(groupValue(b, dim));
+  const groupSort = (a: GroupRow, b: GroupRow) =>
+    shownValue(dim, groupValue(a, dim)).localeCompare(shownValue(dim, groupValue(b, dim)));
   const sorted = [...rows].sort((a, b) => {
     if (sortBy.key === 'group') return groupSort(a, b) * sortBy.dir;
     const col = cols.find((c) => c.key === sortBy.key) ?? cols.find((c) => c.key === 'cost_usd')!;
@@ -308,12 +366,17 @@ function groupTable(
     const value = groupValue(r, dim);
     const tr = h(
       'tr',
-      { class: 'clickable', tabindex: 0, dataset: { group: value }, title: `Filter by ${dimLabel(dim)} = ${value}` },
+      {
+        class: 'clickable',
+        tabindex: 0,
+        dataset: { group: value },
+        title: `Filter by ${dimLabel(dim)} = ${shownValue(dim, value)}`,
+      },
       h(
         'td',
-        { dataset: { col: 'group', value } },
+        { dataset: { col: 'group', value }, title: valueTitle(dim, value) },
         h('span', { class: `swatch ${colors.has(value) ? `c${colors.get(value)! % PALETTE.length}` : 'c-other'}` }),
-        value,
+        shownValue(dim, value),
       ),
       cols.map((c) =>
         h(
@@ -374,6 +437,46 @@ function groupTable(
     h('tbody', {}, body),
     h('tfoot', {}, foot),
   );
+}
+
+/** "6,000 groups by customer_id (the 100 most expensive, then the others together)", or the search's count. */
+function tableTitleText(dim: string, page: UsageResponse, all: number): string {
+  const groups = (n: number) => `${int(n)} ${n === 1 ? 'group' : 'groups'}`;
+  if (page.search) return `${groups(page.groups)} of ${int(all)} by ${dimLabel(dim)} match "${page.search}"`;
+  const first = page.offset === 0 ? 'most expensive' : `next most expensive from rank ${int(page.offset + 1)}`;
+  return `${groups(all)} by ${dimLabel(dim)}${page.other ? ` (the ${page.rows.length} ${first}, then the others together)` : ''}`;
+}
+
+/** Previous / next page of groups, and where this page is in the ranking. */
+function pagerControls(page: UsageResponse, go: (offset: number) => void): HTMLElement[] {
+  if (page.offset === 0 && page.next_offset === null) return [];
+  const start = page.offset + 1;
+  const end = page.offset + new Set(page.rows.map((r) => JSON.stringify(r.group))).size;
+  return [
+    h(
+      'button',
+      {
+        type: 'button',
+        class: 'btn small',
+        id: 'groups-prev',
+        disabled: page.offset === 0,
+        onclick: () => go(Math.max(0, page.offset - page.limit)),
+      },
+      '‹ Previous',
+    ),
+    h('span', { class: 'muted small', id: 'groups-range' }, `${int(start)}–${int(end)} of ${int(page.groups)}`),
+    h(
+      'button',
+      {
+        type: 'button',
+        class: 'btn small',
+        id: 'groups-next',
+        disabled: page.next_offset === null,
+        onclick: () => go(page.next_offset ?? 0),
+      },
+      'Next ›',
+    ),
+  ];
 }
 
 /** Says which parts of the shown ranges (this period and the previous one) retention left uncounted, if any. */

@@ -5,9 +5,10 @@ import type { IncomingMessage } from 'node:http';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import type { Logger } from 'pino';
-import { multipartFieldReader, receiveBody, refuseDeclaredOverLimit, type FileHead } from './body';
-import { GatewayError } from './errors';
-import { bodyRelayed, bodySpooled } from './body-memory';
+import { multipartFieldReader, receiveBody, refuseDeclaredOverLimit, type FileHead } from '../core/body';
+import { bodyRelayed, bodySpooled } from '../core/body-memory';
+import { GatewayError } from '../core/errors';
+import type { ReceivedUpload, UploadReceiver } from '../core/upload';
 
 /**
  * Large multipart uploads (audio to transcribe, images to edit). Routing needs the form's `model` field:
@@ -28,7 +29,7 @@ import { bodyRelayed, bodySpooled } from './body-memory';
 /** Chunks kept before the first file part: plain fields are small; a form with more before its file is spooled. */
 const MAX_HEAD_BYTES = 256 * 1024;
 
-export class UploadSpool {
+export class UploadSpool implements UploadReceiver {
   private constructor(
     private readonly dir: string,
     /** Multipart bodies of this many bytes or more (or of unknown length) are spooled. */
@@ -176,18 +177,6 @@ export class UploadSpool {
 
 /** Read back in large pieces: fewer reads and fewer socket writes upstream. */
 const READ_CHUNK = 1024 * 1024;
-
-/** A received upload: its plain fields (those before its first file part when it streams through), its size, and its bytes. */
-export interface ReceivedUpload {
-  readonly size: number;
-  readonly fields: Record<string, string>;
-  /** The whole body from its first byte, once. */
-  stream(): Readable;
-  /** Releases it once the upstream call is over (or never happened). */
-  dispose(): void;
-  /** The first bytes of its first file part, when they were asked for (receive's headBytes). */
-  fileHead(): FileHead | undefined;
-}
 
 /** An upload whose model came before its first file part: routed then, its bytes relayed as they arrive. */
 class StreamedUpload implements ReceivedUpload {

@@ -1,0 +1,51 @@
+/**
+ * One generated record in JS (the SQLite generator; bench/scale/postgres.ts writes the same in SQL): the combination
+ * of its slot, its customer, and its status, tokens, cost, stream flag and timings drawn from `r`.
+ */
+import type { UsageRecord } from '../../records/usage-record';
+import { logUniform } from '../../cli/demo-traffic';
+import { COMBOS, COMBO_SLOT, COMBO_SLOTS, CUSTOMER_NAMES, CUSTOMER_SLOT, CUSTOMER_SLOTS, FAILURE_SHARE } from './mix';
+import { STAGING_SHARE } from './mix';
+
+/** Record ids: the generator's sequence number, zero-padded so that ids sort as they were made. */
+export const scaleId = (g: number): string => `scale-${String(g).padStart(10, '0')}`;
+
+export function scaleRecord(r: () => number, g: number, ts: number): UsageRecord {
+  const c = COMBOS[COMBO_SLOT[Math.floor(r() * COMBO_SLOTS)]];
+  const tags: Record<string, string> = {
+    agent: c.agent,
+    feature: c.feature,
+    customer_id: CUSTOMER_NAMES[CUSTOMER_SLOT[Math.floor(r() * CUSTOMER_SLOTS)]],
+    team: c.team,
+  };
+  if (r() < STAGING_SHARE) tags.env = 'staging';
+  const status = r() < FAILURE_SHARE ? (r() < 0.7 ? 429 : 500) : 200;
+  const inputAll = logUniform(r, c.inLo, c.inHi);
+  const cacheRead = r() < 0.6 ? Math.min(inputAll - 1, Math.round(inputAll * c.cache * r() * 2)) : 0;
+  const output = logUniform(r, c.outLo, c.outHi);
+  const reasoning = c.reasoning ? Math.round(output * (0.3 + 0.5 * r())) : 0;
+  const failed = status !== 200;
+  const priced = c.inRate > 0;
+  const tokens = (n: number) => (failed ? null : n);
+  const cost = BigInt(inputAll - cacheRead) * BigInt(c.inRate) + BigInt(output) * BigInt(c.outRate);
+  return {
+    ...{ id: scaleId(g), ts, workspaceId: c.workspaceId, keyId: c.keyId, provider: c.provider, model: c.model },
+    ...{ servedModel: c.model, endpoint: c.endpoint, status, streamed: r() < 0.04 && c.endpoint !== 'messages' },
+    inputTokens: tokens(inputAll - cacheRead),
+    outputTokens: tokens(output),
+    cacheReadTokens: tokens(cacheRead),
+    ...{ cacheWriteTokens: tokens(0), cacheWrite1hTokens: tokens(0), reasoningTokens: tokens(reasoning) },
+    ...{ citationTokens: tokens(0), searchQueries: tokens(0), searchContextSize: null },
+    costPico: failed ? 0n : priced ? cost + BigInt(cacheRead) * BigInt(c.inRate / 10) : null,
+    provenance: failed ? 'failed' : priced ? 'measured' : 'unpriced',
+    priceVersion: priced && !failed ? 'scale' : null,
+    latencyMs: 200 + Math.floor(r() * 8000),
+    ttfbMs: 100 + Math.floor(r() * 800),
+    tags,
+    errorCode: null,
+    usageSource: failed ? 'none' : 'provider',
+    ...{ providerCostPico: null, costDisagrees: null, toolCalls: null },
+    priceId: priced && !failed ? `${c.provider}/${c.model}` : null,
+    ...{ serviceTier: null, inputAudioTokens: null, outputAudioTokens: null },
+  };
+}

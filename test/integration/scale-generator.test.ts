@@ -1,0 +1,88 @@
+/**
+ * The big-store generator (bench/scale.ts) at 100,000 records, so that it does not rot: what it writes on each
+ * store equals what the gateway's own write path (UsageStore.insertBatch) stores for the same records, every
+ * record column, tag set and rollup row compared (bench/scale/check.ts). The big runs are benchmarks, never here.
+ */
+import { expect } from 'chai';
+import Database from 'better-sqlite3';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from 'pg';
+import { checkAgainstWritePath, compareStores, type Rows } from '../../bench/scale/check';
+import { generatePostgres } from '../../bench/scale/postgres';
+import { generateSqlite } from '../../bench/scale/sqlite';
+import { openStore } from '../../storage';
+import { requirePostgres } from '../helpers/services';
+
+const RECORDS = 100_000;
+const DAYS = 30;
+const DAY = 86_400_000;
+const END = Math.floor(Date.now() / DAY) * DAY;
+const FROM = END - DAYS * DAY;
+
+function sqliteRows(path: string): { rows: Rows; close: () => void } {
+  const db = new Database(path, { readonly: true });
+  db.defaultSafeIntegers(true);
+  return { rows: async (sql) => db.prepare(sql).all() as Record<string, unknown>[], close: () => db.close() };
+}
+
+describe('big-store generator (100k records) against the write path', function () {
+  this.timeout(300_000);
+
+  it('SQLite: records, tag sets and every rollup row as insertBatch stores them', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tollgate-scale-test-'));
+    try {
+      await generateSqlite(join(dir, 'generated.db'), { records: RECORDS, days: DAYS, end: END });
+      const store = await openStore(`sqlite:${join(dir, 'write-path.db')}`);
+      const generated = sqliteRows(join(dir, 'generated.db'));
+      const written = sqliteRows(join(dir, 'write-path.db'));
+      try {
+        const result = await checkAgainstWritePath(generated.rows, { store, rows: written.rows }, FROM, END);
+        expect(result.records).to.equal(RECORDS);
+        expect(result.differences).to.deep.equal({});
+        expect(result.rows.usage_tag_rollup_hourly).to.be.greaterThan(result.rows.usage_rollup_hourly);
+        // The comparison sees a single count off in one rollup row.
+        const db = new Database(join(dir, 'generated.db'));
+        db.prepare('UPDATE usage_rollup_daily SET requests = requests + 1 WHERE day = ?').run(FROM);
+        db.close();
+        const off = await compareStores(generated.rows, written.rows, FROM, END);
+        expect(Object.keys(off.differences)).to.deep.equal(['usage_rollup_daily']);
+      } finally {
+        generated.close();
+        written.close();
+        await store.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('PostgreSQL: records, tag sets and every rollup row as insertBatch stores them', async function () {
+    const url = await requirePostgres(this, 'big-store generator on PostgreSQL');
+    const tag = `${process.pid}_${Date.now().toString(36)}`;
+    const [genSchema, refSchema] = [`tg_scale_gen_${tag}`, `tg_scale_ref_${tag}`];
+    const c = new Client({ connectionString: url });
+    await c.connect();
+    const rowsIn =
+      (schema: string): Rows =>
+      async (sql) => {
+        await c.query(`SET search_path TO ${schema}`);
+        return (await c.query(sql)).rows;
+      };
+    try {
+      await generatePostgres(url, genSchema, { records: RECORDS, days: DAYS, end: END });
+      const store = await openStore(url, { schema: refSchema });
+      try {
+        const result = await checkAgainstWritePath(rowsIn(genSchema), { store, rows: rowsIn(refSchema) }, FROM, END);
+        expect(result.records).to.equal(RECORDS);
+        expect(result.differences).to.deep.equal({});
+      } finally {
+        await store.close();
+      }
+    } finally {
+      await c.query(`DROP SCHEMA IF EXISTS ${genSchema} CASCADE; DROP SCHEMA IF EXISTS ${refSchema} CASCADE`);
+      await c.end();
+    }
+  });
+});
