@@ -335,7 +335,7 @@ const mock = {};
 const TRACE_GC = process.env.BENCH_TRACE_GC ? ['--trace-gc'] : [];
 
 /**
- * Starts a Tollgate target as `npm start` does (no Node flags); `nodeFlags`, `settings` (config values) and `root`
+ * Starts a Tollgate target as `npm start` does (no Node flags); `nodeFlags`, `node` (another Node binary), `settings` (config values) and `root`
  * (another build) make an A/B variant.
  */
 /** `admin`: { port, token } turns the admin API on (admin_contention). */
@@ -351,6 +351,7 @@ async function startTollgate(
     redisUrl,
     admin,
     nodeFlags = [],
+    node = process.execPath,
     settings = [],
     root = ROOT,
   } = {},
@@ -368,7 +369,7 @@ async function startTollgate(
   writeFileSync(config, yaml);
   const g = startGroup(
     name,
-    process.execPath,
+    node,
     [...nodeFlags, ...TRACE_GC, join(root, 'dist', 'cli', 'index.js'), 'start', '--config', config],
     {
       BENCH_PORT: String(port),
