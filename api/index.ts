@@ -15,6 +15,8 @@ export type { EndpointSpec } from '../core/endpoints';
 export { MAX_MODEL_LENGTH } from '../core/body';
 export { truncate, TRUNCATION_MARKER } from '../core/truncate';
 export { BoundedCache } from '../plugin-kit/bounded-cache';
+export { codePointCompare } from '../plugin-kit/code-point-order';
+export { budgetReadsOf, tagSpendPage } from '../plugin-kit/tag-spend-page';
 export { addressKey, FailedKeyTracker, type LockoutOptions } from '../plugin-kit/lockout';
 
 // Provider modules
@@ -55,14 +57,16 @@ export {
 export { RESERVED_TAG_KEYS, UNTAGGED } from '../records/dimensions';
 export { OUTPUT_TOKEN_FIELDS, outputLimitField, requestedOutputTokens, tokenCount } from '../plugin-kit/output-tokens';
 export { withJsonField } from '../plugin-kit/body-field';
-export { countCodePoints, requestedImages, typicalSeconds } from '../core/media-usage';
+export { countCodePoints, requestedImages, typicalSeconds } from '../providers/wire/media-request';
 export { streamIncomplete } from '../core/usage-settle';
 export { formatUsd, parseUsd } from '../pricing/money';
 
 // Dependency injection: tokens and the public views of the services behind them
 export { registerService, resolveService, TOKENS, type ServiceOf, type Token } from '../contracts/tokens';
 export type {
+  BudgetCursor,
   BudgetLedgerService,
+  BudgetReads,
   BudgetSource,
   BudgetStatus,
   KeyGrant,
@@ -75,6 +79,7 @@ export type {
   RecordQueueOptions,
   RecordQueuesService,
   RequestCostService,
+  TagSpendQuery,
   UsageStoreService,
 } from '../contracts/services';
 export type { Clock } from '../contracts/clock';

@@ -10,8 +10,8 @@
 //                   always on; no limits, budget, recording or metrics
 //   tollgate-norec  the same without the usage recorder (only in chat_c32: the recorder's cost)
 //   tollgate-nometrics  the same with metrics.enabled: false (only in chat_c32: the Prometheus metrics' cost)
-//   tollgate-traced the same with OpenTelemetry tracing on, every request sampled, spans sent over OTLP/HTTP to the
-//                   mock (only in chat_c32: the cost of tracing)
+//   tollgate-traced the same with OpenTelemetry tracing on, one request in ten sampled, spans sent over OTLP/HTTP to
+//                   the mock (only in chat_c32: the cost of tracing)
 //   tollgate-redis  the same with its limits in Redis (only in chat_c32, when a Redis answers on 127.0.0.1:6379)
 //   tollgate-x<N>   the same with server.workers = N and, when Redis answers, limits shared through it (chat_c32:
 //                   multi-core scaling, compared with tollgate-redis, else with tollgate)
@@ -124,6 +124,8 @@ let TARGETS = value('--targets', ADMIN_ONLY ? '' : ALL_TARGETS.join(','))
   .filter(Boolean);
 if (flag('--no-portkey')) TARGETS = TARGETS.filter((t) => t !== 'portkey');
 const UPLOAD_BYTES = 20 * 1024 * 1024;
+/** The traced target's sampler ratio. */
+const TRACE_RATIO = 0.1;
 const SLOW_CHUNK_MS = 20;
 
 const GATEWAY_KEY = 'tg_bench_' + randomBytes(16).toString('hex');
@@ -333,7 +335,7 @@ const mock = {};
 const TRACE_GC = process.env.BENCH_TRACE_GC ? ['--trace-gc'] : [];
 
 /**
- * Starts a Tollgate target as `npm start` does (no Node flags); `nodeFlags`, `settings` (config values) and `root`
+ * Starts a Tollgate target as `npm start` does (no Node flags); `nodeFlags`, `node` (another Node binary), `settings` (config values) and `root`
  * (another build) make an A/B variant.
  */
 /** `admin`: { port, token } turns the admin API on (admin_contention). */
@@ -349,6 +351,7 @@ async function startTollgate(
     redisUrl,
     admin,
     nodeFlags = [],
+    node = process.execPath,
     settings = [],
     root = ROOT,
   } = {},
@@ -366,7 +369,7 @@ async function startTollgate(
   writeFileSync(config, yaml);
   const g = startGroup(
     name,
-    process.execPath,
+    node,
     [...nodeFlags, ...TRACE_GC, join(root, 'dist', 'cli', 'index.js'), 'start', '--config', config],
     {
       BENCH_PORT: String(port),
@@ -375,9 +378,15 @@ async function startTollgate(
       MOCK_URL: mock.url,
       GATEWAY_KEY,
       TOLLGATE_ADMIN_TOKEN: '',
-      // Tracing only where asked for, whatever OTEL_* variables this shell has: every request sampled, to the mock.
+      // Tracing only where asked for, whatever OTEL_* variables this shell has: one request in ten sampled (what a
+      // production deployment runs), spans sent to the mock.
       ...(traced
-        ? { OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_ENDPOINT: mock.url, OTEL_TRACES_SAMPLER: 'always_on' }
+        ? {
+            OTEL_TRACES_EXPORTER: 'otlp',
+            OTEL_EXPORTER_OTLP_ENDPOINT: mock.url,
+            OTEL_TRACES_SAMPLER: 'traceidratio',
+            OTEL_TRACES_SAMPLER_ARG: String(TRACE_RATIO),
+          }
         : { OTEL_TRACES_EXPORTER: 'none' }),
     },
   );

@@ -1,14 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import type { Command } from 'commander';
-import { completeAlert } from '../alerts/alert';
 import type { LoadedConfig } from '../config/load';
 import { DAY_MS } from '../reconcile/bill';
-import { driftAlert } from '../reconcile/drift-alert';
+import { raiseDrift } from '../reconcile/raise-drift';
 import type { ReconciliationReport } from '../reconcile/report';
-import { runReconciliation, type BillSource } from '../reconcile/run';
+import { runReconciliation, runSettings, type BillSource } from '../reconcile/run';
 import { apiSource, MissingSourceError } from '../reconcile/sources';
-import type { UsageStore } from '../storage/store';
 import { errorLine, UserError } from './errors';
 import { withStore } from './store';
 import { renderTable } from './table';
@@ -54,20 +52,6 @@ export function reportTable(report: ReconciliationReport): string {
   return `${lines.join('\n')}\n`;
 }
 
-/** A drift past reconcile.drift_alert, stored in the alert outbox: the running gateway delivers it. */
-async function raiseDrift(loaded: LoadedConfig, store: UsageStore, report: ReconciliationReport, runId: number | null) {
-  const input = driftAlert(report, loaded.config.reconcile.drift_alert, runId);
-  if (!input) return;
-  const alerts = loaded.config.alerts;
-  const alert = completeAlert(input, Date.now(), alerts.dashboard_url);
-  process.stderr.write(`tollgate: alert: ${alert.title}\n`);
-  if (alerts.channels.length === 0 || !store.alertOutbox) return;
-  await store.alertOutbox().enqueue(
-    { alertId: alert.alert_id, kind: alert.kind, workspace: null, createdAt: Date.now(), body: JSON.stringify(alert) },
-    alerts.channels.map((c) => c.name),
-  );
-}
-
 function sourceOf(loaded: LoadedConfig, provider: string, csv: string | undefined): BillSource {
   if (csv !== undefined) {
     try {
@@ -103,25 +87,26 @@ export function registerReconcileCommand(program: Command, load: () => LoadedCon
       const range = timeRange({ from: opts.from, to: opts.to ?? String(today) }, (to) => to - 7 * DAY_MS);
       const source = sourceOf(loaded, opts.provider, opts.csv);
       const c = loaded.config.reconcile;
-      const outcome = await withStore(
-        loaded,
-        async (store) => {
-          const result = await runReconciliation(
-            { queryUsage: (q) => store.queryUsage(q), runs: store.reconciliationRuns?.() },
-            source,
-            range,
-            {
-              provider: opts.provider,
-              tolerance: c.tolerance,
-              restateDays: c.restate_days,
-              scopes: c.providers[opts.provider]?.scopes ?? {},
-            },
-          );
-          if (result.report) await raiseDrift(loaded, store, result.report, result.id);
-          return result;
-        },
-        { mustExist: true },
-      );
+      const outcome = await withStore(loaded, async (store) => {
+        // A store no gateway has opened yet gets its tables first (and an older one the runs' table).
+        await store.migrate();
+        const result = await runReconciliation(
+          { queryUsage: (q) => store.queryUsage(q), runs: store.reconciliationRuns?.() },
+          source,
+          range,
+          runSettings(c, opts.provider),
+        );
+        if (!result.report) return result;
+        const alert = await raiseDrift(
+          loaded.config.alerts,
+          store.alertOutbox?.(),
+          result.report,
+          c.drift_alert,
+          result.id,
+        );
+        if (alert) process.stderr.write(`tollgate: alert: ${alert.title}\n`);
+        return result;
+      });
       if (!outcome.report) throw new UserError(`reconciliation failed (run ${outcome.id}): ${outcome.error}`);
       process.stdout.write(
         opts.json

@@ -18,6 +18,23 @@ const reconcileProvider = z.strictObject({
   scopes: z.record(z.string(), z.string()).default({}),
 });
 
+const schedule = z
+  .strictObject({
+    /** Reconcile each provider of `providers` with an admin key once a day, in the running gateway. */
+    enabled: z.boolean().default(true),
+    /** The UTC time of day from which the day's run is due (HH:MM). */
+    at: z
+      .string()
+      .regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'a UTC time of day, HH:MM')
+      .default('02:00'),
+    /** Days before today each run reads again (providers restate recent days). */
+    window_days: fromText(z.number().int().min(1).max(90)).default(7),
+    /** How often an instance checks whether a run is due, and waits before trying a failed run again. */
+    check_ms: fromText(z.number().int().min(1000)).default(300_000),
+    retry_ms: fromText(z.number().int().min(1000)).default(3_600_000),
+  })
+  .prefault({});
+
 export const reconcileSchema = z
   .strictObject({
     /** Share of the provider's cost two figures may differ by and still agree. */
@@ -28,6 +45,8 @@ export const reconcileSchema = z
     drift_alert: share.default('0.05'),
     /** Per gateway provider slug: openai and anthropic read their admin APIs; others reconcile from a CSV export. */
     providers: z.record(z.string(), reconcileProvider).default({}),
+    /** The daily run in the gateway (reconcile/schedule.ts). */
+    schedule,
   })
   .prefault({});
 

@@ -125,10 +125,42 @@ export interface BudgetStatus {
   filters: Readonly<Record<string, string>>;
 }
 
+/** One page of a tag's spend this period (TagSpend): values after `after` in code-point order. */
+export interface TagSpendQuery {
+  from: number;
+  to: number;
+  workspace: string;
+  tag: string;
+  after?: string;
+  limit: number;
+}
+
+/** Where the budgets' recorded spend is read: the admin API's reader thread, or the usage store itself. */
+export interface BudgetReads {
+  queryUsage: UsageStoreService['queryUsage'];
+  /** [value, spend] of a tag's values in [from, to), a page in code-point order (plugin-kit/tag-spend-page.ts). */
+  tagSpend(q: TagSpendQuery): Promise<[string, bigint][]>;
+}
+
+/** Where a page of budgets ends: the budget (workspace and id) and, for a per-tag budget, the last value listed. */
+export interface BudgetCursor {
+  workspace: string;
+  id: string;
+  value: string | null;
+}
+
 /** Whatever can list the budgets: the budget plugin, reading the limit store (Redis when configured). */
 export interface BudgetSource {
-  /** `usage`: where the spend recorded this period is read (the admin API's reader thread); the usage store by default. */
-  statuses(now: number, usage?: Pick<UsageStoreService, 'queryUsage'>): Promise<BudgetStatus[]>;
+  /**
+   * The budgets after `after`, at most `limit`, by workspace, budget id and tag value, and the cursor of the next
+   * page (null after the last). The work is the page's: per-tag values are paged in the reads and the limit store.
+   */
+  page(
+    now: number,
+    reads: BudgetReads | undefined,
+    after: BudgetCursor | undefined,
+    limit: number,
+  ): Promise<{ statuses: BudgetStatus[]; next: BudgetCursor | null }>;
 }
 
 /** TOKENS.BudgetLedger: where the admin API reads budgets from; the budget plugin attaches itself to it. */

@@ -3,9 +3,8 @@ import { modelField, multipartForm, parseJsonBody, readBody } from './body';
 import { bodyHeld, JSON_BODY_COPIES, type BodyMemoryBudget, type BodyOwner, type BufferedBound } from './body-memory';
 import type { BodyPace } from './body-pace';
 import type { GatewayContext } from './context';
-import type { EndpointSpec } from './endpoints';
+import { uploadHeadBytes, type EndpointSpec } from './endpoints';
 import { GatewayError } from './errors';
-import { uploadHeadBytes } from './media-usage';
 import type { ReceivedUpload, UploadReceiver } from './upload';
 
 export interface BodyIntakeOptions {
@@ -55,7 +54,7 @@ export class BodyIntake {
     const { bodyLimit, uploads } = this.options;
     const contentType = req.headers['content-type'] ?? '';
     const multipart = contentType.startsWith('multipart/form-data');
-    // Audio uploads keep their file's first bytes, where the duration is read from (core/media-usage.ts).
+    // Audio uploads keep their file's first bytes, where the duration is read from (providers/wire/media-request.ts).
     const headBytes = uploadHeadBytes(endpoint.key);
     if (multipart && uploads?.wants(req)) {
       const upload = (hold.upload = await uploads.receive(req, bodyLimit, contentType, headBytes));

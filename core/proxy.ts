@@ -17,7 +17,6 @@ import { upstreamFailure, type UpstreamPools } from './upstream';
 import { UpstreamExchange } from './upstream-exchange';
 import type { SseEvent } from './usage';
 import { settleUsage } from './usage-settle';
-import { settleMediaUsage } from './media-usage';
 
 /** What the proxy works with; how request bodies are received: BodyIntakeOptions. */
 export interface ProxyDeps extends BodyIntakeOptions {
@@ -28,6 +27,11 @@ export interface ProxyDeps extends BodyIntakeOptions {
   logger: Logger;
   /** True for a gateway key or the admin token: never sent upstream, even in a provider's credential header. */
   isGatewaySecret?: GatewaySecretCheck;
+  /**
+   * Adds what the request says about its own billed units to its usage once the client is done (an audio or image
+   * request: providers/wire/media-request.ts); absent: the usage is what the answer reported.
+   */
+  settleRequestUsage?: (gw: GatewayContext) => Promise<void>;
 }
 
 /** application/json, or a +json type such as application/problem+json. */
@@ -354,7 +358,7 @@ export class GatewayProxy {
           gw.usage = tap.result();
         }
         settleUsage(gw, () => tap?.text() ?? '');
-        await settleMediaUsage(gw);
+        await this.deps.settleRequestUsage?.(gw);
       } catch (err) {
         // Usage stays as reported (or unknown), but the request is still recorded.
         gw.log.warn({ err, requestId: gw.requestId }, 'settling usage failed');

@@ -3,6 +3,7 @@
  * days read, the two matched, and the run stored with what it fetched, whether or not it succeeded. The admin key
  * is a parameter of this call only: it is passed to the reader's requests and kept nowhere else.
  */
+import type { ReconcileConfig } from '../config/reconcile';
 import type { UsageGroupRow, UsageQuery } from '../storage/store';
 import type { ReconciliationRuns } from '../storage/reconciliation-runs';
 import { readAnthropicBill } from './anthropic-reader';
@@ -38,6 +39,16 @@ export interface RunOutcome {
   report: ReconciliationReport | null;
   error: string | null;
   pages: Record<string, number>;
+}
+
+/** The settings of a run of `provider` from the reconcile config. */
+export function runSettings(c: ReconcileConfig, provider: string): RunSettings {
+  return {
+    provider,
+    tolerance: c.tolerance,
+    restateDays: c.restate_days,
+    scopes: c.providers[provider]?.scopes ?? {},
+  };
 }
 
 /** [from, to) widened to whole UTC days. */

@@ -39,6 +39,7 @@ import { LimitsContext } from '../services/workspace-limits';
 import { RuntimeBudgetSync } from '../services/runtime-budget-sync';
 import { workerScopedPath } from './worker-slot';
 import { UploadSpool } from '../services/upload-spool';
+import { settleMediaUsage } from '../providers/wire/media-request';
 import { UpstreamPools } from '../core/upstream';
 import { RedisLimitStore } from '../services/limit-store/redis-store';
 import type { GatewayMetrics } from './observability/metrics';
@@ -184,6 +185,7 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
     memoryBudget: bufferedBodies,
     logger,
     isGatewaySecret,
+    settleRequestUsage: settleMediaUsage,
   });
   metrics?.flow.watchInFlight(() => proxy.inflight);
 

@@ -3,6 +3,7 @@ import { MAX_REQUEST_HEADERS, refuseHeaderFlood } from './header-count';
 import type { AddressInfo } from 'node:net';
 import type { LoadedConfig } from '../config/load';
 import { createAdminApp } from '../admin/app';
+import { ReconcileSchedule } from '../reconcile/schedule';
 import { AdminReads } from '../admin/reads/admin-reads';
 import { createGateway, type Gateway, type GatewayOptions } from './gateway';
 import { limitHeapGrowth } from './memory-policy';
@@ -33,10 +34,14 @@ export async function startGateway(loaded: LoadedConfig, options: GatewayOptions
 
   let admin: Server | undefined;
   let adminUrl: string | undefined;
-  let reads: AdminReads | undefined;
-  if (config.admin.token) {
+  const reconciles = config.reconcile.schedule.enabled && Object.keys(config.reconcile.providers).length > 0;
+  const reads =
+    config.admin.token || reconciles
+      ? AdminReads.open(gateway.store.readSource(), { timeoutMs: config.admin.query_timeout_ms })
+      : undefined;
+  const schedule = reconciles ? startReconcileSchedule(gateway, loaded, reads!) : undefined;
+  if (config.admin.token && reads) {
     const { lockout } = config.admin;
-    reads = AdminReads.open(gateway.store.readSource(), { timeoutMs: config.admin.query_timeout_ms });
     gateway.alerts.readThrough(reads);
     const budgetReads = reads;
     gateway.metrics?.watchBudgets({
@@ -89,6 +94,7 @@ export async function startGateway(loaded: LoadedConfig, options: GatewayOptions
         admin.closeAllConnections();
       }
       await gateway.alerts.stop(); // before its reader closes
+      await schedule?.stop();
       await reads?.close();
       await gateway.close();
       server.closeAllConnections();
@@ -104,6 +110,19 @@ async function listen(server: Server, host: string, port: number): Promise<strin
   });
   const { address, port: bound } = server.address() as AddressInfo;
   return `http://${address.includes(':') ? `[${address}]` : address}:${bound}`;
+}
+
+/** The daily reconciliation (reconcile/schedule.ts), reading the gateway's figures through the reader thread. */
+function startReconcileSchedule(gateway: Gateway, { config }: LoadedConfig, reads: AdminReads): ReconcileSchedule {
+  const schedule = new ReconcileSchedule({
+    reconcile: config.reconcile,
+    alerts: config.alerts,
+    store: gateway.store,
+    queryUsage: (q) => reads.queryUsage(q),
+    logger: gateway.logger,
+  });
+  schedule.start();
+  return schedule;
 }
 
 /** The admin API's budget writes, applied on this instance as soon as they are stored. */

@@ -9,6 +9,7 @@ import { RECORD_COLUMNS, dedupeById, recordValues } from './codec';
 import { AlertOutbox } from './alert-outbox';
 import { RuntimeBudgetTable } from './runtime-budget-table';
 import { ReconciliationRuns } from './reconciliation-runs';
+import { ReconciliationSchedule } from './reconciliation-schedule';
 import { postgresDialect as d } from './dialect';
 import { KEY_CHANGES_SQL, KEY_COLUMNS, keyChangeFromRow, keyFromRow, type KeyChange } from './keys';
 import { insertPostgresKeys, revokePostgresKey } from './postgres-keys';
@@ -237,6 +238,11 @@ export class PostgresUsageStore implements UsageStore {
   /** Reconciliation runs (storage/reconciliation-runs.ts), on the store's own connection. */
   reconciliationRuns(): ReconciliationRuns {
     return new ReconciliationRuns(d, this.exec);
+  }
+
+  /** The scheduled reconciliation's claims (storage/reconciliation-schedule.ts), on the store's own connection. */
+  reconciliationSchedule(): ReconciliationSchedule {
+    return new ReconciliationSchedule(d, this.exec);
   }
 
   async checkWritable(): Promise<void> {

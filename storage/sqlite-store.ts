@@ -14,6 +14,7 @@ import { sqliteDialect as d } from './dialect';
 import { AlertOutbox } from './alert-outbox';
 import { RuntimeBudgetTable } from './runtime-budget-table';
 import { ReconciliationRuns } from './reconciliation-runs';
+import { ReconciliationSchedule } from './reconciliation-schedule';
 import {
   KEY_CHANGES_SQL,
   KEY_COLUMNS,
@@ -338,6 +339,11 @@ export class SqliteUsageStore implements UsageStore {
   /** Reconciliation runs (storage/reconciliation-runs.ts), on the store's own connection. */
   reconciliationRuns(): ReconciliationRuns {
     return new ReconciliationRuns(d, (q) => this.withShortLockWait(() => this.exec(q)));
+  }
+
+  /** The scheduled reconciliation's claims (storage/reconciliation-schedule.ts), on the store's own connection. */
+  reconciliationSchedule(): ReconciliationSchedule {
+    return new ReconciliationSchedule(d, (q) => this.withShortLockWait(() => this.exec(q)));
   }
 
   async checkWritable(): Promise<void> {

@@ -9,6 +9,7 @@ import type { CostProvenance, PicoUsd, UsageRecord, UsageSource } from '../recor
 import type { AlertOutbox } from './alert-outbox';
 import type { RuntimeBudgetTable } from './runtime-budget-table';
 import type { ReconciliationRuns } from './reconciliation-runs';
+import type { ReconciliationSchedule } from './reconciliation-schedule';
 import type { QuarantinedRecord } from './quarantine';
 import type { ReadSource } from './read-connection';
 
@@ -241,6 +242,8 @@ export interface UsageStore {
   runtimeBudgets?(): RuntimeBudgetTable;
   /** Reconciliation runs (storage/reconciliation-runs.ts), on the store's own connection. */
   reconciliationRuns?(): ReconciliationRuns;
+  /** The scheduled reconciliation's claims (storage/reconciliation-schedule.ts). */
+  reconciliationSchedule?(): ReconciliationSchedule;
 
   close(): Promise<void>;
 }

@@ -8,6 +8,7 @@
  * 503 query_too_large; the gateway keeps serving either way.
  */
 import { join } from 'node:path';
+import type { TagSpendQuery } from '../../contracts/services';
 import { GatewayError } from '../../core/errors';
 import type { KeyPage, KeyPageQuery } from '../../storage/query/key-page';
 import { READ_POOL_SIZE, type ReadSource } from '../../storage/read-connection';
@@ -132,6 +133,11 @@ export class AdminReads {
   /** Grouped totals (UsageStore.queryUsage): what the budgets' spend is read with for GET /api/budgets. */
   queryUsage(q: UsageQuery): Promise<UsageGroupRow[]> {
     return this.call('usageRows', q);
+  }
+
+  /** A page of a tag's spend (plugin-kit/tag-spend-page.ts): the per-tag budgets of GET /api/budgets. */
+  tagSpend(q: TagSpendQuery): Promise<[string, bigint][]> {
+    return this.call('tagSpend', q);
   }
 
   close(): Promise<void> {

@@ -3,6 +3,8 @@
  * inline for an in-memory store. A large answer (a grouping, a page of records, a series, a CSV) is built here to
  * the bytes of its body: the proxy's thread then only writes them out, never decodes rows nor serialises JSON.
  */
+import type { TagSpendQuery } from '../../contracts/services';
+import { tagSpendPage } from '../../plugin-kit/tag-spend-page';
 import { toNumber } from '../../storage/codec';
 import { groupPage } from '../../storage/query/group-page';
 import { keyPage, type KeyPageQuery } from '../../storage/query/key-page';
@@ -121,6 +123,7 @@ export function readOps({ dialect: d, exec }: Pick<ReadConnection, 'dialect' | '
     keys: (q: KeyPageQuery) => keyPage(d, exec, q),
     /** Grouped totals as rows (the budgets' spend: a total, or one row per tag value). */
     usageRows: queryUsage,
+    tagSpend: (q: TagSpendQuery) => tagSpendPage(queryUsage, q),
   };
 }
 

@@ -7,7 +7,8 @@ import { medianInterval } from './report.mjs';
 
 /**
  * A variant, from whitespace-separated words: `--flag` or `--flag=value` is a Node flag; `root=DIR` runs the build
- * in DIR (a checkout with dist/ built) instead of this one; `name=LABEL` names it; `a.b.c=value` sets a value of the
+ * in DIR (a checkout with dist/ built) instead of this one; `node=PATH` runs it on another Node binary (its
+ * node_modules must be built for that Node: give its own root); `name=LABEL` names it; `a.b.c=value` sets a value of the
  * bench config (bench/tollgate.bench.yaml), parsed as YAML (`server.idle_gc_ms=0`).
  *   --ab 'name=semi8 --max-semi-space-size=8' --ab 'name=default'
  */
@@ -17,6 +18,7 @@ export function parseVariant(spec, fallbackName, defaultRoot) {
     if (word.startsWith('--')) variant.nodeFlags.push(word);
     else if (word.startsWith('name=')) variant.name = word.slice(5);
     else if (word.startsWith('root=')) variant.root = resolve(word.slice(5));
+    else if (word.startsWith('node=')) variant.node = resolve(word.slice(5));
     else if (/^[a-z_][\w.]*=/.test(word)) {
       const i = word.indexOf('=');
       variant.settings.push([word.slice(0, i).split('.'), YAML.parse(word.slice(i + 1))]);
@@ -38,6 +40,7 @@ export function applySettings(yamlText, settings) {
 export function describeVariant(v, defaultRoot) {
   const parts = [...v.nodeFlags, ...v.settings.map(([p, x]) => `${p.join('.')}=${JSON.stringify(x)}`)];
   if (v.root !== defaultRoot) parts.push(`root=${v.root}`);
+  if (v.node) parts.push(`node=${v.node}`);
   return parts.length ? parts.join(' ') : '(no flags, bench config as is)';
 }
 

@@ -16,6 +16,7 @@ import { keyChangeSeq } from './011_key_change_seq';
 import { servedTierAudio } from './012_served_tier_audio';
 import { runtimeBudgets } from './013_runtime_budgets';
 import { reconciliationRuns } from './014_reconciliation_runs';
+import { scheduleAndRepriceLog } from './015_schedule_and_reprice_log';
 
 export interface Migration {
   version: number;
@@ -40,6 +41,7 @@ export const MIGRATIONS: readonly Migration[] = [
   servedTierAudio,
   runtimeBudgets,
   reconciliationRuns,
+  scheduleAndRepriceLog,
 ];
 
 export const SCHEMA_MIGRATIONS_DDL = {

@@ -97,6 +97,29 @@ reconcile:
     expect(report.totals.drift).to.equal('0.000000');
   });
 
+  it('migrates a store no gateway has opened yet, and stores the run there', async () => {
+    const fresh = join(dir, 'fresh.yaml');
+    writeFileSync(
+      fresh,
+      `storage: { url: "sqlite:${join(dir, 'fresh.db')}" }\nreconcile: { providers: { openai: { base_url: "${upstream.url}/openai/v1" } } }\n`,
+    );
+    const run = await runCli(
+      ['-c', fresh, 'reconcile', '--provider', 'openai', '--from', '2025-11-20', '--to', '2025-11-22', '--json'],
+      { env: { OPENAI_ADMIN_KEY: ADMIN_KEY } },
+    );
+    expect(run.code, run.stderr).to.equal(0);
+    expect(JSON.parse(run.stdout).lines.map((l: { status: string }) => l.status)).to.deep.equal([
+      'provider_only',
+      'provider_only',
+    ]);
+    const store = await openStore(`sqlite:${join(dir, 'fresh.db')}`, { writerThread: false });
+    try {
+      expect(await store.reconciliationRuns!().list(5, null)).to.have.length(1);
+    } finally {
+      await store.close();
+    }
+  });
+
   it('says what to set when there is no admin key', async () => {
     const run = await runCli(['-c', config, 'reconcile', '--provider', 'anthropic'], {
       env: { ANTHROPIC_ADMIN_KEY: '' },

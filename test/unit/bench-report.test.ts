@@ -46,11 +46,9 @@ describe('bench report: the usage recorder target (bench/lib/report.mjs)', () =>
 });
 
 describe('bench report: the cost of metrics and tracing (bench/lib/report.mjs)', () => {
-  it('reports the median of the gateway CPU per request ratios, their interval and the µs added, with no goal to meet', async () => {
-    const report = await load();
-    const cpu = [1.05, 1.02, 1.08, 1.04, 1.03, 1.06, 1.01, 1.04, 1.07];
+  const costs = (cpu: number[]) => {
     const rounds = cpu.map((cpu_ratio, i) => ({ ratio: 0.97, cpu_ratio, on_cpu_us: 200 + i, off_cpu_us: 190 + i }));
-    const result = {
+    return {
       settings: { upload_bytes: 20 * 2 ** 20 },
       runs: [],
       memory: {
@@ -64,14 +62,30 @@ describe('bench report: the cost of metrics and tracing (bench/lib/report.mjs)',
         },
       },
     };
-    const rows = report.targets(result);
+  };
+
+  it('reports the median of the gateway CPU per request ratios, their interval and the µs added', async () => {
+    const report = await load();
+    const rows = report.targets(costs([1.05, 1.02, 1.08, 1.04, 1.03, 1.06, 1.01, 1.04, 1.07]));
     const metrics = rows.find((t) => t.name.startsWith('Prometheus metrics cost'))!;
     expect(metrics.measured).to.equal('+4.0% gw CPU/req (+10 µs)');
-    expect(metrics.met).to.equal(null);
+    expect(metrics.met).to.equal('inconclusive'); // the interval straddles the +3% goal
     expect(metrics.note)
       .to.contain('96% interval of the median: +2.0% to +7.0%')
       .and.to.contain('req/s: -3.0% (median)');
     const tracing = rows.find((t) => t.name.startsWith('tracing cost'))!;
     expect(tracing.note).to.contain('9,000 spans exported for 9,001 requests');
+  });
+
+  it('holds metrics to +3% and tracing to +5% of CPU per request, on the whole interval of the median', async () => {
+    const report = await load();
+    const verdicts = (cpu: number[]) =>
+      report
+        .targets(costs(cpu))
+        .filter((t) => /^(Prometheus metrics|tracing) cost/.test(t.name))
+        .map((t) => t.met);
+    expect(verdicts([1.01, 1.02, 1.0, 1.01, 1.02, 1.01, 1.0, 1.02, 1.01])).to.deep.equal([true, true]);
+    expect(verdicts([1.04, 1.04, 1.045, 1.04, 1.04, 1.045, 1.04, 1.04, 1.04])).to.deep.equal([false, true]);
+    expect(verdicts([1.1, 1.12, 1.09, 1.11, 1.1, 1.08, 1.1, 1.13, 1.1])).to.deep.equal([false, false]);
   });
 });

@@ -1,12 +1,12 @@
 import { PassThrough } from 'node:stream';
-import type { FileHead } from './body';
-import type { GatewayContext } from './context';
-import type { EndpointKey } from './endpoints';
-import type { Usage } from './usage';
+import type { FileHead } from '../../core/body';
+import type { GatewayContext } from '../../core/context';
+import type { EndpointKey } from '../../core/endpoints';
+import type { Usage } from '../../core/usage';
 
 /**
  * What an audio or image request says about its own cost, added to what its answer reported
- * (providers/wire/media.ts) once the client is done, off the request path:
+ * (providers/wire/media.ts) once the client is done, off the request path (the proxy's settleRequestUsage):
  *
  * - speech: the characters of `input` (tts-1 is billed per character; code points, as a person counts them);
  * - images: the `size` and `quality` asked for, unless the answer named them, and the `n` asked for when the
@@ -18,14 +18,8 @@ import type { Usage } from './usage';
  *   estimate marks the usage estimated.
  */
 
-/** Audio uploads whose duration may be billed keep the head of their file, at most this many bytes. */
-const AUDIO_HEAD_BYTES = 64 * 1024;
+/** The audio uploads whose duration may be billed: they keep the head of their file (core/endpoints.ts uploadHeadBytes). */
 const AUDIO_UPLOADS: ReadonlySet<EndpointKey> = new Set(['audio.transcriptions', 'audio.translations']);
-
-/** How many bytes of an upload's file to keep for this endpoint (0: none). */
-export function uploadHeadBytes(endpoint: EndpointKey): number {
-  return AUDIO_UPLOADS.has(endpoint) ? AUDIO_HEAD_BYTES : 0;
-}
 
 const IMAGE_ENDPOINTS: ReadonlySet<EndpointKey> = new Set(['images.generations', 'images.edits', 'images.variations']);
 
