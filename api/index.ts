@@ -16,7 +16,7 @@ export { MAX_MODEL_LENGTH } from '../core/body';
 export { truncate, TRUNCATION_MARKER } from '../core/truncate';
 export { BoundedCache } from '../plugin-kit/bounded-cache';
 export { codePointCompare } from '../plugin-kit/code-point-order';
-export { budgetReadsOf, tagSpendPage } from '../plugin-kit/tag-spend-page';
+export { budgetReadsOf, tagSpendPage } from '../services/tag-spend-page';
 export { addressKey, FailedKeyTracker, type LockoutOptions } from '../plugin-kit/lockout';
 
 // Provider modules
@@ -41,6 +41,9 @@ export { perplexityUsageParser } from '../providers/perplexity/usage';
 // The usage vocabulary shared by both
 export {
   MEDIA_UNIT_FIELDS,
+  type BatchJobAnswer,
+  type BatchResultLine,
+  type BatchWire,
   type EndpointKey,
   type SseEvent,
   type StreamUsageAccumulator,
@@ -64,6 +67,8 @@ export { formatUsd, parseUsd } from '../pricing/money';
 // Dependency injection: tokens and the public views of the services behind them
 export { registerService, resolveService, TOKENS, type ServiceOf, type Token } from '../contracts/tokens';
 export type {
+  BatchJob,
+  BatchJobsService,
   BudgetCursor,
   BudgetLedgerService,
   BudgetReads,

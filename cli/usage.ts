@@ -9,6 +9,7 @@ import type { UsageRecord } from '../records/usage-record';
 import type { Repricing, UsageQuery, UsageStore } from '../storage/store';
 import { repricingChanges } from '../storage/reprice';
 import { errorLine, UserError } from './errors';
+import { keyValues } from './key-values';
 import { formatUsd } from '../pricing/money';
 import { count } from './format';
 import { wholeNumber } from './number-option';
@@ -29,16 +30,6 @@ interface UsageOptions {
   all?: boolean;
   json?: boolean;
   csv?: boolean;
-}
-
-function parseFilters(list: string[]): Record<string, string> {
-  return Object.fromEntries(
-    list.map((f) => {
-      const i = f.indexOf('=');
-      if (i <= 0) throw new UserError(`--filter takes key=value, got "${f}"`);
-      return [f.slice(0, i), f.slice(i + 1)];
-    }),
-  );
 }
 
 /** The store's own checks (a dimension twice, a status that is no HTTP status ...), before anything is opened. */
@@ -116,7 +107,7 @@ export function registerUsageCommands(program: Command, load: () => LoadedConfig
       const query: UsageQuery = {
         ...timeRange(opts, (to) => to - 30 * DAY),
         groupBy,
-        filters: parseFilters(opts.filter),
+        filters: keyValues(opts.filter, '--filter'),
       };
       const plan = checkedPlan(query);
       const loaded = load();
