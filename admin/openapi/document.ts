@@ -33,6 +33,7 @@ import {
 import { budgetCreatePath, budgetWritePaths } from './budget-paths';
 import { freezePaths } from './freeze-paths';
 import { reconciliationPaths } from './reconciliation-paths';
+import { latencyPaths } from './latency-paths';
 import { groupBy, intervalParam, pageParams, param, rangeParams, usageCsvQuery, usageQuery } from './parameters';
 import {
   bare,
@@ -277,6 +278,7 @@ const paths = {
     },
   },
   ...reconciliationPaths,
+  ...latencyPaths,
   '/api/dimensions': {
     get: {
       operationId: 'listDimensions',
