@@ -41,6 +41,9 @@ export { perplexityUsageParser } from '../providers/perplexity/usage';
 // The usage vocabulary shared by both
 export {
   MEDIA_UNIT_FIELDS,
+  type BatchJobAnswer,
+  type BatchResultLine,
+  type BatchWire,
   type EndpointKey,
   type SseEvent,
   type StreamUsageAccumulator,
@@ -64,6 +67,8 @@ export { formatUsd, parseUsd } from '../pricing/money';
 // Dependency injection: tokens and the public views of the services behind them
 export { registerService, resolveService, TOKENS, type ServiceOf, type Token } from '../contracts/tokens';
 export type {
+  BatchJob,
+  BatchJobsService,
   BudgetCursor,
   BudgetLedgerService,
   BudgetReads,

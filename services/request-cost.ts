@@ -1,6 +1,6 @@
 import type { GatewayContext } from '../core/context';
 import type { PriceLookup, RequestCostService } from '../contracts/services';
-import type { Usage } from '../core/usage';
+import type { EndpointKey, Usage } from '../core/usage';
 import { priceUsage, type PricedUsage } from '../pricing/cost';
 
 /**
@@ -33,5 +33,9 @@ export class RequestCost implements RequestCostService {
     return endpoint
       ? priceUsage(price, usage, { endpoint: endpoint.key, counted: endpoint.costCounted })
       : { costPico: null, provenanceHint: 'unpriced' as const };
+  }
+
+  priceAnswer(provider: string, model: string, endpoint: EndpointKey, usage: Usage | undefined): PricedUsage {
+    return priceUsage(this.prices.lookup(provider, model), usage, { endpoint, counted: true });
   }
 }

@@ -21,8 +21,12 @@ const UNPRICED_MODEL: Record<string, string> = {
   mistral: 'mistral-tollgate-unpriced',
 };
 
+/** Endpoints that bill nothing themselves: models lists, and files and batches (their results are counted). */
+type Unbilled = 'models' | 'files' | 'batches' | 'messages.batches';
+const UNBILLED: readonly EndpointKey[] = ['models', 'files', 'batches', 'messages.batches'];
+
 /** The smallest request each endpoint takes, besides its model. */
-const MINIMAL: Record<Exclude<EndpointKey, 'models'>, Record<string, unknown>> = {
+const MINIMAL: Record<Exclude<EndpointKey, Unbilled>, Record<string, unknown>> = {
   'chat.completions': { messages: [{ role: 'user', content: 'hi' }] },
   messages: { max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] },
   responses: { input: 'hi' },
@@ -165,7 +169,7 @@ describe('budgets refuse every request whose cost they cannot bound', function (
   const everyEndpoint = (): Attack[] =>
     gw.gateway.providers.list().flatMap((p) =>
       p.endpoints
-        .filter((e): e is Exclude<EndpointKey, 'models'> => e !== 'models')
+        .filter((e): e is Exclude<EndpointKey, Unbilled> => !UNBILLED.includes(e))
         .flatMap((endpoint) => [
           {
             name: `${p.slug} ${endpoint} with an unpriced model`,
