@@ -16,7 +16,7 @@ export { MAX_MODEL_LENGTH } from '../core/body';
 export { truncate, TRUNCATION_MARKER } from '../core/truncate';
 export { BoundedCache } from '../plugin-kit/bounded-cache';
 export { codePointCompare } from '../plugin-kit/code-point-order';
-export { budgetReadsOf, tagSpendPage } from '../plugin-kit/tag-spend-page';
+export { budgetReadsOf, tagSpendPage } from '../services/tag-spend-page';
 export { addressKey, FailedKeyTracker, type LockoutOptions } from '../plugin-kit/lockout';
 
 // Provider modules

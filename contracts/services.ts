@@ -163,7 +163,7 @@ export interface TagSpendQuery {
 /** Where the budgets' recorded spend is read: the admin API's reader thread, or the usage store itself. */
 export interface BudgetReads {
   queryUsage: UsageStoreService['queryUsage'];
-  /** [value, spend] of a tag's values in [from, to), a page in code-point order (plugin-kit/tag-spend-page.ts). */
+  /** [value, spend] of a tag's values in [from, to), a page in code-point order (services/tag-spend-page.ts). */
   tagSpend(q: TagSpendQuery): Promise<[string, bigint][]>;
 }
 

@@ -10,6 +10,7 @@ import { asGatewayError, GatewayError } from './errors';
 import { forwardableRequestHeaders, forwardableResponseHeaders, headerValue, upstreamHeadersOf } from './headers';
 import type { PluginPipeline } from './plugin-pipeline';
 import type { ProviderRegistry } from './provider-routing';
+import { closeLingering } from './lingering-close';
 import { newRequestId, REQUEST_ID_HEADER } from './request-id';
 import { decodeBody } from './response-body';
 import { LineTap } from './line-tap';
@@ -352,7 +353,10 @@ export class GatewayProxy {
       'content-type': 'application/json',
       'content-length': body.length,
     };
-    if (CLOSE_AFTER.has(error.code)) headers.connection = 'close';
+    if (CLOSE_AFTER.has(error.code)) {
+      headers.connection = 'close';
+      closeLingering(res.req);
+    }
     res.writeHead(error.status, this.responseHeaders(gw, headers));
     res.end(body);
   }

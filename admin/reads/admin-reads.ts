@@ -135,7 +135,7 @@ export class AdminReads {
     return this.call('usageRows', q);
   }
 
-  /** A page of a tag's spend (plugin-kit/tag-spend-page.ts): the per-tag budgets of GET /api/budgets. */
+  /** A page of a tag's spend (services/tag-spend-page.ts): the per-tag budgets of GET /api/budgets. */
   tagSpend(q: TagSpendQuery): Promise<[string, bigint][]> {
     return this.call('tagSpend', q);
   }

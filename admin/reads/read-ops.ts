@@ -4,7 +4,7 @@
  * the bytes of its body: the proxy's thread then only writes them out, never decodes rows nor serialises JSON.
  */
 import type { TagSpendQuery } from '../../contracts/services';
-import { tagSpendPage } from '../../plugin-kit/tag-spend-page';
+import { tagSpendPage } from '../../services/tag-spend-page';
 import { toNumber } from '../../storage/codec';
 import { groupPage } from '../../storage/query/group-page';
 import { keyPage, type KeyPageQuery } from '../../storage/query/key-page';

@@ -23,6 +23,7 @@ import { AdminContract, checkedAdminAnswers } from '../helpers/admin-contract';
 import { OPENAI_KEY, startTestGateway, TEST_ADMIN_TOKEN, type TestGateway } from '../helpers/gateway';
 import { TcpProxy } from '../helpers/tcp-proxy';
 import { sleep, TestUpstream } from '../helpers/upstream';
+import { requirePostgres, requireRedis } from '../helpers/services';
 
 /**
  * The OpenAPI description of the admin API (admin/openapi). Every admin answer of the whole suite is checked
@@ -460,13 +461,9 @@ alerts: { channels: [{ name: ops, type: slack, url: "${slack.url}" }] }`,
   });
 
   it('503 store_unavailable with Retry-After when the store cannot be reached, without the cause in the answer', async function () {
-    const PG_URL = process.env.DATABASE_URL;
-    if (!PG_URL) {
-      console.log('      SKIPPED: the store-unreachable answer needs PostgreSQL (set DATABASE_URL=postgres://...)');
-      this.skip();
-    }
+    const PG_URL = await requirePostgres(this, 'the store-unreachable answer');
     const schema = `tg_openapi_${process.pid}_${Date.now().toString(36)}`;
-    const target = new URL(PG_URL!);
+    const target = new URL(PG_URL);
     const relay = new TcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
     await relay.start();
     target.host = `127.0.0.1:${relay.port}`;
@@ -508,12 +505,8 @@ alerts: { channels: [{ name: ops, type: slack, url: "${slack.url}" }] }`,
   });
 
   it('503 limits_unavailable with Retry-After when the Redis limit store holding the budgets cannot be reached', async function () {
-    const REDIS_URL = process.env.REDIS_URL;
-    if (!REDIS_URL) {
-      console.log('      SKIPPED: the limit-store-unreachable answer needs Redis (set REDIS_URL=redis://...)');
-      this.skip();
-    }
-    const target = new URL(REDIS_URL!);
+    const REDIS_URL = await requireRedis(this, 'the limit-store-unreachable answer');
+    const target = new URL(REDIS_URL);
     const relay = new TcpProxy({ host: target.hostname, port: Number(target.port || 6379) });
     await relay.start();
     const upstream = new TestUpstream();

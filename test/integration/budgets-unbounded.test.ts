@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import type { EndpointKey } from '../../core/endpoints';
 import { endpointByKey } from '../../core/endpoints';
-import { ANTHROPIC_KEY, OPENAI_KEY, startTestGateway, type TestGateway } from '../helpers/gateway';
+import { ANTHROPIC_KEY, OPENAI_KEY, startTestGateway, type TestGateway, workspaceWith } from '../helpers/gateway';
 import { TestUpstream } from '../helpers/upstream';
 
 /** A request to send: its endpoint, the provider named by header, and its JSON body or form fields. */
@@ -160,10 +160,9 @@ describe('budgets refuse every request whose cost they cannot bound', function (
     upstream.reset();
   });
   const start = (policy: string, usd = '100') =>
-    startTestGateway(
-      upstream.url,
-      `${policy}\nworkspaces:\n  - id: default\n    keys: [{ id: test, key: "\${GATEWAY_KEY}" }]\n    limits: { budgets: [{ period: day, usd: "${usd}" }] }\n`,
-    ).then((g) => (gw = g));
+    startTestGateway(upstream.url, `${policy}\n${workspaceWith(`{ budgets: [{ period: day, usd: "${usd}" }] }`)}`).then(
+      (g) => (gw = g),
+    );
 
   /** Every endpoint of every deployed provider, once with an unpriced model and once without a model. */
   const everyEndpoint = (): Attack[] =>

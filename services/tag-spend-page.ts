@@ -1,6 +1,6 @@
 import type { BudgetReads, TagSpendQuery } from '../contracts/services';
 import { UNTAGGED } from '../records/dimensions';
-import { codePointCompare } from './code-point-order';
+import { codePointCompare } from '../plugin-kit/code-point-order';
 
 /**
  * One page of a tag's spend: the values after `after` in code-point order, at most `limit`, each with its spend in
