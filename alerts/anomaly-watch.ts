@@ -14,7 +14,7 @@ import { floorHour, HOUR_MS } from '../storage/rollup';
 import { keyScope, tagScope, WORKSPACE_SCOPE, type SpendFreezes } from '../services/spend-freezes';
 import type { SpendFreezeRow } from '../storage/spend-freeze-table';
 import { alertIdOf, type AlertInput } from './alert';
-import { usdText } from './budget-alerts';
+import { usdText } from './alert-text';
 import { SpendVelocity, type Episode } from './spend-velocity';
 
 /** What a completed request adds: its workspace, key, tags and cost. */
