@@ -15,6 +15,7 @@ import { registerHealthcheckCommand } from './healthcheck';
 import { registerKeyCommands } from './keys';
 import { registerAlertCommands } from './alerts';
 import { registerReconcileCommand } from './reconcile';
+import { registerReconcileFixCommand } from './reconcile-fix';
 import { registerPriceCommands } from './prices';
 import { registerUsageCommands } from './usage';
 
@@ -148,6 +149,7 @@ registerKeyCommands(program, loadOrExit);
 registerPriceCommands(program, loadOrExit);
 registerAlertCommands(program, loadOrExit);
 registerReconcileCommand(program, loadOrExit);
+registerReconcileFixCommand(program, loadOrExit);
 registerDemoCommand(program);
 registerHealthcheckCommand(program, loadOrExit);
 

@@ -10,6 +10,7 @@ import type { AlertOutbox } from './alert-outbox';
 import type { RuntimeBudgetTable } from './runtime-budget-table';
 import type { ReconciliationRuns } from './reconciliation-runs';
 import type { ReconciliationSchedule } from './reconciliation-schedule';
+import type { RepriceLog } from './reprice-log';
 import type { QuarantinedRecord } from './quarantine';
 import type { ReadSource } from './read-connection';
 
@@ -244,6 +245,8 @@ export interface UsageStore {
   reconciliationRuns?(): ReconciliationRuns;
   /** The scheduled reconciliation's claims (storage/reconciliation-schedule.ts). */
   reconciliationSchedule?(): ReconciliationSchedule;
+  /** The repricing audit (storage/reprice-log.ts). */
+  repriceLog?(): RepriceLog;
 
   close(): Promise<void>;
 }

@@ -57,7 +57,7 @@ export class UsageRecorderPlugin implements GatewayPlugin {
 
   onComplete(ctx: GatewayContext): void {
     const priced = ctx.usage ? this.cost.of(ctx) : undefined;
-    this.queue.enqueue(buildRecord(ctx, priced, this.cost.prices.version));
+    this.queue.enqueue(buildRecord(ctx, priced, priced?.priceVersion ?? this.cost.prices.version));
   }
 
   async close(): Promise<void> {
