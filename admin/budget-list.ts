@@ -1,15 +1,22 @@
 /**
- * GET /api/budgets page by page, in key order: with per-tag budgets there is one budget per tag value met this
- * period, which may be many. The spend each shows is read on the admin API's reader thread.
+ * GET /api/budgets page by page, by workspace, budget id and tag value: with per-tag budgets there is one budget per
+ * tag value met this period, which may be many. The spend each shows is grouped and paged on the admin API's reader
+ * thread; this thread handles the page alone (plugins/budget/budget-pages.ts).
  */
 import type { AlertService } from '../alerts/service';
 import { forecastPart } from '../alerts/budget-alerts';
 import { formatUsd } from '../pricing/money';
-import type { BudgetLedger } from '../services/budget-ledger';
+import type { BudgetCursor, BudgetLedger } from '../services/budget-ledger';
 import { decodePageCursor, encodePageCursor } from './page-cursor';
 import type { AdminReads } from './reads/admin-reads';
 
-const isKey = (v: unknown): v is string => typeof v === 'string';
+const isText = (v: unknown): v is string => typeof v === 'string';
+const isCursor = (v: unknown): v is BudgetCursor => {
+  const c = v as Partial<BudgetCursor> | null;
+  return (
+    typeof c === 'object' && c !== null && isText(c.workspace) && isText(c.id) && (c.value === null || isText(c.value))
+  );
+};
 
 export async function budgetListPage(
   budgets: BudgetLedger,
@@ -18,11 +25,8 @@ export async function budgetListPage(
   now = Date.now(),
   forecasts?: Pick<AlertService, 'forecastOf'>,
 ) {
-  const after = q.cursor === null ? undefined : decodePageCursor(q.cursor, isKey);
-  const all = await budgets.list(now, reads);
-  const from = after === undefined ? 0 : all.findIndex((b) => b.key > after);
-  const page = from < 0 ? [] : all.slice(from, from + q.limit);
-  const more = from >= 0 && from + q.limit < all.length;
+  const after = q.cursor === null ? undefined : decodePageCursor(q.cursor, isCursor);
+  const { statuses: page, next } = await budgets.page(now, reads, after, q.limit);
   return {
     data: page.map((b) => ({
       id: b.id,
@@ -41,6 +45,6 @@ export async function budgetListPage(
       action: b.action,
       forecast: forecastPart(forecasts?.forecastOf(b, now) ?? null),
     })),
-    next_cursor: more ? encodePageCursor(page[page.length - 1].key) : null,
+    next_cursor: next && encodePageCursor(next),
   };
 }

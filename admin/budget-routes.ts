@@ -68,8 +68,8 @@ export function registerBudgetRoutes(router: Router, deps: BudgetRouteDeps): voi
       throw new GatewayError('invalid_budget', 'A budget cannot move to another workspace: create a new one.', {
         param: 'workspace',
       });
-    const { on_exceed: _, ...before } = runtimeBudgetJson(current);
-    const merged = { ...before, ...input };
+    // What the PATCH leaves out stays as it was, on_exceed included.
+    const merged = { ...runtimeBudgetJson(current), ...input };
     const budget = await validBudget(deps, current.workspace, merged);
     const row = await table.update(current.id, budget, Date.now());
     if (!row) throw notFound(current.id);

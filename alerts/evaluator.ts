@@ -6,13 +6,13 @@
  * stored, and sent, once.
  */
 import type { Logger } from 'pino';
-import type { BudgetStatus, UsageStoreService } from '../contracts/services';
+import type { BudgetReads, BudgetStatus } from '../contracts/services';
 import type { AlertInput } from './alert';
 import { forecastAlert, thresholdAlerts } from './budget-alerts';
 import type { BurnRates } from './forecast';
 
 export interface BudgetList {
-  list(now: number, usage?: Pick<UsageStoreService, 'queryUsage'>): Promise<BudgetStatus[]>;
+  list(now: number, reads?: BudgetReads): Promise<BudgetStatus[]>;
 }
 
 export class BudgetEvaluator {
@@ -21,7 +21,7 @@ export class BudgetEvaluator {
   private stopped = false;
   private lastWarning = 0;
   /** Where the spend recorded this period is read: a reader thread when one is given, else the usage store. */
-  reader: Pick<UsageStoreService, 'queryUsage'> | undefined;
+  reader: BudgetReads | undefined;
 
   constructor(
     private readonly budgets: BudgetList,

@@ -15,6 +15,8 @@ export type { EndpointSpec } from '../core/endpoints';
 export { MAX_MODEL_LENGTH } from '../core/body';
 export { truncate, TRUNCATION_MARKER } from '../core/truncate';
 export { BoundedCache } from '../plugin-kit/bounded-cache';
+export { codePointCompare } from '../plugin-kit/code-point-order';
+export { budgetReadsOf, tagSpendPage } from '../services/tag-spend-page';
 export { addressKey, FailedKeyTracker, type LockoutOptions } from '../plugin-kit/lockout';
 
 // Provider modules
@@ -39,6 +41,9 @@ export { perplexityUsageParser } from '../providers/perplexity/usage';
 // The usage vocabulary shared by both
 export {
   MEDIA_UNIT_FIELDS,
+  type BatchJobAnswer,
+  type BatchResultLine,
+  type BatchWire,
   type EndpointKey,
   type SseEvent,
   type StreamUsageAccumulator,
@@ -62,7 +67,9 @@ export { formatUsd, parseUsd } from '../pricing/money';
 // Dependency injection: tokens and the public views of the services behind them
 export { registerService, resolveService, TOKENS, type ServiceOf, type Token } from '../contracts/tokens';
 export type {
+  BudgetCursor,
   BudgetLedgerService,
+  BudgetReads,
   BudgetSource,
   BudgetStatus,
   KeyGrant,
@@ -75,8 +82,10 @@ export type {
   RecordQueueOptions,
   RecordQueuesService,
   RequestCostService,
+  TagSpendQuery,
   UsageStoreService,
 } from '../contracts/services';
+export type { BatchJob, BatchJobsService } from '../records/batch-job';
 export type { Clock } from '../contracts/clock';
 export type {
   Bucket,

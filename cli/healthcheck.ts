@@ -1,15 +1,9 @@
 import type { Command } from 'commander';
 import type { LoadedConfig } from '../config/load';
+import { localHost } from './local-host';
 
 /** Longer than an orchestrator's usual probe time-out is pointless: it has given up by then. */
 const TIMEOUT_MS = 4000;
-
-/** An address the gateway listens on, as a client on the same machine reaches it: a wildcard is the loopback. */
-function localHost(host: string): string {
-  if (host === '0.0.0.0' || host === '') return '127.0.0.1';
-  if (host === '::' || host === '[::]') return '[::1]';
-  return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
-}
 
 /**
  * `tollgate healthcheck`: asks the running gateway's /healthz (or /readyz with --ready) on the port of the config it

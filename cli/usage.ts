@@ -6,6 +6,7 @@ import { deployProviders } from '../runtime/wiring';
 import { planUsageQuery, type UsagePlan } from '../storage';
 import type { UsageQuery, UsageStore } from '../storage/store';
 import { errorLine, UserError } from './errors';
+import { keyValues } from './key-values';
 import { count } from './format';
 import { wholeNumber } from './number-option';
 import { repriceRange, type RepriceRun } from './reprice-run';
@@ -25,16 +26,6 @@ interface UsageOptions {
   all?: boolean;
   json?: boolean;
   csv?: boolean;
-}
-
-function parseFilters(list: string[]): Record<string, string> {
-  return Object.fromEntries(
-    list.map((f) => {
-      const i = f.indexOf('=');
-      if (i <= 0) throw new UserError(`--filter takes key=value, got "${f}"`);
-      return [f.slice(0, i), f.slice(i + 1)];
-    }),
-  );
 }
 
 /** The store's own checks (a dimension twice, a status that is no HTTP status ...), before anything is opened. */
@@ -112,7 +103,7 @@ export function registerUsageCommands(program: Command, load: () => LoadedConfig
       const query: UsageQuery = {
         ...timeRange(opts, (to) => to - 30 * DAY),
         groupBy,
-        filters: parseFilters(opts.filter),
+        filters: keyValues(opts.filter, '--filter'),
       };
       const plan = checkedPlan(query);
       const loaded = load();

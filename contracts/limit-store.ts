@@ -125,7 +125,8 @@ export interface LimitStore {
 
   /** Adds `member` to the set `key`, kept until `untilMs` (e.g. the tag values a per-tag budget met this period). */
   addToSet(key: string, member: string, untilMs: number): Promise<void>;
-  setMembers(key: string): Promise<string[]>;
+  /** The members after `after` (from the first when undefined) in code-point order, at most `limit`. */
+  setRange(key: string, after: string | undefined, limit: number): Promise<string[]>;
 
   close(): Promise<void>;
 }

@@ -5,7 +5,8 @@ import type { GatewayContext, Workspace } from '../core/context';
 import type { PresentedKey } from './presented-key';
 import type { ProviderInstance } from '../core/provider-contract';
 import type { PicoUsd, UsageRecord } from '../records/usage-record';
-import type { Usage } from '../core/usage';
+import type { EndpointKey, Usage } from '../core/usage';
+import type { BatchJobsService } from '../records/batch-job';
 
 /**
  * The public views of the shared services a plugin may resolve from its container (contracts/tokens.ts). They are
@@ -40,6 +41,8 @@ export interface RequestCostService {
    * the request's provider. Not kept.
    */
   price(ctx: GatewayContext, usage: Usage, as?: { provider: string; model: string }): PricedUsage;
+  /** What an answer that did not come as a request of its own (a line of a batch's results) costs. */
+  priceAnswer(provider: string, model: string, endpoint: EndpointKey, usage: Usage | undefined): PricedUsage;
   /** The prices it computes with. */
   readonly prices: PriceLookup;
 }
@@ -55,6 +58,8 @@ export interface UsageStoreService {
   }): Promise<{ group: Record<string, string | null>; costPico: PicoUsd }[]>;
   /** Stores records (an id already stored is skipped, so a retried batch is safe). */
   insertBatch(records: readonly UsageRecord[]): Promise<{ inserted: number; duplicates: number }>;
+  /** The batches created through the gateway, where the store keeps them. */
+  batchJobs?(): BatchJobsService;
 }
 
 /** How a usage-record queue writes (TOKENS.RecordQueues). */
@@ -127,10 +132,42 @@ export interface BudgetStatus {
   filters: Readonly<Record<string, string>>;
 }
 
+/** One page of a tag's spend this period (TagSpend): values after `after` in code-point order. */
+export interface TagSpendQuery {
+  from: number;
+  to: number;
+  workspace: string;
+  tag: string;
+  after?: string;
+  limit: number;
+}
+
+/** Where the budgets' recorded spend is read: the admin API's reader thread, or the usage store itself. */
+export interface BudgetReads {
+  queryUsage: UsageStoreService['queryUsage'];
+  /** [value, spend] of a tag's values in [from, to), a page in code-point order (services/tag-spend-page.ts). */
+  tagSpend(q: TagSpendQuery): Promise<[string, bigint][]>;
+}
+
+/** Where a page of budgets ends: the budget (workspace and id) and, for a per-tag budget, the last value listed. */
+export interface BudgetCursor {
+  workspace: string;
+  id: string;
+  value: string | null;
+}
+
 /** Whatever can list the budgets: the budget plugin, reading the limit store (Redis when configured). */
 export interface BudgetSource {
-  /** `usage`: where the spend recorded this period is read (the admin API's reader thread); the usage store by default. */
-  statuses(now: number, usage?: Pick<UsageStoreService, 'queryUsage'>): Promise<BudgetStatus[]>;
+  /**
+   * The budgets after `after`, at most `limit`, by workspace, budget id and tag value, and the cursor of the next
+   * page (null after the last). The work is the page's: per-tag values are paged in the reads and the limit store.
+   */
+  page(
+    now: number,
+    reads: BudgetReads | undefined,
+    after: BudgetCursor | undefined,
+    limit: number,
+  ): Promise<{ statuses: BudgetStatus[]; next: BudgetCursor | null }>;
 }
 
 /** TOKENS.BudgetLedger: where the admin API reads budgets from; the budget plugin attaches itself to it. */

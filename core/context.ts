@@ -3,7 +3,7 @@ import type { FileHead } from './body';
 import type { EndpointSpec } from './endpoints';
 import type { GatewayError } from './errors';
 import type { ProviderInstance } from './provider-contract';
-import type { Usage } from './usage';
+import type { BatchJobAnswer, BatchResultLine, Usage } from './usage';
 
 export interface Workspace {
   id: string;
@@ -94,6 +94,10 @@ export class GatewayContext {
   usageEstimated = false;
   /** True when the response stream was cut (client disconnect, upstream reset or idle time-out). */
   streamCut = false;
+  /** A batch's creation or retrieval answered with this batch (set with the JSON answer; batch endpoints only). */
+  batchJob: BatchJobAnswer | undefined;
+  /** The answered lines of batch results that passed through (set before onComplete; results endpoints only). */
+  batchResults: readonly BatchResultLine[] | undefined;
 
   /** The gateway error that answered this request, if any. */
   error: GatewayError | undefined;

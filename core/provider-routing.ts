@@ -6,7 +6,7 @@ import type { EndpointKey } from './usage';
 
 /**
  * The deployed providers and how a request finds its provider, in order:
- * 1. X-Gateway-Provider always wins; 2. a path owned by one provider (/v1/messages);
+ * 1. X-Gateway-Provider always wins; 2. a path owned by one provider (/v1/messages; /v1/batches, which names no model);
  * 3. the longest matching model-name prefix; 4. otherwise the request fails.
  */
 export class ProviderRegistry {
@@ -63,6 +63,7 @@ export class ProviderRegistry {
     }
     const owner = this.owners.get(endpoint.key);
     if (owner) {
+      if (endpoint.modelField === undefined) return owner; // files and batches name no model
       if (model === undefined) throw missingModel();
       if (!owner.modelPrefixes.some((prefix) => model.startsWith(prefix))) {
         throw new GatewayError(

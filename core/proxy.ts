@@ -10,8 +10,10 @@ import { asGatewayError, GatewayError } from './errors';
 import { forwardableRequestHeaders, forwardableResponseHeaders, headerValue, upstreamHeadersOf } from './headers';
 import type { PluginPipeline } from './plugin-pipeline';
 import type { ProviderRegistry } from './provider-routing';
+import { closeLingering } from './lingering-close';
 import { newRequestId, REQUEST_ID_HEADER } from './request-id';
 import { decodeBody } from './response-body';
+import { LineTap } from './line-tap';
 import { StreamTap } from './stream-tap';
 import { upstreamFailure, type UpstreamPools } from './upstream';
 import { UpstreamExchange } from './upstream-exchange';
@@ -70,6 +72,8 @@ interface InFlight extends HeldBody {
   explicit: string | undefined;
   /** Watches a streamed answer for usage and the plugins' onStreamEvent. */
   tap: StreamTap | undefined;
+  /** Reads a batch's results line by line as they pass. */
+  lines: LineTap | undefined;
   /** The client got the whole answer: the response finished on a live connection. */
   delivered: boolean;
 }
@@ -132,6 +136,7 @@ export class GatewayProxy {
       reserved: 0,
       held: undefined,
       tap: undefined,
+      lines: undefined,
       delivered: false,
     };
     this.inflight++;
@@ -201,7 +206,8 @@ export class GatewayProxy {
     const headers = upstreamHeadersOf(gw.upstreamHeaders, this.credentials.withheld);
     if (credential) headers[credential.header] = credential.value;
 
-    const target = provider.baseUrl + (provider.paths?.[endpoint.key] ?? endpoint.upstreamPath);
+    const target =
+      provider.baseUrl + ((endpoint.batch ? undefined : provider.paths?.[endpoint.key]) ?? endpoint.upstreamPath);
     let url = this.upstreamUrls.get(target);
     if (!url) this.upstreamUrls.set(target, (url = new URL(target)));
     const query = req.url?.indexOf('?') ?? -1;
@@ -227,9 +233,15 @@ export class GatewayProxy {
     gw.status = gw.upstreamStatus = upstream.statusCode;
 
     const contentType = (headerValue(upstream.headers, 'content-type') ?? '').toLowerCase();
-    // A JSON document is relayed whole (its usage read), also when a stream was asked for and the provider
-    // answered with one; JSON Lines (application/x-ndjson) and SSE are streams.
-    if (isJsonDocument(contentType)) {
+    const batches = provider.usage.batches;
+    if (endpoint.batch === 'results' && batches && upstream.statusCode < 400) {
+      // A batch's results are JSON Lines, whatever their type says: relayed as they come, read line by line.
+      flight.lines = new LineTap(batches, headerValue(upstream.headers, 'content-encoding'));
+      const lines = flight.lines;
+      await this.relayStream(gw, res, upstream, (chunk) => lines.push(chunk));
+    } else if (isJsonDocument(contentType)) {
+      // A JSON document is relayed whole (its usage read), also when a stream was asked for and the provider
+      // answered with one; JSON Lines (application/x-ndjson) and SSE are streams.
       await this.relayWhole(gw, res, upstream);
     } else {
       if (contentType.startsWith('text/event-stream') && upstream.statusCode < 400) {
@@ -242,7 +254,8 @@ export class GatewayProxy {
           observe,
         );
       }
-      await this.relayStream(gw, res, upstream, flight.tap);
+      const tap = flight.tap;
+      await this.relayStream(gw, res, upstream, tap && ((chunk) => tap.push(chunk)));
     }
   }
 
@@ -266,6 +279,7 @@ export class GatewayProxy {
         let parsed = decodeBody(body, headerValue(upstream.headers, 'content-encoding'));
         if (parsed instanceof Promise) parsed = await parsed;
         if (parsed !== undefined) gw.usage = gw.provider!.usage.fromJson(gw.endpoint!.key, parsed);
+        if (parsed !== undefined && gw.endpoint!.batch) gw.batchJob = gw.provider!.usage.batches?.job(parsed);
       }
       const pending = this.deps.pipeline.run('onResponse', gw);
       if (pending) await pending;
@@ -281,7 +295,7 @@ export class GatewayProxy {
     gw: GatewayContext,
     res: ServerResponse,
     upstream: UpstreamExchange,
-    tap: StreamTap | undefined,
+    watch: ((chunk: Buffer) => void) | undefined,
   ): Promise<void> {
     try {
       const pending = this.deps.pipeline.run('onResponse', gw);
@@ -292,7 +306,7 @@ export class GatewayProxy {
     }
     res.writeHead(upstream.statusCode, this.responseHeaders(gw, forwardableResponseHeaders(upstream.headers)));
     try {
-      await upstream.relayTo(res, tap && ((chunk: Buffer) => tap.push(chunk)));
+      await upstream.relayTo(res, watch);
     } catch (err) {
       gw.streamCut = true;
       // Headers are out: the client sees the stream end early (the socket is cut); the record says why.
@@ -339,13 +353,16 @@ export class GatewayProxy {
       'content-type': 'application/json',
       'content-length': body.length,
     };
-    if (CLOSE_AFTER.has(error.code)) headers.connection = 'close';
+    if (CLOSE_AFTER.has(error.code)) {
+      headers.connection = 'close';
+      closeLingering(res.req);
+    }
     res.writeHead(error.status, this.responseHeaders(gw, headers));
     res.end(body);
   }
 
   /** After the client is done: settle usage, run onComplete and log, all off the request path. */
-  private async finish({ gw, delivered, tap }: InFlight): Promise<void> {
+  private async finish({ gw, delivered, tap, lines }: InFlight): Promise<void> {
     gw.latencyMs = gw.elapsedMs();
     if (!delivered && !gw.error) {
       gw.streamCut = gw.status !== undefined;
@@ -356,6 +373,10 @@ export class GatewayProxy {
         if (tap) {
           await tap.end();
           gw.usage = tap.result();
+        }
+        if (lines) {
+          await lines.end();
+          gw.batchResults = lines.results();
         }
         settleUsage(gw, () => tap?.text() ?? '');
         await this.deps.settleRequestUsage?.(gw);

@@ -1,5 +1,4 @@
-import type { Transform } from 'node:stream';
-import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
+import { SideInflater } from './side-inflater';
 import { SseDecoder } from './sse';
 import type { SseEvent, StreamUsageAccumulator } from './usage';
 
@@ -10,25 +9,14 @@ import type { SseEvent, StreamUsageAccumulator } from './usage';
  */
 export class StreamTap {
   private readonly decoder = new SseDecoder();
-  private readonly inflater: Transform | undefined;
-  private readonly drained: Promise<void>;
+  private readonly source: SideInflater;
 
   constructor(
     private readonly accumulator: StreamUsageAccumulator,
     contentEncoding: string | undefined,
     private readonly onEvent: ((event: SseEvent) => void) | undefined,
   ) {
-    this.inflater = inflaterFor(contentEncoding);
-    if (this.inflater) {
-      const inflater = this.inflater;
-      inflater.on('data', (plain: Buffer) => this.consume(plain));
-      this.drained = new Promise((resolve) => {
-        inflater.once('end', resolve);
-        inflater.once('error', () => resolve()); // corrupt compression: usage stays unknown, the client is unaffected
-      });
-    } else {
-      this.drained = Promise.resolve();
-    }
+    this.source = new SideInflater(contentEncoding, (plain) => this.dispatch(this.decoder.push(plain)));
   }
 
   /** Usage the stream reported (undefined when it reported none). */
@@ -42,21 +30,13 @@ export class StreamTap {
   }
 
   push(chunk: Buffer): void {
-    if (this.inflater) this.inflater.write(chunk);
-    else this.consume(chunk);
+    this.source.push(chunk);
   }
 
   /** Call once the upstream body ended (or was cut); resolves when every event has been consumed. */
   async end(): Promise<void> {
-    if (this.inflater) {
-      this.inflater.end();
-      await this.drained;
-    }
+    await this.source.end();
     this.dispatch(this.decoder.end());
-  }
-
-  private consume(bytes: Buffer): void {
-    this.dispatch(this.decoder.push(bytes));
   }
 
   private dispatch(events: SseEvent[]): void {
@@ -64,19 +44,5 @@ export class StreamTap {
       this.accumulator.push(event);
       this.onEvent?.(event);
     }
-  }
-}
-
-function inflaterFor(encoding: string | undefined): Transform | undefined {
-  switch (encoding?.trim().toLowerCase()) {
-    case 'gzip':
-    case 'x-gzip':
-      return createGunzip();
-    case 'deflate':
-      return createInflate();
-    case 'br':
-      return createBrotliDecompress();
-    default:
-      return undefined;
   }
 }

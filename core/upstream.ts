@@ -7,7 +7,7 @@ import type { UpstreamExchange } from './upstream-exchange';
 export interface UpstreamCall {
   /** Absolute URL: provider base URL + upstream path + query. */
   url: URL;
-  method: 'GET' | 'POST';
+  method: 'GET' | 'POST' | 'DELETE';
   headers: Record<string, string | string[]>;
   /** A stream (a spooled upload) needs its content-length in `headers`. */
   body: Buffer | Readable | undefined;

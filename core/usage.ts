@@ -129,6 +129,28 @@ export interface UsageParser {
   fromJson(endpoint: EndpointKey, body: unknown): Usage | undefined;
   /** A fresh accumulator for one SSE stream of the given endpoint. */
   createStreamAccumulator(endpoint: EndpointKey): StreamUsageAccumulator;
+  /** How the provider's batch API answers (files, batches, message batches), when it has one. */
+  batches?: BatchWire;
+}
+
+/** What a batch's creation or retrieval answered: its id, and the file its results are in (OpenAI). */
+export interface BatchJobAnswer {
+  id: string;
+  outputFileId?: string;
+}
+
+/** One answered line of a batch's results: the client's custom_id, the endpoint and model it ran on, its usage. */
+export interface BatchResultLine {
+  customId: string;
+  endpoint: EndpointKey;
+  model: string | undefined;
+  usage: Usage | undefined;
+}
+
+/** Reads a provider's batch answers: a batch object, and one parsed line of its results (undefined: not billed). */
+export interface BatchWire {
+  job(body: unknown): BatchJobAnswer | undefined;
+  result(line: unknown): BatchResultLine | undefined;
 }
 
 /** Stable names of the gateway's endpoints (core/endpoints.ts). */

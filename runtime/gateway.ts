@@ -18,7 +18,7 @@ import { openStore, parseStorageUrl } from '../storage';
 import { StoreMaintenance } from '../storage/maintenance';
 import type { UsageStore } from '../storage/store';
 import { ModelCatalog } from '../core/catalog';
-import { endpointAt } from '../core/endpoints';
+import { endpointFor, methodsAt } from '../core/endpoints';
 import { GatewayError } from '../core/errors';
 import { observeBodyMemory } from '../core/body-memory';
 import { BufferedBodyCap } from './buffered-body-cap';
@@ -211,8 +211,8 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
   const koa = new Koa();
   koa.silent = true; // errors are logged by the proxy with their request id
   koa.use(function dispatchToProxy(ctx, next) {
-    const endpoint = endpointAt(ctx.path);
-    if (endpoint === undefined || endpoint.method !== ctx.method) return next();
+    const endpoint = endpointFor(ctx.method, ctx.path);
+    if (endpoint === undefined) return next();
     ctx.respond = false;
     return proxy.handle(ctx.req, ctx.res, endpoint);
   });
@@ -283,10 +283,10 @@ export function storageUrlFrom(url: string, configDir: string): string {
  */
 function refuseUnknownRoutes(logger: Logger): Koa.Middleware {
   return function refuseUnknownRoute(ctx) {
-    const endpoint = endpointAt(ctx.path);
-    const error = endpoint
-      ? new GatewayError('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; use ${endpoint.method}.`, {
-          headers: { allow: endpoint.method },
+    const methods = methodsAt(ctx.path).join(', ');
+    const error = methods
+      ? new GatewayError('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; use ${methods}.`, {
+          headers: { allow: methods },
         })
       : new GatewayError(
           'route_not_found',

@@ -1,6 +1,9 @@
-import type { BudgetLedgerService, BudgetSource, BudgetStatus, UsageStoreService } from '../contracts/services';
+import type { BudgetCursor, BudgetLedgerService, BudgetReads, BudgetSource, BudgetStatus } from '../contracts/services';
 
-export type { BudgetSource, BudgetStatus };
+export type { BudgetCursor, BudgetReads, BudgetSource, BudgetStatus };
+
+/** Budgets read at a time when every one is wanted (alerts, metrics): each page is a turn of the event loop. */
+const LIST_PAGE = 500;
 
 /**
  * Where the admin API (GET /api/budgets) reads the budgets from. The budget plugin attaches itself when it is in
@@ -13,9 +16,21 @@ export class BudgetLedger implements BudgetLedgerService {
     this.source = source;
   }
 
-  /** By key, in code-unit order (the admin API's cursor compares keys the same way). */
-  async list(now = Date.now(), usage?: Pick<UsageStoreService, 'queryUsage'>): Promise<BudgetStatus[]> {
-    const statuses = this.source ? await this.source.statuses(now, usage) : [];
-    return statuses.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  /** A page in listing order (workspace, budget id, tag value), and the cursor of the next one. */
+  async page(now: number, reads: BudgetReads | undefined, after: BudgetCursor | undefined, limit: number) {
+    if (!this.source) return { statuses: [] as BudgetStatus[], next: null };
+    return this.source.page(now, reads, after, limit);
+  }
+
+  /** Every budget in listing order, read page by page. */
+  async list(now = Date.now(), reads?: BudgetReads): Promise<BudgetStatus[]> {
+    const all: BudgetStatus[] = [];
+    let after: BudgetCursor | undefined;
+    do {
+      const { statuses, next } = await this.page(now, reads, after, LIST_PAGE);
+      all.push(...statuses);
+      after = next ?? undefined;
+    } while (after);
+    return all;
   }
 }

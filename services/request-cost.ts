@@ -1,6 +1,6 @@
 import type { GatewayContext } from '../core/context';
 import type { PriceLookup, RequestCostService } from '../contracts/services';
-import type { Usage } from '../core/usage';
+import type { EndpointKey, Usage } from '../core/usage';
 import { priceUsage, type PricedUsage } from '../pricing/cost';
 
 /**
@@ -35,5 +35,9 @@ export class RequestCost implements RequestCostService {
     // A dated price (pricing/dated-prices.ts): the record keeps which one it was priced with.
     const version = price && (price.effective_from || price.effective_to) ? this.prices.versionOf?.(price) : undefined;
     return version ? { ...priced, priceVersion: version } : priced;
+  }
+
+  priceAnswer(provider: string, model: string, endpoint: EndpointKey, usage: Usage | undefined): PricedUsage {
+    return priceUsage(this.prices.lookup(provider, model), usage, { endpoint, counted: true });
   }
 }

@@ -7,6 +7,7 @@ import type { Pool, PoolClient } from 'pg';
 import type { UsageRecord } from '../records/usage-record';
 import { RECORD_COLUMNS, dedupeById, recordValues } from './codec';
 import { AlertOutbox } from './alert-outbox';
+import { BatchJobTable } from './batch-jobs';
 import { RuntimeBudgetTable } from './runtime-budget-table';
 import { ReconciliationRuns } from './reconciliation-runs';
 import { ReconciliationSchedule } from './reconciliation-schedule';
@@ -234,6 +235,11 @@ export class PostgresUsageStore implements UsageStore {
 
   runtimeBudgets(): RuntimeBudgetTable {
     return new RuntimeBudgetTable(d, this.exec);
+  }
+
+  /** The batches created through the gateway (storage/batch-jobs.ts). */
+  batchJobs(): BatchJobTable {
+    return new BatchJobTable(d, this.exec);
   }
 
   /** Reconciliation runs (storage/reconciliation-runs.ts), on the store's own connection. */

@@ -12,6 +12,7 @@ import type { UsageRecord } from '../records/usage-record';
 import { dedupeById } from './codec';
 import { sqliteDialect as d } from './dialect';
 import { AlertOutbox } from './alert-outbox';
+import { BatchJobTable } from './batch-jobs';
 import { RuntimeBudgetTable } from './runtime-budget-table';
 import { ReconciliationRuns } from './reconciliation-runs';
 import { ReconciliationSchedule } from './reconciliation-schedule';
@@ -335,6 +336,11 @@ export class SqliteUsageStore implements UsageStore {
 
   runtimeBudgets(): RuntimeBudgetTable {
     return new RuntimeBudgetTable(d, (q) => this.withShortLockWait(() => this.exec(q)));
+  }
+
+  /** The batches created through the gateway (storage/batch-jobs.ts). */
+  batchJobs(): BatchJobTable {
+    return new BatchJobTable(d, (q) => this.withShortLockWait(() => this.exec(q)));
   }
 
   /** Reconciliation runs (storage/reconciliation-runs.ts), on the store's own connection. */

@@ -8,6 +8,7 @@
 import type { CostProvenance, PicoUsd, UsageRecord, UsageSource } from '../records/usage-record';
 import type { AlertOutbox } from './alert-outbox';
 import type { RuntimeBudgetTable } from './runtime-budget-table';
+import type { BatchJobsService } from '../records/batch-job';
 import type { ReconciliationRuns } from './reconciliation-runs';
 import type { ReconciliationSchedule } from './reconciliation-schedule';
 import type { RepriceLog } from './reprice-log';
@@ -243,6 +244,8 @@ export interface UsageStore {
   runtimeBudgets?(): RuntimeBudgetTable;
   /** Reconciliation runs (storage/reconciliation-runs.ts), on the store's own connection. */
   reconciliationRuns?(): ReconciliationRuns;
+  /** The batches created through the gateway (migration 016). */
+  batchJobs?(): BatchJobsService;
   /** The scheduled reconciliation's claims (storage/reconciliation-schedule.ts). */
   reconciliationSchedule?(): ReconciliationSchedule;
   /** The repricing audit (storage/reprice-log.ts). */

@@ -8,9 +8,8 @@
 import { z } from 'zod';
 import { count, named, nextCursor, pico, time, tokens, usd } from './schema-parts';
 import { ERROR_CODES, type ErrorCode } from '../../core/errors';
-import { ENDPOINTS } from '../../core/endpoints';
+import { ENDPOINT_KEYS } from '../../core/endpoints';
 import type { CostProvenance } from '../../records/usage-record';
-import type { EndpointKey } from '../../core/usage';
 import type { CostStatus } from '../../storage/counters';
 import { BUILTIN_DIMENSIONS } from '../../storage/store';
 import type { groupRowJson, recordJson, retentionJson, totalsJson } from '../serialize';
@@ -34,7 +33,7 @@ const costStatus = z.enum(['known', 'lower_bound', 'unknown', 'not_counted']).me
     'known: every record has a cost; lower_bound: some are unpriced or not counted, cost_usd is the sum of the others; unknown: none has a cost and some are unpriced (cost_usd null); not_counted: all are audio or images with nothing to price them by (cost_usd null, never "0").',
 });
 const provenance = z.enum(['measured', 'estimated', 'partial', 'unpriced', 'not_counted', 'failed']);
-const endpoint = z.enum(ENDPOINTS.map((e) => e.key) as [EndpointKey, ...EndpointKey[]]);
+const endpoint = z.enum(ENDPOINT_KEYS);
 const interval = z.enum(['hour', 'day']);
 const filters = z
   .record(z.string(), z.string())

@@ -8,6 +8,7 @@
  * 503 query_too_large; the gateway keeps serving either way.
  */
 import { join } from 'node:path';
+import type { TagSpendQuery } from '../../contracts/services';
 import { GatewayError } from '../../core/errors';
 import type { KeyPage, KeyPageQuery } from '../../storage/query/key-page';
 import { READ_POOL_SIZE, type ReadSource } from '../../storage/read-connection';
@@ -15,6 +16,7 @@ import { QueryTimeoutError, QueryTooLargeError, ReaderThread } from '../../stora
 import type { ListRequestsQuery, UsageFilter, UsageGroupRow, UsageQuery } from '../../storage/store';
 import type { FocusContext } from '../dashboard/focus';
 import type { SeriesParams } from '../dashboard/series';
+import type { LatencyParams } from '../dashboard/latency';
 import { readOps, type ReadOps, type UsageParams } from './read-ops';
 import type { ReaderWorkerData } from './reader-worker';
 import type { ReconciliationPageQuery } from './reconciliation-page';
@@ -102,6 +104,11 @@ export class AdminReads {
     return this.call('series', p);
   }
 
+  /** The JSON body of GET /api/latency. */
+  latency(p: LatencyParams): Promise<Buffer> {
+    return this.call('latency', p);
+  }
+
   /** The JSON body of GET /api/requests. */
   requests(q: ListRequestsQuery): Promise<Buffer> {
     return this.call('requests', q);
@@ -132,6 +139,11 @@ export class AdminReads {
   /** Grouped totals (UsageStore.queryUsage): what the budgets' spend is read with for GET /api/budgets. */
   queryUsage(q: UsageQuery): Promise<UsageGroupRow[]> {
     return this.call('usageRows', q);
+  }
+
+  /** A page of a tag's spend (services/tag-spend-page.ts): the per-tag budgets of GET /api/budgets. */
+  tagSpend(q: TagSpendQuery): Promise<[string, bigint][]> {
+    return this.call('tagSpend', q);
   }
 
   close(): Promise<void> {

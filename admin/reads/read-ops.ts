@@ -3,6 +3,8 @@
  * inline for an in-memory store. A large answer (a grouping, a page of records, a series, a CSV) is built here to
  * the bytes of its body: the proxy's thread then only writes them out, never decodes rows nor serialises JSON.
  */
+import type { TagSpendQuery } from '../../contracts/services';
+import { tagSpendPage } from '../../services/tag-spend-page';
 import { toNumber } from '../../storage/codec';
 import { groupPage } from '../../storage/query/group-page';
 import { keyPage, type KeyPageQuery } from '../../storage/query/key-page';
@@ -14,6 +16,7 @@ import type { Interval, ListRequestsQuery, UsageFilter, UsageQuery } from '../..
 import { usageCsv } from '../dashboard/csv';
 import { FOCUS_GROUP_BY, focusLines, type FocusContext } from '../dashboard/focus';
 import { seriesAnswer, type SeriesParams } from '../dashboard/series';
+import { latencyAnswer, type LatencyParams } from '../dashboard/latency';
 import { readRecordsKeptFrom } from '../../storage/retention';
 import { ReconciliationRuns } from '../../storage/reconciliation-runs';
 import { reconciliationPage, type ReconciliationPageQuery } from './reconciliation-page';
@@ -98,6 +101,12 @@ export function readOps({ dialect: d, exec }: Pick<ReadConnection, 'dialect' | '
       return jsonBytes({ ...answer, ...retention });
     },
 
+    /** GET /api/latency: errors from the rollups, percentiles from the range's newest records (bounded). */
+    async latency(p: LatencyParams): Promise<Buffer> {
+      const listPageHere = (q: ListRequestsQuery) => listPage(d, exec, q);
+      return jsonBytes(await latencyAnswer({ queryUsage, listPage: listPageHere }, p));
+    },
+
     async requests(q: ListRequestsQuery): Promise<Buffer> {
       const page = await listPage(d, exec, q);
       return jsonBytes({ data: page.records.map(recordJson), next_cursor: page.nextCursor });
@@ -121,6 +130,7 @@ export function readOps({ dialect: d, exec }: Pick<ReadConnection, 'dialect' | '
     keys: (q: KeyPageQuery) => keyPage(d, exec, q),
     /** Grouped totals as rows (the budgets' spend: a total, or one row per tag value). */
     usageRows: queryUsage,
+    tagSpend: (q: TagSpendQuery) => tagSpendPage(queryUsage, q),
   };
 }
 

@@ -1,12 +1,13 @@
 import {
+  budgetReadsOf,
   definePlugin,
   formatUsd,
-  UNTAGGED,
   type BudgetCheck,
+  type BudgetCursor,
+  type BudgetReads,
   type BudgetReservation,
   type BudgetSource,
   type BudgetState,
-  type BudgetStatus,
   type Clock,
   type GatewayContext,
   type GatewayPlugin,
@@ -20,10 +21,11 @@ import {
 } from '../../api';
 import { ActiveBudgets, type Applied } from './active-budgets';
 import { alertReached } from './alert';
+import { budgetPage, listingOrder, type ListedRule } from './budget-pages';
 import { affordableOutput, clampFloor, clampOutput, remainingPico } from './clamp';
 import { describe, perValuesKey, type Rule } from './budget-instance';
 import { rulesFrom, scopeValue } from './rules';
-import { PERIOD_ADJECTIVE, readLimitStore, refusal, spendUnavailable } from './refusals';
+import { PERIOD_ADJECTIVE, refusal, spendUnavailable } from './refusals';
 import { periodAt } from './periods';
 import { BudgetPricing, type BudgetPrice } from './unpriced';
 import { worstCase, type ReferencedInput } from './worst-case';
@@ -223,27 +225,12 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     return ctx.usage ? this.cost.price(ctx, ctx.usage, standIn).costPico : null;
   }
 
-  /**
-   * Every configured budget in its current period, counters read from the limit store: workspace-wide and
-   * fixed-tag budgets always, per_tag budgets for each value with spend recorded this period or met by any
-   * instance. A budget the limit store has not seen yet shows the spend recorded in the usage store.
-   */
-  async statuses(now: number, usage: Pick<UsageStoreService, 'queryUsage'> = this.usage): Promise<BudgetStatus[]> {
-    const found: Applied[] = [];
-    for (const [workspace, limits] of this.limits.byWorkspace) {
-      for (const rule of this.rulesOf(limits, workspace))
-        found.push(...(await this.known(workspace, rule, now, usage)));
-    }
-    const states = await readLimitStore(() => this.limits.store.budgetStates(found.map((a) => a.check)));
-    return found.map((a, i) => {
-      const { spentPico, reservedPico } = states[i];
-      return {
-        ...a.status,
-        spentPico,
-        reservedPico,
-        alerted: alertReached(spentPico, a.status.limitPico, a.status.alertAt[0]),
-      };
-    });
+  /** A page of the configured budgets in their current period (budget-pages.ts). */
+  page(now: number, reads: BudgetReads | undefined, after: BudgetCursor | undefined, limit: number) {
+    const rules: ListedRule[] = [];
+    for (const [workspace, limits] of this.limits.byWorkspace)
+      for (const rule of this.rulesOf(limits, workspace)) rules.push({ workspace, rule });
+    return budgetPage(this.limits, rules.sort(listingOrder), reads ?? budgetReadsOf(this.usage), { now, after, limit });
   }
 
   private rulesOf(l: WorkspaceLimits, workspace: string): Rule[] {
@@ -294,35 +281,6 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
       this.limits.store.addToSet(perValuesKey(workspace, rule, period), value, period.endMs).catch(() => undefined);
     this.active.add(lookup, a);
     return a;
-  }
-
-  /** A rule's budget instances this period, seeded from the usage store: one, or one per known tag value. */
-  private async known(
-    workspace: string,
-    rule: Rule,
-    now: number,
-    usage: Pick<UsageStoreService, 'queryUsage'>,
-  ): Promise<Applied[]> {
-    const b = rule.config;
-    const period = periodAt(b.period, now);
-    const range = { from: period.startMs, to: now + 1 };
-    if (!rule.per) {
-      const [total] = await usage.queryUsage({
-        ...range,
-        groupBy: [],
-        filters: { workspace, ...Object.fromEntries(rule.tags) },
-      });
-      return [describe(this.limits, workspace, rule, rule.tags, period, total?.costPico ?? 0n)];
-    }
-    const tag = rule.per;
-    const seeds = new Map<string, bigint>();
-    for (const row of await usage.queryUsage({ ...range, groupBy: [tag], filters: { workspace } })) {
-      const value = row.group[tag];
-      if (value !== null && value !== UNTAGGED) seeds.set(value, row.costPico);
-    }
-    const met = await readLimitStore(() => this.limits.store.setMembers(perValuesKey(workspace, rule, period)));
-    for (const value of met) if (!seeds.has(value)) seeds.set(value, 0n);
-    return [...seeds].map(([value, seed]) => describe(this.limits, workspace, rule, [[tag, value]], period, seed));
   }
 
   private alertIfCrossed(applied: Applied[], states: readonly BudgetState[]): void {

@@ -39,7 +39,8 @@ export class BudgetPricing {
    * is counted (allow, or a request without a model). Throws model_unpriced under refuse.
    */
   of(ctx: GatewayContext): BudgetPrice | undefined {
-    if (!ctx.provider || !ctx.endpoint || ctx.endpoint.key === 'models') return undefined;
+    // Models lists cost nothing; a batch's requests are counted when its results pass through, not when it is sent.
+    if (!ctx.provider || !ctx.endpoint || ctx.endpoint.key === 'models' || ctx.endpoint.batch) return undefined;
     // A provider named by header may be sent a request without a model, and bill it at a model of its choosing.
     if (!ctx.model)
       return this.refuseUnless(

@@ -6,9 +6,12 @@ import {
   z,
   type GatewayContext,
   type GatewayPlugin,
+  type Logger,
   type RecordQueue,
   type RequestCostService,
+  type UsageStoreService,
 } from '../../api';
+import { BatchAccounting } from './batch-results';
 import { buildRecord } from './record';
 
 export const COST_HEADER = 'x-gateway-cost';
@@ -40,6 +43,7 @@ export class UsageRecorderPlugin implements GatewayPlugin {
     private readonly cost: RequestCostService,
     private readonly queue: RecordQueue,
     private readonly options: Options,
+    private readonly batches?: BatchAccounting,
   ) {}
 
   /**
@@ -55,9 +59,10 @@ export class UsageRecorderPlugin implements GatewayPlugin {
     ctx.responseHeaders[COST_HEADER] = priced.costPico === null ? 'unknown' : formatUsd(priced.costPico);
   }
 
-  onComplete(ctx: GatewayContext): void {
+  onComplete(ctx: GatewayContext): Promise<void> | undefined {
     const priced = ctx.usage ? this.cost.of(ctx) : undefined;
     this.queue.enqueue(buildRecord(ctx, priced, priced?.priceVersion ?? this.cost.prices.version));
+    return ctx.endpoint?.batch ? this.batches?.complete(ctx) : undefined;
   }
 
   async close(): Promise<void> {
@@ -67,9 +72,16 @@ export class UsageRecorderPlugin implements GatewayPlugin {
 
 export const usageRecorder = definePlugin({
   name: 'usage-recorder',
-  inject: { queues: 'RecordQueues', cost: 'RequestCost', configDir: 'ConfigDir', processFilePath: 'ProcessFilePath' },
+  inject: {
+    queues: 'RecordQueues',
+    cost: 'RequestCost',
+    configDir: 'ConfigDir',
+    processFilePath: 'ProcessFilePath',
+    store: 'UsageStore',
+    log: 'Logger',
+  },
   optionsSchema,
-  create(_container, options, { queues, cost, configDir, processFilePath }) {
+  create(_container, options, { queues, cost, configDir, processFilePath, store, log }) {
     // Multi-core mode: each worker process has its own spill file.
     const spillPath = processFilePath(
       isAbsolute(options.spill_path) ? options.spill_path : resolve(configDir, options.spill_path),
@@ -80,6 +92,7 @@ export const usageRecorder = definePlugin({
       flushIntervalMs: options.flush_interval_ms,
       maxInMemory: options.max_in_memory,
     });
-    return new UsageRecorderPlugin(cost, queue, options);
+    const jobs = (store as UsageStoreService | undefined)?.batchJobs?.();
+    return new UsageRecorderPlugin(cost, queue, options, jobs && new BatchAccounting(jobs, cost, queue, log as Logger));
   },
 });

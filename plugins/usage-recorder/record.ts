@@ -5,8 +5,10 @@ import {
   streamIncomplete,
   truncate,
   type CostProvenance,
+  type EndpointKey,
   type GatewayContext,
   type PricedUsage,
+  type Usage,
   type UsageRecord,
   type UsageSource,
 } from '../../api';
@@ -92,14 +94,30 @@ const TOKEN_FIELDS = [
   ...MEDIA_UNIT_FIELDS,
 ] as const;
 
+/** What a record says beyond its counts and cost: who, where, when, how it went. */
+export interface RecordFrame {
+  id: string;
+  ts: number;
+  workspaceId: string | null;
+  keyId: string | null;
+  provider: string | null;
+  model: string | undefined;
+  endpoint: EndpointKey | null;
+  status: number;
+  streamed: boolean;
+  latencyMs: number;
+  ttfbMs: number | null;
+  tags: Record<string, string>;
+  errorCode: string | null;
+  usageSource: UsageSource;
+}
+
 /**
  * The stored record of one request: ids, routing, token counts, cost and its provenance, tags. Never a key or a body;
  * every text within RECORD_TEXT_LIMITS.
  */
 export function buildRecord(ctx: GatewayContext, priced: PricedUsage | undefined, priceVersion: string): UsageRecord {
   const u = ctx.usage;
-  const provenance = provenanceOf(ctx, priced);
-  const cost = provenance === 'failed' ? 0n : provenance === 'not_counted' ? null : (priced?.costPico ?? null);
   const streamError = u?.streamError;
   const error = ctx.error
     ? ctx.error.code
@@ -108,17 +126,45 @@ export function buildRecord(ctx: GatewayContext, priced: PricedUsage | undefined
       : streamError
         ? `upstream_${streamError}`
         : null;
-  return {
+  const frame: RecordFrame = {
     id: ctx.requestId,
     ts: ctx.startedAt,
     workspaceId: ctx.workspace?.id ?? null,
     keyId: ctx.keyId ?? null,
     provider: ctx.provider?.slug ?? null,
-    model: bounded(ctx.model, RECORD_TEXT_LIMITS.model),
-    servedModel: bounded(u?.servedModel ?? ctx.model, RECORD_TEXT_LIMITS.servedModel),
+    model: ctx.model,
     endpoint: ctx.endpoint?.key ?? null,
     status: ctx.status ?? ctx.error?.status ?? 500,
     streamed: ctx.stream,
+    latencyMs: Math.round(ctx.latencyMs),
+    ttfbMs: ctx.ttfbMs === undefined ? null : Math.round(ctx.ttfbMs),
+    tags: ctx.tags,
+    errorCode: error,
+    usageSource: usageSourceOf(ctx),
+  };
+  return assembleRecord(frame, u, priced, provenanceOf(ctx, priced), priceVersion);
+}
+
+/** A record from its frame, the usage counted and its price (one object shape for every record). */
+export function assembleRecord(
+  frame: RecordFrame,
+  u: Usage | undefined,
+  priced: PricedUsage | undefined,
+  provenance: CostProvenance,
+  priceVersion: string,
+): UsageRecord {
+  const cost = provenance === 'failed' ? 0n : provenance === 'not_counted' ? null : (priced?.costPico ?? null);
+  return {
+    id: frame.id,
+    ts: frame.ts,
+    workspaceId: frame.workspaceId,
+    keyId: frame.keyId,
+    provider: frame.provider,
+    model: bounded(frame.model, RECORD_TEXT_LIMITS.model),
+    servedModel: bounded(u?.servedModel ?? frame.model, RECORD_TEXT_LIMITS.servedModel),
+    endpoint: frame.endpoint,
+    status: frame.status,
+    streamed: frame.streamed,
     inputTokens: sum(u?.inputTokens, u?.inputImageTokens, u?.inputAudioTokens),
     outputTokens: sum(u?.outputTokens, u?.outputImageTokens, u?.outputAudioTokens),
     cacheReadTokens: count(u?.cacheReadTokens),
@@ -136,11 +182,11 @@ export function buildRecord(ctx: GatewayContext, priced: PricedUsage | undefined
         : priced?.provenanceHint === 'provider_reported'
           ? PROVIDER_REPORTED
           : priceVersion,
-    latencyMs: Math.round(ctx.latencyMs),
-    ttfbMs: ctx.ttfbMs === undefined ? null : Math.round(ctx.ttfbMs),
-    tags: boundedTags(ctx.tags),
-    errorCode: bounded(error, RECORD_TEXT_LIMITS.errorCode),
-    usageSource: usageSourceOf(ctx),
+    latencyMs: frame.latencyMs,
+    ttfbMs: frame.ttfbMs,
+    tags: boundedTags(frame.tags),
+    errorCode: bounded(frame.errorCode, RECORD_TEXT_LIMITS.errorCode),
+    usageSource: frame.usageSource,
     providerCostPico: priced?.providerCostPico ?? null,
     costDisagrees: priced?.costDisagrees ?? null,
     toolCalls: u?.toolCalls && Object.keys(u.toolCalls).length > 0 ? { ...u.toolCalls } : null,

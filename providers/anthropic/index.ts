@@ -10,8 +10,8 @@ export const anthropic = defineProvider({
   modelPrefixes: ['claude-'],
   // Anthropic's API takes x-api-key; its SDKs since 1.x send the same key as Authorization: Bearer.
   auth: apiKeyHeader('x-api-key', 'authorization'),
-  endpoints: ['messages', 'models'],
-  ownsEndpoints: ['messages'],
+  endpoints: ['messages', 'models', 'messages.batches'],
+  ownsEndpoints: ['messages', 'messages.batches'],
   outputLimitFields: { messages: 'max_tokens' },
   usage: anthropicUsageParser,
 });

@@ -38,7 +38,11 @@ export const openai = defineProvider({
     'images.edits',
     'images.variations',
     'models',
+    'files',
+    'batches',
   ],
+  // Files and batches name no model: their paths route here.
+  ownsEndpoints: ['files', 'batches'],
   // Its reasoning models refuse max_tokens on chat completions; max_completion_tokens works for every model.
   outputLimitFields: { 'chat.completions': 'max_completion_tokens', responses: 'max_output_tokens' },
   usage: openaiUsageParser,

@@ -1,4 +1,5 @@
-import type { IterationUsage, SseEvent, Usage } from '../../core/usage';
+import type { IterationUsage, SseEvent, Usage, UsageParser } from '../../core/usage';
+import { anthropicBatches } from './batches';
 import { arr, compact, isObject, num, obj, reported, serviceTierAt, str, type JsonObject } from './read';
 import { JsonStreamAccumulator, byEndpoint, type EndpointUsage } from './sse-usage';
 
@@ -140,5 +141,7 @@ export const messagesEndpoint: EndpointUsage = {
   stream: () => new MessagesStream(),
 };
 
-/** Anthropic's UsageParser: only /v1/messages reports usage (models lists do not). */
-export const anthropicUsageParser = byEndpoint({ messages: messagesEndpoint });
+const messagesOnly = byEndpoint({ messages: messagesEndpoint });
+
+/** Anthropic's UsageParser: only /v1/messages reports usage (models lists do not), and message batches' results. */
+export const anthropicUsageParser: UsageParser = { ...messagesOnly, batches: anthropicBatches(messagesOnly) };

@@ -7,6 +7,7 @@ import type {
   LimitStore,
   TakeResult,
 } from '../../contracts/limit-store';
+import { SortedMembers } from './sorted-members';
 
 interface BucketRecord {
   tokens: number;
@@ -46,7 +47,7 @@ export class MemoryLimitStore implements LimitStore {
   private readonly windows = new Map<string, { start: number; total: number }>();
   private readonly slots = new Map<string, SlotRecord>();
   private readonly budgets = new Map<string, BudgetRecord>();
-  private readonly sets = new Map<string, { members: Set<string>; untilMs: number }>();
+  private readonly sets = new Map<string, { members: SortedMembers; untilMs: number }>();
   private readonly sweeper: NodeJS.Timeout;
 
   constructor(sweepEveryMs = 60_000) {
@@ -212,13 +213,13 @@ export class MemoryLimitStore implements LimitStore {
 
   async addToSet(key: string, member: string, untilMs: number): Promise<void> {
     let set = this.sets.get(key);
-    if (!set) this.sets.set(key, (set = { members: new Set(), untilMs }));
+    if (!set) this.sets.set(key, (set = { members: new SortedMembers(), untilMs }));
     set.members.add(member);
     set.untilMs = Math.max(set.untilMs, untilMs);
   }
 
-  async setMembers(key: string): Promise<string[]> {
-    return [...(this.sets.get(key)?.members ?? [])];
+  async setRange(key: string, after: string | undefined, limit: number): Promise<string[]> {
+    return this.sets.get(key)?.members.range(after, limit) ?? [];
   }
 
   async close(): Promise<void> {

@@ -166,9 +166,12 @@ redis.call('ZREM', KEYS[1], ARGV[1])
 return 0
 `;
 
-/** addToSet: KEYS = set; ARGV = member, untilMs (epoch ms). The set is kept until then on the Redis clock, + margin. */
+/**
+ * addToSet: KEYS = set; ARGV = member, untilMs (epoch ms). The set is kept until then on the Redis clock, + margin.
+ * A sorted set whose members all score 0, so that ZRANGEBYLEX pages it in byte order.
+ */
 const SET_ADD = `
-redis.call('SADD', KEYS[1], ARGV[1])
+redis.call('ZADD', KEYS[1], 0, ARGV[1])
 keep(KEYS[1], tonumber(ARGV[2]) - clock('') + ${MARGIN_MS})
 return 0
 `;

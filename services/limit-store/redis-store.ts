@@ -212,11 +212,13 @@ export class RedisLimitStore implements LimitStore {
 
   async addToSet(key: string, member: string, untilMs: number): Promise<void> {
     const until = period(untilMs);
-    await this.op('setAdd', [this.key('set', key)], [member, until]);
+    await this.op('setAdd', [this.key('values', key)], [member, until]);
   }
 
-  async setMembers(key: string): Promise<string[]> {
-    return this.run(() => this.redis.smembers(this.key('set', key)));
+  /** A sorted set of equal scores, read in byte (code-point) order from `after` on: the page, never the whole set. */
+  async setRange(key: string, after: string | undefined, limit: number): Promise<string[]> {
+    const from = after === undefined ? '-' : `(${after}`;
+    return this.run(() => this.redis.zrangebylex(this.key('values', key), from, '+', 'LIMIT', 0, limit));
   }
 
   /** Quits gracefully when connected (pending replies arrive first), else drops the socket and stops reconnecting. */

@@ -17,6 +17,7 @@ import { servedTierAudio } from './012_served_tier_audio';
 import { runtimeBudgets } from './013_runtime_budgets';
 import { reconciliationRuns } from './014_reconciliation_runs';
 import { scheduleAndRepriceLog } from './015_schedule_and_reprice_log';
+import { batchJobs } from './016_batch_jobs';
 
 export interface Migration {
   version: number;
@@ -42,6 +43,7 @@ export const MIGRATIONS: readonly Migration[] = [
   runtimeBudgets,
   reconciliationRuns,
   scheduleAndRepriceLog,
+  batchJobs,
 ];
 
 export const SCHEMA_MIGRATIONS_DDL = {

@@ -90,4 +90,39 @@ describe('dashboard time presets in a real browser (Chromium, playwright-core)',
     expect(deltas.filter((x) => x && x.endsWith('%'))).to.deep.equal([]);
     expect(await page.textContent('#overview [data-metric="cost"]')).to.include('n/a vs previous 7 days');
   });
+
+  it('marks the buckets the range covers only in part, and says every time is UTC', async () => {
+    const week = await choose('7d');
+    const partial = JSON.parse((await page.getAttribute('.chart-box', 'data-partial'))!) as boolean[];
+    // A rolling week starts and ends mid-day: its first and last UTC days are partial, the days between are whole.
+    expect(partial.length).to.equal(8);
+    expect(partial[0]).to.equal(week.from % DAY !== 0);
+    expect(partial.at(-1)).to.equal(week.to % DAY !== 0);
+    expect(partial.slice(1, -1)).to.deep.equal(Array(6).fill(false));
+    const labels = (await page.evaluate(
+      () => (window as any).Chart.getChart(document.querySelector('#cost-chart')).data.labels,
+    )) as string[];
+    expect(labels.map((l) => l.endsWith(' *'))).to.deep.equal(partial);
+    expect(await page.isVisible('#partial-note')).to.equal(partial.includes(true));
+    expect(await page.textContent('#chart-zone')).to.equal('UTC days');
+    // Yesterday is whole UTC hours: nothing partial, no note.
+    await choose('yesterday');
+    const whole = JSON.parse((await page.getAttribute('.chart-box', 'data-partial'))!) as boolean[];
+    expect(whole).to.deep.equal(Array(24).fill(false));
+    expect(await page.isVisible('#partial-note')).to.equal(false);
+    expect(await page.textContent('#chart-zone')).to.equal('UTC hours');
+    await page.click('a[data-view="requests"]');
+    await page.waitForSelector('#view[data-view="requests"][data-ready="true"]');
+    await choose7dRequests();
+    const time = await page.textContent('#requests tbody tr:first-child td:first-child');
+    expect(time).to.match(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/);
+    await page.click('a[data-view="usage"]');
+    await page.waitForSelector('#view[data-view="usage"][data-ready="true"]');
+  });
+
+  const choose7dRequests = async () => {
+    await page.click('[data-range="7d"]');
+    await page.waitForSelector('[data-range="7d"].active');
+    await page.waitForSelector('#view[data-view="requests"][data-ready="true"]');
+  };
 });

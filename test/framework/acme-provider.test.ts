@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { join } from 'node:path';
 import { ConfigError, parseConfig } from '../../config/load';
-import { startTestGateway, type TestGateway } from '../helpers/gateway';
+import { type TestGateway, useGateway } from '../helpers/gateway';
 import { sseChunks, TestUpstream, type Responder } from '../helpers/upstream';
 import { bootError, bootGateway, call, chat, EXAMPLES_DIR, FIXTURES_DIR, waitForRecord } from './helpers';
 
@@ -44,29 +44,22 @@ describe('examples/providers/acme behind the gateway', () => {
   const upstream = new TestUpstream();
   let gw: TestGateway;
 
-  before(async () => {
-    await upstream.start();
-    gw = await startTestGateway(
-      upstream.url,
-      `
+  useGateway(
+    upstream,
+    (started) => (gw = started),
+    (url) => `
 providers:
-  acme: { use: "${ACME}", base_url: "${upstream.url}/acme/v1" }
+  acme: { use: "${ACME}", base_url: "${url}/acme/v1" }
   # The same module deployed twice: the YAML key is the slug, the other keys override the module's.
-  acme-eu: { use: "${ACME}", base_url: "${upstream.url}/acme-eu/v1", prefixes: [acme-eu-], display_name: Acme EU }
+  acme-eu: { use: "${ACME}", base_url: "${url}/acme-eu/v1", prefixes: [acme-eu-], display_name: Acme EU }
 # Acme's prices ship with the module (acme-large: input 2, output 6, cache_read 0.5 USD per 1M tokens). This
 # deployment's own price for acme-large under acme-eu wins over them.
 pricing:
   models:
     - { provider: acme-eu, model: acme-large, input: "1", output: "3", cache_read: "0.25" }
 `,
-    );
-  });
-  after(async () => {
-    await gw?.stop();
-    await upstream.stop();
-  });
+  );
   beforeEach(() => {
-    upstream.reset();
     upstream.respondWith(acmeResponder);
   });
 

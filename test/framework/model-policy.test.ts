@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { createPluginHarness, createTestContext } from 'tollgate/testing';
 import modelPolicy from '../../examples/plugins/model-policy';
-import { startTestGateway, type TestGateway } from '../helpers/gateway';
+import { type TestGateway, useGateway } from '../helpers/gateway';
 import { TestUpstream } from '../helpers/upstream';
 import { BOOT_KEY, bootError, bootGateway, call, chat, EXAMPLES_DIR, pipelineYaml, waitForRecord } from './helpers';
 
@@ -65,22 +65,15 @@ describe('examples/plugins/model-policy behind the gateway', () => {
   const upstream = new TestUpstream();
   let gw: TestGateway;
 
-  before(async () => {
-    await upstream.start();
-    gw = await startTestGateway(
-      upstream.url,
-      `
+  useGateway(
+    upstream,
+    (started) => (gw = started),
+    `
 workspaces:
   - { id: default, keys: [{ id: test, key: "\${GATEWAY_KEY}" }] }
   - { id: team-a, keys: [{ id: a, key: "${TEAM_A_KEY}" }] }
 ${pipelineYaml([`- use: "${join(EXAMPLES_DIR, 'plugins/model-policy')}"\n  options:${POLICY.replace(/^/gm, '    ')}`])}`,
-    );
-  });
-  after(async () => {
-    await gw?.stop();
-    await upstream.stop();
-  });
-  beforeEach(() => upstream.reset());
+  );
 
   it('forwards an allowed model', async () => {
     const r = await call(gw, '/v1/chat/completions', chat('gpt-4o-mini'));

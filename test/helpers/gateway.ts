@@ -22,6 +22,14 @@ export interface TestGateway extends RunningGateway {
   dataDir: string;
 }
 
+/** The default workspace with the test key and the given limits (YAML flow style, e.g. `{ max_tokens: 100 }`). */
+export const workspaceWith = (limits: string): string => `
+workspaces:
+  - id: default
+    keys: [{ id: test, key: "\${GATEWAY_KEY}" }]
+    limits: ${limits}
+`;
+
 /** Provider base URLs pointing at the test upstream, one mount per provider. */
 export function providerBlock(upstreamUrl: string): string {
   return `
@@ -124,4 +132,17 @@ export function useGateway(
     await upstream.stop();
   });
   beforeEach(() => upstream.reset());
+}
+
+/**
+ * Mocha hooks for suites that start a gateway of their own in each test (`current` returns it): the test upstream
+ * runs for the whole suite; after each test that gateway is stopped and what the upstream recorded is cleared.
+ */
+export function useGatewayPerTest(upstream: TestUpstream, current: () => TestGateway | undefined): void {
+  before(() => upstream.start());
+  after(() => upstream.stop());
+  afterEach(async () => {
+    await current()?.stop();
+    upstream.reset();
+  });
 }

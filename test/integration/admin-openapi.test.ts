@@ -23,6 +23,7 @@ import { AdminContract, checkedAdminAnswers } from '../helpers/admin-contract';
 import { OPENAI_KEY, startTestGateway, TEST_ADMIN_TOKEN, type TestGateway } from '../helpers/gateway';
 import { TcpProxy } from '../helpers/tcp-proxy';
 import { sleep, TestUpstream } from '../helpers/upstream';
+import { requirePostgres, requireRedis } from '../helpers/services';
 
 /**
  * The OpenAPI description of the admin API (admin/openapi). Every admin answer of the whole suite is checked
@@ -192,6 +193,10 @@ alerts: { channels: [{ name: ops, type: slack, url: "${slack.url}" }] }`,
       const focus = await call('GET', `/api/usage.focus.csv?${ranged}&tag=customer`);
       expect(focus.status, focus.text.slice(0, 300)).to.equal(200);
       expect(focus.text.split('\r\n')[0].split(',')).to.include.members(['BilledCost', 'x_tag_customer']);
+      const latency = await adminGet(gw, `/api/latency?${ranged}`);
+      expect(latency.errors.requests).to.equal(latency.models.reduce((a: number, m: any) => a + m.requests, 0));
+      const searched = await adminGet(gw, `/api/usage?${ranged}&group_by=customer&search=C1`);
+      expect(searched.rows.map((r: any) => r.group.customer)).to.deep.equal(['openapi-c1']);
 
       const budget = await call('POST', '/api/budgets', {
         body: JSON.stringify({ workspace: WORKSPACE, period: 'day', usd: '5', on_exceed: 'warn' }),
@@ -277,6 +282,8 @@ alerts: { channels: [{ name: ops, type: slack, url: "${slack.url}" }] }`,
         ['/api/requests?cursor=not-a-cursor', 'cursor'],
         ['/api/requests?filter[status]=2xx', 'filter[status]'],
         ['/api/usage?offset=-1', 'offset'],
+        [`/api/usage?group_by=model&search=${'x'.repeat(201)}`, 'search'],
+        ['/api/latency?interval=minute', 'interval'],
         ['/api/keys?limit=0', 'limit'],
         ['/api/keys?cursor=not-a-cursor', 'cursor'],
         ['/api/budgets?limit=1001', 'limit'],
@@ -460,13 +467,9 @@ alerts: { channels: [{ name: ops, type: slack, url: "${slack.url}" }] }`,
   });
 
   it('503 store_unavailable with Retry-After when the store cannot be reached, without the cause in the answer', async function () {
-    const PG_URL = process.env.DATABASE_URL;
-    if (!PG_URL) {
-      console.log('      SKIPPED: the store-unreachable answer needs PostgreSQL (set DATABASE_URL=postgres://...)');
-      this.skip();
-    }
+    const PG_URL = await requirePostgres(this, 'the store-unreachable answer');
     const schema = `tg_openapi_${process.pid}_${Date.now().toString(36)}`;
-    const target = new URL(PG_URL!);
+    const target = new URL(PG_URL);
     const relay = new TcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
     await relay.start();
     target.host = `127.0.0.1:${relay.port}`;
@@ -508,12 +511,8 @@ alerts: { channels: [{ name: ops, type: slack, url: "${slack.url}" }] }`,
   });
 
   it('503 limits_unavailable with Retry-After when the Redis limit store holding the budgets cannot be reached', async function () {
-    const REDIS_URL = process.env.REDIS_URL;
-    if (!REDIS_URL) {
-      console.log('      SKIPPED: the limit-store-unreachable answer needs Redis (set REDIS_URL=redis://...)');
-      this.skip();
-    }
-    const target = new URL(REDIS_URL!);
+    const REDIS_URL = await requireRedis(this, 'the limit-store-unreachable answer');
+    const target = new URL(REDIS_URL);
     const relay = new TcpProxy({ host: target.hostname, port: Number(target.port || 6379) });
     await relay.start();
     const upstream = new TestUpstream();

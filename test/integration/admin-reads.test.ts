@@ -258,7 +258,7 @@ workspaces: [{ id: default, keys: [{ id: test, key: "\${GATEWAY_KEY}" }], limits
       expect(bad.json.error).to.include({ code: 'invalid_body', param: 'cursor' });
     });
 
-    it('budgets come page by page, in key order, each once', async () => {
+    it('budgets come page by page, in listing order (workspace, budget id, tag value), each once', async () => {
       const teams = ['t1', 't2', 't3', 't4', 't5'];
       for (const team of teams) expect((await proxied(gw, { 'x-gateway-metadata-team': team })).status).to.equal(200);
       const pages = await allPages(gw, '/api/budgets', 2);

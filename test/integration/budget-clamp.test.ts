@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import OpenAI from 'openai';
 import { settledBudget } from '../helpers/admin';
-import { fixtureBytes } from '../helpers/fixtures';
+import { boundedChatAnswer } from '../helpers/bounded-answer';
 import { OPENAI_KEY, startTestGateway, type TestGateway } from '../helpers/gateway';
 import { TestUpstream } from '../helpers/upstream';
 
@@ -19,8 +19,8 @@ const picoOf = (usd: string) => {
 
 /**
  * on_exceed clamp: a request that does not fit has its output-token limit lowered to what the budget has left.
- * The provider (the recorded chat completion) answers with as many output tokens as the request allowed, the
- * worst case the reservation covers, and fewer input tokens than the body's size bounds. Many requests at once,
+ * The provider answers with as many output tokens as the request allowed (bounded-answer.ts), the worst case the
+ * reservation covers. Many requests at once,
  * on the memory store and on Redis: some pass whole, some are clamped, the rest refused, and the spend never
  * passes the limit.
  */
@@ -35,27 +35,7 @@ describe('budget on_exceed clamp', function () {
   after(() => upstream.stop());
   beforeEach(() => {
     sentLimits = [];
-    const recorded = JSON.parse(fixtureBytes('openai/chat_completion_cached_tokens.json').toString('utf8'));
-    upstream.respondWith((_req, body) => {
-      const limit = (body?.max_completion_tokens ?? body?.max_tokens) as number;
-      sentLimits.push(limit);
-      const answer = {
-        ...recorded,
-        model: 'gpt-4o-mini',
-        usage: {
-          ...recorded.usage,
-          prompt_tokens: PROMPT_TOKENS,
-          completion_tokens: limit,
-          total_tokens: PROMPT_TOKENS + limit,
-          prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
-        },
-      };
-      return {
-        status: 200,
-        headers: { 'content-type': 'application/json' },
-        body: Buffer.from(JSON.stringify(answer)),
-      };
-    });
+    upstream.respondWith(boundedChatAnswer(PROMPT_TOKENS, (limit) => sentLimits.push(limit)));
   });
   afterEach(async () => {
     await gw?.stop();

@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import OpenAI, { toFile } from 'openai';
 import { settledBudget } from '../helpers/admin';
 import { fixtureBytes, PROJECT_ROOT } from '../helpers/fixtures';
-import { OPENAI_KEY, startTestGateway, type TestGateway } from '../helpers/gateway';
+import { OPENAI_KEY, startTestGateway, type TestGateway, useGatewayPerTest, workspaceWith } from '../helpers/gateway';
 import { TestUpstream, type Reply } from '../helpers/upstream';
 
 const MEDIA_PRICES: Record<string, any>[] = JSON.parse(
@@ -27,18 +27,10 @@ describe('budgets reserve audio and images at admission', function () {
   this.timeout(60_000);
   const upstream = new TestUpstream();
   let gw: TestGateway;
-  before(() => upstream.start());
-  after(() => upstream.stop());
-  afterEach(async () => {
-    await gw?.stop();
-    upstream.reset();
-  });
+  useGatewayPerTest(upstream, () => gw);
 
   const start = async (usd: string) => {
-    gw = await startTestGateway(
-      upstream.url,
-      `workspaces:\n  - id: default\n    keys: [{ id: test, key: "\${GATEWAY_KEY}" }]\n    limits: { budgets: [{ period: day, usd: "${usd}" }] }\n`,
-    );
+    gw = await startTestGateway(upstream.url, workspaceWith(`{ budgets: [{ period: day, usd: "${usd}" }] }`));
   };
   const client = () =>
     new OpenAI({

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import type { EndpointKey } from '../../core/endpoints';
 import { endpointByKey } from '../../core/endpoints';
-import { ANTHROPIC_KEY, OPENAI_KEY, startTestGateway, type TestGateway } from '../helpers/gateway';
+import { ANTHROPIC_KEY, OPENAI_KEY, startTestGateway, type TestGateway, workspaceWith } from '../helpers/gateway';
 import { TestUpstream } from '../helpers/upstream';
 
 /** A request to send: its endpoint, the provider named by header, and its JSON body or form fields. */
@@ -21,8 +21,12 @@ const UNPRICED_MODEL: Record<string, string> = {
   mistral: 'mistral-tollgate-unpriced',
 };
 
+/** Endpoints that bill nothing themselves: models lists, and files and batches (their results are counted). */
+type Unbilled = 'models' | 'files' | 'batches' | 'messages.batches';
+const UNBILLED: readonly EndpointKey[] = ['models', 'files', 'batches', 'messages.batches'];
+
 /** The smallest request each endpoint takes, besides its model. */
-const MINIMAL: Record<Exclude<EndpointKey, 'models'>, Record<string, unknown>> = {
+const MINIMAL: Record<Exclude<EndpointKey, Unbilled>, Record<string, unknown>> = {
   'chat.completions': { messages: [{ role: 'user', content: 'hi' }] },
   messages: { max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] },
   responses: { input: 'hi' },
@@ -156,16 +160,15 @@ describe('budgets refuse every request whose cost they cannot bound', function (
     upstream.reset();
   });
   const start = (policy: string, usd = '100') =>
-    startTestGateway(
-      upstream.url,
-      `${policy}\nworkspaces:\n  - id: default\n    keys: [{ id: test, key: "\${GATEWAY_KEY}" }]\n    limits: { budgets: [{ period: day, usd: "${usd}" }] }\n`,
-    ).then((g) => (gw = g));
+    startTestGateway(upstream.url, `${policy}\n${workspaceWith(`{ budgets: [{ period: day, usd: "${usd}" }] }`)}`).then(
+      (g) => (gw = g),
+    );
 
   /** Every endpoint of every deployed provider, once with an unpriced model and once without a model. */
   const everyEndpoint = (): Attack[] =>
     gw.gateway.providers.list().flatMap((p) =>
       p.endpoints
-        .filter((e): e is Exclude<EndpointKey, 'models'> => e !== 'models')
+        .filter((e): e is Exclude<EndpointKey, Unbilled> => !UNBILLED.includes(e))
         .flatMap((endpoint) => [
           {
             name: `${p.slug} ${endpoint} with an unpriced model`,

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import OpenAI from 'openai';
 import { adminGet } from '../helpers/admin';
 import { fixtureJson, PROJECT_ROOT } from '../helpers/fixtures';
-import { OPENAI_KEY, startTestGateway, type TestGateway } from '../helpers/gateway';
+import { OPENAI_KEY, startTestGateway, type TestGateway, workspaceWith } from '../helpers/gateway';
 import { TestUpstream } from '../helpers/upstream';
 
 const UNPRICED = 'gpt-tollgate-unpriced';
@@ -31,7 +31,7 @@ describe('budgets and models without a price', () => {
   const start = async (usd: string, policy = '') => {
     gw = await startTestGateway(
       upstream.url,
-      `${policy}\nworkspaces:\n  - id: default\n    keys: [{ id: test, key: "\${GATEWAY_KEY}" }]\n    limits: { budgets: [{ period: day, usd: "${usd}" }] }\n`,
+      `${policy}\n${workspaceWith(`{ budgets: [{ period: day, usd: "${usd}" }] }`)}`,
     );
   };
   const client = () =>

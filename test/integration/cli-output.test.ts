@@ -14,6 +14,7 @@ import { CLI, runCli } from '../helpers/cli';
 import { fixtureJson } from '../helpers/fixtures';
 import { OPENAI_KEY, startTestGateway, type TestGateway } from '../helpers/gateway';
 import { TestUpstream } from '../helpers/upstream';
+import { requireService } from '../helpers/services';
 
 /** Team tags in three scripts; \u escapes keep the metadata header ASCII, as a client would send it. */
 const TEAMS = ['東京チーム', '🚀 launch', 'plain'];
@@ -252,10 +253,12 @@ workspaces:
   });
 
   it('usage reprice under a terminal: a progress bar', function () {
-    if (spawnSync('script', ['--version']).status !== 0) {
-      console.log('      SKIPPED: no script(1) here to run the CLI under a pseudo-terminal');
-      this.skip();
-    }
+    requireService(
+      this,
+      'usage reprice under a terminal',
+      spawnSync('script', ['--version']).status === 0,
+      'no script(1) here to run the CLI under a pseudo-terminal (install util-linux or bsdutils)',
+    );
     // script(1) gives the CLI a pseudo-terminal for its stdin, stdout and stderr, and copies what it shows.
     const shown = spawnSync(
       'script',

@@ -3,16 +3,15 @@ import { request } from 'undici';
 import { fixtureBytes, fixtureJson } from '../helpers/fixtures';
 import { adminGet, waitForRecords } from '../helpers/admin';
 import { cachedAnswerCost, GPT_4O_MINI, picoPerToken } from '../helpers/answer-cost';
-import { OPENAI_KEY, startTestGateway, TEST_GATEWAY_KEY, type TestGateway } from '../helpers/gateway';
+import {
+  OPENAI_KEY,
+  startTestGateway,
+  TEST_GATEWAY_KEY,
+  type TestGateway,
+  useGatewayPerTest,
+  workspaceWith,
+} from '../helpers/gateway';
 import { sleep, sseChunks, TestUpstream } from '../helpers/upstream';
-
-/** The default workspace, with the test key and the given limits (YAML flow style). */
-const workspaceWith = (limits: string) => `
-workspaces:
-  - id: default
-    keys: [{ id: test, key: "\${GATEWAY_KEY}" }]
-    limits: ${limits}
-`;
 
 interface Call {
   status: number;
@@ -24,12 +23,7 @@ describe('workspace limits', () => {
   const upstream = new TestUpstream();
   let gw: TestGateway;
 
-  before(() => upstream.start());
-  after(() => upstream.stop());
-  afterEach(async () => {
-    await gw?.stop();
-    upstream.reset();
-  });
+  useGatewayPerTest(upstream, () => gw);
 
   /** `extra`: more configuration (YAML), e.g. a limit_store block. */
   const start = async (limits: string, extra = '') => {

@@ -2,7 +2,14 @@ import Anthropic from '@anthropic-ai/sdk';
 import { expect } from 'chai';
 import OpenAI from 'openai';
 import { waitForRecords } from '../helpers/admin';
-import { ANTHROPIC_KEY, OPENAI_KEY, startTestGateway, type TestGateway } from '../helpers/gateway';
+import {
+  ANTHROPIC_KEY,
+  OPENAI_KEY,
+  startTestGateway,
+  type TestGateway,
+  useGatewayPerTest,
+  workspaceWith,
+} from '../helpers/gateway';
 import { TestUpstream, type ReceivedRequest } from '../helpers/upstream';
 
 const CAP = 100;
@@ -23,18 +30,10 @@ function appended(sent: Buffer, field: string, value: number): string {
 describe('max_tokens caps when the request names no limit', () => {
   const upstream = new TestUpstream();
   let gw: TestGateway;
-  before(() => upstream.start());
-  after(() => upstream.stop());
-  afterEach(async () => {
-    await gw?.stop();
-    upstream.reset();
-  });
+  useGatewayPerTest(upstream, () => gw);
   const start = async (when?: string) => {
     const mode = when ? `, max_tokens_when_absent: ${when}` : '';
-    gw = await startTestGateway(
-      upstream.url,
-      `workspaces:\n  - id: default\n    keys: [{ id: test, key: "\${GATEWAY_KEY}" }]\n    limits: { max_tokens: ${CAP}${mode} }\n`,
-    );
+    gw = await startTestGateway(upstream.url, workspaceWith(`{ max_tokens: ${CAP}${mode} }`));
   };
   const openai = (baseURL: string, headers: Record<string, string> = {}) =>
     new OpenAI({ apiKey: OPENAI_KEY, baseURL, maxRetries: 0, defaultHeaders: headers });

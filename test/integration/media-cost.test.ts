@@ -5,7 +5,14 @@ import { request } from 'undici';
 import { waitForRecord } from '../framework/helpers';
 import { adminGet } from '../helpers/admin';
 import { fixtureBytes, fixtureJson, PROJECT_ROOT } from '../helpers/fixtures';
-import { OPENAI_KEY, startTestGateway, TEST_ADMIN_TOKEN, type TestGateway, useGateway } from '../helpers/gateway';
+import {
+  OPENAI_KEY,
+  startTestGateway,
+  TEST_ADMIN_TOKEN,
+  type TestGateway,
+  useGateway,
+  workspaceWith,
+} from '../helpers/gateway';
 import { sseChunks, TestUpstream, type Reply } from '../helpers/upstream';
 
 /**
@@ -342,10 +349,7 @@ describe('budgets count audio and images', () => {
   let gw: TestGateway;
   before(async () => {
     await upstream.start();
-    gw = await startTestGateway(
-      upstream.url,
-      `workspaces:\n  - id: default\n    keys: [{ id: test, key: "\${GATEWAY_KEY}" }]\n    limits: { budgets: [{ period: day, usd: "0.001" }] }\n`,
-    );
+    gw = await startTestGateway(upstream.url, workspaceWith(`{ budgets: [{ period: day, usd: "0.001" }] }`));
   });
   after(async () => {
     await gw?.stop();

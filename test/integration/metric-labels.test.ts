@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import OpenAI from 'openai';
 import { waitForRecords } from '../helpers/admin';
-import { OPENAI_KEY, startTestGateway, type TestGateway } from '../helpers/gateway';
+import { OPENAI_KEY, startTestGateway, type TestGateway, useGatewayPerTest } from '../helpers/gateway';
 import { scrape, total } from '../helpers/prometheus';
 import { sleep, TestUpstream } from '../helpers/upstream';
 
@@ -14,12 +14,7 @@ describe('metric labels a client cannot take', function () {
   this.timeout(60_000);
   const upstream = new TestUpstream();
   let gw: TestGateway;
-  before(() => upstream.start());
-  after(() => upstream.stop());
-  afterEach(async () => {
-    await gw?.stop();
-    upstream.reset();
-  });
+  useGatewayPerTest(upstream, () => gw);
   const send = (model: string, feature?: string) =>
     new OpenAI({
       apiKey: OPENAI_KEY,

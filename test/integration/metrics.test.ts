@@ -22,6 +22,7 @@ import { spawnGateway, stopGateway } from '../helpers/process';
 import { samplesOf, scrape, total, type Sample } from '../helpers/prometheus';
 import { recordedResponder, sleep, TestUpstream } from '../helpers/upstream';
 import { waitFor } from '../helpers/wait';
+import { requireRedis } from '../helpers/services';
 
 /** The per-million-token prices of a catalog model, read from the committed catalog file (not from the pricing code). */
 function catalogPrice(provider: string, model: string): { input: number; output: number; cache_read: number } {
@@ -348,13 +349,10 @@ plugins:
     } finally {
       await down.stop();
     }
-    if (!process.env.REDIS_URL) {
-      console.log('      SKIPPED (second half): needs Redis (set REDIS_URL=redis://...)');
-      this.skip();
-    }
+    const redisUrl = await requireRedis(this, 'tollgate_redis_up once Redis answers (second half)');
     const up = await startTestGateway(
       upstream.url,
-      `limit_store: { redis_url: "${process.env.REDIS_URL}", key_prefix: "tg-metrics-${process.pid}:" }`,
+      `limit_store: { redis_url: "${redisUrl}", key_prefix: "tg-metrics-${process.pid}:" }`,
     );
     try {
       await waitFor(async () => total(await scrape(up.adminUrl!), 'tollgate_redis_up') === 1, 5000, 'Redis connected');

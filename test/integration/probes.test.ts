@@ -11,6 +11,7 @@ import { OPENAI_KEY, startTestGateway, type TestGateway } from '../helpers/gatew
 import { scrape, total } from '../helpers/prometheus';
 import { TcpProxy } from '../helpers/tcp-proxy';
 import { sleep, TestUpstream } from '../helpers/upstream';
+import { requirePostgres, requireRedis, requireService } from '../helpers/services';
 
 interface ProbeAnswer {
   status: number;
@@ -158,12 +159,12 @@ describe('probes: GET /healthz and /readyz on the proxy port and the admin port'
     const dbFile = join(gw.dataDir, 'tollgate.db');
     const undo = makeUnwritable(dbFile);
     try {
-      if (!undo) {
-        console.log(
-          '      SKIPPED: the database file could not be made unwritable here (needs chattr +i as root, or a non-root user)',
-        );
-        this.skip();
-      }
+      requireService(
+        this,
+        '/readyz with an unwritable store',
+        !!undo,
+        'the database file could not be made unwritable here (needs chattr +i as root, or a non-root user)',
+      );
       for (const base of [gw.url, gw.adminUrl!]) {
         const ready = await probeUntil(base, 503);
         expect(ready.status, base).to.equal(503);
@@ -217,13 +218,9 @@ describe('probes: GET /healthz and /readyz on the proxy port and the admin port'
   });
 
   it('/readyz on PostgreSQL: 200 ready while the server answers, 200 degraded naming the store while its connections are cut, and the proxy answers', async function () {
-    const PG_URL = process.env.DATABASE_URL;
-    if (!PG_URL) {
-      console.log('      SKIPPED: needs PostgreSQL (set DATABASE_URL=postgres://...)');
-      this.skip();
-    }
+    const PG_URL = await requirePostgres(this, '/readyz on PostgreSQL');
     const schema = `tg_probes_${process.pid}_${Date.now().toString(36)}`;
-    const target = new URL(PG_URL!);
+    const target = new URL(PG_URL);
     const relay = new TcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
     await relay.start();
     target.host = `127.0.0.1:${relay.port}`;
@@ -257,13 +254,10 @@ describe('probes: GET /healthz and /readyz on the proxy port and the admin port'
   });
 
   it('/readyz: 200 with the limit store ok when Redis answers', async function () {
-    if (!process.env.REDIS_URL) {
-      console.log('      SKIPPED: needs Redis (set REDIS_URL=redis://...)');
-      this.skip();
-    }
+    const redisUrl = await requireRedis(this, '/readyz with Redis');
     const gw = await startTestGateway(
       upstream.url,
-      `limit_store: { redis_url: "${process.env.REDIS_URL}", key_prefix: "tg-probes-${process.pid}:" }`,
+      `limit_store: { redis_url: "${redisUrl}", key_prefix: "tg-probes-${process.pid}:" }`,
     );
     try {
       const ready = await probeUntil(gw.adminUrl!, 200);

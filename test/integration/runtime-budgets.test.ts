@@ -85,9 +85,11 @@ ${extra}`,
 
     await adminSend(a, 'PATCH', `/api/budgets/${id}`, { usd: '0' });
     expect((await chat(a)).status).to.equal(429);
+    await waitFor(async () => (await chat(b)).status === 429, 3000, 'instance b applies the lowered limit');
     const deleted = await adminSend(a, 'DELETE', `/api/budgets/${id}`);
     expect(deleted).to.deep.equal({ status: 200, json: { id, deleted: true } });
     expect((await chat(a)).status).to.equal(200);
+    await waitFor(async () => (await chat(b)).status === 200, 3000, 'instance b drops the deleted budget');
     expect((await adminSend(a, 'DELETE', `/api/budgets/${id}`)).json.error.code).to.equal('budget_not_found');
   });
 
@@ -124,6 +126,10 @@ ${extra}`,
     const created = await adminSend(gw, 'POST', '/api/budgets', { period: 'day', usd: '0', on_exceed: 'warn' });
     expect(created.status, JSON.stringify(created.json)).to.equal(201);
     for (let i = 0; i < 3; i++) expect((await chat(gw)).status).to.equal(200);
+    // A change that does not name on_exceed keeps it.
+    const changed = await adminSend(gw, 'PATCH', `/api/budgets/${created.json.id}`, { usd: '0.000001' });
+    expect(changed.json.on_exceed).to.equal('warn');
+    expect((await chat(gw)).status).to.equal(200);
   });
 
   it('YAML budgets are read-only; bad budgets are refused with a clear message', async () => {

@@ -47,6 +47,8 @@ const RECORDED: Record<string, Partial<Record<EndpointKey, Recorded[]>>> = {
     ],
     'images.generations': [{ file: 'openai/images_generations.json' }],
     models: [{ file: 'openai/models_list.json' }],
+    files: [{ file: 'openai/file_batch_input_built.json' }],
+    batches: [{ file: 'openai/batch_created_built.json' }],
   },
   anthropic: {
     messages: [
@@ -54,6 +56,7 @@ const RECORDED: Record<string, Partial<Record<EndpointKey, Recorded[]>>> = {
       { file: 'anthropic/messages_cache_creation.json' },
       { file: 'anthropic/messages_stream.sse', request: { stream: true } },
     ],
+    'messages.batches': [{ file: 'anthropic/message_batch_created_built.json' }],
   },
   perplexity: {
     'chat.completions': [
@@ -309,11 +312,17 @@ describe('provider contract: every built-in provider through the same checks', (
         });
 
       for (const endpoint of module.ownsEndpoints ?? [])
-        it(`${endpoint} is this provider's alone: another family's model there is refused, never sent on`, async () => {
-          const res = await send(gw, endpoint, keyHeader(module), requestBody(endpoint, 'gpt-4o-mini'));
-          expect(res.status, res.body.toString('utf8')).to.equal(400);
-          expect(upstream.received).to.have.length(0);
-        });
+        if (endpointByKey(endpoint).modelField === undefined)
+          it(`${endpoint} names no model: its path alone routes here`, async () => {
+            await send(gw, endpoint, keyHeader(module), {});
+            expect(upstream.last().mount).to.equal(module.slug);
+          });
+        else
+          it(`${endpoint} is this provider's alone: another family's model there is refused, never sent on`, async () => {
+            const res = await send(gw, endpoint, keyHeader(module), requestBody(endpoint, 'gpt-4o-mini'));
+            expect(res.status, res.body.toString('utf8')).to.equal(400);
+            expect(upstream.received).to.have.length(0);
+          });
 
       it('refuses an endpoint it does not declare, before anything reaches the upstream', async () => {
         const other = (['chat.completions', 'messages', 'embeddings'] as EndpointKey[]).find(

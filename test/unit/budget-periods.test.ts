@@ -117,24 +117,31 @@ describe('budget periods and alerts', () => {
       expect(await new BudgetLedger().list()).to.deep.equal([]);
     });
 
-    it("lists the attached source's budgets sorted by key, asking it for the given instant", async () => {
+    it("lists every page of the attached source's budgets, asking each page after the last one's cursor", async () => {
       const ledger = new BudgetLedger();
-      const asked: number[] = [];
+      const asked: [number, string | null][] = [];
+      const pages = [
+        { statuses: [status('ws:a:all:day:0')], next: { workspace: 'a', id: 'x', value: '1' } },
+        { statuses: [status('ws:a:tag:x=2:day:0')], next: null },
+      ];
       ledger.attach({
-        statuses: async (now) => {
-          asked.push(now);
-          return [status('ws:b:all:day:0'), status('ws:a:tag:x=1:day:0'), status('ws:a:all:day:0')];
+        page: async (now, _reads, after) => {
+          asked.push([now, after?.value ?? null]);
+          return pages[asked.length - 1];
         },
       });
       const listed = await ledger.list(1_234);
-      expect(listed.map((s) => s.key)).to.deep.equal(['ws:a:all:day:0', 'ws:a:tag:x=1:day:0', 'ws:b:all:day:0']);
-      expect(asked).to.deep.equal([1_234]);
+      expect(listed.map((s) => s.key)).to.deep.equal(['ws:a:all:day:0', 'ws:a:tag:x=2:day:0']);
+      expect(asked).to.deep.equal([
+        [1_234, null],
+        [1_234, '1'],
+      ]);
     });
 
     it('asks for the current time when no instant is given', async () => {
       const ledger = new BudgetLedger();
       let asked = 0;
-      ledger.attach({ statuses: async (now) => ((asked = now), []) });
+      ledger.attach({ page: async (now) => ((asked = now), { statuses: [], next: null }) });
       const before = Date.now();
       await ledger.list();
       expect(asked).to.be.within(before, Date.now());

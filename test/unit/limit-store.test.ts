@@ -347,11 +347,22 @@ function conformance(label: string, open: () => LimitStore): void {
 
       it('remembers set members (e.g. the tag values a per-tag budget met)', async () => {
         const k = uniq('set');
-        expect(await store.setMembers(k)).to.deep.equal([]);
+        expect(await store.setRange(k, undefined, 10)).to.deep.equal([]);
         await store.addToSet(k, 'acme', P1);
         await store.addToSet(k, 'globex', P1);
         await store.addToSet(k, 'acme', P1);
-        expect((await store.setMembers(k)).sort()).to.deep.equal(['acme', 'globex']);
+        expect(await store.setRange(k, undefined, 10)).to.deep.equal(['acme', 'globex']);
+      });
+
+      it('pages set members from a member on, in code-point order (the order both stores agree on)', async () => {
+        const k = uniq('set-page');
+        // U+E000 sorts before U+1F600 by code point, after it by UTF-16 code unit.
+        const values = ['b', 'a', '\u{1F600}', '\uE000', 'c', 'ab'];
+        for (const v of values) await store.addToSet(k, v, P1);
+        expect(await store.setRange(k, undefined, 3)).to.deep.equal(['a', 'ab', 'b']);
+        expect(await store.setRange(k, 'b', 3)).to.deep.equal(['c', '\uE000', '\u{1F600}']);
+        expect(await store.setRange(k, 'bb', 10)).to.deep.equal(['c', '\uE000', '\u{1F600}']);
+        expect(await store.setRange(k, '\u{1F600}', 3)).to.deep.equal([]);
       });
 
       it(`keeps bigint amounts exact up to the bound (${BUDGET_MAX_PICO} pico-USD)`, async () => {

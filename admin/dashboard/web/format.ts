@@ -67,11 +67,10 @@ export const pct = (part: number, whole: number): string =>
 
 const pad = (n: number) => String(n).padStart(2, '0');
 
-/** Local date and time, "2026-11-22 14:03:05". */
+/** Date and time in UTC, like every range and bucket of the page: "2026-11-22 14:03:05 UTC". */
 export function dateTime(iso: string | number | null): string {
   if (iso === null) return '—';
-  const d = new Date(iso);
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+  return `${new Date(iso).toISOString().slice(0, 19).replace('T', ' ')} UTC`;
 }
 
 /** Value for an <input type="datetime-local">. */

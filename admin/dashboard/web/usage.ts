@@ -1,6 +1,6 @@
 /** The usage view: overview cards, cost over time by the chosen dimension, the table of groups, CSV export. */
 import { api, type GroupRow, type Totals, type UsageParams, type UsageResponse } from './api.js';
-import { destroyChart, drawChart, OTHER_COLOR, PALETTE, type Series } from './chart.js';
+import { destroyChart, drawChart, OTHER_COLOR, PALETTE, PARTIAL_MARK, partialBuckets, type Series } from './chart.js';
 import { addFilter, dimLabel, type AppCtx } from './context.js';
 import { h, replace } from './dom.js';
 import { change, dateTime, int, pct } from './format.js';
@@ -41,6 +41,11 @@ export async function renderUsage(root: HTMLElement, ctx: AppCtx, isCurrent: () 
     h('option', { value: 'cost', selected: s.metric === 'cost' }, 'Cost'),
     h('option', { value: 'requests', selected: s.metric === 'requests' }, 'Requests'),
   );
+  const partialNote = h(
+    'p',
+    { class: 'muted small hidden', id: 'partial-note' },
+    `${PARTIAL_MARK.trim()} paler bars: the range covers only part of that UTC ${range.interval}, so it is no dip.`,
+  );
   const chartCard = h(
     'section',
     { class: 'panel' },
@@ -48,11 +53,12 @@ export async function renderUsage(root: HTMLElement, ctx: AppCtx, isCurrent: () 
       'header',
       { class: 'panel-head' },
       h('h2', {}, `${s.metric === 'cost' ? 'Cost' : 'Requests'} over time by ${dimLabel(dim)}`),
-      h('span', { class: 'muted small' }, `UTC ${range.interval === 'hour' ? 'hours' : 'days'}`),
+      h('span', { class: 'muted small', id: 'chart-zone' }, `UTC ${range.interval === 'hour' ? 'hours' : 'days'}`),
       h('span', { class: 'spacer' }),
       metricSel,
     ),
     chartBox,
+    partialNote,
   );
   const tableHost = h('div', { class: 'table-wrap' });
   const search = h('input', {
@@ -178,13 +184,11 @@ export async function renderUsage(root: HTMLElement, ctx: AppCtx, isCurrent: () 
     if (ranked.length > topCount && series.other)
       lines.push({ label: 'other', color: OTHER_COLOR, values: pick(series.other) });
     chartBox.dataset.series = JSON.stringify(lines.map((l) => l.label));
-    drawChart(
-      chartBox.querySelector('canvas')!,
-      series.buckets.map((b) => Date.parse(b)),
-      range.interval,
-      lines,
-      s.metric,
-    );
+    const buckets = series.buckets.map((b) => Date.parse(b));
+    const partial = partialBuckets(buckets, range.interval, range.from, range.to);
+    chartBox.dataset.partial = JSON.stringify(partial);
+    partialNote.classList.toggle('hidden', !partial.includes(true));
+    drawChart(chartBox.querySelector('canvas')!, buckets, { interval: range.interval, partial }, lines, s.metric);
     drawn();
   }
 }
