@@ -17,6 +17,7 @@ import { registerAlertCommands } from './alerts';
 import { registerFreezeCommands } from './freezes';
 import { registerBudgetCommands } from './budgets';
 import { registerReconcileCommand } from './reconcile';
+import { registerReconcileFixCommand } from './reconcile-fix';
 import { registerPriceCommands } from './prices';
 import { registerUsageCommands } from './usage';
 
@@ -152,6 +153,7 @@ registerAlertCommands(program, loadOrExit);
 registerFreezeCommands(program, loadOrExit);
 registerBudgetCommands(program, loadOrExit);
 registerReconcileCommand(program, loadOrExit);
+registerReconcileFixCommand(program, loadOrExit);
 registerDemoCommand(program);
 registerHealthcheckCommand(program, loadOrExit);
 

@@ -17,6 +17,7 @@ import { RuntimeBudgetTable } from './runtime-budget-table';
 import { SpendFreezeTable } from './spend-freeze-table';
 import { ReconciliationRuns } from './reconciliation-runs';
 import { ReconciliationSchedule } from './reconciliation-schedule';
+import { RepriceLog } from './reprice-log';
 import {
   KEY_CHANGES_SQL,
   KEY_COLUMNS,
@@ -355,6 +356,10 @@ export class SqliteUsageStore implements UsageStore {
   /** The scheduled reconciliation's claims (storage/reconciliation-schedule.ts), on the store's own connection. */
   reconciliationSchedule(): ReconciliationSchedule {
     return new ReconciliationSchedule(d, (q) => this.withShortLockWait(() => this.exec(q)));
+  }
+  /** The repricing audit (storage/reprice-log.ts), on the store's own connection. */
+  repriceLog(): RepriceLog {
+    return new RepriceLog(d, (q) => this.withShortLockWait(() => this.exec(q)));
   }
 
   async checkWritable(): Promise<void> {

@@ -12,6 +12,7 @@ import type { SpendFreezeTable } from './spend-freeze-table';
 import type { BatchJobsService } from '../records/batch-job';
 import type { ReconciliationRuns } from './reconciliation-runs';
 import type { ReconciliationSchedule } from './reconciliation-schedule';
+import type { RepriceLog } from './reprice-log';
 import type { QuarantinedRecord } from './quarantine';
 import type { ReadSource } from './read-connection';
 
@@ -250,6 +251,8 @@ export interface UsageStore {
   batchJobs?(): BatchJobsService;
   /** The scheduled reconciliation's claims (storage/reconciliation-schedule.ts). */
   reconciliationSchedule?(): ReconciliationSchedule;
+  /** The repricing audit (storage/reprice-log.ts). */
+  repriceLog?(): RepriceLog;
 
   close(): Promise<void>;
 }
