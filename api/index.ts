@@ -67,8 +67,6 @@ export { formatUsd, parseUsd } from '../pricing/money';
 // Dependency injection: tokens and the public views of the services behind them
 export { registerService, resolveService, TOKENS, type ServiceOf, type Token } from '../contracts/tokens';
 export type {
-  BatchJob,
-  BatchJobsService,
   BudgetCursor,
   BudgetLedgerService,
   BudgetReads,
@@ -87,6 +85,7 @@ export type {
   TagSpendQuery,
   UsageStoreService,
 } from '../contracts/services';
+export type { BatchJob, BatchJobsService } from '../records/batch-job';
 export type { Clock } from '../contracts/clock';
 export type {
   Bucket,

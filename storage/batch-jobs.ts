@@ -2,7 +2,7 @@
  * The batches created through the gateway (migration 016), on either store: one row per batch, written when its
  * creation answered and read when its results pass through. Each write is one statement, atomic on its own.
  */
-import type { BatchJob, BatchJobsService } from '../contracts/services';
+import type { BatchJob, BatchJobsService } from '../records/batch-job';
 import { toNumber, type SqlValue } from './codec';
 import type { SqlDialect } from './dialect';
 import type { Exec } from './query/run';

@@ -8,7 +8,7 @@
 import type { CostProvenance, PicoUsd, UsageRecord, UsageSource } from '../records/usage-record';
 import type { AlertOutbox } from './alert-outbox';
 import type { RuntimeBudgetTable } from './runtime-budget-table';
-import type { BatchJobsService } from '../contracts/services';
+import type { BatchJobsService } from '../records/batch-job';
 import type { ReconciliationRuns } from './reconciliation-runs';
 import type { ReconciliationSchedule } from './reconciliation-schedule';
 import type { QuarantinedRecord } from './quarantine';

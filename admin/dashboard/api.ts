@@ -9,6 +9,8 @@
  *   GET /api/usage/series  cost and requests per UTC hour/day for a few groups (the chart's stacks) plus
  *                          "other" (everything else) and the total, without sending every group's series
  *                          (admin/dashboard/series.ts)
+ *   GET /api/latency     latency and time-to-first-byte percentiles per provider and model over time, and the error
+ *                        rate by status and error code (admin/dashboard/latency.ts)
  * Their reads run on the admin API's reader thread (admin/reads/).
  */
 import { readFileSync } from 'node:fs';
@@ -19,6 +21,7 @@ import { Readable } from 'node:stream';
 import type { WorkspaceEntry } from '../../config/schema';
 import { GatewayError } from '../../core/errors';
 import { BUILTIN_DIMENSIONS } from '../../storage/store';
+import { DAY_MS } from '../../storage/rollup';
 import { checkBuckets, filterFrom, groupByFrom, intervalFrom, usageParamsFrom } from '../query-params';
 import { focusChunks, focusHeader, type FocusContext } from './focus';
 import type { AdminReads } from '../reads/admin-reads';
@@ -121,6 +124,15 @@ export function registerDashboardRoutes(router: Router, { reads, workspaces, pro
     ctx.type = 'text/csv; charset=utf-8';
     ctx.set('content-disposition', `attachment; filename="focus-${day(filter.from)}-to-${day(filter.to - 1)}.csv"`);
     ctx.body = Readable.from(chunks());
+  });
+
+  /** from/to/filter[...] as /api/usage; interval=hour|day (default: hours up to three days, days beyond). */
+  router.get('/latency', async (ctx) => {
+    const filter = filterFrom(ctx.query);
+    const interval = intervalFrom(ctx.query) ?? (filter.to - filter.from <= 3 * DAY_MS ? 'hour' : 'day');
+    checkBuckets(filter, interval);
+    ctx.type = 'application/json';
+    ctx.body = await reads.latency({ filter, interval });
   });
 
   /**

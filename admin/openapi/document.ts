@@ -32,6 +32,7 @@ import {
 } from './answers';
 import { budgetCreatePath, budgetWritePaths } from './budget-paths';
 import { reconciliationPaths } from './reconciliation-paths';
+import { latencyPaths } from './latency-paths';
 import { groupBy, intervalParam, pageParams, param, rangeParams, usageCsvQuery, usageQuery } from './parameters';
 import {
   bare,
@@ -275,6 +276,7 @@ const paths = {
     },
   },
   ...reconciliationPaths,
+  ...latencyPaths,
   '/api/dimensions': {
     get: {
       operationId: 'listDimensions',

@@ -16,6 +16,7 @@ import { QueryTimeoutError, QueryTooLargeError, ReaderThread } from '../../stora
 import type { ListRequestsQuery, UsageFilter, UsageGroupRow, UsageQuery } from '../../storage/store';
 import type { FocusContext } from '../dashboard/focus';
 import type { SeriesParams } from '../dashboard/series';
+import type { LatencyParams } from '../dashboard/latency';
 import { readOps, type ReadOps, type UsageParams } from './read-ops';
 import type { ReaderWorkerData } from './reader-worker';
 import type { ReconciliationPageQuery } from './reconciliation-page';
@@ -101,6 +102,11 @@ export class AdminReads {
   /** The JSON body of GET /api/usage/series. */
   series(p: SeriesParams): Promise<Buffer> {
     return this.call('series', p);
+  }
+
+  /** The JSON body of GET /api/latency. */
+  latency(p: LatencyParams): Promise<Buffer> {
+    return this.call('latency', p);
   }
 
   /** The JSON body of GET /api/requests. */

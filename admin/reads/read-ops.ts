@@ -16,6 +16,7 @@ import type { Interval, ListRequestsQuery, UsageFilter, UsageQuery } from '../..
 import { usageCsv } from '../dashboard/csv';
 import { FOCUS_GROUP_BY, focusLines, type FocusContext } from '../dashboard/focus';
 import { seriesAnswer, type SeriesParams } from '../dashboard/series';
+import { latencyAnswer, type LatencyParams } from '../dashboard/latency';
 import { readRecordsKeptFrom } from '../../storage/retention';
 import { ReconciliationRuns } from '../../storage/reconciliation-runs';
 import { reconciliationPage, type ReconciliationPageQuery } from './reconciliation-page';
@@ -98,6 +99,12 @@ export function readOps({ dialect: d, exec }: Pick<ReadConnection, 'dialect' | '
         ]),
       ]);
       return jsonBytes({ ...answer, ...retention });
+    },
+
+    /** GET /api/latency: errors from the rollups, percentiles from the range's newest records (bounded). */
+    async latency(p: LatencyParams): Promise<Buffer> {
+      const listPageHere = (q: ListRequestsQuery) => listPage(d, exec, q);
+      return jsonBytes(await latencyAnswer({ queryUsage, listPage: listPageHere }, p));
     },
 
     async requests(q: ListRequestsQuery): Promise<Buffer> {

@@ -193,6 +193,10 @@ alerts: { channels: [{ name: ops, type: slack, url: "${slack.url}" }] }`,
       const focus = await call('GET', `/api/usage.focus.csv?${ranged}&tag=customer`);
       expect(focus.status, focus.text.slice(0, 300)).to.equal(200);
       expect(focus.text.split('\r\n')[0].split(',')).to.include.members(['BilledCost', 'x_tag_customer']);
+      const latency = await adminGet(gw, `/api/latency?${ranged}`);
+      expect(latency.errors.requests).to.equal(latency.models.reduce((a: number, m: any) => a + m.requests, 0));
+      const searched = await adminGet(gw, `/api/usage?${ranged}&group_by=customer&search=C1`);
+      expect(searched.rows.map((r: any) => r.group.customer)).to.deep.equal(['openapi-c1']);
 
       const budget = await call('POST', '/api/budgets', {
         body: JSON.stringify({ workspace: WORKSPACE, period: 'day', usd: '5', on_exceed: 'warn' }),
@@ -278,6 +282,8 @@ alerts: { channels: [{ name: ops, type: slack, url: "${slack.url}" }] }`,
         ['/api/requests?cursor=not-a-cursor', 'cursor'],
         ['/api/requests?filter[status]=2xx', 'filter[status]'],
         ['/api/usage?offset=-1', 'offset'],
+        [`/api/usage?group_by=model&search=${'x'.repeat(201)}`, 'search'],
+        ['/api/latency?interval=minute', 'interval'],
         ['/api/keys?limit=0', 'limit'],
         ['/api/keys?cursor=not-a-cursor', 'cursor'],
         ['/api/budgets?limit=1001', 'limit'],

@@ -139,6 +139,31 @@ export interface SeriesResponse {
   total: SeriesJson;
 }
 
+/** GET /api/latency (admin/openapi/latency-paths.ts describes every field). */
+export interface LatencyResponse {
+  buckets: string[];
+  interval: 'hour' | 'day';
+  sample: { records: number; limit: number; complete: boolean; oldest: string | null };
+  models: {
+    provider: string;
+    model: string;
+    requests: number;
+    errors: number;
+    sampled: number;
+    latency_ms: { p50: number | null; p95: number | null };
+    ttfb_ms: { p50: number | null; p95: number | null };
+    series: Record<'latency_p50' | 'latency_p95' | 'ttfb_p50' | 'ttfb_p95', (number | null)[]>;
+  }[];
+  models_other: number;
+  errors: {
+    requests: number;
+    errors: number;
+    by_status: { status: number; requests: number; errors: number }[];
+    by_code: { error_code: string; status: number; requests: number }[];
+    series: { requests: number[]; errors: number[] };
+  };
+}
+
 export interface UsageParams {
   groupBy: string[];
   from: number;
@@ -201,6 +226,7 @@ export const api = {
     const filename = /filename="([^"]+)"/.exec(res.headers.get('content-disposition') ?? '')?.[1] ?? 'usage.csv';
     return { text: await res.text(), filename };
   },
+  latency: (p: UsageParams) => json<LatencyResponse>(`latency?${usageQuery(p)}`),
   requests: (p: { from: number; to: number; filters: [string, string][]; limit: number; cursor?: string | null }) => {
     const q = new URLSearchParams({ from: String(p.from), to: String(p.to), limit: String(p.limit) });
     for (const [dim, value] of p.filters) q.set(`filter[${dim}]`, value);

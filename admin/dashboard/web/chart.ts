@@ -88,3 +88,46 @@ export function drawChart(
     },
   });
 }
+
+/** Lines over time (the latency view): one per series, a gap where a bucket has no value. */
+export function drawLines(
+  canvas: HTMLCanvasElement,
+  labels: string[],
+  series: { label: string; color: string; values: (number | null)[] }[],
+  format: (v: number) => string,
+): void {
+  destroyChart();
+  current = new Chart(canvas, {
+    type: 'line',
+    data: {
+      labels,
+      datasets: series.map((s) => ({
+        label: s.label,
+        data: s.values,
+        borderColor: s.color,
+        backgroundColor: s.color,
+        spanGaps: false,
+        pointRadius: 2,
+        borderWidth: 2,
+      })),
+    },
+    options: {
+      animation: false,
+      responsive: true,
+      maintainAspectRatio: false,
+      interaction: { mode: 'index', intersect: false },
+      scales: {
+        x: { grid: { display: false }, ticks: { maxRotation: 0, autoSkipPadding: 12, color: '#6b7385' } },
+        y: {
+          beginAtZero: true,
+          grid: { color: '#eef0f4' },
+          ticks: { color: '#6b7385', callback: (v) => format(Number(v)) },
+        },
+      },
+      plugins: {
+        legend: { position: 'bottom', labels: { boxWidth: 12, boxHeight: 12, color: '#2a3142' } },
+        tooltip: { callbacks: { label: (item) => ` ${item.dataset.label}: ${format(Number(item.raw))}` } },
+      },
+    },
+  });
+}

@@ -9,6 +9,7 @@ import { destroyChart } from './chart.js';
 import { forgetCreatedKey, renderKeys } from './keys.js';
 import { loadKeyNames } from './key-names.js';
 import { renderRequests } from './requests.js';
+import { renderLatency } from './latency.js';
 import { dimensionChoices, loadState, saveState, type ViewState } from './state.js';
 import { renderUsage } from './usage.js';
 
@@ -16,6 +17,7 @@ const app = document.getElementById('app')!;
 const VIEWS: { id: ViewName; label: string }[] = [
   { id: 'usage', label: 'Usage' },
   { id: 'requests', label: 'Requests' },
+  { id: 'latency', label: 'Latency & errors' },
   { id: 'keys', label: 'API Keys' },
 ];
 
@@ -237,6 +239,7 @@ async function start(initialInfo?: InfoJson): Promise<void> {
       }
       if (view === 'usage') await renderUsage(content, ctx, isCurrent);
       else if (view === 'requests') await renderRequests(content, ctx, isCurrent);
+      else if (view === 'latency') await renderLatency(content, ctx, isCurrent);
       else await renderKeys(content, ctx, isCurrent);
     } catch (err) {
       if (isCurrent()) ctx.fail(err);

@@ -1,0 +1,140 @@
+/**
+ * The latency and errors view in Debian's Chromium (playwright-core), and GET /api/latency behind it: exact
+ * requests and errors per status from the rollups, p50 / p95 of latency and time to first byte per provider and model
+ * from the range's newest records only (a bounded read: LATENCY_SAMPLE_MAX, whatever the range holds).
+ */
+import { expect } from 'chai';
+import type { Browser, Page } from 'playwright-core';
+import { LATENCY_SAMPLE_MAX } from '../../admin/dashboard/latency';
+import { adminGet } from '../helpers/admin';
+import { startTestGateway, TEST_ADMIN_TOKEN, type TestGateway } from '../helpers/gateway';
+import { usageRecord } from '../helpers/records';
+import { TestUpstream } from '../helpers/upstream';
+import { ensureChromium, launchChromium, resultPath } from './browser';
+
+/** More records than one answer samples, so the bound shows. */
+const RECORDS = LATENCY_SAMPLE_MAX + 50;
+const model = (i: number) => (i % 2 ? 'gpt-4o' : 'gpt-4o-mini');
+const latency = (i: number) => 100 + (i % 100) + (i % 2) * 1000;
+const ttfb = (i: number) => (i % 10 === 9 ? null : 10 + (i % 50));
+const status = (i: number) => (i % 40 === 0 ? 500 : i % 40 === 1 ? 429 : 200);
+
+/** Nearest-rank percentile, as a reader of the docs would compute it by hand. */
+function nearestRank(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.ceil((p / 100) * sorted.length) - 1];
+}
+
+describe('dashboard latency and errors (Chromium, playwright-core)', function () {
+  const upstream = new TestUpstream();
+  let gw: TestGateway;
+  let browser: Browser;
+  let page: Page;
+  const now = Date.now();
+
+  before(async function () {
+    this.timeout(15 * 60_000); // a first run may install Chromium
+    const chromium = await ensureChromium();
+    if (!chromium) return this.skip();
+    this.timeout(120_000);
+    await upstream.start();
+    gw = await startTestGateway(upstream.url);
+    await gw.gateway.store.insertBatch(
+      Array.from({ length: RECORDS }, (_, i) =>
+        usageRecord({
+          id: `l-${String(i).padStart(6, '0')}`,
+          ts: now - 60_000 - i * 5,
+          model: model(i),
+          servedModel: model(i),
+          status: status(i),
+          errorCode: status(i) === 200 ? null : `upstream_${status(i)}`,
+          provenance: status(i) === 200 ? 'unpriced' : 'failed',
+          latencyMs: latency(i),
+          ttfbMs: ttfb(i),
+        }),
+      ),
+    );
+    browser = await launchChromium(chromium);
+    page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
+    await page.goto(`${gw.adminUrl}/`);
+    await page.fill('#token', TEST_ADMIN_TOKEN);
+    await page.click('#login button[type=submit]');
+    await page.waitForSelector('#view[data-view="usage"][data-ready="true"]');
+  });
+  after(async () => {
+    await browser?.close();
+    await gw?.stop();
+    await upstream.stop();
+  });
+
+  it('counts every request and error exactly, and takes the percentiles from the newest records only', async () => {
+    const answer = await adminGet(gw, `/api/latency?from=${now - 86_400_000}&to=${now}`);
+    expect(answer.sample).to.deep.include({ records: LATENCY_SAMPLE_MAX, limit: LATENCY_SAMPLE_MAX, complete: false });
+    expect(answer.sample.oldest).to.equal(new Date(now - 60_000 - (LATENCY_SAMPLE_MAX - 1) * 5).toISOString());
+    expect(answer.errors.requests).to.equal(RECORDS);
+    const sampled = Array.from({ length: LATENCY_SAMPLE_MAX }, (_, i) => i);
+    const all = Array.from({ length: RECORDS }, (_, i) => i);
+    expect(answer.errors.errors).to.equal(all.filter((i) => status(i) !== 200).length);
+    expect(answer.errors.by_status).to.deep.equal(
+      [200, 429, 500].map((s) => {
+        const n = all.filter((i) => status(i) === s).length;
+        return { status: s, requests: n, errors: s === 200 ? 0 : n };
+      }),
+    );
+    expect(answer.errors.by_code.map((c: any) => [c.error_code, c.status, c.requests])).to.deep.equal(
+      [429, 500].map((s) => [`upstream_${s}`, s, sampled.filter((i) => status(i) === s).length]),
+    );
+    for (const name of ['gpt-4o', 'gpt-4o-mini']) {
+      const mine = sampled.filter((i) => model(i) === name);
+      const row = answer.models.find((m: any) => m.model === name);
+      expect(row.requests).to.equal(all.filter((i) => model(i) === name).length);
+      expect(row.sampled).to.equal(mine.length);
+      const lat = mine.map(latency);
+      const first = mine.flatMap((i) => (ttfb(i) === null ? [] : [ttfb(i)!]));
+      expect(row.latency_ms).to.deep.equal({ p50: nearestRank(lat, 50), p95: nearestRank(lat, 95) });
+      expect(row.ttfb_ms).to.deep.equal({ p50: nearestRank(first, 50), p95: nearestRank(first, 95) });
+      // Every sampled record is in the last bucket of the day: its p95 is the range's.
+      expect(row.series.latency_p95.at(-1)).to.equal(row.latency_ms.p95);
+    }
+  });
+
+  it('shows the error rate, the percentiles per model, the statuses and the codes, with the sample named', async () => {
+    await page.click('a[data-view="latency"]');
+    await page.waitForSelector('#view[data-view="latency"][data-ready="true"]');
+    const from = await page.getAttribute('#view', 'data-from');
+    const to = await page.getAttribute('#view', 'data-to');
+    const answer = await adminGet(gw, `/api/latency?from=${from}&to=${to}`);
+    expect(await page.getAttribute('#latency-overview [data-metric="requests"]', 'data-value')).to.equal(
+      String(RECORDS),
+    );
+    expect(await page.getAttribute('#latency-overview [data-metric="error_rate"]', 'data-value')).to.equal(
+      String(answer.errors.errors),
+    );
+    for (const m of answer.models) {
+      const row = `#latency-models tr[data-model="${m.model}"]`;
+      for (const [col, value] of [
+        ['latency_p50', m.latency_ms.p50],
+        ['latency_p95', m.latency_ms.p95],
+        ['ttfb_p50', m.ttfb_ms.p50],
+        ['ttfb_p95', m.ttfb_ms.p95],
+      ])
+        expect(await page.getAttribute(`${row} td[data-col="${col}"]`, 'data-value'), `${m.model} ${col}`).to.equal(
+          String(value),
+        );
+    }
+    expect(
+      await page.$$eval('#latency-status tbody tr', (trs) => trs.map((tr) => (tr as HTMLElement).dataset.status)),
+    ).to.deep.equal(['200', '429', '500']);
+    expect(
+      await page.$$eval('#latency-codes tbody tr', (trs) => trs.map((tr) => (tr as HTMLElement).dataset.code)),
+    ).to.deep.equal(['upstream_429', 'upstream_500']);
+    expect(await page.textContent('#latency-sample')).to.include(
+      `newest ${LATENCY_SAMPLE_MAX.toLocaleString('en-US')} requests`,
+    );
+    const lines = await page.evaluate(
+      () => (window as any).Chart.getChart(document.querySelector('#latency-chart')).data.datasets.length,
+    );
+    expect(lines).to.equal(2);
+    await page.screenshot({ path: resultPath('dashboard-latency.png'), fullPage: true });
+  });
+});
