@@ -68,6 +68,8 @@ export const mediaPriceSchema = z.strictObject({
   output_audio: decimalString.optional(),
   ...mediaUnitShape,
   aliases: z.array(z.string().min(1)).optional(),
+  /** Dated snapshots billed otherwise, which must not take this entry's prices. */
+  distinct_snapshots: z.array(z.string().min(1)).optional(),
   source: z.string().min(1),
   retrieved: z.string().min(1),
   note: z.string().optional(),
