@@ -1,4 +1,5 @@
 import { AlertService } from '../../alerts/service';
+import { sleep } from '../helpers/wait';
 import { alertsSchema } from '../../config/alerts';
 import { AlertReceiver } from '../helpers/alert-receiver';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
@@ -22,7 +23,7 @@ import { PROJECT_ROOT } from '../helpers/fixtures';
 import { AdminContract, checkedAdminAnswers } from '../helpers/admin-contract';
 import { OPENAI_KEY, startTestGateway, TEST_ADMIN_TOKEN, type TestGateway } from '../helpers/gateway';
 import { TcpProxy } from '../helpers/tcp-proxy';
-import { sleep, TestUpstream } from '../helpers/upstream';
+import { TestUpstream } from '../helpers/upstream';
 import { requirePostgres, requireRedis } from '../helpers/services';
 
 /**
