@@ -7,12 +7,8 @@ import { alertReached } from '../plugins/budget/alert';
 import { PERIOD_ADJECTIVE } from '../plugins/budget/refusals';
 import { formatUsd } from '../pricing/money';
 import type { AlertBudget, AlertForecast, AlertInput } from './alert';
+import { forecastSentence, usdText } from './alert-text';
 import type { Forecast } from './forecast';
-
-/** Dollars for people: cents, or more digits below a cent. */
-export function usdText(pico: bigint): string {
-  return `$${formatUsd(pico, pico !== 0n && pico < 10_000_000_000n ? 6 : 2)}`;
-}
 
 export function budgetPart(b: BudgetStatus): AlertBudget {
   return {
@@ -52,6 +48,8 @@ export function thresholdAlerts(b: BudgetStatus, forecast: Forecast | null): Ale
     .filter((share) => alertReached(b.spentPico, b.limitPico, share))
     .map((share) => {
       const percent = `${Math.round(share * 1000) / 10}%`;
+      const budget = budgetPart(b);
+      const projected = forecastPart(forecast);
       return {
         kind: 'budget.threshold',
         key: `${b.key}:${share}`,
@@ -59,12 +57,14 @@ export function thresholdAlerts(b: BudgetStatus, forecast: Forecast | null): Ale
         scope: b.scope,
         title: `Budget ${percent} used: ${usdText(b.spentPico)} of ${usdText(b.limitPico)}`,
         summary:
-          `${capital(named(b))} reached ${percent} of its limit: ${usdText(b.spentPico)} of ${usdText(b.limitPico)} spent. ${share >= 1 ? consequence(b) : ''}`.trim(),
-        budget: budgetPart(b),
+          `${capital(named(b))} reached ${percent} of its limit: ${usdText(b.spentPico)} of ${usdText(b.limitPico)} spent. ${share >= 1 ? consequence(b) : ''} ${projected && b.spentPico < b.limitPico ? forecastSentence(projected, budget) : ''}`
+            .replace(/\s+/g, ' ')
+            .trim(),
+        budget,
         spend_usd: formatUsd(b.spentPico),
         threshold: share,
         rule: `alert_at ${share}`,
-        forecast: forecastPart(forecast),
+        forecast: projected,
         view: '#/usage',
       };
     });
@@ -73,19 +73,20 @@ export function thresholdAlerts(b: BudgetStatus, forecast: Forecast | null): Ale
 /** The forecast alert, when the projected spend crosses a limit not reached yet. */
 export function forecastAlert(b: BudgetStatus, f: Forecast | null): AlertInput | undefined {
   if (!f || b.spentPico >= b.limitPico || f.projectedPico < b.limitPico) return undefined;
-  const when = f.limitReachedAt === null ? '' : `, reaching the limit at ${new Date(f.limitReachedAt).toISOString()}`;
+  const budget = budgetPart(b);
+  const projected = forecastPart(f)!;
   return {
     kind: 'budget.forecast',
     key: b.key,
     workspace: b.workspace,
     scope: b.scope,
     title: `Budget forecast: ${usdText(f.projectedPico)} of ${usdText(b.limitPico)} by the end of the period`,
-    summary: `At this rate ${named(b)} ends the period at ${usdText(f.projectedPico)} of ${usdText(b.limitPico)}${when}. ${usdText(b.spentPico)} spent so far.`,
-    budget: budgetPart(b),
+    summary: `${capital(named(b))} has ${usdText(b.spentPico)} spent so far. ${forecastSentence(projected, budget)}`,
+    budget,
     spend_usd: formatUsd(b.spentPico),
     threshold: null,
     rule: 'forecast',
-    forecast: forecastPart(f),
+    forecast: projected,
     view: '#/usage',
   };
 }

@@ -4,6 +4,8 @@
  * context line with the alert id. Text from the configuration or the traffic (workspace, tag values) is escaped.
  */
 import type { Alert } from './alert';
+import { parseUsd } from '../pricing/money';
+import { forecastSentence, usdText } from './alert-text';
 
 type TextObject = { type: 'mrkdwn' | 'plain_text'; text: string };
 type Block = Record<string, unknown> & { type: string };
@@ -26,11 +28,14 @@ function figures(a: Alert): [string, string][] {
   const rows: [string, string | null][] = [
     ['Workspace', a.workspace],
     ['Scope', a.scope],
-    ['Budget', a.budget ? `$${a.budget.limit_usd} per ${a.budget.period} (${a.budget.action})` : null],
-    ['Spend', a.spend_usd === null ? null : `$${a.spend_usd}`],
+    [
+      'Budget',
+      a.budget ? `${usdText(parseUsd(a.budget.limit_usd))} per ${a.budget.period} (${a.budget.action})` : null,
+    ],
+    ['Spend', a.spend_usd === null ? null : usdText(parseUsd(a.spend_usd))],
     ['Threshold', a.threshold === null ? null : `${Math.round(a.threshold * 1000) / 10}%`],
     ['Rule', a.rule],
-    ['Forecast', a.forecast ? `$${a.forecast.projected_usd} at the end of the period` : null],
+    ['Forecast', a.forecast && a.budget ? forecastSentence(a.forecast, a.budget) : null],
     ...Object.entries(a.fields),
   ];
   return rows.filter((r): r is [string, string] => r[1] !== null);
@@ -54,5 +59,7 @@ export function slackMessage(a: Alert): { text: string; blocks: Block[] } {
     type: 'context',
     elements: [mrkdwn(`${slackEscape(a.kind)} · alert_id ${a.alert_id} · ${a.created_at}`, SECTION_MAX)],
   });
-  return { text: clip(slackEscape(`${a.title}. ${a.summary}`), SECTION_MAX), blocks };
+  // The notification names the budget, the spend and what fired (title and summary), and links the dashboard.
+  const link = a.dashboard_url ? ` <${a.dashboard_url}|Open the dashboard>` : '';
+  return { text: `${clip(slackEscape(`${a.title}. ${a.summary}`), SECTION_MAX - link.length)}${link}`, blocks };
 }

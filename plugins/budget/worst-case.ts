@@ -23,7 +23,7 @@ export type ReferencedInput = number | 'context_window';
  * - Input: body bytes / 3. A request that references context the body does not hold (referenced-context.ts)
  *   reserves at least `referenced` input tokens. Never more than the model's context window.
  * Priced like the request itself (RequestCostService.price), so a reservation past a long-context threshold is
- * priced at that tier. Audio and images are reserved by the unit their model is billed by (media-worst-case.ts).
+ * priced at that tier, and at the costliest service tier the request's `service_tier` allows. Audio and images are reserved by the unit their model is billed by (media-worst-case.ts).
  * Unbounded when the price cannot price it (a rate the entry lacks, counts past what can be summed exactly).
  * `outputLimit`, when given, stands for the output tokens per answer the body asks for (a clamp being weighed).
  */
@@ -55,9 +55,38 @@ export function worstCase(
   if (fee && typeof fee === 'object') {
     usage.searchContextSize = Object.entries(fee).reduce((a, b) => (parseUsd(b[1]!) > parseUsd(a[1]!) ? b : a))[0];
   }
-  const worst = cost.price(ctx, usage, priced.standIn);
+  const worst = atHighestTier(ctx, cost, usage, priced);
   if (worst.costPico !== null) return bounded(worst.costPico);
   return unbounded(worst.reason ?? 'no price for its tokens', Number.isSafeInteger(outputTokens) ? null : 'n');
+}
+
+/**
+ * The tiers a request may be served at, by its `service_tier`: what it asks for or the standard tier (a tier without
+ * capacity falls back to it); `auto` and `priority` may be served at priority. Absent: the standard tier alone.
+ */
+function allowedTiers(asked: unknown): (string | undefined)[] {
+  const tier = typeof asked === 'string' ? asked.trim().toLowerCase() : undefined;
+  if (tier === 'auto' || tier === 'priority') return ['priority', undefined];
+  return tier && tier !== 'default' && tier !== 'standard' && tier !== 'standard_only'
+    ? [tier, undefined]
+    : [undefined];
+}
+
+/**
+ * The worst case at the costliest tier the request allows that the price lists (a tier it does not price is left
+ * out: its answer would be recorded unpriced, and settled at what was reserved). Settlement is at the served tier.
+ */
+function atHighestTier(
+  ctx: GatewayContext,
+  cost: RequestCostService,
+  usage: Usage,
+  priced: BudgetPrice,
+): ReturnType<RequestCostService['price']> {
+  const each = allowedTiers(ctx.json?.service_tier).map((serviceTier) =>
+    cost.price(ctx, serviceTier ? { ...usage, serviceTier } : usage, priced.standIn),
+  );
+  const known = each.filter((p) => p.costPico !== null);
+  return known.reduce((a, b) => (b.costPico! > a.costPico! ? b : a), known[0] ?? each[each.length - 1]);
 }
 
 /** The output tokens per answer a request may produce: what it asks for, else the model's maximum from the catalog. */

@@ -30,6 +30,7 @@ import {
 import { observeAnswers } from './answer-observer';
 import { recordFigures } from './figures';
 import { TEST_ADMIN_TOKEN } from './gateway';
+import { removeOwnRedisKeys } from './redis-cleanup';
 import { PLANTED_SECRETS } from './reliability';
 import { knownSecrets, rememberGeneratedKeys, rememberSecret, scanAll } from './secret-scan';
 import { announce, skippedSuites } from './services';
@@ -96,8 +97,18 @@ export const mochaHooks = {
   afterEach(this: Mocha.Context) {
     adminAnswersDuring(`the hooks after "${this.currentTest?.fullTitle() ?? '(a test)'}"`);
   },
-  afterAll: [announceSkippedSuites, secretScan, reportAdminAnswers],
+  afterAll: [announceSkippedSuites, secretScan, reportAdminAnswers, cleanRedis],
 };
+
+/** The Redis keys the run made (with REDIS_URL): removed, so that runs do not pile them up on a shared server. */
+async function cleanRedis(this: Mocha.Context) {
+  const url = process.env.REDIS_URL;
+  if (!url) return;
+  this.timeout(30_000);
+  await removeOwnRedisKeys(url).catch((err: Error) =>
+    process.stdout.write(`\n  (the run's Redis keys could not be removed: ${err.message})\n`),
+  );
+}
 
 /** Said again at the end, where a reader of the run looks, not only where each suite was skipped. */
 function announceSkippedSuites() {

@@ -126,6 +126,10 @@ describe('budget alerts', () => {
     expect(full.summary).to.include('soft budget');
 
     for (const m of slackHook.received.map((r) => r.json)) expect(slackShapeProblems(m)).to.deep.equal([]);
+    expect(slackHook.taken[2].text)
+      .to.include('Budget 100% used')
+      .and.include('daily budget of workspace default')
+      .and.include('<https://tollgate.example.com:8081/#/usage|Open the dashboard>');
     console.log(
       `      a Slack message as sent:\n${JSON.stringify(slackHook.taken[2], null, 2).replace(/^/gm, '      ')}`,
     );

@@ -23,12 +23,20 @@ import { usageRecord } from '../helpers/records';
 
 /**
  * A model priced for easy sums: input $1 and output $2 per 1M tokens, i.e. 1,000,000 and 2,000,000 pico-USD a
- * token; a 100-token context window and at most 50 output tokens.
+ * token (priority: twice that; flex: half); a 100-token context window and at most 50 output tokens.
  */
 const pricesOf = () =>
   PriceCatalog.fromConfig({
     models: [
-      { provider: 'openai', model: 'tg-budget-model', input: 1, output: 2, context_window: 100, max_output_tokens: 50 },
+      {
+        provider: 'openai',
+        model: 'tg-budget-model',
+        input: 1,
+        output: 2,
+        context_window: 100,
+        max_output_tokens: 50,
+        service_tiers: { priority: { input: 2, output: 4 }, flex: { input: 0.5, output: 1 } },
+      },
       {
         provider: 'perplexity',
         model: 'tg-search-model',
@@ -181,6 +189,35 @@ describe('budget plugin', () => {
     expect(retry).to.be.within(Math.ceil((endOfUtcDay() - after) / 1000), Math.ceil((endOfUtcDay() - before) / 1000));
     // a smaller worst case still fits: 90 bytes = 30 input tokens + 5 output = 40,000,000
     expect(await complete(s.harness, { json: body(90, { max_tokens: 5 }) })).to.equal(undefined);
+    await s.close();
+  });
+
+  it('reserves at the costliest tier the request allows (priority, auto), and settles at the tier that served', async () => {
+    const s = await budgeted([{ period: 'day', usd: '0.0002' }]); // 200,000,000 pico
+    const refused = (spent: string, reserved: string, upTo: string) =>
+      `The daily budget of $0.0002 for workspace default does not cover this request: $${spent} spent, $${reserved} reserved by open requests, this one may cost up to $${upTo}.`;
+    // 300 bytes = 100 input tokens (the context window) and 10 output: 120,000,000 standard, 240,000,000 at priority.
+    for (const tier of ['priority', 'auto', 'Priority'])
+      expect(
+        (await complete(s.harness, { json: body(300, { max_tokens: 10, service_tier: tier }) }))?.message,
+      ).to.equal(refused('0', '0', '0.00024'));
+    // flex falls back to the standard tier when it has no capacity: the standard 120,000,000 is reserved, not half.
+    const flex = await open(s.harness, { json: body(300, { max_tokens: 10, service_tier: 'flex' }) });
+    expect((await complete(s.harness, { json: body(300, { max_tokens: 10 }) }))?.message).to.equal(
+      refused('0', '0.00012', '0.00012'),
+    );
+    // Answered at flex: settled at flex's rates, 40 x 500,000 + 5 x 1,000,000 = 25,000,000.
+    await flex.finish({ inputTokens: 40, outputTokens: 5, serviceTier: 'flex' });
+    // 150 bytes at priority: 50 x 2,000,000 + 10 x 4,000,000 = 140,000,000 reserved.
+    const asked = await open(s.harness, { json: body(150, { max_tokens: 10, service_tier: 'priority' }) });
+    expect((await complete(s.harness, { json: body(150, { max_tokens: 10 }) }))?.message).to.equal(
+      refused('0.000025', '0.00014', '0.00007'),
+    );
+    // Served at the standard tier: settled at its rates, 20 x 1,000,000 + 5 x 2,000,000 = 30,000,000.
+    await asked.finish({ inputTokens: 20, outputTokens: 5, serviceTier: 'default' });
+    expect(
+      (await complete(s.harness, { json: body(300, { max_tokens: 10, service_tier: 'priority' }) }))?.message,
+    ).to.equal(refused('0.000055', '0', '0.00024'));
     await s.close();
   });
 
