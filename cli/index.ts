@@ -16,6 +16,7 @@ import { registerKeyCommands } from './keys';
 import { registerAlertCommands } from './alerts';
 import { registerBudgetCommands } from './budgets';
 import { registerReconcileCommand } from './reconcile';
+import { registerReconcileFixCommand } from './reconcile-fix';
 import { registerPriceCommands } from './prices';
 import { registerUsageCommands } from './usage';
 
@@ -150,6 +151,7 @@ registerPriceCommands(program, loadOrExit);
 registerAlertCommands(program, loadOrExit);
 registerBudgetCommands(program, loadOrExit);
 registerReconcileCommand(program, loadOrExit);
+registerReconcileFixCommand(program, loadOrExit);
 registerDemoCommand(program);
 registerHealthcheckCommand(program, loadOrExit);
 

@@ -3,17 +3,13 @@ import { GROUP_BY_MAX, LIMIT_DEFAULT, LIMIT_MAX } from '../admin/query-params';
 import type { LoadedConfig } from '../config/load';
 import type { PriceCatalog } from '../pricing/catalog';
 import { deployProviders } from '../runtime/wiring';
-import { repriceRecord } from '../pricing/reprice';
 import { planUsageQuery, type UsagePlan } from '../storage';
-import type { UsageRecord } from '../records/usage-record';
-import type { Repricing, UsageQuery, UsageStore } from '../storage/store';
-import { repricingChanges } from '../storage/reprice';
+import type { UsageQuery, UsageStore } from '../storage/store';
 import { errorLine, UserError } from './errors';
 import { keyValues } from './key-values';
-import { formatUsd } from '../pricing/money';
 import { count } from './format';
 import { wholeNumber } from './number-option';
-import { startProgress } from './progress';
+import { repriceRange, type RepriceRun } from './reprice-run';
 import { withStore } from './store';
 import { renderTable, type Column } from './table';
 import { reportCsv, reportJson, reportTable, usageReport } from './usage-report';
@@ -65,7 +61,7 @@ async function warnUnknownTags(store: UsageStore, plan: UsagePlan): Promise<void
  * The prices start-up uses, provider modules' included; a price file or module that is missing or unreadable is the
  * config's fault, as check-config says.
  */
-async function priceCatalog(loaded: LoadedConfig): Promise<PriceCatalog> {
+export async function priceCatalog(loaded: LoadedConfig): Promise<PriceCatalog> {
   try {
     return (await deployProviders(loaded)).prices;
   } catch (err) {
@@ -131,113 +127,49 @@ export function registerUsageCommands(program: Command, load: () => LoadedConfig
     .option('--from <time>', `start: ${TIME_HELP} (default: the first record)`)
     .option('--to <time>', 'end (default: now)')
     .option('--dry-run', 'change nothing: print the old and new totals by model, and how many records would change')
+    .option('--reason <text>', 'why the records are repriced: kept in the repricing audit with what changed')
     .option('--json', 'print the result as JSON')
     .action(async function (this: Command) {
       // Commander gives `usage reprice --from 7d` to the parent, which has a --from of its own: read both.
-      const opts = this.optsWithGlobals() as { from?: string; to?: string; json?: boolean; dryRun?: boolean };
+      const opts = this.optsWithGlobals() as {
+        from?: string;
+        to?: string;
+        json?: boolean;
+        dryRun?: boolean;
+        reason?: string;
+      };
       const range = timeRange(opts, () => 0);
       const loaded = load();
       const catalog = await priceCatalog(loaded);
-      const diff = new RepriceDiff();
-      const result = await withStore(
+      const run = await withStore(
         loaded,
-        async (store) => {
-          // The rollups count the records of the range cheaply: the total of the progress.
-          const [all] = await store.queryUsage({ ...range, groupBy: [] });
-          const progress = startProgress(
-            opts.dryRun ? 'usage reprice --dry-run' : 'usage reprice',
-            all?.requests ?? 0,
-            'records',
-          );
-          let scanned = 0;
-          try {
-            return await store.repriceAll((r) => {
-              if (++scanned % 1000 === 0) progress.update(scanned);
-              const next = repriceRecord(catalog, r);
-              diff.add(r, next);
-              return opts.dryRun ? undefined : next;
-            }, range);
-          } finally {
-            progress.update(scanned);
-            progress.stop();
-          }
-        },
+        (store) => repriceRange(store, catalog, range, { dryRun: opts.dryRun, reason: opts.reason ?? 'usage reprice' }),
         { mustExist: true },
       );
-      if (opts.json) {
-        const changed = opts.dryRun ? diff.changed : result.updated;
-        process.stdout.write(
-          `${JSON.stringify({ catalog_version: catalog.version, dry_run: Boolean(opts.dryRun), scanned: result.scanned, updated: opts.dryRun ? 0 : changed, would_change: opts.dryRun ? changed : undefined })}\n`,
-        );
-        return;
-      }
-      if (opts.dryRun) {
-        const columns: Column[] = [
-          { header: 'model' },
-          { header: 'records', align: 'right' },
-          { header: 'changed', align: 'right' },
-          { header: 'old cost', align: 'right' },
-          { header: 'new cost', align: 'right' },
-        ];
-        process.stdout.write(
-          `${renderTable(
-            columns,
-            diff.rows().map((row) => row.map((c) => (typeof c === 'number' ? count(c) : c))),
-          )}\n`,
-        );
-        process.stdout.write(
-          `\ndry run with catalog ${catalog.version}: ${count(diff.changed)} of ${count(result.scanned)} records would change; nothing was written\n`,
-        );
-        return;
-      }
-      process.stdout.write(
-        `repriced with catalog ${catalog.version}: ${count(result.updated)} of ${count(result.scanned)} records changed\n`,
-      );
+      process.stdout.write(repriceOutput(run, catalog.version, opts));
     });
 }
 
-/** Old and new cost totals by model, for `usage reprice --dry-run`; unknown costs are counted apart, never as $0. */
-export class RepriceDiff {
-  private readonly byModel = new Map<string, { records: number; changed: number; old: Side; next: Side }>();
-  changed = 0;
-
-  add(r: UsageRecord, next: Repricing | undefined): void {
-    const model = r.servedModel ?? r.model ?? '(none)';
-    let m = this.byModel.get(model);
-    if (!m) this.byModel.set(model, (m = { records: 0, changed: 0, old: new Side(), next: new Side() }));
-    m.records++;
-    m.old.add(r.costPico, r.provenance);
-    const after = next ?? r;
-    m.next.add(after.costPico, after.provenance);
-    if (next && repricingChanges(r, next)) {
-      m.changed++;
-      this.changed++;
-    }
+/** What `usage reprice` prints: the JSON summary, the dry run's diff by model, or how many records changed. */
+function repriceOutput(
+  { result, diff, logId }: RepriceRun,
+  version: string,
+  opts: { json?: boolean; dryRun?: boolean },
+): string {
+  if (opts.json) {
+    const changed = opts.dryRun ? diff.changed : result.updated;
+    return `${JSON.stringify({ catalog_version: version, dry_run: Boolean(opts.dryRun), scanned: result.scanned, updated: opts.dryRun ? 0 : changed, would_change: opts.dryRun ? changed : undefined, audit_id: logId ?? undefined })}\n`;
   }
-
-  rows(): (string | number)[][] {
-    return [...this.byModel]
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-      .map(([model, m]) => [model, m.records, m.changed, m.old.cell(), m.next.cell()]);
+  if (opts.dryRun) {
+    const columns: Column[] = [
+      { header: 'model' },
+      { header: 'records', align: 'right' },
+      { header: 'changed', align: 'right' },
+      { header: 'old cost', align: 'right' },
+      { header: 'new cost', align: 'right' },
+    ];
+    const rows = diff.rows().map((row) => row.map((c) => (typeof c === 'number' ? count(c) : c)));
+    return `${renderTable(columns, rows)}\n\ndry run with catalog ${version}: ${count(diff.changed)} of ${count(result.scanned)} records would change; nothing was written\n`;
   }
-}
-
-/** One side of the diff: the known costs summed, and how many records have none (unpriced). */
-class Side {
-  private pico = 0n;
-  private unknown = 0;
-  private counted = 0;
-
-  add(cost: bigint | null, provenance: string): void {
-    if (provenance === 'not_counted') return;
-    this.counted++;
-    if (cost === null) this.unknown++;
-    else this.pico += cost;
-  }
-
-  cell(): string {
-    if (this.counted === 0) return 'not counted';
-    if (this.unknown === this.counted) return 'unknown';
-    return `${this.unknown > 0 ? '>=' : ''}$${formatUsd(this.pico)}${this.unknown > 0 ? ` (${this.unknown} unpriced)` : ''}`;
-  }
+  return `repriced with catalog ${version}: ${count(result.updated)} of ${count(result.scanned)} records changed${logId === null ? '' : ` (audit entry ${logId})`}\n`;
 }

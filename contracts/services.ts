@@ -27,6 +27,8 @@ export interface PriceLookup {
   /** The catalog version costs are computed with; a usage record keeps it. */
   readonly version: string;
   lookup(provider: string, model: string): ModelPrice | undefined;
+  /** The version a cost priced with `price` records: the catalog's, with a dated price's window. */
+  versionOf?(price: ModelPrice): string;
 }
 
 /** TOKENS.RequestCost: the request's cost from its usage (computed once per request, shared by every plugin). */

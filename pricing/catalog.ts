@@ -28,6 +28,7 @@ import { importLiteLlm } from './litellm';
 import { bundledMediaPrices, withMediaPrices } from './media-prices';
 import { bundledCorrections, withCorrections } from './price-corrections';
 import { openRouterVendorIds, stripOwnPrefix, undatedId } from './match';
+import { DatedPrices, isDated, type DatedPrice } from './dated-prices';
 import {
   BUCKETS,
   catalogFileSchema,
@@ -112,6 +113,9 @@ export class PriceCatalog {
   private readonly discounts: Readonly<Record<string, string>>;
   private readonly derived = new Map<string, ModelPrice>();
   private readonly lookups = new Map<string, ModelPrice | undefined>();
+  /** Effective-dated prices (./dated-prices.ts), and the entries that have no undated price. */
+  private readonly dated = new DatedPrices();
+  private readonly datedOnly = new Set<string>();
   private readonly defaultCreated: number;
   /** Tool-call fees by provider: model-specific entries first (bundled catalog, tool_fees). */
   private readonly toolFees = new Map<string, ToolFee[]>();
@@ -180,26 +184,44 @@ export class PriceCatalog {
 
   /** The effective price of a model as the client named it, or undefined (unpriced). Memoised: this runs per request. */
   lookup(provider: string, model: string): ModelPrice | undefined {
+    if (this.dated.size > 0) return this.lookupAt(provider, model, Date.now());
     const memoKey = keyOf(provider, model);
     if (this.lookups.has(memoKey)) return this.lookups.get(memoKey);
-    const price = this.find(provider, model);
+    const hit = this.find(provider, model);
+    const price = hit && this.derive(hit.billing, hit.key, hit.via);
     // Model names come from clients: the memo is bounded, and starts over when full.
     if (this.lookups.size >= MAX_MEMOISED_LOOKUPS) this.lookups.clear();
     this.lookups.set(memoKey, price);
     return price;
   }
 
-  private find(provider: string, model: string): ModelPrice | undefined {
+  /** The price of a model in force at `at` (epoch ms): a dated price whose window holds it, else the undated one. */
+  lookupAt(provider: string, model: string, at: number): ModelPrice | undefined {
+    const hit = this.find(provider, model);
+    if (!hit) return undefined;
+    const dated = this.dated.at(hit.key, at);
+    if (dated) return this.derive(hit.billing, hit.key, hit.via, dated);
+    return this.datedOnly.has(hit.key) ? undefined : this.derive(hit.billing, hit.key, hit.via);
+  }
+
+  /** The price version a cost priced with `price` records: the catalog's, and the dated price's start. */
+  versionOf(price: ModelPrice): string {
+    return price.effective_from === undefined && price.effective_to === undefined
+      ? this.version
+      : `${this.version}@${price.effective_from ?? ''}..${price.effective_to ?? ''}`;
+  }
+
+  private find(provider: string, model: string): { billing: string; key: string; via: MatchRule } | undefined {
     const p = normalizeProviderSlug(provider);
     const m = model.trim();
     const hit = this.resolve(p, m, true);
-    if (hit) return this.derive(p, hit.key, hit.via);
+    if (hit) return { billing: p, key: hit.key, via: hit.via };
     if (p !== 'openrouter') return undefined;
     const vendor = openRouterVendorIds(stripOwnPrefix(p, m) ?? m);
     if (!vendor) return undefined;
     for (const id of vendor.ids) {
       const v = this.resolve(vendor.provider, id, true);
-      if (v) return this.derive(p, v.key, 'openrouter_vendor_fallback');
+      if (v) return { billing: p, key: v.key, via: 'openrouter_vendor_fallback' };
     }
     return undefined;
   }
@@ -244,11 +266,11 @@ export class PriceCatalog {
   }
 
   /** The frozen effective price of an entry, as billed by `billing` (whose discount applies). Cached. */
-  private derive(billing: string, key: string, via: MatchRule): ModelPrice {
-    const cacheKey = `${billing}\u0000${via}\u0000${key}`;
+  private derive(billing: string, key: string, via: MatchRule, dated?: DatedPrice): ModelPrice {
+    const cacheKey = `${billing}\u0000${via}\u0000${key}\u0000${dated?.from ?? ''}`;
     const cached = this.derived.get(cacheKey);
     if (cached) return cached;
-    const e = this.entries.get(key)!;
+    const e = dated ?? this.entries.get(key)!;
     const d = this.discounts[billing];
     const price: ModelPrice = {
       ...(d === undefined ? e.price : discounted(e.price, d)),
@@ -293,6 +315,13 @@ export class PriceCatalog {
 
   private put(m: CatalogModel, origin: Entry['origin']): void {
     const key = keyOf(m.provider, m.model);
+    if (isDated(m)) {
+      this.dated.add(key, m, origin);
+      if (this.entries.has(key)) return;
+      this.datedOnly.add(key);
+    } else {
+      this.datedOnly.delete(key);
+    }
     this.entries.set(key, { price: m, origin });
     for (const a of m.aliases ?? []) {
       const ak = keyOf(m.provider, a);
@@ -324,9 +353,11 @@ export class PriceCatalog {
 
   /** Adds an entry, or replaces all price fields of an existing one (metadata kept unless given). */
   private override(m: ModelOverride, origin: Exclude<Entry['origin'], 'bundled'>): void {
-    const replaced = this.entries.get(keyOf(m.provider, m.model));
+    const key = keyOf(m.provider, m.model);
+    const replaced = this.datedOnly.has(key) && !isDated(m) ? undefined : this.entries.get(key);
     const existing = replaced?.price;
     const merged: CatalogModel = { ...(existing ?? {}), kind: existing?.kind ?? 'chat', ...m } as CatalogModel;
+    for (const f of ['effective_from', 'effective_to'] as const) if (!(f in m)) delete merged[f];
     if (existing) {
       for (const f of PRICE_FIELDS) if (!(f in m)) delete merged[f];
       merged.aliases = [...new Set([...(existing.aliases ?? []), ...(m.aliases ?? [])])];

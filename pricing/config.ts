@@ -128,6 +128,15 @@ const modelOverrideInput = z.strictObject({
     .union([numeric, z.strictObject({ low: numeric.optional(), medium: numeric.optional(), high: numeric.optional() })])
     .optional(),
   search_query_fee: numeric.optional(),
+  /** In force from (and until, excluded) these times: ISO 8601 dates or times, UTC (pricing/dated-prices.ts). */
+  effective_from: z.iso
+    .date()
+    .or(z.iso.datetime({ offset: true }))
+    .optional(),
+  effective_to: z.iso
+    .date()
+    .or(z.iso.datetime({ offset: true }))
+    .optional(),
   /** Audio and images: USD per second of audio, per character of text to speak, per image by "quality/size". */
   per_second: numeric.optional(),
   per_character: numeric.optional(),
@@ -181,6 +190,11 @@ const modelOverride = modelOverrideInput.transform((raw, ctx): ModelOverride => 
     }));
   }
   if (raw.service_tiers !== undefined) out.service_tiers = serviceTiers(raw.service_tiers, ctx);
+  for (const k of ['effective_from', 'effective_to'] as const) {
+    if (raw[k] !== undefined) out[k] = new Date(raw[k]).toISOString();
+  }
+  if (out.effective_from && out.effective_to && out.effective_from >= out.effective_to)
+    ctx.addIssue({ code: 'custom', message: 'effective_to must be after effective_from', path: ['effective_to'] });
   for (const k of ['kind', 'context_window', 'max_output_tokens', 'created', 'aliases'] as const) {
     if (raw[k] !== undefined) (out as Record<string, unknown>)[k] = raw[k];
   }

@@ -65,6 +65,8 @@ export interface PricedUsage {
   unpricedCalls?: Readonly<Record<string, number>>;
   /** provider/model of the catalog entry whose prices were used. */
   priceId?: string;
+  /** The price version of a dated price (PriceCatalog.versionOf), recorded instead of the catalog's. */
+  priceVersion?: string;
 }
 
 type Rates = Partial<Record<Bucket, Rate>>;

@@ -44,6 +44,8 @@ export function withMediaPrices(
     if (!entry) out.push((entry = { provider: p.provider, model: p.model, kind: p.kind ?? 'audio' }));
     for (const k of PRICE_KEYS) if (p[k] !== undefined) (entry as Record<string, unknown>)[k] = p[k];
     if (p.aliases) entry.aliases = [...new Set([...(entry.aliases ?? []), ...p.aliases])];
+    if (p.distinct_snapshots)
+      entry.distinct_snapshots = [...new Set([...(entry.distinct_snapshots ?? []), ...p.distinct_snapshots])];
     const note = `audio/image prices: ${p.source}, retrieved ${p.retrieved}${p.note ? `; ${p.note}` : ''}`;
     entry.source_note = entry.source_note ? `${entry.source_note} | ${note}` : note;
     for (const [field, keys] of Object.entries(CARRIES)) {

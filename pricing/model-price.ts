@@ -68,6 +68,8 @@ export const mediaPriceSchema = z.strictObject({
   output_audio: decimalString.optional(),
   ...mediaUnitShape,
   aliases: z.array(z.string().min(1)).optional(),
+  /** Dated snapshots billed otherwise, which must not take this entry's prices. */
+  distinct_snapshots: z.array(z.string().min(1)).optional(),
   source: z.string().min(1),
   retrieved: z.string().min(1),
   note: z.string().optional(),
@@ -114,6 +116,10 @@ export const catalogModelSchema = z.strictObject({
   distinct_snapshots: z.array(z.string().min(1)).optional(),
   litellm_key: z.string().optional(),
   source_note: z.string().optional(),
+  /** The price is in force from this time (ISO 8601, UTC) on: before it the entry's undated price applies. */
+  effective_from: z.string().optional(),
+  /** ...and until this time, excluded. */
+  effective_to: z.string().optional(),
 });
 
 export const skippedEntrySchema = z.strictObject({

@@ -54,7 +54,8 @@ export function repriceRecord(catalog: PriceCatalog, r: UsageRecord): Repricing 
     };
   }
   const model = r.servedModel ?? r.model;
-  const price = model ? catalog.lookup(r.provider, model) : undefined;
+  // The price in force at the record's time: repricing an old month after a price change keeps its old price.
+  const price = model ? catalog.lookupAt(r.provider, model, r.ts) : undefined;
   // The record's input and output counts include their audio tokens, priced apart (migration 012).
   const usage: Usage = {
     inputTokens: r.inputTokens === null ? undefined : r.inputTokens - (r.inputAudioTokens ?? 0),
@@ -96,7 +97,13 @@ export function repriceRecord(catalog: PriceCatalog, r: UsageRecord): Repricing 
     costPico,
     provenance,
     priceVersion:
-      costPico === null ? null : priced.provenanceHint === 'provider_reported' ? PROVIDER_REPORTED : catalog.version,
+      costPico === null
+        ? null
+        : priced.provenanceHint === 'provider_reported'
+          ? PROVIDER_REPORTED
+          : price
+            ? catalog.versionOf(price)
+            : catalog.version,
     usageSource,
     priceId: priced.priceId ?? null,
     costDisagrees: priced.costDisagrees ?? null,

@@ -30,9 +30,11 @@ export class RequestCost implements RequestCostService {
         ? this.prices.lookup(ctx.provider.slug, model)
         : undefined;
     const endpoint = ctx.endpoint;
-    return endpoint
-      ? priceUsage(price, usage, { endpoint: endpoint.key, counted: endpoint.costCounted })
-      : { costPico: null, provenanceHint: 'unpriced' as const };
+    if (!endpoint) return { costPico: null, provenanceHint: 'unpriced' as const };
+    const priced = priceUsage(price, usage, { endpoint: endpoint.key, counted: endpoint.costCounted });
+    // A dated price (pricing/dated-prices.ts): the record keeps which one it was priced with.
+    const version = price && (price.effective_from || price.effective_to) ? this.prices.versionOf?.(price) : undefined;
+    return version ? { ...priced, priceVersion: version } : priced;
   }
 
   priceAnswer(provider: string, model: string, endpoint: EndpointKey, usage: Usage | undefined): PricedUsage {

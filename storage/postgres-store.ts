@@ -11,6 +11,7 @@ import { BatchJobTable } from './batch-jobs';
 import { RuntimeBudgetTable } from './runtime-budget-table';
 import { ReconciliationRuns } from './reconciliation-runs';
 import { ReconciliationSchedule } from './reconciliation-schedule';
+import { RepriceLog } from './reprice-log';
 import { postgresDialect as d } from './dialect';
 import { KEY_CHANGES_SQL, KEY_COLUMNS, keyChangeFromRow, keyFromRow, type KeyChange } from './keys';
 import { insertPostgresKeys, revokePostgresKey } from './postgres-keys';
@@ -249,6 +250,10 @@ export class PostgresUsageStore implements UsageStore {
   /** The scheduled reconciliation's claims (storage/reconciliation-schedule.ts), on the store's own connection. */
   reconciliationSchedule(): ReconciliationSchedule {
     return new ReconciliationSchedule(d, this.exec);
+  }
+  /** The repricing audit (storage/reprice-log.ts), on the store's own connection. */
+  repriceLog(): RepriceLog {
+    return new RepriceLog(d, this.exec);
   }
 
   async checkWritable(): Promise<void> {

@@ -16,6 +16,7 @@ import { BatchJobTable } from './batch-jobs';
 import { RuntimeBudgetTable } from './runtime-budget-table';
 import { ReconciliationRuns } from './reconciliation-runs';
 import { ReconciliationSchedule } from './reconciliation-schedule';
+import { RepriceLog } from './reprice-log';
 import {
   KEY_CHANGES_SQL,
   KEY_COLUMNS,
@@ -350,6 +351,10 @@ export class SqliteUsageStore implements UsageStore {
   /** The scheduled reconciliation's claims (storage/reconciliation-schedule.ts), on the store's own connection. */
   reconciliationSchedule(): ReconciliationSchedule {
     return new ReconciliationSchedule(d, (q) => this.withShortLockWait(() => this.exec(q)));
+  }
+  /** The repricing audit (storage/reprice-log.ts), on the store's own connection. */
+  repriceLog(): RepriceLog {
+    return new RepriceLog(d, (q) => this.withShortLockWait(() => this.exec(q)));
   }
 
   async checkWritable(): Promise<void> {

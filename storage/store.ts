@@ -11,6 +11,7 @@ import type { RuntimeBudgetTable } from './runtime-budget-table';
 import type { BatchJobsService } from '../records/batch-job';
 import type { ReconciliationRuns } from './reconciliation-runs';
 import type { ReconciliationSchedule } from './reconciliation-schedule';
+import type { RepriceLog } from './reprice-log';
 import type { QuarantinedRecord } from './quarantine';
 import type { ReadSource } from './read-connection';
 
@@ -247,6 +248,8 @@ export interface UsageStore {
   batchJobs?(): BatchJobsService;
   /** The scheduled reconciliation's claims (storage/reconciliation-schedule.ts). */
   reconciliationSchedule?(): ReconciliationSchedule;
+  /** The repricing audit (storage/reprice-log.ts). */
+  repriceLog?(): RepriceLog;
 
   close(): Promise<void>;
 }

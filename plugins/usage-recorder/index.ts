@@ -61,7 +61,7 @@ export class UsageRecorderPlugin implements GatewayPlugin {
 
   onComplete(ctx: GatewayContext): Promise<void> | undefined {
     const priced = ctx.usage ? this.cost.of(ctx) : undefined;
-    this.queue.enqueue(buildRecord(ctx, priced, this.cost.prices.version));
+    this.queue.enqueue(buildRecord(ctx, priced, priced?.priceVersion ?? this.cost.prices.version));
     return ctx.endpoint?.batch ? this.batches?.complete(ctx) : undefined;
   }
 

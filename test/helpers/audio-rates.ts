@@ -1,8 +1,8 @@
 import { PriceCatalog } from '../../pricing/catalog';
 
 /**
- * gpt-4o-audio-preview at the rates of LiteLLM's price file (text $2.5 / $10, audio $40 / $80 per 1M tokens): the
- * bundled catalog has no entry for it, so tests of audio-token pricing bring their own.
+ * gpt-4o-audio-preview at OpenAI's rates (text $2.5 / $10, audio $40 / $80 per 1M tokens) as an override alone, so
+ * that tests of audio-token pricing do not depend on the bundled catalog.
  */
 export const audioPreviewRates = (): PriceCatalog =>
   PriceCatalog.fromConfig({

@@ -43,7 +43,7 @@ describe('budget on_exceed clamp', function () {
     upstream.reset();
   });
 
-  const start = (store: string, usd = LIMIT_USD) =>
+  const start = (store: string, usd = LIMIT_USD, more = '') =>
     startTestGateway(
       upstream.url,
       `${store}
@@ -51,7 +51,7 @@ workspaces:
   - id: default
     keys: [{ id: test, key: "\${GATEWAY_KEY}" }]
     limits:
-      budgets: [{ period: day, usd: "${usd}", action: clamp, min_output_tokens: ${MIN_OUTPUT} }]
+      budgets: [{ period: day, usd: "${usd}", action: clamp, min_output_tokens: ${MIN_OUTPUT} }${more}]
 `,
     ).then((g) => (gw = g));
 
@@ -124,5 +124,11 @@ workspaces:
     expect(clamped).to.be.within(MIN_OUTPUT, 16_383);
     expect(sentLimits).to.deep.equal([clamped]);
     expect((await settledSpend(g)) <= LIMIT / 2n).to.equal(true);
+  });
+
+  it('a blocking budget the request does not fit refuses it, whatever a clamp budget beside it would allow', async () => {
+    const g = await start('', LIMIT_USD, ', { period: day, usd: "0.001", key: test }');
+    expect(await one(g)).to.equal('budget_exceeded');
+    expect(sentLimits, 'nothing reached the provider').to.deep.equal([]);
   });
 });

@@ -13,7 +13,7 @@ import { sseChunks, TestUpstream } from '../helpers/upstream';
 describe('served tier and audio tokens, recorded', () => {
   const upstream = new TestUpstream();
   let gw: TestGateway;
-  // gpt-4o-audio-preview's text and audio rates in LiteLLM's price file (the bundled catalog has no entry for it).
+  // gpt-4o-audio-preview's text and audio rates, given as an override a deployment would write (the bundled ones agree).
   useGateway(
     upstream,
     (g) => (gw = g),

@@ -122,6 +122,21 @@ describe('the service tier an answer names, and audio tokens, priced (BUILT fixt
       expect(priced('gpt-4o-audio-preview-2025-06-03', usage, withAudioRates).costPico).to.equal(AUDIO_CHAT_PICO);
     });
 
+    it("the bundled catalog prices them at OpenAI's audio rates, its dated snapshots too, but not 2024-10-01's", () => {
+      const usage = openai.fromJson('chat.completions', fixtureJson('openai/chat_completion_audio_built.json'));
+      for (const model of [
+        'gpt-4o-audio-preview',
+        'gpt-4o-audio-preview-2024-12-17',
+        'gpt-4o-audio-preview-2025-06-03',
+      ])
+        expect(priced(model, usage).costPico, model).to.equal(AUDIO_CHAT_PICO);
+      expect(
+        priced('gpt-4o-audio-preview', streamed('chat.completions', 'openai/chat_stream_audio_built.sse')).costPico,
+      ).to.equal(AUDIO_CHAT_PICO);
+      // Billed otherwise (third-party tables: $100 / $200 per 1M audio tokens): unpriced, never another snapshot's rates.
+      expect(priced('gpt-4o-audio-preview-2024-10-01', usage).costPico).to.equal(null);
+    });
+
     it('and in a stream (chat_stream_audio_built.sse)', () => {
       const usage = streamed('chat.completions', 'openai/chat_stream_audio_built.sse');
       expect(usage).to.deep.equal(expected);
