@@ -68,18 +68,18 @@ const MAPPED_KEYS = new Set([
   'notes',
 ]);
 
-/** Why a source field cannot be priced by the gateway's Usage buckets. */
+/** Why a source field is not carried into the catalog from the snapshot. */
 const SKIP_REASONS: Record<string, string> = {
   'other_token_rates.input_audio_per_1m':
-    'audio input tokens have their own rate but Usage has no audio-token bucket; audio tokens are priced as whatever bucket the usage parser puts them in',
+    'audio input tokens are priced at their own rate (Usage.inputAudioTokens), but only where pricing/media-prices.json gives it with a checked source; prices update imports it',
   'other_token_rates.output_audio_per_1m':
-    'audio output tokens have their own rate but Usage has no audio-token bucket; audio endpoints are not counted (spec 8)',
+    'audio output tokens are priced at their own rate (Usage.outputAudioTokens), but only where pricing/media-prices.json gives it with a checked source; prices update imports it',
   'other_token_rates.input_image_token_per_1m':
-    'image tokens have their own rate but Usage has no image-token bucket; image endpoints are not counted (spec 8)',
+    'image tokens are priced at their own rate (Usage.inputImageTokens), but only where pricing/media-prices.json gives it with a checked source',
   'other_token_rates.output_image_token_per_1m':
-    'image tokens have their own rate but Usage has no image-token bucket; image endpoints are not counted (spec 8)',
+    'image tokens are priced at their own rate (Usage.outputImageTokens), but only where pricing/media-prices.json gives it with a checked source',
   non_token_pricing:
-    'per-second / per-character / per-image / per-pixel pricing has no Usage bucket; audio and image endpoints are not counted (spec 8)',
+    'per-second, per-character and per-image prices come from pricing/media-prices.json (each with its source), not from here; per-pixel pricing is not used',
   regional_processing_uplift_multiplier:
     'regional-processing multiplier: Usage does not report the processing region; standard rates are applied',
   litellm_provider_specific_entry:
