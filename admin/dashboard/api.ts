@@ -99,6 +99,10 @@ export function registerDashboardRoutes(router: Router, { reads, workspaces, pro
       'usage',
       ...(params.groupBy.length ? params.groupBy : ['total']),
       ...(params.interval ? [params.interval] : []),
+      // The range in the name, so that two exports never read alike: UTC days, the last one the day holding `to`.
+      new Date(params.filter.from).toISOString().slice(0, 10),
+      'to',
+      new Date(params.filter.to - 1).toISOString().slice(0, 10),
     ]
       .join('-')
       .replace(/[^A-Za-z0-9_.-]/g, '_');

@@ -9,7 +9,7 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { chromium, type Browser } from 'playwright-core';
+import { chromium, type Browser, type Page } from 'playwright-core';
 import { announce, IN_CI, missingService } from '../helpers/services';
 
 const SUITE = 'dashboard browser tests';
@@ -100,4 +100,19 @@ export async function launchChromium(executablePath: string): Promise<Browser> {
     announce(`FAILED: ${SUITE}: ${executablePath} did not launch: ${(err as Error).message.split('\n')[0]}`);
     throw err;
   }
+}
+
+/** A new page of `browser` at `viewport`, signed in to the gateway's dashboard, its usage view shown. */
+export async function openDashboard(
+  browser: Browser,
+  adminUrl: string,
+  token: string,
+  viewport: { width: number; height: number },
+): Promise<Page> {
+  const page = await (await browser.newContext({ viewport })).newPage();
+  await page.goto(`${adminUrl}/`);
+  await page.fill('#token', token);
+  await page.click('#login button[type=submit]');
+  await page.waitForSelector('#view[data-view="usage"][data-ready="true"]');
+  return page;
 }

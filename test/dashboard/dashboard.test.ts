@@ -304,7 +304,11 @@ describe('dashboard in a real browser (Chromium, playwright-core)', function () 
     await ready('usage');
     const [download] = await Promise.all([page.waitForEvent('download'), page.click('#export-csv')]);
     const csv = parseCsv(readFileSync(await download.path(), 'utf8'));
-    expect(download.suggestedFilename()).to.equal('usage-agent.csv');
+    const day = (ms: string | null) => new Date(Number(ms)).toISOString().slice(0, 10);
+    const shown = await range();
+    expect(download.suggestedFilename()).to.equal(
+      `usage-agent-${day(shown.from)}-to-${day(String(Number(shown.to) - 1))}.csv`,
+    );
     const [header, ...lines] = csv;
     expect(header[0]).to.equal('agent');
     const table = await page.$$eval('#groups tbody tr', (trs) =>

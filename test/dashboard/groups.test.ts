@@ -9,7 +9,7 @@ import { adminGet, adminSend } from '../helpers/admin';
 import { startTestGateway, TEST_ADMIN_TOKEN, type TestGateway } from '../helpers/gateway';
 import { usageRecord, ZERO_BUCKETS } from '../helpers/records';
 import { TestUpstream } from '../helpers/upstream';
-import { ensureChromium, launchChromium, resultPath } from './browser';
+import { ensureChromium, launchChromium, openDashboard, resultPath } from './browser';
 
 const VALUES = 6000;
 /** The issue's bound for drawing a 6,000-value grouping; the page measures its own work (data-draw-ms). */
@@ -56,11 +56,7 @@ describe('dashboard groups: key names, 6,000 values, search and paging (Chromium
       usageRecord({ id: 'cfg', ts: now - 30_000, keyId: 'test', costPico: 5n, ...priced }),
     ]);
     browser = await launchChromium(chromium);
-    page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
-    await page.goto(`${gw.adminUrl}/`);
-    await page.fill('#token', TEST_ADMIN_TOKEN);
-    await page.click('#login button[type=submit]');
-    await ready();
+    page = await openDashboard(browser, gw.adminUrl!, TEST_ADMIN_TOKEN, { width: 1280, height: 900 });
   });
   after(async () => {
     await browser?.close();

@@ -10,7 +10,7 @@ import { adminGet } from '../helpers/admin';
 import { startTestGateway, TEST_ADMIN_TOKEN, type TestGateway } from '../helpers/gateway';
 import { usageRecord } from '../helpers/records';
 import { TestUpstream } from '../helpers/upstream';
-import { ensureChromium, launchChromium, resultPath } from './browser';
+import { ensureChromium, launchChromium, openDashboard, resultPath } from './browser';
 
 /** More records than one answer samples, so the bound shows. */
 const RECORDS = LATENCY_SAMPLE_MAX + 50;
@@ -55,11 +55,7 @@ describe('dashboard latency and errors (Chromium, playwright-core)', function ()
       ),
     );
     browser = await launchChromium(chromium);
-    page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
-    await page.goto(`${gw.adminUrl}/`);
-    await page.fill('#token', TEST_ADMIN_TOKEN);
-    await page.click('#login button[type=submit]');
-    await page.waitForSelector('#view[data-view="usage"][data-ready="true"]');
+    page = await openDashboard(browser, gw.adminUrl!, TEST_ADMIN_TOKEN, { width: 1280, height: 900 });
   });
   after(async () => {
     await browser?.close();
