@@ -11,6 +11,8 @@ import { registerBudgetRoutes } from './budget-routes';
 import { registerReconciliationRoutes } from './reconciliation-routes';
 import type { RuntimeBudgetTable } from '../storage/runtime-budget-table';
 import type { AlertService } from '../alerts/service';
+import type { SpendFreezes } from '../services/spend-freezes';
+import { registerFreezeRoutes } from './freeze-routes';
 import type { LockoutOptions } from '../plugin-kit/lockout';
 import { adminAuth } from './admin-auth';
 import type { BudgetLedger } from '../services/budget-ledger';
@@ -56,6 +58,8 @@ export interface AdminDeps {
   budgets: BudgetLedger;
   /** GET /api/alerts, POST /api/alerts/test, and the forecasts in GET /api/budgets; absent: no alerts. */
   alerts?: AlertService;
+  /** GET /api/freezes, DELETE /api/freezes/:id; absent when the store keeps no freezes. */
+  freezes?: SpendFreezes;
   /** Called after a key was created or revoked here, so this instance applies it at once. */
   onKeysChanged: () => Promise<void>;
   /** POST/PATCH/DELETE /api/budgets; absent when the store keeps no runtime budgets. */
@@ -78,6 +82,7 @@ export function createAdminApp({
   workspaces,
   budgets,
   alerts,
+  freezes,
   onKeysChanged,
   runtimeBudgets,
   proxyUrl,
@@ -142,6 +147,7 @@ export function createAdminApp({
     );
   });
   if (alerts) registerAlertRoutes(router, alerts);
+  if (freezes) registerFreezeRoutes(router, freezes);
   if (runtimeBudgets) registerBudgetRoutes(router, { store, workspaces, ...runtimeBudgets });
 
   registerReconciliationRoutes(router, reads);

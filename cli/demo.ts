@@ -152,7 +152,7 @@ async function createDemoKeys(
 }
 
 /** One demo request: an agent's model, tags, token counts (told to the mock provider) and an occasional failure. */
-function demoRequest(r: () => number, i: number, keys: Record<string, string>) {
+export function demoRequest(r: () => number, i: number, keys: Record<string, string>) {
   const p = pick(
     r,
     AGENTS.map((a): [AgentProfile, number] => [a, a.weight]),

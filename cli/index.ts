@@ -14,6 +14,7 @@ import { errorLine, EXIT_INTERNAL, EXIT_USER, exitWithError, isUserError, listen
 import { registerHealthcheckCommand } from './healthcheck';
 import { registerKeyCommands } from './keys';
 import { registerAlertCommands } from './alerts';
+import { registerFreezeCommands } from './freezes';
 import { registerBudgetCommands } from './budgets';
 import { registerReconcileCommand } from './reconcile';
 import { registerReconcileFixCommand } from './reconcile-fix';
@@ -149,6 +150,7 @@ registerUsageCommands(program, loadOrExit);
 registerKeyCommands(program, loadOrExit);
 registerPriceCommands(program, loadOrExit);
 registerAlertCommands(program, loadOrExit);
+registerFreezeCommands(program, loadOrExit);
 registerBudgetCommands(program, loadOrExit);
 registerReconcileCommand(program, loadOrExit);
 registerReconcileFixCommand(program, loadOrExit);

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { anomalyRuleSchema } from './anomalies';
 import { fromText } from './from-text';
 
 const ms = (min: number) => fromText(z.number().int().min(min));
@@ -49,6 +50,8 @@ export const alertsSchema = z
         min_elapsed_ms: ms(0).default(600_000),
       })
       .prefault({}),
+    /** Spend-anomaly rules (docs/alerts.md#spend-anomalies): each fires once per episode, and may freeze the scope. */
+    anomalies: z.array(anomalyRuleSchema).default([]),
     delivery: z
       .strictObject({
         /** One attempt's time limit. */
@@ -71,6 +74,12 @@ export const alertsSchema = z
           message: `channel name ${c.name} is used twice`,
         });
       seen.add(c.name);
+    });
+    const rules = new Set<string>();
+    a.anomalies.forEach((r, i) => {
+      if (rules.has(r.name))
+        ctx.addIssue({ code: 'custom', path: ['anomalies', i, 'name'], message: `rule name ${r.name} is used twice` });
+      rules.add(r.name);
     });
   });
 

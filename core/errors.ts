@@ -40,6 +40,10 @@ export const ERROR_CODES = {
   /** Too many invalid gateway keys from one client address (auth plugin, lockout options). */
   auth_blocked: { status: 429, type: 'rate_limit_error' },
   budget_exceeded: { status: 429, type: 'rate_limit_error' },
+  /** The key, tag value or workspace is frozen after a spend anomaly, until lifted or expired (docs/alerts.md). */
+  spend_anomaly_frozen: { status: 429, type: 'rate_limit_error' },
+  /** DELETE /api/freezes/:id with an id no freeze has. */
+  freeze_not_found: { status: 404, type: 'invalid_request_error' },
   /** PATCH or DELETE /api/budgets/:id on a budget from the YAML: change it there. */
   budget_read_only: { status: 409, type: 'invalid_request_error' },
   budget_not_found: { status: 404, type: 'invalid_request_error' },

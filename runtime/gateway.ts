@@ -10,6 +10,8 @@ import type { LoadedConfig } from '../config/load';
 import { RequestCost } from '../services/request-cost';
 import { BudgetLedger } from '../services/budget-ledger';
 import { AlertService } from '../alerts/service';
+import { AnomalyWatch } from '../alerts/anomaly-watch';
+import type { AlertInput } from '../alerts/alert';
 import { recordQueuesOver } from '../services/record-queues';
 import { systemClock } from '../contracts/clock';
 import { openLimitStore } from '../services/limit-store/open';
@@ -37,6 +39,8 @@ import { newRequestId, REQUEST_ID_HEADER } from '../core/request-id';
 import { registerService, TOKENS } from '../contracts/tokens';
 import { LimitsContext } from '../services/workspace-limits';
 import { RuntimeBudgetSync } from '../services/runtime-budget-sync';
+import { SpendFreezes } from '../services/spend-freezes';
+import { spendGuard } from './spend-guard';
 import { workerScopedPath } from './worker-slot';
 import { UploadSpool } from '../services/upload-spool';
 import { settleMediaUsage } from '../providers/wire/media-request';
@@ -73,6 +77,10 @@ export interface Gateway {
   budgets: BudgetLedger;
   /** Budget alerts: evaluated and delivered in the background (docs/alerts.md). */
   alerts: AlertService;
+  /** Scopes frozen after a spend anomaly, read from the store in the background; absent when the store keeps none. */
+  freezes: SpendFreezes | undefined;
+  /** The spend-anomaly rules (alerts.anomalies) at work. */
+  anomalies: AnomalyWatch;
   /** GET /healthz and /readyz, for the admin listener (the proxy's Koa app answers them already). */
   probes: Router;
   readiness: Readiness;
@@ -118,11 +126,15 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
   registerService(container, TOKENS.WorkspaceLimits, workspaceLimits);
   const budgets = new BudgetLedger();
   registerService(container, TOKENS.BudgetLedger, budgets);
+  // Raises through the alert service made below, once started (after it).
+  const raiseAnomalies = (a: readonly AlertInput[]) => alerts.raise(...a);
 
   // From here on resources are open: a failed start closes them again instead of leaking them.
   let store: UsageStore | undefined;
   let keySync: KeySync | undefined;
   let runtimeBudgets: RuntimeBudgetSync | undefined;
+  let freezes: SpendFreezes | undefined;
+  let anomalies: AnomalyWatch | undefined;
   let pipeline: PluginPipeline;
   let keys: KeyRing;
   let recordQueues: ReturnType<typeof recordQueuesOver> | undefined;
@@ -143,11 +155,19 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
       // Read once before the plugins are made, so the first request already counts against them.
       await runtimeBudgets.start();
     }
+    const freezeTable = store.spendFreezes?.();
+    if (freezeTable) {
+      freezes = new SpendFreezes(freezeTable, logger, config.budgets.runtime_refresh_ms);
+      await freezes.start();
+    }
+    const { anomalies: rules, evaluate_every_ms: everyMs } = config.alerts;
+    anomalies = new AnomalyWatch(rules, raiseAnomalies, freezes, everyMs, logger);
 
     // The observers: tracing first (its span starts before any plugin runs), metrics with onComplete only (it sees
     // every request, refused ones too). Neither is in the YAML list; off, neither is in the pipeline.
+    // The spend guard after tracing: its refusal is traced like any other.
     pipeline = await createPipeline(planned, container, {
-      first: tracing ? [tracing.observer()] : [],
+      first: [...(tracing ? [tracing.observer()] : []), spendGuard(freezes, anomalies, requestCost)],
       last: metrics ? [metrics.observer()] : [],
     });
     const writeQueue = recordQueues.opened()[0];
@@ -156,6 +176,7 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
   } catch (err) {
     await keySync?.stop().catch(() => undefined);
     await runtimeBudgets?.stop().catch(() => undefined);
+    await freezes?.stop().catch(() => undefined);
     await store?.close().catch(() => undefined);
     await limitStore.close().catch(() => undefined);
     throw err;
@@ -225,6 +246,8 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
   const alerts = new AlertService(config.alerts, store!.alertOutbox?.(), budgets, logger);
   alerts.start();
   metrics?.watchAlerts(() => alerts.deliveryCounts());
+  anomalies!.start(store!);
+  metrics?.watchAnomalies(() => freezes?.activeCount(Date.now()) ?? 0, anomalies!.fired);
 
   let draining: Promise<void> | undefined;
   const drain = (graceMs = config.server.shutdown_grace_ms) =>
@@ -237,9 +260,11 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
   const close = (graceMs = config.server.shutdown_grace_ms) =>
     (closing ??= (async () => {
       await drain(graceMs);
+      await anomalies!.stop();
       await alerts.stop();
       await keySync!.stop();
       await runtimeBudgets?.stop();
+      await freezes?.stop();
       await pipeline.close();
       await pools.close();
       await limitStore.close();
@@ -259,6 +284,8 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
     runtimeBudgets,
     budgets,
     alerts,
+    freezes,
+    anomalies: anomalies!,
     probes,
     readiness,
     bufferedBodies,

@@ -60,6 +60,7 @@ export async function startGateway(loaded: LoadedConfig, options: GatewayOptions
       workspaces: config.workspaces,
       budgets: gateway.budgets,
       alerts: gateway.alerts,
+      freezes: gateway.freezes,
       onKeysChanged: () => gateway.keySync.refresh(),
       runtimeBudgets: runtimeBudgetRoutesOf(gateway),
       proxyUrl: url,

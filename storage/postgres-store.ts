@@ -9,6 +9,7 @@ import { RECORD_COLUMNS, dedupeById, recordValues } from './codec';
 import { AlertOutbox } from './alert-outbox';
 import { BatchJobTable } from './batch-jobs';
 import { RuntimeBudgetTable } from './runtime-budget-table';
+import { SpendFreezeTable } from './spend-freeze-table';
 import { ReconciliationRuns } from './reconciliation-runs';
 import { ReconciliationSchedule } from './reconciliation-schedule';
 import { RepriceLog } from './reprice-log';
@@ -235,6 +236,10 @@ export class PostgresUsageStore implements UsageStore {
 
   runtimeBudgets(): RuntimeBudgetTable {
     return new RuntimeBudgetTable(d, this.exec);
+  }
+
+  spendFreezes(): SpendFreezeTable {
+    return new SpendFreezeTable(d, this.exec);
   }
 
   /** The batches created through the gateway (storage/batch-jobs.ts). */

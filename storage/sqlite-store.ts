@@ -14,6 +14,7 @@ import { sqliteDialect as d } from './dialect';
 import { AlertOutbox } from './alert-outbox';
 import { BatchJobTable } from './batch-jobs';
 import { RuntimeBudgetTable } from './runtime-budget-table';
+import { SpendFreezeTable } from './spend-freeze-table';
 import { ReconciliationRuns } from './reconciliation-runs';
 import { ReconciliationSchedule } from './reconciliation-schedule';
 import { RepriceLog } from './reprice-log';
@@ -336,6 +337,10 @@ export class SqliteUsageStore implements UsageStore {
 
   runtimeBudgets(): RuntimeBudgetTable {
     return new RuntimeBudgetTable(d, (q) => this.withShortLockWait(() => this.exec(q)));
+  }
+
+  spendFreezes(): SpendFreezeTable {
+    return new SpendFreezeTable(d, (q) => this.withShortLockWait(() => this.exec(q)));
   }
 
   /** The batches created through the gateway (storage/batch-jobs.ts). */

@@ -8,6 +8,7 @@
 import type { CostProvenance, PicoUsd, UsageRecord, UsageSource } from '../records/usage-record';
 import type { AlertOutbox } from './alert-outbox';
 import type { RuntimeBudgetTable } from './runtime-budget-table';
+import type { SpendFreezeTable } from './spend-freeze-table';
 import type { BatchJobsService } from '../records/batch-job';
 import type { ReconciliationRuns } from './reconciliation-runs';
 import type { ReconciliationSchedule } from './reconciliation-schedule';
@@ -242,6 +243,8 @@ export interface UsageStore {
   alertOutbox?(): AlertOutbox;
   /** The budgets managed through the admin API (migration 013). */
   runtimeBudgets?(): RuntimeBudgetTable;
+  /** Scopes refused after a spend anomaly (migration 013), until lifted or expired. */
+  spendFreezes?(): SpendFreezeTable;
   /** Reconciliation runs (storage/reconciliation-runs.ts), on the store's own connection. */
   reconciliationRuns?(): ReconciliationRuns;
   /** The batches created through the gateway (migration 016). */

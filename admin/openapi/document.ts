@@ -31,6 +31,7 @@ import {
   UsageAnswer,
 } from './answers';
 import { budgetCreatePath, budgetWritePaths } from './budget-paths';
+import { freezePaths } from './freeze-paths';
 import { reconciliationPaths } from './reconciliation-paths';
 import { latencyPaths } from './latency-paths';
 import { groupBy, intervalParam, pageParams, param, rangeParams, usageCsvQuery, usageQuery } from './parameters';
@@ -249,6 +250,7 @@ const paths = {
     post: budgetCreatePath,
   },
   ...budgetWritePaths,
+  ...freezePaths,
   '/api/alerts': {
     get: {
       operationId: 'listAlerts',

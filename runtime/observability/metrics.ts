@@ -33,6 +33,7 @@ const LIMIT_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'rate_limited',
   'concurrency_limited',
   'budget_exceeded',
+  'spend_anomaly_frozen',
   'max_tokens_exceeded',
   'limits_unavailable',
   'budget_unavailable',
@@ -315,6 +316,28 @@ export class GatewayMetrics {
       });
     counter('tollgate_alerts_sent_total', 'Alerts delivered to their channel.', (c) => c.sent);
     counter('tollgate_alerts_failed_total', 'Alert delivery attempts that failed (each is retried).', (c) => c.failed);
+  }
+
+  /** The freezes in force (read at each scrape) and the spend-anomaly episodes per rule since start. */
+  watchAnomalies(activeFreezes: () => number, fired: ReadonlyMap<string, number>): void {
+    new Gauge({
+      name: 'tollgate_spend_freezes_active',
+      help: 'Workspaces, keys and tag values frozen after a spend anomaly, as this instance last read them.',
+      registers: [this.registry],
+      collect() {
+        this.set(activeFreezes());
+      },
+    });
+    new Counter({
+      name: 'tollgate_spend_anomalies_total',
+      help: 'Spend-anomaly episodes this instance saw start, per rule of alerts.anomalies.',
+      labelNames: ['rule'],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const [rule, n] of fired) this.inc({ rule }, n);
+      },
+    });
   }
 
   /** The exposition text and its content type. */

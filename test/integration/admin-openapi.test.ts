@@ -1,4 +1,5 @@
 import { AlertService } from '../../alerts/service';
+import { SpendFreezes } from '../../services/spend-freezes';
 import { alertsSchema } from '../../config/alerts';
 import { AlertReceiver } from '../helpers/alert-receiver';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
@@ -64,6 +65,7 @@ describe('admin API: OpenAPI description', () => {
         alerts: new AlertService(alertsSchema.parse({}), undefined, new BudgetLedger(), logger),
         onKeysChanged: async () => undefined,
         runtimeBudgets: { table: store.runtimeBudgets!(), onBudgetsChanged: async () => undefined },
+        freezes: new SpendFreezes(store.spendFreezes!(), logger, 60_000),
         probes: probeRoutes(
           new Readiness({ storeWritable: () => store.checkWritable(), draining: () => false, logger }),
         ),
@@ -186,6 +188,25 @@ alerts: { channels: [{ name: ops, type: slack, url: "${slack.url}" }] }`,
       expect(tested.json).to.deep.include({ channel: 'ops', delivered: true });
       expect((await adminGet(gw, '/api/alerts?limit=5')).data).to.deep.equal([]);
 
+      // A freeze as an anomaly rule stores it, listed and lifted.
+      const frozen = {
+        id: 'frz_openapi0000000000',
+        workspace: WORKSPACE,
+        scope: 'agent=openapi',
+        reason: 'rule openapi: $9.00 in 10 min, $0.10 expected',
+        createdAt: Date.now(),
+        expiresAt: Date.now() + 3_600_000,
+        liftedAt: null,
+      };
+      await gw.gateway.freezes!.freeze(frozen);
+      expect((await adminGet(gw, '/api/freezes')).data.map((f: any) => [f.id, f.state])).to.deep.equal([
+        [frozen.id, 'active'],
+      ]);
+      const lifted = await call('DELETE', `/api/freezes/${frozen.id}`);
+      expect(lifted.json).to.include({ id: frozen.id, state: 'lifted', scope: 'agent=openapi' });
+      expect((await adminGet(gw, '/api/freezes')).data).to.deep.equal([]);
+      expect((await adminGet(gw, '/api/freezes?state=all&limit=5')).data[0]).to.include({ state: 'lifted' });
+
       const csv = await call('GET', `/api/usage.csv?${ranged}&group_by=customer`);
       expect(csv.status).to.equal(200);
       expect(csv.headers['content-type']).to.match(/^text\/csv/);
@@ -289,6 +310,7 @@ alerts: { channels: [{ name: ops, type: slack, url: "${slack.url}" }] }`,
         ['/api/budgets?limit=1001', 'limit'],
         ['/api/budgets?cursor=not-a-cursor', 'cursor'],
         ['/api/alerts?limit=0', 'limit'],
+        ['/api/freezes?state=frozen', 'state'],
         ['/api/alerts?cursor=not-a-cursor', 'cursor'],
       ]);
     });
@@ -341,6 +363,7 @@ alerts: { channels: [{ name: ops, type: slack, url: "${slack.url}" }] }`,
         [await call('PATCH', '/api/budgets/bud_000000000000', { body: '{}' }), 404, 'budget_not_found'],
         [await call('PATCH', '/api/budgets/yaml:default:0', { body: '{}' }), 409, 'budget_read_only'],
         [await call('DELETE', '/api/budgets/bud_000000000000'), 404, 'budget_not_found'],
+        [await call('DELETE', '/api/freezes/frz_0000000000000000'), 404, 'freeze_not_found'],
         [await call('DELETE', '/api/budgets/yaml:default:0'), 409, 'budget_read_only'],
         [await call('GET', '/api/budgets', { token: null }), 401, 'admin_token_invalid'],
         [await call('GET', '/api/nope'), 404, 'route_not_found'],
