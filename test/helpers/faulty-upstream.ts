@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net';
 import { fixtureBytes } from './fixtures';
 import { recordedResponder, sseChunks, type ReceivedRequest, type Reply } from './upstream';
+import { sleep } from './wait';
 
 /**
  * A fault-injecting provider on loopback, for the reliability suites. It answers like TestUpstream (recorded
@@ -269,5 +270,3 @@ export async function refusedPortUrl(): Promise<string> {
   await new Promise((resolve) => s.close(resolve));
   return `http://127.0.0.1:${port}`;
 }
-
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

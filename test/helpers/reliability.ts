@@ -15,6 +15,7 @@ import {
 } from './gateway';
 import type { UsageStore } from '../../storage/store';
 import { knownSecrets } from './secret-scan';
+import { sleep } from './wait';
 
 /**
  * Shared pieces of the reliability suites (test/reliability): planted secrets and the scan for them, admin
@@ -427,8 +428,6 @@ export function parseResponses(raw: Buffer, toHead = false): { responses: Parsed
   }
   return { responses, rest: raw.subarray(at) };
 }
-
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 // ---------------------------------------------------------------- well-formed answers
 

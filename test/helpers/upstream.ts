@@ -7,6 +7,7 @@ import {
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fixtureBytes } from './fixtures';
+import { sleep } from './wait';
 
 /** What the test upstream received, for assertions on forwarding. */
 export interface ReceivedRequest {
@@ -196,5 +197,3 @@ export class TestUpstream {
     res.end();
   }
 }
-
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -1,4 +1,5 @@
 import { AlertService } from '../../alerts/service';
+import { sleep } from '../helpers/wait';
 import { SpendFreezes } from '../../services/spend-freezes';
 import { alertsSchema } from '../../config/alerts';
 import { AlertReceiver } from '../helpers/alert-receiver';
@@ -23,7 +24,7 @@ import { PROJECT_ROOT } from '../helpers/fixtures';
 import { AdminContract, checkedAdminAnswers } from '../helpers/admin-contract';
 import { OPENAI_KEY, startTestGateway, TEST_ADMIN_TOKEN, type TestGateway } from '../helpers/gateway';
 import { TcpProxy } from '../helpers/tcp-proxy';
-import { sleep, TestUpstream } from '../helpers/upstream';
+import { TestUpstream } from '../helpers/upstream';
 import { requirePostgres, requireRedis } from '../helpers/services';
 
 /**

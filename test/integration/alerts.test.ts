@@ -17,7 +17,7 @@ import { OPENAI_KEY, startTestGateway, TEST_ADMIN_TOKEN, type TestGateway } from
 import { rememberSecret } from '../helpers/secret-scan';
 import { requirePostgres, requireRedis } from '../helpers/services';
 import { TestUpstream } from '../helpers/upstream';
-import { waitFor } from '../helpers/wait';
+import { waitFor, sleep } from '../helpers/wait';
 
 const SECRET = 'whsec-PLANTED-SECRET-alerts-0004';
 rememberSecret(SECRET, 'alert webhook secret');
@@ -58,7 +58,6 @@ async function chat(gw: TestGateway): Promise<{ status: number; ms: number }> {
 }
 
 const thresholds = (r: AlertReceiver) => r.taken.filter((a) => a.kind === 'budget.threshold').map((a) => a.threshold);
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const p99 = (ms: number[]) => [...ms].sort((a, b) => a - b)[Math.ceil(ms.length * 0.99) - 1];
 
 describe('budget alerts', () => {

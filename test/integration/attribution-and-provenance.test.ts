@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { sleep } from '../helpers/wait';
 import { gzipSync } from 'node:zlib';
 import { request } from 'undici';
 import { fixtureBytes, fixtureJson } from '../helpers/fixtures';
@@ -6,7 +7,7 @@ import { adminGet, waitForRecords } from '../helpers/admin';
 import { csvRows } from '../helpers/csv';
 import { OPENAI_KEY, startTestGateway, TEST_ADMIN_TOKEN, type TestGateway } from '../helpers/gateway';
 import { rawRequest } from '../helpers/raw-http';
-import { sleep, sseChunks, TestUpstream } from '../helpers/upstream';
+import { sseChunks, TestUpstream } from '../helpers/upstream';
 
 /** A USD decimal string (as providers send it) as exact pico-USD, by string arithmetic. */
 const picoOf = (usd: string): bigint => {

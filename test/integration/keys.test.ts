@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { sleep } from '../helpers/wait';
 import { writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
@@ -7,7 +8,7 @@ import { request } from 'undici';
 import { adminGet, waitForRecords } from '../helpers/admin';
 import { PROJECT_ROOT } from '../helpers/fixtures';
 import { OPENAI_KEY, startTestGateway, TEST_ADMIN_TOKEN, type TestGateway } from '../helpers/gateway';
-import { sleep, TestUpstream } from '../helpers/upstream';
+import { TestUpstream } from '../helpers/upstream';
 
 const run = promisify(execFile);
 const CLI = resolve(PROJECT_ROOT, 'dist/cli/index.js');

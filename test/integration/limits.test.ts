@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { sleep } from '../helpers/wait';
 import { request } from 'undici';
 import { fixtureBytes, fixtureJson } from '../helpers/fixtures';
 import { adminGet, waitForRecords } from '../helpers/admin';
@@ -11,7 +12,7 @@ import {
   useGatewayPerTest,
   workspaceWith,
 } from '../helpers/gateway';
-import { sleep, sseChunks, TestUpstream } from '../helpers/upstream';
+import { sseChunks, TestUpstream } from '../helpers/upstream';
 
 interface Call {
   status: number;

@@ -1,9 +1,10 @@
 import { expect } from 'chai';
+import { sleep } from '../helpers/wait';
 import OpenAI from 'openai';
 import { waitForRecords } from '../helpers/admin';
 import { OPENAI_KEY, startTestGateway, type TestGateway, useGatewayPerTest } from '../helpers/gateway';
 import { scrape, total } from '../helpers/prometheus';
-import { sleep, TestUpstream } from '../helpers/upstream';
+import { TestUpstream } from '../helpers/upstream';
 
 /**
  * Metric label slots cannot be taken by a client: made-up model names and tag values are flooded first, then real

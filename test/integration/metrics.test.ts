@@ -20,8 +20,8 @@ import {
 } from '../helpers/gateway';
 import { spawnGateway, stopGateway } from '../helpers/process';
 import { samplesOf, scrape, total, type Sample } from '../helpers/prometheus';
-import { recordedResponder, sleep, TestUpstream } from '../helpers/upstream';
-import { waitFor } from '../helpers/wait';
+import { recordedResponder, TestUpstream } from '../helpers/upstream';
+import { waitFor, sleep } from '../helpers/wait';
 import { requireRedis } from '../helpers/services';
 
 /** The per-million-token prices of a catalog model, read from the committed catalog file (not from the pricing code). */

@@ -1,9 +1,9 @@
 import { expect } from 'chai';
 import { type TestGateway, useGateway } from '../helpers/gateway';
 import { chatRequestBytes, pipeline } from '../helpers/pipelined';
-import { call, chatBody, parseResponses, sleep } from '../helpers/reliability';
+import { call, chatBody, parseResponses } from '../helpers/reliability';
 import { TestUpstream } from '../helpers/upstream';
-import { waitFor } from '../helpers/wait';
+import { waitFor, sleep } from '../helpers/wait';
 
 /**
  * HTTP/1.1 pipelining is bounded (runtime/pipelining.ts): a connection's requests are answered in order, started

@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { sleep } from '../helpers/wait';
 import { accessSync, chmodSync, constants, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
@@ -10,7 +11,7 @@ import { PROJECT_ROOT } from '../helpers/fixtures';
 import { OPENAI_KEY, startTestGateway, type TestGateway } from '../helpers/gateway';
 import { scrape, total } from '../helpers/prometheus';
 import { TcpProxy } from '../helpers/tcp-proxy';
-import { sleep, TestUpstream } from '../helpers/upstream';
+import { TestUpstream } from '../helpers/upstream';
 import { requirePostgres, requireRedis, requireService } from '../helpers/services';
 
 interface ProbeAnswer {

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { sleep } from '../helpers/wait';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
@@ -8,7 +9,7 @@ import { OPENAI_KEY, providerBlock, startTestGateway, TEST_ADMIN_TOKEN, TEST_GAT
 import { spawnGateway, stopGateway, type GatewayProcess } from '../helpers/process';
 import { freePort, startRedis } from '../helpers/redis-server';
 import { requireRedis, requireRedisServer } from '../helpers/services';
-import { sleep, sseChunks, TestUpstream } from '../helpers/upstream';
+import { sseChunks, TestUpstream } from '../helpers/upstream';
 
 const run = promisify(execFile);
 

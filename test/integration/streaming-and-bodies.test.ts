@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { sleep } from '../helpers/wait';
 import { createServer } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import { request } from 'undici';
@@ -6,7 +7,7 @@ import { fixtureBytes, fixtureJson } from '../helpers/fixtures';
 import { ANTHROPIC_KEY, OPENAI_KEY, startTestGateway, type TestGateway, useGateway } from '../helpers/gateway';
 import { adminGet } from '../helpers/admin';
 import { rawRequest } from '../helpers/raw-http';
-import { sleep, sseChunks, TestUpstream } from '../helpers/upstream';
+import { sseChunks, TestUpstream } from '../helpers/upstream';
 
 const headers = (gw: TestGateway, extra: Record<string, string> = {}) => ({
   'content-type': 'application/json',

@@ -10,8 +10,8 @@ import { bulkBodiesInFlight, relayedBodyBytes } from '../../runtime/memory-polic
 import { waitForRecords } from '../helpers/admin';
 import { fixtureBytes, fixtureJson } from '../helpers/fixtures';
 import { OPENAI_KEY, type TestGateway, useGateway } from '../helpers/gateway';
-import { sleep, TestUpstream } from '../helpers/upstream';
-import { waitFor } from '../helpers/wait';
+import { TestUpstream } from '../helpers/upstream';
+import { waitFor, sleep } from '../helpers/wait';
 
 /**
  * Multipart uploads from 1 MiB on (server.upload_spool_from) are received into a temporary file rather than

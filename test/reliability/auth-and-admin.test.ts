@@ -1,5 +1,6 @@
 import crypto from 'node:crypto';
 import { expect } from 'chai';
+import { sleep } from '../helpers/wait';
 import { Agent, request } from 'undici';
 import { hashGatewayKey, KeyRing } from '../../services/keys/key-ring';
 import { ADMIN_LOCKOUT_DEFAULTS } from '../../config/schema';
@@ -16,7 +17,6 @@ import {
   expectNoSecrets,
   jsonHeaders,
   rawExchange,
-  sleep,
   startGateway,
   WRONG_GATEWAY_KEY,
 } from '../helpers/reliability';

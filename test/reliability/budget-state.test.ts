@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { sleep } from '../helpers/wait';
 import Redis from 'ioredis';
 import { Client } from 'pg';
 import { request } from 'undici';
@@ -9,7 +10,7 @@ import { OPENAI_KEY, startTestGateway, type TestGateway } from '../helpers/gatew
 import { runPool } from '../helpers/reliability';
 import { requirePostgres, requireRedis } from '../helpers/services';
 import { TcpProxy } from '../helpers/tcp-proxy';
-import { sleep, TestUpstream } from '../helpers/upstream';
+import { TestUpstream } from '../helpers/upstream';
 
 /** One chat completion tagged customer_id=<customer>: its status, error code and how long the gateway took. */
 async function chat(gw: TestGateway, customer: string): Promise<{ status: number; code?: string; ms: number }> {

@@ -4,10 +4,10 @@ import { OPENAI_KEY, TEST_GATEWAY_KEY } from '../helpers/gateway';
 import { recordFigures } from '../helpers/figures';
 import { rssMb, spawnOneWorkspace, stopGateway, type GatewayProcess } from '../helpers/process';
 import { scrape, total } from '../helpers/prometheus';
-import { call, chatBody, expectGatewayError, round, sleep, type ParsedResponse } from '../helpers/reliability';
+import { call, chatBody, expectGatewayError, round, type ParsedResponse } from '../helpers/reliability';
 import { uploadConnection } from '../helpers/slow-upload';
 import { TestUpstream } from '../helpers/upstream';
-import { waitFor } from '../helpers/wait';
+import { waitFor, sleep } from '../helpers/wait';
 
 const MiB = 2 ** 20;
 /** Just under the default body limit (32 MiB): each upload alone is accepted. */

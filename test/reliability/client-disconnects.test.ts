@@ -1,4 +1,5 @@
 import { connect } from 'node:net';
+import { sleep } from '../helpers/wait';
 import { expect } from 'chai';
 import { request } from 'undici';
 import { OPENAI_KEY, type TestGateway } from '../helpers/gateway';
@@ -10,7 +11,6 @@ import {
   expectNoSecrets,
   jsonHeaders,
   runPool,
-  sleep,
   startGateway,
   streamBody,
   waitForCount,

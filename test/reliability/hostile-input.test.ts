@@ -1,4 +1,5 @@
 import { connect } from 'node:net';
+import { sleep } from '../helpers/wait';
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { request } from 'undici';
@@ -18,7 +19,6 @@ import {
   round,
   settledCount,
   settledHeapMb,
-  sleep,
   startGateway,
   waitForCount,
 } from '../helpers/reliability';

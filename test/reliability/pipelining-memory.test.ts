@@ -1,10 +1,11 @@
 import type { Socket } from 'node:net';
 import { expect } from 'chai';
+import { sleep } from '../helpers/wait';
 import { TEST_GATEWAY_KEY } from '../helpers/gateway';
 import { recordFigures } from '../helpers/figures';
 import { chatRequestBytes, pipeline } from '../helpers/pipelined';
 import { rssMb, spawnOneWorkspace, stopGateway, type GatewayProcess } from '../helpers/process';
-import { call, chatBody, percentile, round, sleep } from '../helpers/reliability';
+import { call, chatBody, percentile, round } from '../helpers/reliability';
 import { TestUpstream } from '../helpers/upstream';
 
 const CONNECTIONS = 20;

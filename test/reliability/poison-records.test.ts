@@ -34,13 +34,12 @@ import {
   jsonHeaders,
   recordCount,
   round,
-  sleep,
   startGateway,
   storedIds,
   waitForCount,
 } from '../helpers/reliability';
 import { requirePostgres } from '../helpers/services';
-import { waitFor } from '../helpers/wait';
+import { waitFor, sleep } from '../helpers/wait';
 import { usageRecord } from '../helpers/records';
 
 function record(id: string, extra: Partial<UsageRecord> = {}): UsageRecord {

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { sleep } from '../helpers/wait';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -8,7 +9,7 @@ import { openStore } from '../../storage';
 import { fixtureBytes, PROJECT_ROOT } from '../helpers/fixtures';
 import { OPENAI_KEY, providerBlock, TEST_GATEWAY_KEY } from '../helpers/gateway';
 import { chatStreamEvents, FaultyUpstream, SSE_TYPE } from '../helpers/faulty-upstream';
-import { chatBody, expectNoSecretsIn, sleep, storedIds, streamBody } from '../helpers/reliability';
+import { chatBody, expectNoSecretsIn, storedIds, streamBody } from '../helpers/reliability';
 import { registerGateway } from '../helpers/secret-scan';
 import { recordFigures } from '../helpers/figures';
 

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { sleep } from '../helpers/wait';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -10,7 +11,7 @@ import { waitForRecords } from '../helpers/admin';
 import { PROJECT_ROOT } from '../helpers/fixtures';
 import { OPENAI_KEY, TEST_ADMIN_TOKEN, type TestGateway } from '../helpers/gateway';
 import { FaultyUpstream } from '../helpers/faulty-upstream';
-import { call, chatBody, sleep, startGateway } from '../helpers/reliability';
+import { call, chatBody, startGateway } from '../helpers/reliability';
 import {
   knownSecrets,
   registeredGateways,

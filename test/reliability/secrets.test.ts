@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { sleep } from '../helpers/wait';
 import { request } from 'undici';
 import { ANTHROPIC_KEY, OPENAI_KEY, TEST_ADMIN_TOKEN, type TestGateway } from '../helpers/gateway';
 import { chatStreamEvents, FaultyUpstream, SSE_TYPE } from '../helpers/faulty-upstream';
@@ -13,7 +14,6 @@ import {
   PLANTED_SECRETS,
   recordsFor,
   settledCount,
-  sleep,
   startGateway,
   streamBody,
   WRONG_GATEWAY_KEY,

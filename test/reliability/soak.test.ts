@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { sleep } from '../helpers/wait';
 import { Agent, request } from 'undici';
 import type { TestGateway } from '../helpers/gateway';
 import { chatStreamEvents, FaultyUpstream, PROVIDER_ERRORS, SSE_TYPE, type Action } from '../helpers/faulty-upstream';
@@ -12,7 +13,6 @@ import {
   round,
   runPool,
   settledHeapMb,
-  sleep,
   startGateway,
   streamBody,
   waitForCount,

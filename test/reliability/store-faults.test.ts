@@ -15,7 +15,6 @@ import {
   recordCount,
   round,
   runPool,
-  sleep,
   startGateway,
   streamBody,
   waitForCount,
@@ -23,7 +22,7 @@ import {
 import { recordFigures } from '../helpers/figures';
 import { requirePostgres } from '../helpers/services';
 import { TcpProxy } from '../helpers/tcp-proxy';
-import { waitFor } from '../helpers/wait';
+import { waitFor, sleep } from '../helpers/wait';
 
 /** Holds SQLite's write lock from another process for `ms`; resolves when that process let go. */
 async function holdWriteLock(dbPath: string, ms: number): Promise<void> {

@@ -4,9 +4,9 @@
  * read that runs out of heap.
  */
 import { expect } from 'chai';
+import { sleep } from '../helpers/wait';
 import { join } from 'node:path';
 import { QueryTimeoutError, QueryTooLargeError, ReaderThread } from '../../storage/reader-thread';
-import { sleep } from '../helpers/upstream';
 
 const SCRIPT = join(__dirname, '../helpers/spin-reader-worker.js');
 const open = (timeoutMs: number, heapMb = 64) =>

@@ -1,8 +1,8 @@
 import { Writable } from 'node:stream';
+import { sleep } from '../helpers/wait';
 import { expect } from 'chai';
 import { Readiness } from '../../runtime/observability/readiness';
 import { createLogger } from '../../runtime/logger';
-import { sleep } from '../helpers/upstream';
 
 const quiet = createLogger('silent', new Writable({ write: (_c, _e, cb) => cb() }));
 
