@@ -1,12 +1,13 @@
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
+import { bodyRelayed } from './body-memory';
 
 /** How long, at most, a refused body is read on after its answer, and how many of its bytes. */
 export const LINGER_MS = 5_000;
 export const LINGER_BYTES = 64 * 2 ** 20;
 
 /**
- * Closes a connection whose request body was refused before it was read to its end (413, 408, 503 gateway_busy)
+ * Closes a connection whose request body was refused before it was read to its end (413, 408)
  * without losing the answer. Closing a socket whose receive buffer holds bytes makes the kernel send a reset, and a
  * client still sending its body may get that reset before it reads the answer. So the answer is written, the
  * gateway's side half-closed (the client sees the answer, then the end), and what the client still sends is read and
@@ -28,6 +29,7 @@ export function closeLingering(req: IncomingMessage, limits = { ms: LINGER_MS, b
     // The body's bytes still come through the HTTP parser as the request's data: counted, dropped.
     req.on('data', (chunk: Buffer) => {
       read += chunk.length;
+      bodyRelayed(chunk.length); // dropped buffers count like relayed ones: young collections free them as they pass
       if (read > limits.bytes) stop();
     });
     req.once('end', stop); // the whole body arrived: nothing more is coming

@@ -56,6 +56,12 @@ const EXPECTED_FAILURES: ReadonlySet<string> = new Set([
 
 /** Refusals of a body not read to its end: the connection is closed rather than read on (core/body-intake.ts). */
 const CLOSE_AFTER: ReadonlySet<string> = new Set(['body_too_large', 'gateway_busy', 'body_timeout']);
+/**
+ * Of those, the ones whose connection drains what the client still sends before closing, so that it reads the
+ * answer rather than a reset (core/lingering-close.ts). Not gateway_busy: the gateway is short of body memory then,
+ * and reading on would take more of it; a busy refusal closes at once, and a client still sending may see a reset.
+ */
+const LINGER_AFTER: ReadonlySet<string> = new Set(['body_too_large', 'body_timeout']);
 
 /**
  * One request on its way through the proxy: what its steps share, in one object instead of a list of parameters;
@@ -355,7 +361,7 @@ export class GatewayProxy {
     };
     if (CLOSE_AFTER.has(error.code)) {
       headers.connection = 'close';
-      closeLingering(res.req);
+      if (LINGER_AFTER.has(error.code)) closeLingering(res.req);
     }
     res.writeHead(error.status, this.responseHeaders(gw, headers));
     res.end(body);

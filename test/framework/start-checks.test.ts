@@ -67,7 +67,17 @@ function pluginWithOwnCopy(): { dir: string; copy: string } {
   const copy = join(pkg, 'node_modules/tollgate');
   mkdirSync(copy, { recursive: true });
   cpSync(join(PROJECT_ROOT, 'package.json'), join(copy, 'package.json'));
-  for (const room of ['api', 'core', 'contracts', 'plugin-kit', 'config', 'pricing', 'providers']) {
+  for (const room of [
+    'api',
+    'core',
+    'contracts',
+    'plugin-kit',
+    'config',
+    'pricing',
+    'providers',
+    'records',
+    'services',
+  ]) {
     cpSync(join(PROJECT_ROOT, 'dist', room), join(copy, 'dist', room), {
       recursive: true,
       filter: (f) => !f.endsWith('.map'),

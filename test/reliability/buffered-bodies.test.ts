@@ -121,14 +121,12 @@ async function crowd(gw: GatewayProcess, cap: number, figure: string): Promise<v
   const admitted = Math.floor(cap / RESERVED);
   try {
     const uploads = Array.from({ length: UPLOADS }, () => new Upload(gw.url));
-    // A refused upload is answered 503 while the client is still sending: the gateway reads on and drops what it
-    // sends (core/lingering-close.ts), so the client reads the 503 instead of a reset.
+    // A refused upload is answered 503 and its connection closed while the client is still sending. The gateway does
+    // not read on (it is short of body memory), so the kernel may reset the connection before the client reads the
+    // 503: the refusals are counted as closed connections, each answer read is checked to be the 503, and the
+    // gateway's own count of gateway_busy is checked below.
     await waitFor(() => uploads.filter((u) => u.closed).length >= UPLOADS - admitted, 60_000, 'the excess refused');
     const held = uploads.filter((u) => !u.closed);
-    expect(
-      uploads.filter((u) => u.closed && !u.answered),
-      'refused uploads whose connection closed before the 503 was read',
-    ).to.deep.equal([]);
     await Promise.all(held.map((u) => u.sent));
     expect(held, 'uploads being read').to.have.length(admitted);
     for (const u of uploads.filter((x) => x.answered)) expectBusy(await u.answer);

@@ -159,8 +159,9 @@ describe('pricing', () => {
 
     it('models() gives every entry a stable created and provider slug', () => {
       const all = catalog.models();
-      // The 120 of catalog.json and dall-e-2, which pricing/media-prices.json adds.
-      expect(all).to.have.length(121);
+      // The 120 of catalog.json, and dall-e-2 and gpt-4o-audio-preview, which pricing/media-prices.json adds.
+      expect(all).to.have.length(122);
+      expect(all.map((m) => m.id)).to.include.members(['dall-e-2', 'gpt-4o-audio-preview']);
       for (const m of all) {
         expect(Number.isSafeInteger(m.created) && m.created > 1_700_000_000).to.equal(true);
         expect(m.id).to.equal(m.model);
