@@ -62,6 +62,7 @@ describe('dashboard at phone width (Chromium, playwright-core)', function () {
     it(`${view}: no horizontal overflow at ${WIDTH} px; its table scrolls in its own box`, async () => {
       await page.click(`a[data-view="${view}"]`);
       await page.waitForSelector(`#view[data-view="${view}"][data-ready="true"]`);
+      await page.waitForSelector(table); // the view may be marked ready by its first answers before its table is drawn
       expect(await overflow(), `document.scrollWidth of ${view}`).to.be.at.most(WIDTH);
       const box = await page.$eval(`${table}`, (t) => {
         const wrap = t.closest('.table-wrap') as HTMLElement;

@@ -262,7 +262,10 @@ export function contractError(violations: readonly ContractViolation[]): Error {
 function isAdminApi(opts: Dispatcher.DispatchOptions): boolean {
   if (!opts.origin || !/^\/(?:api(?:[/?]|$)|(?:healthz|readyz|metrics)(?:\?|$))/.test(opts.path)) return false;
   const origin = new URL(String(opts.origin)).origin;
-  return registeredGateways().some((g) => g.adminUrl !== undefined && new URL(g.adminUrl).origin === origin);
+  const at = (url: string | undefined) => url !== undefined && new URL(url).origin === origin;
+  // The port is the newest gateway's to use it: an earlier gateway's admin port may now be a later one's proxy.
+  const newest = [...registeredGateways()].reverse().find((g) => at(g.adminUrl) || at(g.proxyUrl));
+  return newest !== undefined && at(newest.adminUrl);
 }
 
 /** Checks every answer from a registered gateway's admin listener read through undici from now on. */

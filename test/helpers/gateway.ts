@@ -93,7 +93,13 @@ ${providerBlock(upstreamUrl)}`;
     { logger, announce, env },
   );
   // Registered for the suite-wide secret scan (helpers/root-hooks.ts): its admin answers are read before it stops.
-  const scan = registerGateway({ kind: 'in-process', logs: () => logs, dataDir, adminUrl: running.adminUrl });
+  const scan = registerGateway({
+    kind: 'in-process',
+    logs: () => logs,
+    dataDir,
+    adminUrl: running.adminUrl,
+    proxyUrl: running.url,
+  });
   const stop = async () => {
     await snapshotAdmin(scan, config.admin.token ?? TEST_ADMIN_TOKEN);
     await running.stop();

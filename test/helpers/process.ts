@@ -71,6 +71,7 @@ export async function spawnGateway(
     logs: () => lines,
     dataDir: dir,
     adminUrl,
+    proxyUrl: url,
     alive: () => child.exitCode === null && child.signalCode === null,
   });
   return { child, url, adminUrl, dir, stderr: () => stderr, output: () => lines, scan, exited };

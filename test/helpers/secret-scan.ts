@@ -26,6 +26,8 @@ export interface RegisteredGateway {
   logs: () => readonly string[];
   dataDir: string;
   adminUrl?: string;
+  /** Its proxy's address: a later gateway's proxy may take a port an earlier one's admin listener had. */
+  proxyUrl?: string;
   /** False once a process has exited (a test killed it): its admin API is gone, its output and files remain. */
   alive?: () => boolean;
   /** The admin answers read when the gateway was stopped (or by the root hook, when still running). */
