@@ -242,10 +242,18 @@ limit_store: { redis_url: "${through.toString()}", key_prefix: "${prefix}", on_e
         const [key] = await redis.keys(`${prefix}budget:*[0-9]`);
         const before = BigInt((await redis.hget(key, 'spent')) ?? '0');
         relay.restore();
-        let stored = 0n;
+        // All 11 records in the store first: before that, Redis and a store still writing can agree on less.
+        const stored = await until('all 11 records written', async () => {
+          const [t] = await gw.gateway.store.queryUsage({
+            from: dayStart(),
+            to: Date.now() + 1,
+            groupBy: [],
+            filters: { workspace: 'default' },
+          });
+          return t?.requests === 11 ? t.costPico : undefined;
+        });
         const after = await until('Redis reconciled', async () => {
           const s = BigInt((await redis.hget(key, 'spent')) ?? '0');
-          stored = await storedSpend(gw);
           return s === stored ? s : undefined;
         });
         console.log(
