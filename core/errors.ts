@@ -4,7 +4,11 @@
  * re-wrapped, they pass through as the provider sent them.
  */
 
-/** Stable error codes: clients and dashboards may branch on these, so never rename one. */
+/**
+ * Stable error codes: clients and dashboards may branch on these, so never rename one. `expected`: a failure of
+ * status 500+ that is not logged as the gateway's own when it answers a request: the provider's state (time-outs,
+ * unreachable upstreams), or logged where it arose (plugin_error, limits_unavailable, budget_unavailable, gateway_busy).
+ */
 export const ERROR_CODES = {
   gateway_key_missing: { status: 401, type: 'authentication_error' },
   gateway_key_invalid: { status: 401, type: 'authentication_error' },
@@ -18,7 +22,7 @@ export const ERROR_CODES = {
   model_provider_mismatch: { status: 400, type: 'invalid_request_error' },
   endpoint_not_supported: { status: 400, type: 'invalid_request_error' },
   model_missing: { status: 400, type: 'invalid_request_error' },
-  /** A model name longer than MAX_MODEL_LENGTH (core/body.ts). */
+  /** A model name longer than MAX_MODEL_LENGTH (intake/body.ts). */
   invalid_model: { status: 400, type: 'invalid_request_error' },
   invalid_json: { status: 400, type: 'invalid_request_error' },
   invalid_body: { status: 400, type: 'invalid_request_error' },
@@ -51,18 +55,18 @@ export const ERROR_CODES = {
   invalid_budget: { status: 400, type: 'invalid_request_error' },
   /** A budget applies and the model has no price, so its cost can be neither reserved nor counted (budgets.unpriced). */
   model_unpriced: { status: 403, type: 'permission_error' },
-  limits_unavailable: { status: 503, type: 'gateway_error' },
+  limits_unavailable: { status: 503, type: 'gateway_error', expected: true },
   /** A budget's spend this period could not be read from the usage store in time, and limit_store.on_error is closed. */
-  budget_unavailable: { status: 503, type: 'gateway_error' },
+  budget_unavailable: { status: 503, type: 'gateway_error', expected: true },
   request_aborted: { status: 499, type: 'gateway_error' },
-  upstream_unreachable: { status: 502, type: 'gateway_error' },
+  upstream_unreachable: { status: 502, type: 'gateway_error', expected: true },
   upstream_error: { status: 502, type: 'gateway_error' },
-  upstream_timeout: { status: 504, type: 'gateway_error' },
-  plugin_error: { status: 500, type: 'gateway_error' },
+  upstream_timeout: { status: 504, type: 'gateway_error', expected: true },
+  plugin_error: { status: 500, type: 'gateway_error', expected: true },
   internal_error: { status: 500, type: 'gateway_error' },
   shutting_down: { status: 503, type: 'gateway_error' },
   /** Request bodies held in memory reached server.max_buffered_bytes: this one was refused before it was read. */
-  gateway_busy: { status: 503, type: 'gateway_error' },
+  gateway_busy: { status: 503, type: 'gateway_error', expected: true },
   /** A large upload could not be written to the spool directory (disk full, not writable): server.upload_spool_dir. */
   upload_storage_failed: { status: 503, type: 'gateway_error' },
   /** The usage store could not be reached for an admin read or write (sent with Retry-After); the proxy serves on. */
@@ -73,7 +77,7 @@ export const ERROR_CODES = {
   query_too_large: { status: 503, type: 'gateway_error' },
   /** An admin query's range holds more time buckets (or rows) than one answer may; the message names the limit. */
   range_too_large: { status: 400, type: 'invalid_request_error' },
-} as const satisfies Record<string, { status: number; type: string }>;
+} as const satisfies Record<string, { status: number; type: string; expected?: true }>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
 

@@ -1,6 +1,6 @@
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { GatewayContext } from './context';
-import { asGatewayError, GatewayError } from './errors';
+import { asGatewayError, ERROR_CODES, GatewayError } from './errors';
 import { closeLingering } from './lingering-close';
 import { newRequestId, REQUEST_ID_HEADER } from './request-id';
 
@@ -9,20 +9,7 @@ import { newRequestId, REQUEST_ID_HEADER } from './request-id';
  * refusal of a request arriving during shutdown, and the headers every answer carries.
  */
 
-/**
- * Gateway errors of status 500+ that are not logged as failures of the gateway itself: time-outs and unreachable
- * upstreams are the provider's state; plugin_error, limits_unavailable and budget_unavailable were logged where they arose.
- */
-const EXPECTED_FAILURES: ReadonlySet<string> = new Set([
-  'upstream_timeout',
-  'upstream_unreachable',
-  'plugin_error',
-  'limits_unavailable',
-  'gateway_busy',
-  'budget_unavailable',
-]);
-
-/** Refusals of a body not read to its end: the connection is closed rather than read on (core/body-intake.ts). */
+/** Refusals of a body not read to its end: the connection is closed rather than read on (intake/body-intake.ts). */
 const CLOSE_AFTER: ReadonlySet<string> = new Set(['body_too_large', 'gateway_busy', 'body_timeout']);
 /**
  * Of those, the ones whose connection drains what the client still sends before closing, so that it reads the
@@ -42,7 +29,8 @@ export function withGatewayHeaders(gw: GatewayContext, headers: OutgoingHttpHead
 export function answerWithError(gw: GatewayContext, res: ServerResponse, err: unknown): void {
   const error = asGatewayError(err);
   gw.error = error;
-  if (error.status >= 500 && !EXPECTED_FAILURES.has(error.code)) {
+  // An expected failure (ERROR_CODES) is the provider's state, or was logged where it arose.
+  if (error.status >= 500 && !('expected' in ERROR_CODES[error.code])) {
     gw.log.error({ err, requestId: gw.requestId }, 'request failed');
   }
   if (res.headersSent || res.destroyed) {
