@@ -10,7 +10,7 @@ import { asGatewayError, GatewayError } from './errors';
 import { forwardableRequestHeaders, forwardableResponseHeaders, headerValue, upstreamHeadersOf } from './headers';
 import type { PluginPipeline } from './plugin-pipeline';
 import type { ProviderRegistry } from './provider-routing';
-import { closeLingering } from './lingering-close';
+import { closeAfterRefusal } from './refusal-close';
 import { newRequestId, REQUEST_ID_HEADER } from './request-id';
 import { decodeBody } from './response-body';
 import { LineTap } from './line-tap';
@@ -53,15 +53,6 @@ const EXPECTED_FAILURES: ReadonlySet<string> = new Set([
   'gateway_busy',
   'budget_unavailable',
 ]);
-
-/** Refusals of a body not read to its end: the connection is closed rather than read on (core/body-intake.ts). */
-const CLOSE_AFTER: ReadonlySet<string> = new Set(['body_too_large', 'gateway_busy', 'body_timeout']);
-/**
- * Of those, the ones whose connection drains what the client still sends before closing, so that it reads the
- * answer rather than a reset (core/lingering-close.ts). Not gateway_busy: the gateway is short of body memory then,
- * and reading on would take more of it; a busy refusal closes at once, and a client still sending may see a reset.
- */
-const LINGER_AFTER: ReadonlySet<string> = new Set(['body_too_large', 'body_timeout']);
 
 /**
  * One request on its way through the proxy: what its steps share, in one object instead of a list of parameters;
@@ -359,10 +350,7 @@ export class GatewayProxy {
       'content-type': 'application/json',
       'content-length': body.length,
     };
-    if (CLOSE_AFTER.has(error.code)) {
-      headers.connection = 'close';
-      if (LINGER_AFTER.has(error.code)) closeLingering(res.req);
-    }
+    closeAfterRefusal(error.code, res.req, headers);
     res.writeHead(error.status, this.responseHeaders(gw, headers));
     res.end(body);
   }
