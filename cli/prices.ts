@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { LoadedConfig } from '../config/load';
-import { APPLIED_PRICE_FIELDS } from '../pricing/catalog';
+import { PRICE_FIELDS } from '../pricing/entry-prices';
 import { diffCatalogs, keptOverrides, type CatalogDiff } from '../pricing/catalog-diff';
 import {
   importLiteLlmBytes,
@@ -104,7 +104,7 @@ function importedLines(source: string, result: ReturnType<typeof importLiteLlmBy
 
 /** The rates of a price, as "input 2.5, output 10, cache_read 1.25" (USD per 1M tokens; fees per request). */
 function rates(p: ModelPrice): string {
-  return APPLIED_PRICE_FIELDS.filter((f) => p[f] !== undefined)
+  return PRICE_FIELDS.filter((f) => p[f] !== undefined)
     .map((f) => `${f} ${typeof p[f] === 'string' ? p[f] : JSON.stringify(p[f])}`)
     .join(', ');
 }

@@ -19,27 +19,15 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import bundledJson from './catalog.json';
-import toolFeesJson from './tool-fees.json';
+import { bundledCatalog } from './bundled-catalog';
 import { normalizeProviderSlug, pricingConfigSchema, type ModelOverride, type PricingConfig } from './config';
 import { mulDecimal, subDecimal } from './decimal';
+import { discounted, PRICE_FIELDS, samePrices } from './entry-prices';
 import type { ImportedCatalog } from './imported-catalog';
 import { importLiteLlm } from './litellm';
-import { bundledMediaPrices, withMediaPrices } from './media-prices';
-import { bundledCorrections, withCorrections } from './price-corrections';
 import { openRouterVendorIds, stripOwnPrefix, undatedId } from './match';
 import { DatedPrices, isDated, type DatedPrice } from './dated-prices';
-import {
-  BUCKETS,
-  catalogFileSchema,
-  MEDIA_PRICE_FIELDS,
-  type CatalogFile,
-  type CatalogModel,
-  type MatchRule,
-  type ModelPrice,
-  type SkippedEntry,
-  type ToolFee,
-} from './model-price';
+import type { CatalogFile, CatalogModel, MatchRule, ModelPrice, SkippedEntry, ToolFee } from './model-price';
 
 export interface PriceCatalogOptions {
   /** Directory that a relative pricing.litellm_file is resolved against (the config file's directory). */
@@ -70,31 +58,6 @@ const REPLACED_ENTRY: Partial<Record<Entry['origin'], string>> = {
   provider: "the provider module's",
   imported: "the imported catalog's",
 };
-
-/** Fields that are prices: an override replaces these as a whole. */
-const PRICE_FIELDS = [
-  ...BUCKETS.filter((b) => !(MEDIA_PRICE_FIELDS as readonly string[]).includes(b)),
-  'request_fee',
-  'search_query_fee',
-  'long_context',
-  'service_tiers',
-  ...MEDIA_PRICE_FIELDS,
-] as const;
-
-let bundledCache: CatalogFile | undefined;
-/** The committed catalog, validated once (a malformed price fails loudly at startup, never as $0). */
-export function bundledCatalog(): CatalogFile {
-  // Tool fees, audio/image prices and corrections live in their own files: scripts/build-price-catalog.ts rewrites
-  // catalog.json.
-  if (bundledCache) return bundledCache;
-  const base = catalogFileSchema.parse({ ...bundledJson, tool_fees: toolFeesJson });
-  const media = bundledMediaPrices();
-  const merged = withMediaPrices(base.models, base.skipped, media);
-  // Rates the providers publish otherwise than the snapshot says, each with its source (price-corrections.json).
-  const models = withCorrections(merged.models, bundledCorrections());
-  bundledCache = { ...base, models, skipped: merged.skipped, media_prices: media };
-  return bundledCache;
-}
 
 const keyOf = (provider: string, model: string): string => `${provider}\u0000${model}`;
 /** Distinct (provider, model) names whose lookup is remembered. */
@@ -367,34 +330,6 @@ export class PriceCatalog {
     this.put(merged, origin);
     this.derived.clear();
   }
-}
-
-/** The price fields a request is billed by (service tiers included: an answer's tier picks its rates). */
-export const APPLIED_PRICE_FIELDS: readonly (typeof PRICE_FIELDS)[number][] = PRICE_FIELDS;
-
-/** Whether two entries bill every request alike. */
-export function samePrices(a: CatalogModel, b: CatalogModel): boolean {
-  return APPLIED_PRICE_FIELDS.every((f) => JSON.stringify(a[f]) === JSON.stringify(b[f]));
-}
-
-/** Every price and fee of an entry multiplied by (1 - discount), exactly. */
-function discounted(p: CatalogModel, discount: string): CatalogModel {
-  const factor = subDecimal('1', discount);
-  const mul = (v: string | undefined): string | undefined => (v === undefined ? undefined : mulDecimal(v, factor));
-  const rates = <T extends object>(o: T): T =>
-    Object.fromEntries(Object.entries(o).map(([k, v]) => [k, typeof v === 'string' ? mul(v) : v])) as T;
-  const out: CatalogModel = { ...p };
-  for (const f of [...BUCKETS, 'search_query_fee', 'per_second', 'per_character'] as const) {
-    if (out[f] !== undefined) out[f] = mul(out[f]);
-  }
-  if (p.request_fee !== undefined)
-    out.request_fee = typeof p.request_fee === 'string' ? mul(p.request_fee) : rates(p.request_fee);
-  if (p.long_context) out.long_context = p.long_context.map(rates);
-  if (p.per_image) out.per_image = rates(p.per_image);
-  if (p.service_tiers) {
-    out.service_tiers = Object.fromEntries(Object.entries(p.service_tiers).map(([k, v]) => [k, v && rates(v)]));
-  }
-  return out;
 }
 
 /** Short stable hash of override data (sorted keys, so YAML key order does not change the version). */
