@@ -34,7 +34,6 @@ export default tseslint.config(
       'admin/dashboard/web/main.ts',
       'admin/dashboard/web/requests.ts',
       'admin/dashboard/web/toolbar.ts',
-      'admin/dashboard/web/usage.ts',
       'cli/usage.ts',
       'core/context.ts',
       'plugins/budget/index.ts',
