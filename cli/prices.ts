@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { LoadedConfig } from '../config/load';
-import { APPLIED_PRICE_FIELDS } from '../pricing/catalog';
+import { PRICE_FIELDS } from '../pricing/entry-prices';
 import { diffCatalogs, keptOverrides, type CatalogDiff } from '../pricing/catalog-diff';
 import {
   importLiteLlmBytes,
@@ -104,9 +104,30 @@ function importedLines(source: string, result: ReturnType<typeof importLiteLlmBy
 
 /** The rates of a price, as "input 2.5, output 10, cache_read 1.25" (USD per 1M tokens; fees per request). */
 function rates(p: ModelPrice): string {
-  return APPLIED_PRICE_FIELDS.filter((f) => p[f] !== undefined)
+  return PRICE_FIELDS.filter((f) => p[f] !== undefined)
     .map((f) => `${f} ${typeof p[f] === 'string' ? p[f] : JSON.stringify(p[f])}`)
     .join(', ');
+}
+
+/** The local prices an update kept, and the bundled rates the source has none for. */
+function keptLines(overrides: string[], bundled: { id: string; fields: string[] }[]): string[] {
+  const lines: string[] = [];
+  if (overrides.length > 0) {
+    lines.push(
+      `local prices kept: ${count(overrides.length)} imported ${overrides.length === 1 ? 'model stays' : 'models stay'} priced by pricing.models, pricing.litellm_file or a provider module`,
+      ...listed('=', overrides),
+    );
+  }
+  if (bundled.length > 0) {
+    lines.push(
+      `bundled rates kept: ${count(bundled.length)} imported ${bundled.length === 1 ? 'model keeps' : 'models keep'} bundled rates the source has none for`,
+      ...listed(
+        '=',
+        bundled.map((k) => `${k.id}: ${k.fields.join(', ')}`),
+      ),
+    );
+  }
+  return lines;
 }
 
 /** `tollgate prices update` (LiteLLM's price file into the deployment's catalog) and `tollgate prices lookup`. */
@@ -152,6 +173,7 @@ export function registerPriceCommands(program: Command, load: () => LoadedConfig
         after,
         result.catalog.models.map((m) => `${m.provider}/${m.model}`),
       );
+      const keptBundled = after.keptBundledRates();
       if (!opts.dryRun) writeImportedCatalog(path, result.catalog);
 
       if (opts.json) {
@@ -167,6 +189,7 @@ export function registerPriceCommands(program: Command, load: () => LoadedConfig
           other_providers: result.otherProviders,
           ...diff,
           kept_overrides: kept,
+          kept_bundled: keptBundled,
         };
         process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
         return;
@@ -176,12 +199,7 @@ export function registerPriceCommands(program: Command, load: () => LoadedConfig
           `tollgate: warning: ${z.id}: ${z.fields.join(', ')}: a rate that was set becomes $0; check the source before relying on it\n`,
         );
       const lines = [...importedLines(source, result), ...summary(diff)];
-      if (kept.length > 0) {
-        lines.push(
-          `local prices kept: ${count(kept.length)} imported ${kept.length === 1 ? 'model stays' : 'models stay'} priced by pricing.models, pricing.litellm_file or a provider module`,
-          ...listed('=', kept),
-        );
-      }
+      lines.push(...keptLines(kept, keptBundled));
       lines.push(
         opts.dryRun
           ? `dry run: nothing written (${path})`

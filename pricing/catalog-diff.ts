@@ -2,9 +2,10 @@
  * What changes between two sets of prices in force (before and after `tollgate prices update`): models that get
  * a price, models whose prices change, and models that lose theirs. Compared on the effective prices, so a model
  * whose local override (pricing.models, a provider module, pricing.litellm_file) wins before and after is unchanged.
- * Service tiers are data only (no request is billed by them), so they are not compared.
+ * Service-tier rates are compared with the rest: an answer that names its tier is billed by them.
  */
-import { APPLIED_PRICE_FIELDS, type PriceCatalog } from './catalog';
+import type { PriceCatalog } from './catalog';
+import { PRICE_FIELDS } from './entry-prices';
 import type { ModelPrice } from './model-price';
 
 export interface PriceChange {
@@ -40,13 +41,13 @@ export function diffCatalogs(before: PriceCatalog, after: PriceCatalog): Catalog
       diff.added.push(id);
       continue;
     }
-    const fields = APPLIED_PRICE_FIELDS.filter((f) => show(prev[f]) !== show(next[f])).map(
+    const fields = PRICE_FIELDS.filter((f) => show(prev[f]) !== show(next[f])).map(
       (f) => `${f} ${show(prev[f])} -> ${show(next[f])}`,
     );
     if (fields.length > 0) diff.changed.push({ id, fields });
-    const zeroed = APPLIED_PRICE_FIELDS.filter(
-      (f) => typeof prev[f] === 'string' && !isZero(prev[f]) && isZero(next[f]),
-    ).map((f) => `${f} ${show(prev[f])} -> ${show(next[f])}`);
+    const zeroed = PRICE_FIELDS.filter((f) => typeof prev[f] === 'string' && !isZero(prev[f]) && isZero(next[f])).map(
+      (f) => `${f} ${show(prev[f])} -> ${show(next[f])}`,
+    );
     if (zeroed.length > 0) diff.zeroed.push({ id, fields: zeroed });
   }
   for (const id of old.keys()) if (!now.has(id)) diff.removed.push(id);

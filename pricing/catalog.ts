@@ -2,9 +2,9 @@
  * The price catalog: the bundled pricing/catalog.json plus the deployment's overrides (pricing: block).
  *
  * Precedence: bundled < the imported catalog (`tollgate prices update`, imported-catalog.ts) < the provider modules'
- * own prices < litellm_file < models overrides; an override
- * replaces ALL price fields of an entry (a partial merge could pair a negotiated input price with a stale cache
- * price) and keeps its metadata (kind, context window, aliases) unless given. Discounts are applied last, by the
+ * own prices < litellm_file < models overrides; an override replaces ALL price fields of an entry (a partial merge
+ * could pair a negotiated input price with a stale cache price; only the import keeps the bundled rates it has none
+ * for) and keeps its metadata (kind, context window, aliases) unless given. Discounts are applied last, by the
  * provider that bills the request, exactly (decimal multiplication by 1 - discount).
  *
  * lookup() matching, first hit wins, nothing fuzzy:
@@ -19,27 +19,15 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import bundledJson from './catalog.json';
-import toolFeesJson from './tool-fees.json';
+import { bundledCatalog } from './bundled-catalog';
 import { normalizeProviderSlug, pricingConfigSchema, type ModelOverride, type PricingConfig } from './config';
 import { mulDecimal, subDecimal } from './decimal';
+import { discounted, PRICE_FIELDS, samePrices } from './entry-prices';
 import type { ImportedCatalog } from './imported-catalog';
 import { importLiteLlm } from './litellm';
-import { bundledMediaPrices, withMediaPrices } from './media-prices';
-import { bundledCorrections, withCorrections } from './price-corrections';
 import { openRouterVendorIds, stripOwnPrefix, undatedId } from './match';
 import { DatedPrices, isDated, type DatedPrice } from './dated-prices';
-import {
-  BUCKETS,
-  catalogFileSchema,
-  MEDIA_PRICE_FIELDS,
-  type CatalogFile,
-  type CatalogModel,
-  type MatchRule,
-  type ModelPrice,
-  type SkippedEntry,
-  type ToolFee,
-} from './model-price';
+import type { CatalogFile, CatalogModel, MatchRule, ModelPrice, SkippedEntry, ToolFee } from './model-price';
 
 export interface PriceCatalogOptions {
   /** Directory that a relative pricing.litellm_file is resolved against (the config file's directory). */
@@ -71,31 +59,6 @@ const REPLACED_ENTRY: Partial<Record<Entry['origin'], string>> = {
   imported: "the imported catalog's",
 };
 
-/** Fields that are prices: an override replaces these as a whole. */
-const PRICE_FIELDS = [
-  ...BUCKETS.filter((b) => !(MEDIA_PRICE_FIELDS as readonly string[]).includes(b)),
-  'request_fee',
-  'search_query_fee',
-  'long_context',
-  'service_tiers',
-  ...MEDIA_PRICE_FIELDS,
-] as const;
-
-let bundledCache: CatalogFile | undefined;
-/** The committed catalog, validated once (a malformed price fails loudly at startup, never as $0). */
-export function bundledCatalog(): CatalogFile {
-  // Tool fees, audio/image prices and corrections live in their own files: scripts/build-price-catalog.ts rewrites
-  // catalog.json.
-  if (bundledCache) return bundledCache;
-  const base = catalogFileSchema.parse({ ...bundledJson, tool_fees: toolFeesJson });
-  const media = bundledMediaPrices();
-  const merged = withMediaPrices(base.models, base.skipped, media);
-  // Rates the providers publish otherwise than the snapshot says, each with its source (price-corrections.json).
-  const models = withCorrections(merged.models, bundledCorrections());
-  bundledCache = { ...base, models, skipped: merged.skipped, media_prices: media };
-  return bundledCache;
-}
-
 const keyOf = (provider: string, model: string): string => `${provider}\u0000${model}`;
 /** Distinct (provider, model) names whose lookup is remembered. */
 const MAX_MEMOISED_LOOKUPS = 4096;
@@ -116,6 +79,8 @@ export class PriceCatalog {
   /** Effective-dated prices (./dated-prices.ts), and the entries that have no undated price. */
   private readonly dated = new DatedPrices();
   private readonly datedOnly = new Set<string>();
+  /** Imported entries that kept bundled rates the import has none for: the fields, by entry key. */
+  private readonly keptBundled = new Map<string, readonly (typeof PRICE_FIELDS)[number][]>();
   private readonly defaultCreated: number;
   /** Tool-call fees by provider: model-specific entries first (bundled catalog, tool_fees). */
   private readonly toolFees = new Map<string, ToolFee[]>();
@@ -308,6 +273,24 @@ export class PriceCatalog {
     return Object.keys(out).length > 0 ? Object.freeze(out) : undefined;
   }
 
+  /**
+   * The imported entries in force that kept bundled rates the import has none for, each field as "cache_read 1.25"
+   * (what `prices update` lists).
+   */
+  keptBundledRates(): { id: string; fields: string[] }[] {
+    return [...this.keptBundled].flatMap(([key, fields]) => {
+      const entry = this.entries.get(key)!;
+      if (entry.origin !== 'imported') return [];
+      const show = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v));
+      return [
+        {
+          id: `${entry.price.provider}/${entry.price.model}`,
+          fields: fields.map((f) => `${f} ${show(entry.price[f])}`),
+        },
+      ];
+    });
+  }
+
   /** Every tool-fee entry of the catalog, as the docs and GET /v1/models may list them. */
   fees(): ToolFee[] {
     return [...this.toolFees.values()].flat();
@@ -343,12 +326,25 @@ export class PriceCatalog {
     }
     for (const m of snapshots) {
       const family = this.resolve(m.provider, undatedId(m.model)!, false);
-      if (family && samePrices(this.entries.get(family.key)!.price, m)) {
+      if (family && samePrices(this.entries.get(family.key)!.price, this.withBundledRates(m, family.key))) {
         this.aliases.set(keyOf(m.provider, m.model), family.key);
       } else {
         this.override(m, 'imported');
       }
     }
+  }
+
+  /**
+   * An imported snapshot with the rates the import has none for taken from its family where the family's are
+   * bundled ones (kept, or its bundled entry): the rates it would be billed at through the family.
+   */
+  private withBundledRates(m: CatalogModel, familyKey: string): CatalogModel {
+    const family = this.entries.get(familyKey)!;
+    const bundled = family.origin === 'bundled' ? PRICE_FIELDS : (this.keptBundled.get(familyKey) ?? []);
+    const filled: CatalogModel = { ...m };
+    for (const f of bundled)
+      if (!(f in m) && family.price[f] !== undefined) Object.assign(filled, { [f]: family.price[f] });
+    return filled;
   }
 
   /** Adds an entry, or replaces all price fields of an existing one (metadata kept unless given). */
@@ -358,8 +354,15 @@ export class PriceCatalog {
     const existing = replaced?.price;
     const merged: CatalogModel = { ...(existing ?? {}), kind: existing?.kind ?? 'chat', ...m } as CatalogModel;
     for (const f of ['effective_from', 'effective_to'] as const) if (!(f in m)) delete merged[f];
+    this.keptBundled.delete(key);
     if (existing) {
-      for (const f of PRICE_FIELDS) if (!(f in m)) delete merged[f];
+      // The import refreshes a bundled entry from a public source: a rate it has none for is one it cannot refresh,
+      // not one the model lost, so the bundled rate stays (prices update lists it). Any other override replaces
+      // every price field, so that a negotiated input price is never paired with a stale cache price.
+      const keep = origin === 'imported' && replaced!.origin === 'bundled';
+      const kept = PRICE_FIELDS.filter((f) => !(f in m) && keep && existing[f] !== undefined);
+      for (const f of PRICE_FIELDS) if (!(f in m) && !kept.includes(f)) delete merged[f];
+      if (kept.length > 0) this.keptBundled.set(key, kept);
       merged.aliases = [...new Set([...(existing.aliases ?? []), ...(m.aliases ?? [])])];
       const whose = REPLACED_ENTRY[replaced!.origin] ?? 'bundled';
       merged.source_note = `prices from ${SOURCE_OF[origin]} (${whose} entry replaced)`;
@@ -367,34 +370,6 @@ export class PriceCatalog {
     this.put(merged, origin);
     this.derived.clear();
   }
-}
-
-/** The price fields a request is billed by (service tiers included: an answer's tier picks its rates). */
-export const APPLIED_PRICE_FIELDS: readonly (typeof PRICE_FIELDS)[number][] = PRICE_FIELDS;
-
-/** Whether two entries bill every request alike. */
-export function samePrices(a: CatalogModel, b: CatalogModel): boolean {
-  return APPLIED_PRICE_FIELDS.every((f) => JSON.stringify(a[f]) === JSON.stringify(b[f]));
-}
-
-/** Every price and fee of an entry multiplied by (1 - discount), exactly. */
-function discounted(p: CatalogModel, discount: string): CatalogModel {
-  const factor = subDecimal('1', discount);
-  const mul = (v: string | undefined): string | undefined => (v === undefined ? undefined : mulDecimal(v, factor));
-  const rates = <T extends object>(o: T): T =>
-    Object.fromEntries(Object.entries(o).map(([k, v]) => [k, typeof v === 'string' ? mul(v) : v])) as T;
-  const out: CatalogModel = { ...p };
-  for (const f of [...BUCKETS, 'search_query_fee', 'per_second', 'per_character'] as const) {
-    if (out[f] !== undefined) out[f] = mul(out[f]);
-  }
-  if (p.request_fee !== undefined)
-    out.request_fee = typeof p.request_fee === 'string' ? mul(p.request_fee) : rates(p.request_fee);
-  if (p.long_context) out.long_context = p.long_context.map(rates);
-  if (p.per_image) out.per_image = rates(p.per_image);
-  if (p.service_tiers) {
-    out.service_tiers = Object.fromEntries(Object.entries(p.service_tiers).map(([k, v]) => [k, v && rates(v)]));
-  }
-  return out;
 }
 
 /** Short stable hash of override data (sorted keys, so YAML key order does not change the version). */

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
-import { bundledCatalog } from '../../pricing/catalog';
+import { bundledCatalog } from '../../pricing/bundled-catalog';
 import { bundledMediaPrices } from '../../pricing/media-prices';
 import { BUCKETS, type CatalogModel } from '../../pricing/model-price';
 import { bundledCorrections } from '../../pricing/price-corrections';
