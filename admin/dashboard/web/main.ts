@@ -10,6 +10,7 @@ import { forgetCreatedKey, renderKeys } from './keys.js';
 import { loadKeyNames } from './key-names.js';
 import { renderRequests } from './requests.js';
 import { renderLatency } from './latency.js';
+import { renderReconciliation } from './reconciliation.js';
 import { dimensionChoices, loadState, saveState, type ViewState } from './state.js';
 import { renderUsage } from './usage.js';
 
@@ -18,6 +19,7 @@ const VIEWS: { id: ViewName; label: string }[] = [
   { id: 'usage', label: 'Usage' },
   { id: 'requests', label: 'Requests' },
   { id: 'latency', label: 'Latency & errors' },
+  { id: 'reconciliation', label: 'Reconciliation' },
   { id: 'keys', label: 'API Keys' },
 ];
 
@@ -240,6 +242,7 @@ async function start(initialInfo?: InfoJson): Promise<void> {
       if (view === 'usage') await renderUsage(content, ctx, isCurrent);
       else if (view === 'requests') await renderRequests(content, ctx, isCurrent);
       else if (view === 'latency') await renderLatency(content, ctx, isCurrent);
+      else if (view === 'reconciliation') await renderReconciliation(content, ctx, isCurrent);
       else await renderKeys(content, ctx, isCurrent);
     } catch (err) {
       if (isCurrent()) ctx.fail(err);
