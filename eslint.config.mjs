@@ -28,6 +28,12 @@ export default tseslint.config(
     },
   },
   {
+    // One concept per file: a production module past 400 lines is split along its seams (bench scripts are tools).
+    files: ['**/*.ts', '**/*.mjs'],
+    ignores: ['test/**', 'bench/**'],
+    rules: { 'max-lines': ['error', { max: 400, skipBlankLines: false, skipComments: false }] },
+  },
+  {
     // Still over those limits, each to be split the way runtime/cluster.ts and cli/demo.ts were; the list only shrinks.
     files: [
       'admin/dashboard/web/keys.ts',

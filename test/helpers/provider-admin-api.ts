@@ -26,3 +26,30 @@ export function providerAdminApi(req: { url: string }): Reply | undefined {
     return fixture(page === null ? 'anthropic_cost_report_page1.json' : 'anthropic_cost_report_page2.json');
   return undefined;
 }
+
+const DAY = 24 * 3600 * 1000;
+
+/** An Anthropic cost report of one page: [day, model, cents] per line. */
+export function anthropicCostReport(lines: [number, string, string][]) {
+  const days = [...new Set(lines.map(([d]) => d))];
+  return {
+    data: days.map((day) => ({
+      starting_at: new Date(day).toISOString().replace('.000', ''),
+      ending_at: new Date(day + DAY).toISOString().replace('.000', ''),
+      results: lines
+        .filter(([d]) => d === day)
+        .map(([, model, amount]) => ({
+          currency: 'USD',
+          amount,
+          workspace_id: null,
+          description: `${model} usage`,
+          cost_type: 'tokens',
+          model,
+          service_tier: 'standard',
+          token_type: 'uncached_input_tokens',
+        })),
+    })),
+    has_more: false,
+    next_page: null,
+  };
+}

@@ -12,7 +12,7 @@ import type { ReconciliationReport } from '../../reconcile/report';
 import { openStore } from '../../storage';
 import type { UsageStore } from '../../storage/store';
 import { gatewayRecord as record } from '../helpers/gateway-record';
-import { jsonReply, providerAdminApi } from '../helpers/provider-admin-api';
+import { anthropicCostReport, jsonReply, providerAdminApi } from '../helpers/provider-admin-api';
 import { TestUpstream } from '../helpers/upstream';
 
 const DAY = 24 * 3600 * 1000;
@@ -26,28 +26,8 @@ const SETTINGS = (provider: string): RunSettings => ({ provider, tolerance: '0.0
 const json = jsonReply;
 
 /** An Anthropic cost report page of one day: [model, cents] per line. */
-function anthropicCosts(day: number, lines: [string, string][]) {
-  return {
-    data: [
-      {
-        starting_at: new Date(day).toISOString().replace('.000', ''),
-        ending_at: new Date(day + DAY).toISOString().replace('.000', ''),
-        results: lines.map(([model, amount]) => ({
-          currency: 'USD',
-          amount,
-          workspace_id: null,
-          description: `${model} usage`,
-          cost_type: 'tokens',
-          model,
-          service_tier: 'standard',
-          token_type: 'uncached_input_tokens',
-        })),
-      },
-    ],
-    has_more: false,
-    next_page: null,
-  };
-}
+const anthropicCosts = (day: number, lines: [string, string][]) =>
+  anthropicCostReport(lines.map(([model, cents]) => [day, model, cents]));
 
 describe('reconciliation: matching the gateway against the bill', () => {
   const upstream = new TestUpstream();

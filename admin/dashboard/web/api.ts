@@ -2,6 +2,7 @@
  * The admin API, as the page calls it. The admin token lives in this tab's sessionStorage only (never in
  * a URL, a cookie or localStorage) and goes out as `Authorization: Bearer` on every call.
  */
+import type { ReconciliationAnswer } from './reconciliation.js';
 
 const TOKEN_KEY = 'tollgate.adminToken';
 
@@ -287,6 +288,7 @@ export const api = {
     return { text: await res.text(), filename };
   },
   latency: (p: UsageParams) => json<LatencyResponse>(`latency?${usageQuery(p)}`),
+  reconciliation: (query: string) => json<ReconciliationAnswer>(`reconciliation?${query}`),
   requests: (p: { from: number; to: number; filters: [string, string][]; limit: number; cursor?: string | null }) => {
     const q = new URLSearchParams({ from: String(p.from), to: String(p.to), limit: String(p.limit) });
     for (const [dim, value] of p.filters) q.set(`filter[${dim}]`, value);
