@@ -125,8 +125,8 @@ export interface DashboardSuiteOptions {
   /** Extra gateway.config.yaml (or a function making it, for URLs known only once hooks ran) and environment. */
   yaml?: string | (() => string);
   env?: NodeJS.ProcessEnv;
-  /** What the suite needs in the gateway (records, keys) before the browser opens. */
-  seed?: (gw: TestGateway) => Promise<void>;
+  /** What the suite needs in the gateway (records, keys) before the browser opens; the upstream answers it. */
+  seed?: (gw: TestGateway, upstream: TestUpstream) => Promise<void>;
   /** 1280 x 900 unless given. */
   viewport?: { width: number; height: number };
   context?: Omit<BrowserContextOptions, 'viewport'>;
@@ -152,7 +152,7 @@ export function useDashboard(o: DashboardSuiteOptions = {}): DashboardSuite {
     this.timeout(o.timeoutMs ?? 60_000);
     await suite.upstream.start();
     suite.gw = await startTestGateway(suite.upstream.url, typeof o.yaml === 'function' ? o.yaml() : o.yaml, o.env);
-    await o.seed?.(suite.gw);
+    await o.seed?.(suite.gw, suite.upstream);
     suite.browser = await launchChromium(chromium);
     suite.context = await suite.browser.newContext({
       viewport: o.viewport ?? { width: 1280, height: 900 },
