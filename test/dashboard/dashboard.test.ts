@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { request } from 'undici';
 import type { UsageRecord } from '../../records/usage-record';
 import { adminGet } from '../helpers/admin';
-import { OPENAI_KEY, startTestGateway, TEST_ADMIN_TOKEN, type TestGateway } from '../helpers/gateway';
+import { OPENAI_KEY, startTestGateway, TEST_ADMIN_TOKEN, type TestGateway, chatThrough } from '../helpers/gateway';
 import { rememberSecret } from '../helpers/secret-scan';
 import { TestUpstream } from '../helpers/upstream';
 import { resultPath, useDashboard } from './browser';
@@ -637,16 +637,7 @@ describe('dashboard in a real browser (Chromium, playwright-core)', function () 
       expect(text).to.include(`${fresh.url}/v1`).and.include('X-Gateway-Key').and.include('X-Gateway-Metadata');
       await p.screenshot({ path: resultPath('dashboard-empty.png') });
       // After a first request, "Check again" shows the data.
-      const res = await request(`${fresh.url}/v1/chat/completions`, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          'x-gateway-key': fresh.key,
-          authorization: `Bearer ${OPENAI_KEY}`,
-          'x-gateway-metadata-agent': 'first',
-        },
-        body: JSON.stringify({ model: 'gpt-4o-mini', messages: [] }),
-      });
+      const res = await chatThrough(fresh, { 'x-gateway-metadata-agent': 'first' }, { messages: [] });
       await res.body.text();
       await adminGetUntil(fresh);
       await p.click('#empty-state button');

@@ -2,6 +2,8 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
+import OpenAI from 'openai';
+import { request, type Dispatcher } from 'undici';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { parseConfig } from '../../config/load';
 import { createLogger } from '../../runtime/logger';
@@ -150,5 +152,36 @@ export function useGatewayPerTest(upstream: TestUpstream, current: () => TestGat
   afterEach(async () => {
     await current()?.stop();
     upstream.reset();
+  });
+}
+
+/** The official OpenAI client pointed at the gateway with the test keys; no retries, so a test sees every answer. */
+export function openaiClient(gw: { url: string; key: string }): OpenAI {
+  return new OpenAI({
+    apiKey: OPENAI_KEY,
+    baseURL: `${gw.url}/v1`,
+    maxRetries: 0,
+    defaultHeaders: { 'X-Gateway-Key': gw.key },
+  });
+}
+
+/**
+ * A chat completion ("hi" to gpt-4o-mini) through the gateway with the test keys, on the wire as sent;
+ * `headers` and `body` add to or replace what it sends.
+ */
+export function chatThrough(
+  gw: { url: string; key: string },
+  headers: Record<string, string> = {},
+  body: Record<string, unknown> = {},
+): Promise<Dispatcher.ResponseData> {
+  return request(`${gw.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      'x-gateway-key': gw.key,
+      authorization: `Bearer ${OPENAI_KEY}`,
+      ...headers,
+    },
+    body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], ...body }),
   });
 }

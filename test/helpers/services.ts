@@ -148,3 +148,15 @@ export function requireRedisServer(ctx: Mocha.Context, suite: string): void {
     'no redis-server binary on PATH (this test starts and stops a private Redis; install the redis-server package)',
   );
 }
+
+/** Drops the PostgreSQL schema a suite worked in, once it is done (nothing to drop without DATABASE_URL). */
+export async function dropPostgresSchema(schema: string): Promise<void> {
+  if (!process.env.DATABASE_URL) return;
+  const c = new Client({ connectionString: process.env.DATABASE_URL });
+  await c.connect();
+  try {
+    await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+  } finally {
+    await c.end();
+  }
+}

@@ -22,7 +22,7 @@ import { openStore } from '../../storage/open';
 import { adminGet, waitForRecords } from '../helpers/admin';
 import { PROJECT_ROOT } from '../helpers/fixtures';
 import { AdminContract, checkedAdminAnswers } from '../helpers/admin-contract';
-import { OPENAI_KEY, startTestGateway, TEST_ADMIN_TOKEN, type TestGateway } from '../helpers/gateway';
+import { startTestGateway, TEST_ADMIN_TOKEN, type TestGateway, chatThrough } from '../helpers/gateway';
 import { scrape, total } from '../helpers/prometheus';
 import { TcpProxy } from '../helpers/tcp-proxy';
 import { TestUpstream } from '../helpers/upstream';
@@ -108,16 +108,7 @@ describe('admin API: OpenAPI description', () => {
 alerts: { channels: [{ name: ops, type: slack, url: "${slack.url}" }] }`,
       );
       for (const customer of ['openapi-c1', 'openapi-c2', 'openapi-c1']) {
-        const res = await request(`${gw.url}/v1/chat/completions`, {
-          method: 'POST',
-          headers: {
-            'content-type': 'application/json',
-            'x-gateway-key': gw.key,
-            authorization: `Bearer ${OPENAI_KEY}`,
-            'x-gateway-metadata-customer': customer,
-          },
-          body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }),
-        });
+        const res = await chatThrough(gw, { 'x-gateway-metadata-customer': customer });
         expect(res.statusCode).to.equal(200);
         await res.body.text();
       }

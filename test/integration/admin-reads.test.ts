@@ -12,7 +12,7 @@ import type { UsageRecord } from '../../records/usage-record';
 import { READ_POOL_APPLICATION_NAME } from '../../storage/read-connection';
 import { adminGet } from '../helpers/admin';
 import { csvRows } from '../helpers/csv';
-import { OPENAI_KEY, startTestGateway, TEST_ADMIN_TOKEN, type TestGateway } from '../helpers/gateway';
+import { startTestGateway, TEST_ADMIN_TOKEN, type TestGateway, chatThrough } from '../helpers/gateway';
 import { requirePostgres } from '../helpers/services';
 import { TestUpstream } from '../helpers/upstream';
 import { usageRecord, ZERO_BUCKETS } from '../helpers/records';
@@ -87,16 +87,7 @@ async function admin(gw: TestGateway, path: string): Promise<{ status: number; j
 /** One proxied chat completion: its status and how long it took. */
 async function proxied(gw: TestGateway, headers: Record<string, string> = {}): Promise<{ status: number; ms: number }> {
   const started = performance.now();
-  const res = await request(`${gw.url}/v1/chat/completions`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      'x-gateway-key': gw.key,
-      authorization: `Bearer ${OPENAI_KEY}`,
-      ...headers,
-    },
-    body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }),
-  });
+  const res = await chatThrough(gw, { ...headers });
   await res.body.text();
   return { status: res.statusCode, ms: performance.now() - started };
 }

@@ -4,7 +4,6 @@
  */
 import { expect } from 'chai';
 import { createHmac } from 'node:crypto';
-import { Client } from 'pg';
 import { request } from 'undici';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -15,7 +14,7 @@ import { AlertReceiver, slackShapeProblems } from '../helpers/alert-receiver';
 import { cachedAnswerCost } from '../helpers/answer-cost';
 import { OPENAI_KEY, startTestGateway, TEST_ADMIN_TOKEN, type TestGateway } from '../helpers/gateway';
 import { rememberSecret } from '../helpers/secret-scan';
-import { requirePostgres, requireRedis } from '../helpers/services';
+import { requirePostgres, requireRedis, dropPostgresSchema } from '../helpers/services';
 import { TestUpstream } from '../helpers/upstream';
 import { waitFor, sleep } from '../helpers/wait';
 
@@ -300,13 +299,7 @@ describe('budget alerts', () => {
     before(async function () {
       pg = await requirePostgres(this, 'budget alerts: two instances on PostgreSQL');
     });
-    after(async () => {
-      if (!process.env.DATABASE_URL) return;
-      const c = new Client({ connectionString: process.env.DATABASE_URL });
-      await c.connect();
-      await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-      await c.end();
-    });
+    after(() => dropPostgresSchema(schema));
 
     it('each threshold is sent once, not once per instance', async () => {
       const yaml = config(SOFT_BUDGET, `[${webhook(hook)}]`, `storage: { url: "${pg}", schema: ${schema} }`);

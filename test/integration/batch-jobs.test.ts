@@ -1,10 +1,10 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { expect } from 'chai';
-import OpenAI, { toFile } from 'openai';
+import { toFile } from 'openai';
 import { request } from 'undici';
 import { adminGet } from '../helpers/admin';
 import { fixtureBytes } from '../helpers/fixtures';
-import { ANTHROPIC_KEY, OPENAI_KEY, type TestGateway, useGateway } from '../helpers/gateway';
+import { ANTHROPIC_KEY, OPENAI_KEY, type TestGateway, useGateway, openaiClient } from '../helpers/gateway';
 import { TestUpstream, type Reply } from '../helpers/upstream';
 
 /**
@@ -53,12 +53,7 @@ describe('batch jobs, counted once', () => {
         return jsonl('openai/batch_output_built.jsonl', 'application/octet-stream');
       return { status: 404, headers: { 'content-type': 'application/json' }, body: Buffer.from('{}') };
     });
-    const openai = new OpenAI({
-      apiKey: OPENAI_KEY,
-      baseURL: `${gw.url}/v1`,
-      maxRetries: 0,
-      defaultHeaders: { 'X-Gateway-Key': gw.key },
-    });
+    const openai = openaiClient(gw);
     const input = '{"custom_id":"ticket-1","method":"POST","url":"/v1/chat/completions","body":{}}\n';
     const file = await openai.files.create({
       file: await toFile(Buffer.from(input), 'requests.jsonl'),

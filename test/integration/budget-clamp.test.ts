@@ -1,8 +1,7 @@
 import { expect } from 'chai';
-import OpenAI from 'openai';
 import { settledBudget } from '../helpers/admin';
 import { boundedChatAnswer } from '../helpers/bounded-answer';
-import { OPENAI_KEY, startTestGateway, type TestGateway } from '../helpers/gateway';
+import { startTestGateway, type TestGateway, openaiClient } from '../helpers/gateway';
 import { TestUpstream } from '../helpers/upstream';
 
 const REDIS_URL = process.env.REDIS_URL;
@@ -57,12 +56,7 @@ workspaces:
 
   /** One request; its outcome: "full", the clamped limit the header names, or the error code. */
   async function one(g: TestGateway): Promise<string | number> {
-    const client = new OpenAI({
-      apiKey: OPENAI_KEY,
-      baseURL: `${g.url}/v1`,
-      maxRetries: 0,
-      defaultHeaders: { 'X-Gateway-Key': g.key },
-    });
+    const client = openaiClient(g);
     try {
       const { response } = await client.chat.completions
         .create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Hi' }], max_completion_tokens: ASKED })
@@ -110,12 +104,7 @@ workspaces:
 
   it('a request that names no output limit gets the provider field written at the clamp', async () => {
     const g = await start('', '0.005');
-    const client = new OpenAI({
-      apiKey: OPENAI_KEY,
-      baseURL: `${g.url}/v1`,
-      maxRetries: 0,
-      defaultHeaders: { 'X-Gateway-Key': g.key },
-    });
+    const client = openaiClient(g);
     // gpt-4o-mini's catalog maximum output (16,384 tokens, ~$0.0098) does not fit $0.005: the request is clamped.
     const { response } = await client.chat.completions
       .create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Hi' }] })

@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
-import OpenAI, { toFile } from 'openai';
+import { toFile } from 'openai';
 import { settledBudget } from '../helpers/admin';
 import { fixtureBytes, PROJECT_ROOT } from '../helpers/fixtures';
-import { OPENAI_KEY, startTestGateway, type TestGateway, useGatewayPerTest, workspaceWith } from '../helpers/gateway';
+import { startTestGateway, type TestGateway, useGatewayPerTest, workspaceWith, openaiClient } from '../helpers/gateway';
 import { TestUpstream, type Reply } from '../helpers/upstream';
 
 const MEDIA_PRICES: Record<string, any>[] = JSON.parse(
@@ -32,13 +32,7 @@ describe('budgets reserve audio and images at admission', function () {
   const start = async (usd: string) => {
     gw = await startTestGateway(upstream.url, workspaceWith(`{ budgets: [{ period: day, usd: "${usd}" }] }`));
   };
-  const client = () =>
-    new OpenAI({
-      apiKey: OPENAI_KEY,
-      baseURL: `${gw.url}/v1`,
-      maxRetries: 0,
-      defaultHeaders: { 'X-Gateway-Key': gw.key },
-    });
+  const client = () => openaiClient(gw);
 
   /**
    * `count` requests at once, the provider answering `reply` to each only once every one of them reached it or was

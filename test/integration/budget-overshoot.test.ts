@@ -1,8 +1,7 @@
 import { expect } from 'chai';
-import OpenAI from 'openai';
 import { settledBudget } from '../helpers/admin';
 import { fixtureBytes, PROJECT_ROOT } from '../helpers/fixtures';
-import { OPENAI_KEY, startTestGateway, type TestGateway } from '../helpers/gateway';
+import { startTestGateway, type TestGateway, openaiClient } from '../helpers/gateway';
 import { sseChunks, TestUpstream } from '../helpers/upstream';
 
 const REDIS_URL = process.env.REDIS_URL;
@@ -70,12 +69,7 @@ workspaces:
 
   /** 60 streams at once; the outcomes, then the budget once every request has settled. */
   async function sixtyStreams(): Promise<{ ok: number; refused: number; spent: bigint }> {
-    const client = new OpenAI({
-      apiKey: OPENAI_KEY,
-      baseURL: `${gw.url}/v1`,
-      maxRetries: 0,
-      defaultHeaders: { 'X-Gateway-Key': gw.key },
-    });
+    const client = openaiClient(gw);
     const one = async (): Promise<string> => {
       try {
         const s = await client.responses.create({

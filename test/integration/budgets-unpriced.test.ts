@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import OpenAI from 'openai';
 import { adminGet } from '../helpers/admin';
 import { fixtureJson, PROJECT_ROOT } from '../helpers/fixtures';
-import { OPENAI_KEY, startTestGateway, type TestGateway, workspaceWith } from '../helpers/gateway';
+import { startTestGateway, type TestGateway, workspaceWith, openaiClient } from '../helpers/gateway';
 import { TestUpstream } from '../helpers/upstream';
 
 const UNPRICED = 'gpt-tollgate-unpriced';
@@ -34,13 +34,7 @@ describe('budgets and models without a price', () => {
       `${policy}\n${workspaceWith(`{ budgets: [{ period: day, usd: "${usd}" }] }`)}`,
     );
   };
-  const client = () =>
-    new OpenAI({
-      apiKey: OPENAI_KEY,
-      baseURL: `${gw.url}/v1`,
-      maxRetries: 0,
-      defaultHeaders: { 'X-Gateway-Key': gw.key },
-    });
+  const client = () => openaiClient(gw);
   const ask = (model: string) =>
     client().chat.completions.create({ model, messages: [{ role: 'user', content: 'hi' }], max_tokens: 100 });
   const spent = async () => (await adminGet(gw, '/api/budgets')).data[0].spent_usd as string;

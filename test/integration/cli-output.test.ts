@@ -8,11 +8,10 @@ import { spawn, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { request } from 'undici';
 import { waitForRecords } from '../helpers/admin';
 import { CLI, runCli } from '../helpers/cli';
 import { fixtureJson } from '../helpers/fixtures';
-import { OPENAI_KEY, startTestGateway, type TestGateway } from '../helpers/gateway';
+import { startTestGateway, type TestGateway, chatThrough } from '../helpers/gateway';
 import { TestUpstream } from '../helpers/upstream';
 import { requireService } from '../helpers/services';
 
@@ -84,16 +83,7 @@ describe('tollgate CLI: tables, --json and progress', function () {
         /[\u0080-\uffff]/g,
         (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
       );
-      const res = await request(`${gw.url}/v1/chat/completions`, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          'x-gateway-key': gw.key,
-          authorization: `Bearer ${OPENAI_KEY}`,
-          'x-gateway-metadata': metadata,
-        },
-        body: JSON.stringify({ model: 'gpt-4o-mini', messages: [] }),
-      });
+      const res = await chatThrough(gw, { 'x-gateway-metadata': metadata }, { messages: [] });
       await res.body.text();
     }
     await waitForRecords(gw, TEAMS.length);

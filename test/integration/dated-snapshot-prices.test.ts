@@ -1,10 +1,9 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { expect } from 'chai';
-import OpenAI from 'openai';
 import bundled from '../../pricing/catalog.json';
 import { waitForRecord } from '../framework/helpers';
 import { fixtureBytes } from '../helpers/fixtures';
-import { ANTHROPIC_KEY, OPENAI_KEY, type TestGateway, useGateway } from '../helpers/gateway';
+import { ANTHROPIC_KEY, type TestGateway, useGateway, openaiClient } from '../helpers/gateway';
 import { sseChunks, TestUpstream } from '../helpers/upstream';
 
 /** The bundled catalog entry of a family, as committed (the prices the costs below are worked out from). */
@@ -37,13 +36,7 @@ providers:
   gemini: { type: openai-compatible, base_url: "${url}/gemini/v1beta/openai", prefixes: [gemini-] }
 `,
   );
-  const openai = () =>
-    new OpenAI({
-      apiKey: OPENAI_KEY,
-      baseURL: `${gw.url}/v1`,
-      maxRetries: 0,
-      defaultHeaders: { 'X-Gateway-Key': gw.key },
-    });
+  const openai = () => openaiClient(gw);
 
   it('claude-3-5-sonnet-20240620 (Anthropic, -YYYYMMDD) at anthropic/claude-3-5-sonnet', async () => {
     upstream.respondWith(() => ({

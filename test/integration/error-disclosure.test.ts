@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import OpenAI from 'openai';
 import { refusedPortUrl } from '../helpers/faulty-upstream';
-import { OPENAI_KEY, startTestGateway, type TestGateway } from '../helpers/gateway';
+import { startTestGateway, type TestGateway, openaiClient } from '../helpers/gateway';
 import { TestUpstream } from '../helpers/upstream';
 
 /**
@@ -30,13 +30,7 @@ providers:
     await upstream.stop();
   });
 
-  const client = () =>
-    new OpenAI({
-      apiKey: OPENAI_KEY,
-      baseURL: `${gw.url}/v1`,
-      maxRetries: 0,
-      defaultHeaders: { 'X-Gateway-Key': gw.key },
-    });
+  const client = () => openaiClient(gw);
   async function failure(model: string): Promise<{ status: number; code: string; message: string }> {
     const err = await client()
       .chat.completions.create({ model, messages: [{ role: 'user', content: 'hi' }] })

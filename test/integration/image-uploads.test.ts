@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
-import OpenAI, { toFile } from 'openai';
+import { toFile } from 'openai';
 import { waitForRecord } from '../framework/helpers';
 import { fixtureBytes } from '../helpers/fixtures';
-import { OPENAI_KEY, type TestGateway, useGateway } from '../helpers/gateway';
+import { OPENAI_KEY, type TestGateway, useGateway, openaiClient } from '../helpers/gateway';
 import { TestUpstream, type ReceivedRequest } from '../helpers/upstream';
 
 const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
@@ -32,13 +32,7 @@ describe('image edits and variations through the gateway (openai SDK)', () => {
   let gw: TestGateway;
   useGateway(upstream, (g) => (gw = g));
 
-  const client = () =>
-    new OpenAI({
-      apiKey: OPENAI_KEY,
-      baseURL: `${gw.url}/v1`,
-      maxRetries: 0,
-      defaultHeaders: { 'X-Gateway-Key': gw.key },
-    });
+  const client = () => openaiClient(gw);
   const answer = fixtureBytes('openai/images_generations.json');
 
   it('images.edit: image (2 MB, past the in-memory limit for uploads) and mask arrive unchanged with the prompt', async () => {

@@ -12,6 +12,7 @@ import {
   type TestGateway,
   useGateway,
   workspaceWith,
+  openaiClient,
 } from '../helpers/gateway';
 import { sseChunks, TestUpstream, type Reply } from '../helpers/upstream';
 
@@ -72,13 +73,7 @@ describe('audio and images: priced by the unit each model is billed by', () => {
   let gw: TestGateway;
   useGateway(upstream, (g) => (gw = g));
 
-  const client = () =>
-    new OpenAI({
-      apiKey: OPENAI_KEY,
-      baseURL: `${gw.url}/v1`,
-      maxRetries: 0,
-      defaultHeaders: { 'X-Gateway-Key': gw.key },
-    });
+  const client = () => openaiClient(gw);
   const recordOf = (res: Response) => waitForRecord(gw, res.headers.get('x-gateway-request-id'));
   const expectCost = (record: any, cost: bigint, provenance = 'measured') => {
     expect(record.provenance, JSON.stringify(record)).to.equal(provenance);
@@ -356,13 +351,8 @@ describe('budgets count audio and images', () => {
     await upstream.stop();
   });
   const speak = (input: string) =>
-    new OpenAI({
-      apiKey: OPENAI_KEY,
-      baseURL: `${gw.url}/v1`,
-      maxRetries: 0,
-      defaultHeaders: { 'X-Gateway-Key': gw.key },
-    }).audio.speech
-      .create({ model: 'tts-1', voice: 'alloy', input })
+    openaiClient(gw)
+      .audio.speech.create({ model: 'tts-1', voice: 'alloy', input })
       .then(async (res) => (await res.arrayBuffer(), res));
 
   it('tts-1 spend reaches /api/budgets at its recorded cost, and the next request over budget is refused', async () => {

@@ -17,6 +17,7 @@ import {
   TEST_ADMIN_TOKEN,
   TEST_GATEWAY_KEY,
   type TestGateway,
+  openaiClient,
 } from '../helpers/gateway';
 import { spawnGateway, stopGateway } from '../helpers/process';
 import { samplesOf, scrape, total, type Sample } from '../helpers/prometheus';
@@ -294,12 +295,7 @@ plugins:
     const lock = lockSqlite(join(gw.dataDir, 'tollgate.db'));
     try {
       await lock.held;
-      const openai = new OpenAI({
-        apiKey: OPENAI_KEY,
-        baseURL: `${gw.url}/v1`,
-        maxRetries: 0,
-        defaultHeaders: { 'X-Gateway-Key': gw.key },
-      });
+      const openai = openaiClient(gw);
       for (let i = 0; i < 6; i++) await openai.chat.completions.create({ model: 'gpt-4o-mini', messages: [] });
       // Nothing can be written: each record waits in memory (at most 2) or in the spill file. The first write fails
       // once SQLite's busy wait on the writer thread gives up.

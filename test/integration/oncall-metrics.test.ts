@@ -6,7 +6,7 @@ import OpenAI from 'openai';
 import { request } from 'undici';
 import { parse as parseYaml } from 'yaml';
 import { fixtureBytes, fixtureJson, PROJECT_ROOT } from '../helpers/fixtures';
-import { OPENAI_KEY, TEST_ADMIN_TOKEN, useGateway, type TestGateway } from '../helpers/gateway';
+import { OPENAI_KEY, TEST_ADMIN_TOKEN, useGateway, type TestGateway, openaiClient } from '../helpers/gateway';
 import { samplesOf, scrape, total, type Sample } from '../helpers/prometheus';
 import { rememberSecret } from '../helpers/secret-scan';
 import { requireRedis } from '../helpers/services';
@@ -217,12 +217,7 @@ workspaces:
   );
 
   it('every expression of docs/prometheus-alerts.yml and docs/grafana-dashboard.json reads exported metrics', async () => {
-    const client = new OpenAI({
-      apiKey: OPENAI_KEY,
-      baseURL: `${gw.url}/v1`,
-      maxRetries: 0,
-      defaultHeaders: { 'X-Gateway-Key': gw.key },
-    });
+    const client = openaiClient(gw);
     await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
     const res = await request(`${gw.adminUrl}/metrics`, { headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` } });
     const exported = exportedNames(await res.body.text());

@@ -9,7 +9,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { request } from 'undici';
 import { alertsSchema } from '../../config/alerts';
 import { reconcileSchema } from '../../config/reconcile';
 import { ReconcileSchedule } from '../../reconcile/schedule';
@@ -17,7 +16,7 @@ import { createLogger } from '../../runtime/logger';
 import { openStore } from '../../storage';
 import type { UsageStore } from '../../storage/store';
 import { adminGet } from '../helpers/admin';
-import { OPENAI_KEY, startTestGateway } from '../helpers/gateway';
+import { startTestGateway, chatThrough } from '../helpers/gateway';
 import { gatewayRecord } from '../helpers/gateway-record';
 import { jsonReply, providerAdminApi } from '../helpers/provider-admin-api';
 import { TestUpstream } from '../helpers/upstream';
@@ -132,15 +131,7 @@ describe('reconciliation on a schedule', () => {
       ).to.equal(true);
       // The run waits on the provider: requests through the gateway are answered meanwhile.
       for (let i = 0; i < 5; i++) {
-        const res = await request(`${gw.url}/v1/chat/completions`, {
-          method: 'POST',
-          headers: {
-            'content-type': 'application/json',
-            'x-gateway-key': gw.key,
-            authorization: `Bearer ${OPENAI_KEY}`,
-          },
-          body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }),
-        });
+        const res = await chatThrough(gw);
         expect(res.statusCode).to.equal(200);
         await res.body.text();
       }

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import OpenAI from 'openai';
 import { fixtureBytes } from '../helpers/fixtures';
-import { OPENAI_KEY, startTestGateway, type TestGateway } from '../helpers/gateway';
+import { startTestGateway, type TestGateway, openaiClient } from '../helpers/gateway';
 import { requireRedis } from '../helpers/services';
 import { sseChunks, TestUpstream } from '../helpers/upstream';
 
@@ -40,13 +40,7 @@ workspaces:
     limits: ${limits}
 `,
     ).then((g) => (gw = g));
-  const client = () =>
-    new OpenAI({
-      apiKey: OPENAI_KEY,
-      baseURL: `${gw.url}/v1`,
-      maxRetries: 0,
-      defaultHeaders: { 'X-Gateway-Key': gw.key },
-    });
+  const client = () => openaiClient(gw);
 
   /** One stream read to its end: 'ok', or the gateway's error code. */
   async function stream(c: OpenAI): Promise<string> {

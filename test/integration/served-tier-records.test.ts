@@ -1,9 +1,8 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { expect } from 'chai';
-import OpenAI from 'openai';
 import { waitForRecord } from '../framework/helpers';
 import { fixtureBytes } from '../helpers/fixtures';
-import { ANTHROPIC_KEY, OPENAI_KEY, type TestGateway, useGateway } from '../helpers/gateway';
+import { ANTHROPIC_KEY, type TestGateway, useGateway, openaiClient } from '../helpers/gateway';
 import { sseChunks, TestUpstream } from '../helpers/upstream';
 
 /**
@@ -23,13 +22,7 @@ describe('served tier and audio tokens, recorded', () => {
     - { provider: openai, model: gpt-4o-audio-preview, input: "2.5", output: "10", input_audio: "40", output_audio: "80" }
 `,
   );
-  const openai = () =>
-    new OpenAI({
-      apiKey: OPENAI_KEY,
-      baseURL: `${gw.url}/v1`,
-      maxRetries: 0,
-      defaultHeaders: { 'X-Gateway-Key': gw.key },
-    });
+  const openai = () => openaiClient(gw);
 
   it('o3 answered at flex is recorded with its tier and the flex cost, $0.004032', async () => {
     upstream.respondWith(() => ({

@@ -5,7 +5,6 @@
  * instance; lifting it through the admin API and the CLI.
  */
 import { expect } from 'chai';
-import { Client } from 'pg';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'undici';
@@ -17,7 +16,7 @@ import { runCli } from '../helpers/cli';
 import { OPENAI_KEY, startTestGateway, TEST_ADMIN_TOKEN, type TestGateway } from '../helpers/gateway';
 import { scrape, total } from '../helpers/prometheus';
 import { rememberSecret } from '../helpers/secret-scan';
-import { requirePostgres } from '../helpers/services';
+import { requirePostgres, dropPostgresSchema } from '../helpers/services';
 import { TestUpstream } from '../helpers/upstream';
 import { waitFor } from '../helpers/wait';
 
@@ -227,13 +226,7 @@ describe('spend anomalies', () => {
     before(async function () {
       pg = await requirePostgres(this, 'spend freezes: two instances on PostgreSQL');
     });
-    after(async () => {
-      if (!process.env.DATABASE_URL) return;
-      const c = new Client({ connectionString: process.env.DATABASE_URL });
-      await c.connect();
-      await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-      await c.end();
-    });
+    after(() => dropPostgresSchema(schema));
     it('a freeze made on one instance applies on the other; the CLI lifts it on both', async function () {
       await sharedStore(() => `storage: { url: "${pg}", schema: ${schema} }`).call(this);
     });

@@ -5,9 +5,8 @@ import { resolve } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import { expect } from 'chai';
 import OpenAI from 'openai';
-import { request } from 'undici';
 import { fixtureBytes, fixtureJson, PROJECT_ROOT } from '../helpers/fixtures';
-import { ANTHROPIC_KEY, OPENAI_KEY, startTestGateway, type TestGateway } from '../helpers/gateway';
+import { ANTHROPIC_KEY, OPENAI_KEY, startTestGateway, type TestGateway, chatThrough } from '../helpers/gateway';
 import { TestUpstream } from '../helpers/upstream';
 
 /** A span as the OTLP/HTTP JSON encoding carries it, with its attributes flattened. */
@@ -103,16 +102,7 @@ function streamedUsage(file: string) {
 
 /** A chat request with the gateway key (unless `headers` replace it); resolves with the status once the answer is read. */
 async function chat(gw: TestGateway, headers: Record<string, string>): Promise<number> {
-  const res = await request(`${gw.url}/v1/chat/completions`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      'x-gateway-key': gw.key,
-      authorization: `Bearer ${OPENAI_KEY}`,
-      ...headers,
-    },
-    body: JSON.stringify({ model: 'gpt-4o-mini', messages: [] }),
-  });
+  const res = await chatThrough(gw, { ...headers }, { messages: [] });
   await res.body.text();
   return res.statusCode;
 }

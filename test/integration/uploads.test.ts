@@ -9,7 +9,7 @@ import { request } from 'undici';
 import { bulkBodiesInFlight, relayedBodyBytes } from '../../runtime/memory-policy';
 import { waitForRecords } from '../helpers/admin';
 import { fixtureBytes, fixtureJson } from '../helpers/fixtures';
-import { OPENAI_KEY, type TestGateway, useGateway } from '../helpers/gateway';
+import { OPENAI_KEY, type TestGateway, useGateway, openaiClient } from '../helpers/gateway';
 import { TestUpstream } from '../helpers/upstream';
 import { waitFor, sleep } from '../helpers/wait';
 
@@ -263,12 +263,7 @@ describe('large uploads, spooled to a temporary file', () => {
 
     it('the official SDK with `{ model, file }` (model first): routed, forwarded whole', async () => {
       const audio = randomBytes(3 * 1024 * 1024);
-      const client = new OpenAI({
-        apiKey: OPENAI_KEY,
-        baseURL: `${gw.url}/v1`,
-        maxRetries: 0,
-        defaultHeaders: { 'X-Gateway-Key': gw.key },
-      });
+      const client = openaiClient(gw);
       const result = await client.audio.transcriptions.create({
         model: 'whisper-1',
         file: await toFile(audio, 'speech.mp3', { type: 'audio/mpeg' }),

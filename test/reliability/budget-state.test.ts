@@ -2,11 +2,10 @@ import { expect } from 'chai';
 import { sleep } from '../helpers/wait';
 import Redis from 'ioredis';
 import { Client } from 'pg';
-import { request } from 'undici';
 import { TOKENS } from '../../api';
 import type { MemoryLimitStore } from '../../services/limit-store/memory-store';
 import { adminGet } from '../helpers/admin';
-import { OPENAI_KEY, startTestGateway, type TestGateway } from '../helpers/gateway';
+import { startTestGateway, type TestGateway, chatThrough } from '../helpers/gateway';
 import { runPool } from '../helpers/reliability';
 import { requirePostgres, requireRedis } from '../helpers/services';
 import { TcpProxy } from '../helpers/tcp-proxy';
@@ -15,16 +14,7 @@ import { TestUpstream } from '../helpers/upstream';
 /** One chat completion tagged customer_id=<customer>: its status, error code and how long the gateway took. */
 async function chat(gw: TestGateway, customer: string): Promise<{ status: number; code?: string; ms: number }> {
   const t0 = performance.now();
-  const res = await request(`${gw.url}/v1/chat/completions`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      'x-gateway-key': gw.key,
-      authorization: `Bearer ${OPENAI_KEY}`,
-      'x-gateway-metadata-customer-id': customer,
-    },
-    body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], max_tokens: 400 }),
-  });
+  const res = await chatThrough(gw, { 'x-gateway-metadata-customer-id': customer }, { max_tokens: 400 });
   const body = (await res.body.json()) as any;
   return { status: res.statusCode, code: body?.error?.code, ms: performance.now() - t0 };
 }

@@ -3,9 +3,8 @@ import { mkdtempSync, openSync, closeSync, readFileSync, rmSync, writeSync, exis
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import OpenAI from 'openai';
 import { adminGet } from '../helpers/admin';
-import { OPENAI_KEY, startTestGateway, type TestGateway } from '../helpers/gateway';
+import { startTestGateway, type TestGateway, openaiClient } from '../helpers/gateway';
 import { scrape, total } from '../helpers/prometheus';
 import { missingService } from '../helpers/services';
 import { TestUpstream } from '../helpers/upstream';
@@ -91,12 +90,7 @@ plugins:
 `,
     ).then((g) => (gw = g));
   const ask = (g: TestGateway) =>
-    new OpenAI({
-      apiKey: OPENAI_KEY,
-      baseURL: `${g.url}/v1`,
-      maxRetries: 0,
-      defaultHeaders: { 'X-Gateway-Key': g.key },
-    }).chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
+    openaiClient(g).chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
   const ready = async (g: TestGateway) => {
     const res = await fetch(`${g.url}/readyz`);
     return {
