@@ -13,6 +13,7 @@ import type { UsageRecord } from '../../records/usage-record';
 import { openStore, planUsageQuery, type UsageQuery, type UsageStore } from '../../storage';
 import { olderSchemaSql, undo008Sql, versionsFrom } from '../helpers/older-schema';
 import { requirePostgres } from '../helpers/services';
+import { usageRecord, ZERO_BUCKETS } from '../helpers/records';
 
 const DAY = 86_400_000;
 const HOUR = 3_600_000;
@@ -24,34 +25,28 @@ function records(n: number): UsageRecord[] {
     const tags: Record<string, string> = { agent: ['bot', 'writer', 'coder'][i % 3], customer_id: `c${(i * 7) % 13}` };
     if (i % 4 === 0) tags.feature = ['chat', 'search'][i % 2];
     if (i % 10 === 0) tags['zz.rare-key'] = 'x';
-    out.push({
-      id: `d-${String(i).padStart(5, '0')}`,
-      ts: BASE + Math.floor((i * 7919) % (6 * DAY)) + (i % 997),
-      workspaceId: i % 2 ? 'w1' : 'w2',
-      keyId: 'k',
-      provider: i % 3 ? 'openai' : 'anthropic',
-      model: i % 3 ? 'gpt-4o' : 'claude-sonnet-4-5',
-      servedModel: i % 3 ? 'gpt-4o' : 'claude-sonnet-4-5',
-      endpoint: 'chat.completions',
-      status: i % 17 ? 200 : 500,
-      streamed: false,
-      inputTokens: 100 + i,
-      outputTokens: 10 + (i % 50),
-      cacheReadTokens: 0,
-      cacheWriteTokens: 0,
-      cacheWrite1hTokens: 0,
-      reasoningTokens: 0,
-      citationTokens: 0,
-      searchQueries: 0,
-      // A few huge amounts: one day's total exceeds 2^63 pico-USD (the daily rows split money in two columns).
-      costPico: i % 11 === 0 ? null : i >= 1 && i <= 3 ? 4_000_000_000_000_000_000n : BigInt(1_000_000 + i * 1000),
-      provenance: i % 11 === 0 ? 'unpriced' : i % 5 === 0 ? 'estimated' : 'measured',
-      priceVersion: 'v',
-      latencyMs: 10,
-      ttfbMs: 5,
-      tags,
-      errorCode: null,
-    });
+    out.push(
+      usageRecord({
+        id: `d-${String(i).padStart(5, '0')}`,
+        ts: BASE + Math.floor((i * 7919) % (6 * DAY)) + (i % 997),
+        workspaceId: i % 2 ? 'w1' : 'w2',
+        keyId: 'k',
+        provider: i % 3 ? 'openai' : 'anthropic',
+        model: i % 3 ? 'gpt-4o' : 'claude-sonnet-4-5',
+        servedModel: i % 3 ? 'gpt-4o' : 'claude-sonnet-4-5',
+        status: i % 17 ? 200 : 500,
+        inputTokens: 100 + i,
+        outputTokens: 10 + (i % 50),
+        ...ZERO_BUCKETS,
+        // A few huge amounts: one day's total exceeds 2^63 pico-USD (the daily rows split money in two columns).
+        costPico: i % 11 === 0 ? null : i >= 1 && i <= 3 ? 4_000_000_000_000_000_000n : BigInt(1_000_000 + i * 1000),
+        provenance: i % 11 === 0 ? 'unpriced' : i % 5 === 0 ? 'estimated' : 'measured',
+        priceVersion: 'v',
+        latencyMs: 10,
+        ttfbMs: 5,
+        tags,
+      }),
+    );
   }
   return out;
 }

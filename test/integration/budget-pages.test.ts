@@ -5,11 +5,10 @@
  * cursor on). The proxied p99, idle and while the pages are read, is printed for the report, not asserted.
  */
 import { expect } from 'chai';
-import { request } from 'undici';
 import { codePointCompare } from '../../plugin-kit/code-point-order';
 import { formatUsd } from '../../pricing/money';
 import { adminGet } from '../helpers/admin';
-import { OPENAI_KEY, startTestGateway, type TestGateway } from '../helpers/gateway';
+import { startTestGateway, type TestGateway, chatThrough } from '../helpers/gateway';
 import { usageRecord, ZERO_BUCKETS } from '../helpers/records';
 import { TestUpstream } from '../helpers/upstream';
 
@@ -18,16 +17,9 @@ const PAGE = 1000;
 
 async function proxied(gw: TestGateway, customer: string): Promise<number> {
   const started = performance.now();
-  const res = await request(`${gw.url}/v1/chat/completions`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      'x-gateway-key': gw.key,
-      authorization: `Bearer ${OPENAI_KEY}`,
-      // JSON's \u escapes carry any value in an ASCII header.
-      'x-gateway-metadata': JSON.stringify({ customer_id: customer }).replace(/[^\x20-\x7e]/g, escapeUnit),
-    },
-    body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }),
+  const res = await chatThrough(gw, {
+    // JSON's \u escapes carry any value in an ASCII header.
+    'x-gateway-metadata': JSON.stringify({ customer_id: customer }).replace(/[^\x20-\x7e]/g, escapeUnit),
   });
   await res.body.text();
   expect(res.statusCode).to.equal(200);

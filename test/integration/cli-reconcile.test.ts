@@ -4,14 +4,12 @@
  * no output; a day drifting past reconcile.drift_alert leaves an alert in the outbox.
  */
 import { expect } from 'chai';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { openStore } from '../../storage';
 import { runCli } from '../helpers/cli';
 import { gatewayRecord } from '../helpers/gateway-record';
-import { providerAdminApi } from '../helpers/provider-admin-api';
-import { TestUpstream } from '../helpers/upstream';
+import { useReconcileSetup } from '../helpers/reconcile-setup';
 
 const DAY = 24 * 3600 * 1000;
 const D20 = Date.UTC(2025, 10, 20);
@@ -19,45 +17,31 @@ const ADMIN_KEY = 'sk-admin-cli-reconcile-0123456789abcdef';
 const MODEL = 'gpt-4o-mini-2024-07-18';
 
 describe('tollgate reconcile', () => {
-  const upstream = new TestUpstream();
-  let dir: string;
-  let config: string;
-  let db: string;
-
-  before(async () => {
-    await upstream.start();
-    upstream.respondWith(providerAdminApi);
-    dir = mkdtempSync(join(tmpdir(), 'tollgate-cli-reconcile-'));
-    db = join(dir, 'tollgate.db');
-    config = join(dir, 'gateway.yaml');
-    writeFileSync(
-      config,
-      `storage: { url: "sqlite:${db}" }
+  const setup = useReconcileSetup(
+    'cli-reconcile',
+    (upstreamUrl, storeUrl) =>
+      `storage: { url: "${storeUrl}" }
 alerts:
   channels: [{ name: ops, type: webhook, url: "http://127.0.0.1:1/hook", secret: "reconcile-test-secret-0123" }]
 reconcile:
   providers:
-    openai: { base_url: "${upstream.url}/openai/v1" }
+    openai: { base_url: "${upstreamUrl}/openai/v1" }
 `,
-    );
-    const store = await openStore(`sqlite:${db}`, { writerThread: false });
-    await store.migrate();
     // Day 21 is half of what OpenAI billed: the other half went around the gateway.
-    await store.insertBatch([
+    () => [
       gatewayRecord('openai', MODEL, D20, { input: 1_000_000, cacheRead: 200_000, output: 300_000 }, '0.345'),
       gatewayRecord('openai', MODEL, D20 + DAY, { input: 1_000_000, output: 250_000 }, '0.3'),
-    ]);
-    await store.close();
-  });
-  after(async () => {
-    await upstream.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
+    ],
+  );
+  const { upstream } = setup;
 
   const reconcile = (...args: string[]) =>
-    runCli(['-c', config, 'reconcile', '--provider', 'openai', '--from', '2025-11-20', '--to', '2025-11-22', ...args], {
-      env: { OPENAI_ADMIN_KEY: ADMIN_KEY },
-    });
+    runCli(
+      ['-c', setup.config, 'reconcile', '--provider', 'openai', '--from', '2025-11-20', '--to', '2025-11-22', ...args],
+      {
+        env: { OPENAI_ADMIN_KEY: ADMIN_KEY },
+      },
+    );
 
   it('prints each day x model with its status and the totals, and stores the run', async () => {
     const run = await reconcile();
@@ -72,7 +56,7 @@ reconcile:
     expect(run.stdout + run.stderr).to.not.include(ADMIN_KEY);
     expect(upstream.received.every((r) => r.headers.authorization === `Bearer ${ADMIN_KEY}`)).to.equal(true);
 
-    const store = await openStore(`sqlite:${db}`, { writerThread: false });
+    const store = await openStore(`sqlite:${setup.db}`, { writerThread: false });
     try {
       const [stored] = await store.reconciliationRuns!().list(1, null);
       expect(stored).to.include({ provider: 'openai', status: 'ok', source: 'api' });
@@ -85,7 +69,7 @@ reconcile:
   });
 
   it('reads a console CSV export instead of the API', async () => {
-    const csv = join(dir, 'export.csv');
+    const csv = join(setup.dir, 'export.csv');
     writeFileSync(
       csv,
       `Date,Model,Input Tokens,Cache Read Tokens,Output Tokens,Cost (USD)\n2025-11-20,${MODEL},1000000,200000,300000,0.345\n2025-11-21,${MODEL},1000000,0,250000,0.30\n`,
@@ -98,10 +82,10 @@ reconcile:
   });
 
   it('migrates a store no gateway has opened yet, and stores the run there', async () => {
-    const fresh = join(dir, 'fresh.yaml');
+    const fresh = join(setup.dir, 'fresh.yaml');
     writeFileSync(
       fresh,
-      `storage: { url: "sqlite:${join(dir, 'fresh.db')}" }\nreconcile: { providers: { openai: { base_url: "${upstream.url}/openai/v1" } } }\n`,
+      `storage: { url: "sqlite:${join(setup.dir, 'fresh.db')}" }\nreconcile: { providers: { openai: { base_url: "${upstream.url}/openai/v1" } } }\n`,
     );
     const run = await runCli(
       ['-c', fresh, 'reconcile', '--provider', 'openai', '--from', '2025-11-20', '--to', '2025-11-22', '--json'],
@@ -112,7 +96,7 @@ reconcile:
       'provider_only',
       'provider_only',
     ]);
-    const store = await openStore(`sqlite:${join(dir, 'fresh.db')}`, { writerThread: false });
+    const store = await openStore(`sqlite:${join(setup.dir, 'fresh.db')}`, { writerThread: false });
     try {
       expect(await store.reconciliationRuns!().list(5, null)).to.have.length(1);
     } finally {
@@ -121,7 +105,7 @@ reconcile:
   });
 
   it('says what to set when there is no admin key', async () => {
-    const run = await runCli(['-c', config, 'reconcile', '--provider', 'anthropic'], {
+    const run = await runCli(['-c', setup.config, 'reconcile', '--provider', 'anthropic'], {
       env: { ANTHROPIC_ADMIN_KEY: '' },
     });
     expect(run.code).to.equal(2);

@@ -3,11 +3,10 @@ import { writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
-import { request } from 'undici';
 import { csvRows } from '../helpers/csv';
 import { fixtureJson, PROJECT_ROOT } from '../helpers/fixtures';
 import { waitForRecords } from '../helpers/admin';
-import { OPENAI_KEY, startTestGateway, type TestGateway } from '../helpers/gateway';
+import { startTestGateway, type TestGateway, chatThrough } from '../helpers/gateway';
 import { TestUpstream } from '../helpers/upstream';
 
 const run = promisify(execFile);
@@ -54,16 +53,7 @@ describe('tollgate usage and tollgate usage reprice', () => {
       ['gpt-4o-mini', 'support'],
       ['sonar', 'search'],
     ]) {
-      const res = await request(`${gw.url}/v1/chat/completions`, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          'x-gateway-key': gw.key,
-          authorization: `Bearer ${OPENAI_KEY}`,
-          'x-gateway-metadata-agent': agent,
-        },
-        body: JSON.stringify({ model, messages: [] }),
-      });
+      const res = await chatThrough(gw, { 'x-gateway-metadata-agent': agent }, { model, messages: [] });
       await res.body.text();
     }
     recorded = await waitForRecords(gw, 4);

@@ -6,15 +6,12 @@
  * run's days (a record outside them keeps its price), and `reconcile` then matches.
  */
 import { expect } from 'chai';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { openStore } from '../../storage';
 import { runCli } from '../helpers/cli';
 import { gatewayRecord } from '../helpers/gateway-record';
-import { providerAdminApi } from '../helpers/provider-admin-api';
-import { TestUpstream } from '../helpers/upstream';
+import { useReconcileSetup } from '../helpers/reconcile-setup';
 
 const DAY = 24 * 3600 * 1000;
 const D20 = Date.UTC(2025, 10, 20);
@@ -22,50 +19,32 @@ const MODEL = 'claude-sonnet-4-5-20250929';
 const TOKENS = { input: 1_000_000, cacheRead: 500_000, cacheWrite: 100_000, output: 200_000 };
 
 describe('reconciliation: a stale price found, fixed by a dated override and a reprice', () => {
-  const upstream = new TestUpstream();
-  let dir: string;
-  let config: string;
-  let db: string;
-
-  before(async () => {
-    await upstream.start();
-    upstream.respondWith(providerAdminApi);
-    dir = mkdtempSync(join(tmpdir(), 'tollgate-stale-price-'));
-    db = join(dir, 'tollgate.db');
-    config = join(dir, 'gateway.yaml');
-    writeFileSync(
-      config,
-      `storage: { url: "sqlite:${db}" }
+  const setup = useReconcileSetup(
+    'stale-price',
+    (upstreamUrl, storeUrl) =>
+      `storage: { url: "${storeUrl}" }
 # The stale price: 0.8 of what Anthropic bills.
 pricing:
   models:
     - { provider: anthropic, model: claude-sonnet-4-5, input: "2.4", output: "12", cache_read: "0.24", cache_write: "3" }
 reconcile:
   providers:
-    anthropic: { admin_key: "\${ANTHROPIC_ADMIN_KEY}", base_url: "${upstream.url}/anthropic/v1" }
+    anthropic: { admin_key: "\${ANTHROPIC_ADMIN_KEY}", base_url: "${upstreamUrl}/anthropic/v1" }
 `,
-    );
-    const store = await openStore(`sqlite:${db}`, { writerThread: false });
-    await store.migrate();
     // Unpriced as stored: `usage reprice` prices them with the config's (stale) price, as the gateway would have.
-    await store.insertBatch([
+    () => [
       gatewayRecord('anthropic', MODEL, D20, TOKENS, null),
       gatewayRecord('anthropic', MODEL, D20 - 10 * DAY, TOKENS, null),
-    ]);
-    await store.close();
-  });
-  after(async () => {
-    await upstream.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
+    ],
+  );
 
   const cli = (...args: string[]) =>
-    runCli(['-c', config, ...args], { env: { ANTHROPIC_ADMIN_KEY: 'sk-ant-admin-stale-price-test' } });
+    runCli(['-c', setup.config, ...args], { env: { ANTHROPIC_ADMIN_KEY: 'sk-ant-admin-stale-price-test' } });
   const reconcile = (...more: string[]) =>
     cli('reconcile', '--provider', 'anthropic', '--from', '2025-11-20', '--to', '2025-11-22', ...more);
 
   async function records() {
-    const store = await openStore(`sqlite:${db}`, { writerThread: false });
+    const store = await openStore(`sqlite:${setup.db}`, { writerThread: false });
     try {
       const page = await store.listRequests({ from: 0, to: D20 + DAY, filters: {}, limit: 10 });
       return page.records.map((r) => ({ ts: r.ts, cost: r.costPico, version: r.priceVersion }));
@@ -86,16 +65,16 @@ reconcile:
       ['2025-11-20', MODEL, 'priced_differently', '1.250000'],
     ]);
 
-    const before = readFileSync(config, 'utf8');
+    const before = readFileSync(setup.config, 'utf8');
     const dry = await cli('reconcile-fix', String(report.run_id), '--dry-run');
     expect(dry.code, dry.stderr).to.equal(0);
     expect(dry.stdout).to.include('dry run: 1 of 1 records would change; nothing was written');
-    expect(readFileSync(config, 'utf8')).to.equal(before);
+    expect(readFileSync(setup.config, 'utf8')).to.equal(before);
 
     const fixed = await cli('reconcile-fix', String(report.run_id));
     expect(fixed.code, fixed.stderr).to.equal(0);
     expect(fixed.stdout).to.match(/repriced 2025-11-20 to 2025-11-22: 1 of 1 records changed \(audit entry \d+\)/);
-    const written = readFileSync(config, 'utf8');
+    const written = readFileSync(setup.config, 'utf8');
     expect(written).to.include('# The stale price: 0.8 of what Anthropic bills.');
     expect(parseYaml(written).pricing.models[1]).to.deep.equal({
       provider: 'anthropic',
@@ -114,7 +93,7 @@ reconcile:
     expect(outside.cost).to.equal(5_220_000_000_000n);
     expect(outside.version).to.not.include('@');
 
-    const store = await openStore(`sqlite:${db}`, { writerThread: false });
+    const store = await openStore(`sqlite:${setup.db}`, { writerThread: false });
     try {
       const [audit] = await store.repriceLog!().list(1);
       expect(audit).to.include({

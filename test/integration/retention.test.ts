@@ -22,6 +22,7 @@ import { startTestGateway, type TestGateway } from '../helpers/gateway';
 import { olderSchemaSql, versionsFrom } from '../helpers/older-schema';
 import { prng } from '../helpers/prng';
 import { requirePostgres } from '../helpers/services';
+import { usageRecord } from '../helpers/records';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -45,7 +46,7 @@ function makeRecords(prefix: string, n: number, from: number, to: number, seed: 
     const tags: Record<string, string> = {};
     if (rnd() < 0.7) tags.agent = pick(['planner', 'coder']);
     if (rnd() < 0.6) tags.customer_id = pick(['acme', 'globex']);
-    return {
+    return usageRecord({
       id: `${prefix}-${String(i).padStart(4, '0')}`,
       ts: from + Math.floor(rnd() * (to - from)),
       workspaceId: pick(['ws-a', 'ws-b']),
@@ -53,17 +54,9 @@ function makeRecords(prefix: string, n: number, from: number, to: number, seed: 
       provider,
       model,
       servedModel: model,
-      endpoint: 'chat.completions',
-      status: 200,
       streamed: rnd() < 0.5,
       inputTokens: Math.floor(rnd() * 10_000),
       outputTokens: Math.floor(rnd() * 2_000),
-      cacheReadTokens: null,
-      cacheWriteTokens: null,
-      cacheWrite1hTokens: null,
-      reasoningTokens: null,
-      citationTokens: null,
-      searchQueries: null,
       searchContextSize: null,
       costPico: unpriced ? null : BigInt(Math.floor(rnd() * 1e9)) * 1000n + BigInt(i),
       provenance: unpriced ? 'unpriced' : 'measured',
@@ -71,8 +64,7 @@ function makeRecords(prefix: string, n: number, from: number, to: number, seed: 
       latencyMs: 100,
       ttfbMs: 50,
       tags,
-      errorCode: null,
-    };
+    });
   });
 }
 

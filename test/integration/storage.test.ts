@@ -24,23 +24,13 @@ import { runUsageQuery } from '../../storage/query/run';
 import type { SqlQuery } from '../../storage/query/sql';
 import { olderSchemaSql, versionsFrom } from '../helpers/older-schema';
 import { requirePostgres } from '../helpers/services';
+import { prng } from '../helpers/prng';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 const BASE = Date.UTC(2025, 2, 1); // hour-aligned
 
 // ---------------------------------------------------------------- deterministic data
-
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const MODELS: [string, string, string | null][] = [
   ['openai', 'gpt-4o', 'gpt-4o-2024-08-06'],
