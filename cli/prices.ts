@@ -109,6 +109,27 @@ function rates(p: ModelPrice): string {
     .join(', ');
 }
 
+/** The local prices an update kept, and the bundled rates the source has none for. */
+function keptLines(overrides: string[], bundled: { id: string; fields: string[] }[]): string[] {
+  const lines: string[] = [];
+  if (overrides.length > 0) {
+    lines.push(
+      `local prices kept: ${count(overrides.length)} imported ${overrides.length === 1 ? 'model stays' : 'models stay'} priced by pricing.models, pricing.litellm_file or a provider module`,
+      ...listed('=', overrides),
+    );
+  }
+  if (bundled.length > 0) {
+    lines.push(
+      `bundled rates kept: ${count(bundled.length)} imported ${bundled.length === 1 ? 'model keeps' : 'models keep'} bundled rates the source has none for`,
+      ...listed(
+        '=',
+        bundled.map((k) => `${k.id}: ${k.fields.join(', ')}`),
+      ),
+    );
+  }
+  return lines;
+}
+
 /** `tollgate prices update` (LiteLLM's price file into the deployment's catalog) and `tollgate prices lookup`. */
 export function registerPriceCommands(program: Command, load: () => LoadedConfig): void {
   const prices = program.command('prices').description("the deployment's price catalog");
@@ -152,6 +173,7 @@ export function registerPriceCommands(program: Command, load: () => LoadedConfig
         after,
         result.catalog.models.map((m) => `${m.provider}/${m.model}`),
       );
+      const keptBundled = after.keptBundledRates();
       if (!opts.dryRun) writeImportedCatalog(path, result.catalog);
 
       if (opts.json) {
@@ -167,6 +189,7 @@ export function registerPriceCommands(program: Command, load: () => LoadedConfig
           other_providers: result.otherProviders,
           ...diff,
           kept_overrides: kept,
+          kept_bundled: keptBundled,
         };
         process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
         return;
@@ -176,12 +199,7 @@ export function registerPriceCommands(program: Command, load: () => LoadedConfig
           `tollgate: warning: ${z.id}: ${z.fields.join(', ')}: a rate that was set becomes $0; check the source before relying on it\n`,
         );
       const lines = [...importedLines(source, result), ...summary(diff)];
-      if (kept.length > 0) {
-        lines.push(
-          `local prices kept: ${count(kept.length)} imported ${kept.length === 1 ? 'model stays' : 'models stay'} priced by pricing.models, pricing.litellm_file or a provider module`,
-          ...listed('=', kept),
-        );
-      }
+      lines.push(...keptLines(kept, keptBundled));
       lines.push(
         opts.dryRun
           ? `dry run: nothing written (${path})`

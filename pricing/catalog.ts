@@ -2,9 +2,9 @@
  * The price catalog: the bundled pricing/catalog.json plus the deployment's overrides (pricing: block).
  *
  * Precedence: bundled < the imported catalog (`tollgate prices update`, imported-catalog.ts) < the provider modules'
- * own prices < litellm_file < models overrides; an override
- * replaces ALL price fields of an entry (a partial merge could pair a negotiated input price with a stale cache
- * price) and keeps its metadata (kind, context window, aliases) unless given. Discounts are applied last, by the
+ * own prices < litellm_file < models overrides; an override replaces ALL price fields of an entry (a partial merge
+ * could pair a negotiated input price with a stale cache price; only the import keeps the bundled rates it has none
+ * for) and keeps its metadata (kind, context window, aliases) unless given. Discounts are applied last, by the
  * provider that bills the request, exactly (decimal multiplication by 1 - discount).
  *
  * lookup() matching, first hit wins, nothing fuzzy:
@@ -79,6 +79,8 @@ export class PriceCatalog {
   /** Effective-dated prices (./dated-prices.ts), and the entries that have no undated price. */
   private readonly dated = new DatedPrices();
   private readonly datedOnly = new Set<string>();
+  /** Imported entries that kept bundled rates the import has none for: the fields, by entry key. */
+  private readonly keptBundled = new Map<string, readonly (typeof PRICE_FIELDS)[number][]>();
   private readonly defaultCreated: number;
   /** Tool-call fees by provider: model-specific entries first (bundled catalog, tool_fees). */
   private readonly toolFees = new Map<string, ToolFee[]>();
@@ -271,6 +273,24 @@ export class PriceCatalog {
     return Object.keys(out).length > 0 ? Object.freeze(out) : undefined;
   }
 
+  /**
+   * The imported entries in force that kept bundled rates the import has none for, each field as "cache_read 1.25"
+   * (what `prices update` lists).
+   */
+  keptBundledRates(): { id: string; fields: string[] }[] {
+    return [...this.keptBundled].flatMap(([key, fields]) => {
+      const entry = this.entries.get(key)!;
+      if (entry.origin !== 'imported') return [];
+      const show = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v));
+      return [
+        {
+          id: `${entry.price.provider}/${entry.price.model}`,
+          fields: fields.map((f) => `${f} ${show(entry.price[f])}`),
+        },
+      ];
+    });
+  }
+
   /** Every tool-fee entry of the catalog, as the docs and GET /v1/models may list them. */
   fees(): ToolFee[] {
     return [...this.toolFees.values()].flat();
@@ -306,12 +326,25 @@ export class PriceCatalog {
     }
     for (const m of snapshots) {
       const family = this.resolve(m.provider, undatedId(m.model)!, false);
-      if (family && samePrices(this.entries.get(family.key)!.price, m)) {
+      if (family && samePrices(this.entries.get(family.key)!.price, this.withBundledRates(m, family.key))) {
         this.aliases.set(keyOf(m.provider, m.model), family.key);
       } else {
         this.override(m, 'imported');
       }
     }
+  }
+
+  /**
+   * An imported snapshot with the rates the import has none for taken from its family where the family's are
+   * bundled ones (kept, or its bundled entry): the rates it would be billed at through the family.
+   */
+  private withBundledRates(m: CatalogModel, familyKey: string): CatalogModel {
+    const family = this.entries.get(familyKey)!;
+    const bundled = family.origin === 'bundled' ? PRICE_FIELDS : (this.keptBundled.get(familyKey) ?? []);
+    const filled: CatalogModel = { ...m };
+    for (const f of bundled)
+      if (!(f in m) && family.price[f] !== undefined) Object.assign(filled, { [f]: family.price[f] });
+    return filled;
   }
 
   /** Adds an entry, or replaces all price fields of an existing one (metadata kept unless given). */
@@ -321,8 +354,15 @@ export class PriceCatalog {
     const existing = replaced?.price;
     const merged: CatalogModel = { ...(existing ?? {}), kind: existing?.kind ?? 'chat', ...m } as CatalogModel;
     for (const f of ['effective_from', 'effective_to'] as const) if (!(f in m)) delete merged[f];
+    this.keptBundled.delete(key);
     if (existing) {
-      for (const f of PRICE_FIELDS) if (!(f in m)) delete merged[f];
+      // The import refreshes a bundled entry from a public source: a rate it has none for is one it cannot refresh,
+      // not one the model lost, so the bundled rate stays (prices update lists it). Any other override replaces
+      // every price field, so that a negotiated input price is never paired with a stale cache price.
+      const keep = origin === 'imported' && replaced!.origin === 'bundled';
+      const kept = PRICE_FIELDS.filter((f) => !(f in m) && keep && existing[f] !== undefined);
+      for (const f of PRICE_FIELDS) if (!(f in m) && !kept.includes(f)) delete merged[f];
+      if (kept.length > 0) this.keptBundled.set(key, kept);
       merged.aliases = [...new Set([...(existing.aliases ?? []), ...(m.aliases ?? [])])];
       const whose = REPLACED_ENTRY[replaced!.origin] ?? 'bundled';
       merged.source_note = `prices from ${SOURCE_OF[origin]} (${whose} entry replaced)`;

@@ -100,7 +100,7 @@ function buckets(raw: Record<string, unknown>, ctx: Ctx, base: Path): Partial<Re
 const longContextInput = z.strictObject({ above_input_tokens: z.number().int().positive(), ...bucketKeys });
 
 /** A service tier's rates, USD per 1M tokens (the tiers of the bundled catalog: batch, flex, priority). */
-const TIER_BUCKETS = ['input', 'output', 'cache_read', 'cache_write'] as const;
+const TIER_BUCKETS = ['input', 'output', 'cache_read', 'cache_write', 'cache_write_1h'] as const;
 const tierInput = z.strictObject(Object.fromEntries(TIER_BUCKETS.map((b) => [b, numeric.optional()])));
 const SERVICE_TIERS = ['batch', 'flex', 'priority'] as const;
 type ServiceTiers = NonNullable<CatalogModel['service_tiers']>;

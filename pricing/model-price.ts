@@ -83,11 +83,12 @@ export const longContextTierSchema = z.strictObject({
 });
 
 /** Batch / flex / priority rates: applied when the answer names the tier (Usage.serviceTier, pricing/cost.ts). */
-const serviceTierSchema = z.strictObject({
+export const serviceTierSchema = z.strictObject({
   input: decimalString.optional(),
   output: decimalString.optional(),
   cache_read: decimalString.optional(),
   cache_write: decimalString.optional(),
+  cache_write_1h: decimalString.optional(),
 });
 
 export const catalogModelSchema = z.strictObject({

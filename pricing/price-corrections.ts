@@ -1,13 +1,15 @@
 /**
  * Deliberate differences between the bundled catalog and the LiteLLM snapshot it is built from
- * (pricing/source/prices.yaml): rates a provider publishes otherwise. Each names the snapshot's value it replaces
- * (null: the snapshot has none), the price in force and where that price was read. They live in their own file
- * because scripts/build-price-catalog.ts rewrites catalog.json; test/unit/catalog-sources.test.ts checks that every
- * bundled rate is the snapshot's, a media price's (pricing/media-prices.json, each with its source) or one of these.
+ * (pricing/source/prices.yaml): rates a provider publishes otherwise. A correction sets one flat rate (`field`) or
+ * the rates of one service tier (`tier`, e.g. Anthropic's batch rates, which the snapshot lacks); each names the
+ * snapshot's value it replaces (null: the snapshot has none), the price in force and where that price was read.
+ * They live in their own file because scripts/build-price-catalog.ts rewrites catalog.json;
+ * test/unit/catalog-sources.test.ts checks that every bundled rate is the snapshot's, a media price's
+ * (pricing/media-prices.json, each with its source) or one of these.
  */
 import { z } from 'zod';
 import correctionsJson from './price-corrections.json';
-import { decimalString, type CatalogModel } from './model-price';
+import { decimalString, serviceTierSchema, type CatalogModel } from './model-price';
 
 /** The flat rate fields a correction may set (USD per 1M tokens). */
 export const CORRECTABLE_FIELDS = [
@@ -22,17 +24,32 @@ export const CORRECTABLE_FIELDS = [
   'output_image',
 ] as const;
 
-export const priceCorrectionSchema = z.strictObject({
+/** Where a corrected price was read. */
+const provenance = {
   provider: z.string().min(1),
   model: z.string().min(1),
+  source: z.string().min(20),
+  retrieved: z.string().regex(/^\d{4}-\d{2}-\d{2}$/),
+  note: z.string().optional(),
+};
+
+const rateCorrectionSchema = z.strictObject({
+  ...provenance,
   field: z.enum(CORRECTABLE_FIELDS),
   /** The snapshot's value of the field, or null when it has none. */
   snapshot: decimalString.nullable(),
   price: decimalString,
-  source: z.string().min(20),
-  retrieved: z.string().regex(/^\d{4}-\d{2}-\d{2}$/),
-  note: z.string().optional(),
 });
+
+const tierCorrectionSchema = z.strictObject({
+  ...provenance,
+  tier: z.enum(['batch', 'flex', 'priority']),
+  /** The snapshot's rates of the tier, or null when it has none. */
+  snapshot: serviceTierSchema.nullable(),
+  rates: serviceTierSchema.refine((r) => Object.keys(r).length > 0, { message: 'a tier correction sets a rate' }),
+});
+
+export const priceCorrectionSchema = z.union([rateCorrectionSchema, tierCorrectionSchema]);
 export type PriceCorrection = z.infer<typeof priceCorrectionSchema>;
 
 export function bundledCorrections(): PriceCorrection[] {
@@ -48,8 +65,15 @@ export function withCorrections(
   for (const c of corrections) {
     const entry = out.find((m) => m.provider === c.provider && m.model === c.model);
     if (!entry) throw new Error(`price correction for ${c.provider}/${c.model}: no such catalog entry`);
-    entry[c.field] = c.price;
-    const note = `${c.field} ${c.price} (snapshot: ${c.snapshot ?? 'none'}): ${c.source}, retrieved ${c.retrieved}`;
+    let what: string;
+    if ('tier' in c) {
+      entry.service_tiers = { ...entry.service_tiers, [c.tier]: c.rates };
+      what = `${c.tier} tier ${JSON.stringify(c.rates)} (snapshot: ${c.snapshot ? JSON.stringify(c.snapshot) : 'none'})`;
+    } else {
+      entry[c.field] = c.price;
+      what = `${c.field} ${c.price} (snapshot: ${c.snapshot ?? 'none'})`;
+    }
+    const note = `${what}: ${c.source}, retrieved ${c.retrieved}`;
     entry.source_note = entry.source_note ? `${entry.source_note} | ${note}` : note;
   }
   return out;

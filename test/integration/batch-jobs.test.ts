@@ -15,19 +15,8 @@ import { TestUpstream, type Reply } from '../helpers/upstream';
 describe('batch jobs, counted once', () => {
   const upstream = new TestUpstream();
   let gw: TestGateway;
-  // Anthropic's batch rates are half its standard ones (its batch processing guide); the bundled catalog lists none.
-  useGateway(
-    upstream,
-    (g) => (gw = g),
-    `pricing:
-  models:
-    - provider: anthropic
-      model: claude-haiku-4-5
-      input: "1"
-      output: "5"
-      service_tiers: { batch: { input: "0.5", output: "2.5" } }
-`,
-  );
+  // Priced by the bundled catalog: Anthropic's batch rates are its standard ones halved (pricing/price-corrections.json).
+  useGateway(upstream, (g) => (gw = g));
   const TAGS = { agent: 'triage-bot', feature: 'nightly' };
   const metadata = { 'X-Gateway-Metadata': JSON.stringify(TAGS) };
 
@@ -147,7 +136,7 @@ describe('batch jobs, counted once', () => {
     }
 
     const lines = await settledLines('anthropic', 2);
-    // claude-haiku-4-5 at $0.50 / $2.50 per 1M: 800 x 0.5 + 200 x 2.5 and 1,500 x 0.5 + 100 x 2.5; errored and expired lines bill nothing.
+    // claude-haiku-4-5 at its bundled batch rates, $0.50 / $2.50 per 1M: 800 x 0.5 + 200 x 2.5 and 1,500 x 0.5 + 100 x 2.5; errored and expired lines bill nothing.
     expect(lines.map((r) => [r.cost_pico, r.input_tokens, r.output_tokens]).sort()).to.deep.equal([
       ['1000000000', 1500, 100],
       ['900000000', 800, 200],

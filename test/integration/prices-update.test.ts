@@ -108,6 +108,31 @@ describe('tollgate prices update', function () {
     }
   });
 
+  it("keeps the bundled rates the file has none for and lists them; a snapshot at its family's prices is no new model", async () => {
+    const source = JSON.parse(fixtureBytes('litellm/model_prices_subset.json').toString('utf8'));
+    // No cache price for deepseek-chat (whose input changes), nor for gpt-4o-mini and its dated snapshot.
+    source['deepseek/deepseek-chat'].input_cost_per_token = 3e-7;
+    for (const id of ['deepseek/deepseek-chat', 'gpt-4o-mini', 'gpt-4o-mini-2024-07-18'])
+      delete source[id].cache_read_input_token_cost;
+    const file = join(dir, 'no-cache.json');
+    writeFileSync(file, JSON.stringify(source));
+    const out = JSON.parse((await prices('--from', file, '--json')).stdout);
+    // gpt-4o-mini keeps the rate too, but pricing.models prices it: only deepseek-chat is listed.
+    expect(out.kept_bundled).to.deep.equal([{ id: 'deepseek/deepseek-chat', fields: ['cache_read 0.028'] }]);
+    expect(out.changed).to.deep.include({ id: 'deepseek/deepseek-chat', fields: ['input 0.28 -> 0.3'] });
+    expect(out.added).to.deep.equal(['openai/gpt-3.5-turbo', 'openai/gpt-3.5-turbo-0613']);
+    const text = await prices('--from', file, '--dry-run');
+    expect(text.stdout).to.include(
+      'bundled rates kept: 1 imported model keeps bundled rates the source has none for\n  = deepseek/deepseek-chat: cache_read 0.028\n',
+    );
+    const lookup = await runCli(['prices', 'lookup', 'deepseek', 'deepseek-chat', '--config', config]);
+    expect(lookup.stdout).to.match(
+      /^price id deepseek\/deepseek-chat \(imported\)\ninput 0\.3, output 0\.42, cache_read 0\.028 /,
+    );
+    const snapshot = await runCli(['prices', 'lookup', 'openai', 'gpt-4o-mini-2024-07-18', '--config', config]);
+    expect(snapshot.stdout).to.match(/^price id openai\/gpt-4o-mini \(override, matched as /);
+  });
+
   it('says which models a later file no longer prices', async () => {
     expect((await prices('--from', SUBSET)).code).to.equal(0);
     const later = JSON.parse(fixtureBytes('litellm/model_prices_subset.json').toString('utf8'));

@@ -1,8 +1,9 @@
+import Anthropic from '@anthropic-ai/sdk';
 import { expect } from 'chai';
 import OpenAI from 'openai';
 import { waitForRecord } from '../framework/helpers';
 import { fixtureBytes } from '../helpers/fixtures';
-import { OPENAI_KEY, type TestGateway, useGateway } from '../helpers/gateway';
+import { ANTHROPIC_KEY, OPENAI_KEY, type TestGateway, useGateway } from '../helpers/gateway';
 import { sseChunks, TestUpstream } from '../helpers/upstream';
 
 /**
@@ -62,6 +63,29 @@ describe('served tier and audio tokens, recorded', () => {
     expect(tier).to.equal('priority');
     const r = await waitForRecord(gw, response.headers.get('x-gateway-request-id'));
     expect(r).to.include({ service_tier: 'priority', cost_pico: '11392000000', provenance: 'measured' });
+  });
+
+  it('an Anthropic stream answered at Priority Tier is recorded with its tier and no cost, never the standard one', async () => {
+    upstream.respondWith(() => ({
+      headers: { 'content-type': 'text/event-stream' },
+      body: sseChunks(fixtureBytes('anthropic/messages_stream_priority_built.sse')),
+    }));
+    const anthropic = new Anthropic({
+      apiKey: ANTHROPIC_KEY,
+      baseURL: gw.url,
+      maxRetries: 0,
+      defaultHeaders: { 'X-Gateway-Key': gw.key },
+    });
+    const { data: stream, response } = await anthropic.messages
+      .create({ model: 'claude-sonnet-4-5', max_tokens: 64, stream: true, messages: [{ role: 'user', content: 'Hi' }] })
+      .withResponse();
+    let tier: string | null | undefined;
+    for await (const event of stream) if (event.type === 'message_start') tier = event.message.usage.service_tier;
+    expect(tier).to.equal('priority');
+    const r = await waitForRecord(gw, response.headers.get('x-gateway-request-id'));
+    // Anthropic prices Priority Tier by commitment, not per token: the bundled catalog has no rate for it.
+    expect(r).to.include({ service_tier: 'priority', input_tokens: 17, output_tokens: 10, provenance: 'unpriced' });
+    expect(r.cost_pico).to.equal(null);
   });
 
   it('an audio chat stream keeps its audio tokens apart and prices them at the audio rates, $0.01063', async () => {

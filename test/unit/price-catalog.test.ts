@@ -422,6 +422,44 @@ describe('price catalog', () => {
       });
     });
 
+    it('keeps a bundled rate the import has none for, lists it, and a same-price snapshot still goes through the family', () => {
+      const bundled: CatalogFile = {
+        ...FILE,
+        models: [
+          ...MODELS,
+          { provider: 'openai', model: 'gpt-c', kind: 'chat', input: '2', output: '8', cache_read: '1' },
+        ],
+      };
+      // The source has no cache price for gpt-c nor for its snapshots.
+      const source = imported([
+        { provider: 'openai', model: 'gpt-c', kind: 'chat', input: '2.5', output: '9' },
+        { provider: 'openai', model: 'gpt-c-2026-03-01', kind: 'chat', input: '2.5', output: '9' },
+        { provider: 'openai', model: 'gpt-c-2026-04-01', kind: 'chat', input: '3', output: '9' },
+        { provider: 'openai', model: 'gpt-x-mini-2026-03-01', kind: 'chat', input: '0.5', output: '1' },
+      ]);
+      const c = PriceCatalog.fromConfig({}, { bundled, imported: source });
+      expect(c.lookup('openai', 'gpt-c')).to.include({
+        input: '2.5',
+        output: '9',
+        cache_read: '1',
+        origin: 'imported',
+      });
+      expect(c.keptBundledRates()).to.deep.equal([{ id: 'openai/gpt-c', fields: ['cache_read 1'] }]);
+      // priced like its family once the kept rate is counted: priced through it, cache rate included
+      expect(c.lookup('openai', 'gpt-c-2026-03-01')).to.include({ model: 'gpt-c', input: '2.5', cache_read: '1' });
+      expect(c.lookup('openai', 'gpt-c-2026-04-01')).to.include({ model: 'gpt-c-2026-04-01', input: '3' });
+      expect(c.lookup('openai', 'gpt-c-2026-04-01')).to.not.have.property('cache_read');
+      // a snapshot at the prices of a bundled family the import does not list goes through that family
+      expect(c.lookup('openai', 'gpt-x-mini-2026-03-01')).to.include({ model: 'gpt-x-mini', origin: 'bundled' });
+      // pricing.models replaces every rate: the kept one goes, and is no longer listed
+      const overridden = PriceCatalog.fromConfig(
+        { models: [{ provider: 'openai', model: 'gpt-c', input: '2', output: '7' }] },
+        { bundled, imported: source },
+      );
+      expect(overridden.lookup('openai', 'gpt-c')).to.not.have.property('cache_read');
+      expect(overridden.keptBundledRates()).to.deep.equal([]);
+    });
+
     it('provider module prices, pricing.litellm_file and pricing.models all win over it', () => {
       const provider = withImport({}, [{ provider: 'openai', model: 'gpt-new', input: '7' }]);
       expect(provider.lookup('openai', 'gpt-new')).to.include({

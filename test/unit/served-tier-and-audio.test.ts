@@ -11,9 +11,9 @@ const catalog = new PriceCatalog();
 const openai = USAGE_PARSERS['openai'];
 const anthropic = USAGE_PARSERS['anthropic'];
 
-/** An SSE fixture through a fresh accumulator of `endpoint`, as the gateway feeds it. */
-function streamed(endpoint: EndpointKey, path: string): Usage | undefined {
-  const acc = openai.createStreamAccumulator(endpoint);
+/** An SSE fixture through a fresh accumulator of `endpoint` (OpenAI's unless told), as the gateway feeds it. */
+function streamed(endpoint: EndpointKey, path: string, parser = openai): Usage | undefined {
+  const acc = parser.createStreamAccumulator(endpoint);
   const decoder = new SseDecoder();
   for (const e of decoder.push(fixtureBytes(path))) acc.push(e);
   for (const e of decoder.end()) acc.push(e);
@@ -84,15 +84,78 @@ describe('the service tier an answer names, and audio tokens, priced (BUILT fixt
       expect(r.reason).to.equal('openai/long-1 has no long-context price for the flex service tier');
     });
 
-    it("Anthropic's usage.service_tier is read, and standard is the standard rate (messages_basic.json)", () => {
-      const usage = anthropic.fromJson('messages', fixtureJson('anthropic/messages_basic.json'));
-      expect(usage?.serviceTier).to.equal('standard');
-      const r = priceUsage(catalog.lookup('anthropic', 'claude-sonnet-4-5'), usage, {
-        endpoint: 'messages',
-        counted: true,
+    describe("Anthropic's usage.service_tier", () => {
+      const claude = (model: string, usage: Usage | undefined): PricedUsage =>
+        priceUsage(catalog.lookup('anthropic', model), usage, { endpoint: 'messages', counted: true });
+
+      const claudeStream = (path: string): Usage | undefined => streamed('messages', path, anthropic);
+
+      it('standard is the standard rate (messages_basic.json, recorded)', () => {
+        const usage = anthropic.fromJson('messages', fixtureJson('anthropic/messages_basic.json'));
+        expect(usage?.serviceTier).to.equal('standard');
+        // 222 x $3 + 39 x $15 per 1M.
+        expect(claude('claude-sonnet-4-5', usage).costPico).to.equal(1_251_000_000n);
       });
-      // 222 x $3 + 39 x $15 per 1M.
-      expect(r.costPico).to.equal(1_251_000_000n);
+
+      it('a batch result line is priced at the bundled batch rates, half (message_batch_results_built.jsonl)', () => {
+        const line = JSON.parse(fixtureBytes('anthropic/message_batch_results_built.jsonl').toString().split('\n')[0]);
+        const usage = anthropic.fromJson('messages', line.result.message);
+        expect(usage).to.include({ inputTokens: 800, outputTokens: 200, serviceTier: 'batch' });
+        // claude-haiku-4-5-20251001 at $0.50 / $2.50 per 1M: $0.0004 + $0.0005; standard would be $0.0018.
+        expect(claude(line.result.message.model, usage)).to.include({
+          costPico: 900_000_000n,
+          provenanceHint: 'priced',
+        });
+      });
+
+      it('cache writes in a batch are half the 5-minute write rate too (messages_cache_creation.json, recorded)', () => {
+        const usage = anthropic.fromJson('messages', fixtureJson('anthropic/messages_cache_creation.json'))!;
+        expect(usage).to.include({ inputTokens: 4, cacheWriteTokens: 1163, outputTokens: 187 });
+        // claude-3-5-sonnet: 4 x $3 + 1,163 x $3.75 + 187 x $15 per 1M standard; every rate halved in a batch.
+        expect(claude('claude-3-5-sonnet-20240620', usage).costPico).to.equal(7_178_250_000n);
+        expect(claude('claude-3-5-sonnet-20240620', { ...usage, serviceTier: 'batch' }).costPico).to.equal(
+          3_589_125_000n,
+        );
+      });
+
+      it('priority, which Anthropic bills by commitment, is unpriced, never the standard rate (stream, BUILT)', () => {
+        const usage = claudeStream('anthropic/messages_stream_priority_built.sse');
+        expect(usage).to.include({ inputTokens: 17, outputTokens: 10, serviceTier: 'priority' });
+        const r = claude('claude-sonnet-4-5-20250929', usage);
+        expect(r.costPico).to.equal(null);
+        expect(r.reason).to.equal('anthropic/claude-sonnet-4-5 has no price for the priority service tier');
+        // The recorded stream it is built from, served at standard: 17 x $3 + 10 x $15 per 1M.
+        expect(claude('claude-sonnet-4-5', claudeStream('anthropic/messages_stream.sse')).costPico).to.equal(
+          201_000_000n,
+        );
+      });
+
+      it("a deployment's own priority rates (its commitment) price a priority answer", () => {
+        const committed = PriceCatalog.fromConfig({
+          models: [
+            {
+              provider: 'anthropic',
+              model: 'claude-sonnet-4-5',
+              input: '3',
+              output: '15',
+              service_tiers: { priority: { input: '3.3', output: '16.5' } },
+            },
+          ],
+        });
+        const usage = claudeStream('anthropic/messages_stream_priority_built.sse');
+        const r = priceUsage(committed.lookup('anthropic', 'claude-sonnet-4-5-20250929'), usage, {
+          endpoint: 'messages',
+          counted: true,
+        });
+        // 17 x $3.3 + 10 x $16.5 per 1M.
+        expect(r.costPico).to.equal(221_100_000n);
+      });
+
+      it('a batch prompt past the long-context threshold is unpriced: the catalog holds no long-context batch rate', () => {
+        const r = claude('claude-sonnet-4-5', { inputTokens: 200_001, outputTokens: 10, serviceTier: 'batch' });
+        expect(r.costPico).to.equal(null);
+        expect(r.reason).to.equal('anthropic/claude-sonnet-4-5 has no long-context price for the batch service tier');
+      });
     });
 
     it('a discount applies to the tier rates as to the standard ones', () => {
