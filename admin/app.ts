@@ -116,6 +116,7 @@ export function createAdminApp({
     } catch (err) {
       const error = isStoreUnreachable(err) ? storeUnavailable(err) : asGatewayError(err);
       if (error.status >= 500) logger.error({ err, path: truncate(ctx.path, 200) }, 'admin request failed');
+      metrics?.errorAnswered(error.code);
       ctx.status = error.status;
       ctx.set(error.headers);
       ctx.type = 'application/json';

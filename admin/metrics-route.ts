@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import type { Logger } from 'pino';
-import { GatewayError } from '../core/errors';
+import { GatewayError, type ErrorCode } from '../core/errors';
 
 export const METRICS_PATH = '/metrics';
 
@@ -17,6 +17,8 @@ export interface AdminMetrics {
   open: boolean;
   /** metrics.token: a scrape-only token, accepted on GET /metrics besides the admin token. */
   token?: string;
+  /** Counts an admin answer with an error, by its code (tollgate_admin_errors_total). */
+  errorAnswered(code: ErrorCode): void;
 }
 
 /**
@@ -37,6 +39,7 @@ export function metricsRoutes(metrics: AdminMetrics, logger: Logger): Router {
         'internal_error',
         'The metrics could not be gathered; details are in the gateway log.',
       );
+      metrics.errorAnswered(error.code);
       ctx.status = error.status;
       ctx.type = 'application/json';
       ctx.body = error.toBody();

@@ -18,9 +18,10 @@ interface Connection {
  * thousands of requests without reading its answers makes the gateway call the provider for all of them and hold
  * every answer (20 connections × 5,000 requests took RSS past 1.4 GB). Here a connection's requests are started one
  * at a time, in order (the order their answers must go out in anyway): the next once the previous answer is handed
- * to the socket. At most MAX_QUEUED_PER_CONNECTION wait; then the gateway stops reading the connection until the
- * client reads its answers (what one socket read held already is queued too: it was parsed in one go). Requests
- * still waiting when the connection closes are dropped, never started.
+ * to the socket, on the event loop's next turn. At most MAX_QUEUED_PER_CONNECTION wait; then the gateway stops
+ * reading the connection until the client reads its answers (what one socket read held already is queued too: it was
+ * parsed in one go). Requests still waiting when the connection closes, or once its last answer (`connection: close`)
+ * went out, are dropped, never started.
  *
  * A client that does not pipeline (one request at a time per connection, as every SDK does) never waits here.
  */
@@ -34,21 +35,32 @@ export function boundPipelining(handle: RequestListener, maxQueued = MAX_QUEUED_
   };
 
   const next = (conn: Connection, socket: Socket) => {
-    conn.answering = false;
-    if (socket.destroyed) {
-      conn.queued.length = 0; // never started: nothing of theirs to answer or release
+    if (conn.queued.length === 0) {
+      conn.answering = false;
       return;
     }
-    const waiting = conn.queued.shift();
-    if (waiting) start(conn, ...waiting);
-    if (conn.paused && conn.queued.length < maxQueued) {
-      conn.paused = false;
-      resumeReading(socket);
-    }
+    // The next one starts on a later turn of the event loop: a cheap answer (a refusal) would otherwise start the
+    // next request at once, and one connection's pipelined requests would run back to back, holding other clients.
+    setImmediate(() => {
+      const waiting = conn.queued.shift();
+      if (!socket.writable || !waiting) {
+        // Closed, or closing after its last answer (`connection: close`): the rest is never started.
+        conn.answering = false;
+        conn.queued.length = 0; // nothing of theirs to answer or release
+        return;
+      }
+      start(conn, ...waiting);
+      if (conn.paused && conn.queued.length < maxQueued) {
+        conn.paused = false;
+        resumeReading(socket);
+      }
+    });
   };
 
   return (req, res) => {
     const socket = req.socket;
+    // Read after the connection's last answer (`connection: close`) or its close: never started, like those queued.
+    if (!socket.writable) return;
     let conn = connections.get(socket);
     if (!conn) {
       conn = { answering: false, queued: [], paused: false };

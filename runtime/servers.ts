@@ -74,6 +74,7 @@ export async function startGateway(loaded: LoadedConfig, options: GatewayOptions
         scrape: metricsScrapeOf(gateway.metrics),
         open: config.metrics.auth === 'none',
         token: config.metrics.token,
+        errorAnswered: (code) => gateway.metrics?.adminError(code),
       },
     });
     admin = createServer(app.callback());

@@ -75,6 +75,7 @@ export class GatewayMetrics {
 
   private readonly errors: Counter;
   private readonly limitRefusals: Counter;
+  private readonly adminErrors: Counter;
   private readonly overhead: Histogram;
   private readonly ttfb: Histogram;
 
@@ -120,6 +121,12 @@ export class GatewayMetrics {
       name: 'tollgate_limit_refusals_total',
       help: 'Requests refused by a limit (rate, concurrency, budget, max_tokens, or the limit store unavailable), by error code and workspace.',
       labelNames: ['code', 'workspace'],
+      registers,
+    });
+    this.adminErrors = new Counter({
+      name: 'tollgate_admin_errors_total',
+      help: 'Admin API and dashboard requests answered with an error (store_unavailable, query_timeout, unauthorized ...), by its code.',
+      labelNames: ['code'],
       registers,
     });
     this.overhead = new Histogram({
@@ -172,6 +179,11 @@ export class GatewayMetrics {
     this.flow = new RequestFlowMetrics(this.registry);
     this.genAi = new GenAiMetrics(this.registry);
     collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** An admin answer with an error: every refusal is counted, by reason, the admin listener's as the proxy's. */
+  adminError(code: ErrorCode): void {
+    this.adminErrors.inc({ code });
   }
 
   /**

@@ -23,6 +23,7 @@ import { adminGet, waitForRecords } from '../helpers/admin';
 import { PROJECT_ROOT } from '../helpers/fixtures';
 import { AdminContract, checkedAdminAnswers } from '../helpers/admin-contract';
 import { OPENAI_KEY, startTestGateway, TEST_ADMIN_TOKEN, type TestGateway } from '../helpers/gateway';
+import { scrape, total } from '../helpers/prometheus';
 import { TcpProxy } from '../helpers/tcp-proxy';
 import { TestUpstream } from '../helpers/upstream';
 import { requirePostgres, requireRedis } from '../helpers/services';
@@ -70,7 +71,11 @@ describe('admin API: OpenAPI description', () => {
         probes: probeRoutes(
           new Readiness({ storeWritable: () => store.checkWritable(), draining: () => false, logger }),
         ),
-        metrics: { scrape: async () => ({ contentType: 'text/plain', text: '' }), open: false },
+        metrics: {
+          scrape: async () => ({ contentType: 'text/plain', text: '' }),
+          open: false,
+          errorAnswered: () => undefined,
+        },
       });
       // Each router's dispatch middleware carries its router (@koa/router); HEAD comes with every GET.
       const routers = app.middleware
@@ -521,6 +526,10 @@ alerts: { channels: [{ name: ops, type: slack, url: "${slack.url}" }] }`,
         });
         expect(text).to.not.include(String(relay.port));
       }
+      // Every refusal is counted by its reason, the admin listener's too: on-call sees the store refusing reads.
+      expect(total(await scrape(gw.adminUrl!), 'tollgate_admin_errors_total', { code: 'store_unavailable' })).to.equal(
+        2,
+      );
       relay.restore();
     } finally {
       relay.restore();

@@ -61,4 +61,24 @@ describe('pipelined requests are answered in order and bounded per connection', 
       started + 1,
     );
   });
+
+  for (const [name, key] of [
+    ['no key', undefined],
+    ['a wrong key', 'tg_wrong_key'],
+  ] as const) {
+    it(`a connection pipelining 50 requests with ${name} gets one 401, then the gateway closes it`, async () => {
+      const socket = pipeline(gw.url, chatRequestBytes(key), 50, true);
+      const received: Buffer[] = [];
+      socket.on('data', (c: Buffer) => received.push(c));
+      let closed = false;
+      socket.once('close', () => (closed = true));
+      await waitFor(() => closed, 5000, 'the gateway closed the connection');
+      const answers = parseResponses(Buffer.concat(received)).responses;
+      expect(answers.map((a) => a.status)).to.deep.equal([401]);
+      expect(answers[0].headers).to.deep.include(['connection', 'close']);
+      expect(upstream.received, 'nothing forwarded').to.have.length(0);
+      // A client with its key on a new connection is served as usual.
+      expect((await call(gw, '/v1/chat/completions', { body: chatBody() })).status).to.equal(200);
+    });
+  }
 });
