@@ -9,8 +9,10 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type BrowserContextOptions, type Page } from 'playwright-core';
+import { startTestGateway, TEST_ADMIN_TOKEN, type TestGateway } from '../helpers/gateway';
 import { announce, IN_CI, missingService } from '../helpers/services';
+import { TestUpstream } from '../helpers/upstream';
 
 const SUITE = 'dashboard browser tests';
 export const CHROMIUM = process.env.TOLLGATE_CHROMIUM || '/usr/bin/chromium';
@@ -102,17 +104,68 @@ export async function launchChromium(executablePath: string): Promise<Browser> {
   }
 }
 
-/** A new page of `browser` at `viewport`, signed in to the gateway's dashboard, its usage view shown. */
-export async function openDashboard(
-  browser: Browser,
-  adminUrl: string,
-  token: string,
-  viewport: { width: number; height: number },
-): Promise<Page> {
-  const page = await (await browser.newContext({ viewport })).newPage();
+/** Signs `page` in to the gateway's dashboard with the admin token, and waits for its usage view. */
+export async function signIn(page: Page, adminUrl: string, token = TEST_ADMIN_TOKEN): Promise<void> {
   await page.goto(`${adminUrl}/`);
   await page.fill('#token', token);
   await page.click('#login button[type=submit]');
   await page.waitForSelector('#view[data-view="usage"][data-ready="true"]');
-  return page;
+}
+
+/** What a browser suite works with, filled in by its before() hook. */
+export interface DashboardSuite {
+  upstream: TestUpstream;
+  gw: TestGateway;
+  browser: Browser;
+  context: BrowserContext;
+  page: Page;
+}
+
+export interface DashboardSuiteOptions {
+  /** Extra gateway.config.yaml (or a function making it, for URLs known only once hooks ran) and environment. */
+  yaml?: string | (() => string);
+  env?: NodeJS.ProcessEnv;
+  /** What the suite needs in the gateway (records, keys) before the browser opens; the upstream answers it. */
+  seed?: (gw: TestGateway, upstream: TestUpstream) => Promise<void>;
+  /** 1280 x 900 unless given. */
+  viewport?: { width: number; height: number };
+  context?: Omit<BrowserContextOptions, 'viewport'>;
+  /** The hook's time limit once Chromium is there (60 s unless given): seeding many records takes longer. */
+  timeoutMs?: number;
+  /** Runs on the new page before it loads anything (listeners, permissions). */
+  prepare?: (suite: DashboardSuite) => Promise<void> | void;
+  /** false: the page is left blank, for a suite that signs in as one of its tests. */
+  signIn?: boolean;
+}
+
+/**
+ * The before() and after() every browser suite shares: Chromium (without it the suite is skipped with a SKIPPED
+ * line, or fails in CI), the recorded test upstream, a gateway in front of it, the suite's seed, and a page signed in
+ * to the dashboard. Call it in the describe() body; read the fields in the tests.
+ */
+export function useDashboard(o: DashboardSuiteOptions = {}): DashboardSuite {
+  const suite = { upstream: new TestUpstream() } as DashboardSuite;
+  before(async function () {
+    this.timeout(15 * 60_000); // a first run may install Chromium
+    const chromium = await ensureChromium();
+    if (!chromium) return this.skip(); // ensureChromium said why: a SKIPPED line (in CI it threw instead)
+    this.timeout(o.timeoutMs ?? 60_000);
+    await suite.upstream.start();
+    suite.gw = await startTestGateway(suite.upstream.url, typeof o.yaml === 'function' ? o.yaml() : o.yaml, o.env);
+    await o.seed?.(suite.gw, suite.upstream);
+    suite.browser = await launchChromium(chromium);
+    suite.context = await suite.browser.newContext({
+      viewport: o.viewport ?? { width: 1280, height: 900 },
+      ...o.context,
+    });
+    suite.page = await suite.context.newPage();
+    await o.prepare?.(suite);
+    if (o.signIn !== false) await signIn(suite.page, suite.gw.adminUrl!);
+  });
+  after(async () => {
+    await suite.browser?.close();
+    await suite.gw?.stop();
+    await suite.upstream.stop();
+  });
+  return suite;
 }

@@ -5,14 +5,13 @@
  */
 import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { request } from 'undici';
 import type { UsageRecord } from '../../records/usage-record';
 import { adminGet } from '../helpers/admin';
 import { OPENAI_KEY, startTestGateway, TEST_ADMIN_TOKEN, type TestGateway } from '../helpers/gateway';
-import { TestUpstream } from '../helpers/upstream';
 import { rememberSecret } from '../helpers/secret-scan';
-import { ensureChromium, launchChromium, resultPath } from './browser';
+import { TestUpstream } from '../helpers/upstream';
+import { resultPath, useDashboard } from './browser';
 import { seedThroughProxy } from './seed';
 
 const SEEDED = 60;
@@ -97,41 +96,28 @@ describe('dashboard: static page on the admin listener', () => {
 });
 
 describe('dashboard in a real browser (Chromium, playwright-core)', function () {
-  const upstream = new TestUpstream();
-  let gw: TestGateway;
-  let browser: Browser;
-  let context: BrowserContext;
-  let page: Page;
   const urls: string[] = [];
   const pageErrors: string[] = [];
 
-  before(async function () {
-    this.timeout(15 * 60_000); // a first run may install Chromium
-    const chromium = await ensureChromium();
-    if (!chromium) return this.skip(); // ensureChromium said why: a SKIPPED line (in CI it threw instead)
-    this.timeout(60_000);
-    await upstream.start();
-    gw = await startTestGateway(upstream.url);
-    await seedThroughProxy(gw, SEEDED);
-    browser = await launchChromium(chromium);
-    context = await browser.newContext({ viewport: { width: 1440, height: 1000 }, acceptDownloads: true });
-    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: gw.adminUrl! });
-    page = await context.newPage();
-    page.on('request', (r) => urls.push(r.url()));
-    page.on('pageerror', (err) => pageErrors.push(err.message));
-  });
-
-  after(async () => {
-    await browser?.close();
-    await gw?.stop();
-    await upstream.stop();
+  const suite = useDashboard({
+    seed: async (gw) => {
+      await seedThroughProxy(gw, SEEDED);
+    },
+    viewport: { width: 1440, height: 1000 },
+    context: { acceptDownloads: true },
+    prepare: async ({ context, gw, page }) => {
+      await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: gw.adminUrl! });
+      page.on('request', (r) => urls.push(r.url()));
+      page.on('pageerror', (err) => pageErrors.push(err.message));
+    },
+    signIn: false,
   });
 
   const ready = (view: string) =>
-    page.waitForSelector(`#view[data-view="${view}"][data-ready="true"]`, { timeout: 10_000 });
+    suite.page.waitForSelector(`#view[data-view="${view}"][data-ready="true"]`, { timeout: 10_000 });
   const range = async () => ({
-    from: await page.getAttribute('#view', 'data-from'),
-    to: await page.getAttribute('#view', 'data-to'),
+    from: await suite.page.getAttribute('#view', 'data-from'),
+    to: await suite.page.getAttribute('#view', 'data-to'),
   });
   const filterQuery = (filters: Record<string, string>) =>
     Object.entries(filters)
@@ -141,10 +127,10 @@ describe('dashboard in a real browser (Chromium, playwright-core)', function () 
   /** The page's table (and totals and cards) against GET /api/usage with the same range and filters. */
   async function expectPageEqualsApi(groupBy: string, filters: Record<string, string> = {}) {
     await ready('usage');
-    expect(await page.getAttribute('#view', 'data-group-by')).to.equal(groupBy);
+    expect(await suite.page.getAttribute('#view', 'data-group-by')).to.equal(groupBy);
     const { from, to } = await range();
-    const api = await adminGet(gw, `/api/usage?group_by=${groupBy}&from=${from}&to=${to}${filterQuery(filters)}`);
-    const rows = await page.$$eval('#groups tbody tr', (trs) =>
+    const api = await adminGet(suite.gw, `/api/usage?group_by=${groupBy}&from=${from}&to=${to}${filterQuery(filters)}`);
+    const rows = await suite.page.$$eval('#groups tbody tr', (trs) =>
       trs.map((tr) =>
         Object.fromEntries([...tr.querySelectorAll('td')].map((td) => [td.dataset.col, td.dataset.value])),
       ),
@@ -158,22 +144,22 @@ describe('dashboard in a real browser (Chromium, playwright-core)', function () 
       expect(row.cost_status === 'unknown').to.equal(row.cost_usd === null);
       for (const k of NUMERIC) expect(shown![k], `${row.group[groupBy]} ${k}`).to.equal(String(row[k]));
     }
-    const card = (m: string) => page.getAttribute(`#overview .card[data-metric="${m}"]`, 'data-value');
+    const card = (m: string) => suite.page.getAttribute(`#overview .card[data-metric="${m}"]`, 'data-value');
     expect(await card('cost')).to.equal(api.total.cost_usd ?? '');
     expect(await card('requests')).to.equal(String(api.total.requests));
     expect(await card('input_tokens')).to.equal(String(api.total.input_tokens));
     expect(await card('output_tokens')).to.equal(String(api.total.output_tokens));
-    expect(await page.getAttribute('#overview .card[data-metric="flagged"]', 'data-estimated')).to.equal(
+    expect(await suite.page.getAttribute('#overview .card[data-metric="flagged"]', 'data-estimated')).to.equal(
       String(api.total.estimated_count),
     );
-    expect(await page.getAttribute('#overview .card[data-metric="flagged"]', 'data-unpriced')).to.equal(
+    expect(await suite.page.getAttribute('#overview .card[data-metric="flagged"]', 'data-unpriced')).to.equal(
       String(api.total.unpriced_count),
     );
-    expect(await page.getAttribute('#groups tfoot td[data-col="cost_usd"]', 'data-value')).to.equal(
+    expect(await suite.page.getAttribute('#groups tfoot td[data-col="cost_usd"]', 'data-value')).to.equal(
       api.total.cost_usd ?? '',
     );
     // The chart has one series per group (up to 8, then "other").
-    const series = JSON.parse((await page.getAttribute('.chart-box', 'data-series')) ?? '[]') as string[];
+    const series = JSON.parse((await suite.page.getAttribute('.chart-box', 'data-series')) ?? '[]') as string[];
     expect(series.length).to.equal(api.rows.length <= 9 ? api.rows.length : 9);
     // The chart's stacks add up to the table: each shown group's series, "other" and the total.
     const interval = Number(to) - Number(from) <= 3 * 24 * 3600_000 ? 'hour' : 'day';
@@ -182,7 +168,7 @@ describe('dashboard in a real browser (Chromium, playwright-core)', function () 
       .map((v) => `&value=${encodeURIComponent(v)}`)
       .join('');
     const stacks = await adminGet(
-      gw,
+      suite.gw,
       `/api/usage/series?group_by=${groupBy}&from=${from}&to=${to}&interval=${interval}${filterQuery(filters)}${values}`,
     );
     const sum = (xs: string[]) => xs.reduce((a, x) => a + BigInt(x), 0n);
@@ -199,21 +185,21 @@ describe('dashboard in a real browser (Chromium, playwright-core)', function () 
   }
 
   it('signs in with the admin token, kept in sessionStorage and never in a URL', async () => {
-    await page.goto(`${gw.adminUrl}/`);
-    await page.waitForSelector('#login');
-    await page.screenshot({ path: resultPath('dashboard-login.png') });
-    await page.fill('#token', 'not-the-admin-token');
-    await page.click('#login button[type=submit]');
-    await page.waitForFunction(() => document.querySelector('#login-error')?.textContent?.includes('refused'));
-    await page.fill('#token', TEST_ADMIN_TOKEN);
-    await page.click('#login button[type=submit]');
+    await suite.page.goto(`${suite.gw.adminUrl}/`);
+    await suite.page.waitForSelector('#login');
+    await suite.page.screenshot({ path: resultPath('dashboard-login.png') });
+    await suite.page.fill('#token', 'not-the-admin-token');
+    await suite.page.click('#login button[type=submit]');
+    await suite.page.waitForFunction(() => document.querySelector('#login-error')?.textContent?.includes('refused'));
+    await suite.page.fill('#token', TEST_ADMIN_TOKEN);
+    await suite.page.click('#login button[type=submit]');
     await ready('usage');
-    expect(await page.evaluate(() => sessionStorage.getItem('tollgate.adminToken'))).to.equal(TEST_ADMIN_TOKEN);
-    expect(await page.evaluate(() => localStorage.length)).to.equal(0);
-    expect(await page.evaluate(() => document.cookie)).to.equal('');
-    expect(page.url()).to.not.include(TEST_ADMIN_TOKEN);
+    expect(await suite.page.evaluate(() => sessionStorage.getItem('tollgate.adminToken'))).to.equal(TEST_ADMIN_TOKEN);
+    expect(await suite.page.evaluate(() => localStorage.length)).to.equal(0);
+    expect(await suite.page.evaluate(() => document.cookie)).to.equal('');
+    expect(suite.page.url()).to.not.include(TEST_ADMIN_TOKEN);
     // A reload stays signed in (same tab session).
-    await page.reload();
+    await suite.page.reload();
     await ready('usage');
   });
 
@@ -223,7 +209,7 @@ describe('dashboard in a real browser (Chromium, playwright-core)', function () 
     expect(api.total.unpriced_count).to.be.greaterThan(0);
     expect(api.total.estimated_count).to.be.greaterThan(0);
     // The y-axis labels share one precision (never "$0.005000" next to "$0.0500"), and the top one is a real cost.
-    const ticks = await page.evaluate(
+    const ticks = await suite.page.evaluate(
       () =>
         (window as any).Chart.getChart(document.querySelector('#cost-chart')).scales.y.ticks.map(
           (t: { label: string }) => t.label,
@@ -236,16 +222,16 @@ describe('dashboard in a real browser (Chromium, playwright-core)', function () 
       `one precision on the y axis: ${JSON.stringify(ticks)}`,
     ).to.equal(true);
     expect(ticks[0], 'the axis starts at zero').to.match(/^\$0\.0+$/);
-    await page.screenshot({ path: resultPath('dashboard-usage.png'), fullPage: true });
+    await suite.page.screenshot({ path: resultPath('dashboard-usage.png'), fullPage: true });
   });
 
   it('lists agent, feature, customer_id, provider, model and every other tag key in the group-by picker; switching re-groups', async () => {
-    const options = await page.$$eval('#group-by option', (os) => os.map((o) => (o as HTMLOptionElement).value));
+    const options = await suite.page.$$eval('#group-by option', (os) => os.map((o) => (o as HTMLOptionElement).value));
     expect(options.slice(0, 5)).to.deep.equal(['agent', 'feature', 'customer_id', 'provider', 'model']);
     expect(options).to.include('team');
-    const dims = await adminGet(gw, '/api/dimensions');
+    const dims = await adminGet(suite.gw, '/api/dimensions');
     expect(dims.tags).to.deep.equal(['agent', 'customer_id', 'feature', 'team']);
-    await page.selectOption('#group-by', 'model');
+    await suite.page.selectOption('#group-by', 'model');
     const api = await expectPageEqualsApi('model');
     expect(api.rows.map((r: any) => r.group.model)).to.include.members([
       'gpt-4o-mini',
@@ -256,53 +242,55 @@ describe('dashboard in a real browser (Chromium, playwright-core)', function () 
     // The unpriced model's cost is unknown: shown as "—", never $0.
     expect(api.rows.find((r: any) => r.group.model === 'codestral-nobody-priced-this').cost_usd).to.equal(null);
     expect(
-      await page.textContent('#groups tbody tr[data-group="codestral-nobody-priced-this"] td[data-col="cost_usd"]'),
+      await suite.page.textContent(
+        '#groups tbody tr[data-group="codestral-nobody-priced-this"] td[data-col="cost_usd"]',
+      ),
     ).to.equal('—');
     // Sorting by a column reorders the table.
-    await page.click('#groups th[data-col="requests"] button');
-    const requests = await page.$$eval('#groups tbody td[data-col="requests"]', (tds) =>
+    await suite.page.click('#groups th[data-col="requests"] button');
+    const requests = await suite.page.$$eval('#groups tbody td[data-col="requests"]', (tds) =>
       tds.map((td) => Number((td as HTMLElement).dataset.value)),
     );
     expect(requests).to.deep.equal([...requests].sort((a, b) => b - a));
-    await page.click('#groups th[data-col="requests"] button');
-    const asc = await page.$$eval('#groups tbody td[data-col="requests"]', (tds) =>
+    await suite.page.click('#groups th[data-col="requests"] button');
+    const asc = await suite.page.$$eval('#groups tbody td[data-col="requests"]', (tds) =>
       tds.map((td) => Number((td as HTMLElement).dataset.value)),
     );
     expect(asc).to.deep.equal([...asc].sort((a, b) => a - b));
   });
 
   it('clicking a group filters by it and filters stack (customer_id=acme, then by feature)', async () => {
-    await page.selectOption('#group-by', 'customer_id');
+    await suite.page.selectOption('#group-by', 'customer_id');
     await expectPageEqualsApi('customer_id');
-    await page.click('#groups tbody tr[data-group="acme"]');
+    await suite.page.click('#groups tbody tr[data-group="acme"]');
     await ready('usage');
     expect(
-      await page.$$eval('.chip', (cs) =>
+      await suite.page.$$eval('.chip', (cs) =>
         cs.map((c) => `${(c as HTMLElement).dataset.filter}=${(c as HTMLElement).dataset.value}`),
       ),
     ).to.deep.equal(['customer_id=acme']);
-    await page.selectOption('#group-by', 'feature');
+    await suite.page.selectOption('#group-by', 'feature');
     const api = await expectPageEqualsApi('feature', { customer_id: 'acme' });
     expect(api.total.requests).to.equal(SEEDED / 5);
     const feature = api.rows[0].group.feature as string;
-    await page.click(`#groups tbody tr[data-group="${feature}"]`);
+    await suite.page.click(`#groups tbody tr[data-group="${feature}"]`);
     await ready('usage');
-    expect(await page.$$eval('.chip', (cs) => cs.length)).to.equal(2);
-    const next = (await page.getAttribute('#view', 'data-group-by'))!;
+    expect(await suite.page.$$eval('.chip', (cs) => cs.length)).to.equal(2);
+    const next = (await suite.page.getAttribute('#view', 'data-group-by'))!;
     await expectPageEqualsApi(next, { customer_id: 'acme', feature });
-    await page.screenshot({ path: resultPath('dashboard-filtered.png'), fullPage: true });
+    await suite.page.screenshot({ path: resultPath('dashboard-filtered.png'), fullPage: true });
     // Removing the second filter keeps the first.
-    await page.click('.chip[data-filter="feature"] .chip-x');
+    await suite.page.click('.chip[data-filter="feature"] .chip-x');
     await ready('usage');
-    expect(await page.$$eval('.chip', (cs) => cs.map((c) => (c as HTMLElement).dataset.filter))).to.deep.equal([
+    expect(await suite.page.$$eval('.chip', (cs) => cs.map((c) => (c as HTMLElement).dataset.filter))).to.deep.equal([
       'customer_id',
     ]);
   });
 
   it('exports the grouping as CSV with the same numbers as the table', async () => {
-    await page.selectOption('#group-by', 'agent');
+    await suite.page.selectOption('#group-by', 'agent');
     await ready('usage');
-    const [download] = await Promise.all([page.waitForEvent('download'), page.click('#export-csv')]);
+    const [download] = await Promise.all([suite.page.waitForEvent('download'), suite.page.click('#export-csv')]);
     const csv = parseCsv(readFileSync(await download.path(), 'utf8'));
     const day = (ms: string | null) => new Date(Number(ms)).toISOString().slice(0, 10);
     const shown = await range();
@@ -311,7 +299,7 @@ describe('dashboard in a real browser (Chromium, playwright-core)', function () 
     );
     const [header, ...lines] = csv;
     expect(header[0]).to.equal('agent');
-    const table = await page.$$eval('#groups tbody tr', (trs) =>
+    const table = await suite.page.$$eval('#groups tbody tr', (trs) =>
       trs.map((tr) =>
         Object.fromEntries([...tr.querySelectorAll('td')].map((td) => [td.dataset.col, td.dataset.value])),
       ),
@@ -330,7 +318,7 @@ describe('dashboard in a real browser (Chromium, playwright-core)', function () 
     // And the server-side CSV is scriptable with the same parameters as /api/usage.
     const { from, to } = await range();
     const res = await request(
-      `${gw.adminUrl}/api/usage.csv?group_by=agent&from=${from}&to=${to}&filter[customer_id]=acme`,
+      `${suite.gw.adminUrl}/api/usage.csv?group_by=agent&from=${from}&to=${to}&filter[customer_id]=acme`,
       { headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` } },
     );
     expect(res.statusCode).to.equal(200);
@@ -339,15 +327,15 @@ describe('dashboard in a real browser (Chromium, playwright-core)', function () 
   });
 
   it('lists the latest requests with tags, model, status, latency, tokens and cost; pageable, filterable; unpriced and estimated marked', async () => {
-    await page.click('.chip[data-filter="customer_id"] .chip-x');
+    await suite.page.click('.chip[data-filter="customer_id"] .chip-x');
     await ready('usage');
-    await page.click('a[data-view="requests"]');
+    await suite.page.click('a[data-view="requests"]');
     await ready('requests');
     const { from, to } = await range();
-    const first = await adminGet(gw, `/api/requests?limit=50&from=${from}&to=${to}`);
-    const ids = await page.$$eval('#requests tbody tr', (trs) => trs.map((tr) => (tr as HTMLElement).dataset.id));
+    const first = await adminGet(suite.gw, `/api/requests?limit=50&from=${from}&to=${to}`);
+    const ids = await suite.page.$$eval('#requests tbody tr', (trs) => trs.map((tr) => (tr as HTMLElement).dataset.id));
     expect(ids).to.deep.equal(first.data.map((r: any) => r.id));
-    const marked = await page.$$eval('#requests tbody tr', (trs) =>
+    const marked = await suite.page.$$eval('#requests tbody tr', (trs) =>
       trs.map((tr) => [(tr as HTMLElement).dataset.provenance, tr.querySelector('.badge')?.textContent ?? null]),
     );
     for (const [provenance, badge] of marked) {
@@ -357,60 +345,65 @@ describe('dashboard in a real browser (Chromium, playwright-core)', function () 
     expect(marked.some(([p]) => p === 'unpriced')).to.equal(true);
     expect(marked.some(([p]) => p === 'estimated')).to.equal(true);
     const firstRow = first.data[0];
-    const text = await page.textContent(`#requests tr[data-id="${firstRow.id}"]`);
+    const text = await suite.page.textContent(`#requests tr[data-id="${firstRow.id}"]`);
     expect(text).to.include(firstRow.model).and.include(String(firstRow.status)).and.include(firstRow.tags.agent);
-    await page.screenshot({ path: resultPath('dashboard-requests.png') });
+    await suite.page.screenshot({ path: resultPath('dashboard-requests.png') });
 
-    // Paging: the second page is the API's second page; back to the first.
-    await page.click('#page-older');
+    // Paging: the second suite.page is the API's second suite.page; back to the first.
+    await suite.page.click('#page-older');
     await ready('requests');
-    const second = await adminGet(gw, `/api/requests?limit=50&from=${from}&to=${to}&cursor=${first.next_cursor}`);
+    const second = await adminGet(suite.gw, `/api/requests?limit=50&from=${from}&to=${to}&cursor=${first.next_cursor}`);
     expect(
-      await page.$$eval('#requests tbody tr', (trs) => trs.map((tr) => (tr as HTMLElement).dataset.id)),
+      await suite.page.$$eval('#requests tbody tr', (trs) => trs.map((tr) => (tr as HTMLElement).dataset.id)),
     ).to.deep.equal(second.data.map((r: any) => r.id));
     expect(second.data.length).to.equal(SEEDED - 50);
-    expect(await page.isDisabled('#page-older')).to.equal(true);
-    await page.click('#page-newer');
+    expect(await suite.page.isDisabled('#page-older')).to.equal(true);
+    await suite.page.click('#page-newer');
     await ready('requests');
-    expect(await page.$$eval('#requests tbody tr', (trs) => trs.length)).to.equal(50);
+    expect(await suite.page.$$eval('#requests tbody tr', (trs) => trs.length)).to.equal(50);
 
     // Clicking a tag filters by it.
-    await page.click('#requests tbody tr:first-child .tag[data-tag="customer_id"]');
+    await suite.page.click('#requests tbody tr:first-child .tag[data-tag="customer_id"]');
     await ready('requests');
-    const value = await page.getAttribute('.chip[data-filter="customer_id"]', 'data-value');
-    const filtered = await adminGet(gw, `/api/requests?limit=50&from=${from}&to=${to}&filter[customer_id]=${value}`);
-    const shown = await page.$$eval('#requests tbody tr', (trs) => trs.map((tr) => (tr as HTMLElement).dataset.id));
+    const value = await suite.page.getAttribute('.chip[data-filter="customer_id"]', 'data-value');
+    const filtered = await adminGet(
+      suite.gw,
+      `/api/requests?limit=50&from=${from}&to=${to}&filter[customer_id]=${value}`,
+    );
+    const shown = await suite.page.$$eval('#requests tbody tr', (trs) =>
+      trs.map((tr) => (tr as HTMLElement).dataset.id),
+    );
     expect(shown).to.deep.equal(filtered.data.map((r: any) => r.id));
     expect(shown.length).to.equal(SEEDED / 5);
-    await page.click('.chip[data-filter="customer_id"] .chip-x');
+    await suite.page.click('.chip[data-filter="customer_id"] .chip-x');
     await ready('requests');
   });
 
   it('creates an API key (shown once, copyable) that works through the proxy, and revokes it', async () => {
-    await page.click('a[data-view="keys"]');
+    await suite.page.click('a[data-view="keys"]');
     await ready('keys');
-    await page.fill('#key-label', 'e2e dashboard key');
-    await page.click('#create-key button[type=submit]');
-    await page.waitForSelector('#new-key');
+    await suite.page.fill('#key-label', 'e2e dashboard key');
+    await suite.page.click('#create-key button[type=submit]');
+    await suite.page.waitForSelector('#new-key');
     await ready('keys');
-    const key = await page.inputValue('#new-key');
+    const key = await suite.page.inputValue('#new-key');
     expect(key).to.match(/^tg_/);
     rememberSecret(key, 'a key created in the dashboard');
-    const id = (await page.getAttribute('.new-key', 'data-key-id'))!;
-    await page.click('#copy-key');
-    await page.waitForFunction(() => document.querySelector('#copy-status')?.textContent === 'Copied');
-    expect(await page.evaluate(() => navigator.clipboard.readText())).to.equal(key);
-    const listed = await adminGet(gw, '/api/keys');
+    const id = (await suite.page.getAttribute('.new-key', 'data-key-id'))!;
+    await suite.page.click('#copy-key');
+    await suite.page.waitForFunction(() => document.querySelector('#copy-status')?.textContent === 'Copied');
+    expect(await suite.page.evaluate(() => navigator.clipboard.readText())).to.equal(key);
+    const listed = await adminGet(suite.gw, '/api/keys');
     const entry = listed.data.find((k: any) => k.id === id);
     expect(entry).to.include({ label: 'e2e dashboard key', revoked: false });
     expect(JSON.stringify(listed)).to.not.include(key);
-    expect(await page.textContent(`#keys tr[data-key-id="${id}"]`))
+    expect(await suite.page.textContent(`#keys tr[data-key-id="${id}"]`))
       .to.include('e2e dashboard key')
       .and.include('active');
-    await page.screenshot({ path: resultPath('dashboard-keys.png') });
+    await suite.page.screenshot({ path: resultPath('dashboard-keys.png') });
 
     const call = async () => {
-      const res = await request(`${gw.url}/v1/chat/completions`, {
+      const res = await request(`${suite.gw.url}/v1/chat/completions`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'x-gateway-key': key, authorization: `Bearer ${OPENAI_KEY}` },
         body: JSON.stringify({ model: 'gpt-4o-mini', messages: [] }),
@@ -420,42 +413,42 @@ describe('dashboard in a real browser (Chromium, playwright-core)', function () 
     };
     expect(await call(), 'the new key works through the proxy').to.equal(200);
 
-    // Leaving the page drops the shown key: it is never shown again.
-    await page.click('a[data-view="usage"]');
+    // Leaving the suite.page drops the shown key: it is never shown again.
+    await suite.page.click('a[data-view="usage"]');
     await ready('usage');
-    await page.click('a[data-view="keys"]');
+    await suite.page.click('a[data-view="keys"]');
     await ready('keys');
-    expect(await page.$('.new-key'), 'the key banner after navigating away and back').to.equal(null);
-    expect(await page.content(), 'the plain key anywhere in the page').to.not.include(key);
-    expect(await page.textContent(`#keys tr[data-key-id="${id}"]`), 'the key is still listed').to.include(
+    expect(await suite.page.$('.new-key'), 'the key banner after navigating away and back').to.equal(null);
+    expect(await suite.page.content(), 'the plain key anywhere in the page').to.not.include(key);
+    expect(await suite.page.textContent(`#keys tr[data-key-id="${id}"]`), 'the key is still listed').to.include(
       'e2e dashboard key',
     );
     const revoke = `#keys button[data-revoke="${id}"]`;
-    await page.click(revoke);
-    expect(await page.textContent(revoke)).to.equal('Confirm revoke');
-    await page.click(revoke);
-    await page.waitForSelector(`#keys tr[data-key-id="${id}"][data-revoked="true"]`);
-    expect((await adminGet(gw, '/api/keys')).data.find((k: any) => k.id === id).revoked).to.equal(true);
+    await suite.page.click(revoke);
+    expect(await suite.page.textContent(revoke)).to.equal('Confirm revoke');
+    await suite.page.click(revoke);
+    await suite.page.waitForSelector(`#keys tr[data-key-id="${id}"][data-revoked="true"]`);
+    expect((await adminGet(suite.gw, '/api/keys')).data.find((k: any) => k.id === id).revoked).to.equal(true);
     expect(await call(), 'a revoked key is refused').to.equal(401);
 
     // A key revoked while it is still shown: the banner goes with it.
-    await page.fill('#key-label', 'revoked at once');
-    await page.click('#create-key button[type=submit]');
-    await page.waitForSelector('#new-key');
+    await suite.page.fill('#key-label', 'revoked at once');
+    await suite.page.click('#create-key button[type=submit]');
+    await suite.page.waitForSelector('#new-key');
     await ready('keys');
-    const second = await page.inputValue('#new-key');
+    const second = await suite.page.inputValue('#new-key');
     rememberSecret(second, 'a key created in the dashboard');
-    const secondId = (await page.getAttribute('.new-key', 'data-key-id'))!;
-    await page.click(`#keys button[data-revoke="${secondId}"]`);
-    await page.click(`#keys button[data-revoke="${secondId}"]`);
-    await page.waitForSelector(`#keys tr[data-key-id="${secondId}"][data-revoked="true"]`);
+    const secondId = (await suite.page.getAttribute('.new-key', 'data-key-id'))!;
+    await suite.page.click(`#keys button[data-revoke="${secondId}"]`);
+    await suite.page.click(`#keys button[data-revoke="${secondId}"]`);
+    await suite.page.waitForSelector(`#keys tr[data-key-id="${secondId}"][data-revoked="true"]`);
     await ready('keys');
-    expect(await page.$('.new-key'), 'the banner of a revoked key').to.equal(null);
-    expect(await page.content()).to.not.include(second);
+    expect(await suite.page.$('.new-key'), 'the banner of a revoked key').to.equal(null);
+    expect(await suite.page.content()).to.not.include(second);
   });
 
   it('lists the keys declared in gateway.config.yaml too, read-only and marked "from config", without key or hash', async () => {
-    const listed = await adminGet(gw, '/api/keys');
+    const listed = await adminGet(suite.gw, '/api/keys');
     const declared = listed.data.filter((k: any) => k.source === 'config');
     // The test gateway declares one key, { id: test, key: ${GATEWAY_KEY} } in workspace default.
     expect(declared).to.deep.equal([
@@ -475,20 +468,20 @@ describe('dashboard in a real browser (Chromium, playwright-core)', function () 
     );
     for (const k of listed.data) expect(k).to.not.have.any.keys('hash', 'key', 'sha256');
     // It carries the seeded traffic: its id is the records' key_id.
-    const byKey = await adminGet(gw, '/api/usage?group_by=key_id');
+    const byKey = await adminGet(suite.gw, '/api/usage?group_by=key_id');
     expect(byKey.rows.find((r: any) => r.group.key_id === 'test')?.requests).to.be.at.least(SEEDED);
 
-    await page.click('a[data-view="usage"]');
+    await suite.page.click('a[data-view="usage"]');
     await ready('usage');
-    await page.click('a[data-view="keys"]');
+    await suite.page.click('a[data-view="keys"]');
     await ready('keys');
     const row = '#keys tr[data-key-id="test"]';
-    expect(await page.getAttribute(row, 'data-source')).to.equal('config');
-    const cells = await page.$$eval(`${row} td`, (tds) => tds.map((td) => td.textContent));
+    expect(await suite.page.getAttribute(row, 'data-source')).to.equal('config');
+    const cells = await suite.page.$$eval(`${row} td`, (tds) => tds.map((td) => td.textContent));
     expect(cells).to.deep.equal(['(no label)', 'test', 'default', '—', '—', 'from config', '']);
-    expect(await page.$(`${row} button`), 'no revoke button on a key from the config file').to.equal(null);
+    expect(await suite.page.$(`${row} button`), 'no revoke button on a key from the config file').to.equal(null);
     // Listed after the keys created here.
-    const order = await page.$$eval('#keys tbody tr', (trs) =>
+    const order = await suite.page.$$eval('#keys tbody tr', (trs) =>
       trs.map((tr) => (tr as HTMLElement).dataset.source ?? 'store'),
     );
     expect(order.at(-1)).to.equal('config');
@@ -496,10 +489,10 @@ describe('dashboard in a real browser (Chromium, playwright-core)', function () 
   });
 
   it('beyond 100 groups the table shows the 100 most expensive and one line summing the others, as the API answers them', async () => {
-    // 105 values of a tag, a dollar each and the later ones a pico-dollar dearer: s-005 to s-104 make the page, s-000 to
+    // 105 values of a tag, a dollar each and the later ones a pico-dollar dearer: s-005 to s-104 make the suite.page, s-000 to
     // s-004 go to "other" with the seeded records, which carry no such tag (the cheaper "(untagged)" group).
     const now = Date.now();
-    await gw.gateway.store.insertBatch(
+    await suite.gw.gateway.store.insertBatch(
       Array.from(
         { length: 105 },
         (_, i) =>
@@ -532,13 +525,13 @@ describe('dashboard in a real browser (Chromium, playwright-core)', function () 
           }) satisfies UsageRecord,
       ),
     );
-    await page.click('a[data-view="usage"]');
-    await page.reload(); // the group-by picker and the range are read again
+    await suite.page.click('a[data-view="usage"]');
+    await suite.page.reload(); // the group-by picker and the range are read again
     await ready('usage');
-    await page.selectOption('#group-by', 'shard');
+    await suite.page.selectOption('#group-by', 'shard');
     await ready('usage');
     const { from, to } = await range();
-    const api = await adminGet(gw, `/api/usage?group_by=shard&from=${from}&to=${to}`);
+    const api = await adminGet(suite.gw, `/api/usage?group_by=shard&from=${from}&to=${to}`);
     const top = Array.from({ length: 100 }, (_, i) => `s-${String(i + 5).padStart(3, '0')}`);
     expect(api.rows.map((r: any) => r.group.shard).sort()).to.deep.equal(top);
     expect(api.rows.map((r: any) => r.cost_pico).sort()).to.deep.equal(
@@ -546,25 +539,29 @@ describe('dashboard in a real browser (Chromium, playwright-core)', function () 
     );
     expect(api.other.groups).to.equal(6);
     expect(BigInt(api.other.cost_pico) > 5_000_000_000_000n, 'other holds the five cheapest values').to.equal(true);
-    const shown = await page.$$eval('#groups tbody tr', (trs) => trs.map((tr) => (tr as HTMLElement).dataset.group));
+    const shown = await suite.page.$$eval('#groups tbody tr', (trs) =>
+      trs.map((tr) => (tr as HTMLElement).dataset.group),
+    );
     expect(shown.slice(0, 100).sort()).to.deep.equal(top);
     expect(shown.slice(100)).to.deep.equal(['(other)']);
     const other = '#groups tbody tr.other';
-    expect(await page.getAttribute(other, 'data-groups')).to.equal('6');
-    expect(await page.getAttribute(`${other} td[data-col="requests"]`, 'data-value')).to.equal(
+    expect(await suite.page.getAttribute(other, 'data-groups')).to.equal('6');
+    expect(await suite.page.getAttribute(`${other} td[data-col="requests"]`, 'data-value')).to.equal(
       String(api.other.requests),
     );
-    expect(await page.getAttribute(`${other} td[data-col="cost_usd"]`, 'data-value')).to.equal(api.other.cost_usd);
-    expect(await page.textContent(other)).to.include('6 other groups');
-    expect(await page.$$eval('.panel-head h2', (hs) => hs.map((h) => h.textContent ?? '').join(' | '))).to.include(
-      '106 groups by shard (the 100 most expensive, then the others together)',
+    expect(await suite.page.getAttribute(`${other} td[data-col="cost_usd"]`, 'data-value')).to.equal(
+      api.other.cost_usd,
     );
+    expect(await suite.page.textContent(other)).to.include('6 other groups');
+    expect(
+      await suite.page.$$eval('.panel-head h2', (hs) => hs.map((h) => h.textContent ?? '').join(' | ')),
+    ).to.include('106 groups by shard (the 100 most expensive, then the others together)');
   });
 
   it('in the requests view, a tag named like a built-in dimension filters on tag:<key>, not on the built-in', async () => {
     // Older records (or a plugin) may carry a tag named "model"; attribution refuses such keys from clients now.
     const id = `zz-shadow-${Date.now()}`;
-    await gw.gateway.store.insertBatch([
+    await suite.gw.gateway.store.insertBatch([
       {
         id,
         ts: Date.now() - 1000,
@@ -593,28 +590,28 @@ describe('dashboard in a real browser (Chromium, playwright-core)', function () 
         errorCode: null,
       } satisfies UsageRecord,
     ]);
-    await page.click('a[data-view="requests"]');
-    await page.reload(); // the requests view keeps the range it resolved first: a reload takes in the new record
+    await suite.page.click('a[data-view="requests"]');
+    await suite.page.reload(); // the requests view keeps the range it resolved first: a reload takes in the new record
     await ready('requests');
     const tag = `#requests tr[data-id="${id}"] .tag[data-tag="model"]`;
-    await page.waitForSelector(tag);
-    await page.click(tag);
+    await suite.page.waitForSelector(tag);
+    await suite.page.click(tag);
     await ready('requests');
     expect(
-      await page.$$eval('.chip', (cs) =>
+      await suite.page.$$eval('.chip', (cs) =>
         cs.map((c) => `${(c as HTMLElement).dataset.filter}=${(c as HTMLElement).dataset.value}`),
       ),
     ).to.deep.equal(['tag:model=shadow-model']);
     const { from, to } = await range();
     const api = await adminGet(
-      gw,
+      suite.gw,
       `/api/requests?limit=50&from=${from}&to=${to}&filter[${encodeURIComponent('tag:model')}]=shadow-model`,
     );
     expect(api.data.map((r: any) => r.id)).to.deep.equal([id]);
     expect(
-      await page.$$eval('#requests tbody tr', (trs) => trs.map((tr) => (tr as HTMLElement).dataset.id)),
+      await suite.page.$$eval('#requests tbody tr', (trs) => trs.map((tr) => (tr as HTMLElement).dataset.id)),
     ).to.deep.equal([id]);
-    await page.click('.chip .chip-x');
+    await suite.page.click('.chip .chip-x');
     await ready('requests');
   });
 
@@ -623,15 +620,15 @@ describe('dashboard in a real browser (Chromium, playwright-core)', function () 
     expect(urls.length).to.be.greaterThan(10);
     for (const u of urls) {
       if (u.startsWith('blob:')) continue;
-      expect(new URL(u).origin, u).to.equal(gw.adminUrl);
+      expect(new URL(u).origin, u).to.equal(suite.gw.adminUrl);
       expect(u).to.not.include(TEST_ADMIN_TOKEN);
     }
   });
 
   it('shows a new user how to send the first request instead of a blank page', async () => {
-    const fresh = await startTestGateway(upstream.url);
+    const fresh = await startTestGateway(suite.upstream.url);
     try {
-      const p = await context.newPage();
+      const p = await suite.context.newPage();
       await p.goto(`${fresh.adminUrl}/`);
       await p.fill('#token', TEST_ADMIN_TOKEN);
       await p.click('#login button[type=submit]');

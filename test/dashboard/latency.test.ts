@@ -4,13 +4,10 @@
  * from the range's newest records only (a bounded read: LATENCY_SAMPLE_MAX, whatever the range holds).
  */
 import { expect } from 'chai';
-import type { Browser, Page } from 'playwright-core';
 import { LATENCY_SAMPLE_MAX } from '../../admin/dashboard/latency';
 import { adminGet } from '../helpers/admin';
-import { startTestGateway, TEST_ADMIN_TOKEN, type TestGateway } from '../helpers/gateway';
 import { usageRecord } from '../helpers/records';
-import { TestUpstream } from '../helpers/upstream';
-import { ensureChromium, launchChromium, openDashboard, resultPath } from './browser';
+import { resultPath, useDashboard } from './browser';
 
 /** More records than one answer samples, so the bound shows. */
 const RECORDS = LATENCY_SAMPLE_MAX + 50;
@@ -26,45 +23,31 @@ function nearestRank(values: number[], p: number): number {
 }
 
 describe('dashboard latency and errors (Chromium, playwright-core)', function () {
-  const upstream = new TestUpstream();
-  let gw: TestGateway;
-  let browser: Browser;
-  let page: Page;
   const now = Date.now();
 
-  before(async function () {
-    this.timeout(15 * 60_000); // a first run may install Chromium
-    const chromium = await ensureChromium();
-    if (!chromium) return this.skip();
-    this.timeout(120_000);
-    await upstream.start();
-    gw = await startTestGateway(upstream.url);
-    await gw.gateway.store.insertBatch(
-      Array.from({ length: RECORDS }, (_, i) =>
-        usageRecord({
-          id: `l-${String(i).padStart(6, '0')}`,
-          ts: now - 60_000 - i * 5,
-          model: model(i),
-          servedModel: model(i),
-          status: status(i),
-          errorCode: status(i) === 200 ? null : `upstream_${status(i)}`,
-          provenance: status(i) === 200 ? 'unpriced' : 'failed',
-          latencyMs: latency(i),
-          ttfbMs: ttfb(i),
-        }),
-      ),
-    );
-    browser = await launchChromium(chromium);
-    page = await openDashboard(browser, gw.adminUrl!, TEST_ADMIN_TOKEN, { width: 1280, height: 900 });
-  });
-  after(async () => {
-    await browser?.close();
-    await gw?.stop();
-    await upstream.stop();
+  const suite = useDashboard({
+    seed: async (gw) => {
+      await gw.gateway.store.insertBatch(
+        Array.from({ length: RECORDS }, (_, i) =>
+          usageRecord({
+            id: `l-${String(i).padStart(6, '0')}`,
+            ts: now - 60_000 - i * 5,
+            model: model(i),
+            servedModel: model(i),
+            status: status(i),
+            errorCode: status(i) === 200 ? null : `upstream_${status(i)}`,
+            provenance: status(i) === 200 ? 'unpriced' : 'failed',
+            latencyMs: latency(i),
+            ttfbMs: ttfb(i),
+          }),
+        ),
+      );
+    },
+    timeoutMs: 120_000,
   });
 
   it('counts every request and error exactly, and takes the percentiles from the newest records only', async () => {
-    const answer = await adminGet(gw, `/api/latency?from=${now - 86_400_000}&to=${now}`);
+    const answer = await adminGet(suite.gw, `/api/latency?from=${now - 86_400_000}&to=${now}`);
     expect(answer.sample).to.deep.include({ records: LATENCY_SAMPLE_MAX, limit: LATENCY_SAMPLE_MAX, complete: false });
     expect(answer.sample.oldest).to.equal(new Date(now - 60_000 - (LATENCY_SAMPLE_MAX - 1) * 5).toISOString());
     expect(answer.errors.requests).to.equal(RECORDS);
@@ -95,15 +78,15 @@ describe('dashboard latency and errors (Chromium, playwright-core)', function ()
   });
 
   it('shows the error rate, the percentiles per model, the statuses and the codes, with the sample named', async () => {
-    await page.click('a[data-view="latency"]');
-    await page.waitForSelector('#view[data-view="latency"][data-ready="true"]');
-    const from = await page.getAttribute('#view', 'data-from');
-    const to = await page.getAttribute('#view', 'data-to');
-    const answer = await adminGet(gw, `/api/latency?from=${from}&to=${to}`);
-    expect(await page.getAttribute('#latency-overview [data-metric="requests"]', 'data-value')).to.equal(
+    await suite.page.click('a[data-view="latency"]');
+    await suite.page.waitForSelector('#view[data-view="latency"][data-ready="true"]');
+    const from = await suite.page.getAttribute('#view', 'data-from');
+    const to = await suite.page.getAttribute('#view', 'data-to');
+    const answer = await adminGet(suite.gw, `/api/latency?from=${from}&to=${to}`);
+    expect(await suite.page.getAttribute('#latency-overview [data-metric="requests"]', 'data-value')).to.equal(
       String(RECORDS),
     );
-    expect(await page.getAttribute('#latency-overview [data-metric="error_rate"]', 'data-value')).to.equal(
+    expect(await suite.page.getAttribute('#latency-overview [data-metric="error_rate"]', 'data-value')).to.equal(
       String(answer.errors.errors),
     );
     for (const m of answer.models) {
@@ -114,23 +97,24 @@ describe('dashboard latency and errors (Chromium, playwright-core)', function ()
         ['ttfb_p50', m.ttfb_ms.p50],
         ['ttfb_p95', m.ttfb_ms.p95],
       ])
-        expect(await page.getAttribute(`${row} td[data-col="${col}"]`, 'data-value'), `${m.model} ${col}`).to.equal(
-          String(value),
-        );
+        expect(
+          await suite.page.getAttribute(`${row} td[data-col="${col}"]`, 'data-value'),
+          `${m.model} ${col}`,
+        ).to.equal(String(value));
     }
     expect(
-      await page.$$eval('#latency-status tbody tr', (trs) => trs.map((tr) => (tr as HTMLElement).dataset.status)),
+      await suite.page.$$eval('#latency-status tbody tr', (trs) => trs.map((tr) => (tr as HTMLElement).dataset.status)),
     ).to.deep.equal(['200', '429', '500']);
     expect(
-      await page.$$eval('#latency-codes tbody tr', (trs) => trs.map((tr) => (tr as HTMLElement).dataset.code)),
+      await suite.page.$$eval('#latency-codes tbody tr', (trs) => trs.map((tr) => (tr as HTMLElement).dataset.code)),
     ).to.deep.equal(['upstream_429', 'upstream_500']);
-    expect(await page.textContent('#latency-sample')).to.include(
+    expect(await suite.page.textContent('#latency-sample')).to.include(
       `newest ${LATENCY_SAMPLE_MAX.toLocaleString('en-US')} requests`,
     );
-    const lines = await page.evaluate(
+    const lines = await suite.page.evaluate(
       () => (window as any).Chart.getChart(document.querySelector('#latency-chart')).data.datasets.length,
     );
     expect(lines).to.equal(2);
-    await page.screenshot({ path: resultPath('dashboard-latency.png'), fullPage: true });
+    await suite.page.screenshot({ path: resultPath('dashboard-latency.png'), fullPage: true });
   });
 });

@@ -3,64 +3,42 @@
  * shown in UTC, and "n/a" instead of a percentage when the previous period holds too little to compare with.
  */
 import { expect } from 'chai';
-import type { Browser, Page } from 'playwright-core';
-import { startTestGateway, TEST_ADMIN_TOKEN, type TestGateway } from '../helpers/gateway';
 import { usageRecord, ZERO_BUCKETS } from '../helpers/records';
-import { TestUpstream } from '../helpers/upstream';
-import { ensureChromium, launchChromium, resultPath } from './browser';
+import { resultPath, useDashboard } from './browser';
 
 const DAY = 86_400_000;
 
 describe('dashboard time presets in a real browser (Chromium, playwright-core)', function () {
-  const upstream = new TestUpstream();
-  let gw: TestGateway;
-  let browser: Browser;
-  let page: Page;
   const now = Date.now();
 
-  before(async function () {
-    this.timeout(15 * 60_000); // a first run may install Chromium
-    const chromium = await ensureChromium();
-    if (!chromium) return this.skip();
-    this.timeout(60_000);
-    await upstream.start();
-    gw = await startTestGateway(upstream.url);
-    // 30 priced requests over the last three days, one a week before: the previous 7 days hold too little.
-    const records = Array.from({ length: 30 }, (_, i) =>
-      usageRecord({
-        id: `p-${i}`,
-        ts: now - (i % 3) * DAY - 60_000,
-        costPico: 1_000_000_000n,
-        provenance: 'measured',
-        inputTokens: 10,
-        outputTokens: 5,
-        ...ZERO_BUCKETS,
-        tags: { agent: 'presets' },
-      }),
-    );
-    records.push(usageRecord({ id: 'p-old', ts: now - 8 * DAY, costPico: 1_000_000n, provenance: 'measured' }));
-    await gw.gateway.store.insertBatch(records);
-    browser = await launchChromium(chromium);
-    page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
-    await page.goto(`${gw.adminUrl}/`);
-    await page.fill('#token', TEST_ADMIN_TOKEN);
-    await page.click('#login button[type=submit]');
-    await page.waitForSelector('#view[data-view="usage"][data-ready="true"]');
-  });
-  after(async () => {
-    await browser?.close();
-    await gw?.stop();
-    await upstream.stop();
+  const suite = useDashboard({
+    seed: async (gw) => {
+      // 30 priced requests over the last three days, one a week before: the previous 7 days hold too little.
+      const records = Array.from({ length: 30 }, (_, i) =>
+        usageRecord({
+          id: `p-${i}`,
+          ts: now - (i % 3) * DAY - 60_000,
+          costPico: 1_000_000_000n,
+          provenance: 'measured',
+          inputTokens: 10,
+          outputTokens: 5,
+          ...ZERO_BUCKETS,
+          tags: { agent: 'presets' },
+        }),
+      );
+      records.push(usageRecord({ id: 'p-old', ts: now - 8 * DAY, costPico: 1_000_000n, provenance: 'measured' }));
+      await gw.gateway.store.insertBatch(records);
+    },
   });
 
   const choose = async (preset: string) => {
-    await page.click(`[data-range="${preset}"]`);
-    await page.waitForSelector(`[data-range="${preset}"].active`);
-    await page.waitForSelector('#view[data-view="usage"][data-ready="true"]');
+    await suite.page.click(`[data-range="${preset}"]`);
+    await suite.page.waitForSelector(`[data-range="${preset}"].active`);
+    await suite.page.waitForSelector('#view[data-view="usage"][data-ready="true"]');
     return {
-      from: Number(await page.getAttribute('#view', 'data-from')),
-      to: Number(await page.getAttribute('#view', 'data-to')),
-      shown: await page.textContent('#range-shown'),
+      from: Number(await suite.page.getAttribute('#view', 'data-from')),
+      to: Number(await suite.page.getAttribute('#view', 'data-to')),
+      shown: await suite.page.textContent('#range-shown'),
     };
   };
   const utc = (ms: number) => new Date(ms).toISOString().slice(0, 16).replace('T', ' ');
@@ -78,51 +56,51 @@ describe('dashboard time presets in a real browser (Chromium, playwright-core)',
     const yesterday = await choose('yesterday');
     expect([yesterday.from, yesterday.to]).to.deep.equal([midnight - DAY, midnight]);
     expect(yesterday.shown).to.equal(`${utc(midnight - DAY)} → ${utc(midnight)} UTC`);
-    await page.screenshot({ path: resultPath('dashboard-presets.png') });
+    await suite.page.screenshot({ path: resultPath('dashboard-presets.png') });
   });
 
   it('with too little in the previous period the deltas say n/a, never an absurd percentage', async () => {
     await choose('7d');
-    const deltas = await page.$$eval('#overview .card-sub[data-delta]', (els) =>
+    const deltas = await suite.page.$$eval('#overview .card-sub[data-delta]', (els) =>
       els.map((e) => (e as HTMLElement).dataset.delta),
     );
     expect(deltas).to.include('n/a');
     expect(deltas.filter((x) => x && x.endsWith('%'))).to.deep.equal([]);
-    expect(await page.textContent('#overview [data-metric="cost"]')).to.include('n/a vs previous 7 days');
+    expect(await suite.page.textContent('#overview [data-metric="cost"]')).to.include('n/a vs previous 7 days');
   });
 
   it('marks the buckets the range covers only in part, and says every time is UTC', async () => {
     const week = await choose('7d');
-    const partial = JSON.parse((await page.getAttribute('.chart-box', 'data-partial'))!) as boolean[];
+    const partial = JSON.parse((await suite.page.getAttribute('.chart-box', 'data-partial'))!) as boolean[];
     // A rolling week starts and ends mid-day: its first and last UTC days are partial, the days between are whole.
     expect(partial.length).to.equal(8);
     expect(partial[0]).to.equal(week.from % DAY !== 0);
     expect(partial.at(-1)).to.equal(week.to % DAY !== 0);
     expect(partial.slice(1, -1)).to.deep.equal(Array(6).fill(false));
-    const labels = (await page.evaluate(
+    const labels = (await suite.page.evaluate(
       () => (window as any).Chart.getChart(document.querySelector('#cost-chart')).data.labels,
     )) as string[];
     expect(labels.map((l) => l.endsWith(' *'))).to.deep.equal(partial);
-    expect(await page.isVisible('#partial-note')).to.equal(partial.includes(true));
-    expect(await page.textContent('#chart-zone')).to.equal('UTC days');
+    expect(await suite.page.isVisible('#partial-note')).to.equal(partial.includes(true));
+    expect(await suite.page.textContent('#chart-zone')).to.equal('UTC days');
     // Yesterday is whole UTC hours: nothing partial, no note.
     await choose('yesterday');
-    const whole = JSON.parse((await page.getAttribute('.chart-box', 'data-partial'))!) as boolean[];
+    const whole = JSON.parse((await suite.page.getAttribute('.chart-box', 'data-partial'))!) as boolean[];
     expect(whole).to.deep.equal(Array(24).fill(false));
-    expect(await page.isVisible('#partial-note')).to.equal(false);
-    expect(await page.textContent('#chart-zone')).to.equal('UTC hours');
-    await page.click('a[data-view="requests"]');
-    await page.waitForSelector('#view[data-view="requests"][data-ready="true"]');
+    expect(await suite.page.isVisible('#partial-note')).to.equal(false);
+    expect(await suite.page.textContent('#chart-zone')).to.equal('UTC hours');
+    await suite.page.click('a[data-view="requests"]');
+    await suite.page.waitForSelector('#view[data-view="requests"][data-ready="true"]');
     await choose7dRequests();
-    const time = await page.textContent('#requests tbody tr:first-child td:first-child');
+    const time = await suite.page.textContent('#requests tbody tr:first-child td:first-child');
     expect(time).to.match(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/);
-    await page.click('a[data-view="usage"]');
-    await page.waitForSelector('#view[data-view="usage"][data-ready="true"]');
+    await suite.page.click('a[data-view="usage"]');
+    await suite.page.waitForSelector('#view[data-view="usage"][data-ready="true"]');
   });
 
   const choose7dRequests = async () => {
-    await page.click('[data-range="7d"]');
-    await page.waitForSelector('[data-range="7d"].active');
-    await page.waitForSelector('#view[data-view="requests"][data-ready="true"]');
+    await suite.page.click('[data-range="7d"]');
+    await suite.page.waitForSelector('[data-range="7d"].active');
+    await suite.page.waitForSelector('#view[data-view="requests"][data-ready="true"]');
   };
 });

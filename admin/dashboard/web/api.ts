@@ -17,6 +17,8 @@ export class ApiError extends Error {
   constructor(
     message: string,
     readonly status: number,
+    /** The request field the error names (`usd`, `per_tag`...), so a form can show it beside that field. */
+    readonly param: string | null = null,
   ) {
     super(message);
   }
@@ -165,6 +167,59 @@ export interface LatencyResponse {
   };
 }
 
+/** A budget in its current period (GET /api/budgets): one per budget, or per tag value or key of a per_tag budget. */
+export interface BudgetJson {
+  id: string;
+  source: 'yaml' | 'runtime';
+  workspace: string;
+  scope: string;
+  period: 'day' | 'month';
+  period_start: string;
+  period_end: string;
+  limit_usd: string;
+  spent_usd: string;
+  reserved_usd: string;
+  used_share: number;
+  alert_at: number[];
+  alerted: boolean;
+  action: 'block' | 'alert' | 'clamp';
+  forecast: { projected_usd: string; limit_reached_at: string | null; window_ms: number } | null;
+}
+
+/** What POST /api/budgets takes (PATCH: only the fields that change). */
+export interface BudgetRequest {
+  workspace?: string;
+  period?: 'day' | 'month';
+  usd?: string;
+  tag?: Record<string, string>;
+  per_tag?: string;
+  key?: string;
+  per_key?: boolean;
+  alert_at?: number[];
+  on_exceed?: 'warn' | 'block' | 'clamp';
+}
+
+export interface FreezeJson {
+  id: string;
+  workspace: string;
+  scope: string;
+  reason: string;
+  state: 'active' | 'lifted' | 'expired';
+  created_at: string;
+  expires_at: string | null;
+  lifted_at: string | null;
+}
+
+/** One delivery of an alert to one channel (GET /api/alerts), newest first. */
+export interface AlertRow {
+  alert_id: string;
+  channel: string;
+  kind: string;
+  created_at: string;
+  state: 'pending' | 'sent';
+  alert: { scope: string; title: string };
+}
+
 export interface UsageParams {
   groupBy: string[];
   from: number;
@@ -197,19 +252,24 @@ async function call(path: string, init: RequestInit = {}, token = getToken()): P
   if (res.status === 401) throw new AuthError('the admin token was refused');
   if (!res.ok) {
     let message = `${res.status} ${res.statusText}`;
+    let param: string | null = null;
     try {
-      const body = (await res.json()) as { error?: { message?: string } };
+      const body = (await res.json()) as { error?: { message?: string; param?: string | null } };
       if (body.error?.message) message = body.error.message;
+      param = body.error?.param ?? null;
     } catch {
       // not JSON: keep the status line
     }
-    throw new ApiError(message, res.status);
+    throw new ApiError(message, res.status, param);
   }
   return res;
 }
 
 const json = async <T>(path: string, init?: RequestInit, token?: string): Promise<T> =>
   (await call(path, init, token)).json() as Promise<T>;
+
+const send = <T>(method: 'POST' | 'PATCH', path: string, body: unknown): Promise<T> =>
+  json<T>(path, { method, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 
 export const api = {
   /** Checks a token before keeping it. */
@@ -240,12 +300,20 @@ export const api = {
     json<{ data: KeyJson[]; next_cursor: string | null }>(
       `keys?limit=1000${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
     ),
-  createKey: (body: { label?: string; workspace?: string }) =>
-    json<KeyJson & { key: string }>('keys', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    }),
+  createKey: (body: { label?: string; workspace?: string }) => send<KeyJson & { key: string }>('POST', 'keys', body),
   revokeKey: (id: string) =>
     json<{ id: string; revoked: boolean }>(`keys/${encodeURIComponent(id)}`, { method: 'DELETE' }),
+  /** A page of the budgets in their current period (every workspace), next_cursor fetches the next. */
+  budgets: (cursor?: string | null) =>
+    json<{ data: BudgetJson[]; next_cursor: string | null }>(
+      `budgets?limit=1000${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+    ),
+  createBudget: (body: BudgetRequest) => send<{ id: string }>('POST', 'budgets', body),
+  changeBudget: (id: string, body: BudgetRequest) =>
+    send<{ id: string }>('PATCH', `budgets/${encodeURIComponent(id)}`, body),
+  /** The newest alert deliveries (a page of the API's limit). */
+  alerts: () => json<{ data: AlertRow[] }>('alerts?limit=1000'),
+  /** The spend freezes in force. */
+  freezes: () => json<{ data: FreezeJson[] }>('freezes?limit=1000'),
+  liftFreeze: (id: string) => json<FreezeJson>(`freezes/${encodeURIComponent(id)}`, { method: 'DELETE' }),
 };

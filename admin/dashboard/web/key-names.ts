@@ -56,3 +56,9 @@ export function keyIdOf(typed: string): string {
   for (const [id, label] of loaded) if (label.toLowerCase() === lower) return id;
   return typed;
 }
+
+/** "key_id=key_ab12" shows the key's label, as everywhere on the page; a tag value as it is. */
+export function scopeText(scope: string): string {
+  const at = scope.indexOf('=');
+  return at < 0 ? scope : `${scope.slice(0, at)} = ${shownValue(scope.slice(0, at), scope.slice(at + 1))}`;
+}

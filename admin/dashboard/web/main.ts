@@ -1,5 +1,6 @@
 /**
- * The Tollgate dashboard: a login form, then three views (Usage, Requests, API Keys) over the admin API.
+ * The Tollgate dashboard: a login form, then its views (Usage, Requests, Latency & errors, Budgets, API Keys) over
+ * the admin API.
  * Served by the gateway's admin listener; all data comes from /api/* with the admin token.
  */
 import { api, ApiError, AuthError, clearToken, getToken, setToken, type InfoJson } from './api.js';
@@ -10,6 +11,7 @@ import { forgetCreatedKey, renderKeys } from './keys.js';
 import { loadKeyNames } from './key-names.js';
 import { renderRequests } from './requests.js';
 import { renderLatency } from './latency.js';
+import { renderBudgets } from './budgets.js';
 import { renderReconciliation } from './reconciliation.js';
 import { dimensionChoices, loadState, saveState, type ViewState } from './state.js';
 import { renderUsage } from './usage.js';
@@ -19,6 +21,7 @@ const VIEWS: { id: ViewName; label: string }[] = [
   { id: 'usage', label: 'Usage' },
   { id: 'requests', label: 'Requests' },
   { id: 'latency', label: 'Latency & errors' },
+  { id: 'budgets', label: 'Budgets' },
   { id: 'reconciliation', label: 'Reconciliation' },
   { id: 'keys', label: 'API Keys' },
 ];
@@ -224,7 +227,7 @@ async function start(initialInfo?: InfoJson): Promise<void> {
     content.dataset.ready = 'false';
     if (view !== 'usage') destroyChart();
     try {
-      if (view !== 'keys' && !info.has_records) {
+      if (view !== 'keys' && view !== 'budgets' && !info.has_records) {
         // Nothing recorded yet: ask again (cheap), so the page moves on as soon as a first request is in.
         info = ctx.info = await api.info();
         if (!info.has_records) {
@@ -242,6 +245,7 @@ async function start(initialInfo?: InfoJson): Promise<void> {
       if (view === 'usage') await renderUsage(content, ctx, isCurrent);
       else if (view === 'requests') await renderRequests(content, ctx, isCurrent);
       else if (view === 'latency') await renderLatency(content, ctx, isCurrent);
+      else if (view === 'budgets') await renderBudgets(content, ctx, isCurrent);
       else if (view === 'reconciliation') await renderReconciliation(content, ctx, isCurrent);
       else await renderKeys(content, ctx, isCurrent);
     } catch (err) {
