@@ -84,17 +84,6 @@ export interface Usage {
   streamError?: string;
 }
 
-/** The counts audio and image answers (or their requests) are billed by, beside the text token buckets. */
-export const MEDIA_UNIT_FIELDS = [
-  'inputImageTokens',
-  'outputImageTokens',
-  'inputAudioTokens',
-  'outputAudioTokens',
-  'audioSeconds',
-  'inputCharacters',
-  'images',
-] as const;
-
 /** The token buckets of one sampling iteration (see Usage.iterations). */
 export type IterationUsage = Pick<
   Usage,

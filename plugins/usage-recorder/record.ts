@@ -21,7 +21,7 @@ const sum = (...parts: (number | undefined)[]): number | null =>
 
 /**
  * Longest text a record keeps per field, in characters; a longer one is cut and ends with TRUNCATION_MARKER
- * (core/truncate.ts). The requested model is refused beyond MAX_MODEL_LENGTH before it gets here (core/body.ts);
+ * (core/truncate.ts). The requested model is refused beyond MAX_MODEL_LENGTH before it gets here (intake/body.ts);
  * the served model, the search context size and a stream's error code come from the provider. Tags are bounded by
  * the attribution plugin's own maxima (max_keys, max_key_length, max_value_length at their highest), which hold for
  * tags another plugin sets too. Workspace and key ids come from the configuration (at most 64 characters), the
