@@ -13,10 +13,12 @@ import { renderTable, type Column } from './table';
 
 export interface UsageReport {
   groupBy: string[];
-  /** The page: the `limit` most expensive groups, most expensive first. */
+  /** The page: `limit` groups from rank `offset`, most expensive first. */
   rows: UsageGroupRow[];
   /** The groups not on the page, summed; null when every group is on it. */
   other: (UsageTotals & { groups: number }) | null;
+  /** The next page's offset (as GET /api/usage's next_offset); null on the last. */
+  nextOffset: number | null;
   /** Every group summed: each grouping partitions the records, so the groups add up to the total. */
   total: UsageTotals;
   from: number;
@@ -24,19 +26,23 @@ export interface UsageReport {
   filters?: Record<string, string>;
 }
 
-/** The report of `rows` (one per group), `limit` groups on the page (Infinity: all). */
+/**
+ * The report of `rows` (one per group): `limit` groups (Infinity: all) from rank `offset`, paged as GET /api/usage
+ * pages them.
+ */
 export function usageReport(
   rows: UsageGroupRow[],
   groupBy: string[],
-  limit: number,
+  { limit, offset }: { limit: number; offset: number },
   range: { from: number; to: number; filters?: Record<string, string> },
 ): UsageReport {
   const total = rows.reduce((sum, r) => addTotals(sum, r), zeroTotals());
-  const page = groupPage(rows, groupBy, Math.min(limit, rows.length || 1), 0);
+  const page = groupPage(rows, groupBy, Math.min(limit, rows.length || 1), offset);
   const byCost = page.rows.sort((a, b) =>
     b.costPico > a.costPico ? 1 : b.costPico < a.costPico ? -1 : b.requests - a.requests,
   );
-  return { groupBy, rows: byCost, other: page.other, total, from: range.from, to: range.to, filters: range.filters };
+  const { from, to, filters } = range;
+  return { groupBy, rows: byCost, other: page.other, nextOffset: page.nextOffset, total, from, to, filters };
 }
 
 /**
@@ -95,7 +101,10 @@ export function reportTable(r: UsageReport): string {
       'partial',
     ].map(right),
   ];
-  const hint = r.other ? `; ${count(r.other.groups)} more groups in the other row: --limit or --all shows them` : '';
+  const next = r.nextOffset === null ? '' : `, --offset ${r.nextOffset} the next page`;
+  const hint = r.other
+    ? `; ${count(r.other.groups)} more groups in the other row: --limit or --all shows them${next}`
+    : '';
   return `${renderTable(columns, rows)}\n\n${totalLine(r.total)} from ${new Date(r.from).toISOString()} to ${new Date(r.to).toISOString()}${hint}\n`;
 }
 

@@ -23,6 +23,7 @@ interface UsageOptions {
   to?: string;
   filter: string[];
   limit: number;
+  offset: number;
   all?: boolean;
   json?: boolean;
   csv?: boolean;
@@ -89,6 +90,12 @@ export function registerUsageCommands(program: Command, load: () => LoadedConfig
       wholeNumber(1, LIMIT_MAX),
       LIMIT_DEFAULT,
     )
+    .option(
+      '--offset <n>',
+      "the page's first group, by rank (0: the most expensive); the table names the next page's",
+      wholeNumber(0, Number.MAX_SAFE_INTEGER),
+      0,
+    )
     .option('--all', 'show every group (no "other" row)')
     .option('--json', 'print the rows as JSON (exact costs, the field names of GET /api/usage)')
     .option('--csv', 'print CSV (the columns of GET /api/usage.csv)')
@@ -115,7 +122,7 @@ export function registerUsageCommands(program: Command, load: () => LoadedConfig
         },
         { mustExist: true },
       );
-      const report = usageReport(rows, groupBy, limit, query);
+      const report = usageReport(rows, groupBy, { limit, offset: opts.offset }, query);
       process.stdout.write(opts.json ? reportJson(report) : opts.csv ? reportCsv(report) : reportTable(report));
     });
 
