@@ -4,7 +4,7 @@
  */
 import type Router from '@koa/router';
 import type { AlertService } from '../alerts/service';
-import { parseJsonBody, readBody } from '../core/body';
+import { parseJsonBody, readBody } from '../intake/body';
 import { GatewayError } from '../core/errors';
 import type { OutboxRow } from '../storage/alert-outbox';
 import { decodePageCursor, encodePageCursor, isPositiveId } from './page-cursor';

@@ -7,7 +7,7 @@ import type { IncomingMessage } from 'node:http';
 import type Router from '@koa/router';
 import { runtimeBudgetSchema } from '../config/limits';
 import type { WorkspaceEntry } from '../config/schema';
-import { parseJsonBody, readBody } from '../core/body';
+import { parseJsonBody, readBody } from '../intake/body';
 import { GatewayError } from '../core/errors';
 import { truncate } from '../core/truncate';
 import type { RuntimeBudgetRow, RuntimeBudgetTable } from '../storage/runtime-budget-table';

@@ -1,6 +1,6 @@
 import type Router from '@koa/router';
 import type { WorkspaceEntry } from '../config/schema';
-import { parseJsonBody, readBody } from '../core/body';
+import { parseJsonBody, readBody } from '../intake/body';
 import { GatewayError } from '../core/errors';
 import type { UsageStore } from '../storage/store';
 import { bulkKeyInputs, createGatewayKey, createGatewayKeys, keyJson } from './key-admin';

@@ -12,7 +12,7 @@ export type { GatewayPlugin } from '../core/plugin-contract';
 export type { GatewayContext, Workspace } from '../core/context';
 export { ERROR_CODES, GatewayError, type ErrorCode } from '../core/errors';
 export type { EndpointSpec } from '../core/endpoints';
-export { MAX_MODEL_LENGTH } from '../core/body';
+export { MAX_MODEL_LENGTH } from '../intake/body';
 export { truncate, TRUNCATION_MARKER } from '../core/truncate';
 export { BoundedCache } from '../plugin-kit/bounded-cache';
 export { codePointCompare } from '../plugin-kit/code-point-order';
@@ -40,7 +40,6 @@ export { perplexityUsageParser } from '../providers/perplexity/usage';
 
 // The usage vocabulary shared by both
 export {
-  MEDIA_UNIT_FIELDS,
   type BatchJobAnswer,
   type BatchResultLine,
   type BatchWire,
@@ -51,6 +50,7 @@ export {
   type UsageParser,
 } from '../core/usage';
 export {
+  MEDIA_UNIT_FIELDS,
   PROVIDER_REPORTED,
   type CostProvenance,
   type PicoUsd,
@@ -61,7 +61,7 @@ export { RESERVED_TAG_KEYS, UNTAGGED } from '../records/dimensions';
 export { OUTPUT_TOKEN_FIELDS, outputLimitField, requestedOutputTokens, tokenCount } from '../plugin-kit/output-tokens';
 export { withJsonField } from '../plugin-kit/body-field';
 export { countCodePoints, requestedImages, typicalSeconds } from '../providers/wire/media-request';
-export { streamIncomplete } from '../core/usage-settle';
+export { streamIncomplete } from '../providers/usage-settle';
 export { formatUsd, parseUsd } from '../pricing/money';
 
 // Dependency injection: tokens and the public views of the services behind them

@@ -48,7 +48,7 @@ export type BufferedBound = 'max_buffered_bytes' | 'workspace_buffered_bytes' | 
 /**
  * The bound on request-body bytes held in memory across the requests in flight (server.max_buffered_bytes), and
  * each workspace's and key's share of it, given to the proxy by the runtime (runtime/buffered-body-cap.ts). A body
- * is reserved before it is read into memory and released once its request is over (core/body-intake.ts).
+ * is reserved before it is read into memory and released once its request is over (intake/body-intake.ts).
  */
 export interface BodyMemoryBudget {
   /** Reserves `bytes` more for `owner`; the bound it would pass (reserving nothing), or undefined once reserved. */

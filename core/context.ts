@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { FileHead } from './body';
+import type { FileHead } from './upload';
 import type { EndpointSpec } from './endpoints';
 import type { GatewayError } from './errors';
 import type { ProviderInstance } from './provider-contract';

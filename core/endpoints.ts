@@ -161,11 +161,3 @@ export function endpointByKey(key: EndpointKey): EndpointSpec {
   if (!e) throw new Error(`unknown endpoint ${key}`);
   return e;
 }
-
-/** Audio uploads whose duration may be billed keep the head of their file, at most this many bytes. */
-const AUDIO_HEAD_BYTES = 64 * 1024;
-
-/** How many bytes of an upload's first file part to keep for this endpoint (0: none): an audio file's header. */
-export function uploadHeadBytes(key: EndpointKey): number {
-  return key === 'audio.transcriptions' || key === 'audio.translations' ? AUDIO_HEAD_BYTES : 0;
-}

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { HeldBody } from './body-intake';
+import type { HeldBody } from './body-reader';
 import type { GatewayContext } from './context';
 import type { EndpointSpec } from './endpoints';
 import type { LineTap } from './line-tap';

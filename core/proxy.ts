@@ -1,7 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import { BodyIntake, type BodyIntakeOptions } from './body-intake';
-import { ModelCatalog } from './catalog';
+import type { BodyReader } from './body-reader';
 import { GatewayContext, secretHeadersFor } from './context';
 import { UpstreamCredentials, type GatewaySecretCheck } from './credentials';
 import type { EndpointSpec } from './endpoints';
@@ -17,25 +16,29 @@ import { newRequestId } from './request-id';
 import type { UpstreamPools } from './upstream';
 import { UpstreamExchange } from './upstream-exchange';
 
-/** What the proxy works with; how request bodies are received: BodyIntakeOptions. */
-export interface ProxyDeps extends BodyIntakeOptions {
+/** What the proxy works with. */
+export interface ProxyDeps {
   providers: ProviderRegistry;
+  /** Reads request bodies within the gateway's limits (intake/body-intake.ts). */
+  bodies: BodyReader;
   pipeline: PluginPipeline;
   pools: UpstreamPools;
-  catalog: ModelCatalog;
+  /** The gateway's own GET /v1/models (no X-Gateway-Provider), in the shape the request's headers ask for. */
+  modelList: (header: (name: string) => string | undefined) => Buffer;
   logger: Logger;
   /** True for a gateway key or the admin token: never sent upstream, even in a provider's credential header. */
   isGatewaySecret?: GatewaySecretCheck;
   /**
-   * Adds what the request says about its own billed units to its usage once the client is done (an audio or image
-   * request: providers/wire/media-request.ts); absent: the usage is what the answer reported.
+   * Completes a request's usage once the client is done: estimates what a stream did not report (`streamedText`:
+   * what it sent), adds what an audio or image request says about its units (providers/usage-settle.ts). Absent:
+   * the usage is what the answer reported.
    */
-  settleRequestUsage?: (gw: GatewayContext) => Promise<void>;
+  settleUsage?: (gw: GatewayContext, streamedText: () => string) => Promise<void>;
 }
 
 /**
  * The whole request flow, step by step:
- *   onRequest -> read body (core/body-intake.ts) -> resolve provider -> beforeUpstream -> upstream call
+ *   onRequest -> read body (ProxyDeps.bodies) -> resolve provider -> beforeUpstream -> upstream call
  *   -> onResponse and relay (core/relay.ts) -> [client done] -> usage, onComplete, log line (core/request-end.ts).
  * A refusal at any step is answered by core/own-answers.ts.
  *
@@ -55,17 +58,15 @@ export class GatewayProxy {
   private readonly secretHeaders: ReadonlySet<string>;
   /** Which credential header goes to which provider. */
   private readonly credentials: UpstreamCredentials;
-  private readonly intake: BodyIntake;
   private readonly ending: RequestEndDeps;
 
   constructor(private readonly deps: ProxyDeps) {
     this.secretHeaders = secretHeadersFor(deps.providers.list().flatMap((p) => p.auth.headers));
     this.credentials = new UpstreamCredentials(deps.providers.list(), deps.isGatewaySecret);
-    this.intake = new BodyIntake(deps);
     this.ending = {
       pipeline: deps.pipeline,
       requestLog: deps.logger.child({}, { redact: [] }),
-      settleRequestUsage: deps.settleRequestUsage,
+      settleUsage: deps.settleUsage,
     };
   }
 
@@ -132,14 +133,14 @@ export class GatewayProxy {
     };
   }
 
-  /** Reads the request's body (core/body-intake.ts), then has it forwarded; what the body holds is freed after. */
+  /** Reads the request's body (ProxyDeps.bodies), then has it forwarded; what the body holds is freed after. */
   private async forward(flight: InFlight): Promise<void> {
     try {
-      await this.intake.read(flight.gw, flight.req, flight.endpoint, flight);
+      await this.deps.bodies.read(flight.gw, flight.req, flight.endpoint, flight);
       await this.callUpstream(flight);
       await relayAnswer(flight, this.deps.pipeline);
     } finally {
-      this.intake.release(flight);
+      this.deps.bodies.release(flight);
     }
   }
 
@@ -190,9 +191,7 @@ export class GatewayProxy {
   }
 
   private sendCatalog(gw: GatewayContext, res: ServerResponse): void {
-    const body = ModelCatalog.wantsMessagesShape((h) => gw.header(h))
-      ? this.deps.catalog.messagesShape
-      : this.deps.catalog.openaiShape;
+    const body = this.deps.modelList((h) => gw.header(h));
     gw.status = 200;
     res.writeHead(200, withGatewayHeaders(gw, { 'content-type': 'application/json', 'content-length': body.length }));
     res.end(body);

@@ -3,15 +3,14 @@ import type { GatewayContext } from './context';
 import { GatewayError } from './errors';
 import type { InFlight } from './in-flight';
 import type { PluginPipeline } from './plugin-pipeline';
-import { settleUsage } from './usage-settle';
 
 /** What ending a request needs: the plugins, the per-request log, and the settling of request-measured usage. */
 export interface RequestEndDeps {
   pipeline: PluginPipeline;
   /** For the per-request line: its fields are ids, names and numbers only, so pino's redaction is skipped. */
   requestLog: Logger;
-  /** See ProxyDeps.settleRequestUsage (core/proxy.ts). */
-  settleRequestUsage?: (gw: GatewayContext) => Promise<void>;
+  /** See ProxyDeps.settleUsage (core/proxy.ts). */
+  settleUsage?: (gw: GatewayContext, streamedText: () => string) => Promise<void>;
 }
 
 /** After the client is done: settle usage, run onComplete (in reverse) and log, all off the request path. */
@@ -31,8 +30,7 @@ export async function endRequest({ gw, delivered, tap, lines }: InFlight, deps: 
         await lines.end();
         gw.batchResults = lines.results();
       }
-      settleUsage(gw, () => tap?.text() ?? '');
-      await deps.settleRequestUsage?.(gw);
+      await deps.settleUsage?.(gw, () => tap?.text() ?? '');
     } catch (err) {
       // Usage stays as reported (or unknown), but the request is still recorded.
       gw.log.warn({ err, requestId: gw.requestId }, 'settling usage failed');

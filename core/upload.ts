@@ -1,6 +1,5 @@
 import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
-import type { FileHead } from './body';
 
 /**
  * Where large multipart uploads are received instead of memory (the runtime gives services/upload-spool.ts):
@@ -23,4 +22,11 @@ export interface ReceivedUpload {
   dispose(): void;
   /** The first bytes of its first file part, when they were asked for (receive's headBytes). */
   fileHead(): FileHead | undefined;
+}
+
+/** The first bytes of an upload's first file part, with the type and name the client gave it. */
+export interface FileHead {
+  bytes: Buffer;
+  mimeType: string;
+  filename: string;
 }

@@ -74,6 +74,8 @@ export interface Usage {
    * priority, scale; Anthropic's `usage.service_tier`: standard, priority, batch), lower-cased. Not a count.
    */
   serviceTier?: string;
+  /** The id an aggregator gave its answer (OpenRouter's `gen-…`: its generation API looks it up). Not a count. */
+  generationId?: string;
   /** The model that actually served the request, when the response names it (aggregators). */
   servedModel?: string;
   /**
@@ -83,17 +85,6 @@ export interface Usage {
    */
   streamError?: string;
 }
-
-/** The counts audio and image answers (or their requests) are billed by, beside the text token buckets. */
-export const MEDIA_UNIT_FIELDS = [
-  'inputImageTokens',
-  'outputImageTokens',
-  'inputAudioTokens',
-  'outputAudioTokens',
-  'audioSeconds',
-  'inputCharacters',
-  'images',
-] as const;
 
 /** The token buckets of one sampling iteration (see Usage.iterations). */
 export type IterationUsage = Pick<

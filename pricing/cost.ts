@@ -33,8 +33,8 @@
  * Exactness: all bundled rates are integer pico-USD per token; a rate with more than 6 decimals is kept as
  * a fraction and the total is rounded once, half away from zero (money.ts).
  */
-import { MEDIA_UNIT_FIELDS, type EndpointKey, type IterationUsage, type Usage } from '../core/usage';
-import type { PicoUsd } from '../records/usage-record';
+import type { EndpointKey, IterationUsage, Usage } from '../core/usage';
+import { MEDIA_UNIT_FIELDS, type PicoUsd } from '../records/usage-record';
 import { BUCKETS, type Bucket, type LongContextTier, type ModelPrice } from './model-price';
 import { parseDecimal } from './decimal';
 import { billedMediaUsage, mediaUnitLines } from './media-cost';

@@ -1,4 +1,16 @@
 import type { EndpointKey } from '../core/endpoints';
+import type { Usage } from '../core/usage';
+
+/** The counts audio and image answers (or their requests) are billed by, beside the text token buckets. */
+export const MEDIA_UNIT_FIELDS = [
+  'inputImageTokens',
+  'outputImageTokens',
+  'inputAudioTokens',
+  'outputAudioTokens',
+  'audioSeconds',
+  'inputCharacters',
+  'images',
+] as const satisfies readonly (keyof Usage)[];
 
 /** UsageRecord.priceVersion of a record whose cost is the provider's own figure (an aggregator's usage.cost). */
 export const PROVIDER_REPORTED = 'provider-reported';
@@ -85,6 +97,11 @@ export interface UsageRecord {
   inputAudioTokens?: number | null;
   /** Audio tokens generated, a part of outputTokens, null when none were reported. */
   outputAudioTokens?: number | null;
+  /**
+   * The id an aggregator gave its answer (OpenRouter's `gen-…`), by which reconciliation reads what the request
+   * cost. Absent on records built before migration 017.
+   */
+  generationId?: string | null;
   latencyMs: number;
   /** Time to first byte from upstream, ms; null if no byte arrived. */
   ttfbMs: number | null;

@@ -19,7 +19,6 @@ import { KeySync } from '../services/keys/key-sync';
 import { openStore, parseStorageUrl } from '../storage';
 import { StoreMaintenance } from '../storage/maintenance';
 import type { UsageStore } from '../storage/store';
-import { ModelCatalog } from '../core/catalog';
 import { endpointFor, methodsAt } from '../core/endpoints';
 import { GatewayError } from '../core/errors';
 import { observeBodyMemory } from '../core/body-memory';
@@ -35,6 +34,7 @@ import type { ProviderModule } from '../core/provider-contract';
 import { prepareWiring } from './wiring';
 import type { ProviderRegistry } from '../core/provider-routing';
 import { GatewayProxy } from '../core/proxy';
+import { BodyIntake } from '../intake/body-intake';
 import { newRequestId, REQUEST_ID_HEADER } from '../core/request-id';
 import { registerService, TOKENS } from '../contracts/tokens';
 import { LimitsContext } from '../services/workspace-limits';
@@ -43,7 +43,9 @@ import { SpendFreezes } from '../services/spend-freezes';
 import { spendGuard } from './spend-guard';
 import { workerScopedPath } from './worker-slot';
 import { UploadSpool } from '../services/upload-spool';
-import { settleMediaUsage } from '../providers/wire/media-request';
+import { ModelCatalog } from '../providers/model-catalog';
+import { settleUsage } from '../providers/usage-settle';
+import { uploadHeadBytes } from '../providers/wire/media-request';
 import { UpstreamPools } from '../core/upstream';
 import { RedisLimitStore } from '../services/limit-store/redis-store';
 import type { GatewayMetrics } from './observability/metrics';
@@ -199,14 +201,17 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
     providers,
     pipeline,
     pools,
-    catalog,
-    bodyLimit: server.body_limit,
-    bodyPace: { timeoutMs: server.body_timeout_ms, minBytesPerSecond: server.body_min_rate },
-    uploads,
-    memoryBudget: bufferedBodies,
+    modelList: (header) => catalog.answerFor(header),
+    bodies: new BodyIntake({
+      bodyLimit: server.body_limit,
+      bodyPace: { timeoutMs: server.body_timeout_ms, minBytesPerSecond: server.body_min_rate },
+      uploads,
+      memoryBudget: bufferedBodies,
+      uploadHeadBytes,
+    }),
     logger,
     isGatewaySecret,
-    settleRequestUsage: settleMediaUsage,
+    settleUsage,
   });
   metrics?.flow.watchInFlight(() => proxy.inflight);
 

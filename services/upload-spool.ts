@@ -5,10 +5,11 @@ import type { IncomingMessage } from 'node:http';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import type { Logger } from 'pino';
-import { multipartFieldReader, receiveBody, refuseDeclaredOverLimit, type FileHead } from '../core/body';
 import { bodyRelayed, bodySpooled } from '../core/body-memory';
 import { GatewayError } from '../core/errors';
-import type { ReceivedUpload, UploadReceiver } from '../core/upload';
+import type { FileHead, ReceivedUpload, UploadReceiver } from '../core/upload';
+import { receiveBody, refuseDeclaredOverLimit } from '../intake/body';
+import { multipartFieldReader } from '../intake/multipart';
 
 /**
  * Large multipart uploads (audio to transcribe, images to edit). Routing needs the form's `model` field:

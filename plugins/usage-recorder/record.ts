@@ -21,7 +21,7 @@ const sum = (...parts: (number | undefined)[]): number | null =>
 
 /**
  * Longest text a record keeps per field, in characters; a longer one is cut and ends with TRUNCATION_MARKER
- * (core/truncate.ts). The requested model is refused beyond MAX_MODEL_LENGTH before it gets here (core/body.ts);
+ * (core/truncate.ts). The requested model is refused beyond MAX_MODEL_LENGTH before it gets here (intake/body.ts);
  * the served model, the search context size and a stream's error code come from the provider. Tags are bounded by
  * the attribution plugin's own maxima (max_keys, max_key_length, max_value_length at their highest), which hold for
  * tags another plugin sets too. Workspace and key ids come from the configuration (at most 64 characters), the
@@ -32,6 +32,7 @@ export const RECORD_TEXT_LIMITS = {
   servedModel: 256,
   searchContextSize: 64,
   serviceTier: 64,
+  generationId: 128,
   errorCode: 80,
   tagCount: 256,
   tagKey: 256,
@@ -192,6 +193,7 @@ export function assembleRecord(
     toolCalls: u?.toolCalls && Object.keys(u.toolCalls).length > 0 ? { ...u.toolCalls } : null,
     priceId: priced?.priceId ?? null,
     serviceTier: bounded(u?.serviceTier, RECORD_TEXT_LIMITS.serviceTier),
+    generationId: bounded(u?.generationId, RECORD_TEXT_LIMITS.generationId),
     inputAudioTokens: count(u?.inputAudioTokens),
     outputAudioTokens: count(u?.outputAudioTokens),
   };

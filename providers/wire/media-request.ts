@@ -1,12 +1,12 @@
 import { PassThrough } from 'node:stream';
-import type { FileHead } from '../../core/body';
+import type { FileHead } from '../../core/upload';
 import type { GatewayContext } from '../../core/context';
 import type { EndpointKey } from '../../core/endpoints';
 import type { Usage } from '../../core/usage';
 
 /**
  * What an audio or image request says about its own cost, added to what its answer reported
- * (providers/wire/media.ts) once the client is done, off the request path (the proxy's settleRequestUsage):
+ * (providers/wire/media.ts) once the client is done, off the request path (providers/usage-settle.ts):
  *
  * - speech: the characters of `input` (tts-1 is billed per character; code points, as a person counts them);
  * - images: the `size` and `quality` asked for, unless the answer named them, and the `n` asked for when the
@@ -18,8 +18,16 @@ import type { Usage } from '../../core/usage';
  *   estimate marks the usage estimated.
  */
 
-/** The audio uploads whose duration may be billed: they keep the head of their file (core/endpoints.ts uploadHeadBytes). */
+/** The audio uploads whose duration may be billed: they keep the head of their file (uploadHeadBytes). */
 const AUDIO_UPLOADS: ReadonlySet<EndpointKey> = new Set(['audio.transcriptions', 'audio.translations']);
+
+/** Audio uploads whose duration may be billed keep the head of their file, at most this many bytes. */
+const AUDIO_HEAD_BYTES = 64 * 1024;
+
+/** How many bytes of an upload's first file part to keep for this endpoint (0: none): an audio file's header. */
+export function uploadHeadBytes(key: EndpointKey): number {
+  return AUDIO_UPLOADS.has(key) ? AUDIO_HEAD_BYTES : 0;
+}
 
 const IMAGE_ENDPOINTS: ReadonlySet<EndpointKey> = new Set(['images.generations', 'images.edits', 'images.variations']);
 

@@ -70,6 +70,7 @@ function pluginWithOwnCopy(): { dir: string; copy: string } {
   for (const room of [
     'api',
     'core',
+    'intake',
     'contracts',
     'plugin-kit',
     'config',

@@ -7,7 +7,7 @@ import { TestUpstream } from '../helpers/upstream';
 import { waitFor } from '../helpers/wait';
 
 /**
- * The reservation each request body takes against server.max_buffered_bytes (core/body-intake.ts) comes back however
+ * The reservation each request body takes against server.max_buffered_bytes (intake/body-intake.ts) comes back however
  * the request ends, and only bodies held in memory take one. Read from the gateway's own counter (the
  * tollgate_buffered_request_bytes gauge).
  */

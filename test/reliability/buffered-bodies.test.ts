@@ -18,7 +18,7 @@ const RESERVED = 2 * UPLOAD;
 
 /**
  * server.max_buffered_bytes bounds the request-body bytes the gateway holds in memory across the requests in flight
- * (runtime/memory-policy.ts, core/body-intake.ts). What an operator checks, against the real `tollgate start`
+ * (runtime/memory-policy.ts, intake/body-intake.ts). What an operator checks, against the real `tollgate start`
  * process: a crowd of large unfinished uploads does not take its memory past the bound, the excess is refused with
  * 503 gateway_busy and Retry-After while other requests are still served, and every reservation comes back however
  * its request ends (tollgate_buffered_request_bytes returns to 0).

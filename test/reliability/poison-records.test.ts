@@ -6,7 +6,7 @@
  * The poison records are ones each store really refuses:
  *   PostgreSQL  a model name of 1,400 random characters: the hourly rollup's key (model and served model) is then an
  *               index row over the B-tree limit of 2,704 bytes, SQLSTATE 54000 (random, so that PostgreSQL cannot
- *               compress it under the limit). The edge refuses such a name since (core/body.ts), but a spill file
+ *               compress it under the limit). The edge refuses such a name since (intake/body.ts), but a spill file
  *               written before, or any other source, can still hold one.
  *   SQLite      a fractional token count (12.5): a STRICT INTEGER column refuses it, SQLITE_CONSTRAINT_DATATYPE.
  */

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { expect } from 'chai';
 import { request } from 'undici';
-import { receiveBody } from '../../core/body';
+import { receiveBody } from '../../intake/body';
 
 /**
  * receiveBody hands each chunk of a request to a sink (memory, the upload spool). A sink that throws must fail

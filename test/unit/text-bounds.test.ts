@@ -3,7 +3,7 @@
  * served model, a stream's error code), another plugin (tags). Lengths are checked against numbers written here.
  */
 import { expect } from 'chai';
-import { modelField } from '../../core/body';
+import { modelField } from '../../intake/body';
 import { GatewayError } from '../../core/errors';
 import { createTestContext } from '../../testing';
 import { TRUNCATION_MARKER, truncate } from '../../core/truncate';

@@ -34,8 +34,14 @@ export class ModelCatalog {
     );
   }
 
-  /** The messages-style shape is chosen by the messages-style version/beta headers, as Anthropic's SDKs send them. */
-  static wantsMessagesShape(header: (name: string) => string | undefined): boolean {
-    return ['anthropic-version', 'anthropic-beta', 'alt-version', 'alt-beta'].some((h) => header(h) !== undefined);
+  /**
+   * The list in the shape the request asks for (the proxy's modelList): the messages-style shape when it carries a
+   * messages-style version or beta header, as Anthropic's SDKs send them.
+   */
+  answerFor(header: (name: string) => string | undefined): Buffer {
+    const messages = ['anthropic-version', 'anthropic-beta', 'alt-version', 'alt-beta'].some(
+      (h) => header(h) !== undefined,
+    );
+    return messages ? this.messagesShape : this.openaiShape;
   }
 }

@@ -1,4 +1,5 @@
-import type { GatewayContext } from './context';
+import type { GatewayContext } from '../core/context';
+import { settleMediaUsage } from './wire/media-request';
 
 /**
  * True when a response stream did not complete: it was cut (client gone, upstream reset or idle time-out),
@@ -9,12 +10,22 @@ export function streamIncomplete(gw: GatewayContext): boolean {
 }
 
 /**
- * Completes a request's usage after the client is done. Provider-reported counts always win; when a stream
+ * Completes a request's usage once the client is done, off the request path (the proxy's settleUsage): the tokens
+ * a stream did not report are estimated, then an audio or image request's own units are added
+ * (providers/wire/media-request.ts).
+ */
+export async function settleUsage(gw: GatewayContext, streamedText: () => string): Promise<void> {
+  estimateMissingTokens(gw, streamedText);
+  await settleMediaUsage(gw);
+}
+
+/**
+ * Provider-reported counts always win; when a stream
  * reported none (chat completions without stream_options.include_usage) or did not complete, the missing counts
  * are estimated with the provider's tokenizer over the request and the text actually streamed (`streamedText`), and the usage
  * is marked estimated. The client's request is never changed to obtain usage.
  */
-export function settleUsage(gw: GatewayContext, streamedText: () => string): void {
+function estimateMissingTokens(gw: GatewayContext, streamedText: () => string): void {
   const endpoint = gw.endpoint;
   const tokenizer = gw.provider?.tokenizer;
   if (!endpoint?.costCounted || !tokenizer || gw.status === undefined || gw.status >= 400 || !gw.model) return;

@@ -1,4 +1,4 @@
-import { GatewayError } from './errors';
+import { GatewayError } from '../core/errors';
 
 /**
  * How long a request body may take to arrive (server.body_timeout_ms, server.body_min_rate): `timeoutMs`, plus one

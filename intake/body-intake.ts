@@ -1,11 +1,13 @@
 import type { IncomingMessage } from 'node:http';
-import { modelField, multipartForm, parseJsonBody, readBody } from './body';
-import { bodyHeld, JSON_BODY_COPIES, type BodyMemoryBudget, type BodyOwner, type BufferedBound } from './body-memory';
+import { bodyHeld, JSON_BODY_COPIES, type BodyMemoryBudget, type BufferedBound } from '../core/body-memory';
+import type { BodyReader, HeldBody } from '../core/body-reader';
+import type { GatewayContext } from '../core/context';
+import type { EndpointKey, EndpointSpec } from '../core/endpoints';
+import { GatewayError } from '../core/errors';
+import type { UploadReceiver } from '../core/upload';
+import { modelField, parseJsonBody, readBody } from './body';
 import type { BodyPace } from './body-pace';
-import type { GatewayContext } from './context';
-import { uploadHeadBytes, type EndpointSpec } from './endpoints';
-import { GatewayError } from './errors';
-import type { ReceivedUpload, UploadReceiver } from './upload';
+import { multipartForm } from './multipart';
 
 export interface BodyIntakeOptions {
   bodyLimit: number;
@@ -15,17 +17,8 @@ export interface BodyIntakeOptions {
   memoryBudget?: BodyMemoryBudget;
   /** How long a body read into memory may take to arrive; absent: no time-out of the gateway's own. */
   bodyPace?: BodyPace;
-}
-
-/** What a request's body holds until the request is over; BodyIntake.release frees it, once. */
-export interface HeldBody {
-  /** A large multipart upload, received into the spool or streaming through (services/upload-spool.ts). */
-  upload: ReceivedUpload | undefined;
-  /** Bytes of the memory budget reserved for the body, and whose share they count against. */
-  reserved: number;
-  owner?: BodyOwner;
-  /** Ends the memory policy's hold on a body held whole (core/body-memory.ts). */
-  held: (() => void) | undefined;
+  /** How many bytes of an upload's first file part to keep (an audio file's header); absent: none. */
+  uploadHeadBytes?: (key: EndpointKey) => number;
 }
 
 /**
@@ -46,7 +39,7 @@ const FIRST_READ_BYTES = 64 * 1024;
  *   503 gateway_busy and Retry-After, and the connection is closed rather than read to its end; one that arrives
  *   too slowly (bodyPace) with 408 body_timeout, the same way.
  */
-export class BodyIntake {
+export class BodyIntake implements BodyReader {
   constructor(private readonly options: BodyIntakeOptions) {}
 
   async read(gw: GatewayContext, req: IncomingMessage, endpoint: EndpointSpec, hold: HeldBody): Promise<void> {
@@ -55,7 +48,7 @@ export class BodyIntake {
     const contentType = req.headers['content-type'] ?? '';
     const multipart = contentType.startsWith('multipart/form-data');
     // Audio uploads keep their file's first bytes, where the duration is read from (providers/wire/media-request.ts).
-    const headBytes = uploadHeadBytes(endpoint.key);
+    const headBytes = this.options.uploadHeadBytes?.(endpoint.key) ?? 0;
     if (multipart && uploads?.wants(req)) {
       const upload = (hold.upload = await uploads.receive(req, bodyLimit, contentType, headBytes));
       gw.bodySize = upload.size;
