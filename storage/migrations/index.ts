@@ -18,6 +18,7 @@ import { runtimeBudgets } from './013_runtime_budgets';
 import { reconciliationRuns } from './014_reconciliation_runs';
 import { scheduleAndRepriceLog } from './015_schedule_and_reprice_log';
 import { batchJobs } from './016_batch_jobs';
+import { generationId } from './017_generation_id';
 
 export interface Migration {
   version: number;
@@ -44,6 +45,7 @@ export const MIGRATIONS: readonly Migration[] = [
   reconciliationRuns,
   scheduleAndRepriceLog,
   batchJobs,
+  generationId,
 ];
 
 export const SCHEMA_MIGRATIONS_DDL = {
