@@ -26,6 +26,7 @@ import { discounted, PRICE_FIELDS, samePrices } from './entry-prices';
 import type { ImportedCatalog } from './imported-catalog';
 import { importLiteLlm } from './litellm';
 import { openRouterVendorIds, stripOwnPrefix, undatedId } from './match';
+import { bundledCorrections, correctedImport } from './price-corrections';
 import { DatedPrices, isDated, type DatedPrice } from './dated-prices';
 import type { CatalogFile, CatalogModel, MatchRule, ModelPrice, SkippedEntry, ToolFee } from './model-price';
 
@@ -102,7 +103,8 @@ export class PriceCatalog {
       this.toolFees.set(f.provider, list);
     }
     const imported = options.imported;
-    if (imported) this.putImported(imported.models);
+    // A bundled correction outlives an import that still holds the rate it replaces.
+    if (imported) this.putImported(correctedImport(imported.models, bundledCorrections()));
     const fromProviders = options.providerPrices ?? [];
     for (const m of fromProviders) this.override(m, 'provider');
     const skipped: SkippedEntry[] = [...bundled.skipped];

@@ -484,6 +484,28 @@ describe('price catalog', () => {
         rmSync(dir, { recursive: true, force: true });
       }
     });
+
+    it('keeps the bundled corrections while the import holds the rates they replace, and the batch tiers it lacks', () => {
+      // LiteLLM's own entries: gpt-4o-mini-tts at the snapshot's wrong text rate, grok-4 without a cache rate,
+      // claude-haiku-4-5 without batch rates (pricing/price-corrections.json corrects all three).
+      const litellm = imported([
+        { provider: 'openai', model: 'gpt-4o-mini-tts', kind: 'audio', input: '2.5', output_audio: '12' },
+        { provider: 'xai', model: 'grok-4', kind: 'chat', input: '3', output: '15' },
+        { provider: 'anthropic', model: 'claude-haiku-4-5', kind: 'chat', input: '1', output: '5', cache_read: '0.1' },
+      ]);
+      const c = PriceCatalog.fromConfig({}, { imported: litellm });
+      expect(c.lookup('openai', 'gpt-4o-mini-tts')).to.include({ input: '0.6', origin: 'imported' });
+      expect(c.lookup('xai', 'grok-4')).to.include({ cache_read: '0.75', origin: 'imported' });
+      expect(c.lookup('anthropic', 'claude-haiku-4-5')!.service_tiers?.batch).to.include({
+        input: '0.5',
+        output: '2.5',
+      });
+      // A source that changed the rate wins over the correction.
+      const changed = imported([{ provider: 'openai', model: 'gpt-4o-mini-tts', kind: 'audio', input: '0.7' }]);
+      expect(PriceCatalog.fromConfig({}, { imported: changed }).lookup('openai', 'gpt-4o-mini-tts')).to.include({
+        input: '0.7',
+      });
+    });
   });
 
   describe('discounts', () => {
