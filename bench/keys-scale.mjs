@@ -7,7 +7,8 @@
 //     sync), over --idle seconds with no traffic, as a percentage of one core;
 //   - proxied latency: bench/load.mjs, --connections closed-loop connections for --duration seconds after a warm-up,
 //     every request with the last key created (looked up among all the others);
-//   - the creation's own time (wall clock of the bulk calls) and the RSS after it.
+//   - the creation's own time (wall clock of the bulk calls), then 20 single creates (POST /api/keys) timed one by
+//     one, and the RSS after it.
 // One JSON line per key count on stdout, a table on stderr. The machine's load average is printed with each count:
 // on a shared machine the latencies say as much about the neighbours as about the gateway.
 //
@@ -31,6 +32,8 @@ const { values: args } = parseArgs({
   },
 });
 const BULK = 1000;
+/** Keys then created one at a time (POST /api/keys), each timed: the single create at that table size. */
+const SINGLE_CREATES = 20;
 const CLK_TCK = 100;
 const log = (line) => process.stderr.write(`${line}\n`);
 
@@ -135,6 +138,13 @@ async function measure(count, mockUrl) {
       key = answer.data.at(-1).key;
     }
     const createSeconds = (Date.now() - created) / 1000;
+    const singleMs = [];
+    for (let i = 0; i < SINGLE_CREATES; i++) {
+      const t0 = performance.now();
+      await admin(adminUrl, token, '/api/keys', { workspace: 'bench', label: `single-${i}` });
+      singleMs.push(performance.now() - t0);
+    }
+    singleMs.sort((a, b) => a - b);
     await sleep(3000); // the last sync, the touch of last-used times and the store's writes settle
     const idleSeconds = Number(args.idle);
     const [p0, t0] = [cpuMs(pid), cpuMs(pid, pid)];
@@ -144,6 +154,8 @@ async function measure(count, mockUrl) {
     const result = {
       keys: count,
       create_s: Math.round(createSeconds * 10) / 10,
+      single_create_ms_median: Math.round(singleMs[SINGLE_CREATES / 2] * 10) / 10,
+      single_create_ms_max: Math.round(singleMs.at(-1) * 10) / 10,
       rss_mb: Math.round(rssMb(pid)),
       idle_cpu_pct_process: Math.round(((p1 - p0) / (idleSeconds * 1000)) * 1000) / 10,
       idle_cpu_pct_main_thread: Math.round(((t1 - t0) / (idleSeconds * 1000)) * 1000) / 10,
@@ -157,7 +169,7 @@ async function measure(count, mockUrl) {
     };
     process.stdout.write(`${JSON.stringify(result)}\n`);
     log(
-      `${String(count).padStart(7)} keys: created in ${result.create_s} s, idle CPU ${result.idle_cpu_pct_process}% (main thread ${result.idle_cpu_pct_main_thread}%), p50 ${result.p50_ms} ms, p99 ${result.p99_ms} ms, RSS ${result.rss_mb} MB, load average ${result.loadavg_1m}`,
+      `${String(count).padStart(7)} keys: created in ${result.create_s} s (one more: ${result.single_create_ms_median} ms median), idle CPU ${result.idle_cpu_pct_process}% (main thread ${result.idle_cpu_pct_main_thread}%), p50 ${result.p50_ms} ms, p99 ${result.p99_ms} ms, RSS ${result.rss_mb} MB, load average ${result.loadavg_1m}`,
     );
     return result;
   } finally {
