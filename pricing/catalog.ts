@@ -232,13 +232,14 @@ export class PriceCatalog {
     return undefined;
   }
 
-  /** The frozen effective price of an entry, as billed by `billing` (whose discount applies). Cached. */
+  /** The frozen effective price of an entry, as billed by `billing` (whose discount, or the model's, applies). Cached. */
   private derive(billing: string, key: string, via: MatchRule, dated?: DatedPrice): ModelPrice {
     const cacheKey = `${billing}\u0000${via}\u0000${key}\u0000${dated?.from ?? ''}`;
     const cached = this.derived.get(cacheKey);
     if (cached) return cached;
     const e = dated ?? this.entries.get(key)!;
-    const d = this.discounts[billing];
+    // A model's own discount wins over its provider's.
+    const d = this.discounts[`${billing}/${e.price.model}`] ?? this.discounts[billing];
     const price: ModelPrice = {
       ...(d === undefined ? e.price : discounted(e.price, d)),
       id: e.price.model,

@@ -532,6 +532,17 @@ describe('price catalog', () => {
       expect(c.lookup('openai', 'gpt-x')).to.not.have.property('discount');
     });
 
+    it("a model's own discount wins over its provider's; the provider's other models keep the provider's", () => {
+      const c = catalog({ discounts: { openai: '0.5', 'OpenAI/gpt-x': '0.24' } });
+      // gpt-x lists at 2 / 8: 0.76 of it, exactly.
+      expect(c.lookup('openai', 'gpt-x')).to.include({ input: '1.52', output: '6.08', discount: '0.24' });
+      expect(c.lookup('openai', 'gpt-x-mini')).to.include({ input: '0.25', output: '0.5', discount: '0.5' });
+      // Without a provider-wide one, the other models stay at list price.
+      const only = catalog({ discounts: { 'openai/gpt-x': '0.24' } });
+      expect(only.lookup('openai', 'gpt-x')).to.include({ input: '1.52', discount: '0.24' });
+      expect(only.lookup('openai', 'gpt-x-mini')).to.include({ input: '0.5' }).and.not.have.property('discount');
+    });
+
     it("on an OpenRouter fallback, OpenRouter's discount applies, not the vendor's", () => {
       const c = catalog({ discounts: { openrouter: '0.25', openai: '0.5' } });
       expect(c.lookup('openrouter', 'openai/gpt-x')).to.include({ input: '1.5', output: '6', discount: '0.25' });
