@@ -83,6 +83,7 @@ export function recordJson(r: UsageRecord) {
     service_tier: r.serviceTier ?? null,
     input_audio_tokens: r.inputAudioTokens ?? null,
     output_audio_tokens: r.outputAudioTokens ?? null,
+    generation_id: r.generationId ?? null,
   };
 }
 

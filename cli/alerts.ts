@@ -51,7 +51,8 @@ export function registerAlertCommands(program: Command, load: () => LoadedConfig
     .command('test')
     .description('send a test alert to a channel of alerts.channels now, and say whether it was taken')
     .argument('<channel>', 'the channel name')
-    .action(async (name: string) => {
+    .option('--json', 'print the result as JSON: alert_id, channel, type, delivered, status')
+    .action(async (name: string, opts: { json?: boolean }) => {
       const config = load().config.alerts;
       const channel = config.channels.find((c) => c.name === name);
       if (!channel)
@@ -60,6 +61,17 @@ export function registerAlertCommands(program: Command, load: () => LoadedConfig
         );
       const { alert, result } = await sendTestAlert(openChannel(channel), config);
       if (!result.ok) throw new UserError(`channel ${name} did not take the test alert: ${result.error}`);
+      if (opts.json) {
+        const out = {
+          alert_id: alert.alert_id,
+          channel: name,
+          type: channel.type,
+          delivered: true,
+          status: result.status,
+        };
+        process.stdout.write(`${JSON.stringify(out)}\n`);
+        return;
+      }
       process.stdout.write(
         `Test alert ${alert.alert_id} delivered to ${name} (${channel.type}, HTTP ${result.status})\n`,
       );

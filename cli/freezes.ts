@@ -64,9 +64,15 @@ export function registerFreezeCommands(program: Command, load: () => LoadedConfi
     .command('lift')
     .description('lift a freeze: its key or tag value is served again')
     .argument('<id>', 'the freeze id (frz_...)')
-    .action(async (id: string) => {
-      const row = await withStore(load(), (store) => store.spendFreezes!().lift(id, Date.now()), { mustExist: true });
+    .option('--json', 'print the freeze as JSON (as DELETE /api/freezes/{id} answers)')
+    .action(async (id: string, opts: { json?: boolean }) => {
+      const now = Date.now();
+      const row = await withStore(load(), (store) => store.spendFreezes!().lift(id, now), { mustExist: true });
       if (!row) throw new UserError(`no spend freeze with id ${id}; tollgate freezes list --all shows them`);
+      if (opts.json) {
+        process.stdout.write(`${JSON.stringify(freezeJson(row, now), null, 2)}\n`);
+        return;
+      }
       process.stdout.write(
         row.liftedAt !== null
           ? `Lifted ${row.id} (${row.scope} in workspace ${row.workspace}): running gateways serve it again within budgets.runtime_refresh_ms.\n`

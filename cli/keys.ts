@@ -28,12 +28,17 @@ export function registerKeyCommands(program: Command, load: () => LoadedConfig):
   keys
     .command('import <file>')
     .description('store keys you already hand out (JSON lines or a JSON array: key or sha256, workspace, label, id)')
-    .action(async (file: string) => {
+    .option('--json', 'print the stored keys as JSON (the fields of GET /api/keys, never the keys)')
+    .action(async (file: string, opts: { json?: boolean }) => {
       const loaded = load();
       const rows = importedKeys(readFileSync(file, 'utf8'), loaded.config.workspaces);
       const stored = await withStore(loaded, (store) => store.insertKeys(rows));
       await share(loaded, stored);
-      process.stdout.write(`Imported ${stored.length} keys\n`);
+      process.stdout.write(
+        opts.json
+          ? `${JSON.stringify({ imported: stored.map(keyJson) }, null, 2)}\n`
+          : `Imported ${stored.length} keys\n`,
+      );
     });
 
   keys

@@ -130,21 +130,37 @@ function keptLines(overrides: string[], bundled: { id: string; fields: string[] 
   return lines;
 }
 
+/** What `prices lookup` prints: the price id, where it comes from, its rates and the price version. */
+function lookupOutput(p: ModelPrice, version: string, json: boolean): string {
+  if (json) {
+    const out = {
+      price_id: `${p.provider}/${p.model}`,
+      origin: p.origin,
+      matched_as: p.match?.via ?? null,
+      rates: Object.fromEntries(PRICE_FIELDS.filter((f) => p[f] !== undefined).map((f) => [f, p[f]])),
+      price_version: version,
+    };
+    return `${JSON.stringify(out, null, 2)}\n`;
+  }
+  const via = p.match ? `, matched as ${p.match.via.replace(/_/g, ' ')}` : '';
+  return (
+    `price id ${p.provider}/${p.model} (${p.origin}${via})\n${rates(p) || 'no token rates'} (USD per 1M tokens; fees per request or query)\n` +
+    `price version ${version}\n`
+  );
+}
+
 /** `tollgate prices update` (LiteLLM's price file into the deployment's catalog) and `tollgate prices lookup`. */
 export function registerPriceCommands(program: Command, load: () => LoadedConfig): void {
   const prices = program.command('prices').description("the deployment's price catalog");
   prices
     .command('lookup <provider> <model>')
     .description('show the price a model is billed at and the catalog entry (price id) its records name')
-    .action(async (provider: string, model: string) => {
+    .option('--json', 'print the price as JSON: price_id, origin, matched_as, rates (USD per 1M tokens), price_version')
+    .action(async (provider: string, model: string, opts: { json?: boolean }) => {
       const { prices: catalog } = await deployProviders(load());
       const p = catalog.lookup(provider, model);
       if (!p) throw new UserError(`${provider}/${model} has no price: its requests are recorded as unpriced`);
-      const via = p.match ? `, matched as ${p.match.via.replace(/_/g, ' ')}` : '';
-      process.stdout.write(
-        `price id ${p.provider}/${p.model} (${p.origin}${via})\n${rates(p) || 'no token rates'} (USD per 1M tokens; fees per request or query)\n` +
-          `price version ${catalog.version}\n`,
-      );
+      process.stdout.write(lookupOutput(p, catalog.version, Boolean(opts.json)));
     });
   prices
     .command('update')

@@ -32,20 +32,35 @@ function writeOverrides(path: string, fixes: ImpliedPrice[]): void {
   writeFileSync(path, String(doc));
 }
 
-async function fix(loaded: LoadedConfig, runId: number, dryRun: boolean): Promise<string> {
+async function fix(loaded: LoadedConfig, runId: number, dryRun: boolean, json: boolean): Promise<string> {
   return withStore(loaded, async (store) => {
     await store.migrate();
     const run = await store.reconciliationRuns?.().get(runId);
     if (!run?.report) throw new UserError(`no successful reconciliation run ${runId}`);
     const report = JSON.parse(run.report) as ReconciliationReport;
     const fixes = impliedPrices(report, await priceCatalog(loaded));
-    if (fixes.length === 0) return `run ${runId} has no priced_differently line: nothing to fix\n`;
+    if (fixes.length === 0)
+      return json
+        ? `${JSON.stringify({ run: runId, dry_run: dryRun, overrides: [] })}\n`
+        : `run ${runId} has no priced_differently line: nothing to fix\n`;
     const fixed = withOverrides(loaded, fixes);
     const catalog = await priceCatalog(fixed);
     if (!dryRun) writeOverrides(loaded.path, fixes);
     const range = { from: Date.parse(`${report.from}T00:00:00Z`), to: Date.parse(`${report.to}T00:00:00Z`) };
     const reason = `reconciliation run ${runId}: ${fixes.map((f) => `${f.model} billed at ${f.ratio} of the recorded price`).join('; ')}`;
     const { result, diff, logId } = await repriceRange(store, catalog, range, { dryRun, reason });
+    if (json) {
+      const out = {
+        run: runId,
+        dry_run: dryRun,
+        config: loaded.path,
+        overrides: fixes.map((f) => f.override),
+        scanned: result.scanned,
+        changed: dryRun ? diff.changed : result.updated,
+        audit_id: logId ?? null,
+      };
+      return `${JSON.stringify(out, null, 2)}\n`;
+    }
     const table = renderTable(
       [
         { header: 'model' },
@@ -72,10 +87,11 @@ export function registerReconcileFixCommand(program: Command, load: () => Loaded
       "fix the stale prices a reconciliation run found: a dated override at the bill's price, then a reprice of its days",
     )
     .option('--dry-run', 'write nothing: print the overrides and what the repricing would change')
-    .action(async (run: string, opts: { dryRun?: boolean }) => {
+    .option('--json', 'print the result as JSON: run, dry_run, config, overrides, scanned, changed, audit_id')
+    .action(async (run: string, opts: { dryRun?: boolean; json?: boolean }) => {
       const id = Number(run);
       if (!Number.isSafeInteger(id) || id < 1)
         throw new UserError('<run> is a reconciliation run id (tollgate reconcile --json prints it)');
-      process.stdout.write(await fix(load(), id, Boolean(opts.dryRun)));
+      process.stdout.write(await fix(load(), id, Boolean(opts.dryRun), Boolean(opts.json)));
     });
 }

@@ -75,7 +75,7 @@ export function registerReconcileCommand(program: Command, load: () => LoadedCon
     .description("check the recorded spend against a provider's bill (its usage and cost API, or a CSV export)")
     .requiredOption(
       '--provider <slug>',
-      'the gateway provider whose bill to check (openai, anthropic, or any with --csv)',
+      'the gateway provider whose bill to check (openai, anthropic, openrouter, or any with --csv)',
     )
     .option('--from <time>', `first day (${TIME_HELP}); default: 7 days before --to`)
     .option('--to <time>', `end, excluded (${TIME_HELP}); default: the start of today (UTC)`)
@@ -91,7 +91,11 @@ export function registerReconcileCommand(program: Command, load: () => LoadedCon
         // A store no gateway has opened yet gets its tables first (and an older one the runs' table).
         await store.migrate();
         const result = await runReconciliation(
-          { queryUsage: (q) => store.queryUsage(q), runs: store.reconciliationRuns?.() },
+          {
+            queryUsage: (q) => store.queryUsage(q),
+            listRequests: (q) => store.listRequests(q),
+            runs: store.reconciliationRuns?.(),
+          },
           source,
           range,
           runSettings(c, opts.provider),

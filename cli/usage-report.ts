@@ -23,6 +23,7 @@ export interface UsageReport {
   total: UsageTotals;
   from: number;
   to: number;
+  filters?: Record<string, string>;
 }
 
 /**
@@ -33,14 +34,15 @@ export function usageReport(
   rows: UsageGroupRow[],
   groupBy: string[],
   { limit, offset }: { limit: number; offset: number },
-  range: { from: number; to: number },
+  range: { from: number; to: number; filters?: Record<string, string> },
 ): UsageReport {
   const total = rows.reduce((sum, r) => addTotals(sum, r), zeroTotals());
   const page = groupPage(rows, groupBy, Math.min(limit, rows.length || 1), offset);
   const byCost = page.rows.sort((a, b) =>
     b.costPico > a.costPico ? 1 : b.costPico < a.costPico ? -1 : b.requests - a.requests,
   );
-  return { groupBy, rows: byCost, other: page.other, nextOffset: page.nextOffset, total, ...range };
+  const { from, to, filters } = range;
+  return { groupBy, rows: byCost, other: page.other, nextOffset: page.nextOffset, total, from, to, filters };
 }
 
 /**
@@ -108,7 +110,7 @@ export function reportTable(r: UsageReport): string {
 
 /** The CSV of GET /api/usage.csv for the same page. */
 export function reportCsv(r: UsageReport): string {
-  return usageCsv(r.groupBy, r.rows, r.total, false, r.other ?? undefined);
+  return usageCsv(r.groupBy, r.rows, r.total, false, r.other ?? undefined, r);
 }
 
 /** The page's rows as GET /api/usage has them (cost_usd null when unknown, cost_status, counts by provenance). */

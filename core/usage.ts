@@ -74,6 +74,8 @@ export interface Usage {
    * priority, scale; Anthropic's `usage.service_tier`: standard, priority, batch), lower-cased. Not a count.
    */
   serviceTier?: string;
+  /** The id an aggregator gave its answer (OpenRouter's `gen-…`: its generation API looks it up). Not a count. */
+  generationId?: string;
   /** The model that actually served the request, when the response names it (aggregators). */
   servedModel?: string;
   /**

@@ -26,6 +26,7 @@ import { discounted, PRICE_FIELDS, samePrices } from './entry-prices';
 import type { ImportedCatalog } from './imported-catalog';
 import { importLiteLlm } from './litellm';
 import { openRouterVendorIds, stripOwnPrefix, undatedId } from './match';
+import { bundledCorrections, correctedImport } from './price-corrections';
 import { DatedPrices, isDated, type DatedPrice } from './dated-prices';
 import type { CatalogFile, CatalogModel, MatchRule, ModelPrice, SkippedEntry, ToolFee } from './model-price';
 
@@ -102,7 +103,8 @@ export class PriceCatalog {
       this.toolFees.set(f.provider, list);
     }
     const imported = options.imported;
-    if (imported) this.putImported(imported.models);
+    // A bundled correction outlives an import that still holds the rate it replaces.
+    if (imported) this.putImported(correctedImport(imported.models, bundledCorrections()));
     const fromProviders = options.providerPrices ?? [];
     for (const m of fromProviders) this.override(m, 'provider');
     const skipped: SkippedEntry[] = [...bundled.skipped];
@@ -230,13 +232,14 @@ export class PriceCatalog {
     return undefined;
   }
 
-  /** The frozen effective price of an entry, as billed by `billing` (whose discount applies). Cached. */
+  /** The frozen effective price of an entry, as billed by `billing` (whose discount, or the model's, applies). Cached. */
   private derive(billing: string, key: string, via: MatchRule, dated?: DatedPrice): ModelPrice {
     const cacheKey = `${billing}\u0000${via}\u0000${key}\u0000${dated?.from ?? ''}`;
     const cached = this.derived.get(cacheKey);
     if (cached) return cached;
     const e = dated ?? this.entries.get(key)!;
-    const d = this.discounts[billing];
+    // A model's own discount wins over its provider's.
+    const d = this.discounts[`${billing}/${e.price.model}`] ?? this.discounts[billing];
     const price: ModelPrice = {
       ...(d === undefined ? e.price : discounted(e.price, d)),
       id: e.price.model,

@@ -222,10 +222,13 @@ export const pricingConfigSchema = z.strictObject({
   catalog_file: z.string().min(1).optional(),
   /** A LiteLLM model_prices_and_context_window.json to load; relative paths resolve against the config dir. */
   litellm_file: z.string().min(1).optional(),
-  /** Negotiated discounts per provider slug, applied exactly to every price and fee of that provider. */
+  /**
+   * Negotiated discounts, applied exactly to every price and fee: per provider slug (`openai`), or per model of a
+   * provider (`anthropic/claude-opus-4-1`, the catalog entry's model), which wins over the provider's.
+   */
   discounts: z
     .record(z.string().min(1), discount)
-    .transform((d) => Object.fromEntries(Object.entries(d).map(([p, v]) => [normalizeProviderSlug(p), v])))
+    .transform((d) => Object.fromEntries(Object.entries(d).map(([key, v]) => [discountKey(key), v])))
     .default({}),
   /** Models to add, or whose prices to replace (all price fields of the entry are replaced together). */
   models: z.array(modelOverride).default([]),
@@ -236,6 +239,14 @@ export type PricingConfig = z.output<typeof pricingConfigSchema>;
 
 /** Provider naming used by sources and vendors -> the gateway's provider slug. */
 const PROVIDER_ALIASES: Record<string, string> = { google: 'gemini', 'x-ai': 'xai', mistralai: 'mistral' };
+
+/** A discounts key with its provider part normalised: `OpenAI` -> `openai`, `Google/gemini-2.5-pro` -> `gemini/...`. */
+function discountKey(key: string): string {
+  const slash = key.indexOf('/');
+  return slash === -1
+    ? normalizeProviderSlug(key)
+    : `${normalizeProviderSlug(key.slice(0, slash))}/${key.slice(slash + 1)}`;
+}
 
 export function normalizeProviderSlug(provider: string): string {
   const p = provider.trim().toLowerCase();

@@ -3,7 +3,8 @@
  * (pricing/source/prices.yaml): rates a provider publishes otherwise. A correction sets one flat rate (`field`) or
  * the rates of one service tier (`tier`, e.g. Anthropic's batch rates, which the snapshot lacks); each names the
  * snapshot's value it replaces (null: the snapshot has none), the price in force and where that price was read.
- * They live in their own file because scripts/build-price-catalog.ts rewrites catalog.json;
+ * They live in their own file because scripts/build-price-catalog.ts rewrites catalog.json, and stay applied to an
+ * imported catalog (`tollgate prices update`) while it still holds the value they replace (correctedImport);
  * test/unit/catalog-sources.test.ts checks that every bundled rate is the snapshot's, a media price's
  * (pricing/media-prices.json, each with its source) or one of these.
  */
@@ -77,4 +78,35 @@ export function withCorrections(
     entry.source_note = entry.source_note ? `${entry.source_note} | ${note}` : note;
   }
   return out;
+}
+
+/** The rate or tier rates a correction replaces, as the entry holds them (null: none). */
+function heldValue(m: CatalogModel, c: PriceCorrection): unknown {
+  return ('tier' in c ? m.service_tiers?.[c.tier] : m[c.field]) ?? null;
+}
+
+/** Whether two rates, or two sets of tier rates, are the same (key order aside). */
+function sameRates(a: unknown, b: unknown): boolean {
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return a === b;
+  const x = a as Record<string, unknown>;
+  const y = b as Record<string, unknown>;
+  const keys = new Set([...Object.keys(x), ...Object.keys(y)]);
+  return [...keys].every((k) => x[k] === y[k]);
+}
+
+/**
+ * An imported catalog with the corrections that still apply: an imported entry that holds the very value a
+ * correction replaces (the source has not changed it) gets the correction; one whose source changed the rate, or
+ * that the import does not list, is left as imported. A correction of a rate the snapshot has none for needs no
+ * help: the import keeps the bundled rates it has none for (catalog.ts).
+ */
+export function correctedImport(
+  models: readonly CatalogModel[],
+  corrections: readonly PriceCorrection[],
+): CatalogModel[] {
+  const apply = corrections.filter((c) => {
+    const m = models.find((e) => e.provider === c.provider && e.model === c.model);
+    return m !== undefined && c.snapshot !== null && sameRates(heldValue(m, c), c.snapshot);
+  });
+  return withCorrections(models, apply);
 }

@@ -4,6 +4,7 @@
  * (OpenAI, Anthropic, a console CSV) produces this one shape, so matching never sees a provider's own units.
  */
 import type { PicoUsd } from '../records/usage-record';
+import type { GenerationCheck } from './openrouter-generations';
 
 export interface BillTokens {
   input: number;
@@ -37,6 +38,8 @@ export interface Bill {
   lines: BillLine[];
   /** Pages read per endpoint (for the run's record of what it fetched). */
   pages: Record<string, number>;
+  /** A bill read record by record (OpenRouter): what each record's own bill said. */
+  generations?: GenerationCheck;
 }
 
 export const DAY_MS = 24 * 3600 * 1000;

@@ -44,7 +44,7 @@ export interface ReportPage<T> {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** One GET, retried after Retry-After on 429/503; the parsed JSON body. */
-async function getJson(url: URL, label: string, opts: FetchOptions): Promise<unknown> {
+export async function getJson(url: URL, label: string, opts: FetchOptions): Promise<unknown> {
   for (let attempt = 0; ; attempt++) {
     let res;
     try {

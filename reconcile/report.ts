@@ -4,6 +4,7 @@
  * GET /api/reconciliation; amounts are exact USD decimal strings, never floats.
  */
 import type { BillTokens } from './bill';
+import type { GenerationCheck } from './openrouter-generations';
 
 /**
  * - match: the same cost to the pico-dollar (and the same tokens where both count them)
@@ -91,4 +92,6 @@ export interface ReconciliationReport {
   worst_day: { day: string; drift: string } | null;
   counts: Partial<Record<LineStatus, number>>;
   lines: ReconciliationLine[];
+  /** OpenRouter: each record set beside its generation's cost (absent for a bill read per day). */
+  generations?: GenerationCheck;
 }

@@ -4,7 +4,7 @@
  * is a parameter of this call only: it is passed to the reader's requests and kept nowhere else.
  */
 import type { ReconcileConfig } from '../config/reconcile';
-import type { UsageGroupRow, UsageQuery } from '../storage/store';
+import type { ListRequestsQuery, RequestPage, UsageGroupRow, UsageQuery } from '../storage/store';
 import type { ReconciliationRuns } from '../storage/reconciliation-runs';
 import { readAnthropicBill } from './anthropic-reader';
 import { DAY_MS, mergeBillLines, utcDay, type Bill, type ReaderRange } from './bill';
@@ -13,10 +13,12 @@ import { DEFAULT_FETCH, type FetchOptions } from './fetch-pages';
 import { gatewayLines, gatewayQuery } from './gateway-lines';
 import { matchBill } from './match';
 import { readOpenAiBill } from './openai-reader';
+import { readOpenRouterGenerations, type RecordedGeneration } from './openrouter-generations';
 import type { ReconciliationReport } from './report';
 
 export type BillSource =
-  { kind: 'openai' | 'anthropic'; baseUrl: string; adminKey: string } | { kind: 'csv'; name: string; text: string };
+  | { kind: 'openai' | 'anthropic' | 'openrouter'; baseUrl: string; adminKey: string }
+  | { kind: 'csv'; name: string; text: string };
 
 export interface RunSettings {
   /** The gateway's provider slug (its records' provider). */
@@ -30,6 +32,8 @@ export interface RunSettings {
 
 export interface RunDeps {
   queryUsage(q: UsageQuery): Promise<UsageGroupRow[]>;
+  /** The gateway's records, for a bill read record by record (OpenRouter's generations). */
+  listRequests?(q: ListRequestsQuery): Promise<RequestPage>;
   runs?: ReconciliationRuns;
   now?: () => number;
 }
@@ -56,10 +60,36 @@ export function wholeDays(range: ReaderRange): ReaderRange {
   return { from: Math.floor(range.from / DAY_MS) * DAY_MS, to: Math.ceil(range.to / DAY_MS) * DAY_MS };
 }
 
-async function fetchBill(source: BillSource, provider: string, range: ReaderRange, s: RunSettings): Promise<Bill> {
+/** Records a run reads one by one at most: each is a request to the provider. */
+export const MAX_RECORDS_PER_RUN = 20_000;
+
+/** Every record of `provider` in the range, newest first, page by page. */
+async function recordsOf(deps: RunDeps, provider: string, range: ReaderRange): Promise<RecordedGeneration[]> {
+  if (!deps.listRequests) throw new Error(`${provider} is reconciled record by record: run tollgate reconcile`);
+  const out: RecordedGeneration[] = [];
+  let cursor: string | null = null;
+  do {
+    const page = await deps.listRequests({ ...range, filters: { provider }, limit: 1000, cursor });
+    out.push(...page.records);
+    if (out.length > MAX_RECORDS_PER_RUN)
+      throw new Error(
+        `more than ${MAX_RECORDS_PER_RUN} ${provider} records in the range, each a request to ${provider}: reconcile fewer days at a time`,
+      );
+    cursor = page.nextCursor;
+  } while (cursor !== null);
+  return out;
+}
+
+async function fetchBill(deps: RunDeps, source: BillSource, range: ReaderRange, s: RunSettings): Promise<Bill> {
   const fetch = { ...DEFAULT_FETCH, ...s.fetch };
+  const provider = s.provider;
   if (source.kind === 'csv')
     return { provider, ...range, lines: readCsvExport(source.text, provider), pages: { csv: 1 } };
+  if (source.kind === 'openrouter') {
+    const records = await recordsOf(deps, provider, range);
+    const read = await readOpenRouterGenerations(source.baseUrl, source.adminKey, records, fetch);
+    return { provider, ...range, lines: read.lines, pages: read.pages, generations: read.check };
+  }
   const read = source.kind === 'openai' ? readOpenAiBill : readAnthropicBill;
   return read(source.baseUrl, source.adminKey, range, fetch);
 }
@@ -76,7 +106,7 @@ export async function runReconciliation(
   const [fromDay, toDay] = [utcDay(range.from), utcDay(range.to)];
   let outcome: RunOutcome;
   try {
-    const bill = await fetchBill(source, settings.provider, range, settings);
+    const bill = await fetchBill(deps, source, range, settings);
     const lines = mergeBillLines(bill.lines.map((l) => ({ ...l, provider: settings.provider }))).filter(
       (l) => l.day >= fromDay && l.day < toDay,
     );
@@ -90,6 +120,7 @@ export async function runReconciliation(
       notFinalFrom: utcDay(startedAt - settings.restateDays * DAY_MS),
       scopes: settings.scopes,
     });
+    if (bill.generations) report.generations = bill.generations;
     outcome = { id: null, report, error: null, pages: bill.pages };
   } catch (err) {
     outcome = { id: null, report: null, error: (err as Error).message, pages: {} };

@@ -41,7 +41,10 @@ export class ReconcileSchedule {
     this.now = deps.now ?? Date.now;
     for (const slug of Object.keys(deps.reconcile.providers)) {
       try {
-        this.sources.push([slug, apiSource(deps.reconcile, slug, deps.env)]);
+        const source = apiSource(deps.reconcile, slug, deps.env);
+        // Read record by record from the store, which this process reads only through the admin reader thread.
+        if (source.kind === 'openrouter') throw new Error('openrouter is reconciled by tollgate reconcile only');
+        this.sources.push([slug, source]);
       } catch (err) {
         deps.logger.warn({ provider: slug }, `reconcile: not scheduled: ${(err as Error).message}`);
       }

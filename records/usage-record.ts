@@ -97,6 +97,11 @@ export interface UsageRecord {
   inputAudioTokens?: number | null;
   /** Audio tokens generated, a part of outputTokens, null when none were reported. */
   outputAudioTokens?: number | null;
+  /**
+   * The id an aggregator gave its answer (OpenRouter's `gen-…`), by which reconciliation reads what the request
+   * cost. Absent on records built before migration 017.
+   */
+  generationId?: string | null;
   latencyMs: number;
   /** Time to first byte from upstream, ms; null if no byte arrived. */
   ttfbMs: number | null;

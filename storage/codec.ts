@@ -44,6 +44,7 @@ export const RECORD_COLUMNS = [
   'service_tier',
   'input_audio_tokens',
   'output_audio_tokens',
+  'generation_id',
 ] as const;
 
 /** The tags of a record without any (frozen: see memoLastFrozen). */
@@ -110,6 +111,8 @@ export function recordValues(r: UsageRecord): SqlValue[] {
     r.serviceTier ?? null,
     r.inputAudioTokens ?? null,
     r.outputAudioTokens ?? null,
+    // Absent on records built before migration 017.
+    r.generationId ?? null,
   ];
 }
 
@@ -187,6 +190,7 @@ export function recordFromRow(row: Record<string, unknown>): UsageRecord {
     serviceTier: str(row.service_tier),
     inputAudioTokens: toNumberOrNull(row.input_audio_tokens),
     outputAudioTokens: toNumberOrNull(row.output_audio_tokens),
+    generationId: str(row.generation_id),
   };
 }
 

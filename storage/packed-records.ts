@@ -47,6 +47,7 @@ const STR = {
   toolCalls: 12,
   priceId: 13,
   serviceTier: 14,
+  generationId: 15,
 };
 const NF = Object.keys(NUM).length;
 const SF = Object.keys(STR).length;
@@ -165,7 +166,9 @@ export function packRecords(records: readonly UsageRecord[]): PackedRecords | un
       // The fields of migration 012, absent on records spilled before it.
       string(s + STR.serviceTier, r.serviceTier ?? null, true) &&
       number(b + NUM.inputAudioTokens, r.inputAudioTokens ?? null, true) &&
-      number(b + NUM.outputAudioTokens, r.outputAudioTokens ?? null, true);
+      number(b + NUM.outputAudioTokens, r.outputAudioTokens ?? null, true) &&
+      // Migration 017's, absent on records spilled before it.
+      string(s + STR.generationId, r.generationId ?? null, true);
     if (!fits) return undefined;
     ids[i] = r.id;
     idEnd[i] = idChars += r.id.length;
@@ -268,6 +271,7 @@ export function unpackRecords(p: PackedRecords): UsageRecord[] {
       toolCalls: toolCalls === null ? null : (JSON.parse(toolCalls) as Record<string, number>),
       priceId: str(s + STR.priceId),
       serviceTier: str(s + STR.serviceTier),
+      generationId: str(s + STR.generationId),
       inputAudioTokens: num(b + NUM.inputAudioTokens),
       outputAudioTokens: num(b + NUM.outputAudioTokens),
     };

@@ -16,8 +16,8 @@ import { RepriceLog } from './reprice-log';
 import { postgresDialect as d } from './dialect';
 import { KEY_CHANGES_SQL, KEY_COLUMNS, keyChangeFromRow, keyFromRow, type KeyChange } from './keys';
 import { insertPostgresKeys, revokePostgresKey } from './postgres-keys';
-import { LATEST_VERSION, SCHEMA_MIGRATIONS_DDL, newerVersions, pendingMigrations } from './migrations/index';
 import { columns, unnest } from './postgres-column-arrays';
+import { migratePostgres } from './postgres-migrate';
 import { maintainOnOneClient } from './postgres-partitions';
 import { postgresPool, withClient } from './postgres-pool';
 import { updateCosts } from './postgres-reprice';
@@ -96,6 +96,7 @@ const RECORD_TYPES: Record<(typeof RECORD_COLUMNS)[number], string> = {
   service_tier: 'text',
   input_audio_tokens: 'int8',
   output_audio_tokens: 'int8',
+  generation_id: 'text',
 };
 const INSERT_RECORDS = `INSERT INTO usage_records (${RECORD_COLUMNS.join(', ')}, ${RECORD_TAG_SET_COLUMN})
 ${unnest([...RECORD_COLUMNS.map((c) => RECORD_TYPES[c]), 'int8'])}
@@ -105,9 +106,6 @@ RETURNING id`;
 const QUARANTINE = `INSERT INTO quarantined_records (${QUARANTINE_COLUMNS})
 ${unnest(['text', 'text', 'int8', 'int8', 'text', 'text', 'text'])}
 ON CONFLICT (digest) DO NOTHING`;
-
-/** Serialises migrations of concurrently starting instances (any stable 64-bit number). */
-const MIGRATION_LOCK = 7_162_022_001;
 
 export class PostgresUsageStore implements UsageStore {
   readonly dialect = 'postgres' as const;
@@ -163,28 +161,7 @@ export class PostgresUsageStore implements UsageStore {
   }
 
   async migrate(): Promise<MigrateResult> {
-    const { applied, done } = await this.tx(async (c) => {
-      await c.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
-      if (this.schema) await c.query(`CREATE SCHEMA IF NOT EXISTS ${this.schema}`);
-      await c.query(SCHEMA_MIGRATIONS_DDL.postgres);
-      const applied = (await c.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((r) =>
-        Number(r.version),
-      );
-      const newer = newerVersions(applied);
-      if (newer.length)
-        this.log?.warn({ versions: newer, known: LATEST_VERSION }, 'database has migrations newer than this build');
-      const done: number[] = [];
-      for (const m of pendingMigrations(applied)) {
-        await c.query(m.postgres);
-        await c.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [
-          m.version,
-          m.name,
-          Date.now(),
-        ]);
-        done.push(m.version);
-      }
-      return { applied, done };
-    });
+    const { applied, done } = await withClient(this.pool, (c) => migratePostgres(c, this.schema, this.log));
     if (done.length) this.log?.info({ applied: done }, 'storage migrations applied');
     this.tagSets.clear(); // a migration may have rebuilt the tag set tables
     return { applied: done, version: Math.max(0, ...applied, ...done) };

@@ -32,6 +32,7 @@ const TEXT_FIELDS = [
   'priceVersion',
   'errorCode',
   'serviceTier',
+  'generationId',
 ] as const;
 const NUMBER_FIELDS = [
   'status',

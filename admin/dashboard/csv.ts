@@ -59,28 +59,52 @@ function counters(t: UsageTotals, total: UsageTotals | undefined): string[] {
   ];
 }
 
+/** The range and the filters an export was made with. */
+export interface CsvScope {
+  from: number;
+  to: number;
+  filters?: Record<string, string>;
+}
+
+/**
+ * The export's range and filters as its last columns, repeated on every line: range_from and range_to (ISO 8601, UTC;
+ * `to` excluded), then filter[<dimension>] for each filter. Columns rather than lines above the header, so that the file
+ * stays one header line and rectangular rows that any CSV reader takes as they are.
+ */
+function scopeColumns(scope: CsvScope): { header: string[]; cells: string[] } {
+  const filters = Object.entries(scope.filters ?? {});
+  return {
+    header: ['range_from', 'range_to', ...filters.map(([dim]) => `filter[${dim}]`)],
+    cells: [new Date(scope.from).toISOString(), new Date(scope.to).toISOString(), ...filters.map(([, v]) => v)],
+  };
+}
+
 /**
  * Header line, then the rows in the order given (the API's: most expensive first), then `other` when the rows are one
  * page of the groups: the groups not on it, summed over the range, its first group cell "(N other groups)" and its
- * bucket cell empty. CRLF line ends.
+ * bucket cell empty. Every line ends with the range and filters (scopeColumns). CRLF line ends.
  */
 export function usageCsv(
   groupBy: readonly string[],
   rows: readonly UsageGroupRow[],
   total: UsageTotals | undefined,
   withBucket: boolean,
-  other?: UsageTotals & { groups: number },
+  other: (UsageTotals & { groups: number }) | undefined,
+  scope: CsvScope,
 ): string {
-  const header = [...groupBy, ...(withBucket ? ['bucket'] : []), ...CSV_COUNTER_COLUMNS];
+  const made = scopeColumns(scope);
+  const header = [...groupBy, ...(withBucket ? ['bucket'] : []), ...CSV_COUNTER_COLUMNS, ...made.header];
   const lines = [header.map(csvCell).join(',')];
   for (const row of rows) {
     const groups = groupBy.map((name) => row.group[name] ?? NONE);
     const bucket = withBucket && row.bucket !== undefined ? [new Date(row.bucket).toISOString()] : [];
-    lines.push([...groups, ...bucket, ...counters(row, total)].map(csvCell).join(','));
+    lines.push([...groups, ...bucket, ...counters(row, total), ...made.cells].map(csvCell).join(','));
   }
   if (other) {
     const groups = groupBy.map((_, i) => (i === 0 ? `(${other.groups} other groups)` : ''));
-    lines.push([...groups, ...(withBucket ? [''] : []), ...counters(other, total)].map(csvCell).join(','));
+    lines.push(
+      [...groups, ...(withBucket ? [''] : []), ...counters(other, total), ...made.cells].map(csvCell).join(','),
+    );
   }
   return `${lines.join('\r\n')}\r\n`;
 }

@@ -228,6 +228,9 @@ export const UsageRecordJson = named(
       .nonnegative()
       .nullable()
       .meta({ description: 'Audio tokens generated, a part of output_tokens; null when none were reported.' }),
+    generation_id: z.string().nullable().meta({
+      description: "The aggregator's id of the answer (OpenRouter gen-…), by which reconciliation reads its cost.",
+    }),
   }),
 );
 

@@ -85,6 +85,29 @@ const ReconciliationLineJson = named(
   }),
 );
 
+const GenerationCheckJson = named(
+  'GenerationCheck',
+  z.object({
+    checked: count('Records with a generation id, each looked up.'),
+    matched: count('Those whose cost equals the provider’s to the pico-dollar.'),
+    differing: count('Those the provider charged differently.'),
+    missing: count('Those the provider does not know (404).'),
+    without_id: count('Records of the range without a generation id.'),
+    lines: z
+      .array(
+        z.object({
+          record_id: z.string(),
+          generation_id: z.string(),
+          day,
+          model: z.string().nullable(),
+          gateway_usd: usd('The record’s cost; null when unpriced.').nullable(),
+          provider_usd: usd('The generation’s total_cost; null when the provider does not know it.').nullable(),
+        }),
+      )
+      .meta({ description: 'The differing and missing records, at most 100.' }),
+  }),
+);
+
 export const ReconciliationAnswer = named(
   'ReconciliationAnswer',
   z.object({
@@ -113,6 +136,10 @@ export const ReconciliationAnswer = named(
         worst_day: z.object({ day, drift: share('That day’s drift.') }).nullable(),
         counts: z.partialRecord(z.enum(STATUSES), z.number().int().nonnegative()),
         lines: z.array(ReconciliationLineJson).meta({ description: 'A page of the report’s lines.' }),
+        generations: GenerationCheckJson.optional().meta({
+          description:
+            'OpenRouter: each record set beside its generation’s cost (GET /api/v1/generation); absent otherwise.',
+        }),
         lines_total: count('Lines in the whole report.'),
         next_lines_offset: z
           .number()
@@ -134,5 +161,6 @@ const sameShapes: [
   Same<z.output<typeof ReconciliationLineJson>, ReconciliationLine>,
   Same<z.output<typeof ReconciliationRunJson>, ReturnType<typeof runJson>>,
   Same<z.output<typeof ReconciliationLineJson>['status'], ReconciliationReport['lines'][number]['status']>,
-] = [true, true, true];
+  Same<z.output<typeof GenerationCheckJson>, NonNullable<ReconciliationReport['generations']>>,
+] = [true, true, true, true];
 void sameShapes;

@@ -79,7 +79,8 @@ export function readOps({ dialect: d, exec }: Pick<ReadConnection, 'dialect' | '
 
     async usageCsv(p: UsageParams): Promise<Buffer> {
       const { page, total } = await usagePage(p);
-      return Buffer.from(usageCsv(p.groupBy, page.rows, total, p.interval !== undefined, page.other ?? undefined));
+      const other = page.other ?? undefined;
+      return Buffer.from(usageCsv(p.groupBy, page.rows, total, p.interval !== undefined, other, p.filter));
     },
 
     /** One chunk of the FOCUS export (admin/dashboard/focus.ts): its charge rows, one per day and group. */

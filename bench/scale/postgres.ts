@@ -60,6 +60,7 @@ const COLUMN_SQL: Record<(typeof RECORD_COLUMNS)[number] | 'tag_set_id', string>
   service_tier: 'NULL',
   input_audio_tokens: 'NULL',
   output_audio_tokens: 'NULL',
+  generation_id: 'NULL',
   tag_set_id: 'z.set_id',
 };
 /** Token columns a failed request leaves empty. */

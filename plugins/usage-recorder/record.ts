@@ -32,6 +32,7 @@ export const RECORD_TEXT_LIMITS = {
   servedModel: 256,
   searchContextSize: 64,
   serviceTier: 64,
+  generationId: 128,
   errorCode: 80,
   tagCount: 256,
   tagKey: 256,
@@ -192,6 +193,7 @@ export function assembleRecord(
     toolCalls: u?.toolCalls && Object.keys(u.toolCalls).length > 0 ? { ...u.toolCalls } : null,
     priceId: priced?.priceId ?? null,
     serviceTier: bounded(u?.serviceTier, RECORD_TEXT_LIMITS.serviceTier),
+    generationId: bounded(u?.generationId, RECORD_TEXT_LIMITS.generationId),
     inputAudioTokens: count(u?.inputAudioTokens),
     outputAudioTokens: count(u?.outputAudioTokens),
   };

@@ -20,13 +20,18 @@ function openrouterCost(u: JsonObject): string | undefined {
 }
 
 /**
- * OpenRouter's additions to an OpenAI-shaped usage: the cost it reports (see openrouterCost) and the model
- * that actually served (top-level `model` of the body, chunk or response object). cache_write_tokens is
+ * OpenRouter's additions to an OpenAI-shaped usage: the cost it reports (see openrouterCost), the model that
+ * actually served (top-level `model` of the body, chunk or response object) and the generation id (its `id`). cache_write_tokens is
  * already read by the OpenAI chat reader.
  */
 function withOpenRouterFields(read: UsageReader): UsageReader {
   return (u: JsonObject, root: JsonObject): Usage =>
-    compact({ ...read(u, root), providerCostUsd: openrouterCost(u), servedModel: str(root, 'model') });
+    compact({
+      ...read(u, root),
+      providerCostUsd: openrouterCost(u),
+      servedModel: str(root, 'model'),
+      generationId: str(root, 'id'),
+    });
 }
 
 export const openrouterChatUsage = withOpenRouterFields(chatUsage);

@@ -98,6 +98,7 @@ export function reported(u: Usage): Usage | undefined {
 /** Usage fields that describe a request rather than count or cost it. */
 const DESCRIPTIVE: ReadonlySet<string> = new Set([
   'servedModel',
+  'generationId',
   'searchContextSize',
   'serviceTier',
   'providerCostStepUsd',

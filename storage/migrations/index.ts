@@ -18,11 +18,20 @@ import { runtimeBudgets } from './013_runtime_budgets';
 import { reconciliationRuns } from './014_reconciliation_runs';
 import { scheduleAndRepriceLog } from './015_schedule_and_reprice_log';
 import { batchJobs } from './016_batch_jobs';
+import { generationId } from './017_generation_id';
+import { tagSetDailyByDay } from './018_tag_set_daily_by_day';
 
 export interface Migration {
   version: number;
   name: string;
+  /** Run in one transaction with the migration's row in schema_migrations. */
   postgres: string;
+  /**
+   * Run after `postgres`, one statement at a time and outside any transaction (storage/postgres-migrate.ts): the
+   * CREATE INDEX CONCURRENTLY of an index on a table that may be big and written to. Each must be safe to repeat.
+   */
+  postgresOutsideTransaction?: readonly string[];
+  /** Run in one transaction (SQLite has no concurrent index build: its single writer waits for the build). */
   sqlite: string;
 }
 
@@ -44,6 +53,8 @@ export const MIGRATIONS: readonly Migration[] = [
   reconciliationRuns,
   scheduleAndRepriceLog,
   batchJobs,
+  generationId,
+  tagSetDailyByDay,
 ];
 
 export const SCHEMA_MIGRATIONS_DDL = {

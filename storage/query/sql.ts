@@ -16,9 +16,10 @@ import {
   TAG_ROLLUP_TABLE,
   TAG_SET_DAILY_TABLE,
 } from '../rollup';
-import { UNTAGGED, type Interval } from '../store';
-import { RECORD_TAG_SET_COLUMN, TAG_SET_MEMBERS_TABLE, TAG_SETS_TABLE } from '../tag-sets';
+import type { Interval } from '../store';
+import { RECORD_TAG_SET_COLUMN, TAG_SET_MEMBERS_TABLE } from '../tag-sets';
 import type { BuiltinDim, BuiltinFilter, Dim, ParsedFilters, TagDim, TagFilter } from './plan';
+import { lacksKey, matchingSets, splitTagFilters } from './tag-set-match';
 
 export interface SqlQuery {
   sql: string;
@@ -152,8 +153,12 @@ export interface TagSetSpec {
  * daily table and every member of the grouped key, where one index seek per candidate set reads a fraction of
  * that. So when a value filter bounds the candidates, PostgreSQL
  * gets the per-set form: member values as scalar subqueries and the daily rows as a LATERAL subquery, both behind
- * OFFSET 0 so that the planner cannot flatten them back into a hash join. Without a value filter every set is a
- * candidate and the hash join is the better plan, so it is left to the planner.
+ * OFFSET 0 so that the planner cannot flatten them back into a hash join.
+ *
+ * Without a value filter every set is a candidate and no series is asked (a grouping over the range): the daily
+ * rows are summed per set first, then the few sets' totals joined with their member values and summed per group.
+ * Joining first would carry every daily row (one per set and day: about one per two records) through the joins and
+ * sort them all by value, over three seconds for a year of a million records on PostgreSQL.
  */
 export function tagSetAggregateSql(d: SqlDialect, spec: TagSetSpec): SqlQuery {
   const { values, untagged } = splitTagFilters(spec.tags);
@@ -177,6 +182,7 @@ export function tagSetAggregateSql(d: SqlDialect, spec: TagSetSpec): SqlQuery {
   );
   const groupKeys = spec.groupBy.map((dim) => dim.key);
   const sets = matchingSets(d, values, untagged);
+  const r = values.length === 0 && !spec.interval ? setTotals(spec) : undefined;
 
   if (perSet) {
     const members = spec.groupBy.map(
@@ -191,9 +197,20 @@ export function tagSetAggregateSql(d: SqlDialect, spec: TagSetSpec): SqlQuery {
     return { sql: d.sql(sql), params: [...groupKeys, ...sets.params, spec.from, spec.to].map(d.bind) as SqlValue[] };
   }
 
-  const joins = spec.groupBy.map(
-    (_, i) => `LEFT JOIN ${TAG_SET_MEMBERS_TABLE} m${i} ON m${i}.set_id = s.set_id AND m${i}.key = ?`,
-  );
+  const joins = (set: string) =>
+    spec.groupBy.map((_, i) => `LEFT JOIN ${TAG_SET_MEMBERS_TABLE} m${i} ON m${i}.set_id = ${set} AND m${i}.key = ?`);
+  if (r) {
+    // Every set is a candidate but those lacking an "(untagged)" filter's key: tested on the totals' own set_id.
+    const sql = [
+      `SELECT ${select.join(',\n  ')}`,
+      `FROM (${r.sql}) r`,
+      ...joins('r.set_id'),
+      untagged.length ? `WHERE ${untagged.map(() => lacksKey('r.set_id')).join(' AND ')}` : '',
+      groupClause(aliases),
+    ].join('\n');
+    const params = [...r.params, ...groupKeys, ...untagged.map((t) => t.key)];
+    return { sql: d.sql(sql), params: params.map(d.bind) as SqlValue[] };
+  }
   const w = new Where();
   w.add('r.set_id = s.set_id');
   w.add('r.day >= ?', spec.from);
@@ -201,7 +218,7 @@ export function tagSetAggregateSql(d: SqlDialect, spec: TagSetSpec): SqlQuery {
   const sql = [
     `SELECT ${select.join(',\n  ')}`,
     `FROM (${sets.sql}) s`,
-    ...joins,
+    ...joins('s.set_id'),
     `CROSS JOIN ${TAG_SET_DAILY_TABLE} r`,
     String(w),
     groupClause(aliases),
@@ -209,52 +226,14 @@ export function tagSetAggregateSql(d: SqlDialect, spec: TagSetSpec): SqlQuery {
   return { sql: d.sql(sql), params: [...sets.params, ...groupKeys, ...w.params].map(d.bind) as SqlValue[] };
 }
 
-/** Tag filters on a value, and those asking for "(untagged)". */
-export function splitTagFilters(tags: TagFilter[]): { values: TagFilter[]; untagged: TagFilter[] } {
-  return { values: tags.filter((t) => t.value !== UNTAGGED), untagged: tags.filter((t) => t.value === UNTAGGED) };
-}
-
-/** "Set `alias` has no member with this key": an "(untagged)" filter, one parameter (the key). */
-const lacksKey = (alias: string) =>
-  `NOT EXISTS (SELECT 1 FROM ${TAG_SET_MEMBERS_TABLE} u WHERE u.set_id = ${alias} AND u.key = ?)`;
-
-/**
- * SQL selecting `set_id` of every tag set that carries all `values` and none of the `untagged` keys, found through
- * tag_set_members (key, value, set_id); with no value, every set (tag_sets) is a candidate.
- * PostgreSQL gets the candidates as a join on the members' (set_id, key) key: the planner drives it from the
- * filter it expects to be the most selective and probes the others, where INTERSECT reads every filter's whole
- * list. SQLite keeps a join's written order, so it gets the INTERSECT, which does not depend on that order.
- */
-function matchingSets(d: SqlDialect, values: TagFilter[], untagged: TagFilter[]): SqlQuery {
-  let sql: string;
-  if (values.length === 0) sql = `SELECT id AS set_id FROM ${TAG_SETS_TABLE}`;
-  else if (d.reordersJoins) {
-    const from = values
-      .map((_, i) =>
-        i === 0 ? `${TAG_SET_MEMBERS_TABLE} f0` : `JOIN ${TAG_SET_MEMBERS_TABLE} f${i} ON f${i}.set_id = f0.set_id`,
-      )
-      .join(' ');
-    sql = `SELECT f0.set_id FROM ${from} WHERE ${values.map((_, i) => `f${i}.key = ? AND f${i}.value = ?`).join(' AND ')}`;
-  } else {
-    sql = values
-      .map(() => `SELECT set_id FROM ${TAG_SET_MEMBERS_TABLE} WHERE key = ? AND value = ?`)
-      .join(' INTERSECT ');
-  }
-  const params: SqlValue[] = values.flatMap((t) => [t.key, t.value]);
-  if (untagged.length) {
-    sql = `SELECT c.set_id FROM (${sql}) c WHERE ${untagged.map(() => lacksKey('c.set_id')).join(' AND ')}`;
-    params.push(...untagged.map((t) => t.key));
-  }
-  return { sql, params };
-}
-
-/** The number of tag sets matching a query's tag filters, counted up to `limit` (storage/query/via.ts). */
-export function matchingSetCountSql(d: SqlDialect, tags: TagFilter[], limit: number): SqlQuery {
-  const { values, untagged } = splitTagFilters(tags);
-  const sets = matchingSets(d, values, untagged);
+/** Each tag set's daily rows in the range summed: one row per set, its counters under their column names. */
+function setTotals(spec: TagSetSpec): SqlQuery {
+  const sums = COUNTERS.flatMap((c) =>
+    c.field === 'costPico' ? [`${c.column}_hi`, `${c.column}_lo`] : [c.column],
+  ).map((col) => `SUM(${col}) AS ${col}`);
   return {
-    sql: d.sql(`SELECT COUNT(*) AS n FROM (${sets.sql} LIMIT ?) s`),
-    params: [...sets.params, limit].map(d.bind) as SqlValue[],
+    sql: `SELECT set_id, ${sums.join(', ')} FROM ${TAG_SET_DAILY_TABLE} WHERE day >= ? AND day < ? GROUP BY set_id`,
+    params: [spec.from, spec.to],
   };
 }
 

@@ -22,7 +22,8 @@ import type { SqlDialect } from '../dialect';
 import { DAILY_TABLE, DAY_MS, TAG_DAILY_TABLE, floorDay } from '../rollup';
 import type { ParsedFilters, TagFilter } from './plan';
 import type { Exec } from './run';
-import { matchingSetCountSql, splitTagFilters, type RawVia } from './sql';
+import type { RawVia } from './sql';
+import { matchingSetCountSql, splitTagFilters } from './tag-set-match';
 
 /** Extra cost of a record read by sets, and of a set's seek, in records scanned by time. */
 const SCATTERED_READ = 16;

@@ -315,6 +315,10 @@ describe('dashboard in a real browser (Chromium, playwright-core)', function () 
     }
     const shares = lines.map((l) => Number(l[header.indexOf('cost_share_pct')]));
     expect(shares.reduce((a, b) => a + b, 0)).to.be.closeTo(100, 0.02);
+    // The range and the filters travel with the numbers: the last columns of every line.
+    expect(header.slice(-3)).to.deep.equal(['range_from', 'range_to', 'filter[customer_id]']);
+    const scope = [new Date(Number(shown.from)).toISOString(), new Date(Number(shown.to)).toISOString(), 'acme'];
+    for (const line of lines) expect(line.slice(-3)).to.deep.equal(scope);
     // And the server-side CSV is scriptable with the same parameters as /api/usage.
     const { from, to } = await range();
     const res = await request(

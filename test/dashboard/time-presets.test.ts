@@ -69,6 +69,28 @@ describe('dashboard time presets in a real browser (Chromium, playwright-core)',
     expect(await suite.page.textContent('#overview [data-metric="cost"]')).to.include('n/a vs previous 7 days');
   });
 
+  it('a range without requests says so: no 0 % share, no delta, no chart of zeros', async () => {
+    const input = (ms: number) => new Date(ms).toISOString().slice(0, 16);
+    await suite.page.click('[data-range="custom"]');
+    await suite.page.fill('#range-from', input(now - 30 * DAY));
+    await suite.page.fill('#range-to', input(now - 20 * DAY));
+    await suite.page.click('#custom-range button[type=submit]');
+    await suite.page.waitForSelector('[data-range="custom"].active');
+    await suite.page.waitForSelector('#view[data-view="usage"][data-ready="true"] #overview [data-metric="requests"]');
+    expect(await suite.page.getAttribute('#overview [data-metric="requests"]', 'data-value')).to.equal('0');
+    expect(await suite.page.textContent('#overview [data-metric="flagged"] .card-value')).to.equal('—');
+    const deltas = await suite.page.$$eval('#overview .card-sub[data-delta]', (els) =>
+      els.map((e) => (e as HTMLElement).dataset.delta),
+    );
+    expect(
+      deltas.filter((x) => x && x.endsWith('%')),
+      'no percentage of nothing',
+    ).to.deep.equal([]);
+    expect(await suite.page.textContent('.chart-box')).to.include('No requests in this range');
+    expect(await suite.page.textContent('.table-wrap')).to.include('No requests in this range');
+    await choose('7d');
+  });
+
   it('marks the buckets the range covers only in part, and says every time is UTC', async () => {
     const week = await choose('7d');
     const partial = JSON.parse((await suite.page.getAttribute('.chart-box', 'data-partial'))!) as boolean[];

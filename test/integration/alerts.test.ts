@@ -209,6 +209,14 @@ describe('budget alerts', () => {
     const tested = await runCli(['-c', file, 'alerts', 'test', 'ops-webhook']);
     expect(tested.stdout).to.match(/^Test alert [0-9a-f]{32} delivered to ops-webhook \(webhook, HTTP 200\)\n$/);
     expect(hook.taken.at(-1).kind).to.equal('test');
+    const json = await runCli(['-c', file, 'alerts', 'test', 'ops-webhook', '--json']);
+    expect(JSON.parse(json.stdout)).to.deep.equal({
+      alert_id: hook.taken.at(-1).alert_id,
+      channel: 'ops-webhook',
+      type: 'webhook',
+      delivered: true,
+      status: 200,
+    });
     const unknown = await runCli(['-c', file, 'alerts', 'test', 'nope']);
     expect(unknown.code).to.equal(2);
     expect(unknown.stderr).to.include('no alert channel named nope; configured: ops-webhook');

@@ -182,8 +182,12 @@ describe('gateway keys: create, use, revoke', () => {
       `${JSON.stringify({ key: own, workspace: 'research', label: 'from the old gateway', id: 'imported-1' })}\n` +
         `${JSON.stringify({ sha256: 'ab'.repeat(32), id: 'imported-2' })}\n`,
     );
-    const imported = await run(process.execPath, [CLI, 'keys', 'import', file, '--config', config]);
-    expect(imported.stdout).to.include('Imported 2 keys');
+    const imported = await run(process.execPath, [CLI, 'keys', 'import', file, '--json', '--config', config]);
+    expect(JSON.parse(imported.stdout).imported.map((k: any) => [k.id, k.workspace])).to.deep.equal([
+      ['imported-1', 'research'],
+      ['imported-2', 'default'],
+    ]);
+    expect(imported.stdout).to.not.include(own);
     expect(await until(own, 200)).to.be.lessThan(1000);
     const list = await run(process.execPath, [CLI, 'keys', 'list', '--config', config]);
     expect(list.stdout).to.match(/imported-1\s+research\s+from the old gateway/);

@@ -165,6 +165,13 @@ describe('tollgate prices update', function () {
     const run = await runCli(['prices', 'lookup', 'openai', 'gpt-4-0613', '--config', config]);
     expect(run.code, run.stderr).to.equal(0);
     expect(run.stdout).to.match(/^price id openai\/gpt-4 \(bundled, matched as dated snapshot\)\ninput 30, output 60 /);
+    const json = await runCli(['prices', 'lookup', 'openai', 'gpt-4-0613', '--json', '--config', config]);
+    expect(JSON.parse(json.stdout)).to.deep.include({
+      price_id: 'openai/gpt-4',
+      origin: 'bundled',
+      matched_as: 'dated_snapshot',
+      rates: { input: '30', output: '60' },
+    });
     const none = await runCli(['prices', 'lookup', 'openai', 'gpt-4-32k-0613', '--config', config]);
     expect(none.code).to.equal(2);
     expect(none.stderr).to.equal(

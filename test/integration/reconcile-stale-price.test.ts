@@ -70,6 +70,18 @@ reconcile:
     expect(dry.code, dry.stderr).to.equal(0);
     expect(dry.stdout).to.include('dry run: 1 of 1 records would change; nothing was written');
     expect(readFileSync(setup.config, 'utf8')).to.equal(before);
+    const dryJson = JSON.parse((await cli('reconcile-fix', String(report.run_id), '--dry-run', '--json')).stdout);
+    expect(dryJson).to.include({
+      run: report.run_id,
+      dry_run: true,
+      config: setup.config,
+      scanned: 1,
+      changed: 1,
+      audit_id: null,
+    });
+    expect(dryJson.overrides).to.have.length(1);
+    expect(dryJson.overrides[0]).to.include({ provider: 'anthropic', model: 'claude-sonnet-4-5' });
+    expect(readFileSync(setup.config, 'utf8')).to.equal(before);
 
     const fixed = await cli('reconcile-fix', String(report.run_id));
     expect(fixed.code, fixed.stderr).to.equal(0);

@@ -16,7 +16,7 @@ import { openStore } from '../../storage';
 import { postgresDialect } from '../../storage/dialect';
 import type { SqlQuery } from '../../storage/query/sql';
 import { listPage } from '../../storage/query/list';
-import type { Exec } from '../../storage/query/run';
+import { runUsageQuery, type Exec } from '../../storage/query/run';
 import { requirePostgres } from '../helpers/services';
 
 const RECORDS = 100_000;
@@ -68,6 +68,67 @@ async function recordScans(c: Client): Promise<[string, string[]][]> {
   }
   expect([...out.keys()]).to.deep.equal(['requests page 1', 'requests deep page', 'requests where customer_id']);
   return [...out];
+}
+
+interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  'Group Key'?: string[];
+  Plans?: PlanNode[];
+}
+
+/** The chain of plan nodes from the root down to each scan of `relation`. */
+function pathsTo(node: PlanNode, relation: string, above: PlanNode[] = []): PlanNode[][] {
+  const here = [...above, node];
+  const found = node['Relation Name'] === relation ? [here] : [];
+  return [...found, ...(node.Plans ?? []).flatMap((p) => pathsTo(p, relation, here))];
+}
+
+/**
+ * A grouping on two tag keys with no tag value to pick sets by (storage/query/sql.ts, setTotals), explained on the
+ * generated store: for each scan of usage_tag_set_daily, whether the nodes between it and the first join above it
+ * include an aggregate by set_id (the daily rows summed per set before any join), and the indexes read for it.
+ * Sequential scans are off, as above: the question is whether the plan exists.
+ */
+async function tagSetPlan(
+  c: Client,
+  from: number,
+  to: number,
+): Promise<{ summedPerSet: boolean[]; indexes: string[] }> {
+  const statements: SqlQuery[] = [];
+  await runUsageQuery(postgresDialect, async (q) => (statements.push(q), []), {
+    from,
+    to,
+    groupBy: ['agent', 'feature'],
+  });
+  expect(statements).to.have.length(1);
+  await c.query('SET enable_seqscan = off');
+  try {
+    const [q] = statements;
+    const [
+      {
+        'QUERY PLAN': [{ Plan: plan }],
+      },
+    ] = (await c.query(`EXPLAIN (FORMAT JSON) ${q.sql}`, q.params as unknown[])).rows as {
+      'QUERY PLAN': { Plan: PlanNode }[];
+    }[];
+    const paths = pathsTo(plan, 'usage_tag_set_daily');
+    const summedPerSet = paths.map((path) => {
+      const joins = path.map((n, i) => (/Join|Nested Loop/.test(n['Node Type']) ? i : -1));
+      const below = path.slice(Math.max(...joins) + 1);
+      return below.some(
+        (n) => n['Node Type'] === 'Aggregate' && (n['Group Key'] ?? []).some((k) => k.endsWith('set_id')),
+      );
+    });
+    const indexes = paths.flatMap((path) => {
+      const scan = path[path.length - 1];
+      return [scan, ...(scan.Plans ?? [])].flatMap((n) => (n['Index Name'] ? [n['Index Name']] : []));
+    });
+    return { summedPerSet, indexes };
+  } finally {
+    await c.query('RESET enable_seqscan');
+  }
 }
 
 describe('big-store generator (100k records) against the write path', function () {
@@ -122,6 +183,8 @@ describe('big-store generator (100k records) against the write path', function (
         expect(result.differences).to.deep.equal({});
         await c.query(`SET search_path TO ${genSchema}`);
         for (const [label, scans] of await recordScans(c)) expect(scans, label).to.deep.equal([]);
+        const days = await tagSetPlan(c, END - 3 * DAY, END);
+        expect(days).to.deep.equal({ summedPerSet: [true], indexes: ['usage_tag_set_daily_day'] });
       } finally {
         await store.close();
       }

@@ -203,9 +203,9 @@ describe('spend anomalies', () => {
     const listed = await runCli(['freezes', 'list', '--config', yamlPath]);
     expect(listed.code, listed.stderr).to.equal(0);
     expect(listed.stdout).to.include(freeze.id).and.to.include('key_id=platform');
-    const lift = await runCli(['freezes', 'lift', freeze.id, '--config', yamlPath]);
+    const lift = await runCli(['freezes', 'lift', freeze.id, '--json', '--config', yamlPath]);
     expect(lift.code, lift.stderr).to.equal(0);
-    expect(lift.stdout).to.include(`Lifted ${freeze.id}`);
+    expect(JSON.parse(lift.stdout)).to.include({ id: freeze.id, state: 'lifted' });
     await waitFor(async () => (await chat(a, 'research', 1)).status === 200, 3000, 'served again on a');
     await waitFor(async () => (await chat(b, 'research', 1)).status === 200, 3000, 'served again on b');
     const all = await runCli(['freezes', 'list', '--all', '--json', '--config', yamlPath]);

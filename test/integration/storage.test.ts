@@ -59,6 +59,7 @@ const before008 = (r: UsageRecord): UsageRecord => ({
   serviceTier: null,
   inputAudioTokens: null,
   outputAudioTokens: null,
+  generationId: null,
 });
 const rowsBefore008 = (rows: UsageGroupRow[]): UsageGroupRow[] => rows.map((r) => ({ ...r, costDisagreementCount: 0 }));
 
@@ -123,6 +124,8 @@ function makeRecords(n: number, seed: number, from: number, span: number, idPref
       serviceTier: (['default', 'flex', 'priority', null] as const)[i % 4],
       inputAudioTokens: i % 9 === 0 ? i % 50 : null,
       outputAudioTokens: i % 9 === 0 ? i % 40 : null,
+      // Migration 017's.
+      generationId: provider === 'openrouter' ? `gen-${idPrefix}${i}` : null,
     });
     // As every build before migration 009 recorded them (its backfill relies on it): an audio or image record that
     // neither failed nor was cut is not counted, and only those are.

@@ -484,6 +484,28 @@ describe('price catalog', () => {
         rmSync(dir, { recursive: true, force: true });
       }
     });
+
+    it('keeps the bundled corrections while the import holds the rates they replace, and the batch tiers it lacks', () => {
+      // LiteLLM's own entries: gpt-4o-mini-tts at the snapshot's wrong text rate, grok-4 without a cache rate,
+      // claude-haiku-4-5 without batch rates (pricing/price-corrections.json corrects all three).
+      const litellm = imported([
+        { provider: 'openai', model: 'gpt-4o-mini-tts', kind: 'audio', input: '2.5', output_audio: '12' },
+        { provider: 'xai', model: 'grok-4', kind: 'chat', input: '3', output: '15' },
+        { provider: 'anthropic', model: 'claude-haiku-4-5', kind: 'chat', input: '1', output: '5', cache_read: '0.1' },
+      ]);
+      const c = PriceCatalog.fromConfig({}, { imported: litellm });
+      expect(c.lookup('openai', 'gpt-4o-mini-tts')).to.include({ input: '0.6', origin: 'imported' });
+      expect(c.lookup('xai', 'grok-4')).to.include({ cache_read: '0.75', origin: 'imported' });
+      expect(c.lookup('anthropic', 'claude-haiku-4-5')!.service_tiers?.batch).to.include({
+        input: '0.5',
+        output: '2.5',
+      });
+      // A source that changed the rate wins over the correction.
+      const changed = imported([{ provider: 'openai', model: 'gpt-4o-mini-tts', kind: 'audio', input: '0.7' }]);
+      expect(PriceCatalog.fromConfig({}, { imported: changed }).lookup('openai', 'gpt-4o-mini-tts')).to.include({
+        input: '0.7',
+      });
+    });
   });
 
   describe('discounts', () => {
@@ -508,6 +530,17 @@ describe('price catalog', () => {
       expect(c.lookup('xai', 'grok-z')).to.include({ request_fee: '0.0225', input: '2.7' });
       expect(c.lookup('openai', 'gpt-x')).to.include({ input: '2' });
       expect(c.lookup('openai', 'gpt-x')).to.not.have.property('discount');
+    });
+
+    it("a model's own discount wins over its provider's; the provider's other models keep the provider's", () => {
+      const c = catalog({ discounts: { openai: '0.5', 'OpenAI/gpt-x': '0.24' } });
+      // gpt-x lists at 2 / 8: 0.76 of it, exactly.
+      expect(c.lookup('openai', 'gpt-x')).to.include({ input: '1.52', output: '6.08', discount: '0.24' });
+      expect(c.lookup('openai', 'gpt-x-mini')).to.include({ input: '0.25', output: '0.5', discount: '0.5' });
+      // Without a provider-wide one, the other models stay at list price.
+      const only = catalog({ discounts: { 'openai/gpt-x': '0.24' } });
+      expect(only.lookup('openai', 'gpt-x')).to.include({ input: '1.52', discount: '0.24' });
+      expect(only.lookup('openai', 'gpt-x-mini')).to.include({ input: '0.5' }).and.not.have.property('discount');
     });
 
     it("on an OpenRouter fallback, OpenRouter's discount applies, not the vendor's", () => {

@@ -152,6 +152,11 @@ describe('pricing: block of the config', () => {
       expect(pricingConfigSchema.parse({}).discounts).to.deep.equal({});
     });
 
+    it('or by provider/model, the provider part normalised and the model kept as written', () => {
+      const parsed = pricingConfigSchema.parse({ discounts: { Google: '0.1', 'Google/gemini-2.5-Pro': 0.3 } });
+      expect(parsed.discounts).to.deep.equal({ gemini: '0.1', 'gemini/gemini-2.5-Pro': '0.3' });
+    });
+
     it('a percentage is refused with a hint, up to 100', () => {
       expect(issues({ discounts: { openai: 1 } })).to.deep.equal([
         'discounts.openai: a discount is a fraction off below 1 (0.2 = 20% off), got 1; did you mean 0.01?',

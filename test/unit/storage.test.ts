@@ -41,6 +41,7 @@ function rec(over: Partial<UsageRecord> = {}): UsageRecord {
     serviceTier: null,
     inputAudioTokens: null,
     outputAudioTokens: null,
+    generationId: null,
     ...over,
   });
 }
@@ -176,6 +177,7 @@ describe('storage (unit)', () => {
         serviceTier: 'flex',
         inputAudioTokens: 3,
         outputAudioTokens: 0,
+        generationId: 'gen-1773011155-RKj29WPs25kxzvCwOntV',
       }),
       r({
         id: 'r8',

@@ -596,6 +596,7 @@ describe('usage parsers', () => {
         reasoningTokens: 0,
         providerCostUsd: '0.01355025',
         servedModel: 'anthropic/claude-4.6-sonnet-20260217',
+        generationId: 'gen-1773011155-RKj29WPs25kxzvCwOntV',
       });
     });
 
@@ -631,6 +632,7 @@ describe('usage parsers', () => {
         reasoningTokens: 0,
         providerCostUsd: '0.000837',
         servedModel: 'anthropic/claude-4.6-sonnet-20260217',
+        generationId: 'gen-1773012759-4u9w7As08eMtL75bWtu8',
       });
       expect(acc.text()).to.equal('Hello!');
     });
@@ -646,6 +648,7 @@ describe('usage parsers', () => {
         providerCostUsd: '0.0000086',
         servedModel: 'openai/gpt-5-nano',
         serviceTier: 'default',
+        generationId: 'gen-1785882693-G0Ba9AGVEVeNhHohmw0g',
       });
     });
 

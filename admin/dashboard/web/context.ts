@@ -2,7 +2,7 @@
 import type { InfoJson } from './api.js';
 import type { ViewState } from './state.js';
 
-export type ViewName = 'usage' | 'requests' | 'latency' | 'budgets' | 'reconciliation' | 'keys';
+export type ViewName = 'usage' | 'requests' | 'latency' | 'budgets' | 'statement' | 'reconciliation' | 'keys';
 
 export interface AppCtx {
   state: ViewState;

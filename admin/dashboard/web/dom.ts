@@ -38,3 +38,13 @@ export function replace(el: Element, ...children: Child[]): void {
   clear(el);
   append(el, children);
 }
+
+/** Hands `text` to the browser as a file download named `filename`. */
+export function saveFile(text: string, filename: string, type = 'text/csv'): void {
+  const url = URL.createObjectURL(new Blob([text], { type }));
+  const a = h('a', { href: url, download: filename });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}

@@ -62,8 +62,9 @@ export function change(cur: number, prev: number): { text: string; dir: 'up' | '
   };
 }
 
+/** A share in percent; "—" of nothing (no requests), never a 0 % that reads as "none failed". */
 export const pct = (part: number, whole: number): string =>
-  whole === 0 ? '0%' : `${((part / whole) * 100).toFixed(part === whole || part === 0 ? 0 : 1)}%`;
+  whole === 0 ? '—' : `${((part / whole) * 100).toFixed(part === whole || part === 0 ? 0 : 1)}%`;
 
 const pad = (n: number) => String(n).padStart(2, '0');
 

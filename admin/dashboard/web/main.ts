@@ -12,6 +12,7 @@ import { loadKeyNames } from './key-names.js';
 import { renderRequests } from './requests.js';
 import { renderLatency } from './latency.js';
 import { renderBudgets } from './budgets.js';
+import { renderStatement } from './statement.js';
 import { renderReconciliation } from './reconciliation.js';
 import { dimensionChoices, loadState, saveState, type ViewState } from './state.js';
 import { renderUsage } from './usage.js';
@@ -22,6 +23,7 @@ const VIEWS: { id: ViewName; label: string }[] = [
   { id: 'requests', label: 'Requests' },
   { id: 'latency', label: 'Latency & errors' },
   { id: 'budgets', label: 'Budgets' },
+  { id: 'statement', label: 'Statements' },
   { id: 'reconciliation', label: 'Reconciliation' },
   { id: 'keys', label: 'API Keys' },
 ];
@@ -246,6 +248,7 @@ async function start(initialInfo?: InfoJson): Promise<void> {
       else if (view === 'requests') await renderRequests(content, ctx, isCurrent);
       else if (view === 'latency') await renderLatency(content, ctx, isCurrent);
       else if (view === 'budgets') await renderBudgets(content, ctx, isCurrent);
+      else if (view === 'statement') await renderStatement(content, ctx, isCurrent);
       else if (view === 'reconciliation') await renderReconciliation(content, ctx, isCurrent);
       else await renderKeys(content, ctx, isCurrent);
     } catch (err) {

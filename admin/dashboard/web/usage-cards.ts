@@ -7,6 +7,8 @@ import { costText, pico } from './usage-columns.js';
 /** A previous period with fewer requests than this is too little to compare with: its deltas show "n/a". */
 const MIN_PREVIOUS_REQUESTS = 20;
 const NOT_COMPARABLE = { text: 'n/a', dir: 'none' } as const;
+/** A period whose cost is unknown (every request unpriced or not counted) has no cost to compare, not $0. */
+const COST_UNKNOWN = { text: 'n/a', dir: 'none' } as const;
 
 function card(
   metric: string,
@@ -29,7 +31,9 @@ function card(
         title:
           delta === NOT_COMPARABLE
             ? `The previous ${vsLabel} holds fewer than ${MIN_PREVIOUS_REQUESTS} requests: too little to compare with`
-            : undefined,
+            : delta === COST_UNKNOWN
+              ? 'The cost of this or the previous period is unknown (its requests are unpriced or not counted), not $0'
+              : undefined,
       },
       delta.text
         ? h(
@@ -53,6 +57,8 @@ export function overviewCards(t: Totals, p: Totals, label: string): HTMLElement[
   const flaggedPrev = p.estimated_count + p.unpriced_count;
   const costNum = Number(pico(t));
   const costPrev = Number(pico(p));
+  const unknown = (x: Totals) => x.requests > 0 && x.cost_pico === null;
+  const costDelta = unknown(t) || unknown(p) ? COST_UNKNOWN : vs(costNum, costPrev);
   const shareCard = h(
     'div',
     {
@@ -81,7 +87,7 @@ export function overviewCards(t: Totals, p: Totals, label: string): HTMLElement[
     ),
   );
   return [
-    card('cost', 'Total cost', { text: costText(t), exact: t.cost_usd ?? '' }, vs(costNum, costPrev), label, [
+    card('cost', 'Total cost', { text: costText(t), exact: t.cost_usd ?? '' }, costDelta, label, [
       ...(t.unpriced_count ? [h('span', { class: 'warn' }, `+ ${int(t.unpriced_count)} unpriced (cost unknown)`)] : []),
       ...(t.not_counted_count ? [h('span', { class: 'warn' }, `+ ${int(t.not_counted_count)} not counted`)] : []),
     ]),

@@ -2,7 +2,7 @@
 import { api, type SeriesResponse, type Totals, type UsageParams, type UsageResponse } from './api.js';
 import { destroyChart, drawChart, OTHER_COLOR, PALETTE, PARTIAL_MARK, partialBuckets, type Series } from './chart.js';
 import { dimLabel, type AppCtx } from './context.js';
-import { h, replace } from './dom.js';
+import { h, replace, saveFile } from './dom.js';
 import { dateTime } from './format.js';
 import { resolveRange, type Range } from './state.js';
 import { toolbar } from './toolbar.js';
@@ -224,12 +224,7 @@ function wireExport(ctx: AppCtx, button: HTMLButtonElement, base: UsageParams, e
   button.onclick = async () => {
     try {
       const { text, filename } = await api.usageCsv(base);
-      const url = URL.createObjectURL(new Blob([text], { type: 'text/csv' }));
-      const a = h('a', { href: url, download: filename });
-      document.body.append(a);
-      a.click();
-      a.remove();
-      setTimeout(() => URL.revokeObjectURL(url), 10_000);
+      saveFile(text, filename);
     } catch (err) {
       ctx.fail(err);
     }
