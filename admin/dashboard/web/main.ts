@@ -1,6 +1,6 @@
 /**
- * The Tollgate dashboard: a login form, then its views (Usage, Requests, Latency & errors, Budgets, API Keys) over
- * the admin API.
+ * The Tollgate dashboard: a login form, then its views (Usage, Requests, Latency & errors, Budgets, Statements,
+ * Reconciliation, API Keys) over the admin API.
  * Served by the gateway's admin listener; all data comes from /api/* with the admin token.
  */
 import { api, ApiError, AuthError, clearToken, getToken, setToken, type InfoJson } from './api.js';
