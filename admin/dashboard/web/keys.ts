@@ -14,6 +14,48 @@ export function forgetCreatedKey(): void {
 }
 
 export async function renderKeys(root: HTMLElement, ctx: AppCtx, isCurrent: () => boolean): Promise<void> {
+  const banner = created
+    ? newKeyBanner(created, () => {
+        created = undefined;
+        ctx.update({});
+      })
+    : null;
+  const tableHost = h('div', { class: 'table-wrap' }, h('div', { class: 'empty-inline' }, 'Loading…'));
+  replace(
+    root,
+    h(
+      'section',
+      { class: 'panel' },
+      h('header', { class: 'panel-head' }, h('h2', {}, 'Create an API key')),
+      h(
+        'p',
+        { class: 'muted' },
+        'Clients send a gateway key as the X-Gateway-Key header. Only its hash is stored: the key is shown once, right after it is created.',
+      ),
+      createKeyForm(ctx),
+      banner,
+    ),
+    h('section', { class: 'panel' }, h('header', { class: 'panel-head' }, h('h2', {}, 'API keys')), tableHost),
+  );
+
+  const first = await api.keys();
+  if (!isCurrent()) return;
+  if (first.data.length === 0) {
+    replace(
+      tableHost,
+      h(
+        'div',
+        { class: 'empty-inline' },
+        'No keys yet: create one above, or declare one under workspaces[].keys in gateway.config.yaml.',
+      ),
+    );
+    return;
+  }
+  showKeys(ctx, tableHost, first);
+}
+
+/** Label (and workspace, when there are several): submitting creates the key and shows it once. */
+function createKeyForm(ctx: AppCtx): HTMLFormElement {
   const label = h('input', {
     id: 'key-label',
     placeholder: 'e.g. support-bot production',
@@ -47,45 +89,13 @@ export async function renderKeys(root: HTMLElement, ctx: AppCtx, isCurrent: () =
       ctx.fail(err);
     }
   });
+  return form;
+}
 
-  const banner = created
-    ? newKeyBanner(created, () => {
-        created = undefined;
-        ctx.update({});
-      })
-    : null;
-  const tableHost = h('div', { class: 'table-wrap' }, h('div', { class: 'empty-inline' }, 'Loading…'));
-  replace(
-    root,
-    h(
-      'section',
-      { class: 'panel' },
-      h('header', { class: 'panel-head' }, h('h2', {}, 'Create an API key')),
-      h(
-        'p',
-        { class: 'muted' },
-        'Clients send a gateway key as the X-Gateway-Key header. Only its hash is stored: the key is shown once, right after it is created.',
-      ),
-      form,
-      banner,
-    ),
-    h('section', { class: 'panel' }, h('header', { class: 'panel-head' }, h('h2', {}, 'API keys')), tableHost),
-  );
-
-  let { data, next_cursor: next } = await api.keys();
-  if (!isCurrent()) return;
-  if (data.length === 0) {
-    replace(
-      tableHost,
-      h(
-        'div',
-        { class: 'empty-inline' },
-        'No keys yet: create one above, or declare one under workspaces[].keys in gateway.config.yaml.',
-      ),
-    );
-    return;
-  }
-  // The API answers a page at a time: further pages are fetched on demand and join the table.
+/** Fills `tableHost` with the keys of the first page; the API answers a page at a time, so further pages are
+ * fetched on demand and join the table. */
+function showKeys(ctx: AppCtx, tableHost: HTMLElement, first: { data: KeyJson[]; next_cursor: string | null }): void {
+  let { data, next_cursor: next } = first;
   const more = h('button', { type: 'button', class: 'btn small', id: 'more-keys' }, 'Show more keys');
   more.addEventListener('click', async () => {
     more.disabled = true;
@@ -99,40 +109,40 @@ export async function renderKeys(root: HTMLElement, ctx: AppCtx, isCurrent: () =
     }
   });
   const render = () => {
-    // Active keys first (newest first), then the revoked ones, then the read-only keys of gateway.config.yaml.
-    const fromConfig = (k: KeyJson) => k.source === 'config';
-    const rows = [...data].sort(
-      (a, b) =>
-        Number(fromConfig(a)) - Number(fromConfig(b)) ||
-        Number(a.revoked) - Number(b.revoked) ||
-        (b.created_at ?? '').localeCompare(a.created_at ?? '') ||
-        a.id.localeCompare(b.id),
-    );
     more.disabled = false;
-    replace(
-      tableHost,
-      h(
-        'table',
-        { class: 'grid', id: 'keys' },
-        h(
-          'thead',
-          {},
-          h(
-            'tr',
-            {},
-            ['Label', 'Key id', 'Workspace', 'Created', 'Last used', 'Status', ''].map((t) => h('th', {}, t)),
-          ),
-        ),
-        h(
-          'tbody',
-          {},
-          rows.map((k) => keyRow(ctx, k)),
-        ),
-      ),
-      next ? more : null,
-    );
+    replace(tableHost, keysTable(ctx, data), next ? more : null);
   };
   render();
+}
+
+function keysTable(ctx: AppCtx, keys: KeyJson[]): HTMLElement {
+  // Active keys first (newest first), then the revoked ones, then the read-only keys of gateway.config.yaml.
+  const fromConfig = (k: KeyJson) => k.source === 'config';
+  const rows = [...keys].sort(
+    (a, b) =>
+      Number(fromConfig(a)) - Number(fromConfig(b)) ||
+      Number(a.revoked) - Number(b.revoked) ||
+      (b.created_at ?? '').localeCompare(a.created_at ?? '') ||
+      a.id.localeCompare(b.id),
+  );
+  return h(
+    'table',
+    { class: 'grid', id: 'keys' },
+    h(
+      'thead',
+      {},
+      h(
+        'tr',
+        {},
+        ['Label', 'Key id', 'Workspace', 'Created', 'Last used', 'Status', ''].map((t) => h('th', {}, t)),
+      ),
+    ),
+    h(
+      'tbody',
+      {},
+      rows.map((k) => keyRow(ctx, k)),
+    ),
+  );
 }
 
 function newKeyBanner(k: KeyJson & { key: string }, dismiss: () => void): HTMLElement {

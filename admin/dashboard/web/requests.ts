@@ -26,14 +26,12 @@ const PROVENANCE: Record<string, { label: string; title: string; cls: string } |
   },
 };
 
+type Paging = NonNullable<typeof paging>;
+type Page = Awaited<ReturnType<typeof api.requests>>;
+
 export async function renderRequests(root: HTMLElement, ctx: AppCtx, isCurrent: () => boolean): Promise<void> {
   const s = ctx.state;
-  const key = JSON.stringify([s.preset, s.from, s.to, s.filters]);
-  if (!paging || paging.key !== key) {
-    const r = resolveRange(s);
-    paging = { key, from: r.from, to: r.to, cursors: [null] };
-  }
-  const p = paging;
+  const p = currentPaging(ctx);
   root.dataset.from = String(p.from);
   root.dataset.to = String(p.to);
   const tableHost = h('div', { class: 'table-wrap' }, h('div', { class: 'empty-inline' }, 'Loading…'));
@@ -53,9 +51,25 @@ export async function renderRequests(root: HTMLElement, ctx: AppCtx, isCurrent: 
   const page = await api.requests({ from: p.from, to: p.to, filters: s.filters, limit: PAGE, cursor });
   if (!isCurrent()) return;
 
+  replace(pager, ...pagerControls(ctx, p, page));
+  replace(tableHost, page.data.length === 0 ? noRequests(ctx) : requestsTable(ctx, page));
+}
+
+/** The paging position for the current range and filters, starting over at the newest page when they changed. */
+function currentPaging(ctx: AppCtx): Paging {
+  const s = ctx.state;
+  const key = JSON.stringify([s.preset, s.from, s.to, s.filters]);
+  if (!paging || paging.key !== key) {
+    const r = resolveRange(s);
+    paging = { key, from: r.from, to: r.to, cursors: [null] };
+  }
+  return paging;
+}
+
+/** Newer / page number / Older: the cursor stack grows going older and shrinks going newer. */
+function pagerControls(ctx: AppCtx, p: Paging, page: Page): HTMLElement[] {
   const pageNo = p.cursors.length;
-  replace(
-    pager,
+  return [
     h(
       'button',
       {
@@ -85,42 +99,38 @@ export async function renderRequests(root: HTMLElement, ctx: AppCtx, isCurrent: 
       },
       'Older ›',
     ),
-  );
+  ];
+}
 
-  if (page.data.length === 0) {
-    replace(
-      tableHost,
-      h(
-        'div',
-        { class: 'empty-inline' },
-        'No requests in this range',
-        s.filters.length ? ' with these filters' : '',
-        '.',
-      ),
-    );
-    return;
-  }
-  replace(
-    tableHost,
+function noRequests(ctx: AppCtx): HTMLElement {
+  return h(
+    'div',
+    { class: 'empty-inline' },
+    'No requests in this range',
+    ctx.state.filters.length ? ' with these filters' : '',
+    '.',
+  );
+}
+
+function requestsTable(ctx: AppCtx, page: Page): HTMLElement {
+  return h(
+    'table',
+    { class: 'grid', id: 'requests' },
     h(
-      'table',
-      { class: 'grid', id: 'requests' },
+      'thead',
+      {},
       h(
-        'thead',
+        'tr',
         {},
-        h(
-          'tr',
-          {},
-          ['Time', 'Tags', 'Model', 'Endpoint', 'Status', 'Latency', 'Input', 'Output', 'Cache r / w', 'Cost'].map(
-            (t, i) => h('th', { class: i >= 5 ? 'num' : '' }, t),
-          ),
+        ['Time', 'Tags', 'Model', 'Endpoint', 'Status', 'Latency', 'Input', 'Output', 'Cache r / w', 'Cost'].map(
+          (t, i) => h('th', { class: i >= 5 ? 'num' : '' }, t),
         ),
       ),
-      h(
-        'tbody',
-        {},
-        page.data.map((r) => requestRow(ctx, r)),
-      ),
+    ),
+    h(
+      'tbody',
+      {},
+      page.data.map((r) => requestRow(ctx, r)),
     ),
   );
 }
