@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { close, createReadStream, createWriteStream, mkdirSync, open } from 'node:fs';
+import { close, createReadStream, createWriteStream, mkdirSync, open, type WriteStream } from 'node:fs';
 import { unlink } from 'node:fs/promises';
 import type { IncomingMessage } from 'node:http';
 import { join } from 'node:path';
@@ -8,8 +8,8 @@ import type { Logger } from 'pino';
 import { bodyRelayed, bodySpooled } from '../core/body-memory';
 import { GatewayError } from '../core/errors';
 import type { FileHead, ReceivedUpload, UploadReceiver } from '../core/upload';
-import { receiveBody, refuseDeclaredOverLimit } from '../intake/body';
-import { multipartFieldReader } from '../intake/multipart';
+import { receiveBody, refuseDeclaredOverLimit, type BodyControl, type BodySink } from '../intake/body';
+import { multipartFieldReader, type MultipartFieldReader } from '../intake/multipart';
 
 /**
  * Large multipart uploads (audio to transcribe, images to edit). Routing needs the form's `model` field:
@@ -62,8 +62,24 @@ export class UploadSpool implements UploadReceiver {
   async receive(req: IncomingMessage, limit: number, contentType: string, headBytes = 0): Promise<ReceivedUpload> {
     refuseDeclaredOverLimit(req, limit);
     const fields = multipartFieldReader(contentType, headBytes);
-    const fileHead = () => fields.fileHead;
     const declared = req.headers['content-length'] === undefined ? undefined : Number(req.headers['content-length']);
+    const file = await this.openSpoolFile();
+    return new Promise((resolve, reject) => {
+      let sink: SpoolSink | undefined;
+      const storageFailed = (err: unknown) => this.storageFailed(err);
+      receiveBody(
+        req,
+        limit,
+        (control) => (sink = new SpoolSink(file, fields, declared, control, resolve, storageFailed)),
+      ).then(
+        (spooled) => spooled && resolve(spooled),
+        (err: unknown) => sink?.through || reject(err),
+      );
+    });
+  }
+
+  /** A temporary file, open for writing and for reading, and already unlinked where the system allows it. */
+  private async openSpoolFile(): Promise<SpoolFile> {
     const path = join(this.dir, `tollgate-upload-${process.pid}-${randomUUID()}`);
     // Two descriptors, each owned (and closed once) by one stream: the writer's, then the reader's. Plain
     // descriptors, not FileHandles: their streams work through callbacks, not promises.
@@ -79,91 +95,7 @@ export class UploadSpool implements UploadReceiver {
       () => path,
     );
     const removeLeftover = () => void (leftover && unlink(leftover).catch(() => undefined));
-    return new Promise((resolve, reject) => {
-      let through: Readable | undefined;
-      receiveBody(req, limit, (control) => {
-        const out = createWriteStream('', { fd: writeFd, highWaterMark: 256 * 1024 });
-        out.on('drain', control.resume);
-        const written = new Promise<void>((resolveWritten, rejectWritten) => {
-          out.once('finish', resolveWritten);
-          out.on('error', (err) => {
-            const refused = this.storageFailed(err);
-            control.fail(refused); // while the body is still arriving
-            rejectWritten(refused); // once it has ended
-          });
-        });
-        written.catch(() => undefined); // observed through control.fail when it fails early
-        // Once streaming through, the form is only read for its file's head: a flaw found there is the provider's to
-        // judge, not a reason to cut an upload already on its way.
-        void fields.failed.then((err) => through || control.fail(err));
-        // The chunks before the first file part (also written to the file), kept until it is known whether the
-        // upload can stream through; dropped once it cannot.
-        let head: Buffer[] | undefined = declared === undefined ? undefined : [];
-        let headBytes = 0;
-        // The memory policy hears of an upload received whole until it is disposed of, and of each chunk of one
-        // that streams through (core/body-memory.ts).
-        let release: (() => void) | undefined;
-        const spooling = () => (release ??= bodySpooled());
-        if (!head) spooling();
-        const streamThrough = (size: number, chunks: Buffer[]) => {
-          through = new Readable({ highWaterMark: 256 * 1024, read: control.resume });
-          for (const chunk of chunks) through.push(chunk);
-          out.destroy(); // the file is not needed
-          close(readFd, removeLeftover);
-          resolve(new StreamedUpload(size, { ...fields.fields }, through, fileHead));
-        };
-        return {
-          write(chunk) {
-            // Once streaming, the form is no longer parsed; after dispose() the rest of the body is dropped.
-            if (through) {
-              bodyRelayed(chunk.length);
-              const more = through.destroyed || through.push(chunk);
-              // The file's first bytes are read as they pass, after the chunk went on its way (headBytes).
-              if (fields.wantsHead) fields.write(chunk);
-              return more;
-            }
-            fields.write(chunk);
-            if (head) {
-              head.push(chunk);
-              headBytes += chunk.length;
-              if (fields.fileStarted && fields.fields.model !== undefined) {
-                streamThrough(declared!, head);
-                return true;
-              }
-              if (fields.fileStarted || headBytes > MAX_HEAD_BYTES) {
-                head = undefined;
-                spooling();
-              }
-            }
-            return out.write(chunk);
-          },
-          async end(size) {
-            if (through) {
-              through.push(null);
-              return undefined;
-            }
-            out.end();
-            const [values] = await Promise.all([fields.end(), written]);
-            return new SpooledUpload(readFd, size, values, removeLeftover, spooling(), fileHead);
-          },
-          abort() {
-            if (through) {
-              // The upstream call reading it fails, so the provider's request is cut too.
-              through.destroy(
-                new GatewayError('request_aborted', 'The client closed the connection before the upload ended'),
-              );
-              return;
-            }
-            out.destroy();
-            close(readFd, removeLeftover);
-            release?.();
-          },
-        };
-      }).then(
-        (spooled) => spooled && resolve(spooled),
-        (err: unknown) => through || reject(err),
-      );
-    });
+    return { writeFd, readFd, removeLeftover };
   }
 
   private storageFailed(err: unknown): GatewayError {
@@ -173,6 +105,122 @@ export class UploadSpool implements UploadReceiver {
       'The gateway could not store the upload temporarily; retry later.',
       { cause: err },
     );
+  }
+}
+
+interface SpoolFile {
+  writeFd: number;
+  readFd: number;
+  /** Removes the file where it could not be unlinked while open. */
+  removeLeftover: () => void;
+}
+
+/**
+ * Takes an upload's chunks as they arrive: into the form reader and the spool file, or, once its model is known
+ * when its first file part begins and its length was declared, on to a stream that relays them as they come.
+ */
+class SpoolSink implements BodySink<ReceivedUpload | undefined> {
+  /** Set once the upload streams through: its chunks go there, the file is dropped. */
+  through: Readable | undefined;
+  private readonly out: WriteStream;
+  private readonly written: Promise<void>;
+  /**
+   * The chunks before the first file part (also written to the file), kept until it is known whether the upload
+   * can stream through; dropped once it cannot.
+   */
+  private head: Buffer[] | undefined;
+  private headBytes = 0;
+  /**
+   * The memory policy hears of an upload received whole until it is disposed of, and of each chunk of one that
+   * streams through (core/body-memory.ts).
+   */
+  private release: (() => void) | undefined;
+  private readonly fileHead = () => this.fields.fileHead;
+
+  constructor(
+    private readonly file: SpoolFile,
+    private readonly fields: MultipartFieldReader,
+    private readonly declared: number | undefined,
+    private readonly control: BodyControl,
+    private readonly streamed: (upload: StreamedUpload) => void,
+    storageFailed: (err: unknown) => GatewayError,
+  ) {
+    this.out = createWriteStream('', { fd: file.writeFd, highWaterMark: 256 * 1024 });
+    this.out.on('drain', control.resume);
+    this.written = new Promise<void>((resolveWritten, rejectWritten) => {
+      this.out.once('finish', resolveWritten);
+      this.out.on('error', (err) => {
+        const refused = storageFailed(err);
+        control.fail(refused); // while the body is still arriving
+        rejectWritten(refused); // once it has ended
+      });
+    });
+    this.written.catch(() => undefined); // observed through control.fail when it fails early
+    // Once streaming through, the form is only read for its file's head: a flaw found there is the provider's to
+    // judge, not a reason to cut an upload already on its way.
+    void fields.failed.then((err) => this.through || control.fail(err));
+    this.head = declared === undefined ? undefined : [];
+    if (!this.head) this.spooling();
+  }
+
+  write(chunk: Buffer): boolean {
+    // Once streaming, the form is no longer parsed; after dispose() the rest of the body is dropped.
+    if (this.through) {
+      bodyRelayed(chunk.length);
+      const more = this.through.destroyed || this.through.push(chunk);
+      // The file's first bytes are read as they pass, after the chunk went on its way (headBytes).
+      if (this.fields.wantsHead) this.fields.write(chunk);
+      return more;
+    }
+    this.fields.write(chunk);
+    if (this.head) {
+      this.head.push(chunk);
+      this.headBytes += chunk.length;
+      if (this.fields.fileStarted && this.fields.fields.model !== undefined) {
+        this.streamThrough(this.declared!, this.head);
+        return true;
+      }
+      if (this.fields.fileStarted || this.headBytes > MAX_HEAD_BYTES) {
+        this.head = undefined;
+        this.spooling();
+      }
+    }
+    return this.out.write(chunk);
+  }
+
+  async end(size: number): Promise<ReceivedUpload | undefined> {
+    if (this.through) {
+      this.through.push(null);
+      return undefined;
+    }
+    this.out.end();
+    const [values] = await Promise.all([this.fields.end(), this.written]);
+    return new SpooledUpload(this.file.readFd, size, values, this.file.removeLeftover, this.spooling(), this.fileHead);
+  }
+
+  abort(): void {
+    if (this.through) {
+      // The upstream call reading it fails, so the provider's request is cut too.
+      this.through.destroy(
+        new GatewayError('request_aborted', 'The client closed the connection before the upload ended'),
+      );
+      return;
+    }
+    this.out.destroy();
+    close(this.file.readFd, this.file.removeLeftover);
+    this.release?.();
+  }
+
+  private spooling(): () => void {
+    return (this.release ??= bodySpooled());
+  }
+
+  private streamThrough(size: number, chunks: Buffer[]): void {
+    this.through = new Readable({ highWaterMark: 256 * 1024, read: this.control.resume });
+    for (const chunk of chunks) this.through.push(chunk);
+    this.out.destroy(); // the file is not needed
+    close(this.file.readFd, this.file.removeLeftover);
+    this.streamed(new StreamedUpload(size, { ...this.fields.fields }, this.through, this.fileHead));
   }
 }
 
