@@ -41,8 +41,6 @@ export default tseslint.config(
       'core/context.ts',
       'plugins/budget/index.ts',
       'runtime/gateway.ts',
-      'runtime/observability/metrics.ts',
-      'services/upload-spool.ts',
     ],
     rules: { 'max-lines-per-function': 'off', 'max-params': 'off' },
   },

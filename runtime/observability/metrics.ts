@@ -101,16 +101,7 @@ export class GatewayMetrics {
     })));
     const requestRows = this.requestRows;
     const registers = [this.registry];
-    new Counter({
-      name: 'tollgate_requests_total',
-      help: 'Requests that reached the proxy, by provider, model ("other": unpriced or beyond metrics.models_max), endpoint, status class and workspace.',
-      labelNames: ['provider', 'model', 'endpoint', 'status_class', 'workspace'],
-      registers,
-      collect() {
-        this.reset();
-        for (const { labels, values } of requestRows.entries()) this.inc(labels, values.n);
-      },
-    });
+    registerRequestCounter(registers, requestRows);
     this.errors = new Counter({
       name: 'tollgate_errors_total',
       help: 'Requests answered with a gateway error, by its code and workspace.',
@@ -143,39 +134,7 @@ export class GatewayMetrics {
       buckets: TTFB_BUCKETS,
       registers,
     });
-    new Counter({
-      name: 'tollgate_tokens_total',
-      help: 'Tokens as recorded (reported by the provider, or estimated), by type: input (at the normal rate), cache_read, cache_write, output.',
-      labelNames: [...usageLabels, 'type'],
-      registers,
-      collect() {
-        this.reset();
-        for (const { labels, values } of usageRows.entries())
-          for (const type of TOKEN_TYPES) if (values[type] > 0) this.inc({ ...labels, type }, values[type]);
-      },
-    });
-    new Counter({
-      name: 'tollgate_cost_usd_total',
-      help: 'Known cost in USD, as recorded (requests whose cost is unknown are counted in tollgate_unpriced_requests_total).',
-      labelNames: usageLabels,
-      registers,
-      collect() {
-        this.reset();
-        for (const { labels, values } of usageRows.entries()) if (values.costUsd > 0) this.inc(labels, values.costUsd);
-      },
-    });
-    new Counter({
-      name: 'tollgate_unpriced_requests_total',
-      help: 'Answered requests whose cost is unknown (no price for the model): missing from tollgate_cost_usd_total, never counted as $0.',
-      labelNames: ['provider', 'workspace'],
-      registers,
-      collect() {
-        this.reset();
-        for (const { labels, values } of usageRows.entries())
-          if (values.unpriced > 0)
-            this.inc({ provider: labels.provider, workspace: labels.workspace }, values.unpriced);
-      },
-    });
+    registerUsageCounters(registers, usageRows, usageLabels);
     this.flow = new RequestFlowMetrics(this.registry);
     this.genAi = new GenAiMetrics(this.registry);
     collectDefaultMetrics({ register: this.registry });
@@ -376,6 +335,60 @@ function monotonic(name: string, help: string, read: () => number, registers: Re
     collect() {
       this.reset();
       this.inc(read());
+    },
+  });
+}
+
+/** tollgate_requests_total, read from the per-request counts when scraped. */
+function registerRequestCounter(registers: Registry[], requestRows: SeriesTable<{ n: number }>): void {
+  new Counter({
+    name: 'tollgate_requests_total',
+    help: 'Requests that reached the proxy, by provider, model ("other": unpriced or beyond metrics.models_max), endpoint, status class and workspace.',
+    labelNames: ['provider', 'model', 'endpoint', 'status_class', 'workspace'],
+    registers,
+    collect() {
+      this.reset();
+      for (const { labels, values } of requestRows.entries()) this.inc(labels, values.n);
+    },
+  });
+}
+
+/** Tokens, known cost and unpriced answers, read from the per-request usage counts when scraped. */
+function registerUsageCounters(
+  registers: Registry[],
+  usageRows: SeriesTable<UsageValues>,
+  usageLabels: string[],
+): void {
+  new Counter({
+    name: 'tollgate_tokens_total',
+    help: 'Tokens as recorded (reported by the provider, or estimated), by type: input (at the normal rate), cache_read, cache_write, output.',
+    labelNames: [...usageLabels, 'type'],
+    registers,
+    collect() {
+      this.reset();
+      for (const { labels, values } of usageRows.entries())
+        for (const type of TOKEN_TYPES) if (values[type] > 0) this.inc({ ...labels, type }, values[type]);
+    },
+  });
+  new Counter({
+    name: 'tollgate_cost_usd_total',
+    help: 'Known cost in USD, as recorded (requests whose cost is unknown are counted in tollgate_unpriced_requests_total).',
+    labelNames: usageLabels,
+    registers,
+    collect() {
+      this.reset();
+      for (const { labels, values } of usageRows.entries()) if (values.costUsd > 0) this.inc(labels, values.costUsd);
+    },
+  });
+  new Counter({
+    name: 'tollgate_unpriced_requests_total',
+    help: 'Answered requests whose cost is unknown (no price for the model): missing from tollgate_cost_usd_total, never counted as $0.',
+    labelNames: ['provider', 'workspace'],
+    registers,
+    collect() {
+      this.reset();
+      for (const { labels, values } of usageRows.entries())
+        if (values.unpriced > 0) this.inc({ provider: labels.provider, workspace: labels.workspace }, values.unpriced);
     },
   });
 }
