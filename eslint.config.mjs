@@ -36,14 +36,11 @@ export default tseslint.config(
   {
     // Still over those limits, each to be split the way runtime/cluster.ts and cli/demo.ts were; the list only shrinks.
     files: [
-      'cli/usage.ts',
       'core/context.ts',
       'plugins/budget/index.ts',
       'runtime/gateway.ts',
       'runtime/observability/metrics.ts',
-      'scripts/build-price-catalog.ts',
       'services/upload-spool.ts',
-      'storage/packed-records.ts',
     ],
     rules: { 'max-lines-per-function': 'off', 'max-params': 'off' },
   },

@@ -99,33 +99,41 @@ export function registerUsageCommands(program: Command, load: () => LoadedConfig
     .option('--all', 'show every group (no "other" row)')
     .option('--json', 'print the rows as JSON (exact costs, the field names of GET /api/usage)')
     .option('--csv', 'print CSV (the columns of GET /api/usage.csv)')
-    .action(async (opts: UsageOptions) => {
-      const groupBy = opts.groupBy
-        .split(',')
-        .map((s) => s.trim())
-        .filter(Boolean);
-      if (groupBy.length > GROUP_BY_MAX) throw new UserError(`--group-by takes at most ${GROUP_BY_MAX} dimensions`);
-      if (opts.json && opts.csv) throw new UserError('--json and --csv: choose one');
-      const limit = opts.all ? Infinity : opts.limit;
-      const query: UsageQuery = {
-        ...timeRange(opts, (to) => to - 30 * DAY),
-        groupBy,
-        filters: keyValues(opts.filter, '--filter'),
-      };
-      const plan = checkedPlan(query);
-      const loaded = load();
-      const rows = await withStore(
-        loaded,
-        async (store) => {
-          await warnUnknownTags(store, plan);
-          return store.queryUsage(query);
-        },
-        { mustExist: true },
-      );
-      const report = usageReport(rows, groupBy, { limit, offset: opts.offset }, query);
-      process.stdout.write(opts.json ? reportJson(report) : opts.csv ? reportCsv(report) : reportTable(report));
-    });
+    .action((opts: UsageOptions) => printUsage(opts, load));
 
+  registerReprice(usage, load);
+}
+
+/** `tollgate usage`'s action: plan the query, read the store, print the report. */
+async function printUsage(opts: UsageOptions, load: () => LoadedConfig): Promise<void> {
+  const groupBy = opts.groupBy
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  if (groupBy.length > GROUP_BY_MAX) throw new UserError(`--group-by takes at most ${GROUP_BY_MAX} dimensions`);
+  if (opts.json && opts.csv) throw new UserError('--json and --csv: choose one');
+  const limit = opts.all ? Infinity : opts.limit;
+  const query: UsageQuery = {
+    ...timeRange(opts, (to) => to - 30 * DAY),
+    groupBy,
+    filters: keyValues(opts.filter, '--filter'),
+  };
+  const plan = checkedPlan(query);
+  const loaded = load();
+  const rows = await withStore(
+    loaded,
+    async (store) => {
+      await warnUnknownTags(store, plan);
+      return store.queryUsage(query);
+    },
+    { mustExist: true },
+  );
+  const report = usageReport(rows, groupBy, { limit, offset: opts.offset }, query);
+  process.stdout.write(opts.json ? reportJson(report) : opts.csv ? reportCsv(report) : reportTable(report));
+}
+
+/** `tollgate usage reprice`. */
+function registerReprice(usage: Command, load: () => LoadedConfig): void {
   usage
     .command('reprice')
     .description(

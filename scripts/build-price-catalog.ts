@@ -126,28 +126,8 @@ function tierRates(v: unknown, where: string): NonNullable<CatalogModel['service
   return out;
 }
 
-function convert(e: Raw, skipped: SkippedEntry[]): CatalogModel {
-  const sourceProvider = str(e.provider, 'provider');
-  const provider = PROVIDER_SLUG[sourceProvider];
-  const model = str(e.model, 'model');
-  const at = `${sourceProvider}/${model}`;
-  if (!provider) throw new Error(`${at}: no gateway slug for provider ${sourceProvider}`);
-  for (const k of Object.keys(e)) {
-    if (!MAPPED_KEYS.has(k) && !INFORMATIONAL_KEYS.has(k)) throw new Error(`${at}: unhandled key ${k}`);
-  }
-  const skip = (field: string, value: unknown, reason = SKIP_REASONS[field]): void => {
-    if (!reason) throw new Error(`${at}: no skip reason for ${field}`);
-    skipped.push({ provider, model, field, reason, value });
-  };
-
-  const out: CatalogModel = { provider, model, kind: str(e.mode, `${at}.mode`) };
-  const p = (key: string): string | undefined => (e[key] === undefined ? undefined : price(e[key], `${at}.${key}`));
-  out.input = p('input_per_1m');
-  out.output = p('output_per_1m');
-  out.cache_read = p('cache_read_per_1m');
-  out.cache_write = p('cache_write_per_1m');
-  out.cache_write_1h = p('cache_write_1h_per_1m');
-
+/** Per-token extras and per-request / per-query fees; an extra rate with no catalog field is skipped with its reason. */
+function addFees(e: Raw, at: string, out: CatalogModel, skip: (field: string, value: unknown) => void): void {
   if (e.other_token_rates !== undefined) {
     for (const [k, v] of Object.entries(obj(e.other_token_rates, `${at}.other_token_rates`))) {
       if (k === 'citation_per_1m') out.citation = price(v, `${at}.other_token_rates.${k}`);
@@ -176,30 +156,76 @@ function convert(e: Raw, skipped: SkippedEntry[]): CatalogModel {
     if (out.search_query_fee !== undefined) throw new Error(`${at}: two per-query fees`);
     out.search_query_fee = price(obj(e.web_search_tool_fee_usd, at).per_query, `${at}.web_search_tool_fee_usd`);
   }
-  if (e.long_context_tiers !== undefined) {
-    if (!Array.isArray(e.long_context_tiers)) throw new Error(`${at}.long_context_tiers: expected a list`);
-    out.long_context = e.long_context_tiers.map((raw, i) => {
-      const t = obj(raw, `${at}.long_context_tiers[${i}]`);
-      const w = `${at}.long_context_tiers[${i}]`;
-      const tier: NonNullable<CatalogModel['long_context']>[number] = {
-        above_input_tokens: threshold(t.applies_when_input_tokens_above, w),
-      };
-      const names: Record<string, keyof typeof tier> = {
-        input_per_1m: 'input',
-        output_per_1m: 'output',
-        cache_read_per_1m: 'cache_read',
-        cache_write_per_1m: 'cache_write',
-        cache_write_1h_per_1m: 'cache_write_1h',
-      };
-      for (const [k, v] of Object.entries(t)) {
-        if (k === 'applies_when_input_tokens_above') continue;
-        const name = names[k];
-        if (!name) throw new Error(`${w}.${k}: unknown`);
-        (tier as Record<string, unknown>)[name] = price(v, `${w}.${k}`);
+}
+
+/** The long-context tiers: each threshold with the rates that replace the base ones above it. */
+function longContext(raw: unknown, at: string): NonNullable<CatalogModel['long_context']> {
+  if (!Array.isArray(raw)) throw new Error(`${at}.long_context_tiers: expected a list`);
+  return raw.map((entry, i) => {
+    const t = obj(entry, `${at}.long_context_tiers[${i}]`);
+    const w = `${at}.long_context_tiers[${i}]`;
+    const tier: NonNullable<CatalogModel['long_context']>[number] = {
+      above_input_tokens: threshold(t.applies_when_input_tokens_above, w),
+    };
+    const names: Record<string, keyof typeof tier> = {
+      input_per_1m: 'input',
+      output_per_1m: 'output',
+      cache_read_per_1m: 'cache_read',
+      cache_write_per_1m: 'cache_write',
+      cache_write_1h_per_1m: 'cache_write_1h',
+    };
+    for (const [k, v] of Object.entries(t)) {
+      if (k === 'applies_when_input_tokens_above') continue;
+      const name = names[k];
+      if (!name) throw new Error(`${w}.${k}: unknown`);
+      (tier as Record<string, unknown>)[name] = price(v, `${w}.${k}`);
+    }
+    return tier;
+  });
+}
+
+/** Same-price LiteLLM keys as API ids (the LiteLLM or provider prefix removed), the entry's own model left out. */
+function aliasesOf(keys: unknown, at: string, litellmKey: string, model: string, providerPrefixes: string[]): string[] {
+  const keyPrefix = litellmKey.endsWith(model) ? litellmKey.slice(0, litellmKey.length - model.length) : '';
+  if (!Array.isArray(keys)) throw new Error(`${at}.same_price_litellm_keys: expected a list`);
+  const aliases = new Set<string>();
+  for (const k of keys) {
+    let id = str(k, `${at}.same_price_litellm_keys`);
+    for (const prefix of [keyPrefix, ...providerPrefixes]) {
+      if (prefix && id.startsWith(prefix)) {
+        id = id.slice(prefix.length);
+        break;
       }
-      return tier;
-    });
+    }
+    if (id !== model) aliases.add(id);
   }
+  return [...aliases];
+}
+
+function convert(e: Raw, skipped: SkippedEntry[]): CatalogModel {
+  const sourceProvider = str(e.provider, 'provider');
+  const provider = PROVIDER_SLUG[sourceProvider];
+  const model = str(e.model, 'model');
+  const at = `${sourceProvider}/${model}`;
+  if (!provider) throw new Error(`${at}: no gateway slug for provider ${sourceProvider}`);
+  for (const k of Object.keys(e)) {
+    if (!MAPPED_KEYS.has(k) && !INFORMATIONAL_KEYS.has(k)) throw new Error(`${at}: unhandled key ${k}`);
+  }
+  const skip = (field: string, value: unknown, reason = SKIP_REASONS[field]): void => {
+    if (!reason) throw new Error(`${at}: no skip reason for ${field}`);
+    skipped.push({ provider, model, field, reason, value });
+  };
+
+  const out: CatalogModel = { provider, model, kind: str(e.mode, `${at}.mode`) };
+  const p = (key: string): string | undefined => (e[key] === undefined ? undefined : price(e[key], `${at}.${key}`));
+  out.input = p('input_per_1m');
+  out.output = p('output_per_1m');
+  out.cache_read = p('cache_read_per_1m');
+  out.cache_write = p('cache_write_per_1m');
+  out.cache_write_1h = p('cache_write_1h_per_1m');
+
+  addFees(e, at, out, skip);
+  if (e.long_context_tiers !== undefined) out.long_context = longContext(e.long_context_tiers, at);
   const tiers: NonNullable<CatalogModel['service_tiers']> = {};
   if (e.batch_per_1m !== undefined) tiers.batch = tierRates(e.batch_per_1m, `${at}.batch_per_1m`);
   if (e.flex_per_1m !== undefined) tiers.flex = tierRates(e.flex_per_1m, `${at}.flex_per_1m`);
@@ -217,21 +243,9 @@ function convert(e: Raw, skipped: SkippedEntry[]): CatalogModel {
   // Same-price LiteLLM keys become aliases, with the LiteLLM provider prefix removed (API ids).
   const litellmKey = str(e.litellm_key, `${at}.litellm_key`);
   out.litellm_key = litellmKey;
-  const keyPrefix = litellmKey.endsWith(model) ? litellmKey.slice(0, litellmKey.length - model.length) : '';
   if (e.same_price_litellm_keys !== undefined) {
-    if (!Array.isArray(e.same_price_litellm_keys)) throw new Error(`${at}.same_price_litellm_keys: expected a list`);
-    const aliases = new Set<string>();
-    for (const k of e.same_price_litellm_keys) {
-      let id = str(k, `${at}.same_price_litellm_keys`);
-      for (const prefix of [keyPrefix, `${sourceProvider}/`, `${provider}/`]) {
-        if (prefix && id.startsWith(prefix)) {
-          id = id.slice(prefix.length);
-          break;
-        }
-      }
-      if (id !== model) aliases.add(id);
-    }
-    if (aliases.size > 0) out.aliases = [...aliases];
+    const aliases = aliasesOf(e.same_price_litellm_keys, at, litellmKey, model, [`${sourceProvider}/`, `${provider}/`]);
+    if (aliases.length > 0) out.aliases = aliases;
   }
 
   const notes = Array.isArray(e.notes) ? e.notes.map((n) => str(n, `${at}.notes`)) : [];

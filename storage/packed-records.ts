@@ -72,45 +72,116 @@ export interface PackedRecords {
   tagRefs: Int32Array;
 }
 
+/**
+ * The string table and the number and string-index columns being filled, with writers that refuse a value that
+ * does not fit.
+ */
+class ColumnWriter {
+  readonly strings: string[] = [];
+  private readonly index = new Map<string, number>();
+  readonly numbers: Float64Array;
+  readonly refs: Int32Array;
+  // Most fields (and tags, by position) repeat the previous record's value: comparing with it first skips most
+  // Map lookups. Slots 0..SF-1 are the string fields, then a key and a value slot per tag position.
+  private readonly last: (string | undefined)[] = [];
+  private readonly lastRef: number[] = [];
+
+  constructor(count: number) {
+    this.numbers = new Float64Array(count * NF);
+    this.refs = new Int32Array(count * SF);
+  }
+
+  /** Writes a number (or null, where `nullable`) into slot `at`; false when the value does not fit. */
+  number(at: number, v: unknown, nullable: boolean): boolean {
+    if (typeof v === 'number' && !Number.isNaN(v)) this.numbers[at] = v;
+    else if (v === null && nullable) this.numbers[at] = NaN;
+    else return false;
+    return true;
+  }
+
+  /** Writes a string's index (or null, where `nullable`) into slot `at`; false when the value does not fit. */
+  string(at: number, v: unknown, nullable: boolean): boolean {
+    if (typeof v === 'string') this.refs[at] = this.cachedRef(at % SF, v);
+    else if (v === null && nullable) this.refs[at] = -1;
+    else return false;
+    return true;
+  }
+
+  cachedRef(slot: number, v: string): number {
+    if (v !== this.last[slot]) {
+      this.last[slot] = v;
+      this.lastRef[slot] = this.ref(v);
+    }
+    return this.lastRef[slot];
+  }
+
+  private ref(s: string): number {
+    let i = this.index.get(s);
+    if (i === undefined) {
+      i = this.strings.push(s) - 1;
+      this.index.set(s, i);
+    }
+    return i;
+  }
+}
+
+/** Writes record i's number and string fields; false when one does not fit. */
+function writeFields(p: ColumnWriter, r: UsageRecord, i: number): boolean {
+  const b = i * NF;
+  const s = i * SF;
+  return (
+    typeof r.id === 'string' &&
+    typeof r.streamed === 'boolean' &&
+    p.number(b + NUM.ts, r.ts, false) &&
+    p.number(b + NUM.status, r.status, false) &&
+    p.number(b + NUM.inputTokens, r.inputTokens, true) &&
+    p.number(b + NUM.outputTokens, r.outputTokens, true) &&
+    p.number(b + NUM.cacheReadTokens, r.cacheReadTokens, true) &&
+    p.number(b + NUM.cacheWriteTokens, r.cacheWriteTokens, true) &&
+    p.number(b + NUM.cacheWrite1hTokens, r.cacheWrite1hTokens, true) &&
+    p.number(b + NUM.reasoningTokens, r.reasoningTokens, true) &&
+    p.number(b + NUM.citationTokens, r.citationTokens, true) &&
+    p.number(b + NUM.searchQueries, r.searchQueries, true) &&
+    p.number(b + NUM.latencyMs, r.latencyMs, false) &&
+    p.number(b + NUM.ttfbMs, r.ttfbMs, true) &&
+    p.string(s + STR.workspaceId, r.workspaceId, true) &&
+    p.string(s + STR.keyId, r.keyId, true) &&
+    p.string(s + STR.provider, r.provider, true) &&
+    p.string(s + STR.model, r.model, true) &&
+    p.string(s + STR.servedModel, r.servedModel, true) &&
+    p.string(s + STR.endpoint, r.endpoint, true) &&
+    // Absent on records spilled before migration 003; stored as null either way.
+    p.string(s + STR.searchContextSize, r.searchContextSize ?? null, true) &&
+    p.string(s + STR.provenance, r.provenance, false) &&
+    p.string(s + STR.priceVersion, r.priceVersion, true) &&
+    p.string(s + STR.errorCode, r.errorCode, true) &&
+    // The fields of migration 008 are absent on records spilled before it; stored as null either way.
+    p.number(
+      b + NUM.costDisagrees,
+      r.costDisagrees === undefined || r.costDisagrees === null ? null : r.costDisagrees ? 1 : 0,
+      true,
+    ) &&
+    p.string(s + STR.usageSource, r.usageSource ?? null, true) &&
+    p.string(
+      s + STR.providerCost,
+      typeof r.providerCostPico === 'bigint' ? r.providerCostPico.toString() : (r.providerCostPico ?? null),
+      true,
+    ) &&
+    p.string(s + STR.toolCalls, r.toolCalls ? JSON.stringify(r.toolCalls) : null, true) &&
+    p.string(s + STR.priceId, r.priceId ?? null, true) &&
+    // The fields of migration 012, absent on records spilled before it.
+    p.string(s + STR.serviceTier, r.serviceTier ?? null, true) &&
+    p.number(b + NUM.inputAudioTokens, r.inputAudioTokens ?? null, true) &&
+    p.number(b + NUM.outputAudioTokens, r.outputAudioTokens ?? null, true) &&
+    // Migration 017's, absent on records spilled before it.
+    p.string(s + STR.generationId, r.generationId ?? null, true)
+  );
+}
+
 /** Packs a batch; undefined when a record does not fit the packed shape (the caller sends the records as they are). */
 export function packRecords(records: readonly UsageRecord[]): PackedRecords | undefined {
   const n = records.length;
-  const strings: string[] = [];
-  const index = new Map<string, number>();
-  const numbers = new Float64Array(n * NF);
-  const refs = new Int32Array(n * SF);
-  /** Writes a number (or null, where `nullable`) into slot `at`; false when the value does not fit. */
-  const number = (at: number, v: unknown, nullable: boolean): boolean => {
-    if (typeof v === 'number' && !Number.isNaN(v)) numbers[at] = v;
-    else if (v === null && nullable) numbers[at] = NaN;
-    else return false;
-    return true;
-  };
-  const ref = (s: string): number => {
-    let i = index.get(s);
-    if (i === undefined) {
-      i = strings.push(s) - 1;
-      index.set(s, i);
-    }
-    return i;
-  };
-  // Most fields (and tags, by position) repeat the previous record's value: comparing with it first skips most
-  // Map lookups. Slots 0..SF-1 are the string fields, then a key and a value slot per tag position.
-  const last: (string | undefined)[] = [];
-  const lastRef: number[] = [];
-  const cachedRef = (slot: number, v: string): number => {
-    if (v !== last[slot]) {
-      last[slot] = v;
-      lastRef[slot] = ref(v);
-    }
-    return lastRef[slot];
-  };
-  const string = (at: number, v: unknown, nullable: boolean): boolean => {
-    if (typeof v === 'string') refs[at] = cachedRef(at % SF, v);
-    else if (v === null && nullable) refs[at] = -1;
-    else return false;
-    return true;
-  };
+  const columns = new ColumnWriter(n);
   const ids = new Array<string>(n);
   const idEnd = new Int32Array(n);
   let idChars = 0;
@@ -121,55 +192,7 @@ export function packRecords(records: readonly UsageRecord[]): PackedRecords | un
   const tagRefs: number[] = [];
   for (let i = 0; i < n; i++) {
     const r = records[i];
-    const b = i * NF;
-    const s = i * SF;
-    const fits =
-      typeof r.id === 'string' &&
-      typeof r.streamed === 'boolean' &&
-      number(b + NUM.ts, r.ts, false) &&
-      number(b + NUM.status, r.status, false) &&
-      number(b + NUM.inputTokens, r.inputTokens, true) &&
-      number(b + NUM.outputTokens, r.outputTokens, true) &&
-      number(b + NUM.cacheReadTokens, r.cacheReadTokens, true) &&
-      number(b + NUM.cacheWriteTokens, r.cacheWriteTokens, true) &&
-      number(b + NUM.cacheWrite1hTokens, r.cacheWrite1hTokens, true) &&
-      number(b + NUM.reasoningTokens, r.reasoningTokens, true) &&
-      number(b + NUM.citationTokens, r.citationTokens, true) &&
-      number(b + NUM.searchQueries, r.searchQueries, true) &&
-      number(b + NUM.latencyMs, r.latencyMs, false) &&
-      number(b + NUM.ttfbMs, r.ttfbMs, true) &&
-      string(s + STR.workspaceId, r.workspaceId, true) &&
-      string(s + STR.keyId, r.keyId, true) &&
-      string(s + STR.provider, r.provider, true) &&
-      string(s + STR.model, r.model, true) &&
-      string(s + STR.servedModel, r.servedModel, true) &&
-      string(s + STR.endpoint, r.endpoint, true) &&
-      // Absent on records spilled before migration 003; stored as null either way.
-      string(s + STR.searchContextSize, r.searchContextSize ?? null, true) &&
-      string(s + STR.provenance, r.provenance, false) &&
-      string(s + STR.priceVersion, r.priceVersion, true) &&
-      string(s + STR.errorCode, r.errorCode, true) &&
-      // The fields of migration 008 are absent on records spilled before it; stored as null either way.
-      number(
-        b + NUM.costDisagrees,
-        r.costDisagrees === undefined || r.costDisagrees === null ? null : r.costDisagrees ? 1 : 0,
-        true,
-      ) &&
-      string(s + STR.usageSource, r.usageSource ?? null, true) &&
-      string(
-        s + STR.providerCost,
-        typeof r.providerCostPico === 'bigint' ? r.providerCostPico.toString() : (r.providerCostPico ?? null),
-        true,
-      ) &&
-      string(s + STR.toolCalls, r.toolCalls ? JSON.stringify(r.toolCalls) : null, true) &&
-      string(s + STR.priceId, r.priceId ?? null, true) &&
-      // The fields of migration 012, absent on records spilled before it.
-      string(s + STR.serviceTier, r.serviceTier ?? null, true) &&
-      number(b + NUM.inputAudioTokens, r.inputAudioTokens ?? null, true) &&
-      number(b + NUM.outputAudioTokens, r.outputAudioTokens ?? null, true) &&
-      // Migration 017's, absent on records spilled before it.
-      string(s + STR.generationId, r.generationId ?? null, true);
-    if (!fits) return undefined;
+    if (!writeFields(columns, r, i)) return undefined;
     ids[i] = r.id;
     idEnd[i] = idChars += r.id.length;
     streamed[i] = r.streamed ? 1 : 0;
@@ -184,7 +207,7 @@ export function packRecords(records: readonly UsageRecord[]): PackedRecords | un
     for (let k = 0; k < keys.length; k++) {
       const v = (tags as Record<string, unknown>)[keys[k]];
       if (typeof v !== 'string' || keys[k] === '__proto__') return undefined;
-      tagRefs.push(cachedRef(SF + 2 * k, keys[k]), cachedRef(SF + 2 * k + 1, v));
+      tagRefs.push(columns.cachedRef(SF + 2 * k, keys[k]), columns.cachedRef(SF + 2 * k + 1, v));
     }
     tagStart[i + 1] = tagRefs.length >> 1;
   }
@@ -192,9 +215,9 @@ export function packRecords(records: readonly UsageRecord[]): PackedRecords | un
     count: n,
     ids: ids.join(''),
     idEnd,
-    strings,
-    numbers,
-    refs,
+    strings: columns.strings,
+    numbers: columns.numbers,
+    refs: columns.refs,
     streamed,
     costs,
     hasCost,
