@@ -151,11 +151,29 @@ function emptyState(info: InfoJson, ctx: AppCtx): HTMLElement {
 }
 
 async function start(initialInfo?: InfoJson): Promise<void> {
-  let [info, dims] = await Promise.all([initialInfo ? Promise.resolve(initialInfo) : api.info(), api.dimensions()]);
+  const [info, dims] = await Promise.all([initialInfo ? Promise.resolve(initialInfo) : api.info(), api.dimensions()]);
   const state: ViewState = loadState();
-  let choices = dimensionChoices(dims.builtin, dims.tags);
+  const choices = dimensionChoices(dims.builtin, dims.tags);
   if (!choices.includes(state.groupBy)) state.groupBy = dims.tags.includes('agent') ? 'agent' : 'model';
 
+  const { nav, content, toast } = showShell();
+  let seq = 0;
+  const ctx = appContext({ state, dims: choices, info }, toast, () => void render());
+  async function render(): Promise<void> {
+    const mine = ++seq;
+    await renderView(ctx, nav, content, () => mine === seq && app.contains(content));
+  }
+
+  window.onhashchange = () => {
+    // A key shown once is gone as soon as the view changes: coming back never shows it again.
+    forgetCreatedKey();
+    void render();
+  };
+  await render();
+}
+
+/** The top bar (brand, view tabs, sign out), the view's place and the toast; returns the parts the views fill. */
+function showShell(): { nav: HTMLElement; content: HTMLElement; toast: HTMLElement } {
   const nav = h('nav', { class: 'tabs' });
   const content = h('main', { class: 'content', id: 'view' });
   const toast = h('div', { class: 'toast hidden', role: 'alert', id: 'toast' });
@@ -185,16 +203,22 @@ async function start(initialInfo?: InfoJson): Promise<void> {
     content,
     toast,
   );
+  return { nav, content, toast };
+}
 
-  let seq = 0;
-  const ctx: AppCtx = {
-    state,
-    dims: choices,
-    info,
+/** What the views share: the view state (saved on each update, which re-renders), and how an error is shown. */
+function appContext(
+  initial: Pick<AppCtx, 'state' | 'dims' | 'info'>,
+  toast: HTMLElement,
+  rerender: () => void,
+): AppCtx {
+  const { state } = initial;
+  return {
+    ...initial,
     update(patch) {
       Object.assign(state, patch);
       saveState(state);
-      void render();
+      rerender();
     },
     navigate(view) {
       location.hash = `#/${view}`;
@@ -213,61 +237,63 @@ async function start(initialInfo?: InfoJson): Promise<void> {
       setTimeout(() => toast.classList.add('hidden'), 6000);
     },
   };
+}
 
-  async function render(): Promise<void> {
-    const mine = ++seq;
-    const started = performance.now();
-    const isCurrent = () => mine === seq && app.contains(content);
-    const view = currentView();
-    replace(
-      nav,
-      VIEWS.map((v) =>
-        h('a', { href: `#/${v.id}`, class: v.id === view ? 'active' : '', dataset: { view: v.id } }, v.label),
-      ),
-    );
-    content.dataset.view = view;
-    content.dataset.ready = 'false';
-    if (view !== 'usage') destroyChart();
-    try {
-      if (view !== 'keys' && view !== 'budgets' && !info.has_records) {
-        // Nothing recorded yet: ask again (cheap), so the page moves on as soon as a first request is in.
-        info = ctx.info = await api.info();
-        if (!info.has_records) {
-          if (isCurrent()) replace(content, emptyState(info, ctx));
-          return;
-        }
-      }
-      // Keys show by their labels in groupings and filters (read once, then from memory).
-      if (view !== 'keys') await loadKeyNames();
-      if (view === 'usage') {
-        // New tag keys show up in the picker as soon as they are in the data (a few index seeks).
-        dims = await api.dimensions();
-        choices = ctx.dims = dimensionChoices(dims.builtin, dims.tags);
-      }
-      if (view === 'usage') await renderUsage(content, ctx, isCurrent);
-      else if (view === 'requests') await renderRequests(content, ctx, isCurrent);
-      else if (view === 'latency') await renderLatency(content, ctx, isCurrent);
-      else if (view === 'budgets') await renderBudgets(content, ctx, isCurrent);
-      else if (view === 'statement') await renderStatement(content, ctx, isCurrent);
-      else if (view === 'reconciliation') await renderReconciliation(content, ctx, isCurrent);
-      else await renderKeys(content, ctx, isCurrent);
-    } catch (err) {
-      if (isCurrent()) ctx.fail(err);
-    } finally {
-      if (isCurrent()) {
-        // How long the view took, from asking to shown (read by the browser tests and the dashboard bench).
-        content.dataset.renderMs = (performance.now() - started).toFixed(1);
-        content.dataset.ready = 'true';
-      }
+/** Marks the current tab and renders the view of the URL into `content`, timing it; `isCurrent` turns false once
+ * a newer render has started, so a slow answer never overwrites a newer view. */
+async function renderView(
+  ctx: AppCtx,
+  nav: HTMLElement,
+  content: HTMLElement,
+  isCurrent: () => boolean,
+): Promise<void> {
+  const started = performance.now();
+  const view = currentView();
+  replace(
+    nav,
+    VIEWS.map((v) =>
+      h('a', { href: `#/${v.id}`, class: v.id === view ? 'active' : '', dataset: { view: v.id } }, v.label),
+    ),
+  );
+  content.dataset.view = view;
+  content.dataset.ready = 'false';
+  if (view !== 'usage') destroyChart();
+  try {
+    await loadView(ctx, view, content, isCurrent);
+  } catch (err) {
+    if (isCurrent()) ctx.fail(err);
+  } finally {
+    if (isCurrent()) {
+      // How long the view took, from asking to shown (read by the browser tests and the dashboard bench).
+      content.dataset.renderMs = (performance.now() - started).toFixed(1);
+      content.dataset.ready = 'true';
     }
   }
+}
 
-  window.onhashchange = () => {
-    // A key shown once is gone as soon as the view changes: coming back never shows it again.
-    forgetCreatedKey();
-    void render();
-  };
-  await render();
+async function loadView(ctx: AppCtx, view: ViewName, content: HTMLElement, isCurrent: () => boolean): Promise<void> {
+  if (view !== 'keys' && view !== 'budgets' && !ctx.info.has_records) {
+    // Nothing recorded yet: ask again (cheap), so the page moves on as soon as a first request is in.
+    ctx.info = await api.info();
+    if (!ctx.info.has_records) {
+      if (isCurrent()) replace(content, emptyState(ctx.info, ctx));
+      return;
+    }
+  }
+  // Keys show by their labels in groupings and filters (read once, then from memory).
+  if (view !== 'keys') await loadKeyNames();
+  if (view === 'usage') {
+    // New tag keys show up in the picker as soon as they are in the data (a few index seeks).
+    const dims = await api.dimensions();
+    ctx.dims = dimensionChoices(dims.builtin, dims.tags);
+  }
+  if (view === 'usage') await renderUsage(content, ctx, isCurrent);
+  else if (view === 'requests') await renderRequests(content, ctx, isCurrent);
+  else if (view === 'latency') await renderLatency(content, ctx, isCurrent);
+  else if (view === 'budgets') await renderBudgets(content, ctx, isCurrent);
+  else if (view === 'statement') await renderStatement(content, ctx, isCurrent);
+  else if (view === 'reconciliation') await renderReconciliation(content, ctx, isCurrent);
+  else await renderKeys(content, ctx, isCurrent);
 }
 
 async function boot(): Promise<void> {

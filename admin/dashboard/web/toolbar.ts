@@ -3,12 +3,38 @@ import type { AppCtx } from './context.js';
 import { addFilter, dimLabel } from './context.js';
 import { h } from './dom.js';
 import { fromUtcInput, utcInput } from './format.js';
-import { PRESETS, resolveRange } from './state.js';
+import { PRESETS, resolveRange, type Range } from './state.js';
 import { isKeyDim, keyIdOf, shownValue, valueTitle } from './key-names.js';
 
 export function toolbar(ctx: AppCtx, opts: { groupBy: boolean }): HTMLElement {
+  return h('section', { class: 'toolbar' }, rangeRow(ctx, opts), filtersRow(ctx, opts));
+}
+
+/** The range presets, the custom range (UTC) and the range shown, then the group-by picker when the view has one. */
+function rangeRow(ctx: AppCtx, opts: { groupBy: boolean }): HTMLElement {
   const s = ctx.state;
   const range = resolveRange(s);
+  const custom = customRangeForm(ctx, range);
+  const zone = h(
+    'span',
+    { class: 'muted small', id: 'range-shown', title: 'Days, months and buckets are UTC' },
+    `${utcInput(range.from).replace('T', ' ')} → ${utcInput(range.to).replace('T', ' ')} UTC`,
+  );
+  const row1 = h('div', { class: 'toolbar-row' }, presetButtons(ctx, custom), custom, zone);
+  if (opts.groupBy) {
+    const select = h(
+      'select',
+      { id: 'group-by', 'aria-label': 'Group by', onchange: () => ctx.update({ groupBy: select.value }) },
+      ctx.dims.map((d) => h('option', { value: d, selected: d === s.groupBy }, dimLabel(d))),
+    );
+    row1.append(h('label', { class: 'group-by' }, h('span', { class: 'muted' }, 'Group by'), select));
+  }
+  return row1;
+}
+
+/** From/to inputs in UTC, hidden unless the range is custom; an end not after the start is refused. */
+function customRangeForm(ctx: AppCtx, range: Range): HTMLFormElement {
+  const s = ctx.state;
   const custom = h('form', { class: `custom-range${s.preset === 'custom' ? '' : ' hidden'}`, id: 'custom-range' });
   const fromInput = h('input', {
     type: 'datetime-local',
@@ -40,8 +66,13 @@ export function toolbar(ctx: AppCtx, opts: { groupBy: boolean }): HTMLElement {
     }
     ctx.update({ preset: 'custom', from, to });
   });
+  return custom;
+}
 
-  const presets = h(
+/** One button per preset, and Custom, which shows or hides the custom range form. */
+function presetButtons(ctx: AppCtx, custom: HTMLElement): HTMLElement {
+  const s = ctx.state;
+  return h(
     'div',
     { class: 'segmented', role: 'group', 'aria-label': 'Time range' },
     PRESETS.map((p) =>
@@ -67,22 +98,11 @@ export function toolbar(ctx: AppCtx, opts: { groupBy: boolean }): HTMLElement {
       'Custom',
     ),
   );
+}
 
-  const zone = h(
-    'span',
-    { class: 'muted small', id: 'range-shown', title: 'Days, months and buckets are UTC' },
-    `${utcInput(range.from).replace('T', ' ')} → ${utcInput(range.to).replace('T', ' ')} UTC`,
-  );
-  const row1 = h('div', { class: 'toolbar-row' }, presets, custom, zone);
-  if (opts.groupBy) {
-    const select = h(
-      'select',
-      { id: 'group-by', 'aria-label': 'Group by', onchange: () => ctx.update({ groupBy: select.value }) },
-      ctx.dims.map((d) => h('option', { value: d, selected: d === s.groupBy }, dimLabel(d))),
-    );
-    row1.append(h('label', { class: 'group-by' }, h('span', { class: 'muted' }, 'Group by'), select));
-  }
-
+/** The filter chips (each removable), Clear all, and the form that adds a filter. */
+function filtersRow(ctx: AppCtx, opts: { groupBy: boolean }): HTMLElement {
+  const s = ctx.state;
   const chips = s.filters.map(([dim, value]) =>
     h(
       'span',
@@ -103,7 +123,27 @@ export function toolbar(ctx: AppCtx, opts: { groupBy: boolean }): HTMLElement {
       ),
     ),
   );
+  return h(
+    'div',
+    { class: 'toolbar-row filters' },
+    h('span', { class: 'muted' }, 'Filters'),
+    chips.length
+      ? chips
+      : h(
+          'span',
+          { class: 'muted small' },
+          opts.groupBy ? 'none — click a row to filter by it' : 'none — click a tag to filter by it',
+        ),
+    chips.length > 1
+      ? h('button', { type: 'button', class: 'link', onclick: () => ctx.update({ filters: [] }) }, 'Clear all')
+      : null,
+    h('span', { class: 'spacer' }),
+    addFilterForm(ctx),
+  );
+}
 
+/** A dimension and a value to filter by. */
+function addFilterForm(ctx: AppCtx): HTMLFormElement {
   const dimSelect = h(
     'select',
     { id: 'filter-dim', 'aria-label': 'Filter dimension' },
@@ -129,23 +169,5 @@ export function toolbar(ctx: AppCtx, opts: { groupBy: boolean }): HTMLElement {
     // A key is typed by its label (as shown) or its id; the filter holds the id.
     if (value) addFilter(ctx, dimSelect.value, isKeyDim(dimSelect.value) ? keyIdOf(value) : value);
   });
-
-  const row2 = h(
-    'div',
-    { class: 'toolbar-row filters' },
-    h('span', { class: 'muted' }, 'Filters'),
-    chips.length
-      ? chips
-      : h(
-          'span',
-          { class: 'muted small' },
-          opts.groupBy ? 'none — click a row to filter by it' : 'none — click a tag to filter by it',
-        ),
-    chips.length > 1
-      ? h('button', { type: 'button', class: 'link', onclick: () => ctx.update({ filters: [] }) }, 'Clear all')
-      : null,
-    h('span', { class: 'spacer' }),
-    addForm,
-  );
-  return h('section', { class: 'toolbar' }, row1, row2);
+  return addForm;
 }
