@@ -35,7 +35,7 @@ export default tseslint.config(
   },
   {
     // Still over those limits, each to be split the way runtime/cluster.ts and cli/demo.ts were; the list only shrinks.
-    files: ['core/context.ts', 'plugins/budget/index.ts', 'runtime/gateway.ts'],
+    files: ['core/context.ts', 'runtime/gateway.ts'],
     rules: { 'max-lines-per-function': 'off', 'max-params': 'off' },
   },
   {

@@ -40,6 +40,19 @@ const CLAMP_ATTEMPTS = 3;
 /** Budget alerts remembered as logged; beyond it the set starts again (at worst an alert is logged twice). */
 const MAX_ALERTS = 10_000;
 
+/** What the budget plugin is made of (built once, with the pipeline). */
+interface BudgetDeps {
+  limits: WorkspaceLimitsService;
+  cost: RequestCostService;
+  usage: UsageStoreService;
+  log: Logger;
+  clock: Clock;
+  pricing: BudgetPricing;
+  referencedInput: ReferencedInput;
+  records: Pick<RecordQueuesService, 'writtenBefore'>;
+  policy: { spend_read_wait_ms: number; max_active: number };
+}
+
 /**
  * Spend limits per period (day, month) for a workspace, a tag value, or each value of a tag. Streams cannot
  * overshoot unnoticed: admission reserves the worst case (worst-case.ts: estimated input, at least
@@ -62,17 +75,24 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
   readonly active: ActiveBudgets;
   private ruleCount = 0;
 
-  constructor(
-    private readonly limits: WorkspaceLimitsService,
-    private readonly cost: RequestCostService,
-    private readonly usage: UsageStoreService,
-    private readonly log: Logger,
-    private readonly clock: Clock,
-    private readonly pricing: BudgetPricing,
-    private readonly referencedInput: ReferencedInput,
-    records: Pick<RecordQueuesService, 'writtenBefore'>,
-    private readonly policy: { spend_read_wait_ms: number; max_active: number },
-  ) {
+  private readonly limits: WorkspaceLimitsService;
+  private readonly cost: RequestCostService;
+  private readonly usage: UsageStoreService;
+  private readonly log: Logger;
+  private readonly clock: Clock;
+  private readonly pricing: BudgetPricing;
+  private readonly referencedInput: ReferencedInput;
+  private readonly policy: BudgetDeps['policy'];
+
+  constructor({ limits, cost, usage, log, clock, pricing, referencedInput, records, policy }: BudgetDeps) {
+    this.limits = limits;
+    this.cost = cost;
+    this.usage = usage;
+    this.log = log;
+    this.clock = clock;
+    this.pricing = pricing;
+    this.referencedInput = referencedInput;
+    this.policy = policy;
     const lease = limits.storeConfig.reservation_lease_ms;
     this.renewer = limits.leases(lease, (holder, checks) => limits.store.renewReservation(checks, holder, lease));
     this.active = new ActiveBudgets(policy.max_active, limits.store, usage, records, log);
@@ -324,17 +344,17 @@ export const budget = definePlugin({
   order: { after: ['attribution'], before: ['usage-recorder'] },
   create: (_container, _options, { limits, cost, usage, log, ledger, clock, config, providers, records }) => {
     const policy = config.budgets;
-    const plugin = new BudgetPlugin(
+    const plugin = new BudgetPlugin({
       limits,
       cost,
       usage,
       log,
       clock,
-      new BudgetPricing(cost.prices, policy.unpriced, providers),
-      policy.referenced_input_tokens,
+      pricing: new BudgetPricing(cost.prices, policy.unpriced, providers),
+      referencedInput: policy.referenced_input_tokens,
       records,
       policy,
-    );
+    });
     ledger.attach(plugin);
     return plugin;
   },
