@@ -5,11 +5,10 @@
  * lifted there.
  */
 import { expect } from 'chai';
-import { request } from 'undici';
 import { adminGet, waitForRecords } from '../helpers/admin';
 import { AlertReceiver } from '../helpers/alert-receiver';
 import { cachedAnswerCost } from '../helpers/answer-cost';
-import { OPENAI_KEY, TEST_GATEWAY_KEY, type TestGateway } from '../helpers/gateway';
+import { chatThrough, type TestGateway } from '../helpers/gateway';
 import { rememberSecret } from '../helpers/secret-scan';
 import { waitFor } from '../helpers/wait';
 import { resultPath, useDashboard } from './browser';
@@ -43,16 +42,11 @@ alerts:
 `;
 
 async function chat(gw: TestGateway, customer: string) {
-  const res = await request(`${gw.url}/v1/chat/completions`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      'x-gateway-key': TEST_GATEWAY_KEY,
-      authorization: `Bearer ${OPENAI_KEY}`,
-      'x-gateway-metadata': JSON.stringify({ customer_id: customer }),
-    },
-    body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], max_tokens: 100 }),
-  });
+  const res = await chatThrough(
+    gw,
+    { 'x-gateway-metadata': JSON.stringify({ customer_id: customer }) },
+    { max_tokens: 100 },
+  );
   const text = await res.body.text();
   return { status: res.statusCode, code: text.startsWith('{"error"') ? JSON.parse(text).error.code : undefined };
 }

@@ -1,8 +1,7 @@
 import { expect } from 'chai';
-import { request } from 'undici';
 import { adminGet, adminSend, waitForRecords } from '../helpers/admin';
 import { cachedAnswerCost, GPT_4O_MINI, picoPerToken } from '../helpers/answer-cost';
-import { OPENAI_KEY, startTestGateway, TEST_GATEWAY_KEY, type TestGateway } from '../helpers/gateway';
+import { chatThrough, startTestGateway, type TestGateway } from '../helpers/gateway';
 import { TestUpstream } from '../helpers/upstream';
 import { waitFor } from '../helpers/wait';
 
@@ -40,16 +39,7 @@ ${extra}`,
   };
 
   const chat = async (gw: TestGateway, headers: Record<string, string> = {}) => {
-    const res = await request(`${gw.url}/v1/chat/completions`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        'x-gateway-key': TEST_GATEWAY_KEY,
-        authorization: `Bearer ${OPENAI_KEY}`,
-        ...headers,
-      },
-      body: JSON.stringify(body),
-    });
+    const res = await chatThrough(gw, headers, body);
     const text = await res.body.text();
     return { status: res.statusCode, json: text.startsWith('{') ? JSON.parse(text) : undefined };
   };
