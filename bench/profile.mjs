@@ -219,4 +219,43 @@ for (const [id, n] of counts) {
 }
 console.log(`\ngateway functions, inclusive time:`);
 for (const [k, n] of [...incl].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`  ${pct(n)}  ${k}`);
+
+// The same samples by layer: each plugin and observer with everything it calls; the rest by the code it stopped in.
+const PLUGIN = /^plugins\/([^/]+)\//;
+function layerOf(id) {
+  for (let x = id; x !== undefined; x = parent.get(x)) {
+    const m = where(byId.get(x).callFrame.url);
+    const plugin = PLUGIN.exec(m);
+    if (plugin) return `plugin ${plugin[1]}`;
+    if (/^runtime\/observability\/(tracing|otel-tracer)|^@opentelemetry/.test(m)) return 'tracing';
+    if (/^runtime\/observability\/|^prom-client$/.test(m)) return 'metrics';
+    if (m === 'runtime/spend-guard.js') return 'spend guard';
+    if (/^(pino|sonic-boom)$|^runtime\/(logger|log-destination)\.js$/.test(m)) return 'request log (pino, its writes)';
+  }
+  const cf = byId.get(id).callFrame;
+  const m = where(cf.url);
+  const name = cf.functionName;
+  if (name === '(garbage collector)') return 'garbage collection';
+  if ((name === 'parse' && m === 'core/response-body.js') || name === 'parseJsonBody')
+    return 'JSON parse (request, answer)';
+  if (m === 'undici' || m.startsWith('wasm:') || /JSToWasm|wasm-to-js/.test(name)) return 'undici (upstream HTTP)';
+  if (/^(koa|on-finished|ee-first|delegates)$|^runtime\/proxy-app\.js$/.test(m)) return 'Koa (routing in)';
+  if (
+    /^node:(_http|net|events|internal\/(streams|stream_base_commons|http))/.test(m) ||
+    name === 'writev' ||
+    name === 'writeBuffer'
+  )
+    return "Node's HTTP, sockets and streams";
+  if (/^(core|intake|runtime|services|contracts|providers|pricing|records|storage|plugin-kit|api)\//.test(m))
+    return "Tollgate's own code";
+  if (m === 'better-sqlite3' || name === 'postMessage') return 'storage (records handed to the writer thread)';
+  return 'other (V8, microtasks, timers, libraries)';
+}
+const layers = new Map();
+for (const [id, n] of counts) {
+  const l = layerOf(id);
+  layers.set(l, (layers.get(l) ?? 0) + n);
+}
+console.log(`\nby layer, proxy thread (each plugin and observer with what it calls):`);
+for (const [k, n] of [...layers].sort((a, b) => b[1] - a[1])) console.log(`  ${pct(n)}  ${k}`);
 console.log(`\nprofile: ${join(dir, file)}`);

@@ -1,0 +1,102 @@
+// The mock provider and Tollgate gateways as the small measuring scripts start them (bench/syscalls.mjs,
+// bench/interleaved-ab.mjs): each on a free loopback port, killed when the script exits.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const BENCH = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+export const KEY = 'tg_bench_measure_key_000000000000000000000001';
+/** What every measured request sends: the gateway key, a provider key for the mock and the bench's tags. */
+export const HEADERS = {
+  'content-type': 'application/json',
+  'x-gateway-key': KEY,
+  authorization: 'Bearer sk-bench',
+  'x-gateway-metadata': '{"agent":"bench","feature":"load-test"}',
+  'x-gateway-metadata-customer-id': 'acme',
+};
+const TICKS_PER_SECOND = 100; // USER_HZ on Linux
+
+const children = [];
+process.on('exit', () => children.forEach((c) => c.kill('SIGKILL')));
+for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => process.exit(1));
+
+function freePort() {
+  return new Promise((res) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => res(port));
+    });
+  });
+}
+
+/** Starts node with `args` and resolves once a line of its output matches `ready`. */
+function startUntil(args, env, ready) {
+  return new Promise((res, rej) => {
+    const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    children.push(child);
+    let out = '';
+    let started = false;
+    const look = (d) => {
+      if (started) return; // the request log lines that follow are read and dropped
+      out += d;
+      const m = ready.exec(out);
+      if (m) {
+        started = true;
+        res({ child, match: m });
+      }
+    };
+    child.stdout.on('data', look);
+    child.stderr.on('data', look);
+    child.on('exit', (code) => rej(new Error(`exited ${code}: ${out.slice(-800)}`)));
+  });
+}
+
+/** The mock provider (bench/mock-upstream.mjs); resolves to its base URL. */
+export async function startMock() {
+  const mock = await startUntil([join(BENCH, 'mock-upstream.mjs')], { MOCK_PORT: '0' }, /listening on (http:\/\/\S+)/);
+  return mock.match[1];
+}
+
+/**
+ * A gateway of the build in `root` (dist/ built) with bench/tollgate.bench.yaml, or tollgate.plain.yaml for
+ * config 'plain'; `metrics` on or off; `traced`: one request in ten sampled, spans sent to the mock.
+ */
+export async function startGateway(mockUrl, { root = resolve(BENCH, '..'), config = 'bench', metrics = 'on', traced }) {
+  const dir = mkdtempSync(join(tmpdir(), 'tollgate-measure-'));
+  const port = await freePort();
+  const file = join(dir, 'gateway.config.yaml');
+  let yaml = readFileSync(join(BENCH, config === 'plain' ? 'tollgate.plain.yaml' : 'tollgate.bench.yaml'), 'utf8');
+  if (config !== 'plain') yaml += `\nmetrics: { enabled: ${metrics === 'on'} }\n`;
+  writeFileSync(file, yaml);
+  const env = {
+    BENCH_PORT: String(port),
+    BENCH_DATA: dir,
+    MOCK_URL: mockUrl,
+    GATEWAY_KEY: KEY,
+    TOLLGATE_ADMIN_TOKEN: '',
+    ...(traced
+      ? {
+          OTEL_TRACES_EXPORTER: 'otlp',
+          OTEL_EXPORTER_OTLP_ENDPOINT: mockUrl,
+          OTEL_TRACES_SAMPLER: 'traceidratio',
+          OTEL_TRACES_SAMPLER_ARG: '0.1',
+        }
+      : { OTEL_TRACES_EXPORTER: 'none' }),
+  };
+  const { child } = await startUntil([join(root, 'dist/cli/index.js'), 'start', '--config', file], env, /listening/);
+  return { pid: child.pid, url: `http://127.0.0.1:${port}/v1/chat/completions` };
+}
+
+/** User + system CPU seconds of a process (all its threads) so far. */
+export function cpuSeconds(pid) {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+}
+
+/** The request body of a mode: a chat completion, or the same streamed. */
+export function bodyOf(mode) {
+  return readFileSync(join(BENCH, 'bodies', mode === 'stream' ? 'chat_stream.json' : 'chat.json'));
+}
