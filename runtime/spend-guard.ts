@@ -20,9 +20,9 @@ export function spendGuard(
     name: 'spend-guard',
     beforeUpstream(ctx) {
       if (!freezes || !ctx.workspace) return;
-      const now = Date.now();
-      const f = freezes.frozen(ctx.workspace.id, ctx.keyId, ctx.tags, now);
+      const f = freezes.frozen(ctx.workspace.id, ctx.keyId, ctx.tags);
       if (!f) return;
+      const now = Date.now();
       const until =
         f.expiresAt === null ? 'until an operator lifts it' : `until ${new Date(f.expiresAt).toISOString()}`;
       throw new GatewayError(

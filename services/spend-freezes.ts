@@ -38,15 +38,18 @@ export class SpendFreezes {
     return n;
   }
 
-  /** On the request path: the freeze that refuses this request, if any (no I/O). */
+  /**
+   * On the request path: the freeze that refuses this request, if any (no I/O). A workspace without a freeze
+   * costs one map read: the clock is read only when it has one.
+   */
   frozen(
     workspace: string,
     keyId: string | undefined,
     tags: Readonly<Record<string, string>>,
-    now: number,
   ): SpendFreezeRow | undefined {
     const scopes = this.byWorkspace.get(workspace);
     if (scopes === undefined) return undefined;
+    const now = Date.now();
     const live = (f: SpendFreezeRow | undefined) => (f && (f.expiresAt === null || f.expiresAt > now) ? f : undefined);
     let hit =
       live(scopes.get(WORKSPACE_SCOPE)) ?? (keyId === undefined ? undefined : live(scopes.get(keyScope(keyId))));
