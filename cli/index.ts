@@ -5,21 +5,9 @@ import { Command } from 'commander';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { configPath, loadConfigFile, type LoadedConfig } from '../config/load';
-import { onPrimaryShutdown, runPrimary, workerCount } from '../runtime/cluster';
-import { prepareWiring } from '../runtime/wiring';
-import { startGateway } from '../runtime/servers';
 import { exitQuietlyWhenOutputCloses } from './closed-output';
-import { registerDemoCommand } from './demo';
+import { registerCommands } from './commands';
 import { errorLine, EXIT_INTERNAL, EXIT_USER, exitWithError, isUserError, listenFailure, UserError } from './errors';
-import { registerHealthcheckCommand } from './healthcheck';
-import { registerKeyCommands } from './keys';
-import { registerAlertCommands } from './alerts';
-import { registerFreezeCommands } from './freezes';
-import { registerBudgetCommands } from './budgets';
-import { registerReconcileCommand } from './reconcile';
-import { registerReconcileFixCommand } from './reconcile-fix';
-import { registerPriceCommands } from './prices';
-import { registerUsageCommands } from './usage';
 
 exitQuietlyWhenOutputCloses();
 
@@ -57,6 +45,12 @@ program
     'gateway processes sharing the port, a number or "auto" (one per CPU core); default: server.workers',
   )
   .action(async (options: { workers?: string }) => {
+    // The gateway itself, loaded by the commands that run it only (cli/commands.ts says why).
+    /* eslint-disable @typescript-eslint/no-require-imports */
+    const { onPrimaryShutdown, runPrimary, workerCount } =
+      require('../runtime/cluster') as typeof import('../runtime/cluster');
+    const { startGateway } = require('../runtime/servers') as typeof import('../runtime/servers');
+    /* eslint-enable @typescript-eslint/no-require-imports */
     const loaded = loadOrExit();
     let workers: number;
     try {
@@ -123,7 +117,8 @@ program
     }
     const c = loaded.config;
     try {
-      await prepareWiring(loaded);
+      // eslint-disable-next-line @typescript-eslint/no-require-imports -- the gateway's wiring, for this command only
+      await (require('../runtime/wiring') as typeof import('../runtime/wiring')).prepareWiring(loaded);
     } catch (err) {
       invalid(new UserError(`${loaded.path}: ${errorLine(err)}`, { cause: err }));
     }
@@ -146,15 +141,6 @@ program
     );
   });
 
-registerUsageCommands(program, loadOrExit);
-registerKeyCommands(program, loadOrExit);
-registerPriceCommands(program, loadOrExit);
-registerAlertCommands(program, loadOrExit);
-registerFreezeCommands(program, loadOrExit);
-registerBudgetCommands(program, loadOrExit);
-registerReconcileCommand(program, loadOrExit);
-registerReconcileFixCommand(program, loadOrExit);
-registerDemoCommand(program);
-registerHealthcheckCommand(program, loadOrExit);
+registerCommands(program, loadOrExit, process.argv.slice(2));
 
 program.parseAsync(process.argv).catch((err) => exitWithError(err));
