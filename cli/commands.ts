@@ -9,20 +9,18 @@ import type { LoadedConfig } from '../config/load';
 
 type Register = (program: Command, load: () => LoadedConfig) => void;
 
-/* eslint-disable @typescript-eslint/no-require-imports -- each group is required only when its command runs */
-const GROUPS: Record<string, () => Register> = {
-  usage: () => (require('./usage') as typeof import('./usage')).registerUsageCommands,
-  keys: () => (require('./keys') as typeof import('./keys')).registerKeyCommands,
-  prices: () => (require('./prices') as typeof import('./prices')).registerPriceCommands,
-  alerts: () => (require('./alerts') as typeof import('./alerts')).registerAlertCommands,
-  freezes: () => (require('./freezes') as typeof import('./freezes')).registerFreezeCommands,
-  budgets: () => (require('./budgets') as typeof import('./budgets')).registerBudgetCommands,
-  reconcile: () => (require('./reconcile') as typeof import('./reconcile')).registerReconcileCommand,
-  'reconcile-fix': () => (require('./reconcile-fix') as typeof import('./reconcile-fix')).registerReconcileFixCommand,
-  demo: () => (require('./demo') as typeof import('./demo')).registerDemoCommand,
-  healthcheck: () => (require('./healthcheck') as typeof import('./healthcheck')).registerHealthcheckCommand,
+const GROUPS: Record<string, () => Promise<Register>> = {
+  usage: async () => (await import('./usage.js')).registerUsageCommands,
+  keys: async () => (await import('./keys.js')).registerKeyCommands,
+  prices: async () => (await import('./prices.js')).registerPriceCommands,
+  alerts: async () => (await import('./alerts.js')).registerAlertCommands,
+  freezes: async () => (await import('./freezes.js')).registerFreezeCommands,
+  budgets: async () => (await import('./budgets.js')).registerBudgetCommands,
+  reconcile: async () => (await import('./reconcile.js')).registerReconcileCommand,
+  'reconcile-fix': async () => (await import('./reconcile-fix.js')).registerReconcileFixCommand,
+  demo: async () => (await import('./demo.js')).registerDemoCommand,
+  healthcheck: async () => (await import('./healthcheck.js')).registerHealthcheckCommand,
 };
-/* eslint-enable @typescript-eslint/no-require-imports */
 
 /** Options of the program itself that take a value (the value is not the command's name). */
 const PROGRAM_OPTIONS_WITH_VALUE = new Set(['-c', '--config']);
@@ -38,8 +36,12 @@ export function commandName(args: readonly string[]): string | undefined {
 }
 
 /** Registers the group of the command asked for, or every group when none of them is asked for. */
-export function registerCommands(program: Command, load: () => LoadedConfig, args: readonly string[]): void {
+export async function registerCommands(
+  program: Command,
+  load: () => LoadedConfig,
+  args: readonly string[],
+): Promise<void> {
   const asked = commandName(args);
   const groups = asked !== undefined && Object.hasOwn(GROUPS, asked) ? [GROUPS[asked]] : Object.values(GROUPS);
-  for (const group of groups) group()(program, load);
+  for (const group of groups) (await group())(program, load);
 }

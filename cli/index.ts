@@ -46,11 +46,8 @@ program
   )
   .action(async (options: { workers?: string }) => {
     // The gateway itself, loaded by the commands that run it only (cli/commands.ts says why).
-    /* eslint-disable @typescript-eslint/no-require-imports */
-    const { onPrimaryShutdown, runPrimary, workerCount } =
-      require('../runtime/cluster') as typeof import('../runtime/cluster');
-    const { startGateway } = require('../runtime/servers') as typeof import('../runtime/servers');
-    /* eslint-enable @typescript-eslint/no-require-imports */
+    const { onPrimaryShutdown, runPrimary, workerCount } = await import('../runtime/cluster.js');
+    const { startGateway } = await import('../runtime/servers.js');
     const loaded = loadOrExit();
     let workers: number;
     try {
@@ -117,8 +114,8 @@ program
     }
     const c = loaded.config;
     try {
-      // eslint-disable-next-line @typescript-eslint/no-require-imports -- the gateway's wiring, for this command only
-      await (require('../runtime/wiring') as typeof import('../runtime/wiring')).prepareWiring(loaded);
+      // The gateway's wiring, loaded for this command only (cli/commands.ts says why).
+      await (await import('../runtime/wiring.js')).prepareWiring(loaded);
     } catch (err) {
       invalid(new UserError(`${loaded.path}: ${errorLine(err)}`, { cause: err }));
     }
@@ -141,6 +138,6 @@ program
     );
   });
 
-registerCommands(program, loadOrExit, process.argv.slice(2));
-
-program.parseAsync(process.argv).catch((err) => exitWithError(err));
+registerCommands(program, loadOrExit, process.argv.slice(2))
+  .then(() => program.parseAsync(process.argv))
+  .catch((err) => exitWithError(err));

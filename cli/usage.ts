@@ -64,8 +64,7 @@ async function warnUnknownTags(store: UsageStore, plan: UsagePlan): Promise<void
 export async function priceCatalog(loaded: LoadedConfig): Promise<PriceCatalog> {
   try {
     // The providers' modules and prices, loaded by the commands that price only (cli/commands.ts says why).
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const { deployProviders } = require('../runtime/wiring') as typeof import('../runtime/wiring');
+    const { deployProviders } = await import('../runtime/wiring.js');
     return (await deployProviders(loaded)).prices;
   } catch (err) {
     throw new UserError(`${loaded.path}: pricing: ${errorLine(err)}`, { cause: err });

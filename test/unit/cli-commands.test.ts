@@ -4,9 +4,9 @@ import { commandName, registerCommands } from '../../cli/commands';
 import type { LoadedConfig } from '../../config/load';
 
 describe('the CLI loads the command it runs', () => {
-  const names = (args: string[]) => {
+  const names = async (args: string[]) => {
     const program = new Command();
-    registerCommands(program, () => ({}) as LoadedConfig, args);
+    await registerCommands(program, () => ({}) as LoadedConfig, args);
     return program.commands.map((c) => c.name());
   };
 
@@ -18,8 +18,8 @@ describe('the CLI loads the command it runs', () => {
     expect(commandName(['--help'])).to.equal(undefined);
   });
 
-  it('registers only the group asked for, and every group for help or an unknown name', () => {
-    expect(names(['usage', '--all'])).to.deep.equal(['usage']);
+  it('registers only the group asked for, and every group for help or an unknown name', async () => {
+    expect(await names(['usage', '--all'])).to.deep.equal(['usage']);
     const every = [
       'usage',
       'keys',
@@ -32,8 +32,8 @@ describe('the CLI loads the command it runs', () => {
       'demo',
       'healthcheck',
     ];
-    expect(names(['--help'])).to.deep.equal(every);
-    expect(names(['help', 'usage'])).to.deep.equal(every);
-    expect(names(['usgae'])).to.deep.equal(every);
+    expect(await names(['--help'])).to.deep.equal(every);
+    expect(await names(['help', 'usage'])).to.deep.equal(every);
+    expect(await names(['usgae'])).to.deep.equal(every);
   });
 });
