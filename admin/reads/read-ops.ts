@@ -37,14 +37,19 @@ export interface UsageParams {
 
 const jsonBytes = (body: unknown): Buffer => Buffer.from(JSON.stringify(body));
 
-/** A page of records with what an OpenRouter reconciliation sets beside each generation (reconcile/run.ts). */
-async function generationPage(
-  d: ReadConnection['dialect'],
-  exec: ReadConnection['exec'],
-  q: ListRequestsQuery,
-): Promise<GenerationPage> {
-  const page = await listPage(d, exec, q);
-  return { records: page.records.map(recordedGeneration), nextCursor: page.nextCursor };
+/** The reads of reconciliation: its stored runs, and the records an OpenRouter run looks up. */
+function reconciliationReads(d: ReadConnection['dialect'], exec: ReadConnection['exec']) {
+  return {
+    /** The JSON body of GET /api/reconciliation. */
+    reconciliation: (q: ReconciliationPageQuery) => reconciliationPage(d, exec, q),
+    /** Each provider's newest successful reconciliation (the drift gauge). */
+    reconciliationDrifts: () => new ReconciliationRuns(d, exec).latestPerProvider(),
+    /** A page of records with what an OpenRouter reconciliation sets beside each generation (reconcile/run.ts). */
+    async generationPage(q: ListRequestsQuery): Promise<GenerationPage> {
+      const page = await listPage(d, exec, q);
+      return { records: page.records.map(recordedGeneration), nextCursor: page.nextCursor };
+    },
+  };
 }
 
 export function readOps({ dialect: d, exec }: Pick<ReadConnection, 'dialect' | 'exec'>) {
@@ -134,11 +139,7 @@ export function readOps({ dialect: d, exec }: Pick<ReadConnection, 'dialect' | '
       return { latestTs: latest.records[0]?.ts ?? null, quarantined: toNumber(quarantined?.n), keptFrom: kept };
     },
 
-    generationPage: (q: ListRequestsQuery) => generationPage(d, exec, q),
-    /** The JSON body of GET /api/reconciliation. */
-    reconciliation: (q: ReconciliationPageQuery) => reconciliationPage(d, exec, q),
-    /** Each provider's newest successful reconciliation (the drift gauge). */
-    reconciliationDrifts: () => new ReconciliationRuns(d, exec).latestPerProvider(),
+    ...reconciliationReads(d, exec),
     tagKeys: () => listTagKeys(d, exec),
     keys: (q: KeyPageQuery) => keyPage(d, exec, q),
     /** Grouped totals as rows (the budgets' spend: a total, or one row per tag value). */
