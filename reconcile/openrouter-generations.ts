@@ -5,33 +5,20 @@
  * request, a few at a time, with the same retries and time-outs as the other readers. The key is an OpenRouter API
  * key, sent as a header of these calls only.
  */
-import type { PicoUsd, UsageRecord } from '../records/usage-record';
+import type { PicoUsd } from '../records/usage-record';
+import type { RecordedGeneration } from './recorded-generation';
 import { formatUsd } from '../pricing/money';
 import { utcDay, type BillLine } from './bill';
 import { getJson, ReconcileFetchError, type FetchOptions } from './fetch-pages';
-import {
-  billTokensOf,
-  generationTokens,
-  recordTokens,
-  sameTokens,
-  type GenerationTokens,
-  type RecordedTokens,
-} from './generation-tokens';
+import { billTokensOf, generationTokens, recordTokens, sameTokens, type GenerationTokens } from './generation-tokens';
 import { picoFrom } from './units';
 
 export const OPENROUTER_API_BASE = 'https://openrouter.ai/api/v1';
 
 /** Generations asked for at once. */
 const CONCURRENCY = 4;
-/** Records listed in the report's `generations.lines` (the differing and the missing ones). */
+/** Records listed in the report's `generations.lines` (those not matched). */
 const LINES_SHOWN = 100;
-
-/** A record the gateway kept, as the generation check needs it. */
-export type RecordedGeneration = Pick<
-  UsageRecord,
-  'id' | 'ts' | 'model' | 'servedModel' | 'costPico' | 'generationId'
-> &
-  RecordedTokens;
 
 /**
  * Why a record is listed: OpenRouter charged another cost, counted other tokens, both, or does not know the

@@ -9,7 +9,7 @@ import OpenAI from 'openai';
 import { runReconciliation } from '../../reconcile/run';
 import { adminGet, waitForRecords } from '../helpers/admin';
 import { fixtureBytes, fixtureJson } from '../helpers/fixtures';
-import { jsonReply } from '../helpers/provider-admin-api';
+import { generationReply, jsonReply } from '../helpers/provider-admin-api';
 import { OPENAI_KEY, startTestGateway, type TestGateway } from '../helpers/gateway';
 import { TestUpstream } from '../helpers/upstream';
 
@@ -34,24 +34,6 @@ const BILLED: Record<string, { cost: number; tokens: typeof RECORDED_TOKENS } | 
 };
 const GENERATIONS = Object.keys(BILLED);
 
-function generationReply(id: string, model: string) {
-  const body = fixtureJson('openrouter/generation_recorded.json');
-  const billed = BILLED[id];
-  if (billed === undefined || billed === null)
-    return jsonReply({ error: { message: `Generation ${id} not found`, code: 404 } }, 404);
-  const { cost, tokens } = billed;
-  Object.assign(body.data, {
-    id,
-    model,
-    total_cost: cost,
-    usage: cost,
-    native_tokens_prompt: tokens.prompt,
-    native_tokens_completion: tokens.completion,
-    native_tokens_cached: tokens.cached,
-  });
-  return jsonReply(body);
-}
-
 describe('reconciliation: OpenRouter, each record against its generation', () => {
   const upstream = new TestUpstream();
   let gw: TestGateway;
@@ -73,7 +55,7 @@ describe('reconciliation: OpenRouter, each record against its generation', () =>
           rateLimitedOnce = true;
           return jsonReply(fixtureJson('openrouter/error_429_upstream_rate_limited.json'), 429, { 'retry-after': '0' });
         }
-        return generationReply(id ?? '', recorded.model);
+        return generationReply(id ?? '', recorded.model, BILLED[id ?? ''] ?? null);
       }
       if (req.mount !== 'openrouter') return undefined;
       const id = GENERATIONS[next++ % GENERATIONS.length];
