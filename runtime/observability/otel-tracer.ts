@@ -88,6 +88,7 @@ export class OtelRequestTracing implements RequestTracing {
       onRequest: (ctx) => this.start(ctx),
       beforeUpstream: (ctx) => this.continueUpstream(ctx),
       onStreamEvent: (ctx, event) => {
+        if (!(ctx.state.get(SPAN) as Span | undefined)?.isRecording()) return; // not sampled: nothing to note
         let facts = ctx.state.get(STREAMED_ANSWER) as AnswerFacts | undefined;
         if (!facts) ctx.state.set(STREAMED_ANSWER, (facts = { finishReasons: [] }));
         noteAnswerPart(event.data, facts);
@@ -122,7 +123,8 @@ export class OtelRequestTracing implements RequestTracing {
 
   private end(ctx: GatewayContext): void {
     const span = ctx.state.get(SPAN) as Span | undefined;
-    if (!span) return;
+    // A span the sampler left out records nothing: its attributes are not worked out.
+    if (!span?.isRecording()) return;
     span.updateName(spanNameOf(ctx));
     // A JSON answer is read here, off the request path; a stream's facts were picked from its events.
     const ok = ctx.status !== undefined && ctx.status < 400;
