@@ -191,6 +191,10 @@ export const UsageRecordJson = named(
       .nonnegative()
       .nullable()
       .meta({ description: 'Time to the first upstream byte; null when none arrived.' }),
+    upstream_ms: z.number().nonnegative().nullable().meta({
+      description:
+        "The provider's time: from sending the request upstream to the last byte of its answer (a stream's end as relayed). latency_ms - upstream_ms is the gateway's overhead. Null when nothing was sent upstream, and on records written before the gateway kept it.",
+    }),
     tags: z.record(z.string(), z.string()),
     error_code: z
       .string()
