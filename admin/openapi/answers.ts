@@ -256,7 +256,10 @@ export const BudgetsAnswer = named(
       z.object({
         ...budgetOrigin,
         workspace: z.string(),
-        scope: z.string().meta({ description: '"workspace", or the tag the budget counts, e.g. "customer_id=acme".' }),
+        scope: z.string().meta({
+          description:
+            '"workspace", or the tag the budget counts, e.g. "customer_id=acme"; "customer_id=*" for a per-tag (or per-key, "key_id=*") budget that no value has spent under or met yet this period, listed once at zero spend.',
+        }),
         period: z.enum(['day', 'month']),
         period_start: time('Start of the current period (UTC).'),
         period_end: time('End of the current period.'),
