@@ -5,21 +5,26 @@
  * request, a few at a time, with the same retries and time-outs as the other readers. The key is an OpenRouter API
  * key, sent as a header of these calls only.
  */
-import type { PicoUsd, UsageRecord } from '../records/usage-record';
+import type { PicoUsd } from '../records/usage-record';
+import type { RecordedGeneration } from './recorded-generation';
 import { formatUsd } from '../pricing/money';
 import { utcDay, type BillLine } from './bill';
 import { getJson, ReconcileFetchError, type FetchOptions } from './fetch-pages';
+import { billTokensOf, generationTokens, recordTokens, sameTokens, type GenerationTokens } from './generation-tokens';
 import { picoFrom } from './units';
 
 export const OPENROUTER_API_BASE = 'https://openrouter.ai/api/v1';
 
 /** Generations asked for at once. */
 const CONCURRENCY = 4;
-/** Records listed in the report's `generations.lines` (the differing and the missing ones). */
+/** Records listed in the report's `generations.lines` (those not matched). */
 const LINES_SHOWN = 100;
 
-/** A record the gateway kept, as the generation check needs it. */
-export type RecordedGeneration = Pick<UsageRecord, 'id' | 'ts' | 'model' | 'servedModel' | 'costPico' | 'generationId'>;
+/**
+ * Why a record is listed: OpenRouter charged another cost, counted other tokens, both, or does not know the
+ * generation (404).
+ */
+export type GenerationStatus = 'cost_differs' | 'tokens_differ' | 'cost_and_tokens_differ' | 'missing';
 
 export interface GenerationLine {
   record_id: string;
@@ -30,56 +35,90 @@ export interface GenerationLine {
   gateway_usd: string | null;
   /** OpenRouter's total_cost; null when it does not know the generation. */
   provider_usd: string | null;
+  status: GenerationStatus;
+  /** The record's tokens as the provider counts them (prompt with its cached reads and cache writes). */
+  gateway_tokens: GenerationTokens;
+  /** The generation's native counts; null when OpenRouter does not know it or gives none. */
+  provider_tokens: GenerationTokens | null;
 }
 
 /** What the record-by-record check found. */
 export interface GenerationCheck {
   /** Records with a generation id, each looked up. */
   checked: number;
-  /** Those whose cost equals OpenRouter's total_cost to the pico-dollar. */
+  /** Those whose cost equals OpenRouter's total_cost to the pico-dollar and whose tokens equal its native counts. */
   matched: number;
   /** Those OpenRouter charged differently. */
   differing: number;
+  /** Those whose tokens differ from the generation's native counts (whatever their cost). */
+  tokens_differing: number;
   /** Those OpenRouter answered 404 for (not known to it, or not yet). */
   missing: number;
   /** Records of the range without a generation id (written before migration 017, or no id in the answer). */
   without_id: number;
-  /** The differing and missing records, at most LINES_SHOWN. */
+  /** The records not matched, at most LINES_SHOWN. */
   lines: GenerationLine[];
 }
 
 const usdOrNull = (pico: PicoUsd | null) => (pico === null ? null : formatUsd(pico));
 
-/** total_cost of one generation as pico-USD; null when OpenRouter does not know it (404). */
-async function generationCost(base: string, id: string, opts: FetchOptions): Promise<PicoUsd | null> {
+/** What OpenRouter billed for one generation. */
+interface Billed {
+  costPico: PicoUsd;
+  tokens: GenerationTokens | null;
+}
+
+/** total_cost of one generation as pico-USD and its native token counts; null when OpenRouter does not know it (404). */
+async function generationBilled(base: string, id: string, opts: FetchOptions): Promise<Billed | null> {
   const url = new URL(`${base.replace(/\/$/, '')}/generation`);
   url.searchParams.set('id', id);
   try {
-    const body = (await getJson(url, 'generation', opts)) as { data?: { total_cost?: unknown } };
-    return picoFrom(body?.data?.total_cost, 'usd');
+    const body = (await getJson(url, 'generation', opts)) as { data?: Record<string, unknown> };
+    return { costPico: picoFrom(body?.data?.total_cost, 'usd'), tokens: generationTokens(body?.data) };
   } catch (err) {
     if (err instanceof ReconcileFetchError && err.status === 404) return null;
     throw err;
   }
 }
 
-/** Each record's generation cost, CONCURRENCY requests at a time; the first error fails the whole read. */
-async function costsOf(base: string, records: readonly RecordedGeneration[], opts: FetchOptions) {
-  const costs: (PicoUsd | null)[] = new Array(records.length);
+/** Each record's generation bill, CONCURRENCY requests at a time; the first error fails the whole read. */
+async function billedOf(base: string, records: readonly RecordedGeneration[], opts: FetchOptions) {
+  const costs: (Billed | null)[] = new Array(records.length);
   let next = 0;
   const worker = async () => {
     while (next < records.length) {
       const i = next++;
-      costs[i] = await generationCost(base, records[i].generationId!, opts);
+      costs[i] = await generationBilled(base, records[i].generationId!, opts);
     }
   };
   await Promise.all(Array.from({ length: Math.min(CONCURRENCY, records.length) }, worker));
   return costs;
 }
 
+/** Why a record is listed, or null when its cost and tokens both agree with its generation's. */
+function statusOf(r: RecordedGeneration, billed: Billed | null, tokens: GenerationTokens): GenerationStatus | null {
+  if (billed === null) return 'missing';
+  const costDiffers = billed.costPico !== r.costPico;
+  const tokensDiffer = billed.tokens !== null && !sameTokens(tokens, billed.tokens);
+  if (costDiffers && tokensDiffer) return 'cost_and_tokens_differ';
+  return costDiffers ? 'cost_differs' : tokensDiffer ? 'tokens_differ' : null;
+}
+
+/** Counts one record's status into the check, and lists it when it is not matched. */
+function tally(check: GenerationCheck, line: GenerationLine | null): void {
+  if (line === null) {
+    check.matched++;
+    return;
+  }
+  if (line.status === 'missing') check.missing++;
+  if (line.status === 'cost_differs' || line.status === 'cost_and_tokens_differ') check.differing++;
+  if (line.status === 'tokens_differ' || line.status === 'cost_and_tokens_differ') check.tokens_differing++;
+  if (check.lines.length < LINES_SHOWN) check.lines.push(line);
+}
+
 /**
  * The bill of the records' generations: one line per generation (day and model as the gateway recorded them, so
- * that they merge with its own lines), and the record-by-record check.
+ * that they merge with its own lines, with the generation's native tokens), and the record-by-record check.
  */
 export async function readOpenRouterGenerations(
   base: string,
@@ -88,37 +127,48 @@ export async function readOpenRouterGenerations(
   fetch: Omit<FetchOptions, 'headers'>,
 ): Promise<{ lines: BillLine[]; check: GenerationCheck; pages: Record<string, number> }> {
   const withId = records.filter((r) => r.generationId);
-  const costs = await costsOf(base, withId, { ...fetch, headers: { authorization: `Bearer ${apiKey}` } });
+  const billed = await billedOf(base, withId, { ...fetch, headers: { authorization: `Bearer ${apiKey}` } });
   const lines: BillLine[] = [];
   const check: GenerationCheck = {
     checked: withId.length,
     matched: 0,
     differing: 0,
+    tokens_differing: 0,
     missing: 0,
     without_id: records.length - withId.length,
     lines: [],
   };
   withId.forEach((r, i) => {
-    const cost = costs[i];
+    const bill = billed[i];
     const day = utcDay(r.ts);
     const model = r.servedModel ?? r.model;
-    if (cost !== null)
-      lines.push({ day, provider: 'openrouter', model, scope: null, requests: 1, tokens: null, costPico: cost });
-    if (cost !== null && cost === r.costPico) {
-      check.matched++;
-      return;
-    }
-    if (cost === null) check.missing++;
-    else check.differing++;
-    if (check.lines.length < LINES_SHOWN)
-      check.lines.push({
+    const tokens = bill?.tokens ?? null;
+    if (bill !== null)
+      lines.push({
+        day,
+        provider: 'openrouter',
+        model,
+        scope: null,
+        requests: 1,
+        tokens: tokens && billTokensOf(tokens),
+        costPico: bill.costPico,
+      });
+    const gatewayTokens = recordTokens(r);
+    const status = statusOf(r, bill, gatewayTokens);
+    tally(
+      check,
+      status && {
         record_id: r.id,
         generation_id: r.generationId!,
         day,
         model,
         gateway_usd: usdOrNull(r.costPico),
-        provider_usd: usdOrNull(cost),
-      });
+        provider_usd: usdOrNull(bill?.costPico ?? null),
+        status,
+        gateway_tokens: gatewayTokens,
+        provider_tokens: tokens,
+      },
+    );
   });
   return { lines, check, pages: { generation: withId.length } };
 }

@@ -4,7 +4,7 @@
  * is a parameter of this call only: it is passed to the reader's requests and kept nowhere else.
  */
 import type { ReconcileConfig } from '../config/reconcile';
-import type { ListRequestsQuery, RequestPage, UsageGroupRow, UsageQuery } from '../storage/store';
+import type { ListRequestsQuery, UsageGroupRow, UsageQuery } from '../storage/store';
 import type { ReconciliationRuns } from '../storage/reconciliation-runs';
 import { readAnthropicBill } from './anthropic-reader';
 import { DAY_MS, mergeBillLines, utcDay, type Bill, type ReaderRange } from './bill';
@@ -13,7 +13,8 @@ import { DEFAULT_FETCH, type FetchOptions } from './fetch-pages';
 import { gatewayLines, gatewayQuery } from './gateway-lines';
 import { matchBill } from './match';
 import { readOpenAiBill } from './openai-reader';
-import { readOpenRouterGenerations, type RecordedGeneration } from './openrouter-generations';
+import { readOpenRouterGenerations } from './openrouter-generations';
+import type { GenerationPage, RecordedGeneration } from './recorded-generation';
 import type { ReconciliationReport } from './report';
 
 export type BillSource =
@@ -33,7 +34,7 @@ export interface RunSettings {
 export interface RunDeps {
   queryUsage(q: UsageQuery): Promise<UsageGroupRow[]>;
   /** The gateway's records, for a bill read record by record (OpenRouter's generations). */
-  listRequests?(q: ListRequestsQuery): Promise<RequestPage>;
+  listRequests?(q: ListRequestsQuery): Promise<GenerationPage>;
   runs?: ReconciliationRuns;
   now?: () => number;
 }
@@ -70,7 +71,7 @@ async function recordsOf(deps: RunDeps, provider: string, range: ReaderRange): P
   let cursor: string | null = null;
   do {
     const page = await deps.listRequests({ ...range, filters: { provider }, limit: 1000, cursor });
-    out.push(...page.records);
+    for (const r of page.records) out.push(r);
     if (out.length > MAX_RECORDS_PER_RUN)
       throw new Error(
         `more than ${MAX_RECORDS_PER_RUN} ${provider} records in the range, each a request to ${provider}: reconcile fewer days at a time`,

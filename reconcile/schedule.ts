@@ -3,16 +3,18 @@
  * reconcile.providers with an admin key is reconciled over the previous reconcile.schedule.window_days UTC days, so
  * that the days a provider restated are read again. Among the instances sharing the store one runs each provider's
  * day: it claims it in the store first (storage/reconciliation-schedule.ts); a failed run is tried again after
- * retry_ms. Everything here runs on timers, off the request path: the gateway's figures are read through the admin
- * reader thread, and a provider that fails or hangs only fails the run (its requests have time-outs).
+ * retry_ms. Everything here runs on timers, off the request path: the gateway's figures (its daily totals, and for
+ * OpenRouter its records) are read through the admin reader thread, and a provider that fails or hangs only fails the
+ * run (its requests have time-outs).
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { AlertsConfig } from '../config/alerts';
 import type { ReconcileConfig } from '../config/reconcile';
-import type { UsageGroupRow, UsageQuery, UsageStore } from '../storage/store';
+import type { ListRequestsQuery, UsageGroupRow, UsageQuery, UsageStore } from '../storage/store';
 import { DAY_MS, utcDay } from './bill';
 import { raiseDrift } from './raise-drift';
+import type { GenerationPage } from './recorded-generation';
 import { runReconciliation, runSettings, type BillSource } from './run';
 import { apiSource } from './sources';
 
@@ -25,6 +27,11 @@ export interface ScheduleDeps {
   store: UsageStore;
   /** The gateway's daily totals, read off the proxy's thread (the admin reader thread). */
   queryUsage(q: UsageQuery): Promise<UsageGroupRow[]>;
+  /**
+   * Pages of the gateway's records, read off the proxy's thread too: OpenRouter is reconciled record by record
+   * (at most MAX_RECORDS_PER_RUN a run). Without it OpenRouter is not scheduled.
+   */
+  listRequests?(q: ListRequestsQuery): Promise<GenerationPage>;
   logger: Logger;
   env?: NodeJS.ProcessEnv;
   now?: () => number;
@@ -42,8 +49,8 @@ export class ReconcileSchedule {
     for (const slug of Object.keys(deps.reconcile.providers)) {
       try {
         const source = apiSource(deps.reconcile, slug, deps.env);
-        // Read record by record from the store, which this process reads only through the admin reader thread.
-        if (source.kind === 'openrouter') throw new Error('openrouter is reconciled by tollgate reconcile only');
+        if (source.kind === 'openrouter' && !deps.listRequests)
+          throw new Error('openrouter is reconciled record by record, and no reader of records was given');
         this.sources.push([slug, source]);
       } catch (err) {
         deps.logger.warn({ provider: slug }, `reconcile: not scheduled: ${(err as Error).message}`);
@@ -102,7 +109,12 @@ export class ReconcileSchedule {
     if (!schedule || !(await schedule.claim(slug, day, this.owner, now, now + LEASE_MS))) return false;
     const range = { from: today - reconcile.schedule.window_days * DAY_MS, to: today };
     const outcome = await runReconciliation(
-      { queryUsage: this.deps.queryUsage, runs: store.reconciliationRuns?.(), now: this.now },
+      {
+        queryUsage: this.deps.queryUsage,
+        listRequests: this.deps.listRequests,
+        runs: store.reconciliationRuns?.(),
+        now: this.now,
+      },
       source,
       range,
       runSettings(reconcile, slug),

@@ -114,13 +114,14 @@ async function listen(server: Server, host: string, port: number): Promise<strin
   return `http://${address.includes(':') ? `[${address}]` : address}:${bound}`;
 }
 
-/** The daily reconciliation (reconcile/schedule.ts), reading the gateway's figures through the reader thread. */
+/** The daily reconciliation (reconcile/schedule.ts), reading the gateway's totals and records through the reader thread. */
 function startReconcileSchedule(gateway: Gateway, { config }: LoadedConfig, reads: AdminReads): ReconcileSchedule {
   const schedule = new ReconcileSchedule({
     reconcile: config.reconcile,
     alerts: config.alerts,
     store: gateway.store,
     queryUsage: (q) => reads.queryUsage(q),
+    listRequests: (q) => reads.generationPage(q),
     logger: gateway.logger,
   });
   schedule.start();

@@ -35,6 +35,12 @@ const billTokens = z.object({
   output: count('Output tokens.'),
 });
 
+const GenerationTokensJson = z.object({
+  prompt: count('Prompt tokens, cached reads and cache writes included.'),
+  completion: count('Completion tokens, reasoning included.'),
+  cached: z.number().int().nonnegative().nullable().meta({ description: 'Cached reads; null when not given.' }),
+});
+
 export const ReconciliationRunJson = named(
   'ReconciliationRun',
   z.object({
@@ -89,8 +95,11 @@ const GenerationCheckJson = named(
   'GenerationCheck',
   z.object({
     checked: count('Records with a generation id, each looked up.'),
-    matched: count('Those whose cost equals the provider’s to the pico-dollar.'),
+    matched: count(
+      'Those whose cost equals the provider’s to the pico-dollar and whose tokens equal its native counts.',
+    ),
     differing: count('Those the provider charged differently.'),
+    tokens_differing: count('Those whose tokens differ from the generation’s native counts.'),
     missing: count('Those the provider does not know (404).'),
     without_id: count('Records of the range without a generation id.'),
     lines: z
@@ -102,9 +111,16 @@ const GenerationCheckJson = named(
           model: z.string().nullable(),
           gateway_usd: usd('The record’s cost; null when unpriced.').nullable(),
           provider_usd: usd('The generation’s total_cost; null when the provider does not know it.').nullable(),
+          status: z.enum(['cost_differs', 'tokens_differ', 'cost_and_tokens_differ', 'missing']),
+          gateway_tokens: GenerationTokensJson.meta({
+            description: 'The record’s tokens as the provider counts them.',
+          }),
+          provider_tokens: GenerationTokensJson.nullable().meta({
+            description: 'The generation’s native_tokens_prompt, native_tokens_completion and native_tokens_cached.',
+          }),
         }),
       )
-      .meta({ description: 'The differing and missing records, at most 100.' }),
+      .meta({ description: 'The records not matched, at most 100.' }),
   }),
 );
 

@@ -20,6 +20,7 @@ import type { LatencyParams } from '../dashboard/latency';
 import { readOps, type ReadOps, type UsageParams } from './read-ops';
 import type { ReaderWorkerData } from './reader-worker';
 import type { ReconciliationPageQuery } from './reconciliation-page';
+import type { GenerationPage } from '../../reconcile/recorded-generation';
 
 export interface AdminReadsOptions {
   /** admin.query_timeout_ms. */
@@ -117,6 +118,11 @@ export class AdminReads {
   /** The JSON body of GET /api/reconciliation. */
   reconciliation(q: ReconciliationPageQuery): Promise<Buffer> {
     return this.call('reconciliation', q);
+  }
+
+  /** A page of records as an OpenRouter reconciliation reads them (the scheduled run's, off the proxy's thread). */
+  generationPage(q: ListRequestsQuery): Promise<GenerationPage> {
+    return this.call('generationPage', q);
   }
 
   /** Each provider's newest successful reconciliation: its drift and when it finished. */

@@ -20,6 +20,7 @@ import { latencyAnswer, type LatencyParams } from '../dashboard/latency';
 import { readRecordsKeptFrom } from '../../storage/retention';
 import { ReconciliationRuns } from '../../storage/reconciliation-runs';
 import { reconciliationPage, type ReconciliationPageQuery } from './reconciliation-page';
+import { recordedGeneration, type GenerationPage } from '../../reconcile/recorded-generation';
 import { groupRowJson, recordJson, retentionJson, totalsJson } from '../serialize';
 
 /** GET /api/usage and /api/usage.csv, parsed (admin/query-params.ts). */
@@ -35,6 +36,21 @@ export interface UsageParams {
 }
 
 const jsonBytes = (body: unknown): Buffer => Buffer.from(JSON.stringify(body));
+
+/** The reads of reconciliation: its stored runs, and the records an OpenRouter run looks up. */
+function reconciliationReads(d: ReadConnection['dialect'], exec: ReadConnection['exec']) {
+  return {
+    /** The JSON body of GET /api/reconciliation. */
+    reconciliation: (q: ReconciliationPageQuery) => reconciliationPage(d, exec, q),
+    /** Each provider's newest successful reconciliation (the drift gauge). */
+    reconciliationDrifts: () => new ReconciliationRuns(d, exec).latestPerProvider(),
+    /** A page of records with what an OpenRouter reconciliation sets beside each generation (reconcile/run.ts). */
+    async generationPage(q: ListRequestsQuery): Promise<GenerationPage> {
+      const page = await listPage(d, exec, q);
+      return { records: page.records.map(recordedGeneration), nextCursor: page.nextCursor };
+    },
+  };
+}
 
 export function readOps({ dialect: d, exec }: Pick<ReadConnection, 'dialect' | 'exec'>) {
   const queryUsage = (q: UsageQuery) => runUsageQuery(d, exec, q);
@@ -123,10 +139,7 @@ export function readOps({ dialect: d, exec }: Pick<ReadConnection, 'dialect' | '
       return { latestTs: latest.records[0]?.ts ?? null, quarantined: toNumber(quarantined?.n), keptFrom: kept };
     },
 
-    /** The JSON body of GET /api/reconciliation. */
-    reconciliation: (q: ReconciliationPageQuery) => reconciliationPage(d, exec, q),
-    /** Each provider's newest successful reconciliation (the drift gauge). */
-    reconciliationDrifts: () => new ReconciliationRuns(d, exec).latestPerProvider(),
+    ...reconciliationReads(d, exec),
     tagKeys: () => listTagKeys(d, exec),
     keys: (q: KeyPageQuery) => keyPage(d, exec, q),
     /** Grouped totals as rows (the budgets' spend: a total, or one row per tag value). */

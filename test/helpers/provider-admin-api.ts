@@ -53,3 +53,29 @@ export function anthropicCostReport(lines: [number, string, string][]) {
     next_page: null,
   };
 }
+
+/** Native token counts of an OpenRouter generation. */
+export interface NativeTokens {
+  prompt: number;
+  completion: number;
+  cached: number;
+}
+
+/**
+ * OpenRouter's generation API answering for one generation: its recorded body (openrouter/generation_recorded.json)
+ * with the generation's own id, model, total_cost and native token counts; a 404 when `billed` is null.
+ */
+export function generationReply(id: string, model: string, billed: { cost: number; tokens: NativeTokens } | null) {
+  if (billed === null) return jsonReply({ error: { message: `Generation ${id} not found`, code: 404 } }, 404);
+  const body = JSON.parse(fixtureBytes('openrouter/generation_recorded.json').toString('utf8'));
+  Object.assign(body.data, {
+    id,
+    model,
+    total_cost: billed.cost,
+    usage: billed.cost,
+    native_tokens_prompt: billed.tokens.prompt,
+    native_tokens_completion: billed.tokens.completion,
+    native_tokens_cached: billed.tokens.cached,
+  });
+  return jsonReply(body);
+}
