@@ -5,21 +5,9 @@ import { Command } from 'commander';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { configPath, loadConfigFile, type LoadedConfig } from '../config/load';
-import { onPrimaryShutdown, runPrimary, workerCount } from '../runtime/cluster';
-import { prepareWiring } from '../runtime/wiring';
-import { startGateway } from '../runtime/servers';
 import { exitQuietlyWhenOutputCloses } from './closed-output';
-import { registerDemoCommand } from './demo';
+import { registerCommands } from './commands';
 import { errorLine, EXIT_INTERNAL, EXIT_USER, exitWithError, isUserError, listenFailure, UserError } from './errors';
-import { registerHealthcheckCommand } from './healthcheck';
-import { registerKeyCommands } from './keys';
-import { registerAlertCommands } from './alerts';
-import { registerFreezeCommands } from './freezes';
-import { registerBudgetCommands } from './budgets';
-import { registerReconcileCommand } from './reconcile';
-import { registerReconcileFixCommand } from './reconcile-fix';
-import { registerPriceCommands } from './prices';
-import { registerUsageCommands } from './usage';
 
 exitQuietlyWhenOutputCloses();
 
@@ -57,6 +45,9 @@ program
     'gateway processes sharing the port, a number or "auto" (one per CPU core); default: server.workers',
   )
   .action(async (options: { workers?: string }) => {
+    // The gateway itself, loaded by the commands that run it only (cli/commands.ts says why).
+    const { onPrimaryShutdown, runPrimary, workerCount } = await import('../runtime/cluster.js');
+    const { startGateway } = await import('../runtime/servers.js');
     const loaded = loadOrExit();
     let workers: number;
     try {
@@ -123,7 +114,8 @@ program
     }
     const c = loaded.config;
     try {
-      await prepareWiring(loaded);
+      // The gateway's wiring, loaded for this command only (cli/commands.ts says why).
+      await (await import('../runtime/wiring.js')).prepareWiring(loaded);
     } catch (err) {
       invalid(new UserError(`${loaded.path}: ${errorLine(err)}`, { cause: err }));
     }
@@ -146,15 +138,6 @@ program
     );
   });
 
-registerUsageCommands(program, loadOrExit);
-registerKeyCommands(program, loadOrExit);
-registerPriceCommands(program, loadOrExit);
-registerAlertCommands(program, loadOrExit);
-registerFreezeCommands(program, loadOrExit);
-registerBudgetCommands(program, loadOrExit);
-registerReconcileCommand(program, loadOrExit);
-registerReconcileFixCommand(program, loadOrExit);
-registerDemoCommand(program);
-registerHealthcheckCommand(program, loadOrExit);
-
-program.parseAsync(process.argv).catch((err) => exitWithError(err));
+registerCommands(program, loadOrExit, process.argv.slice(2))
+  .then(() => program.parseAsync(process.argv))
+  .catch((err) => exitWithError(err));

@@ -1,8 +1,7 @@
 import type { Command } from 'commander';
 import { GROUP_BY_MAX, LIMIT_DEFAULT, LIMIT_MAX } from '../admin/query-params';
-import type { LoadedConfig } from '../config/load';
+import { configPath, loadStorageSettings, type LoadedConfig } from '../config/load';
 import type { PriceCatalog } from '../pricing/catalog';
-import { deployProviders } from '../runtime/wiring';
 import { planUsageQuery, type UsagePlan } from '../storage';
 import type { UsageQuery, UsageStore } from '../storage/store';
 import { errorLine, UserError } from './errors';
@@ -64,6 +63,8 @@ async function warnUnknownTags(store: UsageStore, plan: UsagePlan): Promise<void
  */
 export async function priceCatalog(loaded: LoadedConfig): Promise<PriceCatalog> {
   try {
+    // The providers' modules and prices, loaded by the commands that price only (cli/commands.ts says why).
+    const { deployProviders } = await import('../runtime/wiring.js');
     return (await deployProviders(loaded)).prices;
   } catch (err) {
     throw new UserError(`${loaded.path}: pricing: ${errorLine(err)}`, { cause: err });
@@ -99,7 +100,10 @@ export function registerUsageCommands(program: Command, load: () => LoadedConfig
     .option('--all', 'show every group (no "other" row)')
     .option('--json', 'print the rows as JSON (exact costs, the field names of GET /api/usage)')
     .option('--csv', 'print CSV (the columns of GET /api/usage.csv)')
-    .action((opts: UsageOptions) => printUsage(opts, load));
+    // A report reads the store alone: only the file's storage settings need to hold (config/load.ts).
+    .action((opts: UsageOptions) =>
+      printUsage(opts, () => loadStorageSettings(configPath(program.opts<{ config?: string }>().config))),
+    );
 
   registerReprice(usage, load);
 }

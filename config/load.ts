@@ -26,14 +26,32 @@ export function configPath(flag?: string, env: NodeJS.ProcessEnv = process.env):
 }
 
 export function loadConfigFile(path: string, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
-  let text: string;
+  const text = readConfigText(path);
+  return { config: parseConfig(text, env, path), path, dir: dirname(path), warnings: plainTextKeys(text) };
+}
+
+/**
+ * The file's `storage` section alone, every other section at its defaults: for commands that read the store and
+ * nothing else (`tollgate usage`). A ${VAR} elsewhere in the file (a provider's key) need not be set for a report,
+ * and a mistake elsewhere is for check-config and start to name.
+ */
+export function loadStorageSettings(path: string, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
+  const raw = parseYaml(readConfigText(path), path);
+  if (!isPlainObject(raw)) return { config: validate(raw, path), path, dir: dirname(path) };
+  const only = raw.storage === undefined ? {} : { storage: interpolate(raw.storage, env, ['storage']) };
+  return { config: validate(only, path), path, dir: dirname(path) };
+}
+
+function readConfigText(path: string): string {
   try {
-    text = readFileSync(path, 'utf8');
+    return readFileSync(path, 'utf8');
   } catch (err) {
     throw new ConfigError(`cannot read config file ${path}: ${(err as Error).message}`);
   }
-  return { config: parseConfig(text, env, path), path, dir: dirname(path), warnings: plainTextKeys(text) };
 }
+
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** A gateway key written into the file itself is a secret at rest: the file should hold ${ENV} or sha256. */
 function plainTextKeys(text: string): string[] {
@@ -55,12 +73,16 @@ function plainTextKeys(text: string): string[] {
 
 /** YAML text -> validated config. Interpolation runs on parsed string values, so an env value can never inject YAML. */
 export function parseConfig(text: string, env: NodeJS.ProcessEnv = process.env, source = 'config'): GatewayConfig {
+  return validate(interpolate(parseYaml(text, source), env, []), source);
+}
+
+/** YAML text -> plain values ({} for an empty file), or a ConfigError with the parser's first line. */
+function parseYaml(text: string, source: string): unknown {
   const doc = parseDocument(text);
   // The parser's message goes on with a code frame of the line after "at line L, column C:"; the first line says it all.
   if (doc.errors.length > 0)
     throw new ConfigError(`${source}: invalid YAML: ${doc.errors[0].message.split('\n')[0].replace(/:$/, '')}`);
-  const raw = interpolate(doc.toJS() ?? {}, env, []);
-  return validate(raw, source);
+  return doc.toJS() ?? {};
 }
 
 export function validate(raw: unknown, source = 'config'): GatewayConfig {

@@ -14,11 +14,13 @@ import {
   TAG_ROLLUP_TABLE,
   TAG_SET_DAILY_DIM_COLUMNS,
   TAG_SET_DAILY_TABLE,
+  TAG_SET_MONTHLY_DIM_COLUMNS,
+  TAG_SET_MONTHLY_TABLE,
   rollupUpsertSql,
   type RollupDeltas,
 } from './rollup';
 
-const DIM_TYPES: Record<string, string> = { hour: 'int8', day: 'int8', status: 'int4', set_id: 'int8' };
+const DIM_TYPES: Record<string, string> = { hour: 'int8', day: 'int8', month: 'int8', status: 'int4', set_id: 'int8' };
 const rollupTypes = (dims: readonly string[]): string[] => [
   ...dims.map((c) => DIM_TYPES[c] ?? 'text'),
   ...COUNTER_COLUMNS.map(() => 'int8'),
@@ -40,6 +42,7 @@ const dailyUpsert = (table: string, dims: readonly string[]) =>
 const UPSERT_DAILY = dailyUpsert(DAILY_TABLE, DAILY_DIM_COLUMNS);
 const UPSERT_TAG_DAILY = dailyUpsert(TAG_DAILY_TABLE, TAG_DAILY_DIM_COLUMNS);
 const UPSERT_TAG_SET_DAILY = dailyUpsert(TAG_SET_DAILY_TABLE, TAG_SET_DAILY_DIM_COLUMNS);
+const UPSERT_TAG_SET_MONTHLY = dailyUpsert(TAG_SET_MONTHLY_TABLE, TAG_SET_MONTHLY_DIM_COLUMNS);
 
 /** Adds the increments to the rollup tables, in transaction `c`. */
 export async function applyRollupDeltas(c: PoolClient, deltas: RollupDeltas): Promise<void> {
@@ -54,10 +57,14 @@ export async function applyRollupDeltas(c: PoolClient, deltas: RollupDeltas): Pr
       UPSERT_TAG_DAILY,
       columns(deltas.tagDaily, TAG_DAILY_DIM_COLUMNS.length + DAILY_COUNTER_COLUMNS.length),
     );
-  if (deltas.tagSetDaily.length) {
+  if (deltas.tagSetDaily.length)
     await c.query(
       UPSERT_TAG_SET_DAILY,
       columns(deltas.tagSetDaily, TAG_SET_DAILY_DIM_COLUMNS.length + DAILY_COUNTER_COLUMNS.length),
     );
-  }
+  if (deltas.tagSetMonthly.length)
+    await c.query(
+      UPSERT_TAG_SET_MONTHLY,
+      columns(deltas.tagSetMonthly, TAG_SET_MONTHLY_DIM_COLUMNS.length + DAILY_COUNTER_COLUMNS.length),
+    );
 }

@@ -6,6 +6,7 @@
  * usage_rollup_daily       keyed by (day): the whole gateway per UTC day (migration 002)
  * usage_tag_rollup_daily   keyed by (tag_key, tag_value, day), no built-in dimension
  * usage_tag_set_daily      keyed by (set_id, day): the record's whole tag set (storage/tag-sets.ts, migration 004)
+ * usage_tag_set_monthly    keyed by (set_id, month): the same per UTC month (migration 021)
  *
  * Absent built-in values are stored as '' (not NULL) so that the primary key / ON CONFLICT target
  * matches them on both SQLite and PostgreSQL; queries map '' back to null.
@@ -41,6 +42,9 @@ export const TAG_DAILY_DIM_COLUMNS = ['tag_key', 'tag_value', 'day'] as const;
 /** Daily rollup per tag set (migration 004), money split like the other daily tables. */
 export const TAG_SET_DAILY_TABLE = 'usage_tag_set_daily';
 export const TAG_SET_DAILY_DIM_COLUMNS = ['set_id', 'day'] as const;
+/** Monthly rollup per tag set (migration 021), the daily one's counters per UTC month. */
+export const TAG_SET_MONTHLY_TABLE = 'usage_tag_set_monthly';
+export const TAG_SET_MONTHLY_DIM_COLUMNS = ['set_id', 'month'] as const;
 export const DAILY_COUNTER_COLUMNS: readonly string[] = COUNTER_COLUMNS.flatMap((c) =>
   c === 'cost_pico' ? ['cost_pico_hi', 'cost_pico_lo'] : [c],
 );
@@ -51,6 +55,12 @@ export function floorHour(ts: number): number {
 
 export function floorDay(ts: number): number {
   return ts - (((ts % DAY_MS) + DAY_MS) % DAY_MS);
+}
+
+/** Epoch ms of the UTC month start of `ts`. */
+export function floorMonth(ts: number): number {
+  const d = new Date(ts);
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
 }
 
 /** Rollup dimension values of a record, in ROLLUP_DIM_COLUMNS order. */
@@ -77,6 +87,7 @@ export interface RollupDeltas {
   daily: RollupRow[];
   tagDaily: RollupRow[];
   tagSetDaily: RollupRow[];
+  tagSetMonthly: RollupRow[];
 }
 
 interface Entry {
@@ -125,6 +136,7 @@ export class RollupAccumulator {
     const daily = new Map<string, Entry>();
     const tagDaily = new Map<string, Entry>();
     const tagSetDaily = new Map<string, Entry>();
+    const tagSetMonthly = new Map<string, Entry>();
     for (const { r, tagSetId, t } of this.shapes.values()) {
       const dims = rollupDims(r);
       const day = floorDay(r.ts);
@@ -132,6 +144,8 @@ export class RollupAccumulator {
       bump(base, dimsKey, t, () => dims);
       bump(daily, String(day), t, () => [day]);
       bump(tagSetDaily, `${tagSetId} ${day}`, t, () => [tagSetId, day]);
+      const month = floorMonth(day);
+      bump(tagSetMonthly, `${tagSetId} ${month}`, t, () => [tagSetId, month]);
       for (const [key, value] of tagEntries(r)) {
         // A JSON array delimits itself: kv + anything stays unambiguous.
         const kv = JSON.stringify([key, value]);
@@ -145,6 +159,7 @@ export class RollupAccumulator {
       daily: rows(daily, true),
       tagDaily: rows(tagDaily, true),
       tagSetDaily: rows(tagSetDaily, true),
+      tagSetMonthly: rows(tagSetMonthly, true),
     };
   }
 }

@@ -13,6 +13,8 @@ import {
   TAG_ROLLUP_TABLE,
   TAG_SET_DAILY_DIM_COLUMNS,
   TAG_SET_DAILY_TABLE,
+  TAG_SET_MONTHLY_DIM_COLUMNS,
+  TAG_SET_MONTHLY_TABLE,
   rollupUpsertSql,
   type RollupDeltas,
 } from './rollup';
@@ -36,6 +38,7 @@ export function prepareRollupUpserts(db: Database.Database): (deltas: RollupDelt
   const upsertDaily = daily(DAILY_TABLE, DAILY_DIM_COLUMNS);
   const upsertTagDaily = daily(TAG_DAILY_TABLE, TAG_DAILY_DIM_COLUMNS);
   const upsertTagSetDaily = daily(TAG_SET_DAILY_TABLE, TAG_SET_DAILY_DIM_COLUMNS);
+  const upsertTagSetMonthly = daily(TAG_SET_MONTHLY_TABLE, TAG_SET_MONTHLY_DIM_COLUMNS);
   return (deltas: RollupDeltas): void => {
     // Rows bound as arguments, as the records are (storage/sqlite-writes.ts): cheaper than one array.
     for (const row of deltas.base) upsertBase.run(...row);
@@ -43,5 +46,6 @@ export function prepareRollupUpserts(db: Database.Database): (deltas: RollupDelt
     for (const row of deltas.daily) upsertDaily.run(...row);
     for (const row of deltas.tagDaily) upsertTagDaily.run(...row);
     for (const row of deltas.tagSetDaily) upsertTagSetDaily.run(...row);
+    for (const row of deltas.tagSetMonthly) upsertTagSetMonthly.run(...row);
   };
 }

@@ -18,8 +18,11 @@ const DAILY_SUMS = DAILY_COUNTER_COLUMNS.filter((c) => !c.startsWith('cost_pico'
   .concat(['t.cost_pico_hi * 4294967296 + t.cost_pico_lo AS cost']);
 const DIMS = ROLLUP_DIM_COLUMNS.join(', ');
 
-/** One query per table, each giving the range's rows in a stable order and without store-specific ids. */
-function snapshotQueries(from: number, to: number): Record<string, string> {
+/**
+ * One query per table, each giving the range's rows in a stable order and without store-specific ids. The monthly
+ * rollup's rows cover whole months: compared only when `months` (both stores hold nothing outside the range).
+ */
+function snapshotQueries(from: number, to: number, months = false): Record<string, string> {
   const hours = `hour >= ${from} AND hour < ${to}`;
   const days = `t.day >= ${from} AND t.day < ${to}`;
   const cols = RECORD_COLUMNS.map((c) => `r.${c}`).join(', ');
@@ -37,6 +40,10 @@ function snapshotQueries(from: number, to: number): Record<string, string> {
       WHERE ${days} ORDER BY 1, 2, 3`,
     usage_tag_set_daily: `SELECT s.canon, t.day, ${DAILY_SUMS.join(', ')} FROM usage_tag_set_daily t
       JOIN tag_sets s ON s.id = t.set_id WHERE ${days} ORDER BY 1, 2`,
+    ...(months && {
+      usage_tag_set_monthly: `SELECT s.canon, t.month, ${DAILY_SUMS.join(', ')} FROM usage_tag_set_monthly t
+      JOIN tag_sets s ON s.id = t.set_id WHERE t.month < ${to} ORDER BY 1, 2`,
+    }),
   };
 }
 
@@ -62,16 +69,23 @@ export async function checkAgainstWritePath(
   empty: { store: UsageStore; rows: Rows },
   from: number,
   to: number,
+  months = false,
 ): Promise<CheckResult> {
   const records = (await generated(snapshotQueries(from, to).records)).map(recordFromRow);
   for (let i = 0; i < records.length; i += 500) await empty.store.insertBatch(records.slice(i, i + 500));
-  return { records: records.length, ...(await compareStores(generated, empty.rows, from, to)) };
+  return { records: records.length, ...(await compareStores(generated, empty.rows, from, to, months)) };
 }
 
 /** Both stores' rows of the range, table by table: how many, and the first difference of each table that differs. */
-export async function compareStores(a: Rows, b: Rows, from: number, to: number): Promise<Omit<CheckResult, 'records'>> {
+export async function compareStores(
+  a: Rows,
+  b: Rows,
+  from: number,
+  to: number,
+  months = false,
+): Promise<Omit<CheckResult, 'records'>> {
   const result: Omit<CheckResult, 'records'> = { rows: {}, differences: {} };
-  for (const [table, sql] of Object.entries(snapshotQueries(from, to))) {
+  for (const [table, sql] of Object.entries(snapshotQueries(from, to, months))) {
     const [x, y] = [lines(await a(sql)), lines(await b(sql))];
     result.rows[table] = x.length;
     const i = x.findIndex((line, k) => line !== y[k]);

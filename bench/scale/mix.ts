@@ -127,3 +127,16 @@ export function dayCounts(records: number, days: number, end: number): { day: nu
     return { day: first + d * DAY, count };
   });
 }
+
+/** Consecutive days grouped by UTC month: from the first day's start to the last day's end. */
+export function byMonth(days: { day: number; count: number }[]): { from: number; to: number; days: typeof days }[] {
+  const out: { from: number; to: number; days: typeof days }[] = [];
+  for (const d of days) {
+    const last = out[out.length - 1];
+    if (last && new Date(last.from).getUTCMonth() === new Date(d.day).getUTCMonth() && d.day === last.to) {
+      last.days.push(d);
+      last.to = d.day + DAY;
+    } else out.push({ from: d.day, to: d.day + DAY, days: [d] });
+  }
+  return out;
+}

@@ -11,6 +11,8 @@ import { monthStart, partitionName } from '../../storage/postgres-partitions';
 import { COMBOS, COMBO_SLOT, COMBO_SLOTS, CUSTOMERS, CUSTOMER_NAMES, CUSTOMER_SLOT, CUSTOMER_SLOTS } from './mix';
 import { FAILURE_SHARE, STAGING_SHARE, dayCounts } from './mix';
 import { deriveRollupsSql } from './rollups-sql';
+import { LOADED_TABLES, dropPostgresIndexes } from './bulk-indexes';
+import { byMonth } from './mix';
 
 export interface GenerateOptions {
   records: number;
@@ -195,20 +197,25 @@ export async function generatePostgres(url: string, schema: string, o: GenerateO
     const days = dayCounts(o.records, o.days, o.end);
     await createMonths(c, days[0].day, o.end);
     await loadMix(c);
+    const rebuild = await dropPostgresIndexes(c, LOADED_TABLES);
+    await c.query(`SET work_mem = '256MB'; SET maintenance_work_mem = '512MB'`);
     let g = 0;
-    for (const { day, count } of days) {
+    for (const month of byMonth(days)) {
       await c.query('BEGIN');
-      if (count > 0) await c.query(INSERT_DAY, [g, count, day]);
-      for (const sql of deriveRollupsSql(day, day + 86_400_000)) await c.query(sql);
+      for (const { day, count } of month.days) {
+        if (count > 0) await c.query(INSERT_DAY, [g, count, day]);
+        g += count;
+        o.progress?.(g);
+      }
+      // The month's partition holds its records alone: each rollup reads it once, without an index.
+      for (const sql of deriveRollupsSql(month.from, month.to)) await c.query(sql);
       await c.query('COMMIT');
-      g += count;
-      o.progress?.(g);
     }
+    for (const sql of rebuild) await c.query(sql);
     // The write path creates a set when a record first carries it: the sets no record drew go.
-    await c.query(
-      `DELETE FROM tag_set_members m WHERE NOT EXISTS (SELECT 1 FROM usage_records r WHERE r.tag_set_id = m.set_id)`,
-    );
-    await c.query(`DELETE FROM tag_sets s WHERE NOT EXISTS (SELECT 1 FROM usage_records r WHERE r.tag_set_id = s.id)`);
+    const unused = `NOT EXISTS (SELECT 1 FROM usage_tag_set_daily d WHERE d.set_id = %)`;
+    await c.query(`DELETE FROM tag_set_members m WHERE ${unused.replace('%', 'm.set_id')}`);
+    await c.query(`DELETE FROM tag_sets s WHERE ${unused.replace('%', 's.id')}`);
     await c.query('ANALYZE');
   } finally {
     await c.end();

@@ -4,6 +4,7 @@
  * INSERT ... SELECT ... GROUP BY, each counter summed from its own per-row SQL in storage/counters.ts (the
  * definition the raw query path uses and the writer's per-record contribution mirrors). A day's records are all
  * written before its rollups, and no later day touches them, so each rollup row is the exact sum of its records.
+ * The generators derive a month at a time, after all of its records: the monthly row too is the sum of its records.
  * The same statements run on both dialects.
  */
 import { COUNTERS } from '../../storage/counters';
@@ -17,6 +18,8 @@ import {
   TAG_DAILY_TABLE,
   TAG_ROLLUP_TABLE,
   TAG_SET_DAILY_TABLE,
+  TAG_SET_MONTHLY_TABLE,
+  floorMonth,
 } from '../../storage/rollup';
 
 const floor = (unit: number) => `r.ts - (((r.ts % ${unit}) + ${unit}) % ${unit})`;
@@ -39,8 +42,13 @@ const HOURLY_COUNTERS = COUNTERS.map((c) => c.column).join(', ');
 const DAILY_COUNTERS = DAILY_COUNTER_COLUMNS.join(', ');
 const members = 'JOIN tag_set_members m ON m.set_id = r.tag_set_id';
 
-/** The statements deriving every rollup row of the records with from <= ts < to (whole UTC days). */
+/**
+ * The statements deriving every rollup row of the records with from <= ts < to: whole UTC days of one UTC month,
+ * holding every record of that month the store will have (the month's row is written once).
+ */
 export function deriveRollupsSql(from: number, to: number): string[] {
+  const month = floorMonth(from);
+  if (floorMonth(to - 1) !== month) throw new Error('deriveRollupsSql: the range must lie in one UTC month');
   const range = `FROM usage_records r %JOIN% WHERE r.ts >= ${from} AND r.ts < ${to}`;
   const src = (join = '') => range.replace('%JOIN%', join);
   const groups = (n: number) => Array.from({ length: n }, (_, i) => i + 1).join(', ');
@@ -56,5 +64,7 @@ export function deriveRollupsSql(from: number, to: number): string[] {
      SELECT m.key, m.value, ${day}, ${dailySums.join(', ')} ${src(members)} GROUP BY 1, 2, 3`,
     `INSERT INTO ${TAG_SET_DAILY_TABLE} (set_id, day, ${DAILY_COUNTERS})
      SELECT r.tag_set_id, ${day}, ${dailySums.join(', ')} ${src()} GROUP BY 1, 2`,
+    `INSERT INTO ${TAG_SET_MONTHLY_TABLE} (set_id, month, ${DAILY_COUNTERS})
+     SELECT r.tag_set_id, ${month}, ${dailySums.join(', ')} ${src()} GROUP BY 1`,
   ];
 }

@@ -21,6 +21,7 @@ import { batchJobs } from './016_batch_jobs';
 import { generationId } from './017_generation_id';
 import { tagSetDailyByDay } from './018_tag_set_daily_by_day';
 import { upstreamMs } from './019_upstream_ms';
+import { tagSetMonthly } from './021_tag_set_monthly';
 
 export interface Migration {
   version: number;
@@ -57,6 +58,7 @@ export const MIGRATIONS: readonly Migration[] = [
   generationId,
   tagSetDailyByDay,
   upstreamMs,
+  tagSetMonthly,
 ];
 
 export const SCHEMA_MIGRATIONS_DDL = {

@@ -123,6 +123,30 @@ pricing:
     expect(all.slice(1).reduce((n, r) => n + Number(r[1]), 0)).to.equal(4);
   });
 
+  it('reads only the storage settings: a ${VAR} elsewhere in the file need not be set for a report', async () => {
+    const partial = join(gw.dataDir, 'partial.yaml');
+    writeFileSync(
+      partial,
+      `storage: { url: "sqlite:${gw.dataDir}/tollgate.db" }
+providers:
+  mistral: { type: openai-compatible, base_url: "\${TOLLGATE_TEST_UNSET_BASE_URL}", prefixes: [codestral-] }
+`,
+    );
+    const env = { ...process.env, TOLLGATE_TEST_UNSET_BASE_URL: '' };
+    const report = async (...args: string[]) =>
+      (await run(process.execPath, [CLI, 'usage', ...args, '--config', partial], { env })).stdout;
+    const rows = JSON.parse(await report('--group-by', 'agent', '--json'));
+    expect(rows.reduce((n: number, r: any) => n + r.requests, 0)).to.equal(4);
+    // Repricing reads the providers and their prices: the unset variable is still named there.
+    const reprice = await run(process.execPath, [CLI, 'usage', 'reprice', '--dry-run', '--config', partial], {
+      env,
+    }).catch((err: { stderr: string; code: number }) => err);
+    expect(reprice).to.include({ code: 2 });
+    expect((reprice as { stderr: string }).stderr).to.match(
+      /providers\.mistral\.base_url: environment variable TOLLGATE_TEST_UNSET_BASE_URL is not set/,
+    );
+  });
+
   it('reprices records whose model got a price later, and Perplexity requests at the fee of their context size', async () => {
     const before = recorded.filter((r) => r.model === 'codestral-late-priced');
     expect(before.map((r) => r.provenance)).to.deep.equal(['unpriced', 'unpriced']);

@@ -17,6 +17,8 @@ import { postgresDialect } from '../../storage/dialect';
 import type { SqlQuery } from '../../storage/query/sql';
 import { listPage } from '../../storage/query/list';
 import { runUsageQuery, type Exec } from '../../storage/query/run';
+import { monthStart } from '../../storage/postgres-partitions';
+import type { UsageGroupRow, UsageStore } from '../../storage/store';
 import { requirePostgres } from '../helpers/services';
 
 const RECORDS = 100_000;
@@ -70,6 +72,33 @@ async function recordScans(c: Client): Promise<[string, string[]][]> {
   return [...out];
 }
 
+/**
+ * A grouping on two tag keys over a range holding a whole month (read from usage_tag_set_monthly, the days before
+ * it from usage_tag_set_daily) gives what its records' days give, split at the month's start so that neither part
+ * holds a whole month and both are read from the daily rows alone. Closes `store`.
+ */
+async function expectMonthsAgreeWithDays(store: UsageStore): Promise<void> {
+  const [month, next] = [monthStart(END), monthStart(END, 1)];
+  const key = (r: UsageGroupRow) => JSON.stringify(r.group);
+  const counts = (rows: UsageGroupRow[]) => rows.map((r) => [key(r), r.requests, String(r.costPico)] as const);
+  try {
+    const ask = (from: number, to: number) => store.queryUsage({ from, to, groupBy: ['agent', 'feature'] });
+    const whole = counts(await ask(FROM, next));
+    const sum = new Map<string, [number, bigint]>();
+    for (const part of [await ask(FROM, month), await ask(month, END)])
+      for (const [k, n, cost] of counts(part)) {
+        const [m, c] = sum.get(k) ?? [0, 0n];
+        sum.set(k, [m + n, c + BigInt(cost)]);
+      }
+    const split = [...sum].map(([k, [n, cost]]) => [k, n, String(cost)] as const);
+    const order = (rows: (readonly [string, number, string])[]) => [...rows].sort((a, b) => (a[0] < b[0] ? -1 : 1));
+    expect(whole.reduce((n, r) => n + r[1], 0)).to.equal(RECORDS);
+    expect(order(whole)).to.deep.equal(order(split));
+  } finally {
+    await store.close();
+  }
+}
+
 interface PlanNode {
   'Node Type': string;
   'Relation Name'?: string;
@@ -87,7 +116,7 @@ function pathsTo(node: PlanNode, relation: string, above: PlanNode[] = []): Plan
 
 /**
  * A grouping on two tag keys with no tag value to pick sets by (storage/query/sql.ts, setTotals), explained on the
- * generated store: for each scan of usage_tag_set_daily, whether the nodes between it and the first join above it
+ * generated store: for each scan of `relation` (the daily or the monthly tag-set rollup), whether the nodes between it and the first join above it
  * include an aggregate by set_id (the daily rows summed per set before any join), and the indexes read for it.
  * Sequential scans are off, as above: the question is whether the plan exists.
  */
@@ -95,6 +124,7 @@ async function tagSetPlan(
   c: Client,
   from: number,
   to: number,
+  relation = 'usage_tag_set_daily',
 ): Promise<{ summedPerSet: boolean[]; indexes: string[] }> {
   const statements: SqlQuery[] = [];
   await runUsageQuery(postgresDialect, async (q) => (statements.push(q), []), {
@@ -113,7 +143,7 @@ async function tagSetPlan(
     ] = (await c.query(`EXPLAIN (FORMAT JSON) ${q.sql}`, q.params as unknown[])).rows as {
       'QUERY PLAN': { Plan: PlanNode }[];
     }[];
-    const paths = pathsTo(plan, 'usage_tag_set_daily');
+    const paths = pathsTo(plan, relation);
     const summedPerSet = paths.map((path) => {
       const joins = path.map((n, i) => (/Join|Nested Loop/.test(n['Node Type']) ? i : -1));
       const below = path.slice(Math.max(...joins) + 1);
@@ -132,7 +162,7 @@ async function tagSetPlan(
 }
 
 describe('big-store generator (100k records) against the write path', function () {
-  this.timeout(300_000);
+  this.timeout(900_000);
 
   it('SQLite: records, tag sets and every rollup row as insertBatch stores them', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'tollgate-scale-test-'));
@@ -142,7 +172,7 @@ describe('big-store generator (100k records) against the write path', function (
       const generated = sqliteRows(join(dir, 'generated.db'));
       const written = sqliteRows(join(dir, 'write-path.db'));
       try {
-        const result = await checkAgainstWritePath(generated.rows, { store, rows: written.rows }, FROM, END);
+        const result = await checkAgainstWritePath(generated.rows, { store, rows: written.rows }, FROM, END, true);
         expect(result.records).to.equal(RECORDS);
         expect(result.differences).to.deep.equal({});
         expect(result.rows.usage_tag_rollup_hourly).to.be.greaterThan(result.rows.usage_rollup_hourly);
@@ -150,8 +180,9 @@ describe('big-store generator (100k records) against the write path', function (
         const db = new Database(join(dir, 'generated.db'));
         db.prepare('UPDATE usage_rollup_daily SET requests = requests + 1 WHERE day = ?').run(FROM);
         db.close();
-        const off = await compareStores(generated.rows, written.rows, FROM, END);
+        const off = await compareStores(generated.rows, written.rows, FROM, END, true);
         expect(Object.keys(off.differences)).to.deep.equal(['usage_rollup_daily']);
+        await expectMonthsAgreeWithDays(await openStore(`sqlite:${join(dir, 'generated.db')}`));
       } finally {
         generated.close();
         written.close();
@@ -178,13 +209,23 @@ describe('big-store generator (100k records) against the write path', function (
       await generatePostgres(url, genSchema, { records: RECORDS, days: DAYS, end: END });
       const store = await openStore(url, { schema: refSchema });
       try {
-        const result = await checkAgainstWritePath(rowsIn(genSchema), { store, rows: rowsIn(refSchema) }, FROM, END);
+        const result = await checkAgainstWritePath(
+          rowsIn(genSchema),
+          { store, rows: rowsIn(refSchema) },
+          FROM,
+          END,
+          true,
+        );
         expect(result.records).to.equal(RECORDS);
         expect(result.differences).to.deep.equal({});
         await c.query(`SET search_path TO ${genSchema}`);
         for (const [label, scans] of await recordScans(c)) expect(scans, label).to.deep.equal([]);
         const days = await tagSetPlan(c, END - 3 * DAY, END);
         expect(days).to.deep.equal({ summedPerSet: [true], indexes: ['usage_tag_set_daily_day'] });
+        // A range holding a whole month reads that month's rows of the monthly rollup, summed per set as well.
+        const months = await tagSetPlan(c, FROM, monthStart(END, 1), 'usage_tag_set_monthly');
+        expect(months).to.deep.equal({ summedPerSet: [true], indexes: ['usage_tag_set_monthly_month'] });
+        await expectMonthsAgreeWithDays(await openStore(url, { schema: genSchema }));
       } finally {
         await store.close();
       }
