@@ -221,6 +221,11 @@ export const gatewayConfigSchema = z
          */
         body_timeout_ms: fromText(z.number().int().min(0)).default(30_000),
         body_min_rate: z.union([fromText(z.literal(0)), byteSize]).default(64 * 1024),
+        /**
+         * Pipelined requests (sent on a connection before the answer to the one before went out) answered at once,
+         * over all connections (runtime/pipelining.ts); the others wait their turn. Other requests never wait.
+         */
+        pipelined_in_flight: fromText(z.number().int().min(1).max(10_000)).default(2),
       })
       .superRefine((server, ctx) => {
         // Smaller, a JSON body near the body limit could never be taken: its client would retry forever.

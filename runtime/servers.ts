@@ -7,7 +7,7 @@ import { ReconcileSchedule } from '../reconcile/schedule';
 import { AdminReads } from '../admin/reads/admin-reads';
 import { createGateway, type Gateway, type GatewayOptions } from './gateway';
 import { limitHeapGrowth } from './memory-policy';
-import { boundPipelining } from './pipelining';
+import { boundPipelining, MAX_QUEUED_PER_CONNECTION } from './pipelining';
 import { metricsScrapeOf } from './observability/open-metrics';
 
 export interface RunningGateway {
@@ -27,7 +27,8 @@ export async function startGateway(loaded: LoadedConfig, options: GatewayOptions
   limitHeapGrowth(config.server.heap_growth_percent);
   const gateway = await createGateway(loaded, options);
   for (const warning of loaded.warnings ?? []) gateway.logger.warn(warning);
-  const server = createServer(refuseHeaderFlood(boundPipelining(gateway.koa.callback())));
+  const pipelining = { maxQueued: MAX_QUEUED_PER_CONNECTION, inFlight: config.server.pipelined_in_flight };
+  const server = createServer(refuseHeaderFlood(boundPipelining(gateway.koa.callback(), pipelining)));
   server.maxHeadersCount = MAX_REQUEST_HEADERS + 1; // one more than allowed, so that a flood is seen and refused
   server.keepAliveTimeout = 65_000; // longer than common load-balancer idle time-outs, so they close first
   const url = await listen(server, config.server.host, config.server.port);

@@ -1,9 +1,9 @@
 import { connect, type Socket } from 'node:net';
 import { OPENAI_KEY } from './gateway';
 
-/** One pipelined chat request: raw HTTP/1.1 bytes, keep-alive, with the gateway key given (or none). */
-export function chatRequestBytes(key: string | undefined, path = '/v1/chat/completions'): Buffer {
-  const body = '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}';
+/** One pipelined chat request: raw HTTP/1.1 bytes, keep-alive, with the gateway key given (or none), saying `content`. */
+export function chatRequestBytes(key: string | undefined, path = '/v1/chat/completions', content = 'hi'): Buffer {
+  const body = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content }] });
   const auth = key ? `X-Gateway-Key: ${key}\r\n` : '';
   return Buffer.from(
     `POST ${path} HTTP/1.1\r\nHost: gateway\r\nContent-Type: application/json\r\n${auth}Authorization: Bearer ${OPENAI_KEY}\r\nContent-Length: ${body.length}\r\n\r\n${body}`,

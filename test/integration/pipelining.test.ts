@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { type TestGateway, useGateway } from '../helpers/gateway';
 import { chatRequestBytes, pipeline } from '../helpers/pipelined';
 import { call, chatBody, parseResponses } from '../helpers/reliability';
-import { TestUpstream } from '../helpers/upstream';
+import { recordedResponder, TestUpstream } from '../helpers/upstream';
 import { waitFor, sleep } from '../helpers/wait';
 
 /**
@@ -60,6 +60,40 @@ describe('pipelined requests are answered in order and bounded per connection', 
     expect(upstream.received.length, 'nothing started after the connection closed (but the other client)').to.equal(
       started + 1,
     );
+  });
+
+  it('pipelined requests of many connections share server.pipelined_in_flight places, and every connection is served in turn', async () => {
+    const CONNECTIONS = 20;
+    const PER_CONNECTION = 4;
+    // Each answer waits 100 ms upstream, so requests answered at once are seen at once. The upstream counts, at
+    // every moment, the pipelined requests (each connection's second on, content "c-i") it holds; each leaves the
+    // count as its answer starts, before the gateway can see it end.
+    let pipelinedNow = 0;
+    let pipelinedMost = 0;
+    upstream.respondWith((req, json) => {
+      const reply = recordedResponder(req, json);
+      if (!reply || !/^\d+-[1-9]$/.test(json?.messages?.[0]?.content)) return reply && { ...reply, headerDelayMs: 100 };
+      pipelinedMost = Math.max(pipelinedMost, ++pipelinedNow);
+      return { ...reply, until: sleep(100).then(() => pipelinedNow--) };
+    });
+    const received = Array.from({ length: CONNECTIONS }, () => [] as Buffer[]);
+    const sockets = received.map((chunks, c) => {
+      const requests = Array.from({ length: PER_CONNECTION }, (_, i) =>
+        chatRequestBytes(gw.key, undefined, `${c}-${i}`),
+      );
+      const socket = pipeline(gw.url, Buffer.concat(requests), 1, true);
+      socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+      return socket;
+    });
+    const answered = () => received.map((chunks) => parseResponses(Buffer.concat(chunks)).responses.length);
+    await sleep(150); // the first requests are in; another client is answered beside the pipelined ones
+    expect((await call(gw, '/v1/chat/completions', { body: chatBody() })).status, 'another client').to.equal(200);
+    await waitFor(() => answered().every((n) => n === PER_CONNECTION), 20_000, 'every pipelined request answered');
+    for (const s of sockets) s.destroy();
+    // Unbounded by connection, each of the 20 connections had its next request answered at once (20 at a time).
+    expect(pipelinedMost, 'pipelined requests answered at once, over all connections').to.be.within(1, 2);
+    const statuses = (c: number) => parseResponses(Buffer.concat(received[c])).responses.map((a) => a.status);
+    for (let c = 0; c < CONNECTIONS; c++) expect(statuses(c), `connection ${c}`).to.deep.equal([200, 200, 200, 200]);
   });
 
   for (const [name, key] of [

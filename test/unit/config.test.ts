@@ -151,6 +151,13 @@ describe('config loading', () => {
     expectConfigError('server: { body_min_rate: -1 }', /server\.body_min_rate/);
   });
 
+  it('answers two pipelined requests at once over all connections, unless told, and at least one', () => {
+    const server = (yaml: string) => parseConfig(`server: { ${yaml} }`).server;
+    expect(server('').pipelined_in_flight).to.equal(2);
+    expect(server('pipelined_in_flight: 8').pipelined_in_flight).to.equal(8);
+    expectConfigError('server: { pipelined_in_flight: 0 }', /server\.pipelined_in_flight/);
+  });
+
   it('declares a provider from YAML alone, and refuses conflicting prefixes', () => {
     const c = parseConfig(
       'providers:\n  groq: { type: openai-compatible, base_url: "https://api.groq.com/openai/v1", prefixes: [llama-] }',
