@@ -1,12 +1,16 @@
 /** Numbers and money as the CLI's tables print them. Exact values are for --json; a table is for reading. */
 import { formatUsd } from '../pricing/money';
 
-const grouped = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
+/**
+ * Made on first use: an Intl formatter reads ICU's locale data from the node binary (about 5 MiB of its pages),
+ * which `tollgate start` (this module is loaded with every command) would otherwise hold for nothing.
+ */
+let grouped: Intl.NumberFormat | undefined;
 const CENT = 10_000_000_000n; // pico-USD
 
 /** A count with thousands separators: 1234567 -> "1,234,567". */
 export function count(n: number | bigint): string {
-  return grouped.format(n);
+  return (grouped ??= new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 })).format(n);
 }
 
 /** "1060.114667" -> "1,060.114667": separators in the integer part of a decimal string. */

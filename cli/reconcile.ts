@@ -4,6 +4,8 @@ import type { Command } from 'commander';
 import type { LoadedConfig } from '../config/load';
 import { DAY_MS } from '../reconcile/bill';
 import { raiseDrift } from '../reconcile/raise-drift';
+import type { GenerationTokens } from '../reconcile/generation-tokens';
+import type { GenerationCheck } from '../reconcile/openrouter-generations';
 import type { ReconciliationReport } from '../reconcile/report';
 import { runReconciliation, runSettings, type BillSource } from '../reconcile/run';
 import { apiSource, MissingSourceError } from '../reconcile/sources';
@@ -45,11 +47,41 @@ export function reportTable(report: ReconciliationReport): string {
     table,
     `${report.provider} ${report.from} to ${report.to} (UTC days, end excluded): provider ${usd(t.provider_usd)}, gateway ${usd(t.gateway_usd)}, difference ${t.difference_usd}; drift over the final days ${t.drift ?? '- (none final yet)'}`,
   ];
+  if (report.generations) lines.push(generationsText(report.generations));
   if (report.discount)
     lines.push(
       `Inferred discount: the provider charges ${report.discount.multiplier} of list price on ${report.discount.models.join(', ')}. To price at it:\n${report.discount.override}`,
     );
   return `${lines.join('\n')}\n`;
+}
+
+const tokensText = (t: GenerationTokens | null) => (t === null ? '-' : `${t.prompt}+${t.completion}`);
+
+/** OpenRouter's record-by-record check: its counts, then the records not matched. */
+function generationsText(g: GenerationCheck): string {
+  const head = `Generations: ${g.checked} checked, ${g.matched} matched, ${g.differing} charged differently, ${g.tokens_differing} with other tokens, ${g.missing} unknown to the provider, ${g.without_id} records without a generation id`;
+  if (g.lines.length === 0) return head;
+  const right = { align: 'right' as const };
+  const table = renderTable(
+    [
+      { header: 'generation' },
+      { header: 'status' },
+      { header: 'gateway', ...right },
+      { header: 'provider', ...right },
+      { header: 'gateway tokens', ...right },
+      { header: 'provider tokens', ...right },
+    ],
+    g.lines.map((l) => [
+      l.generation_id,
+      l.status,
+      usd(l.gateway_usd),
+      usd(l.provider_usd),
+      tokensText(l.gateway_tokens),
+      tokensText(l.provider_tokens),
+    ]),
+  );
+  return `${head}
+${table}`;
 }
 
 function sourceOf(loaded: LoadedConfig, provider: string, csv: string | undefined): BillSource {

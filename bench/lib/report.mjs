@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { adminContentionSection, adminContentionTarget } from '../admin-contention.mjs';
+import { governanceSection } from './governance-table.mjs';
 
 const num = (x, d = 1) => (x == null || !Number.isFinite(x) ? '-' : x.toFixed(d));
 const signed = (x, d = 2) => (x == null || !Number.isFinite(x) ? '-' : (x >= 0 ? '+' : '') + x.toFixed(d));
@@ -561,6 +562,13 @@ export function renderReport(result, previous, previousName) {
     else out.push(plainTable(result, sc));
   }
   if (result.sustained) out.push('', ...sustainedSection(result.sustained));
+  const governance = governanceSection(result, {
+    t: (sc, target) => pick(result, sc, target),
+    table,
+    fmt: { num, thousands },
+    perChunkAdded,
+  });
+  if (governance.length) out.push('', ...governance);
   if (result.admin_contention) out.push('', ...adminContentionSection(result.admin_contention, table, num));
   const mem = result.memory ?? {};
   out.push('');

@@ -15,13 +15,12 @@ import {
   TAG_DAILY_TABLE,
   TAG_ROLLUP_TABLE,
   TAG_SET_DAILY_TABLE,
-  TAG_SET_MONTHLY_TABLE,
-  floorMonth,
 } from '../rollup';
 import type { Interval } from '../store';
 import { RECORD_TAG_SET_COLUMN, TAG_SET_MEMBERS_TABLE } from '../tag-sets';
 import type { BuiltinDim, BuiltinFilter, Dim, ParsedFilters, TagDim, TagFilter } from './plan';
 import { lacksKey, matchingSets, splitTagFilters } from './tag-set-match';
+import { setTotals } from './tag-set-totals';
 
 export interface SqlQuery {
   sql: string;
@@ -230,39 +229,6 @@ export function tagSetAggregateSql(d: SqlDialect, spec: TagSetSpec): SqlQuery {
   ].join('\n');
   return { sql: d.sql(sql), params: [...sets.params, ...groupKeys, ...w.params].map(d.bind) as SqlValue[] };
 }
-
-/**
- * Each tag set's rows in the range summed: one row per set, its counters under their column names. The whole UTC
- * months of the range are read from usage_tag_set_monthly (one row per set and month), the days before the first
- * and after the last of them from usage_tag_set_daily: a year reads about twelve rows per set, not 365.
- */
-function setTotals(spec: TagSetSpec): SqlQuery {
-  const cols = COUNTERS.flatMap((c) => (c.field === 'costPico' ? [`${c.column}_hi`, `${c.column}_lo`] : [c.column]));
-  const sums = cols.map((col) => `SUM(${col}) AS ${col}`).join(', ');
-  const [first, last] = [ceilMonth(spec.from), floorMonth(spec.to)];
-  if (first >= last)
-    return {
-      sql: `SELECT set_id, ${sums} FROM ${TAG_SET_DAILY_TABLE} WHERE day >= ? AND day < ? GROUP BY set_id`,
-      params: [spec.from, spec.to],
-    };
-  const part = (table: string, col: string) =>
-    `SELECT set_id, ${cols.join(', ')} FROM ${table} WHERE ${col} >= ? AND ${col} < ?`;
-  const parts = [
-    part(TAG_SET_MONTHLY_TABLE, 'month'),
-    part(TAG_SET_DAILY_TABLE, 'day'),
-    part(TAG_SET_DAILY_TABLE, 'day'),
-  ];
-  return {
-    sql: `SELECT set_id, ${sums} FROM (${parts.join(' UNION ALL ')}) t GROUP BY set_id`,
-    params: [first, last, spec.from, first, last, spec.to],
-  };
-}
-
-/** The first UTC month start at or after `ts`. */
-const ceilMonth = (ts: number): number => {
-  const m = floorMonth(ts);
-  return m === ts ? m : Date.UTC(new Date(m).getUTCFullYear(), new Date(m).getUTCMonth() + 1, 1);
-};
 
 /**
  * How a raw query with a tag filter on a value finds its records:

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { AdminReads } from '../../admin/reads/admin-reads';
+import { reportTable } from '../../cli/reconcile';
 import { alertsSchema } from '../../config/alerts';
 import { reconcileSchema } from '../../config/reconcile';
 import { MAX_RECORDS_PER_RUN } from '../../reconcile/run';
@@ -112,6 +113,12 @@ describe('reconciliation on a schedule: OpenRouter, record by record through the
       ['2025-11-21', 'drift'],
     ]);
     expect(lines.join('')).to.not.include(ROUTER_KEY);
+    const table = reportTable(report);
+    expect(table).to.include('Generations: 3 checked, 2 matched, 0 charged differently, 1 with other tokens');
+    expect(table).to.match(/gen-3-short\s+tokens_differ\s+\$0\.00003452\s+\$0\.00003452\s+64\+98\s+64\+94/);
+    process.stdout.write(
+      `\n      the scheduled OpenRouter run, as tollgate reconcile prints it:\n${table.replace(/^/gm, '      ')}\n`,
+    );
   });
 
   it(`fails a run whose window holds more than ${MAX_RECORDS_PER_RUN} records, before asking OpenRouter anything`, async () => {

@@ -73,27 +73,31 @@ async function recordScans(c: Client): Promise<[string, string[]][]> {
 }
 
 /**
- * A grouping on two tag keys over a range holding a whole month (read from usage_tag_set_monthly, the days before
- * it from usage_tag_set_daily) gives what its records' days give, split at the month's start so that neither part
- * holds a whole month and both are read from the daily rows alone. Closes `store`.
+ * A grouping on two tag keys over ranges that read usage_tag_set_monthly (storage/query/tag-set-totals.ts) gives
+ * what the sum of the same grouping over each day of its records gives, each day read from usage_tag_set_daily
+ * alone: up to the next month's start (the current month's row whole), and up to END (the current month's row
+ * minus the days after END). Closes `store`.
  */
 async function expectMonthsAgreeWithDays(store: UsageStore): Promise<void> {
-  const [month, next] = [monthStart(END), monthStart(END, 1)];
-  const key = (r: UsageGroupRow) => JSON.stringify(r.group);
-  const counts = (rows: UsageGroupRow[]) => rows.map((r) => [key(r), r.requests, String(r.costPico)] as const);
+  type Count = readonly [group: string, requests: number, cost: string];
+  const counts = (rows: UsageGroupRow[]): Count[] =>
+    rows
+      .map((r) => [JSON.stringify(r.group), r.requests, String(r.costPico)] as const)
+      .sort((a, b) => (a[0] < b[0] ? -1 : 1));
+  const ask = async (from: number, to: number) =>
+    counts(await store.queryUsage({ from, to, groupBy: ['agent', 'feature'] }));
   try {
-    const ask = (from: number, to: number) => store.queryUsage({ from, to, groupBy: ['agent', 'feature'] });
-    const whole = counts(await ask(FROM, next));
     const sum = new Map<string, [number, bigint]>();
-    for (const part of [await ask(FROM, month), await ask(month, END)])
-      for (const [k, n, cost] of counts(part)) {
+    for (let day = FROM; day < END; day += DAY)
+      for (const [k, n, cost] of await ask(day, day + DAY)) {
         const [m, c] = sum.get(k) ?? [0, 0n];
         sum.set(k, [m + n, c + BigInt(cost)]);
       }
-    const split = [...sum].map(([k, [n, cost]]) => [k, n, String(cost)] as const);
-    const order = (rows: (readonly [string, number, string])[]) => [...rows].sort((a, b) => (a[0] < b[0] ? -1 : 1));
-    expect(whole.reduce((n, r) => n + r[1], 0)).to.equal(RECORDS);
-    expect(order(whole)).to.deep.equal(order(split));
+    const byGroup = (a: Count, b: Count) => (a[0] < b[0] ? -1 : 1);
+    const days = [...sum].map(([k, [n, cost]]): Count => [k, n, String(cost)]).sort(byGroup);
+    expect(days.reduce((n, r) => n + r[1], 0)).to.equal(RECORDS);
+    expect(await ask(FROM, monthStart(END, 1))).to.deep.equal(days);
+    expect(await ask(FROM, END)).to.deep.equal(days);
   } finally {
     await store.close();
   }
