@@ -33,7 +33,7 @@ export type LineStatus =
 export interface GatewaySide {
   requests: number;
   tokens: BillTokens;
-  /** The gateway's cost of the priced records (measured and estimated), at list price. */
+  /** The gateway's recorded cost of the priced records (measured and estimated): list price, or pricing.discounts'. */
   cost_usd: string;
   /** Records with no price (their cost is not in cost_usd). */
   unpriced: number;

@@ -1,8 +1,8 @@
 /**
  * The FOCUS (FinOps Open Cost and Usage Specification, version 1.2) export of GET /api/usage.focus.csv: one charge
- * row per UTC day, provider, model, key and workspace (and value of each tag asked for). Tollgate prices requests at
- * the provider's list price and knows nothing of discounts, so BilledCost, EffectiveCost, ListCost and ContractedCost
- * are the same known cost. A row whose cost is unknown (every request unpriced or not counted) leaves its cost cells
+ * row per UTC day, provider, model, key and workspace (and value of each tag asked for). A record keeps one cost: at
+ * the provider's list price, or at the effective price where pricing.discounts sets a discount, so BilledCost,
+ * EffectiveCost, ListCost and ContractedCost are that same known cost. A row whose cost is unknown (every request unpriced or not counted) leaves its cost cells
  * empty rather than write $0; x_CostStatus says which rows those are, and a lower bound is marked the same way.
  */
 import { formatUsd } from '../../pricing/money';

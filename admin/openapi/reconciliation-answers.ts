@@ -72,7 +72,7 @@ const ReconciliationLineJson = named(
       .object({
         requests: count('Records.'),
         tokens: billTokens,
-        cost_usd: usd('Cost of the priced records at list price.'),
+        cost_usd: usd('Recorded cost of the priced records (list price, or the pricing.discounts price where set).'),
         unpriced: count('Records with no price.'),
         estimated: count('Records with an estimated cost.'),
       })
@@ -144,7 +144,7 @@ export const ReconciliationAnswer = named(
           })
           .nullable(),
         totals: z.object({
-          gateway_usd: usd('Recorded cost at list price.'),
+          gateway_usd: usd('Recorded cost (list price, or the pricing.discounts price where set).'),
           provider_usd: usd('What the provider billed.'),
           difference_usd: signedUsd('Provider minus gateway.'),
           drift: share('Drift over the final days.').nullable(),
