@@ -72,6 +72,7 @@ export function recordJson(r: UsageRecord) {
     price_version: r.priceVersion,
     latency_ms: r.latencyMs,
     ttfb_ms: r.ttfbMs,
+    upstream_ms: r.upstreamMs ?? null,
     tags: r.tags,
     error_code: r.errorCode,
     usage_source: r.usageSource ?? null,

@@ -103,6 +103,12 @@ export interface UsageRecord {
    */
   generationId?: string | null;
   latencyMs: number;
+  /**
+   * The provider's own time, ms: from sending the request upstream to the last byte of its answer (for a stream, its
+   * end as relayed), so that latencyMs - upstreamMs is the gateway's overhead. Null when nothing was sent upstream;
+   * absent on records built before migration 019.
+   */
+  upstreamMs?: number | null;
   /** Time to first byte from upstream, ms; null if no byte arrived. */
   ttfbMs: number | null;
   tags: Record<string, string>;

@@ -129,7 +129,7 @@ export async function createGateway(loaded: LoadedConfig, options: GatewayOption
   });
   const readiness = readinessOf(config, { store, recordQueues, limitStore, proxy, logger });
   const probes = probeRoutes(readiness);
-  const koa = proxyApp(proxy, probes, logger);
+  const koa = proxyApp(proxy, probes, logger, (key) => keys.holds(key));
   const { records_days: recordsDays, batch_size: batchSize, pause_ms: pauseMs } = config.storage.retention;
   const maintenance = new StoreMaintenance(store, { recordsDays, batchSize, pauseMs }, logger);
   maintenance.start();

@@ -11,6 +11,7 @@ import type { Logger } from 'pino';
 import type { LoadedConfig } from '../config/load';
 import { endpointFor, methodsAt } from '../core/endpoints';
 import { GatewayError } from '../core/errors';
+import { closeLingering } from '../core/lingering-close';
 import type { PluginPipeline } from '../core/plugin-pipeline';
 import type { ProviderRegistry } from '../core/provider-routing';
 import { GatewayProxy } from '../core/proxy';
@@ -84,7 +85,7 @@ export function buildProxy(parts: {
  * The proxy's Koa stack is kept to one middleware: a path lookup that hands the request to the proxy, which writes
  * the response itself (ctx.respond = false) so the upstream's bytes go out untouched.
  */
-export function proxyApp(proxy: GatewayProxy, probes: Router, logger: Logger): Koa {
+export function proxyApp(proxy: GatewayProxy, probes: Router, logger: Logger, holdsKey: (key: string) => boolean): Koa {
   const koa = new Koa();
   koa.silent = true; // errors are logged by the proxy with their request id
   koa.use(function dispatchToProxy(ctx, next) {
@@ -95,14 +96,16 @@ export function proxyApp(proxy: GatewayProxy, probes: Router, logger: Logger): K
   });
   // After the proxy's own paths, so proxied requests never look at them: the one exception to "/v1 paths only".
   koa.use(probes.routes());
-  koa.use(refuseUnknownRoutes(logger));
+  koa.use(refuseUnknownRoutes(logger, holdsKey));
   return koa;
 }
 /**
  * Anything that is not one of the proxied endpoints (core/endpoints.ts) is answered by the gateway itself and never proxied; it gets
- * its log line like any request (no usage record: it reached no workspace).
+ * its log line like any request (no usage record: it reached no workspace). Without a valid gateway key the
+ * connection is closed after the answer, as after any keyless refusal (core/errors.ts): the requests a client
+ * pipelined behind it are never started.
  */
-function refuseUnknownRoutes(logger: Logger): Koa.Middleware {
+function refuseUnknownRoutes(logger: Logger, holdsKey: (key: string) => boolean): Koa.Middleware {
   return function refuseUnknownRoute(ctx) {
     const methods = methodsAt(ctx.path).join(', ');
     const error = methods
@@ -117,6 +120,11 @@ function refuseUnknownRoutes(logger: Logger): Koa.Middleware {
     ctx.status = error.status;
     ctx.set(error.headers);
     ctx.set(REQUEST_ID_HEADER, requestId);
+    const key = ctx.get('x-gateway-key');
+    if (!key || !holdsKey(key)) {
+      ctx.set('connection', 'close');
+      closeLingering(ctx.req);
+    }
     ctx.type = 'application/json';
     ctx.body = error.toBody();
     logger.info(

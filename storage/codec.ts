@@ -45,6 +45,7 @@ export const RECORD_COLUMNS = [
   'input_audio_tokens',
   'output_audio_tokens',
   'generation_id',
+  'upstream_ms',
 ] as const;
 
 /** The tags of a record without any (frozen: see memoLastFrozen). */
@@ -113,6 +114,8 @@ export function recordValues(r: UsageRecord): SqlValue[] {
     r.outputAudioTokens ?? null,
     // Absent on records built before migration 017.
     r.generationId ?? null,
+    // Absent on records built before migration 019.
+    r.upstreamMs ?? null,
   ];
 }
 
@@ -191,6 +194,7 @@ export function recordFromRow(row: Record<string, unknown>): UsageRecord {
     inputAudioTokens: toNumberOrNull(row.input_audio_tokens),
     outputAudioTokens: toNumberOrNull(row.output_audio_tokens),
     generationId: str(row.generation_id),
+    upstreamMs: toNumberOrNull(row.upstream_ms),
   };
 }
 

@@ -30,6 +30,7 @@ const NUM = {
   costDisagrees: 12,
   inputAudioTokens: 13,
   outputAudioTokens: 14,
+  upstreamMs: 15,
 };
 const STR = {
   workspaceId: 0,
@@ -174,7 +175,9 @@ function writeFields(p: ColumnWriter, r: UsageRecord, i: number): boolean {
     p.number(b + NUM.inputAudioTokens, r.inputAudioTokens ?? null, true) &&
     p.number(b + NUM.outputAudioTokens, r.outputAudioTokens ?? null, true) &&
     // Migration 017's, absent on records spilled before it.
-    p.string(s + STR.generationId, r.generationId ?? null, true)
+    p.string(s + STR.generationId, r.generationId ?? null, true) &&
+    // Migration 019's, absent on records spilled before it.
+    p.number(b + NUM.upstreamMs, r.upstreamMs ?? null, true)
   );
 }
 
@@ -295,6 +298,7 @@ export function unpackRecords(p: PackedRecords): UsageRecord[] {
       priceId: str(s + STR.priceId),
       serviceTier: str(s + STR.serviceTier),
       generationId: str(s + STR.generationId),
+      upstreamMs: num(b + NUM.upstreamMs),
       inputAudioTokens: num(b + NUM.inputAudioTokens),
       outputAudioTokens: num(b + NUM.outputAudioTokens),
     };

@@ -97,6 +97,7 @@ const RECORD_TYPES: Record<(typeof RECORD_COLUMNS)[number], string> = {
   input_audio_tokens: 'int8',
   output_audio_tokens: 'int8',
   generation_id: 'text',
+  upstream_ms: 'int4',
 };
 const INSERT_RECORDS = `INSERT INTO usage_records (${RECORD_COLUMNS.join(', ')}, ${RECORD_TAG_SET_COLUMN})
 ${unnest([...RECORD_COLUMNS.map((c) => RECORD_TYPES[c]), 'int8'])}

@@ -46,6 +46,7 @@ const NUMBER_FIELDS = [
   'searchQueries',
   'latencyMs',
   'ttfbMs',
+  'upstreamMs',
   'inputAudioTokens',
   'outputAudioTokens',
 ] as const;

@@ -2,7 +2,8 @@
  * The answer of GET /api/latency (the dashboard's latency and errors view), built on the reader thread.
  *
  * Requests and errors (per status, per provider and model, per bucket) are exact, read from the rollups like every
- * usage total. Percentiles need each request's times, which only the per-request records hold: they come from the
+ * usage total. Percentiles (latency, time to first byte, and the gateway's overhead: latency less the provider's time
+ * kept in upstream_ms) need each request's times, which only the per-request records hold: they come from the
  * newest LATENCY_SAMPLE_MAX records of the range, read newest first by the (ts, id) index a page at a time, so a
  * range of a million records costs the same bounded read as one of twenty thousand; `sample` says how much of the
  * range that covers. Error codes come from the same sample.
@@ -53,24 +54,54 @@ async function readSample(listPage: Sources['listPage'], filter: UsageFilter) {
 
 const modelKey = (provider: string | null, model: string | null) => JSON.stringify([provider ?? NONE, model ?? NONE]);
 
-/** Latency and time-to-first-byte percentiles over the range and per bucket, for one provider and model. */
-function timings(records: UsageRecord[], bucketOf: (ts: number) => number, count: number) {
-  const perBucket = Array.from({ length: count }, () => ({ latency: [] as number[], ttfb: [] as number[] }));
-  for (const r of records) {
-    const b = perBucket[bucketOf(r.ts)];
-    b.latency.push(r.latencyMs);
-    if (r.ttfbMs !== null) b.ttfb.push(r.ttfbMs);
+/**
+ * The gateway's overhead of a record: its latency less the provider's time (sending upstream to the answer's last
+ * byte); null where the provider's time is unknown (nothing sent upstream, or a record from before it was kept).
+ */
+const overheadOf = (r: UsageRecord): number | null =>
+  r.upstreamMs === null || r.upstreamMs === undefined ? null : Math.max(0, r.latencyMs - r.upstreamMs);
+
+const TIMES = {
+  latency: (r: UsageRecord) => r.latencyMs,
+  ttfb: (r: UsageRecord) => r.ttfbMs,
+  overhead: overheadOf,
+};
+type Times = Record<keyof typeof TIMES, number[]>;
+const noTimes = (): Times => ({ latency: [], ttfb: [], overhead: [] });
+
+function addTimes(into: Times, r: UsageRecord): void {
+  for (const [name, of] of Object.entries(TIMES) as [keyof Times, (r: UsageRecord) => number | null][]) {
+    const v = of(r);
+    if (v !== null) into[name].push(v);
   }
-  const q = perBucket.map((b) => ({ latency: quantiles(b.latency), ttfb: quantiles(b.ttfb) }));
+}
+
+/** Latency, time-to-first-byte and overhead percentiles over the range and per bucket, for one provider and model. */
+function timings(records: UsageRecord[], bucketOf: (ts: number) => number, count: number) {
+  const perBucket = Array.from({ length: count }, noTimes);
+  const all = noTimes();
+  for (const r of records) {
+    addTimes(perBucket[bucketOf(r.ts)], r);
+    addTimes(all, r);
+  }
+  const q = perBucket.map((b) => ({
+    latency: quantiles(b.latency),
+    ttfb: quantiles(b.ttfb),
+    overhead: quantiles(b.overhead),
+  }));
   return {
     sampled: records.length,
-    latency_ms: quantiles(records.map((r) => r.latencyMs)),
-    ttfb_ms: quantiles(records.flatMap((r) => (r.ttfbMs === null ? [] : [r.ttfbMs]))),
+    timed: all.overhead.length,
+    latency_ms: quantiles(all.latency),
+    ttfb_ms: quantiles(all.ttfb),
+    overhead_ms: quantiles(all.overhead),
     series: {
       latency_p50: q.map((x) => x.latency.p50),
       latency_p95: q.map((x) => x.latency.p95),
       ttfb_p50: q.map((x) => x.ttfb.p50),
       ttfb_p95: q.map((x) => x.ttfb.p95),
+      overhead_p50: q.map((x) => x.overhead.p50),
+      overhead_p95: q.map((x) => x.overhead.p95),
     },
   };
 }

@@ -191,6 +191,10 @@ export const UsageRecordJson = named(
       .nonnegative()
       .nullable()
       .meta({ description: 'Time to the first upstream byte; null when none arrived.' }),
+    upstream_ms: z.number().nonnegative().nullable().meta({
+      description:
+        "The provider's time: from sending the request upstream to the last byte of its answer (a stream's end as relayed). latency_ms - upstream_ms is the gateway's overhead. Null when nothing was sent upstream, and on records written before the gateway kept it.",
+    }),
     tags: z.record(z.string(), z.string()),
     error_code: z
       .string()
@@ -252,7 +256,10 @@ export const BudgetsAnswer = named(
       z.object({
         ...budgetOrigin,
         workspace: z.string(),
-        scope: z.string().meta({ description: '"workspace", or the tag the budget counts, e.g. "customer_id=acme".' }),
+        scope: z.string().meta({
+          description:
+            '"workspace", or the tag the budget counts, e.g. "customer_id=acme"; "customer_id=*" for a per-tag (or per-key, "key_id=*") budget that no value has spent under or met yet this period, listed once at zero spend.',
+        }),
         period: z.enum(['day', 'month']),
         period_start: time('Start of the current period (UTC).'),
         period_end: time('End of the current period.'),

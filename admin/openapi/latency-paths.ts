@@ -37,14 +37,22 @@ export const LatencyAnswer = named(
         requests: count('Requests in the range (exact, from the rollups).'),
         errors: count('Failed requests in the range (exact).'),
         sampled: count('Of them, in the sample.'),
+        timed: count(
+          "Of the sampled, those whose provider's time is known (upstream_ms), which overhead_ms describes.",
+        ),
         latency_ms: quantiles('total latency'),
         ttfb_ms: quantiles('time to the first byte from the provider'),
+        overhead_ms: quantiles(
+          "gateway overhead (latency_ms - upstream_ms: the latency less the provider's time from sending upstream to the answer's last byte)",
+        ),
         series: z
           .object({
             latency_p50: perBucket('Median latency per bucket, ms.'),
             latency_p95: perBucket('p95 latency per bucket, ms.'),
             ttfb_p50: perBucket('Median time to first byte per bucket, ms.'),
             ttfb_p95: perBucket('p95 time to first byte per bucket, ms.'),
+            overhead_p50: perBucket('Median gateway overhead per bucket, ms.'),
+            overhead_p95: perBucket('p95 gateway overhead per bucket, ms.'),
           })
           .meta({ description: 'One value per bucket, null where the sample holds none.' }),
       }),
@@ -71,7 +79,8 @@ export const latencyPaths = {
   '/api/latency': {
     get: {
       operationId: 'getLatency',
-      summary: 'Latency and time-to-first-byte percentiles per provider and model over time, and the error rate',
+      summary:
+        'Latency, time-to-first-byte and gateway-overhead percentiles per provider and model over time, and the error rate',
       description: `Requests and errors are exact (rollups); the percentiles and error codes come from the range's newest ${LATENCY_SAMPLE_MAX} records, a bounded read whatever the range holds. At most ${BUCKETS_MAX} buckets.`,
       tags: ['usage'],
       parameters: [...rangeParams, intervalParam('Bucket size; default hour for ranges up to three days, else day.')],

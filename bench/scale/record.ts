@@ -28,6 +28,8 @@ export function scaleRecord(r: () => number, g: number, ts: number): UsageRecord
   const priced = c.inRate > 0;
   const tokens = (n: number) => (failed ? null : n);
   const cost = BigInt(inputAll - cacheRead) * BigInt(c.inRate) + BigInt(output) * BigInt(c.outRate);
+  const latencyMs = 200 + Math.floor(r() * 8000);
+  const ttfbMs = 100 + Math.floor(r() * 800);
   return {
     ...{ id: scaleId(g), ts, workspaceId: c.workspaceId, keyId: c.keyId, provider: c.provider, model: c.model },
     ...{ servedModel: c.model, endpoint: c.endpoint, status, streamed: r() < 0.04 && c.endpoint !== 'messages' },
@@ -39,8 +41,10 @@ export function scaleRecord(r: () => number, g: number, ts: number): UsageRecord
     costPico: failed ? 0n : priced ? cost + BigInt(cacheRead) * BigInt(c.inRate / 10) : null,
     provenance: failed ? 'failed' : priced ? 'measured' : 'unpriced',
     priceVersion: priced && !failed ? 'scale' : null,
-    latencyMs: 200 + Math.floor(r() * 8000),
-    ttfbMs: 100 + Math.floor(r() * 800),
+    latencyMs,
+    ttfbMs,
+    // The provider's time: the latency less an overhead of 1 to 12 ms.
+    upstreamMs: latencyMs - (1 + (ttfbMs % 12)),
     tags,
     errorCode: null,
     usageSource: failed ? 'none' : 'provider',

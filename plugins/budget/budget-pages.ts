@@ -8,7 +8,7 @@ import {
 import type { Applied } from './active-budgets';
 import { alertReached } from './alert';
 import { describe, perValuesKey, type Rule } from './budget-instance';
-import { periodAt } from './periods';
+import { periodAt, type Period } from './periods';
 import { readLimitStore } from './refusals';
 
 /** A configured budget and its workspace: the unit the listing orders by. */
@@ -33,29 +33,36 @@ export async function budgetPage(
   reads: BudgetReads,
   q: { now: number; after: BudgetCursor | undefined; limit: number },
 ): Promise<{ statuses: BudgetStatus[]; next: BudgetCursor | null }> {
-  const found: { a: Applied; at: BudgetCursor }[] = [];
+  const found: Found[] = [];
   const wanted = q.limit + 1; // one more than the page: whether a next page exists
   for (const listed of rules) {
     if (found.length >= wanted) break;
     const here = q.after && { workspace: q.after.workspace, id: q.after.id };
     const order = here ? compareToCursor(listed, here) : 1;
-    if (order < 0 || (order === 0 && !listed.rule.per)) continue;
+    // A cursor on a budget with no value (a whole-workspace budget, or a per-tag one that has none yet) is past it.
+    if (order < 0 || (order === 0 && (!listed.rule.per || q.after!.value === null))) continue;
     const after = order === 0 ? (q.after!.value ?? undefined) : undefined;
     found.push(...(await instances(limits, listed, reads, { now: q.now, after, limit: wanted - found.length })));
   }
   const page = found.slice(0, q.limit);
-  const states = await readLimitStore(() => limits.store.budgetStates(page.map((f) => f.a.check)));
-  const statuses = page.map(({ a }, i) => {
-    const { spentPico, reservedPico } = states[i];
+  const counted = page.flatMap((f) => ('a' in f ? [f.a] : []));
+  const states = await readLimitStore(() => limits.store.budgetStates(counted.map((a) => a.check)));
+  let i = 0;
+  const statuses = page.map((f): BudgetStatus => {
+    if (!('a' in f)) return f.status;
+    const { spentPico, reservedPico } = states[i++];
     return {
-      ...a.status,
+      ...f.a.status,
       spentPico,
       reservedPico,
-      alerted: alertReached(spentPico, a.status.limitPico, a.status.alertAt[0]),
+      alerted: alertReached(spentPico, f.a.status.limitPico, f.a.status.alertAt[0]),
     };
   });
   return { statuses, next: found.length > q.limit ? page[page.length - 1].at : null };
 }
+
+/** A page entry: a budget instance, whose counter the limit store holds, or a per-tag budget with no value yet. */
+type Found = { a: Applied; at: BudgetCursor } | { status: BudgetStatus; at: BudgetCursor };
 
 function compareToCursor(listed: ListedRule, at: { workspace: string; id: string }): number {
   return codePointCompare(listed.workspace, at.workspace) || codePointCompare(listed.rule.budgetId, at.id);
@@ -67,7 +74,7 @@ async function instances(
   { workspace, rule }: ListedRule,
   reads: BudgetReads,
   q: { now: number; after: string | undefined; limit: number },
-): Promise<{ a: Applied; at: BudgetCursor }[]> {
+): Promise<Found[]> {
   const period = periodAt(rule.config.period, q.now);
   const range = { from: period.startMs, to: q.now + 1 };
   const id = rule.budgetId;
@@ -82,10 +89,38 @@ async function instances(
     reads.tagSpend({ ...range, workspace, tag, after: q.after, limit: q.limit }),
     readLimitStore(() => limits.store.setRange(perValuesKey(workspace, rule, period), q.after, q.limit)),
   ]);
-  return mergeValues(spent, met, q.limit).map(([value, seed]) => ({
+  const values = mergeValues(spent, met, q.limit);
+  if (values.length === 0 && q.after === undefined)
+    return [{ status: noValueYet(workspace, rule, period), at: { workspace, id, value: null } }];
+  return values.map(([value, seed]) => ({
     a: describe(limits, workspace, rule, [[tag, value]], period, seed),
     at: { workspace, id, value },
   }));
+}
+
+/**
+ * A per-tag (or per-key) budget no value has spent under or met this period: listed once, so that a budget just
+ * made is seen, at zero spend with its own limit. Its scope, "<tag>=*", stands for every value; no counter is read.
+ */
+function noValueYet(workspace: string, rule: Rule, period: Period): BudgetStatus {
+  const b = rule.config;
+  return {
+    key: perValuesKey(workspace, rule, period),
+    id: rule.budgetId,
+    source: rule.runtime ? 'runtime' : 'yaml',
+    workspace,
+    scope: `${rule.per}=*`,
+    period: b.period,
+    periodStart: period.startMs,
+    periodEnd: period.endMs,
+    limitPico: rule.limitPico,
+    spentPico: 0n,
+    reservedPico: 0n,
+    alertAt: b.alert_at,
+    alerted: false,
+    action: b.action,
+    filters: { workspace },
+  };
 }
 
 /**

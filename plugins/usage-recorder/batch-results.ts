@@ -70,6 +70,7 @@ export class BatchAccounting {
       streamed: false,
       latencyMs: 0,
       ttfbMs: null,
+      upstreamMs: null,
       tags: job.tags,
       errorCode: null,
       usageSource: usage ? ('provider' as const) : ('none' as const),

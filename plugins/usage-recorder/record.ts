@@ -108,6 +108,8 @@ export interface RecordFrame {
   streamed: boolean;
   latencyMs: number;
   ttfbMs: number | null;
+  /** See UsageRecord.upstreamMs. */
+  upstreamMs: number | null;
   tags: Record<string, string>;
   errorCode: string | null;
   usageSource: UsageSource;
@@ -139,11 +141,22 @@ export function buildRecord(ctx: GatewayContext, priced: PricedUsage | undefined
     streamed: ctx.stream,
     latencyMs: Math.round(ctx.latencyMs),
     ttfbMs: ctx.ttfbMs === undefined ? null : Math.round(ctx.ttfbMs),
+    upstreamMs: upstreamMsOf(ctx),
     tags: ctx.tags,
     errorCode: error,
     usageSource: usageSourceOf(ctx),
   };
   return assembleRecord(frame, u, priced, provenanceOf(ctx, priced), priceVersion);
+}
+
+/**
+ * The provider's time from the two clock readings the proxy takes anyway (core/proxy.ts when it sends, core/relay.ts
+ * when the answer's last byte is through): no clock is read for it. Null when nothing was sent or nothing came back.
+ */
+function upstreamMsOf(ctx: GatewayContext): number | null {
+  const sent = ctx.upstreamSentMs;
+  const done = ctx.upstreamDoneMs;
+  return sent === undefined || done === undefined ? null : Math.round(Math.max(0, done - sent));
 }
 
 /** A record from its frame, the usage counted and its price (one object shape for every record). */
@@ -185,6 +198,7 @@ export function assembleRecord(
           : priceVersion,
     latencyMs: frame.latencyMs,
     ttfbMs: frame.ttfbMs,
+    upstreamMs: frame.upstreamMs,
     tags: boundedTags(frame.tags),
     errorCode: bounded(frame.errorCode, RECORD_TEXT_LIMITS.errorCode),
     usageSource: frame.usageSource,

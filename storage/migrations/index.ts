@@ -20,6 +20,7 @@ import { scheduleAndRepriceLog } from './015_schedule_and_reprice_log';
 import { batchJobs } from './016_batch_jobs';
 import { generationId } from './017_generation_id';
 import { tagSetDailyByDay } from './018_tag_set_daily_by_day';
+import { upstreamMs } from './019_upstream_ms';
 import { tagSetMonthly } from './021_tag_set_monthly';
 
 export interface Migration {
@@ -56,6 +57,7 @@ export const MIGRATIONS: readonly Migration[] = [
   batchJobs,
   generationId,
   tagSetDailyByDay,
+  upstreamMs,
   tagSetMonthly,
 ];
 

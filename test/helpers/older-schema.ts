@@ -8,7 +8,8 @@
  *   version 3  the same, without the tag-set tables of migration 004
  * Versions 3 and 4 have no quarantine table (migration 006) either; none has the columns of migrations 008 and 009,
  * nor the alert outbox of migration 010, nor the reconciliation runs of migration 014, nor 015's tables, nor 016's
- * batch jobs, nor 017's generation_id, nor 018's index by day, nor 021's monthly tag-set rollup.
+ * batch jobs, nor 017's generation_id, nor 018's index by day, nor 019's upstream_ms, nor 021's monthly tag-set
+ * rollup.
  */
 import { MIGRATIONS } from '../../storage/migrations';
 
@@ -20,7 +21,7 @@ export function versionsFrom(first: number): number[] {
 }
 
 /**
- * Migrations 008, 009, 012 and 017's columns dropped, records and rollups as every earlier build left them, migration
+ * Migrations 008, 009, 012, 017 and 019's columns dropped, records and rollups as every earlier build left them, migration
  * 010's alert outbox, 013's runtime budgets and spend freezes, 014's reconciliation runs, 015's schedule and reprice
  * log, 016's batch jobs, 018's index and 021's monthly rollup dropped, and none
  * recorded as applied; `droppedTables` are rollup tables the caller drops itself.
@@ -38,7 +39,7 @@ export function undo008Sql(droppedTables: readonly string[] = []): string {
     'DROP TABLE reconciliation_schedule;',
     'DROP TABLE reprice_log;',
     'DROP TABLE batch_jobs;',
-    ...['service_tier', 'input_audio_tokens', 'output_audio_tokens', 'generation_id'].map(
+    ...['service_tier', 'input_audio_tokens', 'output_audio_tokens', 'generation_id', 'upstream_ms'].map(
       (c) => `ALTER TABLE usage_records DROP COLUMN ${c};`,
     ),
     ...['usage_source', 'provider_cost_pico', 'cost_disagrees', 'tool_calls', 'price_id'].map(
@@ -56,7 +57,7 @@ export function undo008Sql(droppedTables: readonly string[] = []): string {
         `ALTER TABLE ${t} DROP COLUMN cost_disagreement_count;`,
         `ALTER TABLE ${t} DROP COLUMN not_counted_count;`,
       ]),
-    'DELETE FROM schema_migrations WHERE version IN (8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 21);',
+    'DELETE FROM schema_migrations WHERE version IN (8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 21);',
   ].join('\n');
 }
 

@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import { expect } from 'chai';
 import { type TestGateway, useGateway } from '../helpers/gateway';
 import { chatRequestBytes, pipeline } from '../helpers/pipelined';
@@ -96,18 +97,28 @@ describe('pipelined requests are answered in order and bounded per connection', 
     for (let c = 0; c < CONNECTIONS; c++) expect(statuses(c), `connection ${c}`).to.deep.equal([200, 200, 200, 200]);
   });
 
+  it('a connection pipelining 50 requests to an unknown path without a key gets one 404, then the gateway closes it; with a key it stays open', async () => {
+    const unknown = (key: string | undefined) => chatRequestBytes(key, '/v1/no-such-endpoint');
+    const answers = await answersUntilClosed(pipeline(gw.url, unknown(undefined), 50, true));
+    expect(answers.map((a) => a.status)).to.deep.equal([404]);
+    expect(answers[0].headers).to.deep.include(['connection', 'close']);
+    expect(JSON.parse(answers[0].body.toString()).error.code).to.equal('route_not_found');
+
+    const keyed = pipeline(gw.url, unknown(gw.key), 3, true);
+    const keyedReceived: Buffer[] = [];
+    keyed.on('data', (c: Buffer) => keyedReceived.push(c));
+    await waitFor(() => parseResponses(Buffer.concat(keyedReceived)).responses.length === 3, 5000, 'three answers');
+    expect(keyed.destroyed, 'the keyed connection is still open').to.equal(false);
+    keyed.destroy();
+    expect(upstream.received, 'nothing forwarded').to.have.length(0);
+  });
+
   for (const [name, key] of [
     ['no key', undefined],
     ['a wrong key', 'tg_wrong_key'],
   ] as const) {
     it(`a connection pipelining 50 requests with ${name} gets one 401, then the gateway closes it`, async () => {
-      const socket = pipeline(gw.url, chatRequestBytes(key), 50, true);
-      const received: Buffer[] = [];
-      socket.on('data', (c: Buffer) => received.push(c));
-      let closed = false;
-      socket.once('close', () => (closed = true));
-      await waitFor(() => closed, 5000, 'the gateway closed the connection');
-      const answers = parseResponses(Buffer.concat(received)).responses;
+      const answers = await answersUntilClosed(pipeline(gw.url, chatRequestBytes(key), 50, true));
       expect(answers.map((a) => a.status)).to.deep.equal([401]);
       expect(answers[0].headers).to.deep.include(['connection', 'close']);
       expect(upstream.received, 'nothing forwarded').to.have.length(0);
@@ -116,3 +127,13 @@ describe('pipelined requests are answered in order and bounded per connection', 
     });
   }
 });
+
+/** The answers a connection receives until the gateway closes it. */
+async function answersUntilClosed(socket: Socket) {
+  const received: Buffer[] = [];
+  socket.on('data', (c: Buffer) => received.push(c));
+  let closed = false;
+  socket.once('close', () => (closed = true));
+  await waitFor(() => closed, 5000, 'the gateway closed the connection');
+  return parseResponses(Buffer.concat(received)).responses;
+}

@@ -493,7 +493,14 @@ for (const backend of backends)
         // the rest.
         const before008 = (r: UsageRecord) => {
           const { usageSource: _s, providerCostPico: _p, costDisagrees: _d, toolCalls: _t, priceId: _i, ...rest } = r;
-          const { serviceTier: _v, inputAudioTokens: _a, outputAudioTokens: _o, generationId: _g, ...kept } = rest;
+          const {
+            serviceTier: _v,
+            inputAudioTokens: _a,
+            outputAudioTokens: _o,
+            generationId: _g,
+            upstreamMs: _u,
+            ...kept
+          } = rest;
           return kept;
         };
         expect(page.records.map(before008)).to.deep.equal(

@@ -111,6 +111,36 @@ ${extra}`,
     ]);
   });
 
+  it('a per_key budget with no spend yet is listed once at zero ("key_id=*"), paged like the rest, until a key spends', async () => {
+    const gw = await start();
+    const created = await adminSend(gw, 'POST', '/api/budgets', { period: 'month', usd: 50, per_key: true });
+    expect(created.status, JSON.stringify(created.json)).to.equal(201);
+    const mine = async () =>
+      (await adminGet(gw, '/api/budgets')).data
+        .filter((x: any) => x.id === created.json.id)
+        .map((x: any) => [x.scope, x.spent_usd, x.limit_usd, x.used_share]);
+    expect(await mine()).to.deep.equal([['key_id=*', '0', '50', 0]]);
+    // One budget a page: the YAML budget and this one, each once.
+    const ids: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: any = await adminGet(
+        gw,
+        `/api/budgets?limit=1${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+      );
+      ids.push(...page.data.map((x: any) => `${x.id} ${x.scope}`));
+      cursor = page.next_cursor;
+    } while (cursor);
+    expect(ids).to.deep.equal((await adminGet(gw, '/api/budgets')).data.map((x: any) => `${x.id} ${x.scope}`));
+    expect(ids).to.have.length(2);
+    expect((await chat(gw)).status).to.equal(200);
+    await waitForRecords(gw, 1);
+    await waitFor(async () => (await mine())[0]?.[0] === 'key_id=test', 5000, 'the key listed with its spend');
+    const [[, spent]] = await mine();
+    expect(spent).to.equal(usd(actual).replace(/\.?0+$/, ''));
+    expect(await mine()).to.have.length(1);
+  });
+
   it('a warn budget never refuses', async () => {
     const gw = await start();
     const created = await adminSend(gw, 'POST', '/api/budgets', { period: 'day', usd: '0', on_exceed: 'warn' });

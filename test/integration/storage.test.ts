@@ -60,6 +60,7 @@ const before008 = (r: UsageRecord): UsageRecord => ({
   inputAudioTokens: null,
   outputAudioTokens: null,
   generationId: null,
+  upstreamMs: null,
 });
 const rowsBefore008 = (rows: UsageGroupRow[]): UsageGroupRow[] => rows.map((r) => ({ ...r, costDisagreementCount: 0 }));
 
@@ -126,6 +127,8 @@ function makeRecords(n: number, seed: number, from: number, span: number, idPref
       outputAudioTokens: i % 9 === 0 ? i % 40 : null,
       // Migration 017's.
       generationId: provider === 'openrouter' ? `gen-${idPrefix}${i}` : null,
+      // Migration 019's.
+      upstreamMs: i % 5 === 0 ? null : 40 + (i % 300),
     });
     // As every build before migration 009 recorded them (its backfill relies on it): an audio or image record that
     // neither failed nor was cut is not counted, and only those are.

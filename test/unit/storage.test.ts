@@ -42,6 +42,7 @@ function rec(over: Partial<UsageRecord> = {}): UsageRecord {
     inputAudioTokens: null,
     outputAudioTokens: null,
     generationId: null,
+    upstreamMs: null,
     ...over,
   });
 }
@@ -178,6 +179,7 @@ describe('storage (unit)', () => {
         inputAudioTokens: 3,
         outputAudioTokens: 0,
         generationId: 'gen-1773011155-RKj29WPs25kxzvCwOntV',
+        upstreamMs: 812,
       }),
       r({
         id: 'r8',

@@ -142,6 +142,8 @@ export interface SeriesResponse {
   total: SeriesJson;
 }
 
+type Quantiles = { p50: number | null; p95: number | null };
+
 /** GET /api/latency (admin/openapi/latency-paths.ts describes every field). */
 export interface LatencyResponse {
   buckets: string[];
@@ -153,9 +155,11 @@ export interface LatencyResponse {
     requests: number;
     errors: number;
     sampled: number;
-    latency_ms: { p50: number | null; p95: number | null };
-    ttfb_ms: { p50: number | null; p95: number | null };
-    series: Record<'latency_p50' | 'latency_p95' | 'ttfb_p50' | 'ttfb_p95', (number | null)[]>;
+    timed: number;
+    latency_ms: Quantiles;
+    ttfb_ms: Quantiles;
+    overhead_ms: Quantiles;
+    series: Record<`${'latency' | 'ttfb' | 'overhead'}_${'p50' | 'p95'}`, (number | null)[]>;
   }[];
   models_other: number;
   errors: {

@@ -205,7 +205,7 @@ export async function renderBudgets(root: HTMLElement, ctx: AppCtx, isCurrent: (
       h(
         'p',
         { class: 'muted small' },
-        'Budgets made here are stored in the usage store and applied by every instance sharing it within seconds. A budget per tag value or per key lists each value once it has spend this period.',
+        'Budgets made here are stored in the usage store and applied by every instance sharing it within seconds. A budget per tag value or per key shows as one row (tag = *) at zero until a value has spend this period, then each value once.',
       ),
       formHost,
     ),

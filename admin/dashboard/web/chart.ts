@@ -12,11 +12,12 @@ export interface Series {
   values: bigint[];
 }
 
-let current: ChartInstance | undefined;
+/** The charts on the page (the latency view draws two). */
+let current: Pick<ChartInstance, 'destroy'>[] = [];
 
 export function destroyChart(): void {
-  current?.destroy();
-  current = undefined;
+  for (const c of current) c.destroy();
+  current = [];
 }
 
 /** The buckets the range covers only in part (its first and last, cut by from / to): marked, never read as dips. */
@@ -38,7 +39,7 @@ export function drawChart(
   destroyChart();
   const toNumber = (v: bigint) => (metric === 'cost' ? Number(v) / 1e12 : Number(v));
   const fmt = (v: number) => (metric === 'cost' ? money(BigInt(Math.round(v * 1e12))) : int(v));
-  current = new Chart(canvas, {
+  const chart = new Chart(canvas, {
     type: 'bar',
     data: {
       labels: buckets.map((b, i) => bucketLabel(b, interval) + (partial[i] ? PARTIAL_MARK : '')),
@@ -87,17 +88,20 @@ export function drawChart(
       },
     },
   });
+  current.push(chart);
 }
 
-/** Lines over time (the latency view): one per series, a gap where a bucket has no value. */
+/**
+ * Lines over time (the latency view): one per series, a gap where a bucket has no value. Added beside the charts
+ * already drawn: the view clears them (destroyChart) before it draws its own.
+ */
 export function drawLines(
   canvas: HTMLCanvasElement,
   labels: string[],
   series: { label: string; color: string; values: (number | null)[] }[],
   format: (v: number) => string,
 ): void {
-  destroyChart();
-  current = new Chart(canvas, {
+  const chart = new Chart(canvas, {
     type: 'line',
     data: {
       labels,
@@ -130,4 +134,5 @@ export function drawLines(
       },
     },
   });
+  current.push(chart);
 }

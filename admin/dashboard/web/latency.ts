@@ -1,11 +1,11 @@
 /**
- * The latency and errors view: p50 and p95 of latency and of the provider's time to first byte per provider and
- * model, over time, and the error rate by status and by error code (GET /api/latency). Requests and errors are exact;
+ * The latency and errors view: p50 and p95 of latency, of the gateway's overhead (latency less the provider's time) and
+ * of the provider's time to first byte per provider and model, over time, and the error rate by status and by error code (GET /api/latency). Requests and errors are exact;
  * the percentiles come from the range's newest records, as the note under the cards says.
  */
 import { api, type LatencyResponse } from './api.js';
 import { bucketLabel, dateTime, int, ms, pct } from './format.js';
-import { drawLines, PALETTE, partialBuckets, PARTIAL_MARK } from './chart.js';
+import { destroyChart, drawLines, PALETTE, partialBuckets, PARTIAL_MARK } from './chart.js';
 import type { AppCtx } from './context.js';
 import { h, replace } from './dom.js';
 import { resolveRange } from './state.js';
@@ -32,7 +32,8 @@ export async function renderLatency(root: HTMLElement, ctx: AppCtx, isCurrent: (
   });
   if (!isCurrent()) return;
   const { errors, sample } = answer;
-  const canvas = h('canvas', { id: 'latency-chart', 'aria-label': 'p95 latency over time' });
+  const canvas = h('canvas', { id: 'latency-chart', 'aria-label': 'p95 time to first byte over time' });
+  const overheadCanvas = h('canvas', { id: 'overhead-chart', 'aria-label': 'p95 gateway overhead over time' });
   replace(
     body,
     h(
@@ -47,36 +48,40 @@ export async function renderLatency(root: HTMLElement, ctx: AppCtx, isCurrent: (
       sample.complete
         ? `Percentiles and error codes from all ${int(sample.records)} requests of the range.`
         : `Percentiles and error codes from the newest ${int(sample.records)} requests of the range (since ${dateTime(sample.oldest)}); requests and errors count the whole range.`,
-      ' Gateway overhead is not shown: a record keeps the total latency and the time to first byte, not the provider’s own time.',
+      ' Gateway overhead is the latency less the provider’s time, from sending the request upstream to the last byte of its answer; requests that never reached a provider, and records kept before the gateway measured it, are left out of it.',
     ),
-    h(
-      'section',
-      { class: 'panel' },
-      h(
-        'header',
-        { class: 'panel-head' },
-        h('h2', {}, 'p95 time to first byte by provider and model'),
-        h('span', { class: 'muted small' }, `UTC ${range.interval === 'hour' ? 'hours' : 'days'}`),
-      ),
-      h('div', { class: 'chart-box' }, canvas),
-    ),
+    chartPanel('p95 time to first byte by provider and model', range.interval, canvas),
+    chartPanel('p95 gateway overhead by provider and model', range.interval, overheadCanvas),
     panel('Latency by provider and model', modelTable(answer.models)),
     panel('Errors by status', statusTable(errors.by_status, errors.requests)),
     panel('Errors by code', codeTable(errors.by_code)),
   );
   const buckets = answer.buckets.map((b) => Date.parse(b));
   const partial = partialBuckets(buckets, range.interval, range.from, range.to);
-  drawLines(
-    canvas,
-    buckets.map((b, i) => bucketLabel(b, range.interval) + (partial[i] ? PARTIAL_MARK : '')),
+  const labels = buckets.map((b, i) => bucketLabel(b, range.interval) + (partial[i] ? PARTIAL_MARK : ''));
+  const lines = (series: 'ttfb_p95' | 'overhead_p95') =>
     answer.models.slice(0, LINES).map((m, i) => ({
       label: `${m.provider} ${m.model}`,
       color: PALETTE[i % PALETTE.length],
-      values: m.series.ttfb_p95,
-    })),
-    (v) => ms(Math.round(v)),
-  );
+      values: m.series[series],
+    }));
+  destroyChart();
+  drawLines(canvas, labels, lines('ttfb_p95'), (v) => ms(Math.round(v)));
+  drawLines(overheadCanvas, labels, lines('overhead_p95'), (v) => ms(Math.round(v)));
 }
+
+const chartPanel = (title: string, interval: 'hour' | 'day', canvas: HTMLElement) =>
+  h(
+    'section',
+    { class: 'panel' },
+    h(
+      'header',
+      { class: 'panel-head' },
+      h('h2', {}, title),
+      h('span', { class: 'muted small' }, `UTC ${interval === 'hour' ? 'hours' : 'days'}`),
+    ),
+    h('div', { class: 'chart-box' }, canvas),
+  );
 
 const summaryCard = (metric: string, title: string, value: string, exact: string) =>
   h(
@@ -118,7 +123,18 @@ const num = (col: string, value: string | number | null, shown: string) =>
 function modelTable(models: Model[]): HTMLElement {
   return table(
     'latency-models',
-    ['Provider · model', 'Requests', 'Error rate', 'Latency p50', 'p95', 'First byte p50', 'p95', 'Sampled'],
+    [
+      'Provider · model',
+      'Requests',
+      'Error rate',
+      'Latency p50',
+      'p95',
+      'Overhead p50',
+      'p95',
+      'First byte p50',
+      'p95',
+      'Sampled',
+    ],
     models.map((m) =>
       h(
         'tr',
@@ -128,6 +144,8 @@ function modelTable(models: Model[]): HTMLElement {
         num('errors', m.errors, pct(m.errors, m.requests)),
         num('latency_p50', m.latency_ms.p50, ms(m.latency_ms.p50)),
         num('latency_p95', m.latency_ms.p95, ms(m.latency_ms.p95)),
+        num('overhead_p50', m.overhead_ms.p50, ms(m.overhead_ms.p50)),
+        num('overhead_p95', m.overhead_ms.p95, ms(m.overhead_ms.p95)),
         num('ttfb_p50', m.ttfb_ms.p50, ms(m.ttfb_ms.p50)),
         num('ttfb_p95', m.ttfb_ms.p95, ms(m.ttfb_ms.p95)),
         num('sampled', m.sampled, int(m.sampled)),
