@@ -23,24 +23,26 @@ export interface GatewayProcess {
 }
 
 /**
- * Runs the real `tollgate start` with this YAML as its config file (in a fresh folder) and waits until it listens.
- * `nodeFlags` go to Node before the script.
+ * Runs the real `tollgate start` with this YAML as its config file (in a fresh folder) and waits until it listens:
+ * `node dist/cli/index.js start`, or `npm start` as the README says (the child's PID is then npm's).
  */
 export async function spawnGateway(
   yaml: string,
   env: NodeJS.ProcessEnv = {},
-  nodeFlags: string[] = [],
+  launch: 'node' | 'npm start' = 'node',
 ): Promise<GatewayProcess> {
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-proc-'));
-  writeFileSync(join(dir, 'gateway.config.yaml'), yaml);
-  const child = spawn(
-    process.execPath,
-    [...nodeFlags, resolve(PROJECT_ROOT, 'dist/cli/index.js'), 'start', '--config', join(dir, 'gateway.config.yaml')],
-    {
-      env: { ...process.env, GATEWAY_KEY: TEST_GATEWAY_KEY, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
+  const config = join(dir, 'gateway.config.yaml');
+  writeFileSync(config, yaml);
+  const [command, args] =
+    launch === 'node'
+      ? [process.execPath, [resolve(PROJECT_ROOT, 'dist/cli/index.js'), 'start', '--config', config]]
+      : ['npm', ['start', '--', '--config', config]];
+  const child = spawn(command, args, {
+    cwd: PROJECT_ROOT,
+    env: { ...process.env, GATEWAY_KEY: TEST_GATEWAY_KEY, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stderr = '';
   const lines: string[] = [];
   const collect = (stream: NodeJS.ReadableStream) => {

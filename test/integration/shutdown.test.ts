@@ -1,9 +1,10 @@
+import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { request } from 'undici';
 import { openStore } from '../../storage';
-import { fixtureBytes } from '../helpers/fixtures';
-import { OPENAI_KEY, providerBlock, TEST_GATEWAY_KEY } from '../helpers/gateway';
+import { fixtureBytes, PROJECT_ROOT } from '../helpers/fixtures';
+import { OPENAI_KEY, openaiClient, providerBlock, TEST_GATEWAY_KEY } from '../helpers/gateway';
 import { spawnGateway, type GatewayProcess } from '../helpers/process';
 import { sseChunks, TestUpstream } from '../helpers/upstream';
 
@@ -66,5 +67,57 @@ plugins:
     } finally {
       await store.close();
     }
+  });
+});
+
+/**
+ * `npm start` as the README runs it: an unchanged tree starts from its build (the prestart compiles only when a
+ * source is newer than dist/build-info.json), and a signal to the PID npm start gave reaches the gateway, which
+ * drains and exits, so a supervisor that signals that PID stops it.
+ */
+describe('npm start: an unchanged build, stopped through its PID', () => {
+  const upstream = new TestUpstream();
+  let gw: GatewayProcess;
+  const buildInfo = join(PROJECT_ROOT, 'dist', 'build-info.json');
+  let builtAt: number;
+
+  before(async function () {
+    this.timeout(180_000); // were the tree stale, the build would run first: the test then says so
+    await upstream.start();
+    builtAt = statSync(buildInfo).mtimeMs;
+    gw = await spawnGateway(
+      `
+server: { host: 127.0.0.1, port: 0 }
+storage: { url: "sqlite:./tollgate.db" }
+workspaces: [{ id: default, keys: [{ id: ci, key: "\${GATEWAY_KEY}" }] }]
+${providerBlock(upstream.url)}
+`,
+      {},
+      'npm start',
+    );
+  });
+  after(() => upstream.stop());
+
+  it('starts without compiling, serves, and exits 0 on SIGTERM to npm', async () => {
+    expect(statSync(buildInfo).mtimeMs, 'npm start rebuilt an unchanged tree').to.equal(builtAt);
+    expect(gw.output().join('\n')).to.not.match(/> tollgate@\S+ build/);
+    upstream.respondWith(() => ({
+      headers: { 'content-type': 'application/json' },
+      body: fixtureBytes('openai/chat_completion_cached_tokens.json'),
+    }));
+    const answer = await openaiClient({ url: gw.url, key: TEST_GATEWAY_KEY }).chat.completions.create({
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    expect(answer.usage?.total_tokens).to.be.greaterThan(0);
+
+    gw.child.kill('SIGTERM');
+    expect(await gw.exited).to.equal(0);
+    expect(gw.output().join('\n')).to.include('shutting down');
+    const refused = await request(`${gw.url}/healthz`).then(
+      () => false,
+      () => true,
+    );
+    expect(refused, 'the gateway still answers after npm start was signalled').to.equal(true);
   });
 });
