@@ -3,18 +3,24 @@
  *
  * Requests and errors (per status, per provider and model, per bucket) are exact, read from the rollups like every
  * usage total. Percentiles (latency, time to first byte, and the gateway's overhead: latency less the provider's time
- * kept in upstream_ms) need each request's times, which only the per-request records hold: they come from the
- * newest LATENCY_SAMPLE_MAX records of the range, read newest first by the (ts, id) index a page at a time, so a
- * range of a million records costs the same bounded read as one of twenty thousand; `sample` says how much of the
- * range that covers. Error codes come from the same sample.
+ * kept in upstream_ms) need each request's times, which only the per-request records hold. They come from a sample
+ * of at most LATENCY_SAMPLE_MAX records spread over the range: the range is cut into strata (one per bucket, at most
+ * STRATA_MAX of neighbouring buckets), and the newest records of each stratum are read by the (ts, id) index, so a
+ * range of a million records costs the same bounded read as one of twenty thousand, and every bucket of the chart
+ * has its own. A range-wide percentile weighs each sampled record by its stratum's requests over its sampled ones
+ * (exact counts from the rollups), so a busy day counts for its traffic. Error codes come from the same sample.
  */
 import type { UsageRecord } from '../../records/usage-record';
 import { NONE, type Interval, type RequestPage, type ListRequestsQuery, type UsageFilter } from '../../storage/store';
 import type { UsageGroupRow, UsageQuery } from '../../storage/store';
 import { bucketStarts } from '../query-params';
 
-/** Records one answer reads for its percentiles and error codes (the newest of the range). */
+/** Records one answer reads for its percentiles and error codes (spread over the range). */
 export const LATENCY_SAMPLE_MAX = 20_000;
+/** Parts of the range sampled apart; more buckets than this are grouped, neighbours together. */
+const STRATA_MAX = 500;
+/** Strata read at once (PostgreSQL runs them on its pool; SQLite's reads are quick index seeks). */
+const STRATA_AT_ONCE = 8;
 /** Provider and model pairs one answer describes (the busiest); the rest are counted in `models_other`. */
 const MODELS_MAX = 20;
 const PAGE = 1000;
@@ -29,27 +35,82 @@ interface Sources {
   listPage(q: ListRequestsQuery): Promise<RequestPage>;
 }
 
-/** The nearest-rank percentile of sorted values; null for none. */
-function percentile(sorted: number[], p: number): number | null {
+/** A sampled time and how many requests of the range it stands for. */
+interface Weighted {
+  v: number;
+  w: number;
+}
+
+/** The nearest-rank percentile of values sorted by `v`, each counted `w` times; null for none. */
+function percentile(sorted: Weighted[], total: number, p: number): number | null {
   if (sorted.length === 0) return null;
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+  const rank = (p / 100) * total * (1 - 1e-12); // the float sum of weights may fall a hair short of an exact rank
+  let seen = 0;
+  for (const x of sorted) {
+    seen += x.w;
+    if (seen >= rank) return x.v;
+  }
+  return sorted[sorted.length - 1].v;
 }
 
-/** p50 and p95 of some values (sorted here). */
-function quantiles(values: number[]): { p50: number | null; p95: number | null } {
-  const sorted = [...values].sort((a, b) => a - b);
-  return { p50: percentile(sorted, 50), p95: percentile(sorted, 95) };
+/** p50 and p95 of some weighted values (sorted here). */
+function quantiles(values: Weighted[]): { p50: number | null; p95: number | null } {
+  const sorted = [...values].sort((a, b) => a.v - b.v);
+  const total = sorted.reduce((sum, x) => sum + x.w, 0);
+  return { p50: percentile(sorted, total, 50), p95: percentile(sorted, total, 95) };
 }
 
-async function readSample(listPage: Sources['listPage'], filter: UsageFilter) {
+/** The newest `max` records of the filter's range, a page at a time. */
+async function readNewest(listPage: Sources['listPage'], filter: UsageFilter, max: number) {
   const records: UsageRecord[] = [];
   let cursor: string | null = null;
   do {
-    const page = await listPage({ ...filter, limit: Math.min(PAGE, LATENCY_SAMPLE_MAX - records.length), cursor });
+    const page = await listPage({ ...filter, limit: Math.min(PAGE, max - records.length), cursor });
     records.push(...page.records);
     cursor = page.nextCursor;
-  } while (cursor && records.length < LATENCY_SAMPLE_MAX);
+  } while (cursor && records.length < max);
   return { records, complete: cursor === null };
+}
+
+interface Buckets {
+  first: number;
+  size: number;
+  count: number;
+}
+
+/** The range cut into strata of whole buckets (the first and last clipped to the range). */
+function strataOf(filter: UsageFilter, { first, size, count }: Buckets): UsageFilter[] {
+  const strata = Math.min(count, STRATA_MAX);
+  const edge = (j: number) => first + Math.floor((j * count) / strata) * size;
+  return Array.from({ length: strata }, (_, j) => ({
+    ...filter,
+    from: Math.max(filter.from, edge(j)),
+    to: Math.min(filter.to, edge(j + 1)),
+  }));
+}
+
+/**
+ * The sample: the newest records of each stratum, each with its weight (the stratum's requests, from the rollups,
+ * over the records sampled from it; 1 where the stratum is read whole).
+ */
+async function readSample(listPage: Sources['listPage'], filter: UsageFilter, buckets: Buckets, perBucket: number[]) {
+  const strata = strataOf(filter, buckets);
+  const perStratum = Math.ceil(LATENCY_SAMPLE_MAX / strata.length);
+  const parts: { records: UsageRecord[]; complete: boolean }[] = [];
+  for (let i = 0; i < strata.length; i += STRATA_AT_ONCE)
+    parts.push(
+      ...(await Promise.all(strata.slice(i, i + STRATA_AT_ONCE).map((f) => readNewest(listPage, f, perStratum)))),
+    );
+  const weights = new Map<UsageRecord, number>();
+  parts.forEach(({ records, complete }, j) => {
+    if (records.length === 0) return;
+    const first = Math.floor((strata[j].from - buckets.first) / buckets.size);
+    const last = Math.ceil((strata[j].to - buckets.first) / buckets.size);
+    const requests = perBucket.slice(first, last).reduce((a, b) => a + b, 0);
+    const w = complete ? 1 : Math.max(1, requests / records.length);
+    for (const r of records) weights.set(r, w);
+  });
+  return { records: parts.flatMap((part) => part.records), complete: parts.every((part) => part.complete), weights };
 }
 
 const modelKey = (provider: string | null, model: string | null) => JSON.stringify([provider ?? NONE, model ?? NONE]);
@@ -66,23 +127,29 @@ const TIMES = {
   ttfb: (r: UsageRecord) => r.ttfbMs,
   overhead: overheadOf,
 };
-type Times = Record<keyof typeof TIMES, number[]>;
+type Times = Record<keyof typeof TIMES, Weighted[]>;
 const noTimes = (): Times => ({ latency: [], ttfb: [], overhead: [] });
 
-function addTimes(into: Times, r: UsageRecord): void {
+function addTimes(into: Times, r: UsageRecord, w: number): void {
   for (const [name, of] of Object.entries(TIMES) as [keyof Times, (r: UsageRecord) => number | null][]) {
     const v = of(r);
-    if (v !== null) into[name].push(v);
+    if (v !== null) into[name].push({ v, w });
   }
 }
 
 /** Latency, time-to-first-byte and overhead percentiles over the range and per bucket, for one provider and model. */
-function timings(records: UsageRecord[], bucketOf: (ts: number) => number, count: number) {
+function timings(
+  records: UsageRecord[],
+  weights: Map<UsageRecord, number>,
+  bucketOf: (ts: number) => number,
+  count: number,
+) {
   const perBucket = Array.from({ length: count }, noTimes);
   const all = noTimes();
   for (const r of records) {
-    addTimes(perBucket[bucketOf(r.ts)], r);
-    addTimes(all, r);
+    const w = weights.get(r) ?? 1;
+    addTimes(perBucket[bucketOf(r.ts)], r, w);
+    addTimes(all, r, w);
   }
   const q = perBucket.map((b) => ({
     latency: quantiles(b.latency),
@@ -122,12 +189,19 @@ function errorCodes(records: UsageRecord[]) {
 export async function latencyAnswer({ queryUsage, listPage }: Sources, { filter, interval }: LatencyParams) {
   const { first, size, count } = bucketStarts(filter, interval);
   const bucketOf = (ts: number) => Math.min(count - 1, Math.floor((ts - first) / size));
-  const [byModel, byStatus, overTime, sample] = await Promise.all([
+  const [byModel, byStatus, overTime] = await Promise.all([
     queryUsage({ ...filter, groupBy: ['provider', 'model'] }),
     queryUsage({ ...filter, groupBy: ['status'] }),
     queryUsage({ ...filter, groupBy: [], interval }),
-    readSample(listPage, filter),
   ]);
+  const series = { requests: Array<number>(count).fill(0), errors: Array<number>(count).fill(0) };
+  for (const r of overTime) {
+    const i = r.bucket === undefined ? -1 : Math.round((r.bucket - first) / size);
+    if (i < 0 || i >= count) continue;
+    series.requests[i] += r.requests;
+    series.errors[i] += r.errorCount;
+  }
+  const sample = await readSample(listPage, filter, { first, size, count }, series.requests);
   const sampled = new Map<string, UsageRecord[]>();
   for (const r of sample.records) {
     const key = modelKey(r.provider, r.servedModel ?? r.model);
@@ -136,13 +210,6 @@ export async function latencyAnswer({ queryUsage, listPage }: Sources, { filter,
     else sampled.set(key, [r]);
   }
   const ranked = [...byModel].sort((a, b) => b.requests - a.requests);
-  const series = { requests: Array<number>(count).fill(0), errors: Array<number>(count).fill(0) };
-  for (const r of overTime) {
-    const i = r.bucket === undefined ? -1 : Math.round((r.bucket - first) / size);
-    if (i < 0 || i >= count) continue;
-    series.requests[i] += r.requests;
-    series.errors[i] += r.errorCount;
-  }
   const total = overTime.reduce((a, r) => ({ requests: a.requests + r.requests, errors: a.errors + r.errorCount }), {
     requests: 0,
     errors: 0,
@@ -157,14 +224,16 @@ export async function latencyAnswer({ queryUsage, listPage }: Sources, { filter,
       records: sample.records.length,
       limit: LATENCY_SAMPLE_MAX,
       complete: sample.complete,
-      oldest: sample.records.length ? new Date(sample.records.at(-1)!.ts).toISOString() : null,
+      oldest: sample.records.length
+        ? new Date(sample.records.reduce((t, r) => Math.min(t, r.ts), Infinity)).toISOString()
+        : null,
     },
     models: ranked.slice(0, MODELS_MAX).map((r) => ({
       provider: r.group.provider ?? NONE,
       model: r.group.model ?? NONE,
       requests: r.requests,
       errors: r.errorCount,
-      ...timings(sampled.get(modelKey(r.group.provider, r.group.model)) ?? [], bucketOf, count),
+      ...timings(sampled.get(modelKey(r.group.provider, r.group.model)) ?? [], sample.weights, bucketOf, count),
     })),
     models_other: Math.max(0, ranked.length - MODELS_MAX),
     errors: {

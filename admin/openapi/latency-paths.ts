@@ -29,7 +29,9 @@ export const LatencyAnswer = named(
         complete: z.boolean().meta({ description: 'Whether the sample holds every record of the range.' }),
         oldest: time('Time of the oldest sampled record; null when none.').nullable(),
       })
-      .meta({ description: `The range's newest records (at most ${LATENCY_SAMPLE_MAX}), read newest first.` }),
+      .meta({
+        description: `At most ${LATENCY_SAMPLE_MAX} records spread over the range: the newest of each bucket (of each group of neighbouring buckets past 500), a range-wide percentile weighing each by its bucket's requests over its sampled ones.`,
+      }),
     models: z.array(
       z.object({
         provider: z.string(),

@@ -1,7 +1,8 @@
 /**
  * The latency and errors view in Debian's Chromium (playwright-core), and GET /api/latency behind it: exact
  * requests and errors per status from the rollups, p50 / p95 of latency and time to first byte per provider and model
- * from the range's newest records only (a bounded read: LATENCY_SAMPLE_MAX, whatever the range holds).
+ * from a sample spread over the range (a bounded read: LATENCY_SAMPLE_MAX, whatever the range holds), the newest of
+ * each hour, weighed by that hour's requests.
  */
 import { expect } from 'chai';
 import { LATENCY_SAMPLE_MAX } from '../../admin/dashboard/latency';
@@ -9,17 +10,27 @@ import { adminGet } from '../helpers/admin';
 import { usageRecord } from '../helpers/records';
 import { resultPath, useDashboard } from './browser';
 
-/** More records than one answer samples, so the bound shows. */
-const RECORDS = LATENCY_SAMPLE_MAX + 50;
+/**
+ * Three times what one answer samples, one every 1.4 s over 23 hours (about 2,570 an hour): the newest
+ * LATENCY_SAMPLE_MAX alone would cover only the last 8 hours, leaving the chart's older hours empty.
+ */
+const RECORDS = 3 * LATENCY_SAMPLE_MAX + 50;
+const SPACING_MS = 1_400;
+const HOUR_MS = 3_600_000;
 const model = (i: number) => (i % 2 ? 'gpt-4o' : 'gpt-4o-mini');
 const latency = (i: number) => 100 + (i % 100) + (i % 2) * 1000;
 const ttfb = (i: number) => (i % 10 === 9 ? null : 10 + (i % 50));
 const status = (i: number) => (i % 40 === 0 ? 500 : i % 40 === 1 ? 429 : 200);
 
-/** Nearest-rank percentile, as a reader of the docs would compute it by hand. */
-function nearestRank(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.ceil((p / 100) * sorted.length) - 1];
+/**
+ * Nearest-rank percentile of values each standing for `w` requests, as a reader of the docs computes it by hand: the
+ * smallest value whose requests at or below it reach p% of all (summed in the same order, so the floats agree).
+ */
+function nearestRank(values: { v: number; w: number }[], p: number): number {
+  const sorted = [...values].sort((a, b) => a.v - b.v);
+  const rank = (p / 100) * sorted.reduce((sum, x) => sum + x.w, 0) * (1 - 1e-12);
+  let seen = 0;
+  return sorted.find((x) => (seen += x.w) >= rank)!.v;
 }
 
 describe('dashboard latency and errors (Chromium, playwright-core)', function () {
@@ -31,7 +42,7 @@ describe('dashboard latency and errors (Chromium, playwright-core)', function ()
         Array.from({ length: RECORDS }, (_, i) =>
           usageRecord({
             id: `l-${String(i).padStart(6, '0')}`,
-            ts: now - 60_000 - i * 5,
+            ts: now - 60_000 - i * SPACING_MS,
             model: model(i),
             servedModel: model(i),
             status: status(i),
@@ -46,13 +57,26 @@ describe('dashboard latency and errors (Chromium, playwright-core)', function ()
     timeoutMs: 120_000,
   });
 
-  it('counts every request and error exactly, and takes the percentiles from the newest records only', async () => {
-    const answer = await adminGet(suite.gw, `/api/latency?from=${now - 86_400_000}&to=${now}`);
-    expect(answer.sample).to.deep.include({ records: LATENCY_SAMPLE_MAX, limit: LATENCY_SAMPLE_MAX, complete: false });
-    expect(answer.sample.oldest).to.equal(new Date(now - 60_000 - (LATENCY_SAMPLE_MAX - 1) * 5).toISOString());
-    expect(answer.errors.requests).to.equal(RECORDS);
-    const sampled = Array.from({ length: LATENCY_SAMPLE_MAX }, (_, i) => i);
+  it('counts every request and error exactly, and takes the percentiles from the newest records of every hour', async () => {
+    const from = now - 86_400_000;
+    const answer = await adminGet(suite.gw, `/api/latency?from=${from}&to=${now}`);
     const all = Array.from({ length: RECORDS }, (_, i) => i);
+    const ts = (i: number) => now - 60_000 - i * SPACING_MS;
+    // The sample as the docs describe it: per hour of the answer, its newest records, as many as the limit over the
+    // hours; each stands for the hour's requests over the hour's sampled records.
+    const hours: number[] = answer.buckets.map((b: string) => Date.parse(b));
+    const perHour = Math.ceil(LATENCY_SAMPLE_MAX / hours.length);
+    const weight = new Map<number, number>();
+    for (const start of hours) {
+      const inHour = all.filter((i) => ts(i) >= Math.max(start, from) && ts(i) < start + HOUR_MS); // newest first
+      const taken = inHour.slice(0, perHour);
+      for (const i of taken) weight.set(i, inHour.length > perHour ? inHour.length / perHour : 1);
+    }
+    const sampled = all.filter((i) => weight.has(i));
+    expect(sampled.length).to.be.below(RECORDS).and.at.most(LATENCY_SAMPLE_MAX);
+    expect(answer.sample).to.deep.include({ records: sampled.length, limit: LATENCY_SAMPLE_MAX, complete: false });
+    expect(answer.sample.oldest).to.equal(new Date(ts(sampled.at(-1)!)).toISOString());
+    expect(answer.errors.requests).to.equal(RECORDS);
     expect(answer.errors.errors).to.equal(all.filter((i) => status(i) !== 200).length);
     expect(answer.errors.by_status).to.deep.equal(
       [200, 429, 500].map((s) => {
@@ -68,12 +92,16 @@ describe('dashboard latency and errors (Chromium, playwright-core)', function ()
       const row = answer.models.find((m: any) => m.model === name);
       expect(row.requests).to.equal(all.filter((i) => model(i) === name).length);
       expect(row.sampled).to.equal(mine.length);
-      const lat = mine.map(latency);
-      const first = mine.flatMap((i) => (ttfb(i) === null ? [] : [ttfb(i)!]));
+      const lat = mine.map((i) => ({ v: latency(i), w: weight.get(i)! }));
+      const first = mine.flatMap((i) => (ttfb(i) === null ? [] : [{ v: ttfb(i)!, w: weight.get(i)! }]));
       expect(row.latency_ms).to.deep.equal({ p50: nearestRank(lat, 50), p95: nearestRank(lat, 95) });
       expect(row.ttfb_ms).to.deep.equal({ p50: nearestRank(first, 50), p95: nearestRank(first, 95) });
-      // Every sampled record is in the last bucket of the day: its p95 is the range's.
-      expect(row.series.latency_p95.at(-1)).to.equal(row.latency_ms.p95);
+      // Every hour that holds requests has its own percentiles: none is left to the newest records alone.
+      hours.forEach((start, h) => {
+        const held = mine.some((i) => ts(i) >= start && ts(i) < start + HOUR_MS);
+        expect(row.series.latency_p95[h] !== null, `${name}, hour ${h}`).to.equal(held);
+      });
+      expect(row.series.latency_p95.filter((v: number | null) => v !== null).length).to.be.above(20);
     }
   });
 
@@ -109,7 +137,7 @@ describe('dashboard latency and errors (Chromium, playwright-core)', function ()
       await suite.page.$$eval('#latency-codes tbody tr', (trs) => trs.map((tr) => (tr as HTMLElement).dataset.code)),
     ).to.deep.equal(['upstream_429', 'upstream_500']);
     expect(await suite.page.textContent('#latency-sample')).to.include(
-      `newest ${LATENCY_SAMPLE_MAX.toLocaleString('en-US')} requests`,
+      `${answer.sample.records.toLocaleString('en-US')} requests sampled over the range`,
     );
     const lines = await suite.page.evaluate(
       () => (window as any).Chart.getChart(document.querySelector('#latency-chart')).data.datasets.length,

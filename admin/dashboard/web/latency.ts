@@ -4,7 +4,7 @@
  * the percentiles come from the range's newest records, as the note under the cards says.
  */
 import { api, type LatencyResponse } from './api.js';
-import { bucketLabel, dateTime, int, ms, pct } from './format.js';
+import { bucketLabel, int, ms, pct } from './format.js';
 import { destroyChart, drawLines, PALETTE, partialBuckets, PARTIAL_MARK } from './chart.js';
 import type { AppCtx } from './context.js';
 import { h, replace } from './dom.js';
@@ -47,7 +47,7 @@ export async function renderLatency(root: HTMLElement, ctx: AppCtx, isCurrent: (
       { class: 'muted small', id: 'latency-sample', dataset: { records: String(sample.records) } },
       sample.complete
         ? `Percentiles and error codes from all ${int(sample.records)} requests of the range.`
-        : `Percentiles and error codes from the newest ${int(sample.records)} requests of the range (since ${dateTime(sample.oldest)}); requests and errors count the whole range.`,
+        : `Percentiles and error codes from ${int(sample.records)} requests sampled over the range (the newest of each ${range.interval}, each weighed by its ${range.interval}'s requests); requests and errors count the whole range.`,
       ' Gateway overhead is the latency less the provider’s time, from sending the request upstream to the last byte of its answer; requests that never reached a provider, and records kept before the gateway measured it, are left out of it.',
     ),
     chartPanel('p95 time to first byte by provider and model', range.interval, canvas),
