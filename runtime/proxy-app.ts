@@ -99,10 +99,11 @@ export function proxyApp(proxy: GatewayProxy, probes: Router, logger: Logger, ho
   koa.use(refuseUnknownRoutes(logger, holdsKey));
   return koa;
 }
+
 /**
- * Anything that is not one of the proxied endpoints (core/endpoints.ts) is answered by the gateway itself and never proxied; it gets
- * its log line like any request (no usage record: it reached no workspace). Without a valid gateway key the
- * connection is closed after the answer, as after any keyless refusal (core/errors.ts): the requests a client
+ * Anything that is not one of the proxied endpoints (core/endpoints.ts) is answered by the gateway itself and never
+ * proxied; it gets its log line like any request (no usage record: it reached no workspace). Without a valid gateway
+ * key the connection is closed after the answer, as after any keyless refusal (core/errors.ts): the requests a client
  * pipelined behind it are never started.
  */
 function refuseUnknownRoutes(logger: Logger, holdsKey: (key: string) => boolean): Koa.Middleware {
