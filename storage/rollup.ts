@@ -7,6 +7,9 @@
  * usage_tag_rollup_daily   keyed by (tag_key, tag_value, day), no built-in dimension
  * usage_tag_set_daily      keyed by (set_id, day): the record's whole tag set (storage/tag-sets.ts, migration 004)
  * usage_tag_set_monthly    keyed by (set_id, month): the same per UTC month (migration 021)
+ * usage_dims_rollup_daily  keyed by (day) + usage_rollup_hourly's built-in dimensions (migration 023)
+ * usage_tag_rollup_monthly keyed by (tag_key, tag_value, month): usage_tag_rollup_daily per UTC month (migration 023)
+ * usage_tag_value_hourly   keyed by (tag_key, tag_value, hour): usage_tag_rollup_hourly without built-ins (migration 023)
  *
  * Absent built-in values are stored as '' (not NULL) so that the primary key / ON CONFLICT target
  * matches them on both SQLite and PostgreSQL; queries map '' back to null.
@@ -45,6 +48,14 @@ export const TAG_SET_DAILY_DIM_COLUMNS = ['set_id', 'day'] as const;
 /** Monthly rollup per tag set (migration 021), the daily one's counters per UTC month. */
 export const TAG_SET_MONTHLY_TABLE = 'usage_tag_set_monthly';
 export const TAG_SET_MONTHLY_DIM_COLUMNS = ['set_id', 'month'] as const;
+/** Daily rollup per built-in dimension combination and monthly rollup per tag value (migration 023). */
+export const DIMS_DAILY_TABLE = 'usage_dims_rollup_daily';
+export const DIMS_DAILY_DIM_COLUMNS = ['day', ...ROLLUP_DIM_COLUMNS.slice(1)] as const;
+export const TAG_MONTHLY_TABLE = 'usage_tag_rollup_monthly';
+export const TAG_MONTHLY_DIM_COLUMNS = ['tag_key', 'tag_value', 'month'] as const;
+/** Hourly rollup per tag value alone (migration 023), money in one column like the other hourly tables. */
+export const TAG_VALUE_HOURLY_TABLE = 'usage_tag_value_hourly';
+export const TAG_VALUE_HOURLY_DIM_COLUMNS = ['tag_key', 'tag_value', 'hour'] as const;
 export const DAILY_COUNTER_COLUMNS: readonly string[] = COUNTER_COLUMNS.flatMap((c) =>
   c === 'cost_pico' ? ['cost_pico_hi', 'cost_pico_lo'] : [c],
 );
@@ -88,7 +99,44 @@ export interface RollupDeltas {
   tagDaily: RollupRow[];
   tagSetDaily: RollupRow[];
   tagSetMonthly: RollupRow[];
+  dimsDaily: RollupRow[];
+  tagMonthly: RollupRow[];
+  /** Counters in COUNTER_COLUMNS order, like the other hourly tables. */
+  tagValueHourly: RollupRow[];
 }
+
+/** Each rollup table with its rows' key in RollupDeltas, in the order a batch writes them. */
+export const ROLLUP_TABLES: readonly {
+  delta: keyof RollupDeltas;
+  table: string;
+  dims: readonly string[];
+  counters: readonly string[];
+}[] = [
+  { delta: 'base', table: ROLLUP_TABLE, dims: ROLLUP_DIM_COLUMNS, counters: COUNTER_COLUMNS },
+  { delta: 'tags', table: TAG_ROLLUP_TABLE, dims: TAG_ROLLUP_DIM_COLUMNS, counters: COUNTER_COLUMNS },
+  { delta: 'daily', table: DAILY_TABLE, dims: DAILY_DIM_COLUMNS, counters: DAILY_COUNTER_COLUMNS },
+  { delta: 'tagDaily', table: TAG_DAILY_TABLE, dims: TAG_DAILY_DIM_COLUMNS, counters: DAILY_COUNTER_COLUMNS },
+  {
+    delta: 'tagSetDaily',
+    table: TAG_SET_DAILY_TABLE,
+    dims: TAG_SET_DAILY_DIM_COLUMNS,
+    counters: DAILY_COUNTER_COLUMNS,
+  },
+  {
+    delta: 'tagSetMonthly',
+    table: TAG_SET_MONTHLY_TABLE,
+    dims: TAG_SET_MONTHLY_DIM_COLUMNS,
+    counters: DAILY_COUNTER_COLUMNS,
+  },
+  {
+    delta: 'tagValueHourly',
+    table: TAG_VALUE_HOURLY_TABLE,
+    dims: TAG_VALUE_HOURLY_DIM_COLUMNS,
+    counters: COUNTER_COLUMNS,
+  },
+  { delta: 'dimsDaily', table: DIMS_DAILY_TABLE, dims: DIMS_DAILY_DIM_COLUMNS, counters: DAILY_COUNTER_COLUMNS },
+  { delta: 'tagMonthly', table: TAG_MONTHLY_TABLE, dims: TAG_MONTHLY_DIM_COLUMNS, counters: DAILY_COUNTER_COLUMNS },
+];
 
 interface Entry {
   dims: (string | number)[];
@@ -137,6 +185,9 @@ export class RollupAccumulator {
     const tagDaily = new Map<string, Entry>();
     const tagSetDaily = new Map<string, Entry>();
     const tagSetMonthly = new Map<string, Entry>();
+    const dimsDaily = new Map<string, Entry>();
+    const tagMonthly = new Map<string, Entry>();
+    const tagValueHourly = new Map<string, Entry>();
     for (const { r, tagSetId, t } of this.shapes.values()) {
       const dims = rollupDims(r);
       const day = floorDay(r.ts);
@@ -146,11 +197,15 @@ export class RollupAccumulator {
       bump(tagSetDaily, `${tagSetId} ${day}`, t, () => [tagSetId, day]);
       const month = floorMonth(day);
       bump(tagSetMonthly, `${tagSetId} ${month}`, t, () => [tagSetId, month]);
+      const dayDims = [day, ...dims.slice(1)];
+      bump(dimsDaily, JSON.stringify(dayDims), t, () => dayDims);
       for (const [key, value] of tagEntries(r)) {
         // A JSON array delimits itself: kv + anything stays unambiguous.
         const kv = JSON.stringify([key, value]);
         bump(tags, kv + dimsKey, t, () => [key, value, ...dims]);
         bump(tagDaily, kv + day, t, () => [key, value, day]);
+        bump(tagMonthly, kv + month, t, () => [key, value, month]);
+        bump(tagValueHourly, kv + dims[0], t, () => [key, value, dims[0]]);
       }
     }
     return {
@@ -160,6 +215,9 @@ export class RollupAccumulator {
       tagDaily: rows(tagDaily, true),
       tagSetDaily: rows(tagSetDaily, true),
       tagSetMonthly: rows(tagSetMonthly, true),
+      dimsDaily: rows(dimsDaily, true),
+      tagMonthly: rows(tagMonthly, true),
+      tagValueHourly: rows(tagValueHourly),
     };
   }
 }

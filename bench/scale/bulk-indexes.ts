@@ -9,11 +9,14 @@ import type Database from 'better-sqlite3';
 import type { Client } from 'pg';
 import {
   DAILY_TABLE,
+  DIMS_DAILY_TABLE,
   ROLLUP_TABLE,
   TAG_DAILY_TABLE,
+  TAG_MONTHLY_TABLE,
   TAG_ROLLUP_TABLE,
   TAG_SET_DAILY_TABLE,
   TAG_SET_MONTHLY_TABLE,
+  TAG_VALUE_HOURLY_TABLE,
 } from '../../storage/rollup';
 
 /** The tables a generator fills row by row: the records and every rollup. */
@@ -25,6 +28,9 @@ export const LOADED_TABLES = [
   TAG_DAILY_TABLE,
   TAG_SET_DAILY_TABLE,
   TAG_SET_MONTHLY_TABLE,
+  DIMS_DAILY_TABLE,
+  TAG_MONTHLY_TABLE,
+  TAG_VALUE_HOURLY_TABLE,
 ] as const;
 
 /** Drops the indexes and primary keys of `tables`; the statements returned build them again. */

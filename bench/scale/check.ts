@@ -8,7 +8,7 @@
 import { recordFromRow } from '../../storage/codec';
 import { RECORD_COLUMNS } from '../../storage/codec';
 import { COUNTER_COLUMNS } from '../../storage/counters';
-import { DAILY_COUNTER_COLUMNS, ROLLUP_DIM_COLUMNS } from '../../storage/rollup';
+import { DAILY_COUNTER_COLUMNS, DIMS_DAILY_DIM_COLUMNS, ROLLUP_DIM_COLUMNS } from '../../storage/rollup';
 import type { UsageStore } from '../../storage/store';
 
 export type Rows = (sql: string) => Promise<Record<string, unknown>[]>;
@@ -17,6 +17,7 @@ const DAILY_SUMS = DAILY_COUNTER_COLUMNS.filter((c) => !c.startsWith('cost_pico'
   .map((c) => `t.${c}`)
   .concat(['t.cost_pico_hi * 4294967296 + t.cost_pico_lo AS cost']);
 const DIMS = ROLLUP_DIM_COLUMNS.join(', ');
+const DAY_DIMS = DIMS_DAILY_DIM_COLUMNS.join(', ');
 
 /**
  * One query per table, each giving the range's rows in a stable order and without store-specific ids. The monthly
@@ -40,7 +41,13 @@ function snapshotQueries(from: number, to: number, months = false): Record<strin
       WHERE ${days} ORDER BY 1, 2, 3`,
     usage_tag_set_daily: `SELECT s.canon, t.day, ${DAILY_SUMS.join(', ')} FROM usage_tag_set_daily t
       JOIN tag_sets s ON s.id = t.set_id WHERE ${days} ORDER BY 1, 2`,
+    usage_tag_value_hourly: `SELECT tag_key, tag_value, hour, ${COUNTER_COLUMNS.join(', ')} FROM usage_tag_value_hourly
+      WHERE ${hours} ORDER BY 1, 2, 3`,
+    usage_dims_rollup_daily: `SELECT ${DAY_DIMS}, ${DAILY_SUMS.join(', ')} FROM usage_dims_rollup_daily t WHERE ${days}
+      ORDER BY ${DAY_DIMS}`,
     ...(months && {
+      usage_tag_rollup_monthly: `SELECT t.tag_key, t.tag_value, t.month, ${DAILY_SUMS.join(', ')}
+      FROM usage_tag_rollup_monthly t WHERE t.month < ${to} ORDER BY 1, 2, 3`,
       usage_tag_set_monthly: `SELECT s.canon, t.month, ${DAILY_SUMS.join(', ')} FROM usage_tag_set_monthly t
       JOIN tag_sets s ON s.id = t.set_id WHERE t.month < ${to} ORDER BY 1, 2`,
     }),

@@ -12,13 +12,17 @@ import {
   DAILY_COUNTER_COLUMNS,
   DAILY_TABLE,
   DAY_MS,
+  DIMS_DAILY_DIM_COLUMNS,
+  DIMS_DAILY_TABLE,
   HOUR_MS,
   ROLLUP_DIM_COLUMNS,
   ROLLUP_TABLE,
   TAG_DAILY_TABLE,
+  TAG_MONTHLY_TABLE,
   TAG_ROLLUP_TABLE,
   TAG_SET_DAILY_TABLE,
   TAG_SET_MONTHLY_TABLE,
+  TAG_VALUE_HOURLY_TABLE,
   floorMonth,
 } from '../../storage/rollup';
 
@@ -59,6 +63,8 @@ export function deriveRollupsSql(from: number, to: number): string[] {
     `INSERT INTO ${TAG_ROLLUP_TABLE} (tag_key, tag_value, ${ROLLUP_DIM_COLUMNS.join(', ')}, ${HOURLY_COUNTERS})
      SELECT m.key, m.value, ${DIMS.join(', ')}, ${hourlySums.join(', ')} ${src(members)}
      GROUP BY ${groups(DIMS.length + 2)}`,
+    `INSERT INTO ${TAG_VALUE_HOURLY_TABLE} (tag_key, tag_value, hour, ${HOURLY_COUNTERS})
+     SELECT m.key, m.value, ${DIMS[0]}, ${hourlySums.join(', ')} ${src(members)} GROUP BY 1, 2, 3`,
     `INSERT INTO ${DAILY_TABLE} (day, ${DAILY_COUNTERS}) SELECT ${day}, ${dailySums.join(', ')} ${src()} GROUP BY 1`,
     `INSERT INTO ${TAG_DAILY_TABLE} (tag_key, tag_value, day, ${DAILY_COUNTERS})
      SELECT m.key, m.value, ${day}, ${dailySums.join(', ')} ${src(members)} GROUP BY 1, 2, 3`,
@@ -66,5 +72,9 @@ export function deriveRollupsSql(from: number, to: number): string[] {
      SELECT r.tag_set_id, ${day}, ${dailySums.join(', ')} ${src()} GROUP BY 1, 2`,
     `INSERT INTO ${TAG_SET_MONTHLY_TABLE} (set_id, month, ${DAILY_COUNTERS})
      SELECT r.tag_set_id, ${month}, ${dailySums.join(', ')} ${src()} GROUP BY 1`,
+    `INSERT INTO ${DIMS_DAILY_TABLE} (${DIMS_DAILY_DIM_COLUMNS.join(', ')}, ${DAILY_COUNTERS})
+     SELECT ${day}, ${DIMS.slice(1).join(', ')}, ${dailySums.join(', ')} ${src()} GROUP BY ${groups(DIMS.length)}`,
+    `INSERT INTO ${TAG_MONTHLY_TABLE} (tag_key, tag_value, month, ${DAILY_COUNTERS})
+     SELECT m.key, m.value, ${month}, ${dailySums.join(', ')} ${src(members)} GROUP BY 1, 2`,
   ];
 }

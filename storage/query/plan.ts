@@ -20,10 +20,12 @@
  * are always read from the raw tables and merged in; dashboards that ask whole hours/days
  * never touch the raw tables on the rollup paths.
  *
- *   daily       (a segment path) on the rollup and tag-rollup paths, when nothing built-in is grouped or
- *               filtered and the interval is not hourly, the whole UTC days of the range are read from
- *               usage_rollup_daily / usage_tag_rollup_daily (one row per day, or per tag value and day),
- *               and only the partial days at the edges from the hourly rollups (and partial hours raw).
+ *   daily       (a segment path) when the interval is not hourly, the whole UTC days of the range are read from a
+ *               daily table, and only the partial days at the edges from the hourly rollups (and partial hours
+ *               raw): on the rollup path usage_rollup_daily (one row per day) or, with a built-in grouped or
+ *               filtered, usage_dims_rollup_daily (per day and built-in combination); on the tag-rollup path
+ *               when nothing built-in is grouped or filtered, usage_tag_rollup_daily (per tag value and day),
+ *               or without a series its whole months from usage_tag_rollup_monthly (storage/query/month-parts.ts).
  */
 import {
   NONE,
@@ -162,7 +164,8 @@ export function planUsageQuery(q: UsageQuery): UsagePlan {
   const tagsOnly = q.interval !== 'hour' && filters.builtins.length === 0 && groupBy.every((d) => d.kind === 'tag');
   const path: QueryPath =
     tagKeys.size === 0 ? 'rollup' : tagKeys.size === 1 ? 'tag-rollup' : tagsOnly ? 'tag-set' : 'raw';
-  const daily = path !== 'raw' && tagsOnly;
+  // Built-ins have their own daily table (usage_dims_rollup_daily); a tag with built-ins does not.
+  const daily = (path === 'rollup' && q.interval !== 'hour') || (path !== 'raw' && tagsOnly);
   const plan: UsagePlan = {
     groupBy,
     filters,

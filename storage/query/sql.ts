@@ -10,15 +10,19 @@ import type { SqlDialect } from '../dialect';
 import {
   DAILY_TABLE,
   DAY_MS,
+  DIMS_DAILY_TABLE,
   HOUR_MS,
   ROLLUP_TABLE,
   TAG_DAILY_TABLE,
+  TAG_MONTHLY_TABLE,
   TAG_ROLLUP_TABLE,
   TAG_SET_DAILY_TABLE,
+  TAG_VALUE_HOURLY_TABLE,
 } from '../rollup';
 import type { Interval } from '../store';
 import { RECORD_TAG_SET_COLUMN, TAG_SET_MEMBERS_TABLE } from '../tag-sets';
 import type { BuiltinDim, BuiltinFilter, Dim, ParsedFilters, TagDim, TagFilter } from './plan';
+import { monthPartsUnion } from './month-parts';
 import { lacksKey, matchingSets, splitTagFilters } from './tag-set-match';
 import { setTotals } from './tag-set-totals';
 
@@ -84,9 +88,9 @@ export interface RollupSpec {
   groupBy: { dim: BuiltinDim; index: number }[];
   builtinFilters: BuiltinFilter[];
   interval?: Interval;
-  /** Reads usage_tag_rollup_hourly for this key instead of usage_rollup_hourly. */
+  /** Reads a tag rollup for this key (storage/query/sql.ts rollupTable) instead of a rollup of the whole gateway. */
   tag?: { key: string; value?: string; groupIndex?: number };
-  /** Reads the daily tables (whole days; no built-in grouping or filter, no hourly interval). */
+  /** Reads the daily tables (whole days, no hourly interval; with a tag, no built-in grouping or filter). */
   daily?: boolean;
 }
 
@@ -120,18 +124,41 @@ export function rollupAggregateSql(d: SqlDialect, spec: RollupSpec): SqlQuery {
       : aggregateSelect(d, (c) => c.column)),
   );
 
-  const w = new Where();
-  if (spec.tag) w.add('tag_key = ?', spec.tag.key);
-  w.add(`${time} >= ?`, spec.from);
-  w.add(`${time} < ?`, spec.to);
-  if (spec.tag?.value !== undefined) w.add('tag_value = ?', spec.tag.value);
-  for (const f of spec.builtinFilters) rollupBuiltinFilter(w, f);
-
-  const table = spec.daily ? (spec.tag ? TAG_DAILY_TABLE : DAILY_TABLE) : spec.tag ? TAG_ROLLUP_TABLE : ROLLUP_TABLE;
-  const sql = [`SELECT ${select.join(',\n  ')}`, `FROM ${table}`, String(w), groupClause(aliases)]
+  const source = rollupSource(spec);
+  const sql = [`SELECT ${select.join(',\n  ')}`, `FROM ${source.from}`, String(source.where), groupClause(aliases)]
     .filter(Boolean)
     .join('\n');
-  return { sql: d.sql(sql), params: w.params.map(d.bind) as SqlValue[] };
+  return { sql: d.sql(sql), params: [...source.params, ...source.where.params].map(d.bind) as SqlValue[] };
+}
+
+/** The smallest rollup table holding the spec's dimensions at its time grain. */
+function rollupTable(spec: RollupSpec): string {
+  const builtins = spec.groupBy.length > 0 || spec.builtinFilters.length > 0;
+  if (spec.daily) return spec.tag ? TAG_DAILY_TABLE : builtins ? DIMS_DAILY_TABLE : DAILY_TABLE;
+  if (spec.tag) return builtins ? TAG_ROLLUP_TABLE : TAG_VALUE_HOURLY_TABLE;
+  return ROLLUP_TABLE;
+}
+
+/** The rollup table a rollup aggregate reads (or a union of some), and the conditions picking its rows. */
+function rollupSource(spec: RollupSpec): { from: string; params: SqlValue[]; where: Where } {
+  const w = new Where();
+  let source: SqlQuery;
+  if (spec.daily && spec.tag && spec.tag.value === undefined && !spec.interval) {
+    // A tag's values over whole days, no series: whole months from the monthly rollup (storage/query/month-parts.ts).
+    const tables = { monthly: TAG_MONTHLY_TABLE, daily: TAG_DAILY_TABLE };
+    const key = { sql: 'tag_key = ?', params: [spec.tag.key] };
+    const union = monthPartsUnion(tables, 'tag_value', key, spec.from, spec.to);
+    source = { sql: `(${union.sql}) t`, params: union.params };
+  } else {
+    const time = spec.daily ? 'day' : 'hour';
+    if (spec.tag) w.add('tag_key = ?', spec.tag.key);
+    w.add(`${time} >= ?`, spec.from);
+    w.add(`${time} < ?`, spec.to);
+    if (spec.tag?.value !== undefined) w.add('tag_value = ?', spec.tag.value);
+    source = { sql: rollupTable(spec), params: [] };
+  }
+  for (const f of spec.builtinFilters) rollupBuiltinFilter(w, f);
+  return { from: source.sql, params: source.params, where: w };
 }
 
 export interface TagSetSpec {

@@ -1,7 +1,8 @@
 /**
  * Storage added for the dashboard, on SQLite and PostgreSQL (DATABASE_URL; helpers/services.ts when it is unset):
- * the tag-key list (listTagKeys), the daily rollups and the tag-set rollup (answers equal to the hourly rollups, or
- * to the raw records for two or more tag keys, also after repricing), their backfill by migrations 002, 004 and 005,
+ * the tag-key list (listTagKeys), the daily and monthly rollups and the tag-set rollup (answers equal to the hourly
+ * rollups, or to the raw records for two or more tag keys, also after repricing), their backfill by migrations 002,
+ * 004, 005 and 023,
  * and tag-driven request listing.
  */
 import { expect } from 'chai';
@@ -74,17 +75,36 @@ const QUERIES: UsageQuery[] = [
     filters: { customer_id: 'c3', agent: 'writer' },
   },
   { from: BASE, to: BASE + 6 * DAY, groupBy: [], filters: { feature: 'chat', customer_id: '(untagged)' } },
+  // Built-ins over whole days: usage_dims_rollup_daily.
+  { from: BASE, to: BASE + 6 * DAY, groupBy: ['model', 'status'] },
+  {
+    from: BASE - DAY,
+    to: BASE + 7 * DAY + 5 * HOUR,
+    groupBy: ['provider'],
+    interval: 'day',
+    filters: { status: '500' },
+  },
+  // A tag over whole months: usage_tag_rollup_monthly, whole (January), minus the days left out (January 7 on, from
+  // which the days of January 5 and 6 are subtracted), and with days of December.
+  { from: Date.UTC(2026, 0, 1), to: Date.UTC(2026, 1, 1), groupBy: ['customer_id'] },
+  { from: Date.UTC(2026, 0, 7), to: Date.UTC(2026, 1, 1), groupBy: ['customer_id'] },
+  { from: Date.UTC(2025, 11, 20), to: Date.UTC(2026, 0, 25), groupBy: ['agent'], filters: { feature: '(untagged)' } },
 ];
 
-/** The same query forced off the daily tables, onto the hourly rollups or (two or more tag keys) the raw records: a filter on every workspace gives the same records. */
+/**
+ * The same query forced off the daily and monthly tables, onto the hourly rollups or (two or more tag keys) the raw
+ * records: its range cut at every half day, so that no part holds a whole UTC day.
+ */
 function hourlyOnly(q: UsageQuery): UsageQuery[] {
-  return ['w1', 'w2'].map((w) => ({ ...q, filters: { ...q.filters, workspace: w } }));
+  const cuts = [q.from];
+  for (let t = Math.floor(q.from / (DAY / 2)) * (DAY / 2) + DAY / 2; t < q.to; t += DAY / 2) cuts.push(t);
+  return cuts.map((from, i) => ({ ...q, from, to: cuts[i + 1] ?? q.to }));
 }
 
 async function viaHourly(store: UsageStore, q: UsageQuery): Promise<Map<string, string>> {
   const sum = new Map<string, { requests: number; cost: bigint; unpriced: number; input: number }>();
   for (const part of hourlyOnly(q)) {
-    expect(planUsageQuery(part).segments.some((s) => s.path === 'daily')).to.equal(false);
+    expect(planUsageQuery(part).segments.some((s) => s.path === 'daily' || s.path === 'tag-set')).to.equal(false);
     for (const r of await store.queryUsage(part)) {
       const k = JSON.stringify([r.bucket ?? null, r.group]);
       const e = sum.get(k) ?? { requests: 0, cost: 0n, unpriced: 0, input: 0 };
@@ -96,6 +116,28 @@ async function viaHourly(store: UsageStore, q: UsageQuery): Promise<Map<string, 
     }
   }
   return new Map([...sum].map(([k, e]) => [k, `${e.requests}/${e.cost}/${e.unpriced}/${e.input}`]));
+}
+
+/**
+ * The same query answered from the records themselves: an hourly series filtered on two tag keys no record has
+ * ("(untagged)" matches every record) reads the raw path; its hours are summed into the query's buckets.
+ */
+async function viaRecords(store: UsageStore, q: UsageQuery): Promise<Map<string, string>> {
+  const raw = {
+    ...q,
+    interval: 'hour' as const,
+    filters: { ...q.filters, 'zz.absent': '(untagged)', 'zz.absent2': '(untagged)' },
+  };
+  expect(planUsageQuery(raw).path).to.equal('raw');
+  const sum = new Map<string, bigint[]>();
+  for (const r of await store.queryUsage(raw)) {
+    const bucket = q.interval === 'day' ? Math.floor((r.bucket as number) / DAY) * DAY : null;
+    const k = JSON.stringify([bucket, r.group]);
+    const e = sum.get(k) ?? [0n, 0n, 0n, 0n];
+    [r.requests, r.costPico, r.unknownCostCount, r.inputTokens].forEach((v, i) => (e[i] += BigInt(v)));
+    sum.set(k, e);
+  }
+  return new Map([...sum].map(([k, e]) => [k, e.join('/')]));
 }
 
 async function viaDaily(store: UsageStore, q: UsageQuery): Promise<Map<string, string>> {
@@ -142,8 +184,11 @@ function suite(
     it('answers whole days from the daily rollups with the same numbers as the hourly rollups (money beyond 2^63)', async () => {
       const [total] = await store.queryUsage(QUERIES[0]);
       expect(total.costPico > 2n ** 63n).to.equal(true);
-      for (const q of QUERIES)
-        expect(await viaDaily(store, q), JSON.stringify(q)).to.deep.equal(await viaHourly(store, q));
+      for (const q of QUERIES) {
+        const daily = await viaDaily(store, q);
+        expect(daily, JSON.stringify(q)).to.deep.equal(await viaHourly(store, q));
+        expect(daily, `${JSON.stringify(q)}, from the records`).to.deep.equal(await viaRecords(store, q));
+      }
     });
 
     it('keeps the daily rollups right through repricing', async () => {
@@ -153,6 +198,17 @@ function suite(
       expect(result.updated).to.be.greaterThan(0);
       for (const q of QUERIES)
         expect(await viaDaily(store, q), JSON.stringify(q)).to.deep.equal(await viaHourly(store, q));
+    });
+
+    it('migration 023 fills the daily rollup per built-in and the monthly and hourly ones per tag value from the older rollups', async () => {
+      const before = await Promise.all(QUERIES.map((q) => viaDaily(store, q)));
+      await raw(
+        store,
+        'DROP TABLE usage_dims_rollup_daily; DROP TABLE usage_tag_rollup_monthly; DROP TABLE usage_tag_value_hourly; DROP INDEX usage_tag_rollup_daily_value; DELETE FROM schema_migrations WHERE version = 23',
+      );
+      expect((await store.migrate()).applied).to.deep.equal([23]);
+      const after = await Promise.all(QUERIES.map((q) => viaDaily(store, q)));
+      expect(after).to.deep.equal(before);
     });
 
     it('migration 002 fills the daily rollups from the hourly ones', async () => {

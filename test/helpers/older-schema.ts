@@ -9,7 +9,7 @@
  * Versions 3 and 4 have no quarantine table (migration 006) either; none has the columns of migrations 008 and 009,
  * nor the alert outbox of migration 010, nor the reconciliation runs of migration 014, nor 015's tables, nor 016's
  * batch jobs, nor 017's generation_id, nor 018's index by day, nor 019's upstream_ms, nor 021's monthly tag-set
- * rollup.
+ * rollup, nor 023's rollups and index.
  */
 import { MIGRATIONS } from '../../storage/migrations';
 
@@ -23,12 +23,16 @@ export function versionsFrom(first: number): number[] {
 /**
  * Migrations 008, 009, 012, 017 and 019's columns dropped, records and rollups as every earlier build left them, migration
  * 010's alert outbox, 013's runtime budgets and spend freezes, 014's reconciliation runs, 015's schedule and reprice
- * log, 016's batch jobs, 018's index and 021's monthly rollup dropped, and none
+ * log, 016's batch jobs, 018's index, 021's monthly rollup and 023's rollups and index dropped, and none
  * recorded as applied; `droppedTables` are rollup tables the caller drops itself.
  */
 export function undo008Sql(droppedTables: readonly string[] = []): string {
   return [
     'DROP TABLE IF EXISTS usage_tag_set_monthly;',
+    'DROP TABLE IF EXISTS usage_dims_rollup_daily;',
+    'DROP TABLE IF EXISTS usage_tag_rollup_monthly;',
+    'DROP TABLE IF EXISTS usage_tag_value_hourly;',
+    'DROP INDEX IF EXISTS usage_tag_rollup_daily_value;',
     'DROP INDEX IF EXISTS usage_tag_set_daily_day;',
     'DROP INDEX keys_updated_seq;',
     'ALTER TABLE keys DROP COLUMN updated_seq;',
@@ -57,7 +61,7 @@ export function undo008Sql(droppedTables: readonly string[] = []): string {
         `ALTER TABLE ${t} DROP COLUMN cost_disagreement_count;`,
         `ALTER TABLE ${t} DROP COLUMN not_counted_count;`,
       ]),
-    'DELETE FROM schema_migrations WHERE version IN (8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 21);',
+    'DELETE FROM schema_migrations WHERE version IN (8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 21, 23);',
   ].join('\n');
 }
 

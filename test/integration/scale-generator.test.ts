@@ -18,7 +18,8 @@ import type { SqlQuery } from '../../storage/query/sql';
 import { listPage } from '../../storage/query/list';
 import { runUsageQuery, type Exec } from '../../storage/query/run';
 import { monthStart } from '../../storage/postgres-partitions';
-import type { UsageGroupRow, UsageStore } from '../../storage/store';
+import type { UsageGroupRow, UsageQuery, UsageStore } from '../../storage/store';
+import { CUSTOMER_NAMES } from '../../bench/scale/mix';
 import { requirePostgres } from '../helpers/services';
 
 const RECORDS = 100_000;
@@ -165,6 +166,57 @@ async function tagSetPlan(
   }
 }
 
+/**
+ * The tables and indexes each statement of a usage query reads, explained on the generated store (sequential scans
+ * off, as above): `relation` or `relation[index]` per scan, in plan order.
+ */
+async function scansOf(c: Client, q: UsageQuery): Promise<string[]> {
+  const statements: SqlQuery[] = [];
+  await runUsageQuery(postgresDialect, async (sq) => (statements.push(sq), []), q);
+  // A bitmap heap scan names its relation, and the bitmap index scans below it their index.
+  const index = (n: PlanNode) => [n, ...(n.Plans ?? [])].find((p) => p['Index Name'])?.['Index Name'];
+  const scans = (n: PlanNode): string[] => [
+    ...(n['Relation Name'] ? [`${n['Relation Name']}${index(n) ? `[${index(n)}]` : ''}`] : []),
+    ...(n.Plans ?? []).flatMap(scans),
+  ];
+  await c.query('SET enable_seqscan = off');
+  try {
+    const out: string[] = [];
+    for (const sq of statements) {
+      const [row] = (await c.query(`EXPLAIN (FORMAT JSON) ${sq.sql}`, sq.params as unknown[])).rows as {
+        'QUERY PLAN': { Plan: PlanNode }[];
+      }[];
+      out.push(...scans(row['QUERY PLAN'][0].Plan));
+    }
+    return out;
+  } finally {
+    await c.query('RESET enable_seqscan');
+  }
+}
+
+/**
+ * The long-range reads of migration 023's rollups (docs/scaling.md): a daily series by a built-in reads the daily
+ * rollup per built-in, never the hourly one; an hourly series by a tag reads the hourly rollup per tag value, not
+ * the one per tag value and built-ins; a tag grouped over a range holding a whole month reads that month's rows of
+ * the monthly rollup per tag value; one tag value's daily series seeks that value's days.
+ */
+async function expectLongRangePlans(c: Client): Promise<void> {
+  const byModel = await scansOf(c, { from: FROM, to: END, groupBy: ['model'], interval: 'day' });
+  expect(byModel).to.include('usage_dims_rollup_daily[usage_dims_rollup_daily_pkey]');
+  expect(byModel.filter((s) => s.startsWith('usage_rollup_hourly'))).to.deep.equal([]);
+  const customers = await scansOf(c, { from: FROM, to: monthStart(END, 1), groupBy: ['customer_id'] });
+  expect(customers).to.include('usage_tag_rollup_monthly[usage_tag_rollup_monthly_pkey]');
+  expect(customers.filter((s) => s.startsWith('usage_tag_rollup_hourly'))).to.deep.equal([]);
+  const hourly = await scansOf(c, { from: FROM, to: END, groupBy: ['agent'], interval: 'hour' });
+  expect(hourly).to.include('usage_tag_value_hourly[usage_tag_value_hourly_pkey]');
+  expect(hourly.filter((s) => s.startsWith('usage_tag_rollup_hourly'))).to.deep.equal([]);
+  const one = { customer_id: CUSTOMER_NAMES[0] };
+  const series = await scansOf(c, { from: FROM, to: END, groupBy: [], interval: 'day', filters: one });
+  expect(series.filter((s) => s.startsWith('usage_tag_rollup_daily'))).to.deep.equal([
+    'usage_tag_rollup_daily[usage_tag_rollup_daily_value]',
+  ]);
+}
+
 describe('big-store generator (100k records) against the write path', function () {
   this.timeout(900_000);
 
@@ -229,6 +281,7 @@ describe('big-store generator (100k records) against the write path', function (
         // A range holding a whole month reads that month's rows of the monthly rollup, summed per set as well.
         const months = await tagSetPlan(c, FROM, monthStart(END, 1), 'usage_tag_set_monthly');
         expect(months).to.deep.equal({ summedPerSet: [true], indexes: ['usage_tag_set_monthly_month'] });
+        await expectLongRangePlans(c);
         await expectMonthsAgreeWithDays(await openStore(url, { schema: genSchema }));
       } finally {
         await store.close();
