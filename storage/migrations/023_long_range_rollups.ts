@@ -26,27 +26,32 @@ import type { Migration } from './index';
 
 const counterColumns = `requests, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cache_write_1h_tokens,
   reasoning_tokens, citation_tokens, search_queries, cost_pico_hi, cost_pico_lo, unknown_cost_count, estimated_count,
-  partial_count, error_count, cost_disagreement_count, not_counted_count`;
+  partial_count, error_count, cost_disagreement_count, not_counted_count, discount_pico_hi, discount_pico_lo,
+  list_cost_count`;
 
-/** The daily tables' counter columns (migrations 002, 008 and 009), repeated: a released migration imports nothing. */
-const counterDdl = (int: string) =>
-  counterColumns
+/**
+ * The daily tables' counter columns (migrations 002, 008, 009 and 022), repeated: a released migration imports
+ * nothing.
+ */
+const counterDdl = (int: string, columns = counterColumns) =>
+  columns
     .split(',')
     .map((c) => `  ${c.trim()} ${int} NOT NULL`)
     .join(',\n');
 
-/** The hourly rollup's counters summed into the daily layout: its one cost column split before summing. */
-const hourlySums = counterColumns.replace(/(\w+)/g, (c) =>
-  c === 'cost_pico_hi' ? 'SUM(cost_pico >> 32)' : c === 'cost_pico_lo' ? 'SUM(cost_pico & 4294967295)' : `SUM(${c})`,
+/** The hourly rollup's counters summed into the daily layout: each money column split before summing. */
+const hourlySums = counterColumns.replace(/\b(\w+?)(_hi|_lo)?\b/g, (_, c: string, half?: string) =>
+  half === '_hi' ? `SUM(${c} >> 32)` : half === '_lo' ? `SUM(${c} & 4294967295)` : `SUM(${c})`,
 );
 const DIMS = 'workspace_id, provider, model, served_model, endpoint, key_id, status';
 const DAY = 86_400_000;
 const INDEX = 'usage_tag_rollup_daily_value';
 const INDEX_COLUMNS = 'usage_tag_rollup_daily (tag_key, tag_value, day)';
 
-/** `month` is the SQL of the UTC month start (epoch ms) of the daily row's `day`. */
-const hourlyCounters = counterColumns.replace('cost_pico_hi, cost_pico_lo', 'cost_pico');
+/** The hourly tables' counters: each money column whole. */
+const hourlyCounters = counterColumns.replace(/(\w+)_hi, \w+_lo/g, '$1');
 
+/** `month` is the SQL of the UTC month start (epoch ms) of the daily row's `day`. */
 const ddl = (int: string, options: string, month: string) => `
 CREATE TABLE usage_dims_rollup_daily (
   day          ${int} NOT NULL,  -- epoch ms of the UTC day start
@@ -77,9 +82,7 @@ CREATE TABLE usage_tag_value_hourly (
   tag_key   TEXT NOT NULL,
   tag_value TEXT NOT NULL,
   hour      ${int} NOT NULL,  -- epoch ms of the UTC hour start
-${counterDdl(int)
-  .replace('cost_pico_hi', 'cost_pico')
-  .replace(/\n.*cost_pico_lo[^\n]*/, '')},
+${counterDdl(int, hourlyCounters)},
   PRIMARY KEY (tag_key, hour, tag_value)
 )${options};
 INSERT INTO usage_tag_value_hourly (tag_key, tag_value, hour, ${hourlyCounters})

@@ -22,6 +22,7 @@ import { generationId } from './017_generation_id';
 import { tagSetDailyByDay } from './018_tag_set_daily_by_day';
 import { upstreamMs } from './019_upstream_ms';
 import { tagSetMonthly } from './021_tag_set_monthly';
+import { listCost } from './022_list_cost';
 import { longRangeRollups } from './023_long_range_rollups';
 
 export interface Migration {
@@ -60,6 +61,7 @@ export const MIGRATIONS: readonly Migration[] = [
   tagSetDailyByDay,
   upstreamMs,
   tagSetMonthly,
+  listCost,
   longRangeRollups,
 ];
 

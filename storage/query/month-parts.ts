@@ -6,7 +6,7 @@
  * days of the current month, not twenty-eight). Every counter is a sum, so a month's row minus some of its days is
  * exactly the rest; a group with no record in the range then sums to zero requests.
  */
-import { COUNTERS } from '../counters';
+import { SPLIT_COUNTER_COLUMNS } from '../counters';
 import { floorMonth } from '../rollup';
 import type { SqlQuery } from './sql';
 
@@ -45,11 +45,6 @@ export function monthParts(from: number, to: number): MonthPart[] {
   }
   return parts.filter((p) => p.from < p.to);
 }
-
-/** The daily layout's counter columns (money as cost_pico_hi and cost_pico_lo). */
-export const SPLIT_COUNTER_COLUMNS = COUNTERS.flatMap((c) =>
-  c.field === 'costPico' ? [`${c.column}_hi`, `${c.column}_lo`] : [c.column],
-);
 
 /**
  * UNION ALL of the parts' rows: `keys` (leading columns), then every counter under its column name, negated on the

@@ -7,7 +7,8 @@
  * with no record in the range sums to zero requests and is left out, as it is absent from the daily rows.
  */
 import { TAG_SET_DAILY_TABLE, TAG_SET_MONTHLY_TABLE } from '../rollup';
-import { SPLIT_COUNTER_COLUMNS, monthPartsUnion } from './month-parts';
+import { SPLIT_COUNTER_COLUMNS } from '../counters';
+import { monthPartsUnion } from './month-parts';
 import type { SqlQuery } from './sql';
 
 /** One row per set with records in the range, its counters under their column names. */
