@@ -9,7 +9,6 @@
  * usage_tag_set_monthly    keyed by (set_id, month): the same per UTC month (migration 021)
  * usage_dims_rollup_daily  keyed by (day) + usage_rollup_hourly's built-in dimensions (migration 023)
  * usage_tag_rollup_monthly keyed by (tag_key, tag_value, month): usage_tag_rollup_daily per UTC month (migration 023)
- * usage_tag_value_hourly   keyed by (tag_key, tag_value, hour): usage_tag_rollup_hourly without built-ins (migration 023)
  *
  * Absent built-in values are stored as '' (not NULL) so that the primary key / ON CONFLICT target
  * matches them on both SQLite and PostgreSQL; queries map '' back to null.
@@ -61,9 +60,6 @@ export const DIMS_DAILY_TABLE = 'usage_dims_rollup_daily';
 export const DIMS_DAILY_DIM_COLUMNS = ['day', ...ROLLUP_DIM_COLUMNS.slice(1)] as const;
 export const TAG_MONTHLY_TABLE = 'usage_tag_rollup_monthly';
 export const TAG_MONTHLY_DIM_COLUMNS = ['tag_key', 'tag_value', 'month'] as const;
-/** Hourly rollup per tag value alone (migration 023), money in one column like the other hourly tables. */
-export const TAG_VALUE_HOURLY_TABLE = 'usage_tag_value_hourly';
-export const TAG_VALUE_HOURLY_DIM_COLUMNS = ['tag_key', 'tag_value', 'hour'] as const;
 export const DAILY_COUNTER_COLUMNS: readonly string[] = SPLIT_COUNTER_COLUMNS;
 
 export function floorHour(ts: number): number {
@@ -107,8 +103,6 @@ export interface RollupDeltas {
   tagSetMonthly: RollupRow[];
   dimsDaily: RollupRow[];
   tagMonthly: RollupRow[];
-  /** Counters in COUNTER_COLUMNS order, like the other hourly tables. */
-  tagValueHourly: RollupRow[];
 }
 
 /** Each rollup table with its rows' key in RollupDeltas, in the order a batch writes them. */
@@ -133,12 +127,6 @@ export const ROLLUP_TABLES: readonly {
     table: TAG_SET_MONTHLY_TABLE,
     dims: TAG_SET_MONTHLY_DIM_COLUMNS,
     counters: DAILY_COUNTER_COLUMNS,
-  },
-  {
-    delta: 'tagValueHourly',
-    table: TAG_VALUE_HOURLY_TABLE,
-    dims: TAG_VALUE_HOURLY_DIM_COLUMNS,
-    counters: COUNTER_COLUMNS,
   },
   { delta: 'dimsDaily', table: DIMS_DAILY_TABLE, dims: DIMS_DAILY_DIM_COLUMNS, counters: DAILY_COUNTER_COLUMNS },
   { delta: 'tagMonthly', table: TAG_MONTHLY_TABLE, dims: TAG_MONTHLY_DIM_COLUMNS, counters: DAILY_COUNTER_COLUMNS },
@@ -193,7 +181,6 @@ export class RollupAccumulator {
     const tagSetMonthly = new Map<string, Entry>();
     const dimsDaily = new Map<string, Entry>();
     const tagMonthly = new Map<string, Entry>();
-    const tagValueHourly = new Map<string, Entry>();
     for (const { r, tagSetId, t } of this.shapes.values()) {
       const dims = rollupDims(r);
       const day = floorDay(r.ts);
@@ -211,7 +198,6 @@ export class RollupAccumulator {
         bump(tags, kv + dimsKey, t, () => [key, value, ...dims]);
         bump(tagDaily, kv + day, t, () => [key, value, day]);
         bump(tagMonthly, kv + month, t, () => [key, value, month]);
-        bump(tagValueHourly, kv + dims[0], t, () => [key, value, dims[0]]);
       }
     }
     return {
@@ -223,7 +209,6 @@ export class RollupAccumulator {
       tagSetMonthly: rows(tagSetMonthly, true),
       dimsDaily: rows(dimsDaily, true),
       tagMonthly: rows(tagMonthly, true),
-      tagValueHourly: rows(tagValueHourly),
     };
   }
 }

@@ -16,7 +16,6 @@ import {
   TAG_ROLLUP_TABLE,
   TAG_SET_DAILY_TABLE,
   TAG_SET_MONTHLY_TABLE,
-  TAG_VALUE_HOURLY_TABLE,
 } from '../../storage/rollup';
 
 /** The tables a generator fills row by row: the records and every rollup. */
@@ -30,7 +29,6 @@ export const LOADED_TABLES = [
   TAG_SET_MONTHLY_TABLE,
   DIMS_DAILY_TABLE,
   TAG_MONTHLY_TABLE,
-  TAG_VALUE_HOURLY_TABLE,
 ] as const;
 
 /** Drops the indexes and primary keys of `tables`; the statements returned build them again. */

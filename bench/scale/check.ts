@@ -41,8 +41,6 @@ function snapshotQueries(from: number, to: number, months = false): Record<strin
       WHERE ${days} ORDER BY 1, 2, 3`,
     usage_tag_set_daily: `SELECT s.canon, t.day, ${DAILY_SUMS.join(', ')} FROM usage_tag_set_daily t
       JOIN tag_sets s ON s.id = t.set_id WHERE ${days} ORDER BY 1, 2`,
-    usage_tag_value_hourly: `SELECT tag_key, tag_value, hour, ${COUNTER_COLUMNS.join(', ')} FROM usage_tag_value_hourly
-      WHERE ${hours} ORDER BY 1, 2, 3`,
     usage_dims_rollup_daily: `SELECT ${DAY_DIMS}, ${DAILY_SUMS.join(', ')} FROM usage_dims_rollup_daily t WHERE ${days}
       ORDER BY ${DAY_DIMS}`,
     ...(months && {

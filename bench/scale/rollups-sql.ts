@@ -22,7 +22,6 @@ import {
   TAG_ROLLUP_TABLE,
   TAG_SET_DAILY_TABLE,
   TAG_SET_MONTHLY_TABLE,
-  TAG_VALUE_HOURLY_TABLE,
   floorMonth,
 } from '../../storage/rollup';
 
@@ -61,8 +60,6 @@ export function deriveRollupsSql(from: number, to: number): string[] {
     `INSERT INTO ${TAG_ROLLUP_TABLE} (tag_key, tag_value, ${ROLLUP_DIM_COLUMNS.join(', ')}, ${HOURLY_COUNTERS})
      SELECT m.key, m.value, ${DIMS.join(', ')}, ${hourlySums.join(', ')} ${src(members)}
      GROUP BY ${groups(DIMS.length + 2)}`,
-    `INSERT INTO ${TAG_VALUE_HOURLY_TABLE} (tag_key, tag_value, hour, ${HOURLY_COUNTERS})
-     SELECT m.key, m.value, ${DIMS[0]}, ${hourlySums.join(', ')} ${src(members)} GROUP BY 1, 2, 3`,
     `INSERT INTO ${DAILY_TABLE} (day, ${DAILY_COUNTERS}) SELECT ${day}, ${dailySums.join(', ')} ${src()} GROUP BY 1`,
     `INSERT INTO ${TAG_DAILY_TABLE} (tag_key, tag_value, day, ${DAILY_COUNTERS})
      SELECT m.key, m.value, ${day}, ${dailySums.join(', ')} ${src(members)} GROUP BY 1, 2, 3`,

@@ -5,20 +5,15 @@
  *                             where the hourly table held up to 24
  *   usage_tag_rollup_monthly  usage_tag_rollup_daily per UTC month: a year grouped by a tag (top customers, the CSV
  *                             of every customer) reads one row per value and month, and days only at the edges
- *   usage_tag_value_hourly    usage_tag_rollup_hourly without the built-in dimensions: an hourly series by a tag
- *                             reads one row per value and hour, where the hourly tag rollup held one per built-in
- *                             combination as well (about 40 per agent and hour at 10M records a year)
- *   usage_tag_rollup_daily (tag_key, tag_value, day), usage_tag_value_hourly (tag_key, tag_value, hour)
- *                             one value's days or hours (a series of one customer): a key (tag_key, day, tag_value)
+ *   usage_tag_rollup_daily (tag_key, tag_value, day)
+ *                             one value's days (a daily series of one customer): the key (tag_key, day, tag_value)
  *                             makes such a read go through every value of the range
  *
- * Each table is backfilled from the rollup it refines (money split as in the other daily tables: hi * 2^32 + lo;
- * the hourly one keeps one column like the other hourly tables), so each row is exactly the sum of the rows it
- * replaces, records deleted by retention included. The backfill reads the hourly rollups once each, in the
- * migration's transaction: the tag rollup is the largest table after the records (about 300 bytes per record), so
- * on a big store the migration takes minutes (216 s at 10M records on PostgreSQL, docs/scaling.md), and an instance
- * starts only after it. The index on the daily tag rollup is built
- * concurrently on PostgreSQL, as that table existed and is written on every batch. An instance of an older build
+ * Each table is backfilled from the rollup it refines (money split as in the other daily tables: hi * 2^32 + lo), so
+ * each row is exactly the sum of the rows it replaces, records deleted by retention included; both are a small
+ * fraction of their sources and are built in the migration's transaction (docs/scaling.md gives the time at 10M
+ * records). The index on the daily tag rollup is built concurrently on PostgreSQL, as that table is written on every
+ * batch. An instance of an older build
  * writing during or after the backfill adds to the older rollups only: upgrade every instance together, as for any
  * migration that adds a rollup.
  */
@@ -33,8 +28,8 @@ const counterColumns = `requests, input_tokens, output_tokens, cache_read_tokens
  * The daily tables' counter columns (migrations 002, 008, 009 and 022), repeated: a released migration imports
  * nothing.
  */
-const counterDdl = (int: string, columns = counterColumns) =>
-  columns
+const counterDdl = (int: string) =>
+  counterColumns
     .split(',')
     .map((c) => `  ${c.trim()} ${int} NOT NULL`)
     .join(',\n');
@@ -47,9 +42,6 @@ const DIMS = 'workspace_id, provider, model, served_model, endpoint, key_id, sta
 const DAY = 86_400_000;
 const INDEX = 'usage_tag_rollup_daily_value';
 const INDEX_COLUMNS = 'usage_tag_rollup_daily (tag_key, tag_value, day)';
-
-/** The hourly tables' counters: each money column whole. */
-const hourlyCounters = counterColumns.replace(/(\w+)_hi, \w+_lo/g, '$1');
 
 /** `month` is the SQL of the UTC month start (epoch ms) of the daily row's `day`. */
 const ddl = (int: string, options: string, month: string) => `
@@ -78,17 +70,6 @@ ${counterDdl(int)},
 INSERT INTO usage_tag_rollup_monthly (tag_key, tag_value, month, ${counterColumns})
 SELECT tag_key, tag_value, ${month}, ${counterColumns.replace(/(\w+)/g, 'SUM($1)')}
 FROM usage_tag_rollup_daily GROUP BY 1, 2, 3;
-CREATE TABLE usage_tag_value_hourly (
-  tag_key   TEXT NOT NULL,
-  tag_value TEXT NOT NULL,
-  hour      ${int} NOT NULL,  -- epoch ms of the UTC hour start
-${counterDdl(int, hourlyCounters)},
-  PRIMARY KEY (tag_key, hour, tag_value)
-)${options};
-INSERT INTO usage_tag_value_hourly (tag_key, tag_value, hour, ${hourlyCounters})
-SELECT tag_key, tag_value, hour, ${hourlyCounters.replace(/(\w+)/g, 'SUM($1)')}
-FROM usage_tag_rollup_hourly GROUP BY 1, 2, 3;
-CREATE INDEX usage_tag_value_hourly_value ON usage_tag_value_hourly (tag_key, tag_value, hour);
 `;
 
 export const longRangeRollups: Migration = {
@@ -100,8 +81,7 @@ export const longRangeRollups: Migration = {
     `(extract(epoch FROM date_trunc('month', to_timestamp(day / 1000) AT TIME ZONE 'UTC')) * 1000)::bigint`,
   )}
 ANALYZE usage_dims_rollup_daily;
-ANALYZE usage_tag_rollup_monthly;
-ANALYZE usage_tag_value_hourly;`,
+ANALYZE usage_tag_rollup_monthly;`,
   postgresOutsideTransaction: [
     `DROP INDEX CONCURRENTLY IF EXISTS ${INDEX}`,
     `CREATE INDEX CONCURRENTLY ${INDEX} ON ${INDEX_COLUMNS}`,

@@ -17,7 +17,6 @@ import {
   TAG_MONTHLY_TABLE,
   TAG_ROLLUP_TABLE,
   TAG_SET_DAILY_TABLE,
-  TAG_VALUE_HOURLY_TABLE,
 } from '../rollup';
 import type { Interval } from '../store';
 import { RECORD_TAG_SET_COLUMN, TAG_SET_MEMBERS_TABLE } from '../tag-sets';
@@ -133,8 +132,7 @@ export function rollupAggregateSql(d: SqlDialect, spec: RollupSpec): SqlQuery {
 function rollupTable(spec: RollupSpec): string {
   const builtins = spec.groupBy.length > 0 || spec.builtinFilters.length > 0;
   if (spec.daily) return spec.tag ? TAG_DAILY_TABLE : builtins ? DIMS_DAILY_TABLE : DAILY_TABLE;
-  if (spec.tag) return builtins ? TAG_ROLLUP_TABLE : TAG_VALUE_HOURLY_TABLE;
-  return ROLLUP_TABLE;
+  return spec.tag ? TAG_ROLLUP_TABLE : ROLLUP_TABLE;
 }
 
 /** The rollup table a rollup aggregate reads (or a union of some), and the conditions picking its rows. */

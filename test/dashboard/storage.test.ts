@@ -200,11 +200,11 @@ function suite(
         expect(await viaDaily(store, q), JSON.stringify(q)).to.deep.equal(await viaHourly(store, q));
     });
 
-    it('migration 023 fills the daily rollup per built-in and the monthly and hourly ones per tag value from the older rollups', async () => {
+    it('migration 023 fills the daily rollup per built-in and the monthly one per tag value from the older rollups', async () => {
       const before = await Promise.all(QUERIES.map((q) => viaDaily(store, q)));
       await raw(
         store,
-        'DROP TABLE usage_dims_rollup_daily; DROP TABLE usage_tag_rollup_monthly; DROP TABLE usage_tag_value_hourly; DROP INDEX usage_tag_rollup_daily_value; DELETE FROM schema_migrations WHERE version = 23',
+        'DROP TABLE usage_dims_rollup_daily; DROP TABLE usage_tag_rollup_monthly; DROP INDEX usage_tag_rollup_daily_value; DELETE FROM schema_migrations WHERE version = 23',
       );
       expect((await store.migrate()).applied).to.deep.equal([23]);
       const after = await Promise.all(QUERIES.map((q) => viaDaily(store, q)));

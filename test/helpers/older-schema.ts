@@ -31,7 +31,6 @@ export function undo008Sql(droppedTables: readonly string[] = []): string {
     'DROP TABLE IF EXISTS usage_tag_set_monthly;',
     'DROP TABLE IF EXISTS usage_dims_rollup_daily;',
     'DROP TABLE IF EXISTS usage_tag_rollup_monthly;',
-    'DROP TABLE IF EXISTS usage_tag_value_hourly;',
     'DROP INDEX IF EXISTS usage_tag_rollup_daily_value;',
     'DROP INDEX IF EXISTS usage_tag_set_daily_day;',
     'DROP INDEX keys_updated_seq;',
