@@ -32,10 +32,10 @@ function freePort() {
   });
 }
 
-/** Starts node with `args` and resolves once a line of its output matches `ready`. */
-function startUntil(args, env, ready) {
+/** Starts `node` (this one by default) with `args` and resolves once a line of its output matches `ready`. */
+function startUntil(args, env, ready, node = process.execPath) {
   return new Promise((res, rej) => {
-    const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(node, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     children.push(child);
     let out = '';
     let started = false;
@@ -62,9 +62,13 @@ export async function startMock() {
 
 /**
  * A gateway of the build in `root` (dist/ built) with bench/tollgate.bench.yaml, or tollgate.plain.yaml for
- * config 'plain'; `metrics` on or off; `traced`: one request in ten sampled, spans sent to the mock.
+ * config 'plain'; `metrics` on or off; `traced`: one request in ten sampled, spans sent to the mock; `node`: another
+ * Node binary (the build's node_modules must be built for it).
  */
-export async function startGateway(mockUrl, { root = resolve(BENCH, '..'), config = 'bench', metrics = 'on', traced }) {
+export async function startGateway(
+  mockUrl,
+  { root = resolve(BENCH, '..'), config = 'bench', metrics = 'on', traced, node },
+) {
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-measure-'));
   const port = await freePort();
   const file = join(dir, 'gateway.config.yaml');
@@ -86,7 +90,12 @@ export async function startGateway(mockUrl, { root = resolve(BENCH, '..'), confi
         }
       : { OTEL_TRACES_EXPORTER: 'none' }),
   };
-  const { child } = await startUntil([join(root, 'dist/cli/index.js'), 'start', '--config', file], env, /listening/);
+  const { child } = await startUntil(
+    [join(root, 'dist/cli/index.js'), 'start', '--config', file],
+    env,
+    /listening/,
+    node,
+  );
   return { pid: child.pid, url: `http://127.0.0.1:${port}/v1/chat/completions` };
 }
 
@@ -94,6 +103,12 @@ export async function startGateway(mockUrl, { root = resolve(BENCH, '..'), confi
 export function cpuSeconds(pid) {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
   return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+}
+
+/** Peak resident memory of a process (all its threads) so far, MiB. */
+export function peakRssMb(pid) {
+  const kb = /VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return kb ? Math.round(Number(kb[1]) / 1024) : undefined;
 }
 
 /** The request body of a mode: a chat completion, or the same streamed. */
