@@ -7,7 +7,8 @@
 //                                  [--rounds 9] [--requests 2000] [--parallel 8]
 // A side's words: root=DIR (a checkout with dist/ built; default this one), node=PATH (another Node binary, or a
 // script that execs one with an environment of its own; root's node_modules must be built for it), metrics=on|off,
-// traced (one request in ten sampled, spans sent to the mock), config=bench|plain. Each side's peak RSS is printed too.
+// traced (one request in ten sampled, spans sent to the mock) or traced=RATIO (0 samples none: only the unsampled
+// path), config=bench|plain, log=LEVEL (the gateway's logging.level, default info). Each side's peak RSS is printed.
 import { resolve } from 'node:path';
 import { Agent, request } from 'undici';
 import { bodyOf, cpuSeconds, HEADERS, peakRssMb, startGateway, startMock } from './lib/gateway-process.mjs';
@@ -22,10 +23,13 @@ const PARALLEL = Number(opt('--parallel', 8));
 function sideOf(spec, name) {
   const side = { name };
   for (const word of spec.split(/\s+/).filter(Boolean)) {
-    if (word === 'traced') side.traced = true;
-    else if (/^(root|node|metrics|config)=/.test(word))
+    if (word === 'traced') side.traced = '0.1';
+    else if (/^(root|node|metrics|config|traced|log)=/.test(word))
       side[word.slice(0, word.indexOf('='))] = word.slice(word.indexOf('=') + 1);
-    else throw new Error(`cannot read "${word}" (root=DIR, node=PATH, metrics=on|off, config=bench|plain or traced)`);
+    else
+      throw new Error(
+        `cannot read "${word}" (root=DIR, node=PATH, metrics=on|off, config=bench|plain, log=LEVEL, traced[=RATIO])`,
+      );
   }
   if (side.root) side.root = resolve(side.root);
   if (side.node) side.node = resolve(side.node);

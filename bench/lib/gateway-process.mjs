@@ -62,18 +62,20 @@ export async function startMock() {
 
 /**
  * A gateway of the build in `root` (dist/ built) with bench/tollgate.bench.yaml, or tollgate.plain.yaml for
- * config 'plain'; `metrics` on or off; `traced`: one request in ten sampled, spans sent to the mock; `node`: another
- * Node binary (the build's node_modules must be built for it).
+ * config 'plain'; `metrics` on or off; `traced`: the ratio of requests sampled ('0.1': one in ten), spans sent to the
+ * mock; `log`: the logging level (the configs' own is info); `node`: another Node binary (the build's node_modules
+ * must be built for it).
  */
 export async function startGateway(
   mockUrl,
-  { root = resolve(BENCH, '..'), config = 'bench', metrics = 'on', traced, node },
+  { root = resolve(BENCH, '..'), config = 'bench', metrics = 'on', traced, log, node },
 ) {
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-measure-'));
   const port = await freePort();
   const file = join(dir, 'gateway.config.yaml');
   let yaml = readFileSync(join(BENCH, config === 'plain' ? 'tollgate.plain.yaml' : 'tollgate.bench.yaml'), 'utf8');
   if (config !== 'plain') yaml += `\nmetrics: { enabled: ${metrics === 'on'} }\n`;
+  if (log) yaml = yaml.replace(/^(logging:\n\s+level:) \w+$/m, `$1 ${log}`);
   writeFileSync(file, yaml);
   const env = {
     BENCH_PORT: String(port),
@@ -86,7 +88,7 @@ export async function startGateway(
           OTEL_TRACES_EXPORTER: 'otlp',
           OTEL_EXPORTER_OTLP_ENDPOINT: mockUrl,
           OTEL_TRACES_SAMPLER: 'traceidratio',
-          OTEL_TRACES_SAMPLER_ARG: '0.1',
+          OTEL_TRACES_SAMPLER_ARG: traced === true ? '0.1' : String(traced),
         }
       : { OTEL_TRACES_EXPORTER: 'none' }),
   };
