@@ -1,9 +1,8 @@
 /**
  * The big-store generator for SQLite: records made in JS (bench/scale/record.ts) and written with prepared
- * multi-row inserts, one transaction per month, with the tables' indexes set aside (bench/scale/bulk-indexes.ts)
- * and no journal during the load (a failed run leaves a store to delete, as a failed index rebuild does); tag sets
- * through the store's own code (storage/sqlite-tag-sets.ts), each set's id kept by its shared tags object; then each
- * month's rollups derived from its records (bench/scale/rollups-sql.ts).
+ * multi-row inserts, one transaction per month, with the tables' indexes set aside (bench/scale/bulk-indexes.ts);
+ * tag sets through the store's own code (storage/sqlite-tag-sets.ts), each set's id kept by its shared tags object;
+ * then each month's rollups derived from its records (bench/scale/rollups-sql.ts).
  */
 import Database from 'better-sqlite3';
 import { rng } from '../../cli/demo-traffic';
@@ -54,8 +53,6 @@ export async function generateSqlite(path: string, o: GenerateOptions): Promise<
   await (await openStore(`sqlite:${path}`)).close();
   const db = new Database(path);
   try {
-    const journal = db.pragma('journal_mode', { simple: true });
-    db.pragma('journal_mode = OFF');
     db.pragma('synchronous = OFF');
     db.pragma('cache_size = -262144');
     db.pragma('temp_store = MEMORY');
@@ -83,7 +80,6 @@ export async function generateSqlite(path: string, o: GenerateOptions): Promise<
       })();
     for (const sql of rebuildRollups) db.exec(sql);
     db.exec('ANALYZE');
-    db.pragma(`journal_mode = ${String(journal)}`);
   } finally {
     db.close();
   }
