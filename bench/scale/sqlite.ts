@@ -17,7 +17,7 @@ import { scaleRecord } from './record';
 import { deriveRollupsSql } from './rollups-sql';
 import type { GenerateOptions } from './postgres';
 
-/** Records per INSERT statement: 100 rows of 36 values stay far below SQLite's 32,766 bound parameters. */
+/** Records per INSERT statement: 100 rows of one value per column stay far below SQLite's 32,766 bound parameters. */
 const ROWS_PER_INSERT = 100;
 
 /** Writes records in statements of ROWS_PER_INSERT rows; flush() writes what is left with single-row statements. */
