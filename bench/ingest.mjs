@@ -14,6 +14,7 @@
 // database (the server's shared WAL writer and checkpointer are left out: other databases use them too). Queue
 // depth and spill bytes are read from each gateway's /metrics every second. Needs a build (dist/).
 import { spawn } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -206,6 +207,8 @@ async function gatewayRun(n, mockUrl) {
   // Every answered request's record is in the store once the queues are empty.
   Object.assign(result, { drained_s: drained, missing: load.counts.ok - stored });
   for (const g of gateways) process.kill(g.pid, 'SIGTERM');
+  await sleep(1000);
+  for (const g of gateways) rmSync(g.dir, { recursive: true, force: true });
   await c.end();
   return result;
 }
