@@ -6,7 +6,7 @@
 //   node bench/interleaved-ab.mjs --a 'root=DIR metrics=on' --b 'metrics=off' [--mode chat|stream]
 //                                  [--rounds 9] [--requests 2000] [--parallel 8]
 // A side's words: root=DIR (a checkout with dist/ built; default this one), metrics=on|off, traced (one request in
-// ten sampled, spans sent to the mock), config=bench|plain.
+// ten sampled, spans sent to the mock), config=bench|plain|FILE.yaml (a variant of tollgate.bench.yaml).
 import { resolve } from 'node:path';
 import { Agent, request } from 'undici';
 import { bodyOf, cpuSeconds, HEADERS, startGateway, startMock } from './lib/gateway-process.mjs';
@@ -24,7 +24,7 @@ function sideOf(spec, name) {
     if (word === 'traced') side.traced = true;
     else if (/^(root|metrics|config)=/.test(word))
       side[word.slice(0, word.indexOf('='))] = word.slice(word.indexOf('=') + 1);
-    else throw new Error(`cannot read "${word}" (root=DIR, metrics=on|off, config=bench|plain or traced)`);
+    else throw new Error(`cannot read "${word}" (root=DIR, metrics=on|off, config=bench|plain|FILE.yaml or traced)`);
   }
   if (side.root) side.root = resolve(side.root);
   return side;

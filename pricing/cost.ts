@@ -81,6 +81,8 @@ interface Compiled {
   requestFee?: Rate | Partial<Record<ContextSize, Rate>>;
   searchFee?: Rate;
   hasAnyRate: boolean;
+  /** provider/model, as PricedUsage.priceId (built once, not per request). */
+  priceId: string;
 }
 
 const ZERO: Rate = { num: 0n, scale: 0 };
@@ -132,6 +134,7 @@ function compile(price: ModelPrice): Compiled {
       price.per_second !== undefined ||
       price.per_character !== undefined ||
       price.per_image !== undefined,
+    priceId: `${price.provider}/${price.model}`,
   };
   compiledCache.set(price, compiled);
   return compiled;
@@ -391,5 +394,5 @@ function computeCost(price: ModelPrice | undefined, usage: Usage | undefined): P
   }
   const tools = addToolFees(sum, price, usage.toolCalls);
   if (typeof tools === 'string') return unpriced(tools);
-  return { costPico: sum.toPico(), provenanceHint: 'priced', priceId: `${price.provider}/${price.model}`, ...tools };
+  return { costPico: sum.toPico(), provenanceHint: 'priced', priceId: c.priceId, ...tools };
 }

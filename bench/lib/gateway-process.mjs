@@ -61,14 +61,15 @@ export async function startMock() {
 }
 
 /**
- * A gateway of the build in `root` (dist/ built) with bench/tollgate.bench.yaml, or tollgate.plain.yaml for
- * config 'plain'; `metrics` on or off; `traced`: one request in ten sampled, spans sent to the mock.
+ * A gateway of the build in `root` (dist/ built) with bench/tollgate.bench.yaml, tollgate.plain.yaml for config
+ * 'plain', or the YAML file `config` names (a variant of the bench's, with its ${...} values); `metrics` on or off; `traced`: one request in ten sampled, spans sent to the mock.
  */
 export async function startGateway(mockUrl, { root = resolve(BENCH, '..'), config = 'bench', metrics = 'on', traced }) {
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-measure-'));
   const port = await freePort();
   const file = join(dir, 'gateway.config.yaml');
-  let yaml = readFileSync(join(BENCH, config === 'plain' ? 'tollgate.plain.yaml' : 'tollgate.bench.yaml'), 'utf8');
+  const source = config.endsWith('.yaml') ? resolve(config) : join(BENCH, `tollgate.${config}.yaml`);
+  let yaml = readFileSync(source, 'utf8');
   if (config !== 'plain') yaml += `\nmetrics: { enabled: ${metrics === 'on'} }\n`;
   writeFileSync(file, yaml);
   const env = {
