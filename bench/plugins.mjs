@@ -83,7 +83,10 @@ async function once(plugin) {
   if (plugin.onRequest) await plugin.onRequest(ctx);
   ctx.provider = gw.providers.resolve(endpoint, undefined, ctx.model);
   if (plugin.beforeUpstream) await plugin.beforeUpstream(ctx);
+  ctx.upstreamSentMs = 0.2;
   ctx.status = 200;
+  ctx.ttfbMs = 0.8;
+  ctx.upstreamDoneMs = 0.85;
   ctx.responseBody = answer;
   ctx.usage = { inputTokens: 42, outputTokens: 48 };
   if (plugin.onResponse) await plugin.onResponse(ctx);

@@ -12,7 +12,7 @@ import { pricingConfigSchema } from '../pricing/config';
 import { impliedPrices, type ImpliedPrice } from '../reconcile/implied-prices';
 import type { ReconciliationReport } from '../reconcile/report';
 import { UserError } from './errors';
-import { repriceRange } from './reprice-run';
+import { REPRICE_DIFF_HEADERS, repriceRange } from './reprice-run';
 import { withStore } from './store';
 import { priceCatalog } from './usage';
 import { renderTable } from './table';
@@ -62,13 +62,7 @@ async function fix(loaded: LoadedConfig, runId: number, dryRun: boolean, json: b
       return `${JSON.stringify(out, null, 2)}\n`;
     }
     const table = renderTable(
-      [
-        { header: 'model' },
-        { header: 'records' },
-        { header: 'changed' },
-        { header: 'old cost' },
-        { header: 'new cost' },
-      ],
+      REPRICE_DIFF_HEADERS.map((header) => ({ header })),
       diff.rows().map((r) => r.map(String)),
     );
     const overrides = fixes.map((f) => `  - ${JSON.stringify(f.override)}`).join('\n');

@@ -60,7 +60,13 @@ export async function repriceRange(
   return { result, diff, logId };
 }
 
-/** Old and new cost totals by model, for `usage reprice --dry-run`; unknown costs are counted apart, never as $0. */
+/** The diff's columns, in RepriceDiff.rows() order: the effective cost and the list cost of each side. */
+export const REPRICE_DIFF_HEADERS = ['model', 'records', 'changed', 'old cost', 'old list', 'new cost', 'new list'];
+
+/**
+ * Old and new cost totals by model, for `usage reprice --dry-run`, each at the effective price and at the list price
+ * (before a negotiated discount); unknown costs are counted apart, never as $0.
+ */
 export class RepriceDiff {
   private readonly byModel = new Map<string, { records: number; changed: number; old: Side; next: Side }>();
   changed = 0;
@@ -75,9 +81,8 @@ export class RepriceDiff {
     let m = this.byModel.get(model);
     if (!m) this.byModel.set(model, (m = { records: 0, changed: 0, old: new Side(), next: new Side() }));
     m.records++;
-    m.old.add(r.costPico, r.provenance);
-    const after = next ?? r;
-    m.next.add(after.costPico, after.provenance);
+    m.old.add(r);
+    m.next.add(next ? { ...r, ...next } : r);
     if (next && repricingChanges(r, next)) {
       m.changed++;
       this.changed++;
@@ -91,26 +96,39 @@ export class RepriceDiff {
   rows(): (string | number)[][] {
     return [...this.byModel]
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-      .map(([model, m]) => [model, m.records, m.changed, m.old.cell(), m.next.cell()]);
+      .map(([model, m]) => [model, m.records, m.changed, ...m.old.cells(), ...m.next.cells()]);
   }
 }
 
-/** One side of the diff: the known costs summed, and how many records have none (unpriced). */
+const unpriced = (n: number): string => (n > 0 ? ` (${n} unpriced)` : '');
+
+/**
+ * One side of the diff: the known costs summed, and how many records have none (unpriced); the list costs summed,
+ * and how many priced records have none (written before records kept it).
+ */
 class Side {
   private pico = 0n;
+  private listPico = 0n;
   private unknown = 0;
+  private unlisted = 0;
   private counted = 0;
 
-  add(cost: bigint | null, provenance: string): void {
-    if (provenance === 'not_counted') return;
+  add(r: Pick<UsageRecord, 'costPico' | 'listCostPico' | 'provenance'>): void {
+    if (r.provenance === 'not_counted') return;
     this.counted++;
-    if (cost === null) this.unknown++;
-    else this.pico += cost;
+    if (r.costPico === null) this.unknown++;
+    else this.pico += r.costPico;
+    if (r.costPico !== null && r.listCostPico == null) this.unlisted++;
+    else this.listPico += r.listCostPico ?? 0n;
   }
 
-  cell(): string {
-    if (this.counted === 0) return 'not counted';
-    if (this.unknown === this.counted) return 'unknown';
-    return `${this.unknown > 0 ? '>=' : ''}$${formatUsd(this.pico)}${this.unknown > 0 ? ` (${this.unknown} unpriced)` : ''}`;
+  /** The effective cost's cell, then the list cost's. */
+  cells(): [string, string] {
+    if (this.counted === 0) return ['not counted', 'not counted'];
+    if (this.unknown === this.counted) return ['unknown', 'unknown'];
+    const cost = `${this.unknown > 0 ? '>=' : ''}$${formatUsd(this.pico)}`;
+    if (this.unlisted === this.counted - this.unknown) return [cost + unpriced(this.unknown), 'unknown'];
+    const list = `${this.unknown + this.unlisted > 0 ? '>=' : ''}$${formatUsd(this.listPico)}`;
+    return [cost + unpriced(this.unknown), this.unlisted > 0 ? `${list} (${this.unlisted} without)` : list];
   }
 }

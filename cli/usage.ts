@@ -8,7 +8,7 @@ import { errorLine, UserError } from './errors';
 import { keyValues } from './key-values';
 import { count } from './format';
 import { wholeNumber } from './number-option';
-import { repriceRange, type RepriceRun } from './reprice-run';
+import { REPRICE_DIFF_HEADERS, repriceRange, type RepriceRun } from './reprice-run';
 import { withStore } from './store';
 import { renderTable, type Column } from './table';
 import { reportCsv, reportJson, reportTable, usageReport } from './usage-report';
@@ -180,13 +180,9 @@ function repriceOutput(
     return `${JSON.stringify({ catalog_version: version, dry_run: Boolean(opts.dryRun), scanned: result.scanned, updated: opts.dryRun ? 0 : changed, would_change: opts.dryRun ? changed : undefined, audit_id: logId ?? undefined })}\n`;
   }
   if (opts.dryRun) {
-    const columns: Column[] = [
-      { header: 'model' },
-      { header: 'records', align: 'right' },
-      { header: 'changed', align: 'right' },
-      { header: 'old cost', align: 'right' },
-      { header: 'new cost', align: 'right' },
-    ];
+    const columns: Column[] = REPRICE_DIFF_HEADERS.map((header, i) =>
+      i === 0 ? { header } : { header, align: 'right' },
+    );
     const rows = diff.rows().map((row) => row.map((c) => (typeof c === 'number' ? count(c) : c)));
     return `${renderTable(columns, rows)}\n\ndry run with catalog ${version}: ${count(diff.changed)} of ${count(result.scanned)} records would change; nothing was written\n`;
   }

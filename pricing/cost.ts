@@ -4,10 +4,11 @@
  * Order of decisions:
  *   1. audio or images with nothing measured to price by    -> null, 'not_counted' (pricing/media-cost.ts)
  *   2. no price, a price without any rate, or no usage        -> null, 'unpriced' (never $0)
- *   3. otherwise                                              -> exact sum, 'priced'
+ *   3. otherwise                                              -> exact sum, 'priced'; beside it the list cost, the
+ *      same sum before a negotiated discount (pricing.discounts multiplies every rate of an entry exactly)
  *   4. usage.providerCostUsd present (OpenRouter, Perplexity usage.cost): kept beside the computed cost and
- *      compared with it (withProviderFigure); it replaces the computed cost when that is unknown, rests on another
- *      seller's price, or is no more precise ('provider_reported'; catalog discounts are not applied to it)
+ *      compared with it (pricing/provider-figure.ts); it replaces the computed cost when that is unknown, rests on
+ *      another seller's price, or is no more precise ('provider_reported'; catalog discounts are not applied to it)
  *
  * Bucket rates and fallbacks (a bucket with tokens and no possible rate makes the whole result unpriced):
  *   inputTokens       input
@@ -36,9 +37,9 @@
 import type { EndpointKey, IterationUsage, Usage } from '../core/usage';
 import { MEDIA_UNIT_FIELDS, type PicoUsd } from '../records/usage-record';
 import { BUCKETS, type Bucket, type LongContextTier, type ModelPrice } from './model-price';
-import { parseDecimal } from './decimal';
 import { billedMediaUsage, mediaUnitLines } from './media-cost';
-import { ExactSum, formatUsd, parseUsd, rateFromPerMillion, rateFromUsd, type Rate } from './money';
+import { ExactSum, rateFromPerMillion, rateFromUsd, type Rate } from './money';
+import { providerFigure, withProviderFigure } from './provider-figure';
 
 export interface PriceUsageOptions {
   endpoint: EndpointKey;
@@ -50,6 +51,11 @@ export type ProvenanceHint = 'priced' | 'unpriced' | 'provider_reported' | 'not_
 
 export interface PricedUsage {
   costPico: PicoUsd | null;
+  /**
+   * The cost at the catalog's list price, before a negotiated discount (pricing.discounts): the cost itself when no
+   * discount applies (the provider's own figure included), null when the cost is unknown.
+   */
+  listCostPico?: PicoUsd | null;
   provenanceHint: ProvenanceHint;
   /** Why the cost is null, for logs. */
   reason?: string;
@@ -245,82 +251,6 @@ export function priceUsage(
   return withProviderFigure(computed, reported, price);
 }
 
-/** The provider's own figure in pico-USD, its decimals and its documented rounding step, or undefined. */
-interface ProviderFigure {
-  pico: PicoUsd;
-  decimals: number;
-  /** The step the provider rounds its figure to, in pico-USD (0: reported at full precision). */
-  stepPico: PicoUsd;
-}
-
-/** The provider's own cost figure, or undefined (absent, unreadable). */
-function providerFigure(usage: Usage | undefined): ProviderFigure | undefined {
-  const text = usage?.providerCostUsd;
-  if (text === undefined) return undefined;
-  try {
-    const pico = parseUsd(text);
-    if (pico < 0n) return undefined;
-    const step = usage?.providerCostStepUsd === undefined ? 0n : parseUsd(usage.providerCostStepUsd);
-    return { pico, decimals: decimalsOf(text), stepPico: step > 0n ? step : 0n };
-  } catch {
-    return undefined; // an unreadable figure: the computed cost stands
-  }
-}
-
-/**
- * Whether the provider's figure disagrees with the computed cost: they differ, at full precision, by more than 1%
- * of the computed cost plus half the provider's documented rounding step (Perplexity rounds to $0.001, so a figure
- * within $0.0005 of the cost rounds to it). How many digits the figure happens to print ("0.020") does not matter.
- */
-export function disagrees(computedPico: PicoUsd, reportedPico: PicoUsd, stepPico: PicoUsd = 0n): boolean {
-  const diff = reportedPico > computedPico ? reportedPico - computedPico : computedPico - reportedPico;
-  // diff > computed / 100 + step / 2, in integers: 200 * diff > 2 * computed + 100 * step.
-  return 200n * diff > 2n * computedPico + 100n * stepPico;
-}
-
-/**
- * Puts the provider's figure beside the computed cost. The provider's figure is the record's cost when nothing
- * else is known, when the computed cost rests on another seller's price (OpenRouter priced by the vendor's list
- * price), or when it is at least as precise as the computed one (as many decimals: OpenRouter's usage.cost).
- * A rounded figure (Perplexity's usage.cost, to the tenth of a cent) gives way to the exact computed cost.
- */
-function withProviderFigure(
-  computed: PricedUsage,
-  reported: ProviderFigure,
-  price: ModelPrice | undefined,
-): PricedUsage {
-  if (computed.costPico === null) {
-    return {
-      costPico: reported.pico,
-      provenanceHint: 'provider_reported',
-      providerCostPico: reported.pico,
-      reason: computed.reason,
-    };
-  }
-  const own = price?.match?.via !== 'openrouter_vendor_fallback';
-  const asPrecise = reported.stepPico === 0n && reported.decimals >= decimalsOf(formatUsd(computed.costPico));
-  const useReported = !own || asPrecise;
-  return {
-    ...computed,
-    costPico: useReported ? reported.pico : computed.costPico,
-    provenanceHint: useReported ? 'provider_reported' : computed.provenanceHint,
-    providerCostPico: reported.pico,
-    computedCostPico: computed.costPico,
-    costDisagrees: disagrees(computed.costPico, reported.pico, reported.stepPico),
-  };
-}
-
-/** Decimal places of a plain or exponent decimal string ("0.005" -> 3, "1.5e-7" -> 8, "2" -> 0). */
-function decimalsOf(text: string): number {
-  const v = parseDecimal(text.trim());
-  let { coef, scale } = v;
-  while (scale > 0 && coef % 10n === 0n) {
-    coef /= 10n;
-    scale--;
-  }
-  return Math.max(0, scale);
-}
-
 /** The cost from the usage's counts and the catalog price (steps 3 and 4 of the header). */
 function computeCost(price: ModelPrice | undefined, usage: Usage | undefined): PricedUsage {
   if (!price) return unpriced('model not in the price catalog');
@@ -394,5 +324,8 @@ function computeCost(price: ModelPrice | undefined, usage: Usage | undefined): P
   }
   const tools = addToolFees(sum, price, usage.toolCalls);
   if (typeof tools === 'string') return unpriced(tools);
-  return { costPico: sum.toPico(), provenanceHint: 'priced', priceId: c.priceId, ...tools };
+  const costPico = sum.toPico();
+  // Every rate of a discounted entry is its list rate times (1 - discount): the list cost comes from the same sum.
+  const listCostPico = price.discount === undefined ? costPico : sum.undiscountedPico(price.discount);
+  return { costPico, listCostPico, provenanceHint: 'priced', priceId: c.priceId, ...tools };
 }

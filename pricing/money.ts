@@ -11,7 +11,7 @@
  * very end, half away from zero, to the unit they return. Nothing rounds intermediate values.
  */
 import type { PicoUsd } from '../records/usage-record';
-import { formatDecimal, normalize, parseDecimal, pow10, type Scaled } from './decimal';
+import { formatDecimal, normalize, parseDecimal, pow10, subDecimal, type Scaled } from './decimal';
 
 /** An exact non-negative rate: num / 10^scale pico-USD per unit (per token, per request or per query). */
 export interface Rate {
@@ -82,6 +82,24 @@ export class ExactSum {
   toPico(): PicoUsd {
     return roundScaled(this.exact());
   }
+
+  /**
+   * The total before a discount every rate of it was multiplied by (1 - discount, exactly: pricing/entry-prices.ts),
+   * rounded once like toPico: total / (1 - discount) is the exact list-rate total, a terminating decimal.
+   */
+  undiscountedPico(discount: string): PicoUsd {
+    const factor = parseDecimal(subDecimal('1', discount));
+    const v = this.exact();
+    return roundQuotient(v.coef * pow10(factor.scale), factor.coef * pow10(v.scale));
+  }
+}
+
+/** n / d rounded to an integer half away from zero (d > 0). */
+function roundQuotient(n: bigint, d: bigint): bigint {
+  const abs = n < 0n ? -n : n;
+  let q = abs / d;
+  if ((abs % d) * 2n >= d) q += 1n;
+  return n < 0n ? -q : q;
 }
 
 /**

@@ -46,6 +46,7 @@ export function repriceRecord(catalog: PriceCatalog, r: UsageRecord): Repricing 
   if (usageSource === 'none' && providerCost === null) {
     return {
       costPico: null,
+      listCostPico: null,
       provenance: r.provenance === 'partial' ? 'partial' : 'unpriced',
       priceVersion: null,
       usageSource,
@@ -95,6 +96,7 @@ export function repriceRecord(catalog: PriceCatalog, r: UsageRecord): Repricing 
           : 'measured';
   return {
     costPico,
+    listCostPico: costPico === null ? null : (priced.listCostPico ?? null),
     provenance,
     priceVersion:
       costPico === null

@@ -69,6 +69,11 @@ export interface UsageRecord {
   searchContextSize?: string | null;
   /** Cost in pico-USD; null when unknown (unpriced). */
   costPico: PicoUsd | null;
+  /**
+   * The cost at the catalog's list price, before a negotiated discount (pricing.discounts): equal to costPico when no
+   * discount applied, null when the cost is unknown. Absent (null) on records written before migration 022.
+   */
+  listCostPico?: PicoUsd | null;
   provenance: CostProvenance;
   /** Price catalog version the cost was computed with (null when no price was used). */
   priceVersion: string | null;

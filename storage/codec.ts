@@ -46,6 +46,7 @@ export const RECORD_COLUMNS = [
   'output_audio_tokens',
   'generation_id',
   'upstream_ms',
+  'list_cost_pico',
 ] as const;
 
 /** The tags of a record without any (frozen: see memoLastFrozen). */
@@ -116,6 +117,8 @@ export function recordValues(r: UsageRecord): SqlValue[] {
     r.generationId ?? null,
     // Absent on records built before migration 019.
     r.upstreamMs ?? null,
+    // Absent on records built before migration 022.
+    r.listCostPico ?? null,
   ];
 }
 
@@ -195,6 +198,7 @@ export function recordFromRow(row: Record<string, unknown>): UsageRecord {
     outputAudioTokens: toNumberOrNull(row.output_audio_tokens),
     generationId: str(row.generation_id),
     upstreamMs: toNumberOrNull(row.upstream_ms),
+    listCostPico: toMoneyOrNull(row.list_cost_pico),
   };
 }
 

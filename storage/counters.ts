@@ -6,10 +6,12 @@
 import type { UsageRecord } from '../records/usage-record';
 import type { UsageTotals } from './store';
 
-type CountField = Exclude<keyof UsageTotals, 'costPico'>;
+type MoneyField = 'costPico' | 'discountPico';
 
 interface CounterDef {
   field: keyof UsageTotals;
+  /** Exact money (bigint pico-USD): summed without overflow, split in _hi and _lo columns in the daily tables. */
+  money?: true;
   /** Column name in the rollup tables and alias in aggregate queries. */
   column: string;
   /** Per-row SQL over usage_records aliased `r`; summed by the raw path. */
@@ -77,7 +79,7 @@ export const COUNTERS: readonly CounterDef[] = [
     of: (r) => tokens(r.searchQueries),
   },
   // SUM skips NULL costs, which are counted by unknown_cost_count instead.
-  { field: 'costPico', column: 'cost_pico', rawSql: 'r.cost_pico', of: (r) => r.costPico ?? 0n },
+  { field: 'costPico', column: 'cost_pico', money: true, rawSql: 'r.cost_pico', of: (r) => r.costPico ?? 0n },
   {
     field: 'unknownCostCount',
     column: 'unknown_cost_count',
@@ -117,7 +119,28 @@ export const COUNTERS: readonly CounterDef[] = [
     rawSql: "CASE WHEN r.provenance = 'not_counted' THEN 1 ELSE 0 END",
     of: (r) => flag(r.provenance === 'not_counted'),
   },
+  {
+    // List cost less effective cost over the records that have a list cost (migration 022): a group's list cost is
+    // its cost plus this, and listCostCount says how many of its priced records it covers.
+    field: 'discountPico',
+    column: 'discount_pico',
+    money: true,
+    rawSql: 'COALESCE(r.list_cost_pico - r.cost_pico, 0)',
+    of: (r) => discountOf(r),
+  },
+  {
+    field: 'listCostCount',
+    column: 'list_cost_count',
+    rawSql: 'CASE WHEN r.list_cost_pico IS NULL THEN 0 ELSE 1 END',
+    of: (r) => flag(r.listCostPico != null),
+  },
 ];
+
+/** A record's list cost less its cost; 0 without a list cost (a record written before migration 022, or unpriced). */
+function discountOf(r: UsageRecord): bigint {
+  const list = r.listCostPico;
+  return list == null || r.costPico === null ? 0n : list - r.costPico;
+}
 
 export const COUNTER_COLUMNS: readonly string[] = COUNTERS.map((c) => c.column);
 
@@ -139,6 +162,8 @@ export function zeroTotals(): UsageTotals {
     errorCount: 0,
     costDisagreementCount: 0,
     notCountedCount: 0,
+    discountPico: 0n,
+    listCostCount: 0,
   };
 }
 
@@ -164,6 +189,8 @@ export function contribution(r: UsageRecord): UsageTotals {
     errorCount: of.errorCount(r) as number,
     costDisagreementCount: of.costDisagreementCount(r) as number,
     notCountedCount: of.notCountedCount(r) as number,
+    discountPico: of.discountPico(r) as bigint,
+    listCostCount: of.listCostCount(r) as number,
   };
 }
 
@@ -194,6 +221,8 @@ export function addTotals(into: UsageTotals, delta: UsageTotals, sign: 1 | -1 = 
   into.errorCount += sign * delta.errorCount;
   into.costDisagreementCount += sign * delta.costDisagreementCount;
   into.notCountedCount += sign * delta.notCountedCount;
+  into.discountPico += sign === 1 ? delta.discountPico : -delta.discountPico;
+  into.listCostCount += sign * delta.listCostCount;
   return into;
 }
 
@@ -218,10 +247,23 @@ export function knownCost(t: UsageTotals): bigint | null {
 }
 
 export function isZero(t: UsageTotals): boolean {
-  return COUNTERS.every((c) => (c.field === 'costPico' ? t.costPico === 0n : t[c.field as CountField] === 0));
+  return COUNTERS.every((c) => (c.money ? t[c.field as MoneyField] === 0n : t[c.field] === 0));
 }
+
+/** The daily tables' counter columns: each money column as its _hi and _lo halves. */
+export const SPLIT_COUNTER_COLUMNS: readonly string[] = COUNTERS.flatMap((c) =>
+  c.money ? [`${c.column}_hi`, `${c.column}_lo`] : [c.column],
+);
 
 /** Counter values in COUNTER_COLUMNS order (money as bigint). */
 export function totalsToArray(t: UsageTotals): (number | bigint)[] {
   return COUNTERS.map((c) => t[c.field]);
+}
+
+/** Counter values in SPLIT_COUNTER_COLUMNS order: money (exact, may be negative) as hi = v >> 32, lo = v & (2^32 - 1). */
+export function totalsToSplitArray(t: UsageTotals): (number | bigint)[] {
+  return COUNTERS.flatMap((c) => {
+    const v = t[c.field];
+    return c.money ? [(v as bigint) >> 32n, (v as bigint) & 0xffffffffn] : [v];
+  });
 }

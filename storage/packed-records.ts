@@ -51,6 +51,9 @@ const STR = {
   generationId: 15,
 };
 const NF = Object.keys(NUM).length;
+/** The bits of `hasCost`. */
+const COST = 1;
+const LIST = 2;
 const SF = Object.keys(STR).length;
 const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;
@@ -65,8 +68,9 @@ export interface PackedRecords {
   numbers: Float64Array;
   refs: Int32Array;
   streamed: Uint8Array;
-  /** costPico; `hasCost` tells a null from a zero. */
+  /** costPico and listCostPico; `hasCost` tells a null from a zero (bit COST for costs, LIST for listCosts). */
   costs: BigInt64Array;
+  listCosts: BigInt64Array;
   hasCost: Uint8Array;
   /** Record i's tags are the pairs tagStart[i] .. tagStart[i + 1] - 1 of tagRefs (key, value: string indexes). */
   tagStart: Int32Array;
@@ -181,6 +185,8 @@ function writeFields(p: ColumnWriter, r: UsageRecord, i: number): boolean {
   );
 }
 
+const isInt64 = (v: unknown): v is bigint => typeof v === 'bigint' && v >= INT64_MIN && v <= INT64_MAX;
+
 /** Packs a batch; undefined when a record does not fit the packed shape (the caller sends the records as they are). */
 export function packRecords(records: readonly UsageRecord[]): PackedRecords | undefined {
   const n = records.length;
@@ -190,6 +196,7 @@ export function packRecords(records: readonly UsageRecord[]): PackedRecords | un
   let idChars = 0;
   const streamed = new Uint8Array(n);
   const costs = new BigInt64Array(n);
+  const listCosts = new BigInt64Array(n);
   const hasCost = new Uint8Array(n);
   const tagStart = new Int32Array(n + 1);
   const tagRefs: number[] = [];
@@ -200,10 +207,16 @@ export function packRecords(records: readonly UsageRecord[]): PackedRecords | un
     idEnd[i] = idChars += r.id.length;
     streamed[i] = r.streamed ? 1 : 0;
     const cost = r.costPico as unknown;
-    if (typeof cost === 'bigint' && cost >= INT64_MIN && cost <= INT64_MAX) {
+    if (isInt64(cost)) {
       costs[i] = cost;
-      hasCost[i] = 1;
+      hasCost[i] = COST;
     } else if (cost !== null) return undefined;
+    // Migration 022's, absent on records spilled before it.
+    const list = (r.listCostPico ?? null) as unknown;
+    if (isInt64(list)) {
+      listCosts[i] = list;
+      hasCost[i] |= LIST;
+    } else if (list !== null) return undefined;
     const tags = r.tags as unknown;
     if (typeof tags !== 'object' || tags === null || Array.isArray(tags)) return undefined;
     const keys = Object.keys(tags);
@@ -223,6 +236,7 @@ export function packRecords(records: readonly UsageRecord[]): PackedRecords | un
     refs: columns.refs,
     streamed,
     costs,
+    listCosts,
     hasCost,
     tagStart,
     tagRefs: Int32Array.from(tagRefs),
@@ -231,7 +245,7 @@ export function packRecords(records: readonly UsageRecord[]): PackedRecords | un
 
 /** The buffers a postMessage can transfer instead of copying. */
 export function packedBuffers(p: PackedRecords): ArrayBuffer[] {
-  return [p.idEnd, p.numbers, p.refs, p.streamed, p.costs, p.hasCost, p.tagStart, p.tagRefs].map(
+  return [p.idEnd, p.numbers, p.refs, p.streamed, p.costs, p.listCosts, p.hasCost, p.tagStart, p.tagRefs].map(
     (a) => a.buffer as ArrayBuffer,
   );
 }
@@ -284,7 +298,8 @@ export function unpackRecords(p: PackedRecords): UsageRecord[] {
       citationTokens: num(b + NUM.citationTokens),
       searchQueries: num(b + NUM.searchQueries),
       searchContextSize: str(s + STR.searchContextSize),
-      costPico: p.hasCost[i] === 1 ? p.costs[i] : null,
+      costPico: p.hasCost[i] & COST ? p.costs[i] : null,
+      listCostPico: p.hasCost[i] & LIST ? p.listCosts[i] : null,
       provenance: str(s + STR.provenance) as CostProvenance,
       priceVersion: str(s + STR.priceVersion),
       latencyMs: numbers[b + NUM.latencyMs],

@@ -98,6 +98,7 @@ const RECORD_TYPES: Record<(typeof RECORD_COLUMNS)[number], string> = {
   output_audio_tokens: 'int8',
   generation_id: 'text',
   upstream_ms: 'int4',
+  list_cost_pico: 'int8',
 };
 const INSERT_RECORDS = `INSERT INTO usage_records (${RECORD_COLUMNS.join(', ')}, ${RECORD_TAG_SET_COLUMN})
 ${unnest([...RECORD_COLUMNS.map((c) => RECORD_TYPES[c]), 'int8'])}

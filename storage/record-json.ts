@@ -1,6 +1,6 @@
 /**
- * JSON form of a usage record for the spill file: one object per line, costPico and providerCostPico as decimal
- * strings (JSON has no bigint, and a double would round pico-USD amounts above 2^53).
+ * JSON form of a usage record for the spill file: one object per line, costPico, listCostPico and providerCostPico as
+ * decimal strings (JSON has no bigint, and a double would round pico-USD amounts above 2^53).
  */
 import { truncate } from '../core/truncate';
 import type { UsageRecord } from '../records/usage-record';
@@ -8,10 +8,15 @@ import type { UsageRecord } from '../records/usage-record';
 const money = (v: bigint | null | undefined): string | null | undefined => (typeof v === 'bigint' ? v.toString() : v);
 
 export function recordToJson(r: UsageRecord): string {
-  return JSON.stringify({ ...r, costPico: money(r.costPico), providerCostPico: money(r.providerCostPico) });
+  return JSON.stringify({
+    ...r,
+    costPico: money(r.costPico),
+    listCostPico: money(r.listCostPico),
+    providerCostPico: money(r.providerCostPico),
+  });
 }
 
-/** An amount read back: null, absent (a record spilled before migration 008) or a decimal integer string. */
+/** An amount read back: null, absent (a record spilled before migration 008 or 022) or a decimal integer string. */
 function moneyFrom(o: Record<string, unknown>, field: string): bigint | null | undefined {
   const v = o[field];
   if (v === null || v === undefined) return v;
@@ -69,7 +74,9 @@ export function recordFromJson(line: string): UsageRecord {
   if (o.tags != null && (typeof o.tags !== 'object' || Array.isArray(o.tags))) throw bad('tags', 'an object');
   if (o.costPico === undefined) throw bad('costPico', 'a decimal integer');
   const out = { ...(o as unknown as UsageRecord), costPico: moneyFrom(o, 'costPico') as bigint | null };
-  const provider = moneyFrom(o, 'providerCostPico');
-  if (provider !== undefined) out.providerCostPico = provider;
+  for (const f of ['providerCostPico', 'listCostPico'] as const) {
+    const v = moneyFrom(o, f);
+    if (v !== undefined) out[f] = v;
+  }
   return out;
 }

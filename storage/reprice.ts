@@ -14,7 +14,15 @@ import type { RepriceFn, RepriceResult, Repricing, UsageFilter } from './store';
 export const REPRICE_CHUNK = 1000;
 
 /** The fields a repricing may change (storage/store.ts Repricing); a record whose fields all stay is not rewritten. */
-const REPRICED_FIELDS = ['costPico', 'provenance', 'priceVersion', 'usageSource', 'priceId', 'costDisagrees'] as const;
+const REPRICED_FIELDS = [
+  'costPico',
+  'listCostPico',
+  'provenance',
+  'priceVersion',
+  'usageSource',
+  'priceId',
+  'costDisagrees',
+] as const;
 
 /** Whether a repricing changes anything stored on the record. */
 export function repricingChanges(old: UsageRecord, p: Repricing): boolean {

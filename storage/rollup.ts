@@ -13,7 +13,15 @@
  */
 import type { UsageRecord } from '../records/usage-record';
 import { tagEntries } from './codec';
-import { COUNTER_COLUMNS, addTotals, contribution, totalsToArray, zeroTotals } from './counters';
+import {
+  COUNTER_COLUMNS,
+  SPLIT_COUNTER_COLUMNS,
+  addTotals,
+  contribution,
+  totalsToArray,
+  totalsToSplitArray,
+  zeroTotals,
+} from './counters';
 import type { UsageTotals } from './store';
 
 export const HOUR_MS = 3_600_000;
@@ -45,9 +53,7 @@ export const TAG_SET_DAILY_DIM_COLUMNS = ['set_id', 'day'] as const;
 /** Monthly rollup per tag set (migration 021), the daily one's counters per UTC month. */
 export const TAG_SET_MONTHLY_TABLE = 'usage_tag_set_monthly';
 export const TAG_SET_MONTHLY_DIM_COLUMNS = ['set_id', 'month'] as const;
-export const DAILY_COUNTER_COLUMNS: readonly string[] = COUNTER_COLUMNS.flatMap((c) =>
-  c === 'cost_pico' ? ['cost_pico_hi', 'cost_pico_lo'] : [c],
-);
+export const DAILY_COUNTER_COLUMNS: readonly string[] = SPLIT_COUNTER_COLUMNS;
 
 export function floorHour(ts: number): number {
   return ts - (((ts % HOUR_MS) + HOUR_MS) % HOUR_MS);
@@ -194,14 +200,7 @@ function bump(into: Map<string, Entry>, key: string, delta: UsageTotals, dims: (
 function rows(m: Map<string, Entry>, splitMoney = false): RollupRow[] {
   return [...m.entries()]
     .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
-    .map(([, v]) => [...v.dims, ...(splitMoney ? splitCost(totalsToArray(v.t)) : totalsToArray(v.t))]);
-}
-
-/** Counters with cost_pico (exact bigint, may be negative) replaced by hi = cost >> 32 and lo = cost & (2^32 - 1). */
-function splitCost(values: (number | bigint)[]): (number | bigint)[] {
-  const i = COUNTER_COLUMNS.indexOf('cost_pico');
-  const cost = BigInt(values[i]);
-  return [...values.slice(0, i), cost >> 32n, cost & 0xffffffffn, ...values.slice(i + 1)];
+    .map(([, v]) => [...v.dims, ...(splitMoney ? totalsToSplitArray(v.t) : totalsToArray(v.t))]);
 }
 
 /**

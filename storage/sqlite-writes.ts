@@ -41,8 +41,8 @@ export function prepareWrites(db: Database.Database, cache: TagSetIds): SqliteWr
   });
   // Compare-and-set: only a record still carrying the old values is changed (and corrected in the rollups).
   const updateCost = db.prepare(
-    'UPDATE usage_records SET cost_pico = ?, provenance = ?, price_version = ?, usage_source = ?, price_id = ?, cost_disagrees = ? ' +
-      'WHERE id = ? AND cost_pico IS ? AND provenance = ? AND price_version IS ?',
+    'UPDATE usage_records SET cost_pico = ?, provenance = ?, price_version = ?, usage_source = ?, price_id = ?, cost_disagrees = ?, ' +
+      'list_cost_pico = ? WHERE id = ? AND cost_pico IS ? AND provenance = ? AND price_version IS ? AND list_cost_pico IS ?',
   );
   const reprice = db.transaction((changes: Change[], found: Map<string, number>): Change[] => {
     tagSets.checkSchema();
@@ -55,10 +55,12 @@ export function prepareWrites(db: Database.Database, cache: TagSetIds): SqliteWr
           next.usageSource ?? null,
           next.priceId ?? null,
           flag(next.costDisagrees),
+          next.listCostPico ?? null,
           old.id,
           old.costPico,
           old.provenance,
           old.priceVersion,
+          old.listCostPico ?? null,
         ).changes === 1,
     );
     applyDeltas(

@@ -69,6 +69,13 @@ export interface UsageTotals {
   costDisagreementCount: number;
   /** Audio and image records with nothing to price them by (provenance not_counted): no cost, never shown as $0. */
   notCountedCount: number;
+  /**
+   * List cost less cost over the records that have a list cost (storage/list-cost.ts): the negotiated discount
+   * (pricing.discounts) taken off their list price.
+   */
+  discountPico: PicoUsd;
+  /** Records that have a list cost (every priced record written since migration 022). */
+  listCostCount: number;
 }
 
 export interface UsageGroupRow extends UsageTotals {
@@ -95,6 +102,8 @@ export interface RequestPage {
 /** A recomputed cost for a stored record. */
 export interface Repricing {
   costPico: PicoUsd | null;
+  /** The cost at the list price, before a negotiated discount (UsageRecord.listCostPico). */
+  listCostPico?: PicoUsd | null;
   provenance: CostProvenance;
   priceVersion: string | null;
   /** How the record's counts were obtained (inferred for a record written before migration 008). */

@@ -25,6 +25,9 @@ export interface GenerateOptions {
   progress?: (written: number) => void;
 }
 
+const COST_SQL = `CASE WHEN z.failed THEN 0 WHEN z.in_rate > 0 THEN (z.input_all - z.cache_read) * z.in_rate
+  + z.output * z.out_rate + z.cache_read * (z.in_rate / 10) END`;
+
 /** Each column of usage_records as the generator computes it from the row `z` (see RECORDS_FROM). */
 const COLUMN_SQL: Record<(typeof RECORD_COLUMNS)[number] | 'tag_set_id', string> = {
   id: `'scale-' || lpad(z.g::text, 10, '0')`,
@@ -46,8 +49,7 @@ const COLUMN_SQL: Record<(typeof RECORD_COLUMNS)[number] | 'tag_set_id', string>
   citation_tokens: '0',
   search_queries: '0',
   search_context_size: 'NULL',
-  cost_pico: `CASE WHEN z.failed THEN 0 WHEN z.in_rate > 0 THEN (z.input_all - z.cache_read) * z.in_rate
-    + z.output * z.out_rate + z.cache_read * (z.in_rate / 10) END`,
+  cost_pico: COST_SQL,
   provenance: `CASE WHEN z.failed THEN 'failed' WHEN z.in_rate > 0 THEN 'measured' ELSE 'unpriced' END`,
   price_version: `CASE WHEN NOT z.failed AND z.in_rate > 0 THEN 'scale' END`,
   latency_ms: '200 + floor(z.u_lat * 8000)::int',
@@ -65,6 +67,8 @@ const COLUMN_SQL: Record<(typeof RECORD_COLUMNS)[number] | 'tag_set_id', string>
   generation_id: 'NULL',
   // The provider's time: the latency less an overhead of 1 to 12 ms (bench/scale/record.ts draws the same).
   upstream_ms: '200 + floor(z.u_lat * 8000)::int - (1 + (100 + floor(z.u_ttfb * 800)::int) % 12)',
+  // No negotiated discount in the mix: the list cost is the cost (bench/scale/record.ts the same).
+  list_cost_pico: COST_SQL,
   tag_set_id: 'z.set_id',
 };
 /** Token columns a failed request leaves empty. */

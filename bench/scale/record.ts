@@ -28,6 +28,7 @@ export function scaleRecord(r: () => number, g: number, ts: number): UsageRecord
   const priced = c.inRate > 0;
   const tokens = (n: number) => (failed ? null : n);
   const cost = BigInt(inputAll - cacheRead) * BigInt(c.inRate) + BigInt(output) * BigInt(c.outRate);
+  const costPico = failed ? 0n : priced ? cost + BigInt(cacheRead) * BigInt(c.inRate / 10) : null;
   const latencyMs = 200 + Math.floor(r() * 8000);
   const ttfbMs = 100 + Math.floor(r() * 800);
   return {
@@ -38,7 +39,9 @@ export function scaleRecord(r: () => number, g: number, ts: number): UsageRecord
     cacheReadTokens: tokens(cacheRead),
     ...{ cacheWriteTokens: tokens(0), cacheWrite1hTokens: tokens(0), reasoningTokens: tokens(reasoning) },
     ...{ citationTokens: tokens(0), searchQueries: tokens(0), searchContextSize: null },
-    costPico: failed ? 0n : priced ? cost + BigInt(cacheRead) * BigInt(c.inRate / 10) : null,
+    costPico,
+    // No negotiated discount in the mix: the list cost is the cost.
+    listCostPico: costPico,
     provenance: failed ? 'failed' : priced ? 'measured' : 'unpriced',
     priceVersion: priced && !failed ? 'scale' : null,
     latencyMs,

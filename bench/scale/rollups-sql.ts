@@ -34,9 +34,7 @@ const sum = (sql: string) => `COALESCE(SUM(${sql}), 0)`;
 const hourlySums = COUNTERS.map((c) => sum(c.rawSql));
 /** The daily tables' money in two columns (migration 002), each record's cost split before summing. */
 const dailySums = COUNTERS.flatMap((c) =>
-  c.column === 'cost_pico'
-    ? [sum('COALESCE(r.cost_pico, 0) >> 32'), sum('COALESCE(r.cost_pico, 0) & 4294967295')]
-    : [sum(c.rawSql)],
+  c.money ? [sum(`COALESCE(${c.rawSql}, 0) >> 32`), sum(`COALESCE(${c.rawSql}, 0) & 4294967295`)] : [sum(c.rawSql)],
 );
 const HOURLY_COUNTERS = COUNTERS.map((c) => c.column).join(', ');
 const DAILY_COUNTERS = DAILY_COUNTER_COLUMNS.join(', ');

@@ -198,6 +198,8 @@ export function assembleRecord(
     searchQueries: count(u?.searchQueries),
     searchContextSize: bounded(u?.searchContextSize, RECORD_TEXT_LIMITS.searchContextSize),
     costPico: cost,
+    // A failed request costs nothing at any price; a cost priced elsewhere without a list price keeps none.
+    listCostPico: cost === null ? null : provenance === 'failed' ? 0n : (priced?.listCostPico ?? null),
     provenance,
     priceVersion:
       cost === null || provenance === 'failed'

@@ -22,6 +22,7 @@ import { generationId } from './017_generation_id';
 import { tagSetDailyByDay } from './018_tag_set_daily_by_day';
 import { upstreamMs } from './019_upstream_ms';
 import { tagSetMonthly } from './021_tag_set_monthly';
+import { listCost } from './022_list_cost';
 
 export interface Migration {
   version: number;
@@ -59,6 +60,7 @@ export const MIGRATIONS: readonly Migration[] = [
   tagSetDailyByDay,
   upstreamMs,
   tagSetMonthly,
+  listCost,
 ];
 
 export const SCHEMA_MIGRATIONS_DDL = {

@@ -37,7 +37,7 @@ function decodeAggregate(
   });
   const totals = zeroTotals();
   for (const c of COUNTERS) {
-    if (c.field === 'costPico') totals.costPico = d.readMoney(row, c.column);
+    if (c.money) (totals as unknown as Record<string, bigint>)[c.field] = d.readMoney(row, c.column);
     else (totals as unknown as Record<string, number>)[c.field] = toNumber(row[c.column]);
   }
   return { bucket: row.bucket === undefined ? null : toNumber(row.bucket), values, totals };

@@ -50,7 +50,7 @@ function bucketExpr(col: string, interval: Interval | undefined): string | undef
 
 function aggregateSelect(d: SqlDialect, counterExpr: (c: (typeof COUNTERS)[number]) => string): string[] {
   return COUNTERS.map((c) =>
-    c.field === 'costPico' ? d.sumMoney(counterExpr(c), c.column) : `SUM(${counterExpr(c)}) AS ${c.column}`,
+    c.money ? d.sumMoney(counterExpr(c), c.column) : `SUM(${counterExpr(c)}) AS ${c.column}`,
   );
 }
 
@@ -113,9 +113,7 @@ export function rollupAggregateSql(d: SqlDialect, spec: RollupSpec): SqlQuery {
   select.push(
     ...(spec.daily
       ? COUNTERS.map((c) =>
-          c.field === 'costPico'
-            ? d.sumSplitMoney('cost_pico_hi', 'cost_pico_lo', c.column)
-            : `SUM(${c.column}) AS ${c.column}`,
+          c.money ? d.sumSplitMoney(`${c.column}_hi`, `${c.column}_lo`, c.column) : `SUM(${c.column}) AS ${c.column}`,
         )
       : aggregateSelect(d, (c) => c.column)),
   );
@@ -179,9 +177,7 @@ export function tagSetAggregateSql(d: SqlDialect, spec: TagSetSpec): SqlQuery {
   });
   select.push(
     ...COUNTERS.map((c) =>
-      c.field === 'costPico'
-        ? d.sumSplitMoney('r.cost_pico_hi', 'r.cost_pico_lo', c.column)
-        : `SUM(r.${c.column}) AS ${c.column}`,
+      c.money ? d.sumSplitMoney(`r.${c.column}_hi`, `r.${c.column}_lo`, c.column) : `SUM(r.${c.column}) AS ${c.column}`,
     ),
   );
   const groupKeys = spec.groupBy.map((dim) => dim.key);

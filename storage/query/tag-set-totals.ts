@@ -9,7 +9,7 @@
  * row minus some of its days is exactly the rest; a set with no record in the range then sums to zero requests and
  * is left out, as it is absent from the daily rows.
  */
-import { COUNTERS } from '../counters';
+import { SPLIT_COUNTER_COLUMNS } from '../counters';
 import { TAG_SET_DAILY_TABLE, TAG_SET_MONTHLY_TABLE, floorMonth } from '../rollup';
 import type { SqlQuery } from './sql';
 
@@ -50,7 +50,7 @@ function rangeParts(from: number, to: number): Part[] {
 
 /** One row per set with records in the range, its counters under their column names. */
 export function setTotals(spec: { from: number; to: number }): SqlQuery {
-  const cols = COUNTERS.flatMap((c) => (c.field === 'costPico' ? [`${c.column}_hi`, `${c.column}_lo`] : [c.column]));
+  const cols = SPLIT_COUNTER_COLUMNS;
   const sums = cols.map((col) => `SUM(${col}) AS ${col}`).join(', ');
   const parts = rangeParts(spec.from, spec.to);
   const select = ({ table, sign }: Part) => {

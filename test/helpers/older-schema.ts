@@ -9,7 +9,7 @@
  * Versions 3 and 4 have no quarantine table (migration 006) either; none has the columns of migrations 008 and 009,
  * nor the alert outbox of migration 010, nor the reconciliation runs of migration 014, nor 015's tables, nor 016's
  * batch jobs, nor 017's generation_id, nor 018's index by day, nor 019's upstream_ms, nor 021's monthly tag-set
- * rollup.
+ * rollup, nor 022's list cost.
  */
 import { MIGRATIONS } from '../../storage/migrations';
 
@@ -23,7 +23,7 @@ export function versionsFrom(first: number): number[] {
 /**
  * Migrations 008, 009, 012, 017 and 019's columns dropped, records and rollups as every earlier build left them, migration
  * 010's alert outbox, 013's runtime budgets and spend freezes, 014's reconciliation runs, 015's schedule and reprice
- * log, 016's batch jobs, 018's index and 021's monthly rollup dropped, and none
+ * log, 016's batch jobs, 018's index, 021's monthly rollup and 022's list cost dropped, and none
  * recorded as applied; `droppedTables` are rollup tables the caller drops itself.
  */
 export function undo008Sql(droppedTables: readonly string[] = []): string {
@@ -42,6 +42,7 @@ export function undo008Sql(droppedTables: readonly string[] = []): string {
     ...['service_tier', 'input_audio_tokens', 'output_audio_tokens', 'generation_id', 'upstream_ms'].map(
       (c) => `ALTER TABLE usage_records DROP COLUMN ${c};`,
     ),
+    'ALTER TABLE usage_records DROP COLUMN list_cost_pico;',
     ...['usage_source', 'provider_cost_pico', 'cost_disagrees', 'tool_calls', 'price_id'].map(
       (c) => `ALTER TABLE usage_records DROP COLUMN ${c};`,
     ),
@@ -56,8 +57,12 @@ export function undo008Sql(droppedTables: readonly string[] = []): string {
       .flatMap((t) => [
         `ALTER TABLE ${t} DROP COLUMN cost_disagreement_count;`,
         `ALTER TABLE ${t} DROP COLUMN not_counted_count;`,
+        `ALTER TABLE ${t} DROP COLUMN list_cost_count;`,
+        ...(t.endsWith('_hourly')
+          ? [`ALTER TABLE ${t} DROP COLUMN discount_pico;`]
+          : [`ALTER TABLE ${t} DROP COLUMN discount_pico_hi;`, `ALTER TABLE ${t} DROP COLUMN discount_pico_lo;`]),
       ]),
-    'DELETE FROM schema_migrations WHERE version IN (8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 21);',
+    'DELETE FROM schema_migrations WHERE version IN (8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 21, 22);',
   ].join('\n');
 }
 

@@ -154,8 +154,9 @@ providers:
     expect(sonar.search_context_size).to.equal('high');
     // --dry-run first: old and new totals by model and how many would change, and nothing written.
     const dry = await cli('reprice', '--dry-run');
-    expect(dry, dry).to.match(/^model\s+records\s+changed\s+old cost\s+new cost$/m);
-    expect(dry, dry).to.match(/^codestral-late-priced\s+2\s+2\s+unknown\s+\$[0-9.]+$/m);
+    expect(dry, dry).to.match(/^model\s+records\s+changed\s+old cost\s+old list\s+new cost\s+new list$/m);
+    // No discount: each side's list cost is its cost.
+    expect(dry, dry).to.match(/^codestral-late-priced\s+2\s+2\s+unknown\s+unknown\s+\$([0-9.]+)\s+\$\1$/m);
     expect(dry, dry).to.match(/: 4 of 4 records would change; nothing was written$/m);
     expect(
       JSON.parse(await cli('--group-by', 'model', '--json')).find(

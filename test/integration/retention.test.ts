@@ -499,6 +499,7 @@ for (const backend of backends)
             outputAudioTokens: _o,
             generationId: _g,
             upstreamMs: _u,
+            listCostPico: _l,
             ...kept
           } = rest;
           return kept;

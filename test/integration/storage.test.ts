@@ -61,8 +61,10 @@ const before008 = (r: UsageRecord): UsageRecord => ({
   outputAudioTokens: null,
   generationId: null,
   upstreamMs: null,
+  listCostPico: null,
 });
-const rowsBefore008 = (rows: UsageGroupRow[]): UsageGroupRow[] => rows.map((r) => ({ ...r, costDisagreementCount: 0 }));
+const rowsBefore008 = (rows: UsageGroupRow[]): UsageGroupRow[] =>
+  rows.map((r) => ({ ...r, costDisagreementCount: 0, discountPico: 0n, listCostCount: 0 }));
 
 function makeRecords(n: number, seed: number, from: number, span: number, idPrefix: string): UsageRecord[] {
   const rnd = prng(seed);
@@ -133,6 +135,8 @@ function makeRecords(n: number, seed: number, from: number, span: number, idPref
     // As every build before migration 009 recorded them (its backfill relies on it): an audio or image record that
     // neither failed nor was cut is not counted, and only those are.
     const r = out[out.length - 1];
+    // Migration 022's, from the index: a third at a discount off their list price, a third at it, a third without one.
+    r.listCostPico = r.costPico === null ? null : [r.costPico + BigInt(i) * 1_000_003n, r.costPico, null][i % 3];
     const media = r.endpoint !== null && /^(audio|images)\./.test(r.endpoint);
     if (media && r.status < 400 && r.errorCode === null) r.provenance = 'not_counted';
     else if (r.provenance === 'not_counted') r.provenance = 'measured';
@@ -204,6 +208,8 @@ function totalsOf(rs: UsageRecord[]): Totals {
     errorCount: count((r) => r.errorCode !== null || r.status >= 400),
     costDisagreementCount: count((r) => r.costDisagrees === true),
     notCountedCount: count((r) => r.provenance === 'not_counted'),
+    discountPico: rs.reduce((a, r) => a + (r.listCostPico == null ? 0n : r.listCostPico - r.costPico!), 0n),
+    listCostCount: count((r) => r.listCostPico != null),
   };
 }
 
@@ -267,7 +273,7 @@ function sumRows(rows: UsageGroupRow[]): Totals {
   const sum = totalsOf([]);
   for (const r of rows) {
     for (const k of Object.keys(sum) as (keyof Totals)[]) {
-      if (k === 'costPico') sum.costPico += r.costPico;
+      if (k === 'costPico' || k === 'discountPico') sum[k] += r[k];
       else sum[k] += r[k];
     }
   }
@@ -467,7 +473,7 @@ function defineStorageSuite(env: () => SuiteEnv): void {
         const sum = totalsOf([]);
         for (const r of rows) {
           for (const k of Object.keys(sum) as (keyof Totals)[]) {
-            if (k === 'costPico') sum.costPico += r.costPico;
+            if (k === 'costPico' || k === 'discountPico') sum[k] += r[k];
             else sum[k] += r[k];
           }
         }

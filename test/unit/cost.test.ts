@@ -29,7 +29,12 @@ describe('cost of one request (priceUsage)', () => {
       cacheWrite1hTokens: 50,
       citationTokens: 60,
     };
-    expect(cost(p, usage)).to.deep.equal({ costPico: 745_000_000n, provenanceHint: 'priced', priceId: 'acme/m1' });
+    expect(cost(p, usage)).to.deep.equal({
+      costPico: 745_000_000n,
+      listCostPico: 745_000_000n,
+      provenanceHint: 'priced',
+      priceId: 'acme/m1',
+    });
   });
 
   it('picks the highest long-context tier the whole prompt (input + every cache bucket) is above, whatever order the tiers are listed in', () => {
@@ -111,7 +116,12 @@ describe('cost of one request (priceUsage)', () => {
       // 10 x 1,000,000 + $0.005 = 10,000,000 + 5,000,000,000
       expect(
         cost({ input: '1', request_fee: '0.005' }, { inputTokens: 10, citationTokens: 99, searchQueries: 3 }),
-      ).to.deep.equal({ costPico: 5_010_000_000n, provenanceHint: 'priced', priceId: 'acme/m1' });
+      ).to.deep.equal({
+        costPico: 5_010_000_000n,
+        listCostPico: 5_010_000_000n,
+        provenanceHint: 'priced',
+        priceId: 'acme/m1',
+      });
     });
 
     it('a request fee by search context size: the size reported, in any case and spacing, else low', () => {
@@ -127,11 +137,13 @@ describe('cost of one request (priceUsage)', () => {
       // 3 x $0.01 = 30,000,000,000
       expect(cost({ search_query_fee: '0.01' }, { searchQueries: 3 })).to.deep.equal({
         costPico: 30_000_000_000n,
+        listCostPico: 30_000_000_000n,
         provenanceHint: 'priced',
         priceId: 'acme/m1',
       });
       expect(cost({ request_fee: '0.002' }, {})).to.deep.equal({
         costPico: 2_000_000_000n,
+        listCostPico: 2_000_000_000n,
         provenanceHint: 'priced',
         priceId: 'acme/m1',
       });
@@ -162,6 +174,7 @@ describe('cost of one request (priceUsage)', () => {
       );
       expect(cost({ input: '1' }, { inputTokens: 0 })).to.deep.equal({
         costPico: 0n,
+        listCostPico: 0n,
         provenanceHint: 'priced',
         priceId: 'acme/m1',
       });
@@ -189,6 +202,7 @@ describe('cost of one request (priceUsage)', () => {
       // and it is 110% off the computed one
       expect(cost({ input: '1' }, { inputTokens: 1000, providerCostUsd: '0.0021' })).to.deep.equal({
         costPico: 2_100_000_000n,
+        listCostPico: 2_100_000_000n,
         provenanceHint: 'provider_reported',
         priceId: 'acme/m1',
         providerCostPico: 2_100_000_000n,
@@ -199,6 +213,7 @@ describe('cost of one request (priceUsage)', () => {
       // $0.001 request disagrees with it
       expect(cost({ input: '1' }, { inputTokens: 1000, providerCostUsd: '0' })).to.deep.equal({
         costPico: 1_000_000_000n,
+        listCostPico: 1_000_000_000n,
         provenanceHint: 'priced',
         priceId: 'acme/m1',
         providerCostPico: 0n,
@@ -210,11 +225,13 @@ describe('cost of one request (priceUsage)', () => {
     it('a negative or unreadable one falls back to the catalog price', () => {
       expect(cost({ input: '1' }, { inputTokens: 3, providerCostUsd: '-0.5' })).to.deep.equal({
         costPico: 3_000_000n,
+        listCostPico: 3_000_000n,
         provenanceHint: 'priced',
         priceId: 'acme/m1',
       });
       expect(cost({ input: '1' }, { inputTokens: 3, providerCostUsd: 'n/a' })).to.deep.equal({
         costPico: 3_000_000n,
+        listCostPico: 3_000_000n,
         provenanceHint: 'priced',
         priceId: 'acme/m1',
       });

@@ -243,7 +243,12 @@ describe('pricing', () => {
       // 1,000 input x $0.15/1M (150,000 pico) + 200 output x $0.60/1M (600,000 pico)
       // = 150,000,000 + 120,000,000 = 270,000,000 pico = $0.00027
       const r = cost('openai', 'gpt-4o-mini', { inputTokens: 1000, outputTokens: 200 });
-      expect(r).to.deep.equal({ costPico: 270_000_000n, provenanceHint: 'priced', priceId: 'openai/gpt-4o-mini' });
+      expect(r).to.deep.equal({
+        costPico: 270_000_000n,
+        listCostPico: 270_000_000n,
+        provenanceHint: 'priced',
+        priceId: 'openai/gpt-4o-mini',
+      });
       expect(formatUsd(r.costPico!)).to.equal('0.00027');
     });
 
@@ -384,7 +389,7 @@ describe('pricing', () => {
         })!;
         expect(usage.toolCalls).to.deep.equal({ code_execution: 1 });
         expect(cost('anthropic', 'claude-opus-4-8', usage))
-          .to.include({ costPico: 6_500_000_000n, provenanceHint: 'priced' })
+          .to.include({ costPico: 6_500_000_000n, listCostPico: 6_500_000_000n, provenanceHint: 'priced' })
           .and.to.deep.include({ unpricedCalls: { code_execution: 1 } });
       });
 
@@ -418,6 +423,7 @@ describe('pricing', () => {
         const r = cost('perplexity', 'sonar', sonarUsage());
         expect(r).to.include({
           costPico: 5_403_000_000n,
+          listCostPico: 5_403_000_000n,
           provenanceHint: 'priced',
           providerCostPico: 5_000_000_000n,
           computedCostPico: 5_403_000_000n,
@@ -457,6 +463,7 @@ describe('pricing', () => {
       it('a Perplexity figure is rounded even when it prints every digit: the computed cost stands', () => {
         expect(cost('perplexity', 'sonar', sonarUsage(0.005403))).to.include({
           costPico: 5_403_000_000n,
+          listCostPico: 5_403_000_000n,
           provenanceHint: 'priced',
           costDisagrees: false,
         });
@@ -480,6 +487,7 @@ describe('pricing', () => {
         );
         expect(rounded).to.include({
           costPico: 20_000_000_000n,
+          listCostPico: 20_000_000_000n,
           provenanceHint: 'provider_reported',
           costDisagrees: true,
         });
@@ -490,6 +498,7 @@ describe('pricing', () => {
       const usage: Usage = { inputTokens: 3, cacheWriteTokens: 3211, outputTokens: 100, providerCostUsd: '0.01355025' };
       expect(priceUsage(undefined, usage, CHAT)).to.include({
         costPico: 13_550_250_000n,
+        listCostPico: 13_550_250_000n,
         provenanceHint: 'provider_reported',
         providerCostPico: 13_550_250_000n,
       });

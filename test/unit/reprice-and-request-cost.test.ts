@@ -63,6 +63,7 @@ describe('repricing stored records and the cost of a request', () => {
       // = 10,000,000 + 32,000,000 + 6,000,000 + 3,000,000 + 120,000,000 + 200,000,000 = 371,000,000
       expect(repriceRecord(catalog(), r)).to.deep.equal({
         costPico: 371_000_000n,
+        listCostPico: 371_000_000n,
         provenance: 'measured',
         priceVersion: '2026-02-01.3',
         usageSource: 'provider',
@@ -74,6 +75,7 @@ describe('repricing stored records and the cost of a request', () => {
     it('an unpriced record becomes measured once its model has a price; one still without a price stays unpriced', () => {
       expect(repriceRecord(catalog(), record({ inputTokens: 7 }))).to.deep.equal({
         costPico: 7_000_000n,
+        listCostPico: 7_000_000n,
         provenance: 'measured',
         priceVersion: '2026-02-01.3',
         usageSource: 'provider',
@@ -82,6 +84,7 @@ describe('repricing stored records and the cost of a request', () => {
       });
       expect(repriceRecord(catalog(), record({ model: 'r-9', inputTokens: 7 }))).to.deep.equal({
         costPico: null,
+        listCostPico: null,
         provenance: 'unpriced',
         priceVersion: null,
         usageSource: 'provider',
@@ -90,6 +93,7 @@ describe('repricing stored records and the cost of a request', () => {
       });
       expect(repriceRecord(catalog(), record({ model: null, inputTokens: 7 }))).to.deep.equal({
         costPico: null,
+        listCostPico: null,
         provenance: 'unpriced',
         priceVersion: null,
         usageSource: 'provider',
@@ -107,6 +111,7 @@ describe('repricing stored records and the cost of a request', () => {
     it('keeps an estimated or partial provenance', () => {
       expect(repriceRecord(catalog(), record({ provenance: 'estimated', inputTokens: 1 }))).to.deep.equal({
         costPico: 1_000_000n,
+        listCostPico: 1_000_000n,
         provenance: 'estimated',
         priceVersion: '2026-02-01.3',
         usageSource: 'tokenizer',
@@ -115,6 +120,7 @@ describe('repricing stored records and the cost of a request', () => {
       });
       expect(repriceRecord(catalog(), record({ provenance: 'partial', model: 'r-9', inputTokens: 1 }))).to.deep.equal({
         costPico: null,
+        listCostPico: null,
         provenance: 'partial',
         priceVersion: null,
         usageSource: 'tokenizer',
@@ -157,6 +163,7 @@ describe('repricing stored records and the cost of a request', () => {
       });
       expect(repriceRecord(catalog(), r)).to.deep.equal({
         costPico: 2_100_000n,
+        listCostPico: 2_100_000n,
         provenance: 'measured',
         priceVersion: 'provider-reported',
         usageSource: 'provider',
@@ -175,10 +182,20 @@ describe('repricing stored records and the cost of a request', () => {
       const cost = new RequestCost(catalog());
       const ctx = createTestContext({ provider: 'openai', model: 'r-1', usage: { inputTokens: 3 } });
       const first = cost.of(ctx);
-      expect(first).to.deep.equal({ costPico: 3_000_000n, provenanceHint: 'priced', priceId: 'openai/r-1' });
+      expect(first).to.deep.equal({
+        costPico: 3_000_000n,
+        listCostPico: 3_000_000n,
+        provenanceHint: 'priced',
+        priceId: 'openai/r-1',
+      });
       expect(cost.of(ctx)).to.equal(first);
       ctx.usage = { inputTokens: 5, servedModel: 'r-1' };
-      expect(cost.of(ctx)).to.deep.equal({ costPico: 5_000_000n, provenanceHint: 'priced', priceId: 'openai/r-1' });
+      expect(cost.of(ctx)).to.deep.equal({
+        costPico: 5_000_000n,
+        listCostPico: 5_000_000n,
+        provenanceHint: 'priced',
+        priceId: 'openai/r-1',
+      });
       expect(cost.prices.version).to.equal('2026-02-01.3');
     });
 

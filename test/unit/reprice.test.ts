@@ -34,6 +34,7 @@ describe('usage reprice: honest', () => {
     ]) {
       expect(repriceRecord(catalog, r)).to.deep.equal({
         costPico: null,
+        listCostPico: null,
         provenance: 'unpriced',
         priceVersion: null,
         usageSource: 'none',
@@ -46,6 +47,7 @@ describe('usage reprice: honest', () => {
   it('tokenizer counts stay estimated once priced; a cut stream stays partial', () => {
     expect(repriceRecord(catalog, stored({ usageSource: 'tokenizer', streamed: true }))).to.include({
       costPico: SONAR,
+      listCostPico: SONAR,
       provenance: 'estimated',
       usageSource: 'tokenizer',
     });
@@ -54,6 +56,7 @@ describe('usage reprice: honest', () => {
     ).to.include({ costPico: SONAR, provenance: 'partial' });
     expect(repriceRecord(catalog, stored({ usageSource: 'provider' }))).to.include({
       costPico: SONAR,
+      listCostPico: SONAR,
       provenance: 'measured',
       priceId: 'perplexity/sonar',
     });
@@ -80,6 +83,7 @@ describe('usage reprice: honest', () => {
     const r = stored({ costPico: 5_000_000_000n, provenance: 'measured', priceVersion: PROVIDER_REPORTED });
     expect(repriceRecord(catalog, r)).to.deep.equal({
       costPico: SONAR,
+      listCostPico: SONAR,
       provenance: 'measured',
       priceVersion: catalog.version,
       usageSource: 'provider',
@@ -111,6 +115,7 @@ describe('usage reprice: the served tier, audio tokens and a rounded provider fi
     // A tier the catalog does not price stays unknown.
     expect(repriceRecord(new PriceCatalog(), { ...flex, serviceTier: 'scale' })).to.include({
       costPico: null,
+      listCostPico: null,
       provenance: 'unpriced',
     });
   });

@@ -43,6 +43,7 @@ function rec(over: Partial<UsageRecord> = {}): UsageRecord {
     outputAudioTokens: null,
     generationId: null,
     upstreamMs: null,
+    listCostPico: null,
     ...over,
   });
 }
@@ -124,6 +125,13 @@ describe('storage (unit)', () => {
     expect(recordFromJson(recordToJson(rec({ costPico: null })))).to.deep.equal(rec({ costPico: null }));
     expect(() => recordFromJson('{"id":"x"}')).to.throw();
     expect(() => recordFromJson('{"id":"x","ts":1,"costPico":1.5}')).to.throw();
+    // The list cost as exactly: a line spilled by a build before migration 022 has none (stored as NULL).
+    const listed = rec({ costPico: 9_500_000_000n, listCostPico: 2n ** 70n + 1n });
+    expect(recordToJson(listed)).to.include('"listCostPico":"1180591620717411303425"');
+    expect(recordFromJson(recordToJson(listed))).to.deep.equal(listed);
+    const { listCostPico: _l, ...before022 } = rec();
+    expect(recordFromJson(recordToJson(before022 as UsageRecord))).to.not.have.property('listCostPico');
+    expect(() => recordFromJson('{"id":"x","ts":1,"costPico":"1","listCostPico":1.5}')).to.throw(/listCostPico/);
   });
 
   it('packs batches by column for the writer thread: what arrives through a real port unpacks to the same records', () => {
@@ -180,6 +188,7 @@ describe('storage (unit)', () => {
         outputAudioTokens: 0,
         generationId: 'gen-1773011155-RKj29WPs25kxzvCwOntV',
         upstreamMs: 812,
+        listCostPico: 6_578_947_368n,
       }),
       r({
         id: 'r8',
@@ -224,7 +233,9 @@ describe('storage (unit)', () => {
     const older = r({});
     for (const f of ['usageSource', 'providerCostPico', 'costDisagrees', 'toolCalls', 'priceId'] as const)
       delete older[f];
+    delete older.listCostPico;
     expect(unpackRecords(packRecords([older])!)[0]).to.include({
+      listCostPico: null,
       usageSource: null,
       providerCostPico: null,
       costDisagrees: null,
@@ -239,6 +250,8 @@ describe('storage (unit)', () => {
       { costPico: rec().costPico },
       { costPico: -(2n ** 63n) - 1n },
       { costPico: 5 },
+      { listCostPico: 2n ** 63n },
+      { listCostPico: 5 },
       { inputTokens: Number.NaN },
       { inputTokens: '12' },
       { ts: null },
@@ -307,13 +320,14 @@ describe('storage (unit)', () => {
   it('adds and subtracts every counter of COUNTERS (addTotals is written out field by field)', () => {
     const delta = zeroTotals();
     COUNTERS.forEach((c, i) => {
-      if (c.field === 'costPico') delta.costPico = 10n ** 20n + BigInt(i);
+      if (c.money) (delta as unknown as Record<string, bigint>)[c.field] = 10n ** 20n + BigInt(i);
       else (delta as unknown as Record<string, number>)[c.field] = i + 1;
     });
     const sum = addTotals(addTotals(zeroTotals(), delta), delta);
     for (const c of COUNTERS) {
-      const want =
-        c.field === 'costPico' ? 2n * delta.costPico : 2 * (delta as unknown as Record<string, number>)[c.field];
+      const want = c.money
+        ? 2n * (delta as unknown as Record<string, bigint>)[c.field]
+        : 2 * (delta as unknown as Record<string, number>)[c.field];
       expect(sum[c.field], c.field).to.equal(want);
     }
     expect(Object.keys(sum).sort()).to.deep.equal(COUNTERS.map((c) => c.field).sort());
