@@ -23,7 +23,7 @@ const children = [];
 process.on('exit', () => children.forEach((c) => c.kill('SIGKILL')));
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => process.exit(1));
 
-function freePort() {
+export function freePort() {
   return new Promise((res) => {
     const s = createServer().listen(0, '127.0.0.1', () => {
       const { port } = s.address();
@@ -62,19 +62,21 @@ export async function startMock() {
 
 /**
  * A gateway of the build in `root` (dist/ built) with bench/tollgate.bench.yaml, or tollgate.plain.yaml for
- * config 'plain'; `metrics` on or off; `traced`: the ratio of requests sampled ('0.1': one in ten), spans sent to the
- * mock; `log`: the logging level (the configs' own is info); `node`: another Node binary (the build's node_modules
- * must be built for it).
+ * config 'plain', or the config text `yaml` (its ${BENCH_PORT}, ${BENCH_DATA}, ${MOCK_URL} and ${GATEWAY_KEY}
+ * filled as in those files); `metrics` on or off; `traced`: the ratio of requests sampled ('0.1': one in ten), spans
+ * sent to the mock; `log`: the logging level (the configs' own is info); `node`: another Node binary (the build's
+ * node_modules must be built for it).
  */
 export async function startGateway(
   mockUrl,
-  { root = resolve(BENCH, '..'), config = 'bench', metrics = 'on', traced, log, node },
+  { root = resolve(BENCH, '..'), config = 'bench', metrics = 'on', traced, log, node, yaml: given },
 ) {
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-measure-'));
   const port = await freePort();
   const file = join(dir, 'gateway.config.yaml');
-  let yaml = readFileSync(join(BENCH, config === 'plain' ? 'tollgate.plain.yaml' : 'tollgate.bench.yaml'), 'utf8');
-  if (config !== 'plain') yaml += `\nmetrics: { enabled: ${metrics === 'on'} }\n`;
+  let yaml =
+    given ?? readFileSync(join(BENCH, config === 'plain' ? 'tollgate.plain.yaml' : 'tollgate.bench.yaml'), 'utf8');
+  if (config !== 'plain' && given === undefined) yaml += `\nmetrics: { enabled: ${metrics === 'on'} }\n`;
   if (log) yaml = yaml.replace(/^(logging:\n\s+level:) \w+$/m, `$1 ${log}`);
   writeFileSync(file, yaml);
   const env = {
@@ -98,7 +100,7 @@ export async function startGateway(
     /listening/,
     node,
   );
-  return { pid: child.pid, url: `http://127.0.0.1:${port}/v1/chat/completions` };
+  return { pid: child.pid, dir, url: `http://127.0.0.1:${port}/v1/chat/completions` };
 }
 
 /** User + system CPU seconds of a process (all its threads) so far. */
