@@ -5,11 +5,14 @@
 // each round's ratio A/B, their median and the 2nd lowest to 2nd highest of them.
 //   node bench/interleaved-ab.mjs --a 'root=DIR metrics=on' --b 'metrics=off' [--mode chat|stream]
 //                                  [--rounds 9] [--requests 2000] [--parallel 8]
-// A side's words: root=DIR (a checkout with dist/ built; default this one), metrics=on|off, traced (one request in
-// ten sampled, spans sent to the mock), config=bench|plain.
+// A side's words: root=DIR (a checkout with dist/ built; default this one), node=PATH (another Node binary, or a
+// script that execs one with an environment of its own; root's node_modules must be built for it), metrics=on|off,
+// traced (one request in ten sampled, spans sent to the mock) or traced=RATIO (0 samples none: only the unsampled
+// path), config=bench|plain|FILE.yaml (a variant of tollgate.bench.yaml), log=LEVEL (the gateway's logging.level,
+// default info). Each side's peak RSS is printed.
 import { resolve } from 'node:path';
 import { Agent, request } from 'undici';
-import { bodyOf, cpuSeconds, HEADERS, startGateway, startMock } from './lib/gateway-process.mjs';
+import { bodyOf, cpuSeconds, HEADERS, peakRssMb, startGateway, startMock } from './lib/gateway-process.mjs';
 
 const argv = process.argv.slice(2);
 const opt = (name, dflt) => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : dflt);
@@ -21,12 +24,16 @@ const PARALLEL = Number(opt('--parallel', 8));
 function sideOf(spec, name) {
   const side = { name };
   for (const word of spec.split(/\s+/).filter(Boolean)) {
-    if (word === 'traced') side.traced = true;
-    else if (/^(root|metrics|config)=/.test(word))
+    if (word === 'traced') side.traced = '0.1';
+    else if (/^(root|node|metrics|config|traced|log)=/.test(word))
       side[word.slice(0, word.indexOf('='))] = word.slice(word.indexOf('=') + 1);
-    else throw new Error(`cannot read "${word}" (root=DIR, metrics=on|off, config=bench|plain or traced)`);
+    else
+      throw new Error(
+        `cannot read "${word}" (root=DIR, node=PATH, metrics=on|off, config=bench|plain|FILE.yaml, log=LEVEL, traced[=RATIO])`,
+      );
   }
   if (side.root) side.root = resolve(side.root);
+  if (side.node) side.node = resolve(side.node);
   return side;
 }
 
@@ -82,6 +89,7 @@ console.log(
     a: opt('--a', ''),
     b: opt('--b', ''),
     cpuUsPerRequest: { A: Math.round(median(perRequest.A)), B: Math.round(median(perRequest.B)) },
+    peakRssMb: { A: peakRssMb(a.pid), B: peakRssMb(b.pid) },
     aVsB: pct(median(ratios)),
     range: ratios.length >= 5 ? `${pct(s[1])} to ${pct(s[s.length - 2])}` : undefined,
     rounds: ratios.map(pct),

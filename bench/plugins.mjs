@@ -17,7 +17,7 @@ require('reflect-metadata');
 const { loadConfigFile } = require(join(ROOT, 'dist/config/load.js'));
 const { createGateway } = require(join(ROOT, 'dist/runtime/gateway.js'));
 const { GatewayContext } = require(join(ROOT, 'dist/core/context.js'));
-const { endpointAt } = require(join(ROOT, 'dist/core/endpoints.js'));
+const { endpointFor } = require(join(ROOT, 'dist/core/endpoints.js'));
 const { newRequestId } = require(join(ROOT, 'dist/core/request-id.js'));
 const pino = require('pino');
 
@@ -38,7 +38,7 @@ for (const p of loaded.config.plugins)
 const logger = pino({ level: 'warn' }, pino.destination({ dest: '/dev/null', sync: true }));
 const gw = await createGateway(loaded, { logger });
 
-const endpoint = endpointAt('/v1/chat/completions');
+const endpoint = endpointFor('POST', '/v1/chat/completions');
 const headers = {
   host: '127.0.0.1',
   'content-type': 'application/json',
@@ -83,7 +83,10 @@ async function once(plugin) {
   if (plugin.onRequest) await plugin.onRequest(ctx);
   ctx.provider = gw.providers.resolve(endpoint, undefined, ctx.model);
   if (plugin.beforeUpstream) await plugin.beforeUpstream(ctx);
+  ctx.upstreamSentMs = 0.2;
   ctx.status = 200;
+  ctx.ttfbMs = 0.8;
+  ctx.upstreamDoneMs = 0.85;
   ctx.responseBody = answer;
   ctx.usage = { inputTokens: 42, outputTokens: 48 };
   if (plugin.onResponse) await plugin.onResponse(ctx);

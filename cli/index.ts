@@ -1,4 +1,6 @@
 #!/usr/bin/env node
+// First: the young generation's cap must be in place before the other modules load (cli/early-memory.ts).
+import './early-memory';
 import 'reflect-metadata';
 import cluster from 'node:cluster';
 import { Command } from 'commander';

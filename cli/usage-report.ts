@@ -4,7 +4,7 @@
  * output is built in time linear in the groups, so that a report of tens of thousands of groups prints at once.
  */
 import { groupRowJson } from '../admin/serialize';
-import { usageCsv } from '../admin/dashboard/csv';
+import { usageCsvChunks } from '../admin/dashboard/csv';
 import { addTotals, costStatus, zeroTotals } from '../storage/counters';
 import { listCostUnknownCount } from '../storage/list-cost';
 import { groupPage } from '../storage/query/group-page';
@@ -124,8 +124,8 @@ export function reportTable(r: UsageReport): string {
 }
 
 /** The CSV of GET /api/usage.csv for the same page. */
-export function reportCsv(r: UsageReport): string {
-  return usageCsv(r.groupBy, r.rows, r.total, false, r.other ?? undefined, r);
+export function reportCsv(r: UsageReport): Generator<string> {
+  return usageCsvChunks(r.groupBy, r.rows, r.total, false, r.other ?? undefined, r);
 }
 
 /** The page's rows as GET /api/usage has them (cost_usd null when unknown, cost_status, counts by provenance). */

@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import type { Command } from 'commander';
 import { GROUP_BY_MAX, LIMIT_DEFAULT, LIMIT_MAX } from '../admin/query-params';
 import { configPath, loadStorageSettings, type LoadedConfig } from '../config/load';
@@ -133,7 +134,13 @@ async function printUsage(opts: UsageOptions, load: () => LoadedConfig): Promise
     { mustExist: true },
   );
   const report = usageReport(rows, groupBy, { limit, offset: opts.offset }, query);
-  process.stdout.write(opts.json ? reportJson(report) : opts.csv ? reportCsv(report) : reportTable(report));
+  if (opts.csv) await writeChunks(process.stdout, reportCsv(report));
+  else process.stdout.write(opts.json ? reportJson(report) : reportTable(report));
+}
+
+/** Writes each chunk as it is made, waiting for the output to take it: the whole text is never held. */
+async function writeChunks(out: NodeJS.WritableStream, chunks: Iterable<string>): Promise<void> {
+  for (const chunk of chunks) if (!out.write(chunk)) await once(out, 'drain');
 }
 
 /** `tollgate usage reprice`. */

@@ -5,7 +5,8 @@ import type { BodyMemoryObserver } from '../core/body-memory';
 /**
  * The gateway's memory policy, in one place, applied by the program itself so that it is the same however the
  * gateway was started (no Node flag needed): how far V8's heap may grow (limitHeapGrowth, widened by holdForBulkBody),
- * young collections after bodies relayed chunk by chunk (bodyBytesRelayed), and how many request-body bytes may be
+ * young collections after bodies relayed chunk by chunk (bodyBytesRelayed), how large the young generation may grow
+ * (runtime/young-generation.ts, set from the CLI's first line), and how many request-body bytes may be
  * held in memory at once (runtime/buffered-body-cap.ts). The data plane only reports what it does with bodies and asks the cap
  * before holding one (core/body-memory.ts); the runtime installs bodyMemoryPolicy as the observer of those reports
  * and gives the proxy its cap. Each tuning part stays because it pays in an A/B of the benchmark

@@ -3,9 +3,9 @@
  *
  * better-sqlite3 is synchronous: a dashboard grouping of a few seconds, run on the proxy's thread, held every proxied
  * request for as long. Here the worker owns its own read connection (storage/read-connection.ts) and runs named
- * operations (`serveReads`, given by the worker's script); the proxy's thread only posts a request and receives the
- * answer. An answer built as bytes (a JSON body) is transferred, not copied, so that a large one costs this thread
- * nothing to decode or serialise.
+ * operations (`serveReads` of storage/serve-reads.ts, given by the worker's script); the proxy's thread only posts a
+ * request and receives the answer. An answer built as bytes (a JSON body) is transferred, not copied, so that a large
+ * one costs this thread nothing to decode or serialise.
  *
  * Time limit: a read still unanswered `timeoutMs` after it was asked fails with QueryTimeoutError. A database that
  * cancels its own statements past the limit (PostgreSQL's statement_timeout) answers that itself, and the worker lives
@@ -20,8 +20,15 @@
  *
  * The worker starts on the first read, holds no reference on the process, and stops after IDLE_STOP_MS without reads
  * (its heap and page cache go with it).
+ *
+ * Streamed reads (`stream`): the worker's operation is an async generator of byte chunks. Its first chunk is asked like
+ * any read (in turn, within the time limit); each next one when the consumer asks for it, the worker making one more
+ * ahead meanwhile, so that it holds the generator's state and a chunk or two, never the answer whole. Between two
+ * chunks a stream takes no turn: an export that a slow client reads never holds back the other reads. Cancelling
+ * returns the generator on the worker; a worker that stops (terminated, out of heap, closed) fails its open streams.
  */
-import { parentPort, Worker } from 'node:worker_threads';
+import { Worker } from 'node:worker_threads';
+import type { ReadRequest as Request, ReadResponse as Response } from './serve-reads';
 
 export class QueryTimeoutError extends Error {
   constructor(
@@ -63,6 +70,10 @@ interface Job {
   id: number;
   op: string;
   arg: unknown;
+  /** The first chunk of a streamed read. */
+  stream: boolean;
+  /** A stream cancelled while its first chunk was being read: the worker's generator is returned once it answers. */
+  cancelled?: boolean;
   resolve(value: unknown): void;
   reject(err: Error): void;
   timer: NodeJS.Timeout;
@@ -70,14 +81,34 @@ interface Job {
   askedAt: number;
 }
 
-type Request = { id: number; op: string; arg: unknown };
-type Response =
-  { id: number; result: unknown } | { id: number; error: { message: string; name: string; code?: string } };
+/** A chunk of a streamed read, and whether more follow. */
+interface StreamChunk {
+  bytes: Buffer | null;
+  more: boolean;
+}
+
+/** The chunks of a streamed read (ReaderThread.stream), asked one at a time. */
+export interface ReadStream {
+  /** The next chunk; null after the last. The first one fails like any read (time limit, store errors). */
+  next(): Promise<Buffer | null>;
+  /** Stops the read: the worker returns its generator and drops what it held. Nothing once the last chunk came. */
+  cancel(): void;
+}
+
+interface OpenStream {
+  worker: Worker;
+  pending?: { resolve(chunk: StreamChunk): void; reject(err: Error): void };
+}
+
+const asBuffer = (v: unknown): unknown =>
+  v instanceof Uint8Array ? Buffer.from(v.buffer, v.byteOffset, v.byteLength) : v;
 
 export class ReaderThread {
   private worker: Worker | undefined;
   private readonly queue: Job[] = [];
   private readonly running = new Map<number, Job>();
+  /** Streams past their first chunk, by id: each held by the worker that read it. */
+  private readonly streams = new Map<number, OpenStream>();
   private nextId = 1;
   private idleTimer: NodeJS.Timeout | undefined;
   private closed = false;
@@ -86,23 +117,80 @@ export class ReaderThread {
   constructor(private readonly options: ReaderThreadOptions) {}
 
   run<T>(op: string, arg?: unknown): Promise<T> {
-    if (this.closed) return Promise.reject(new Error('the reader thread is closed'));
-    if (this.queue.length >= QUEUE_MAX)
-      return Promise.reject(new QueryTimeoutError(this.options.timeoutMs, `${QUEUE_MAX} queries are waiting already`));
-    return new Promise<T>((resolve, reject) => {
-      const job: Job = {
-        id: this.nextId++,
-        op,
-        arg,
-        resolve: resolve as (v: unknown) => void,
-        reject,
-        timer: undefined as unknown as NodeJS.Timeout,
-        askedAt: performance.now(),
-      };
+    return this.enqueue(op, arg, false).answer as Promise<T>;
+  }
+
+  /** A read whose operation yields chunks (see the top of this module). */
+  stream(op: string, arg?: unknown): ReadStream {
+    let id: number | undefined;
+    let ended = false;
+    const take = ({ bytes, more }: StreamChunk) => {
+      ended ||= !more;
+      return bytes;
+    };
+    return {
+      next: async () => {
+        if (ended) return null;
+        if (id !== undefined) return take(await this.pull(id));
+        const job = this.enqueue(op, arg, true);
+        id = job.id;
+        return take((await job.answer) as StreamChunk);
+      },
+      cancel: () => {
+        if (ended) return;
+        ended = true;
+        if (id !== undefined) this.cancelStream(id);
+      },
+    };
+  }
+
+  private enqueue(op: string, arg: unknown, stream: boolean): { id: number; answer: Promise<unknown> } {
+    const id = this.nextId++;
+    if (this.closed) return { id, answer: Promise.reject(new Error('the reader thread is closed')) };
+    if (this.queue.length >= QUEUE_MAX) {
+      const err = new QueryTimeoutError(this.options.timeoutMs, `${QUEUE_MAX} queries are waiting already`);
+      return { id, answer: Promise.reject(err) };
+    }
+    const answer = new Promise<unknown>((resolve, reject) => {
+      const job: Job = { id, op, arg, stream, resolve, reject, timer: undefined as never, askedAt: performance.now() };
       this.arm(job, this.options.timeoutMs + (this.options.graceMs ?? 0));
       this.queue.push(job);
       this.dispatch();
     });
+    return { id, answer };
+  }
+
+  private pull(id: number): Promise<StreamChunk> {
+    const open = this.streams.get(id);
+    if (!open) return Promise.reject(new Error('the streamed read was stopped'));
+    return new Promise<StreamChunk>((resolve, reject) => {
+      open.pending = { resolve, reject };
+      const request: Request = { id, pull: true };
+      open.worker.postMessage(request);
+    });
+  }
+
+  private cancelStream(id: number): void {
+    const queued = this.queue.findIndex((job) => job.id === id);
+    if (queued >= 0) return this.settle(this.queue.splice(queued, 1)[0], new Error('the streamed read was cancelled'));
+    const running = this.running.get(id);
+    if (running) running.cancelled = true;
+    const open = this.streams.get(id);
+    if (!open) return;
+    this.streams.delete(id);
+    const request: Request = { id, cancel: true };
+    open.worker.postMessage(request);
+    open.pending?.reject(new Error('the streamed read was cancelled'));
+    this.dispatch();
+  }
+
+  /** The streams a stopped worker held fail: their next chunk will never come. */
+  private failStreams(worker: Worker, err: Error): void {
+    for (const [id, open] of this.streams) {
+      if (open.worker !== worker) continue;
+      this.streams.delete(id);
+      open.pending?.reject(err);
+    }
   }
 
   /** Stops the worker; reads still waiting or running fail. */
@@ -112,6 +200,8 @@ export class ReaderThread {
     const err = new Error('the reader thread is closed');
     for (const job of [...this.queue.splice(0), ...this.running.values()]) this.settle(job, err);
     this.running.clear();
+    for (const open of this.streams.values()) open.pending?.reject(err);
+    this.streams.clear();
     await this.stopWorker();
   }
 
@@ -121,10 +211,10 @@ export class ReaderThread {
     while (this.queue.length > 0 && this.running.size < this.options.concurrency) {
       const job = this.queue.shift()!;
       this.running.set(job.id, job);
-      const request: Request = { id: job.id, op: job.op, arg: job.arg };
+      const request: Request = { id: job.id, op: job.op, arg: job.arg, stream: job.stream };
       (this.worker ?? this.start()).postMessage(request);
     }
-    if (this.running.size === 0 && this.worker)
+    if (this.running.size === 0 && this.streams.size === 0 && this.worker)
       this.idleTimer = setTimeout(() => void this.stopWorker(), IDLE_STOP_MS).unref();
   }
 
@@ -164,7 +254,7 @@ export class ReaderThread {
       resourceLimits: { maxOldGenerationSizeMb: this.options.heapMb },
     });
     worker.unref();
-    worker.on('message', (msg: Response) => this.answer(msg));
+    worker.on('message', (msg: Response) => this.answer(msg, worker));
     let failure: Error | undefined;
     worker.on('error', (err: Error & { code?: string }) => {
       failure = err.code === 'ERR_WORKER_OUT_OF_MEMORY' ? new QueryTooLargeError(this.options.heapMb) : err;
@@ -173,6 +263,7 @@ export class ReaderThread {
       if (this.worker !== worker) return; // terminated on purpose: its reads were settled or moved
       this.worker = undefined;
       const err = failure ?? new Error(`the reader thread exited (code ${code})`);
+      this.failStreams(worker, err);
       for (const job of this.running.values()) this.settle(job, err);
       this.running.clear();
       this.dispatch();
@@ -186,6 +277,7 @@ export class ReaderThread {
     this.worker = undefined;
     clearTimeout(this.idleTimer);
     if (!worker) return;
+    this.failStreams(worker, new Error('the reader thread was stopped mid-stream'));
     this.finishing++;
     try {
       await worker.terminate();
@@ -195,27 +287,41 @@ export class ReaderThread {
     }
   }
 
-  private answer(msg: Response): void {
+  private answer(msg: Response, worker: Worker): void {
     const job = this.running.get(msg.id);
-    if (!job) return;
+    if (!job) return this.answerStream(msg);
     this.running.delete(msg.id);
-    if ('error' in msg) {
-      const { message, name, code } = msg.error;
-      this.settle(
-        job,
-        code === CANCELLED_CODE
-          ? new QueryTimeoutError(this.options.timeoutMs)
-          : Object.assign(new Error(message), { name, code }),
-      );
+    if ('error' in msg) this.settle(job, this.failure(msg.error));
+    else if (!job.stream) {
+      clearTimeout(job.timer);
+      job.resolve(asBuffer(msg.result));
+    } else if (job.cancelled) {
+      if (msg.more) worker.postMessage({ id: msg.id, cancel: true } satisfies Request);
+      this.settle(job, new Error('the streamed read was cancelled'));
     } else {
       clearTimeout(job.timer);
-      job.resolve(
-        msg.result instanceof Uint8Array
-          ? Buffer.from(msg.result.buffer, msg.result.byteOffset, msg.result.byteLength)
-          : msg.result,
-      );
+      if (msg.more) this.streams.set(msg.id, { worker });
+      job.resolve({ bytes: asBuffer(msg.result), more: msg.more === true });
     }
     this.dispatch();
+  }
+
+  /** The answer to a pull: the stream's next chunk, or its failure. */
+  private answerStream(msg: Response): void {
+    const open = this.streams.get(msg.id);
+    const pending = open?.pending;
+    if (!open || !pending) return;
+    open.pending = undefined;
+    if ('error' in msg || !msg.more) this.streams.delete(msg.id);
+    if ('error' in msg) pending.reject(this.failure(msg.error));
+    else pending.resolve({ bytes: asBuffer(msg.result) as Buffer | null, more: msg.more === true });
+    if (!this.streams.has(msg.id)) this.dispatch();
+  }
+
+  private failure({ message, name, code }: { message: string; name: string; code?: string }): Error {
+    return code === CANCELLED_CODE
+      ? new QueryTimeoutError(this.options.timeoutMs)
+      : Object.assign(new Error(message), { name, code });
   }
 
   private settle(job: Job, err: Error): void {
@@ -226,31 +332,3 @@ export class ReaderThread {
 
 /** What a read raises inside the worker when its database cancelled it (PostgreSQL's statement_timeout). */
 export const CANCELLED_CODE = 'query_cancelled';
-
-/**
- * The worker side: answers each request with ops[op](arg). Bytes (a Uint8Array over a whole buffer) are transferred.
- * A read the database cancelled for its time limit (an error with code CANCELLED_CODE) fails as a QueryTimeoutError.
- */
-export function serveReads(ops: Record<string, (arg: never) => Promise<unknown>>): void {
-  const port = parentPort;
-  if (!port) throw new Error('serveReads runs on a worker thread');
-  port.on('message', async ({ id, op, arg }: Request) => {
-    let response: Response;
-    let transfer: ArrayBuffer[] | undefined;
-    try {
-      const run = Object.hasOwn(ops, op) ? ops[op] : undefined;
-      if (!run) throw new Error(`unknown read ${op}`);
-      const result = await run(arg as never);
-      if (result instanceof Uint8Array && result.byteOffset === 0 && result.byteLength === result.buffer.byteLength)
-        transfer = [result.buffer as ArrayBuffer];
-      response = { id, result };
-    } catch (err) {
-      const e = err as Error & { code?: unknown };
-      response = {
-        id,
-        error: { message: e.message, name: e.name, code: typeof e.code === 'string' ? e.code : undefined },
-      };
-    }
-    port.postMessage(response, transfer);
-  });
-}

@@ -3,7 +3,8 @@
  *   GET /api/dimensions  built-in dimensions and every tag key in the data (the group-by picker)
  *   GET /api/info        proxy URL, workspaces, the build stamp, whether anything was recorded yet (the empty state), how many
  *                        records the store refused for their content and holds in quarantine (storage/quarantine.ts)
- *   GET /api/usage.csv   a page of the grouping of GET /api/usage (same parameters) as CSV; limit=all: every group
+ *   GET /api/usage.csv   a page of the grouping of GET /api/usage (same parameters) as CSV; limit=all: every group,
+ *                        streamed a chunk of lines at a time
  *   GET /api/usage.focus.csv  the range's charges in the FOCUS 1.2 columns (admin/dashboard/focus.ts), streamed a
  *                        few days at a time
  *   GET /api/usage/series  cost and requests per UTC hour/day for a few groups (the chart's stacks) plus
@@ -17,6 +18,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type Router from '@koa/router';
 import type { ParsedUrlQuery } from 'node:querystring';
+import type { ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import type { WorkspaceEntry } from '../../config/schema';
 import { GatewayError } from '../../core/errors';
@@ -25,6 +27,7 @@ import { DAY_MS } from '../../storage/rollup';
 import { checkBuckets, filterFrom, groupByFrom, intervalFrom, usageParamsFrom } from '../query-params';
 import { focusChunks, focusHeader, type FocusContext } from './focus';
 import type { AdminReads } from '../reads/admin-reads';
+import type { ReadStream } from '../../storage/reader-thread';
 
 export interface DashboardApiDeps {
   reads: AdminReads;
@@ -74,6 +77,36 @@ function focusTagsFrom(q: ParsedUrlQuery): string[] {
   return tags;
 }
 
+/**
+ * The body of a streamed read: its chunks one at a time, the next asked only once the response has taken the last (so
+ * that the process holds about one chunk, whatever the export's size). A failure after the first byte cannot become an
+ * error answer: the connection is cut, and the client sees a body without its end, never a file that looks whole.
+ */
+function streamedBody(res: ServerResponse, first: Buffer | null, chunks: ReadStream): Readable {
+  let head = first;
+  return new Readable({
+    highWaterMark: 1,
+    read() {
+      if (head !== null) {
+        this.push(head);
+        head = null;
+        return;
+      }
+      chunks.next().then(
+        (chunk) => this.push(chunk),
+        (err: Error) => {
+          res.destroy();
+          this.destroy(err);
+        },
+      );
+    },
+    destroy(err, done) {
+      chunks.cancel();
+      done(err);
+    },
+  });
+}
+
 export function registerDashboardRoutes(router: Router, { reads, workspaces, proxyUrl }: DashboardApiDeps): void {
   const workspaceNames = Object.fromEntries(workspaces.map((w) => [w.id, w.name ?? w.id]));
   router.get('/dimensions', async (ctx) => {
@@ -106,10 +139,14 @@ export function registerDashboardRoutes(router: Router, { reads, workspaces, pro
     ]
       .join('-')
       .replace(/[^A-Za-z0-9_.-]/g, '_');
-    const csv = await reads.usageCsv(params);
+    const chunks = reads.usageCsv(params);
+    // A client gone, before the first chunk or after: the read stops on the reader thread.
+    ctx.res.once('close', () => chunks.cancel());
+    // A failure before the first chunk (store down, time limit) answers the JSON error as every read does.
+    const first = await chunks.next();
     ctx.type = 'text/csv; charset=utf-8';
     ctx.set('content-disposition', `attachment; filename="${name}.csv"`);
-    ctx.body = csv;
+    ctx.body = streamedBody(ctx.res, first, chunks);
   });
 
   /**

@@ -89,26 +89,32 @@ function scopeColumns(scope: CsvScope): { header: string[]; cells: string[] } {
   };
 }
 
+/** Lines per chunk of a CSV written as it is made: the most an export holds as text at once. */
+export const CSV_CHUNK_LINES = 1000;
+
 /**
  * Header line, then the rows in the order given (the API's: most expensive first), then `other` when the rows are one
  * page of the groups: the groups not on it, summed over the range, its first group cell "(N other groups)" and its
- * bucket cell empty. Every line ends with the range and filters (scopeColumns). CRLF line ends.
+ * bucket cell empty. Every line ends with the range and filters (scopeColumns). CRLF line ends. The text comes in
+ * chunks of CSV_CHUNK_LINES whole lines, so that an export of every group is never held whole.
  */
-export function usageCsv(
+export function* usageCsvChunks(
   groupBy: readonly string[],
-  rows: readonly UsageGroupRow[],
+  rows: Iterable<UsageGroupRow>,
   total: UsageTotals | undefined,
   withBucket: boolean,
   other: (UsageTotals & { groups: number }) | undefined,
   scope: CsvScope,
-): string {
+): Generator<string> {
   const made = scopeColumns(scope);
   const header = [...groupBy, ...(withBucket ? ['bucket'] : []), ...CSV_COUNTER_COLUMNS, ...made.header];
   const lines = [header.map(csvCell).join(',')];
+  const chunk = () => `${lines.splice(0).join('\r\n')}\r\n`;
   for (const row of rows) {
     const groups = groupBy.map((name) => row.group[name] ?? NONE);
     const bucket = withBucket && row.bucket !== undefined ? [new Date(row.bucket).toISOString()] : [];
     lines.push([...groups, ...bucket, ...counters(row, total), ...made.cells].map(csvCell).join(','));
+    if (lines.length === CSV_CHUNK_LINES) yield chunk();
   }
   if (other) {
     const groups = groupBy.map((_, i) => (i === 0 ? `(${other.groups} other groups)` : ''));
@@ -116,5 +122,5 @@ export function usageCsv(
       [...groups, ...(withBucket ? [''] : []), ...counters(other, total), ...made.cells].map(csvCell).join(','),
     );
   }
-  return `${lines.join('\r\n')}\r\n`;
+  if (lines.length > 0) yield chunk();
 }

@@ -12,7 +12,7 @@ import type { TagSpendQuery } from '../../contracts/services';
 import { GatewayError } from '../../core/errors';
 import type { KeyPage, KeyPageQuery } from '../../storage/query/key-page';
 import { READ_POOL_SIZE, type ReadSource } from '../../storage/read-connection';
-import { QueryTimeoutError, QueryTooLargeError, ReaderThread } from '../../storage/reader-thread';
+import { QueryTimeoutError, QueryTooLargeError, ReaderThread, type ReadStream } from '../../storage/reader-thread';
 import type { ListRequestsQuery, UsageFilter, UsageGroupRow, UsageQuery } from '../../storage/store';
 import type { FocusContext } from '../dashboard/focus';
 import type { SeriesParams } from '../dashboard/series';
@@ -38,21 +38,53 @@ export const READER_HEAP_MB = 384;
 /** Time PostgreSQL gets to answer a statement it cancelled at the limit, before the reader thread is terminated. */
 const POSTGRES_CANCEL_GRACE_MS = 1000;
 
-type Op = keyof ReadOps;
+/** The reads answered whole; usageCsv is streamed. */
+type Op = Exclude<keyof ReadOps, 'usageCsv'>;
 type Arg<K extends Op> = Parameters<ReadOps[K]>[0];
 type Result<K extends Op> = Awaited<ReturnType<ReadOps[K]>>;
+
+/** A failure of the reader thread as the admin API answers it. */
+function readFailure(err: unknown): unknown {
+  const narrow = 'narrow the range or the filters';
+  if (err instanceof QueryTimeoutError)
+    return new GatewayError('query_timeout', `${err.message} (admin.query_timeout_ms): ${narrow}`, { cause: err });
+  if (err instanceof QueryTooLargeError)
+    return new GatewayError('query_too_large', `${err.message}: ${narrow}`, { cause: err });
+  return err;
+}
+
+/** A streamed read run inline: the operation's generator, a chunk per next(). */
+function inlineStream(chunks: AsyncIterator<Buffer>): ReadStream {
+  let ended = false;
+  return {
+    async next() {
+      if (ended) return null;
+      const { value, done } = await chunks.next();
+      ended = done === true;
+      return ended ? null : value;
+    },
+    cancel() {
+      if (ended) return;
+      ended = true;
+      void chunks.return?.();
+    },
+  };
+}
 
 export class AdminReads {
   private constructor(
     private readonly call: <K extends Op>(op: K, arg: Arg<K>) => Promise<Result<K>>,
+    private readonly streamed: (op: 'usageCsv', arg: UsageParams) => ReadStream,
     private readonly stop: () => Promise<void>,
   ) {}
 
   static open(source: ReadSource, opts: AdminReadsOptions): AdminReads {
     if (source.kind === 'inline') {
-      const ops = readOps(source) as unknown as Record<Op, (arg: unknown) => Promise<unknown>>;
+      const ops = readOps(source);
+      const byName = ops as unknown as Record<Op, (arg: unknown) => Promise<unknown>>;
       return new AdminReads(
-        <K extends Op>(op: K, arg: Arg<K>) => ops[op](arg) as Promise<Result<K>>,
+        <K extends Op>(op: K, arg: Arg<K>) => byName[op](arg) as Promise<Result<K>>,
+        (op, arg) => inlineStream(ops[op](arg)),
         async () => undefined,
       );
     }
@@ -71,18 +103,17 @@ export class AdminReads {
       try {
         return await thread.run<Result<K>>(op, arg);
       } catch (err) {
-        if (err instanceof QueryTimeoutError)
-          throw new GatewayError(
-            'query_timeout',
-            `${err.message} (admin.query_timeout_ms): narrow the range or the filters`,
-            { cause: err },
-          );
-        if (err instanceof QueryTooLargeError)
-          throw new GatewayError('query_too_large', `${err.message}: narrow the range or the filters`, { cause: err });
-        throw err;
+        throw readFailure(err);
       }
     };
-    return new AdminReads(call, () => thread.close());
+    const streamed = (op: string, arg: unknown): ReadStream => {
+      const chunks = thread.stream(op, arg);
+      return {
+        next: () => chunks.next().catch((err: unknown) => Promise.reject(readFailure(err))),
+        cancel: () => chunks.cancel(),
+      };
+    };
+    return new AdminReads(call, streamed, () => thread.close());
   }
 
   /** The JSON body of GET /api/usage. */
@@ -90,9 +121,9 @@ export class AdminReads {
     return this.call('usage', p);
   }
 
-  /** The CSV body of GET /api/usage.csv. */
-  usageCsv(p: UsageParams): Promise<Buffer> {
-    return this.call('usageCsv', p);
+  /** The CSV body of GET /api/usage.csv, a chunk of lines at a time (CSV_CHUNK_LINES). */
+  usageCsv(p: UsageParams): ReadStream {
+    return this.streamed('usageCsv', p);
   }
 
   /** One chunk of GET /api/usage.focus.csv: the lines of the charge rows of filter's range. */

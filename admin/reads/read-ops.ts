@@ -12,8 +12,8 @@ import { listTagKeys } from '../../storage/query/dimensions';
 import { listPage } from '../../storage/query/list';
 import { runUsageQuery } from '../../storage/query/run';
 import type { ReadConnection } from '../../storage/read-connection';
-import type { Interval, ListRequestsQuery, UsageFilter, UsageQuery } from '../../storage/store';
-import { usageCsv } from '../dashboard/csv';
+import type { Interval, ListRequestsQuery, UsageFilter, UsageGroupRow, UsageQuery } from '../../storage/store';
+import { usageCsvChunks } from '../dashboard/csv';
 import { FOCUS_GROUP_BY, focusLines, type FocusContext } from '../dashboard/focus';
 import { seriesAnswer, type SeriesParams } from '../dashboard/series';
 import { latencyAnswer, type LatencyParams } from '../dashboard/latency';
@@ -52,6 +52,32 @@ function reconciliationReads(d: ReadConnection['dialect'], exec: ReadConnection[
   };
 }
 
+type QueryUsage = (q: UsageQuery) => Promise<UsageGroupRow[]>;
+
+/** The grouping's rows (most expensive first) and its total. */
+async function grouping(queryUsage: QueryUsage, p: UsageParams) {
+  const [rows, [total]] = await Promise.all([
+    queryUsage({ ...p.filter, groupBy: p.groupBy, interval: p.interval }),
+    queryUsage({ ...p.filter, groupBy: [] }),
+  ]);
+  return { rows, total };
+}
+
+/**
+ * GET /api/usage.csv, a chunk of lines at a time (a streamed read: storage/reader-thread.ts). Every group (limit=all,
+ * no search) needs no page cut: the grouping's rows go out in its order.
+ */
+async function* usageCsv(queryUsage: QueryUsage, p: UsageParams): AsyncGenerator<Buffer> {
+  const { rows, total } = await grouping(queryUsage, p);
+  const page =
+    p.limit === Infinity && p.search === ''
+      ? { rows, other: null }
+      : groupPage(rows, p.groupBy, p.limit, p.offset, p.search);
+  const withBucket = p.interval !== undefined;
+  for (const text of usageCsvChunks(p.groupBy, page.rows, total, withBucket, page.other ?? undefined, p.filter))
+    yield Buffer.from(text);
+}
+
 export function readOps({ dialect: d, exec }: Pick<ReadConnection, 'dialect' | 'exec'>) {
   const queryUsage = (q: UsageQuery) => runUsageQuery(d, exec, q);
   /** Retention's cut-off (UsageStore.recordsKeptFrom), read on this connection. */
@@ -59,10 +85,7 @@ export function readOps({ dialect: d, exec }: Pick<ReadConnection, 'dialect' | '
 
   /** The grouping's page of groups (by cost), "other" for the rest, and the total. */
   async function usagePage(p: UsageParams) {
-    const [rows, [total]] = await Promise.all([
-      queryUsage({ ...p.filter, groupBy: p.groupBy, interval: p.interval }),
-      queryUsage({ ...p.filter, groupBy: [] }),
-    ]);
+    const { rows, total } = await grouping(queryUsage, p);
     return { page: groupPage(rows, p.groupBy, p.limit, p.offset, p.search), total };
   }
 
@@ -93,11 +116,7 @@ export function readOps({ dialect: d, exec }: Pick<ReadConnection, 'dialect' | '
       });
     },
 
-    async usageCsv(p: UsageParams): Promise<Buffer> {
-      const { page, total } = await usagePage(p);
-      const other = page.other ?? undefined;
-      return Buffer.from(usageCsv(p.groupBy, page.rows, total, p.interval !== undefined, other, p.filter));
-    },
+    usageCsv: (p: UsageParams) => usageCsv(queryUsage, p),
 
     /** One chunk of the FOCUS export (admin/dashboard/focus.ts): its charge rows, one per day and group. */
     async focusCsv({ filter, focus }: { filter: UsageFilter; focus: FocusContext }): Promise<Buffer> {

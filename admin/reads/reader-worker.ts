@@ -4,7 +4,7 @@
  */
 import { workerData } from 'node:worker_threads';
 import { openReadConnection, type ReadSource } from '../../storage/read-connection';
-import { serveReads } from '../../storage/reader-thread';
+import { serveReads } from '../../storage/serve-reads';
 import { lowerThisThreadPriority } from '../../storage/thread-priority';
 import { readOps } from './read-ops';
 

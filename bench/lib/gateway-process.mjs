@@ -23,7 +23,7 @@ const children = [];
 process.on('exit', () => children.forEach((c) => c.kill('SIGKILL')));
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => process.exit(1));
 
-function freePort() {
+export function freePort() {
   return new Promise((res) => {
     const s = createServer().listen(0, '127.0.0.1', () => {
       const { port } = s.address();
@@ -32,10 +32,10 @@ function freePort() {
   });
 }
 
-/** Starts node with `args` and resolves once a line of its output matches `ready`. */
-function startUntil(args, env, ready) {
+/** Starts `node` (this one by default) with `args` and resolves once a line of its output matches `ready`. */
+function startUntil(args, env, ready, node = process.execPath) {
   return new Promise((res, rej) => {
-    const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(node, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     children.push(child);
     let out = '';
     let started = false;
@@ -61,15 +61,23 @@ export async function startMock() {
 }
 
 /**
- * A gateway of the build in `root` (dist/ built) with bench/tollgate.bench.yaml, or tollgate.plain.yaml for
- * config 'plain'; `metrics` on or off; `traced`: one request in ten sampled, spans sent to the mock.
+ * A gateway of the build in `root` (dist/ built) with bench/tollgate.bench.yaml, tollgate.plain.yaml for config
+ * 'plain', the YAML file `config` names (a variant of the bench's), or the config text `yaml` (its ${BENCH_PORT},
+ * ${BENCH_DATA}, ${MOCK_URL} and ${GATEWAY_KEY} filled as in those files); `metrics` on or off; `traced`: the ratio
+ * of requests sampled ('0.1': one in ten), spans sent to the mock; `log`: the logging level (the configs' own is
+ * info); `node`: another Node binary (the build's node_modules must be built for it).
  */
-export async function startGateway(mockUrl, { root = resolve(BENCH, '..'), config = 'bench', metrics = 'on', traced }) {
+export async function startGateway(
+  mockUrl,
+  { root = resolve(BENCH, '..'), config = 'bench', metrics = 'on', traced, log, node, yaml: given },
+) {
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-measure-'));
   const port = await freePort();
   const file = join(dir, 'gateway.config.yaml');
-  let yaml = readFileSync(join(BENCH, config === 'plain' ? 'tollgate.plain.yaml' : 'tollgate.bench.yaml'), 'utf8');
-  if (config !== 'plain') yaml += `\nmetrics: { enabled: ${metrics === 'on'} }\n`;
+  const source = config.endsWith('.yaml') ? resolve(config) : join(BENCH, `tollgate.${config}.yaml`);
+  let yaml = given ?? readFileSync(source, 'utf8');
+  if (config !== 'plain' && given === undefined) yaml += `\nmetrics: { enabled: ${metrics === 'on'} }\n`;
+  if (log) yaml = yaml.replace(/^(logging:\n\s+level:) \w+$/m, `$1 ${log}`);
   writeFileSync(file, yaml);
   const env = {
     BENCH_PORT: String(port),
@@ -82,18 +90,29 @@ export async function startGateway(mockUrl, { root = resolve(BENCH, '..'), confi
           OTEL_TRACES_EXPORTER: 'otlp',
           OTEL_EXPORTER_OTLP_ENDPOINT: mockUrl,
           OTEL_TRACES_SAMPLER: 'traceidratio',
-          OTEL_TRACES_SAMPLER_ARG: '0.1',
+          OTEL_TRACES_SAMPLER_ARG: traced === true ? '0.1' : String(traced),
         }
       : { OTEL_TRACES_EXPORTER: 'none' }),
   };
-  const { child } = await startUntil([join(root, 'dist/cli/index.js'), 'start', '--config', file], env, /listening/);
-  return { pid: child.pid, url: `http://127.0.0.1:${port}/v1/chat/completions` };
+  const { child } = await startUntil(
+    [join(root, 'dist/cli/index.js'), 'start', '--config', file],
+    env,
+    /listening/,
+    node,
+  );
+  return { pid: child.pid, dir, url: `http://127.0.0.1:${port}/v1/chat/completions` };
 }
 
 /** User + system CPU seconds of a process (all its threads) so far. */
 export function cpuSeconds(pid) {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
   return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+}
+
+/** Peak resident memory of a process (all its threads) so far, MiB. */
+export function peakRssMb(pid) {
+  const kb = /VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return kb ? Math.round(Number(kb[1]) / 1024) : undefined;
 }
 
 /** The request body of a mode: a chat completion, or the same streamed. */

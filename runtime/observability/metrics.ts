@@ -7,7 +7,7 @@
  * those with the most spend (metrics.tag_values_max): never by what a client sends first.
  * The list with their labels: docs/operations.md#metrics.
  */
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import { tagLabelName, type MetricsConfig } from '../../config/schema';
 import type { GatewayContext } from '../../core/context';
 import type { ErrorCode } from '../../core/errors';
@@ -20,6 +20,7 @@ import { watchBudgets, type BudgetReadings } from './budget-metrics';
 import { recordedCost } from './recorded-cost';
 import { watchReconciliation, type ReconciliationReading } from './reconciliation-metrics';
 import { scrapedGauge } from './scraped-gauge';
+import { FixedHistogram } from './fixed-histogram';
 import { GenAiMetrics } from './genai-metrics';
 import { RequestFlowMetrics } from './request-flow-metrics';
 import { SeriesTable } from './series-table';
@@ -76,8 +77,8 @@ export class GatewayMetrics {
   private readonly errors: Counter;
   private readonly limitRefusals: Counter;
   private readonly adminErrors: Counter;
-  private readonly overhead: Histogram;
-  private readonly ttfb: Histogram;
+  private readonly overhead: FixedHistogram;
+  private readonly ttfb: FixedHistogram;
 
   constructor(
     config: MetricsConfig,
@@ -120,20 +121,20 @@ export class GatewayMetrics {
       labelNames: ['code'],
       registers,
     });
-    this.overhead = new Histogram({
-      name: 'tollgate_gateway_overhead_seconds',
-      help: "Time a proxied request spent in the gateway itself: its whole latency minus the upstream call (from sending it to the answer's last byte).",
-      labelNames: ['endpoint'],
-      buckets: OVERHEAD_BUCKETS,
-      registers,
-    });
-    this.ttfb = new Histogram({
-      name: 'tollgate_upstream_ttfb_seconds',
-      help: 'From sending the upstream call to its response headers.',
-      labelNames: ['provider', 'model'],
-      buckets: TTFB_BUCKETS,
-      registers,
-    });
+    this.overhead = new FixedHistogram(
+      'tollgate_gateway_overhead_seconds',
+      "Time a proxied request spent in the gateway itself: its whole latency minus the upstream call (from sending it to the answer's last byte).",
+      ['endpoint'],
+      OVERHEAD_BUCKETS,
+      this.registry,
+    );
+    this.ttfb = new FixedHistogram(
+      'tollgate_upstream_ttfb_seconds',
+      'From sending the upstream call to its response headers.',
+      ['provider', 'model'],
+      TTFB_BUCKETS,
+      this.registry,
+    );
     registerUsageCounters(registers, usageRows, usageLabels);
     this.flow = new RequestFlowMetrics(this.registry);
     this.genAi = new GenAiMetrics(this.registry);
@@ -170,9 +171,9 @@ export class GatewayMetrics {
     }
     const sent = ctx.upstreamSentMs;
     if (sent !== undefined) {
-      if (ctx.ttfbMs !== undefined) this.ttfb.observe({ provider, model }, (ctx.ttfbMs - sent) / 1000);
+      if (ctx.ttfbMs !== undefined) this.ttfb.observe([provider, model], (ctx.ttfbMs - sent) / 1000);
       if (ctx.upstreamDoneMs !== undefined)
-        this.overhead.observe({ endpoint }, Math.max(0, ctx.latencyMs - (ctx.upstreamDoneMs - sent)) / 1000);
+        this.overhead.observe([endpoint], Math.max(0, ctx.latencyMs - (ctx.upstreamDoneMs - sent)) / 1000);
     }
     const u = ctx.usage;
     if (!u) return;
