@@ -1,6 +1,7 @@
 import type { UsageRecord } from '../records/usage-record';
 import { formatUsd } from '../pricing/money';
 import { costStatus, knownCost } from '../storage/counters';
+import { knownListCost, listCostUnknownCount } from '../storage/list-cost';
 import { uncountedRanges } from '../storage/query/coverage';
 import type { UsageGroupRow, UsageQuery, UsageStore, UsageTotals } from '../storage/store';
 
@@ -11,9 +12,13 @@ import type { UsageGroupRow, UsageQuery, UsageStore, UsageTotals } from '../stor
  * says how much of a group's cost is known (known | lower_bound: some records unpriced or not counted, the sum of the
  * others | unknown | not_counted: all are audio or images with nothing to price them by), `unpriced_count` and
  * `not_counted_count` how many records lack a cost.
+ * Beside the cost, `list_cost_usd` (and `list_cost_pico`) is the same records' cost at the catalog's list price, before
+ * a negotiated discount (pricing.discounts), and `discount_usd` the difference; `list_cost_unknown_count` counts the
+ * records priced before records kept a list cost, included in the list cost at their cost (storage/list-cost.ts).
  */
 export function totalsJson(t: UsageTotals) {
   const cost = knownCost(t);
+  const list = knownListCost(t);
   return {
     requests: t.requests,
     input_tokens: t.inputTokens,
@@ -27,6 +32,10 @@ export function totalsJson(t: UsageTotals) {
     cost_usd: cost === null ? null : formatUsd(cost),
     cost_pico: cost === null ? null : cost.toString(),
     cost_status: costStatus(t),
+    list_cost_usd: list === null ? null : formatUsd(list),
+    list_cost_pico: list === null ? null : list.toString(),
+    discount_usd: cost === null ? null : formatUsd(t.discountPico),
+    list_cost_unknown_count: listCostUnknownCount(t),
     unpriced_count: t.unknownCostCount,
     estimated_count: t.estimatedCount,
     partial_count: t.partialCount,
@@ -68,6 +77,8 @@ export function recordJson(r: UsageRecord) {
     search_context_size: r.searchContextSize ?? null,
     cost_usd: r.costPico === null ? null : formatUsd(r.costPico),
     cost_pico: r.costPico === null ? null : r.costPico.toString(),
+    // Null when the cost is unknown, and on records priced before records kept a list cost.
+    list_cost_usd: r.listCostPico == null ? null : formatUsd(r.listCostPico),
     provenance: r.provenance,
     price_version: r.priceVersion,
     latency_ms: r.latencyMs,

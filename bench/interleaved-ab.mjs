@@ -8,7 +8,8 @@
 // A side's words: root=DIR (a checkout with dist/ built; default this one), node=PATH (another Node binary, or a
 // script that execs one with an environment of its own; root's node_modules must be built for it), metrics=on|off,
 // traced (one request in ten sampled, spans sent to the mock) or traced=RATIO (0 samples none: only the unsampled
-// path), config=bench|plain, log=LEVEL (the gateway's logging.level, default info). Each side's peak RSS is printed.
+// path), config=bench|plain|FILE.yaml (a variant of tollgate.bench.yaml), log=LEVEL (the gateway's logging.level,
+// default info). Each side's peak RSS is printed.
 import { resolve } from 'node:path';
 import { Agent, request } from 'undici';
 import { bodyOf, cpuSeconds, HEADERS, peakRssMb, startGateway, startMock } from './lib/gateway-process.mjs';
@@ -28,7 +29,7 @@ function sideOf(spec, name) {
       side[word.slice(0, word.indexOf('='))] = word.slice(word.indexOf('=') + 1);
     else
       throw new Error(
-        `cannot read "${word}" (root=DIR, node=PATH, metrics=on|off, config=bench|plain, log=LEVEL, traced[=RATIO])`,
+        `cannot read "${word}" (root=DIR, node=PATH, metrics=on|off, config=bench|plain|FILE.yaml, log=LEVEL, traced[=RATIO])`,
       );
   }
   if (side.root) side.root = resolve(side.root);

@@ -2,7 +2,8 @@
 // CPU profile of Tollgate under load (node --cpu-prof), summarised as the hottest functions and the share of
 // each module, so an optimisation starts from a measurement. The .cpuprofile file can also be opened in
 // Chrome DevTools (Performance tab) or speedscope for a flame graph.
-//   node bench/profile.mjs [--scenario chat|stream|slow] [-c 32] [-d 10] [--no-recorder] [--redis URL] [--top 40] [--keep DIR]
+//   node bench/profile.mjs [--scenario chat|stream|slow] [-c 32] [-d 10] [--no-recorder | --plain] [--redis URL] [--top 40] [--keep DIR]
+// --plain profiles governance off (bench/tollgate.plain.yaml), to set beside the governed profile.
 import { spawn } from 'node:child_process';
 import { closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
@@ -65,7 +66,7 @@ function start(name, args, env) {
 const mockPort = await freePort();
 const gwPort = await freePort();
 start('mock', [join(HERE, 'mock-upstream.mjs')], { MOCK_PORT: String(mockPort) });
-let yaml = readFileSync(join(HERE, 'tollgate.bench.yaml'), 'utf8');
+let yaml = readFileSync(join(HERE, argv.includes('--plain') ? 'tollgate.plain.yaml' : 'tollgate.bench.yaml'), 'utf8');
 if (argv.includes('--no-recorder')) yaml = yaml.replace(/\n {2}- use: usage-recorder\n( {4}.*\n)*/, '\n');
 // Limits in Redis, as the bench's tollgate-redis target runs them (its own key prefix).
 const redisUrl = value('--redis', undefined);

@@ -6,6 +6,7 @@
 import { groupRowJson } from '../admin/serialize';
 import { usageCsvChunks } from '../admin/dashboard/csv';
 import { addTotals, costStatus, zeroTotals } from '../storage/counters';
+import { listCostUnknownCount } from '../storage/list-cost';
 import { groupPage } from '../storage/query/group-page';
 import type { UsageGroupRow, UsageTotals } from '../storage/store';
 import { count, usdCents } from './format';
@@ -50,12 +51,15 @@ export function usageReport(
  * are audio or images with nothing to price them by, ">=" when some records are unpriced or not counted (a lower
  * bound, so rounded down). --json has the exact amounts.
  */
-export function costCell(t: UsageTotals): string {
+export function costCell(t: UsageTotals, pico = t.costPico): string {
   const status = costStatus(t);
   if (status === 'unknown') return 'unknown';
   if (status === 'not_counted') return 'not counted';
-  return status === 'lower_bound' ? `>=${usdCents(t.costPico, true)}` : usdCents(t.costPico);
+  return status === 'lower_bound' ? `>=${usdCents(pico, true)}` : usdCents(pico);
 }
+
+/** The cost cell at the list price, before negotiated discounts (storage/list-cost.ts). */
+const listCostCell = (t: UsageTotals): string => costCell(t, t.costPico + t.discountPico);
 
 /** The summary under the table: requests, cost, and how many records the cost leaves out or estimates. */
 export function totalLine(t: UsageTotals): string {
@@ -66,26 +70,36 @@ export function totalLine(t: UsageTotals): string {
     t.partialCount ? `${count(t.partialCount)} partial` : '',
   ].filter(Boolean);
   const cost = costStatus(t) === 'unknown' ? 'cost unknown' : costCell(t);
-  return `${count(t.requests)} requests, ${cost}${notes.length ? ` (${notes.join(', ')})` : ''}`;
+  const list = t.discountPico === 0n ? '' : `, ${listCostCell(t)} at list price (${usdCents(t.discountPico)} discount)`;
+  const unlisted = t.discountPico !== 0n && listCostUnknownCount(t) > 0;
+  if (unlisted) notes.push(`${count(listCostUnknownCount(t))} without a list cost, at their cost`);
+  return `${count(t.requests)} requests, ${cost}${list}${notes.length ? ` (${notes.join(', ')})` : ''}`;
 }
 
 const right = (header: string): Column => ({ header, align: 'right' });
 
-/** A row's counters as table cells. Cache reads and writes are priced differently (a read is cheaper), so apart. */
-const counterCells = (t: UsageTotals): string[] => [
+/**
+ * A row's counters as table cells. Cache reads and writes are priced differently (a read is cheaper), so apart. The
+ * list cost only when a negotiated discount applies somewhere in the report.
+ */
+const counterCells = (t: UsageTotals, listed: boolean): string[] => [
   ...[t.requests, t.inputTokens, t.outputTokens, t.cacheReadTokens, t.cacheWriteTokens + t.cacheWrite1hTokens].map(
     count,
   ),
   costCell(t),
+  ...(listed ? [listCostCell(t)] : []),
   ...[t.unknownCostCount, t.notCountedCount, t.estimatedCount, t.partialCount].map(count),
 ];
 
 const otherLabel = (groups: number) => `(${count(groups)} other groups)`;
 
 export function reportTable(r: UsageReport): string {
-  const rows = r.rows.map((row) => [...r.groupBy.map((g) => row.group[g] ?? '(none)'), ...counterCells(row)]);
-  if (r.other)
-    rows.push([...r.groupBy.map((_, i) => (i === 0 ? otherLabel(r.other!.groups) : '')), ...counterCells(r.other)]);
+  const listed = r.total.discountPico !== 0n;
+  const rows = r.rows.map((row) => [...r.groupBy.map((g) => row.group[g] ?? '(none)'), ...counterCells(row, listed)]);
+  if (r.other) {
+    const label = r.groupBy.map((_, i) => (i === 0 ? otherLabel(r.other!.groups) : ''));
+    rows.push([...label, ...counterCells(r.other, listed)]);
+  }
   const columns = [
     ...r.groupBy.map((header): Column => ({ header })),
     ...[
@@ -95,6 +109,7 @@ export function reportTable(r: UsageReport): string {
       'cache read',
       'cache write',
       'cost',
+      ...(listed ? ['list cost'] : []),
       'unpriced',
       'not counted',
       'estimated',

@@ -76,7 +76,9 @@ export class PriceCatalog {
   private readonly distinct = new Set<string>();
   private readonly discounts: Readonly<Record<string, string>>;
   private readonly derived = new Map<string, ModelPrice>();
-  private readonly lookups = new Map<string, ModelPrice | undefined>();
+  /** Memoised lookups by provider, then model as asked (null: unpriced), MAX_MEMOISED_LOOKUPS at most in all. */
+  private lookups = new Map<string, Map<string, ModelPrice | null>>();
+  private memoised = 0;
   /** Effective-dated prices (./dated-prices.ts), and the entries that have no undated price. */
   private readonly dated = new DatedPrices();
   private readonly datedOnly = new Set<string>();
@@ -152,13 +154,15 @@ export class PriceCatalog {
   /** The effective price of a model as the client named it, or undefined (unpriced). Memoised: this runs per request. */
   lookup(provider: string, model: string): ModelPrice | undefined {
     if (this.dated.size > 0) return this.lookupAt(provider, model, Date.now());
-    const memoKey = keyOf(provider, model);
-    if (this.lookups.has(memoKey)) return this.lookups.get(memoKey);
+    // Two levels, not one joined key: the request's own strings are looked up (their hashes kept), no string built.
+    const known = this.lookups.get(provider)?.get(model);
+    if (known !== undefined) return known ?? undefined;
     const hit = this.find(provider, model);
     const price = hit && this.derive(hit.billing, hit.key, hit.via);
     // Model names come from clients: the memo is bounded, and starts over when full.
-    if (this.lookups.size >= MAX_MEMOISED_LOOKUPS) this.lookups.clear();
-    this.lookups.set(memoKey, price);
+    if (this.memoised++ >= MAX_MEMOISED_LOOKUPS) [this.memoised, this.lookups] = [1, new Map()];
+    const byModel = this.lookups.get(provider) ?? new Map<string, ModelPrice | null>();
+    this.lookups.set(provider, byModel.set(model, price ?? null));
     return price;
   }
 

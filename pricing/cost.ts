@@ -87,6 +87,8 @@ interface Compiled {
   requestFee?: Rate | Partial<Record<ContextSize, Rate>>;
   searchFee?: Rate;
   hasAnyRate: boolean;
+  /** provider/model, as PricedUsage.priceId (built once, not per request). */
+  priceId: string;
 }
 
 const ZERO: Rate = { num: 0n, scale: 0 };
@@ -138,6 +140,7 @@ function compile(price: ModelPrice): Compiled {
       price.per_second !== undefined ||
       price.per_character !== undefined ||
       price.per_image !== undefined,
+    priceId: `${price.provider}/${price.model}`,
   };
   compiledCache.set(price, compiled);
   return compiled;
@@ -324,5 +327,5 @@ function computeCost(price: ModelPrice | undefined, usage: Usage | undefined): P
   const costPico = sum.toPico();
   // Every rate of a discounted entry is its list rate times (1 - discount): the list cost comes from the same sum.
   const listCostPico = price.discount === undefined ? costPico : sum.undiscountedPico(price.discount);
-  return { costPico, listCostPico, provenanceHint: 'priced', priceId: `${price.provider}/${price.model}`, ...tools };
+  return { costPico, listCostPico, provenanceHint: 'priced', priceId: c.priceId, ...tools };
 }

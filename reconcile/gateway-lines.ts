@@ -14,6 +14,8 @@ export interface GatewayLine {
   requests: number;
   tokens: BillTokens;
   costPico: PicoUsd;
+  /** The cost at the list price, before pricing.discounts (storage/list-cost.ts). */
+  listCostPico: PicoUsd;
   unpriced: number;
   estimated: number;
 }
@@ -45,6 +47,7 @@ export function gatewayLines(rows: readonly UsageGroupRow[], mappedWorkspaces: R
         output: r.outputTokens,
       },
       costPico: r.costPico,
+      listCostPico: r.costPico + r.discountPico,
       unpriced: r.unknownCostCount,
       estimated: r.estimatedCount,
     };

@@ -127,6 +127,7 @@ export function matchBill(
         requests: g.requests,
         tokens: g.tokens,
         cost_usd: formatUsd(g.costPico),
+        list_cost_usd: formatUsd(g.listCostPico),
         unpriced: g.unpriced,
         estimated: g.estimated,
       },

@@ -35,6 +35,11 @@ export interface GatewaySide {
   tokens: BillTokens;
   /** The gateway's recorded cost of the priced records (measured and estimated): list price, or pricing.discounts'. */
   cost_usd: string;
+  /**
+   * The same records at the catalog's list price, before pricing.discounts: cost_usd where no discount is configured.
+   * Absent from reports stored before the gateway kept it.
+   */
+  list_cost_usd?: string;
   /** Records with no price (their cost is not in cost_usd). */
   unpriced: number;
   estimated: number;

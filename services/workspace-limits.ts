@@ -77,27 +77,33 @@ export class LimitsContext implements WorkspaceLimitsService {
   /**
    * Runs a store operation under the configured failure policy: when the store is unreachable, either the
    * limit is skipped (open) or the request is refused with 503 (closed). Logged at most every 10 s per store.
+   * The operation's own promise carries the policy (no async frame of its own: it runs several times a request).
    */
-  async guard<T>(what: string, op: () => Promise<T>, whenOpen: T): Promise<T> {
+  guard<T>(what: string, op: () => Promise<T>, whenOpen: T): Promise<T> {
+    const failed = (err: unknown) => this.failed(what, err, whenOpen);
     try {
-      return await op();
+      return Promise.resolve(op()).then(undefined, failed); // resolve(): a store answering without a promise works too
     } catch (err) {
-      if (err instanceof GatewayError) throw err;
-      const now = Date.now();
-      if (now - this.lastWarning > 10_000) {
-        this.lastWarning = now;
-        this.log.warn(
-          { err, what, policy: this.storeConfig.on_error },
-          `limit store unavailable: failing ${this.storeConfig.on_error}`,
-        );
-      }
-      if (this.storeConfig.on_error === 'open') return whenOpen;
-      throw new GatewayError(
-        'limits_unavailable',
-        'Limits cannot be checked right now (limit store unavailable); try again shortly.',
-        { headers: { 'retry-after': '1' } },
+      return Promise.reject(err).then(undefined, failed);
+    }
+  }
+
+  private failed<T>(what: string, err: unknown, whenOpen: T): T {
+    if (err instanceof GatewayError) throw err;
+    const now = Date.now();
+    if (now - this.lastWarning > 10_000) {
+      this.lastWarning = now;
+      this.log.warn(
+        { err, what, policy: this.storeConfig.on_error },
+        `limit store unavailable: failing ${this.storeConfig.on_error}`,
       );
     }
+    if (this.storeConfig.on_error === 'open') return whenOpen;
+    throw new GatewayError(
+      'limits_unavailable',
+      'Limits cannot be checked right now (limit store unavailable); try again shortly.',
+      { headers: { 'retry-after': '1' } },
+    );
   }
 }
 

@@ -3,10 +3,12 @@
  * JSON of GET /api/usage and as the dashboard's table. Money is the exact decimal cost_usd; a group whose
  * cost is unknown (all its records unpriced or not counted) has an empty cost_usd and cost_share_pct, never 0, and
  * cost_status says whether a group's cost is known, a lower bound (some records unpriced or not counted), unknown
- * or not_counted (all are audio or images with nothing to price them by).
+ * or not_counted (all are audio or images with nothing to price them by). list_cost_usd is the cost at the catalog's
+ * list price, before negotiated discounts, and discount_usd the difference (storage/list-cost.ts).
  */
 import { formatUsd } from '../../pricing/money';
 import { costStatus, knownCost } from '../../storage/counters';
+import { knownListCost, listCostUnknownCount } from '../../storage/list-cost';
 import { NONE, type UsageGroupRow, type UsageTotals } from '../../storage/store';
 import { costSharePct } from './share';
 
@@ -21,6 +23,9 @@ export const CSV_COUNTER_COLUMNS = [
   'cost_usd',
   'cost_status',
   'cost_share_pct',
+  'list_cost_usd',
+  'discount_usd',
+  'list_cost_unknown_count',
   'unpriced_count',
   'not_counted_count',
   'estimated_count',
@@ -38,6 +43,8 @@ export function csvCell(value: string): string {
   return /[",\r\n]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
 }
 
+const usdOrEmpty = (pico: bigint | null): string => (pico === null ? '' : formatUsd(pico));
+
 function counters(t: UsageTotals, total: UsageTotals | undefined): string[] {
   const cost = knownCost(t);
   return [
@@ -51,6 +58,9 @@ function counters(t: UsageTotals, total: UsageTotals | undefined): string[] {
     cost === null ? '' : formatUsd(cost),
     costStatus(t),
     cost === null ? '' : costSharePct(cost, total?.costPico ?? 0n),
+    usdOrEmpty(knownListCost(t)),
+    cost === null ? '' : formatUsd(t.discountPico),
+    String(listCostUnknownCount(t)),
     String(t.unknownCostCount),
     String(t.notCountedCount),
     String(t.estimatedCount),

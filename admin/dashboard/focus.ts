@@ -1,12 +1,15 @@
 /**
  * The FOCUS (FinOps Open Cost and Usage Specification, version 1.2) export of GET /api/usage.focus.csv: one charge
- * row per UTC day, provider, model, key and workspace (and value of each tag asked for). A record keeps one cost: at
- * the provider's list price, or at the effective price where pricing.discounts sets a discount, so BilledCost,
- * EffectiveCost, ListCost and ContractedCost are that same known cost. A row whose cost is unknown (every request unpriced or not counted) leaves its cost cells
- * empty rather than write $0; x_CostStatus says which rows those are, and a lower bound is marked the same way.
+ * row per UTC day, provider, model, key and workspace (and value of each tag asked for). BilledCost, EffectiveCost and
+ * ContractedCost are the recorded cost, at the effective price (after a negotiated discount of pricing.discounts);
+ * ListCost is the same usage at the catalog's list price. Requests priced before records kept a list cost count in
+ * ListCost at their cost, and x_ListCostUnknownRequests says how many (storage/list-cost.ts). A row whose cost is
+ * unknown (every request unpriced or not counted) leaves its cost cells empty rather than write $0; x_CostStatus says
+ * which rows those are, and a lower bound is marked the same way.
  */
 import { formatUsd } from '../../pricing/money';
 import { costStatus, knownCost } from '../../storage/counters';
+import { knownListCost, listCostUnknownCount } from '../../storage/list-cost';
 import { UNTAGGED, type UsageGroupRow } from '../../storage/store';
 import { csvCell } from './csv';
 
@@ -61,6 +64,7 @@ export const FOCUS_COLUMNS = [
   'x_NotCountedRequests',
   'x_EstimatedRequests',
   'x_ErrorRequests',
+  'x_ListCostUnknownRequests',
 ] as const;
 
 /** A tag key as a column name: x_tag_<key>, anything but letters, digits and _ written as _. */
@@ -101,6 +105,7 @@ export function focusLines(rows: readonly UsageGroupRow[], c: FocusContext): str
     const workspace = r.group.workspace ?? '';
     const cost = knownCost(r);
     const usd = cost === null ? '' : formatUsd(cost);
+    const list = knownListCost(r);
     const tokens = r.inputTokens + r.outputTokens + r.cacheReadTokens + r.cacheWriteTokens;
     const tagValues = c.tags.map((t) => r.group[t] ?? UNTAGGED);
     const tagged = Object.fromEntries(c.tags.flatMap((t, i) => (tagValues[i] === UNTAGGED ? [] : [[t, tagValues[i]]])));
@@ -122,7 +127,7 @@ export function focusLines(rows: readonly UsageGroupRow[], c: FocusContext): str
       usd,
       usd,
       provider,
-      usd,
+      list === null ? '' : formatUsd(list),
       'Standard',
       String(tokens),
       'Tokens',
@@ -149,6 +154,7 @@ export function focusLines(rows: readonly UsageGroupRow[], c: FocusContext): str
       String(r.notCountedCount),
       String(r.estimatedCount),
       String(r.errorCount),
+      String(listCostUnknownCount(r)),
       ...tagValues,
     ];
     out += `${cells.map(csvCell).join(',')}\r\n`;

@@ -57,6 +57,12 @@ export const Totals = named(
       ).nullable(),
       cost_pico: pico('The same sum in integer pico-USD (1e-12 USD), for exact sums on the client side.').nullable(),
       cost_status: costStatus,
+      list_cost_usd: usd(
+        "The same records' cost at the catalog's list price, before a negotiated discount (pricing.discounts); records without a list cost (list_cost_unknown_count) at their cost. Null when cost_usd is.",
+      ).nullable(),
+      list_cost_pico: pico('The list cost in integer pico-USD.').nullable(),
+      discount_usd: usd('list_cost_usd less cost_usd, what discounts took off; null when cost_usd is.').nullable(),
+      list_cost_unknown_count: count('Priced records without a list cost (priced before records kept one).'),
       unpriced_count: count('Records without a known cost.'),
       estimated_count: count('Records whose usage was estimated (the provider reported none).'),
       partial_count: count('Records of streams that did not complete.'),
@@ -183,6 +189,9 @@ export const UsageRecordJson = named(
       .meta({ description: "Perplexity's search context size (low, medium, high)." }),
     cost_usd: usd('Exact cost in USD; null when unknown (unpriced).').nullable(),
     cost_pico: pico('The cost in integer pico-USD.').nullable(),
+    list_cost_usd: usd(
+      "The cost at the catalog's list price, before a negotiated discount; equal to cost_usd without one. Null when the cost is unknown or the record was priced before records kept it.",
+    ).nullable(),
     provenance: provenance.meta({ description: 'Where the cost comes from.' }),
     price_version: z.string().nullable().meta({ description: 'Version of the price catalog used.' }),
     latency_ms: z.number().nonnegative(),

@@ -73,6 +73,9 @@ const ReconciliationLineJson = named(
         requests: count('Records.'),
         tokens: billTokens,
         cost_usd: usd('Recorded cost of the priced records (list price, or the pricing.discounts price where set).'),
+        list_cost_usd: usd(
+          'The same records at the list price, before pricing.discounts; cost_usd where none is set. Absent from older reports.',
+        ).optional(),
         unpriced: count('Records with no price.'),
         estimated: count('Records with an estimated cost.'),
       })

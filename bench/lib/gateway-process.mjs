@@ -61,11 +61,11 @@ export async function startMock() {
 }
 
 /**
- * A gateway of the build in `root` (dist/ built) with bench/tollgate.bench.yaml, or tollgate.plain.yaml for
- * config 'plain', or the config text `yaml` (its ${BENCH_PORT}, ${BENCH_DATA}, ${MOCK_URL} and ${GATEWAY_KEY}
- * filled as in those files); `metrics` on or off; `traced`: the ratio of requests sampled ('0.1': one in ten), spans
- * sent to the mock; `log`: the logging level (the configs' own is info); `node`: another Node binary (the build's
- * node_modules must be built for it).
+ * A gateway of the build in `root` (dist/ built) with bench/tollgate.bench.yaml, tollgate.plain.yaml for config
+ * 'plain', the YAML file `config` names (a variant of the bench's), or the config text `yaml` (its ${BENCH_PORT},
+ * ${BENCH_DATA}, ${MOCK_URL} and ${GATEWAY_KEY} filled as in those files); `metrics` on or off; `traced`: the ratio
+ * of requests sampled ('0.1': one in ten), spans sent to the mock; `log`: the logging level (the configs' own is
+ * info); `node`: another Node binary (the build's node_modules must be built for it).
  */
 export async function startGateway(
   mockUrl,
@@ -74,8 +74,8 @@ export async function startGateway(
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-measure-'));
   const port = await freePort();
   const file = join(dir, 'gateway.config.yaml');
-  let yaml =
-    given ?? readFileSync(join(BENCH, config === 'plain' ? 'tollgate.plain.yaml' : 'tollgate.bench.yaml'), 'utf8');
+  const source = config.endsWith('.yaml') ? resolve(config) : join(BENCH, `tollgate.${config}.yaml`);
+  let yaml = given ?? readFileSync(source, 'utf8');
   if (config !== 'plain' && given === undefined) yaml += `\nmetrics: { enabled: ${metrics === 'on'} }\n`;
   if (log) yaml = yaml.replace(/^(logging:\n\s+level:) \w+$/m, `$1 ${log}`);
   writeFileSync(file, yaml);

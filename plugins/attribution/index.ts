@@ -38,7 +38,9 @@ export class AttributionPlugin implements GatewayPlugin {
       tags = parseTags({ header: (h) => ctx.header(h), names, timesSent: (h) => ctx.headerCount(h) }, this.limits);
       this.accepted.set(key, tags);
     }
-    Object.assign(ctx.tags, tags);
+    // Key by key: Object.assign from one null-prototype (dictionary) object to another costs several times more.
+    const into = ctx.tags;
+    for (const k in tags) into[k] = tags[k];
   }
 }
 

@@ -48,6 +48,8 @@ const EVICTION_SCAN = 64;
  */
 export class ActiveBudgets {
   private readonly lru = new Map<string, Applied>();
+  /** The last entry of `lru` when set by use(): most requests count against the budget the one before did. */
+  private newest: Applied | undefined;
   private readonly seeds: RetryQueue<Applied>;
   private readonly raises: RetryQueue<Applied>;
   private lastWarning = 0;
@@ -82,9 +84,15 @@ export class ActiveBudgets {
   get(lookup: string, now: number): Applied | undefined {
     const hit = this.lru.get(lookup);
     if (!hit || now >= hit.check.periodEndMs || now < hit.status.periodStart) return undefined;
-    this.lru.delete(lookup);
-    this.lru.set(lookup, hit);
+    if (hit !== this.newest) this.use(lookup, hit); // already the most recently used: the order stands
     return hit;
+  }
+
+  /** Moves a budget to the most recently used end. */
+  private use(lookup: string, a: Applied): void {
+    this.lru.delete(lookup);
+    this.lru.set(lookup, a);
+    this.newest = a;
   }
 
   /** Starts using a budget (replacing one of a past period) and reads its spend in the background. */
@@ -94,8 +102,7 @@ export class ActiveBudgets {
       this.markWanted = true;
       this.records.writtenBefore();
     }
-    this.lru.delete(lookup);
-    this.lru.set(lookup, a);
+    this.use(lookup, a);
     this.seeds.add(a);
     if (this.seeds.pausing) failed(a); // the store failed just now: no request waits for this one
     this.trim();

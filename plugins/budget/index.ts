@@ -31,10 +31,17 @@ import { BudgetPricing, type BudgetPrice } from './unpriced';
 import { worstCase, type ReferencedInput } from './worst-case';
 
 const HELD = 'budget.reservation';
-/** The price_as stand-in of a request for an unpriced model (budgets.unpriced), for its settlement. */
-const STAND_IN = 'budget.stand-in';
-/** The worst case reserved, settled when the answer's cost turns out unknown. */
-const RESERVED = 'budget.reserved';
+
+/** What a request admitted under budgets holds until it settles (one entry of ctx.state). */
+interface Held {
+  applied: Applied[];
+  /** Their limit-store counters, in the same order. */
+  checks: BudgetCheck[];
+  /** The worst case reserved, settled when the answer's cost turns out unknown. */
+  reservedPico: bigint;
+  /** The price_as stand-in of a request for an unpriced model (budgets.unpriced), for its settlement. */
+  standIn: BudgetPrice['standIn'];
+}
 /** How many times a clamp is worked out again when other requests took what was left meanwhile. */
 const CLAMP_ATTEMPTS = 3;
 /** Budget alerts remembered as logged; beyond it the set starts again (at worst an alert is logged twice). */
@@ -121,8 +128,7 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     // Only the first requests of a budget and period wait for its spend to be read, and at most spend_read_wait_ms.
     const loading = this.active.ready(applied, this.policy.spend_read_wait_ms);
     if (loading) await loading;
-    const unknown = applied.filter((a) => a.spend !== 'loaded');
-    if (unknown.length > 0) this.spendUnknown(unknown);
+    if (!applied.every(spendLoaded)) this.spendUnknown(applied.filter((a) => !spendLoaded(a)));
     const priced = this.pricing.of(ctx);
     let amountPico = priced
       ? this.pricing.reservation(ctx, worstCase(ctx, this.cost, priced, this.referencedInput))
@@ -136,10 +142,9 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     }
     // Settled even when the store failed open: the spend is added, and a reserve that ran in Redis after its
     // reply timed out is released by request id.
-    ctx.state.set(HELD, applied);
+    const held: Held = { applied, checks, reservedPico: amountPico, standIn: priced?.standIn };
+    ctx.state.set(HELD, held);
     for (const a of applied) a.open++;
-    ctx.state.set(RESERVED, amountPico);
-    if (priced?.standIn) ctx.state.set(STAND_IN, priced.standIn);
     if (!result) return;
     if (amountPico > 0n) this.renewer.add(ctx.requestId, checks);
     this.alertIfCrossed(applied, result.states);
@@ -192,17 +197,15 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
   }
 
   onComplete(ctx: GatewayContext): Promise<void> | undefined {
-    const applied = ctx.state.get(HELD) as Applied[] | undefined;
-    return applied && this.settle(ctx, applied);
+    const held = ctx.state.get(HELD) as Held | undefined;
+    return held && this.settle(ctx, held);
   }
 
-  private async settle(ctx: GatewayContext, applied: Applied[]): Promise<void> {
+  private async settle(ctx: GatewayContext, { applied, checks, reservedPico, standIn }: Held): Promise<void> {
     this.renewer.remove(ctx.requestId);
     const failed = ctx.error !== undefined && !ctx.streamCut;
     // An answer whose cost is unknown (no usage, a unit the price lacks) counts as what was reserved for it.
-    const actual =
-      failed || (ctx.status ?? 500) >= 400 ? 0n : (this.actualCost(ctx) ?? (ctx.state.get(RESERVED) as bigint));
-    const checks = applied.map((a) => a.check);
+    const actual = failed || (ctx.status ?? 500) >= 400 ? 0n : (this.actualCost(ctx, standIn) ?? reservedPico);
     // The request's record was queued before (the declared order): see ActiveBudgets on forgetting.
     const settledAt = Date.now();
     for (const a of applied) {
@@ -239,8 +242,7 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
   }
 
   /** The request's cost: the one every plugin shares, or at the price_as stand-in's price for an unpriced model. */
-  private actualCost(ctx: GatewayContext): bigint | null {
-    const standIn = ctx.state.get(STAND_IN) as BudgetPrice['standIn'];
+  private actualCost(ctx: GatewayContext, standIn: BudgetPrice['standIn']): bigint | null {
     if (!standIn) return this.cost.of(ctx).costPico;
     return ctx.usage ? this.cost.price(ctx, ctx.usage, standIn).costPico : null;
   }
@@ -323,6 +325,8 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     }
   }
 }
+
+const spendLoaded = (a: Applied): boolean => a.spend === 'loaded';
 
 export const budget = definePlugin({
   name: 'budget',

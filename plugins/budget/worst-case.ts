@@ -64,13 +64,16 @@ export function worstCase(
  * The tiers a request may be served at, by its `service_tier`: what it asks for or the standard tier (a tier without
  * capacity falls back to it); `auto` and `priority` may be served at priority. Absent: the standard tier alone.
  */
-function allowedTiers(asked: unknown): (string | undefined)[] {
+function allowedTiers(asked: unknown): readonly (string | undefined)[] {
   const tier = typeof asked === 'string' ? asked.trim().toLowerCase() : undefined;
-  if (tier === 'auto' || tier === 'priority') return ['priority', undefined];
+  if (tier === 'auto' || tier === 'priority') return PRIORITY_OR_STANDARD;
   return tier && tier !== 'default' && tier !== 'standard' && tier !== 'standard_only'
     ? [tier, undefined]
-    : [undefined];
+    : STANDARD_ONLY;
 }
+
+const STANDARD_ONLY = [undefined] as const;
+const PRIORITY_OR_STANDARD = ['priority', undefined] as const;
 
 /**
  * The worst case at the costliest tier the request allows that the price lists (a tier it does not price is left
@@ -82,7 +85,9 @@ function atHighestTier(
   usage: Usage,
   priced: BudgetPrice,
 ): ReturnType<RequestCostService['price']> {
-  const each = allowedTiers(ctx.json?.service_tier).map((serviceTier) =>
+  const tiers = allowedTiers(ctx.json?.service_tier);
+  if (tiers === STANDARD_ONLY) return cost.price(ctx, usage, priced.standIn); // most requests: one price, no arrays
+  const each = tiers.map((serviceTier) =>
     cost.price(ctx, serviceTier ? { ...usage, serviceTier } : usage, priced.standIn),
   );
   const known = each.filter((p) => p.costPico !== null);

@@ -10,6 +10,12 @@ import {
 
 const HELD = 'concurrency.held';
 
+/** A scope set's scopes that cap open streams, and the slot key of each. */
+interface SlotPlan {
+  scopes: LimitScope[];
+  keys: string[];
+}
+
 /**
  * Caps open streaming responses per workspace and per tag value (e.g. at most 5 per customer_id). A slot is
  * taken at admission and given back in onComplete, which runs for every request however it ended (done,
@@ -20,6 +26,8 @@ export class ConcurrencyPlugin implements GatewayPlugin {
   readonly name = 'concurrency';
   /** Renews the slot keys each open stream holds. */
   private readonly renewer: LeaseRenewer<readonly string[]>;
+  /** Per scope set (WorkspaceLimitsService.scopesOf gives the same array for the same set): its stream-limited scopes and their slot keys. */
+  private readonly plans = new WeakMap<readonly LimitScope[], SlotPlan>();
 
   constructor(private readonly limits: WorkspaceLimitsService) {
     const lease = limits.storeConfig.slot_lease_ms;
@@ -32,17 +40,27 @@ export class ConcurrencyPlugin implements GatewayPlugin {
   beforeUpstream(ctx: GatewayContext): Promise<void> | undefined {
     const l = this.limits.limitsOf(ctx);
     if (!l || !ctx.stream) return undefined;
-    const scopes = this.limits.scopesOf(ctx, l).filter((s) => s.limits.concurrent_streams);
-    return scopes.length === 0 ? undefined : this.acquire(ctx, scopes);
+    const plan = this.planFor(this.limits.scopesOf(ctx, l));
+    return plan.scopes.length === 0 ? undefined : this.acquire(ctx, plan);
   }
 
-  private async acquire(ctx: GatewayContext, scopes: readonly LimitScope[]): Promise<void> {
+  private planFor(all: readonly LimitScope[]): SlotPlan {
+    let plan = this.plans.get(all);
+    if (!plan) {
+      const scopes = all.filter((s) => s.limits.concurrent_streams);
+      this.plans.set(all, (plan = { scopes, keys: scopes.map((s) => `streams:${s.key}`) }));
+    }
+    return plan;
+  }
+
+  private async acquire(ctx: GatewayContext, { scopes, keys }: SlotPlan): Promise<void> {
     const store = this.limits.store;
     const lease = this.renewer.leaseMs;
     const acquired: string[] = [];
     ctx.state.set(HELD, acquired); // before the first acquire: whatever happens next, onComplete releases it
-    for (const s of scopes) {
-      const key = `streams:${s.key}`;
+    for (let i = 0; i < scopes.length; i++) {
+      const s = scopes[i];
+      const key = keys[i];
       const result = await this.limits.guard(
         'concurrent streams',
         () => store.acquireSlot(key, ctx.requestId, s.limits.concurrent_streams!, lease),

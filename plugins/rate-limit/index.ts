@@ -8,7 +8,7 @@ import {
 import type { Bucket, BucketState, LimitScope, Usage } from '../../api';
 
 const MINUTE = 60_000;
-const SCOPES = 'rate-limit.scopes';
+const PLAN = 'rate-limit.plan';
 const TAKEN = 'rate-limit.taken';
 
 const seconds = (ms: number) => String(Math.max(1, Math.ceil(ms / 1000)));
@@ -17,18 +17,19 @@ const seconds = (ms: number) => String(Math.max(1, Math.ceil(ms / 1000)));
 interface RatePlan {
   scopes: LimitScope[];
   tokenScopes: LimitScope[];
+  /** The tokens-per-minute window of each of tokenScopes. */
+  tpmKeys: string[];
   buckets: Bucket[];
 }
 
-/** The x-ratelimit-* headers of the most constrained bucket (reset is in seconds from now). */
-function rateHeaders(states: readonly BucketState[]): Record<string, string> {
+/** Sets the x-ratelimit-* headers of the most constrained bucket (reset is in seconds from now) in `headers`. */
+function setRateHeaders(headers: Record<string, string>, states: readonly BucketState[]): Record<string, string> {
   let tightest = states[0];
   for (const s of states) if (s.remaining < tightest.remaining) tightest = s;
-  return {
-    'x-ratelimit-limit': String(tightest.limit),
-    'x-ratelimit-remaining': String(tightest.remaining),
-    'x-ratelimit-reset': String(Math.ceil(tightest.resetMs / 1000)),
-  };
+  headers['x-ratelimit-limit'] = String(tightest.limit);
+  headers['x-ratelimit-remaining'] = String(tightest.remaining);
+  headers['x-ratelimit-reset'] = String(Math.ceil(tightest.resetMs / 1000));
+  return headers;
 }
 
 /**
@@ -54,15 +55,14 @@ export class RateLimitPlugin implements GatewayPlugin {
     return plan && this.take(ctx, plan);
   }
 
-  private async take(ctx: GatewayContext, { scopes, tokenScopes, buckets }: RatePlan): Promise<void> {
-    ctx.state.set(SCOPES, scopes);
+  private async take(ctx: GatewayContext, plan: RatePlan): Promise<void> {
+    const { scopes, tokenScopes, tpmKeys, buckets } = plan;
+    ctx.state.set(PLAN, plan);
     const store = this.limits.store;
 
     if (tokenScopes.length > 0) {
       const used = await Promise.all(
-        tokenScopes.map((s) =>
-          this.limits.guard('tokens_per_minute', () => store.windowTotal(`tpm:${s.key}`, MINUTE), 0),
-        ),
+        tpmKeys.map((key) => this.limits.guard('tokens_per_minute', () => store.windowTotal(key, MINUTE), 0)),
       );
       const full = tokenScopes.findIndex((s, i) => used[i] >= s.limits.tokens_per_minute!);
       if (full >= 0) {
@@ -81,17 +81,16 @@ export class RateLimitPlugin implements GatewayPlugin {
     if (buckets.length === 0) return;
     const taken = await this.limits.guard('request rate', () => store.take(buckets), undefined);
     if (!taken) return;
-    const headers = rateHeaders(taken.buckets);
     if (!taken.allowed) {
       const blocked = taken.buckets.filter((b) => b.retryAfterMs > 0);
       const wait = Math.max(...blocked.map((b) => b.retryAfterMs));
       const which = blocked.map((b) => `${describe(b, buckets, scopes)}`).join('; ');
       throw new GatewayError('rate_limited', `Rate limit reached: ${which}. Retry after ${seconds(wait)} s.`, {
-        headers: { ...headers, 'retry-after': seconds(wait) },
+        headers: { ...setRateHeaders({}, taken.buckets), 'retry-after': seconds(wait) },
       });
     }
     ctx.state.set(TAKEN, buckets);
-    Object.assign(ctx.responseHeaders, headers);
+    setRateHeaders(ctx.responseHeaders, taken.buckets); // straight into the answer's headers, no object in between
   }
 
   /** The rate-limited scopes among a request's scopes and their buckets, worked out once per scope set. */
@@ -101,12 +100,14 @@ export class RateLimitPlugin implements GatewayPlugin {
       const scopes = all.filter(
         (s) => s.limits.requests_per_minute || s.limits.requests_per_second || s.limits.tokens_per_minute,
       );
+      const tokenScopes = scopes.filter((s) => s.limits.tokens_per_minute);
       plan =
         scopes.length === 0
           ? null
           : {
               scopes,
-              tokenScopes: scopes.filter((s) => s.limits.tokens_per_minute),
+              tokenScopes,
+              tpmKeys: tokenScopes.map((s) => `tpm:${s.key}`),
               buckets: scopes.flatMap((s) => [
                 ...(s.limits.requests_per_minute
                   ? [{ key: `rpm:${s.key}`, limit: s.limits.requests_per_minute, windowMs: MINUTE }]
@@ -132,13 +133,13 @@ export class RateLimitPlugin implements GatewayPlugin {
           () => undefined,
         );
     }
-    const scopes = ctx.state.get(SCOPES) as LimitScope[] | undefined;
+    const plan = ctx.state.get(PLAN) as RatePlan | undefined;
     const u = ctx.usage;
-    if (!scopes || !u) return undefined;
-    return this.countTokens(scopes, u);
+    if (!plan || plan.tpmKeys.length === 0 || !u) return undefined;
+    return this.countTokens(plan.tpmKeys, u);
   }
 
-  private async countTokens(scopes: readonly LimitScope[], u: Usage): Promise<void> {
+  private async countTokens(tpmKeys: readonly string[], u: Usage): Promise<void> {
     const tokens =
       (u.inputTokens ?? 0) +
       (u.outputTokens ?? 0) +
@@ -146,11 +147,10 @@ export class RateLimitPlugin implements GatewayPlugin {
       (u.cacheWriteTokens ?? 0) +
       (u.cacheWrite1hTokens ?? 0);
     if (tokens === 0) return;
-    for (const s of scopes) {
-      if (s.limits.tokens_per_minute)
-        await this.limits
-          .guard('tokens_per_minute', () => this.limits.store.addToWindow(`tpm:${s.key}`, MINUTE, tokens), 0)
-          .catch(() => 0);
+    for (const key of tpmKeys) {
+      await this.limits
+        .guard('tokens_per_minute', () => this.limits.store.addToWindow(key, MINUTE, tokens), 0)
+        .catch(() => 0);
     }
   }
 }

@@ -44,23 +44,32 @@ const bounded = (text: string | null | undefined, max: number): string | null =>
 
 /** A copy of the tags within RECORD_TEXT_LIMITS: the first tagCount keys, each key and value cut to its limit. */
 function boundedTags(tags: Record<string, string>): Record<string, string> {
-  const keys = Object.keys(tags);
-  const within =
-    keys.length <= RECORD_TEXT_LIMITS.tagCount &&
-    keys.every(
-      (k) =>
-        k.length <= RECORD_TEXT_LIMITS.tagKey &&
-        !(typeof tags[k] === 'string' && tags[k].length > RECORD_TEXT_LIMITS.tagValue),
-    );
-  if (within) return { ...tags };
+  // Copied key by key into a plain object: the request's tags are a null-prototype (dictionary) object, and
+  // spreading one costs several times more. A tag beyond a limit, or a key that assignment would not copy
+  // (__proto__), takes the cut copy.
+  const copy: Record<string, string> = {};
+  let n = 0;
+  for (const k in tags) {
+    const v = tags[k];
+    if (++n > RECORD_TEXT_LIMITS.tagCount || k.length > RECORD_TEXT_LIMITS.tagKey || k === '__proto__')
+      return cutTags(tags);
+    if (typeof v === 'string' && v.length > RECORD_TEXT_LIMITS.tagValue) return cutTags(tags);
+    copy[k] = v;
+  }
+  return copy;
+}
+
+function cutTags(tags: Record<string, string>): Record<string, string> {
   return Object.fromEntries(
-    keys.slice(0, RECORD_TEXT_LIMITS.tagCount).map((k) => {
-      const v = tags[k];
-      return [
-        truncate(k, RECORD_TEXT_LIMITS.tagKey),
-        typeof v === 'string' ? truncate(v, RECORD_TEXT_LIMITS.tagValue) : v,
-      ];
-    }),
+    Object.keys(tags)
+      .slice(0, RECORD_TEXT_LIMITS.tagCount)
+      .map((k) => {
+        const v = tags[k];
+        return [
+          truncate(k, RECORD_TEXT_LIMITS.tagKey),
+          typeof v === 'string' ? truncate(v, RECORD_TEXT_LIMITS.tagValue) : v,
+        ];
+      }),
   );
 }
 

@@ -64,4 +64,19 @@ describe('tollgate usage table (cli/usage-report.ts, cli/table.ts)', function ()
     expect(last.nextOffset).to.equal(null);
     expect(reportTable(last)).to.not.include('--offset');
   });
+
+  it('shows a list cost column only when a negotiated discount took something off', () => {
+    const plain = groups(3).map((r) => ({ ...r, listCostCount: r.requests }));
+    expect(table(plain)).to.not.include('list cost');
+    // 24% off the first group's list price: cost $1.52 of $2.00; the others at their list price.
+    const discounted = plain.map((r, i) =>
+      i === 0 ? { ...r, costPico: 1_520_000_000_000n, discountPico: 480_000_000_000n } : r,
+    );
+    const out = table(discounted);
+    expect(out).to.match(
+      /^customer_id\s+model\s+requests\s+input\s+output\s+cache read\s+cache write\s+cost\s+list cost\s/m,
+    );
+    expect(out).to.match(/^customer-00000\s+model-0\s+1\s+1,000\s+200\s+0\s+0\s+\$1\.52\s+\$2\.00\s/m);
+    expect(out).to.include('at list price ($0.48 discount)');
+  });
 });

@@ -42,6 +42,12 @@ export interface Totals {
    * not_counted (all are audio or images with nothing to price them by)
    */
   cost_status: 'known' | 'lower_bound' | 'unknown' | 'not_counted';
+  /** The cost at the catalog's list price, before negotiated discounts; null when cost_usd is. */
+  list_cost_usd: string | null;
+  list_cost_pico: string | null;
+  discount_usd: string | null;
+  /** Priced records without a list cost (priced before records kept one), in list_cost_usd at their cost. */
+  list_cost_unknown_count: number;
   unpriced_count: number;
   not_counted_count: number;
   estimated_count: number;

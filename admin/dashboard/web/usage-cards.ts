@@ -1,14 +1,27 @@
 /** The usage view's overview cards: totals of the range, each against the previous period of the same length. */
 import type { Totals } from './api.js';
 import { h } from './dom.js';
-import { change, int, pct } from './format.js';
-import { costText, pico } from './usage-columns.js';
+import { change, int, money, pct } from './format.js';
+import { costText, discountPico, pico } from './usage-columns.js';
 
 /** A previous period with fewer requests than this is too little to compare with: its deltas show "n/a". */
 const MIN_PREVIOUS_REQUESTS = 20;
 const NOT_COMPARABLE = { text: 'n/a', dir: 'none' } as const;
 /** A period whose cost is unknown (every request unpriced or not counted) has no cost to compare, not $0. */
 const COST_UNKNOWN = { text: 'n/a', dir: 'none' } as const;
+
+/** The cost at list price beside the effective one, when a negotiated discount took something off. */
+function listPriceNote(t: Totals): Node[] {
+  if (t.list_cost_pico === null || t.list_cost_pico === t.cost_pico) return [];
+  const unlisted = t.list_cost_unknown_count ? ` (${int(t.list_cost_unknown_count)} without a list cost)` : '';
+  return [
+    h(
+      'span',
+      { class: 'muted', dataset: { listCost: t.list_cost_usd ?? '', discount: t.discount_usd ?? '' } },
+      `${money(t.list_cost_pico)} at list price · ${money(discountPico(t))} discount${unlisted}`,
+    ),
+  ];
+}
 
 function card(
   metric: string,
@@ -90,6 +103,7 @@ export function overviewCards(t: Totals, p: Totals, label: string): HTMLElement[
     card('cost', 'Total cost', { text: costText(t), exact: t.cost_usd ?? '' }, costDelta, label, [
       ...(t.unpriced_count ? [h('span', { class: 'warn' }, `+ ${int(t.unpriced_count)} unpriced (cost unknown)`)] : []),
       ...(t.not_counted_count ? [h('span', { class: 'warn' }, `+ ${int(t.not_counted_count)} not counted`)] : []),
+      ...listPriceNote(t),
     ]),
     card(
       'requests',

@@ -15,12 +15,20 @@ export const ZERO: Totals = {
   cost_usd: '0',
   cost_pico: '0',
   cost_status: 'known',
+  list_cost_usd: '0',
+  list_cost_pico: '0',
+  discount_usd: '0',
+  list_cost_unknown_count: 0,
   unpriced_count: 0,
   not_counted_count: 0,
   estimated_count: 0,
   partial_count: 0,
   error_count: 0,
 };
+
+/** List price less cost, in pico-USD (0 when unknown). */
+export const discountPico = (r: Totals): bigint =>
+  r.list_cost_pico === null ? 0n : BigInt(r.list_cost_pico) - pico(r);
 
 /** The known part of a cost, for sorting, shares and charts (an unknown cost adds nothing known). */
 export const pico = (t: Totals): bigint => BigInt(t.cost_pico ?? '0');
@@ -95,6 +103,16 @@ export const COLUMNS: Column[] = [
       return s ? `${s}%` : '—';
     },
     sort: shareBp,
+  },
+  {
+    // Shown when a negotiated discount (pricing.discounts) took something off some group: cost + discount = list price.
+    key: 'discount_usd',
+    label: 'Discount',
+    title: 'What negotiated discounts took off the list price: the cost at list price is the cost plus this',
+    optional: true,
+    value: (r) => r.discount_usd ?? '',
+    show: (r) => (r.list_cost_pico === null ? '—' : money(discountPico(r))),
+    sort: (r) => discountPico(r),
   },
   count('unpriced_count', 'Unpriced', 'Requests whose model has no price: cost unknown'),
   count('not_counted_count', 'Not counted', 'Audio and images with nothing to price them by: no cost', true),
