@@ -9,6 +9,7 @@ import { ratioPpm, within } from './ratio';
 
 export interface DiscountSample {
   model: string;
+  /** The gateway's cost at list price (before pricing.discounts). */
   gatewayPico: PicoUsd;
   providerPico: PicoUsd;
 }

@@ -98,11 +98,15 @@ export function matchBill(
 ): ReconciliationReport {
   const tolPpm = ppmOf(opts.tolerance);
   const pairs = pairUp(gateway, bill, opts.scopes);
+  // A multiplier applies to list prices: a line whose cost (pricing.discounts already applied) agrees with the bill
+  // is no evidence of a further discount, and the others are measured against their list cost.
+  const agreesAtCost = (p: Pair) =>
+    p.gateway && p.bill?.costPico != null && within(p.gateway.costPico, p.bill.costPico, tolPpm);
   const found = inferDiscount(
     pairs.flatMap((p) =>
-      p.gateway && p.bill?.costPico != null && p.model !== null && p.gateway.unpriced === 0
+      p.gateway && p.bill?.costPico != null && p.model !== null && p.gateway.unpriced === 0 && !agreesAtCost(p)
         ? compareTokens(p.gateway, p.bill, tolPpm) !== 'more' && compareTokens(p.gateway, p.bill, tolPpm) !== 'fewer'
-          ? [{ model: p.model, gatewayPico: p.gateway.costPico, providerPico: p.bill.costPico }]
+          ? [{ model: p.model, gatewayPico: p.gateway.listCostPico, providerPico: p.bill.costPico }]
           : []
         : [],
     ),
@@ -113,8 +117,8 @@ export function matchBill(
   const lines: ReconciliationLine[] = pairs.map((p) => {
     const g = p.gateway;
     const b = p.bill;
-    const discounted = found !== null && p.model !== null && discountModels.has(p.model);
-    const expected = g ? (discounted ? applyPpm(g.costPico, found.ppm) : g.costPico) : null;
+    const discounted = found !== null && p.model !== null && discountModels.has(p.model) && !agreesAtCost(p);
+    const expected = g ? (discounted ? applyPpm(g.listCostPico, found.ppm) : g.costPico) : null;
     let status: LineStatus = !g ? 'provider_only' : !b ? 'gateway_only' : statusOf(g, b, expected!, discounted, tolPpm);
     if (p.day >= opts.notFinalFrom && !FINAL.has(status)) status = 'not_final';
     const ratio = g && b?.costPico != null ? ratioPpm(b.costPico, g.costPico) : null;

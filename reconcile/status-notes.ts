@@ -14,7 +14,7 @@ export function explain(line: ReconciliationLine, discount: string | null): stri
     case 'within_tolerance':
       return `The provider charged ${usd(p?.cost_usd)}, the gateway recorded ${usd(g?.cost_usd)}: within the tolerance.`;
     case 'discounted':
-      return `The provider charged ${usd(p?.cost_usd)}: the gateway's list cost ${usd(g?.cost_usd)} at the account's discount of ${discount}.`;
+      return `The provider charged ${usd(p?.cost_usd)}: the gateway's list cost ${usd(g?.list_cost_usd ?? g?.cost_usd)} at the account's discount of ${discount}.`;
     case 'priced_differently':
       return `Same tokens, but the provider charged ${line.ratio} times the gateway's price (${usd(p?.cost_usd)} against ${usd(g?.cost_usd)}): a stale or wrong price; a dated price override at the price the bill implies, then a reprice of the period, fixes it.`;
     case 'not_seen_by_gateway':

@@ -7,6 +7,7 @@ import { expect } from 'chai';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { parseUsd } from '../../pricing/money';
 import { runReconciliation, type BillSource, type RunSettings } from '../../reconcile/run';
 import type { ReconciliationReport } from '../../reconcile/report';
 import { openStore } from '../../storage';
@@ -24,6 +25,19 @@ const LATER = D20 + 10 * DAY;
 const SETTINGS = (provider: string): RunSettings => ({ provider, tolerance: '0.005', restateDays: 7, scopes: {} });
 
 const json = jsonReply;
+
+/** Records priced with pricing.discounts.anthropic at 0.24: cost 0.76 of a list cost of $6, $1 and $15. */
+const DISCOUNTED_AT_024 = () =>
+  (
+    [
+      ['claude-sonnet-4-5-20250929', { input: 1_000_000, output: 100_000 }, '6', '4.56'],
+      ['claude-haiku-4-5-20251001', { input: 1_000_000, output: 0 }, '1', '0.76'],
+      ['claude-opus-4-1-20250805', { input: 1_000_000, output: 0 }, '15', '11.4'],
+    ] as const
+  ).map(([model, tokens, list, cost]) => ({
+    ...record('anthropic', model, D20, tokens, cost),
+    listCostPico: parseUsd(list),
+  }));
 
 /** An Anthropic cost report page of one day: [model, cents] per line. */
 const anthropicCosts = (day: number, lines: [string, string][]) =>
@@ -156,6 +170,56 @@ describe('reconciliation: matching the gateway against the bill', () => {
       ['claude-opus-4-1-20250805', 'discounted', '15', '11.4'],
       ['claude-sonnet-4-5-20250929', 'discounted', '6', '4.56'],
     ]);
+    expect(report.totals.drift).to.equal('0.000000');
+  });
+
+  it('a configured discount: a bill of 0.76 of list price with pricing.discounts at 0.24 is a match', async () => {
+    upstream.respondWith((req) =>
+      new URL(req.url, 'http://x').pathname.endsWith('/cost_report')
+        ? json(
+            anthropicCosts(D20, [
+              ['claude-sonnet-4-5-20250929', '456'],
+              ['claude-haiku-4-5-20251001', '76'],
+              ['claude-opus-4-1-20250805', '1140'],
+            ]),
+          )
+        : json({ data: [], has_more: false, next_page: null }),
+    );
+    await store.insertBatch(DISCOUNTED_AT_024());
+    const report = await run(anthropic, 'anthropic');
+    expect(report.discount).to.equal(null);
+    expect(report.lines.map((l) => [l.model, l.status, l.gateway?.list_cost_usd, l.gateway?.cost_usd])).to.deep.equal([
+      ['claude-haiku-4-5-20251001', 'match', '1', '0.76'],
+      ['claude-opus-4-1-20250805', 'match', '15', '11.4'],
+      ['claude-sonnet-4-5-20250929', 'match', '6', '4.56'],
+    ]);
+    expect(report.totals).to.include({ gateway_usd: '16.72', difference_usd: '0', drift: '0.000000' });
+  });
+
+  it('a configured discount short of the real one: the multiplier is inferred on list price, not on the cost', async () => {
+    upstream.respondWith((req) =>
+      new URL(req.url, 'http://x').pathname.endsWith('/cost_report')
+        ? json(
+            anthropicCosts(D20, [
+              ['claude-sonnet-4-5-20250929', '420'],
+              ['claude-haiku-4-5-20251001', '70'],
+              ['claude-opus-4-1-20250805', '1050'],
+            ]),
+          )
+        : json({ data: [], has_more: false, next_page: null }),
+    );
+    await store.insertBatch(DISCOUNTED_AT_024());
+    const report = await run(anthropic, 'anthropic');
+    expect(report.discount).to.include({
+      multiplier: '0.7000',
+      override: 'pricing:\n  discounts:\n    anthropic: "0.3000"',
+    });
+    expect(report.lines.map((l) => [l.model, l.status, l.gateway?.cost_usd, l.expected_usd])).to.deep.equal([
+      ['claude-haiku-4-5-20251001', 'discounted', '0.76', '0.7'],
+      ['claude-opus-4-1-20250805', 'discounted', '11.4', '10.5'],
+      ['claude-sonnet-4-5-20250929', 'discounted', '4.56', '4.2'],
+    ]);
+    expect(report.lines[0].note).to.include("the gateway's list cost $1 at the account's discount of 0.7000");
     expect(report.totals.drift).to.equal('0.000000');
   });
 
