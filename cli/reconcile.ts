@@ -18,12 +18,15 @@ const usd = (amount: string | null | undefined) => (amount == null ? '-' : `$${a
 
 /** The report as the table `tollgate reconcile` prints: one row per day x model, then the totals. */
 export function reportTable(report: ReconciliationReport): string {
+  // The list cost only when a negotiated discount (pricing.discounts) priced some line below it.
+  const listed = report.lines.some((l) => (l.gateway?.list_cost_usd ?? l.gateway?.cost_usd) !== l.gateway?.cost_usd);
   const rows = report.lines.map((l) => [
     l.day,
     l.model ?? '(no model)',
     l.scope ?? '',
     l.status,
     usd(l.gateway?.cost_usd),
+    ...(listed ? [usd(l.gateway && (l.gateway.list_cost_usd ?? l.gateway.cost_usd))] : []),
     usd(l.provider?.cost_usd),
     l.difference_usd === null ? '-' : l.difference_usd,
     l.ratio ?? '-',
@@ -36,6 +39,7 @@ export function reportTable(report: ReconciliationReport): string {
       { header: 'scope' },
       { header: 'status' },
       { header: 'gateway', ...right },
+      ...(listed ? [{ header: 'list cost', ...right }] : []),
       { header: 'provider', ...right },
       { header: 'difference', ...right },
       { header: 'ratio', ...right },
@@ -45,7 +49,7 @@ export function reportTable(report: ReconciliationReport): string {
   const t = report.totals;
   const lines = [
     table,
-    `${report.provider} ${report.from} to ${report.to} (UTC days, end excluded): provider ${usd(t.provider_usd)}, gateway ${usd(t.gateway_usd)}, difference ${t.difference_usd}; drift over the final days ${t.drift ?? '- (none final yet)'}`,
+    `${report.provider} ${report.from} to ${report.to} (UTC days, end excluded): provider ${usd(t.provider_usd)}, gateway ${usd(t.gateway_usd)}${listed && t.gateway_list_usd ? ` (${usd(t.gateway_list_usd)} at list price)` : ''}, difference ${t.difference_usd}; drift over the final days ${t.drift ?? '- (none final yet)'}`,
   ];
   if (report.generations) lines.push(generationsText(report.generations));
   if (report.discount)

@@ -146,7 +146,13 @@ export function matchBill(
       note: '',
     };
     line.note = explain(line, found && ppmText4(found.ppm));
-    figures.push({ day: p.day, provider: b?.costPico ?? 0n, expected: expected ?? 0n, gateway: g?.costPico ?? 0n });
+    figures.push({
+      day: p.day,
+      provider: b?.costPico ?? 0n,
+      expected: expected ?? 0n,
+      gateway: g?.costPico ?? 0n,
+      list: g?.listCostPico ?? 0n,
+    });
     return line;
   });
   return assemble(opts, lines, figures, found && discountOf(opts.provider, found.ppm, found.models));
@@ -158,12 +164,13 @@ function discountOf(provider: string, ppm: bigint, models: string[]): InferredDi
   return { multiplier: ppmText4(ppm), models, override: `pricing:\n  discounts:\n    ${provider}: "${off}"` };
 }
 
-/** A line's amounts in pico-USD: the provider's cost, the gateway's expected cost and its list cost. */
+/** A line's amounts in pico-USD: the provider's cost, the gateway's expected cost, its cost and its list cost. */
 interface Figures {
   day: string;
   provider: bigint;
   expected: bigint;
   gateway: bigint;
+  list: bigint;
 }
 
 function driftPpm(provider: bigint, gateway: bigint): bigint {
@@ -178,10 +185,11 @@ function assemble(
   figures: Figures[],
   discount: InferredDiscount | null,
 ): ReconciliationReport {
-  let [gatewayAll, providerAll, expectedFinal, providerFinal] = [0n, 0n, 0n, 0n];
+  let [gatewayAll, listAll, providerAll, expectedFinal, providerFinal] = [0n, 0n, 0n, 0n, 0n];
   const days = new Map<string, [bigint, bigint]>();
   for (const f of figures) {
     gatewayAll += f.gateway;
+    listAll += f.list;
     providerAll += f.provider;
     if (f.day >= opts.notFinalFrom) continue;
     expectedFinal += f.expected;
@@ -204,6 +212,7 @@ function assemble(
     discount,
     totals: {
       gateway_usd: formatUsd(gatewayAll),
+      gateway_list_usd: formatUsd(listAll),
       provider_usd: formatUsd(providerAll),
       difference_usd: formatUsd(providerAll - gatewayAll),
       drift: days.size === 0 ? null : ppmText(driftPpm(providerFinal, expectedFinal)),

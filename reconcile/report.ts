@@ -88,6 +88,8 @@ export interface ReconciliationReport {
   discount: InferredDiscount | null;
   totals: {
     gateway_usd: string;
+    /** The gateway's cost at list price, before pricing.discounts. Absent from reports stored before the gateway kept it. */
+    gateway_list_usd?: string;
     provider_usd: string;
     difference_usd: string;
     /** |provider - expected| / provider over the final days, 6 decimals; null when the provider billed nothing. */

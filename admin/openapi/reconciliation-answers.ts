@@ -148,6 +148,9 @@ export const ReconciliationAnswer = named(
           .nullable(),
         totals: z.object({
           gateway_usd: usd('Recorded cost (list price, or the pricing.discounts price where set).'),
+          gateway_list_usd: usd(
+            'The same records at the list price, before pricing.discounts; gateway_usd where none is set. Absent from older reports.',
+          ).optional(),
           provider_usd: usd('What the provider billed.'),
           difference_usd: signedUsd('Provider minus gateway.'),
           drift: share('Drift over the final days.').nullable(),

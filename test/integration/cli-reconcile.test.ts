@@ -6,6 +6,7 @@
 import { expect } from 'chai';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { parseUsd } from '../../pricing/money';
 import { openStore } from '../../storage';
 import { runCli } from '../helpers/cli';
 import { gatewayRecord } from '../helpers/gateway-record';
@@ -13,6 +14,7 @@ import { useReconcileSetup } from '../helpers/reconcile-setup';
 
 const DAY = 24 * 3600 * 1000;
 const D20 = Date.UTC(2025, 10, 20);
+const D25 = D20 + 5 * DAY;
 const ADMIN_KEY = 'sk-admin-cli-reconcile-0123456789abcdef';
 const MODEL = 'gpt-4o-mini-2024-07-18';
 
@@ -27,10 +29,15 @@ reconcile:
   providers:
     openai: { base_url: "${upstreamUrl}/openai/v1" }
 `,
-    // Day 21 is half of what OpenAI billed: the other half went around the gateway.
+    // Day 21 is half of what OpenAI billed: the other half went around the gateway. Day 25 is priced at a
+    // negotiated discount (pricing.discounts) of 0.24: $0.76 of a list cost of $1.
     () => [
       gatewayRecord('openai', MODEL, D20, { input: 1_000_000, cacheRead: 200_000, output: 300_000 }, '0.345'),
       gatewayRecord('openai', MODEL, D20 + DAY, { input: 1_000_000, output: 250_000 }, '0.3'),
+      {
+        ...gatewayRecord('openai', MODEL, D25, { input: 4_000_000, output: 400_000 }, '0.76'),
+        listCostPico: parseUsd('1'),
+      },
     ],
   );
   const { upstream } = setup;
@@ -48,6 +55,7 @@ reconcile:
     expect(run.stderr).to.include('alert: openai bill differs from recorded spend by 50.00% on 2025-11-21');
     expect(run.code, run.stderr).to.equal(0);
     const rows = run.stdout.split('\n').filter((l) => l.startsWith('2025-'));
+    expect(run.stdout).to.not.include('list cost');
     expect(rows.map((r) => r.split(/\s{2,}/))).to.deep.equal([
       ['2025-11-20', MODEL, 'match', '$0.345', '$0.345', '0', '1.000000'],
       ['2025-11-21', MODEL, 'not_seen_by_gateway', '$0.3', '$0.6', '0.3', '2.000000'],
@@ -66,6 +74,30 @@ reconcile:
     } finally {
       await store.close();
     }
+  });
+
+  it('shows the list cost beside the gateway cost when a negotiated discount priced a line below it', async () => {
+    const run = await runCli(
+      ['-c', setup.config, 'reconcile', '--provider', 'openai', '--from', '2025-11-25', '--to', '2025-11-26'],
+      { env: { OPENAI_ADMIN_KEY: ADMIN_KEY } },
+    );
+    expect(run.code, run.stderr).to.equal(0);
+    const lines = run.stdout.split('\n');
+    expect(lines[0].split(/\s+/)).to.deep.equal([
+      'day',
+      'model',
+      'scope',
+      'status',
+      'gateway',
+      'list',
+      'cost',
+      'provider',
+      'difference',
+      'ratio',
+    ]);
+    const row = lines.find((l) => l.startsWith('2025-11-25'))!;
+    expect(row.split(/\s{2,}/).slice(0, 5)).to.deep.equal(['2025-11-25', MODEL, 'gateway_only', '$0.76', '$1']);
+    expect(run.stdout).to.include('gateway $0.76 ($1 at list price)');
   });
 
   it('reads a console CSV export instead of the API', async () => {

@@ -97,6 +97,7 @@ describe('reconciliation: matching the gateway against the bill', () => {
     ]);
     expect(report.totals).to.deep.equal({
       gateway_usd: '0.945',
+      gateway_list_usd: '0.945',
       provider_usd: '0.945',
       difference_usd: '0',
       drift: '0.000000',
@@ -193,7 +194,12 @@ describe('reconciliation: matching the gateway against the bill', () => {
       ['claude-opus-4-1-20250805', 'match', '15', '11.4'],
       ['claude-sonnet-4-5-20250929', 'match', '6', '4.56'],
     ]);
-    expect(report.totals).to.include({ gateway_usd: '16.72', difference_usd: '0', drift: '0.000000' });
+    expect(report.totals).to.include({
+      gateway_usd: '16.72',
+      gateway_list_usd: '22',
+      difference_usd: '0',
+      drift: '0.000000',
+    });
   });
 
   it('a configured discount short of the real one: the multiplier is inferred on list price, not on the cost', async () => {
