@@ -4,6 +4,7 @@
  * their status, its totals, the inferred discount, and the gateway against the bill drawn as two lines per day.
  */
 import { expect } from 'chai';
+import { parseUsd } from '../../pricing/money';
 import { runReconciliation, type BillSource } from '../../reconcile/run';
 import { adminGet } from '../helpers/admin';
 import { gatewayRecord } from '../helpers/gateway-record';
@@ -36,7 +37,17 @@ describe('dashboard reconciliation view (Chromium, playwright-core)', function (
       const store = gw.gateway.store;
       const openaiModel = 'gpt-4o-mini-2024-07-18';
       await store.insertBatch([
-        gatewayRecord('openai', openaiModel, D20, { input: 1_000_000, cacheRead: 200_000, output: 300_000 }, '0.345'),
+        // Priced at a negotiated discount (pricing.discounts) of 0.25: $0.345 of a list cost of $0.46.
+        {
+          ...gatewayRecord(
+            'openai',
+            openaiModel,
+            D20,
+            { input: 1_000_000, cacheRead: 200_000, output: 300_000 },
+            '0.345',
+          ),
+          listCostPico: parseUsd('0.46'),
+        },
         gatewayRecord('openai', openaiModel, D21, { input: 1_000_000, output: 250_000 }, '0.3'),
         gatewayRecord('anthropic', 'claude-sonnet-4-5-20250929', D20, { input: 1_000_000, output: 100_000 }, '6'),
         gatewayRecord('anthropic', 'claude-haiku-4-5-20251001', D20, { input: 1_000_000, output: 0 }, '1'),
@@ -105,6 +116,9 @@ describe('dashboard reconciliation view (Chromium, playwright-core)', function (
         value,
       );
     expect(await suite.page.textContent('#recon-totals [data-metric="provider_usd"] .card-value')).to.equal('$0.9450');
+    const listNote = '#recon-totals [data-metric="gateway_usd"] [data-list-cost]';
+    expect(await suite.page.getAttribute(listNote, 'data-list-cost')).to.equal('0.76');
+    expect(await suite.page.textContent(listNote)).to.equal('$0.7600 at list price');
     // What the chart draws: the gateway's and the bill's cost per day, in USD.
     const drawn = await suite.page.$eval('#recon-chart', (c) => {
       const chart = (window as any).Chart.getChart(c);
@@ -127,6 +141,8 @@ describe('dashboard reconciliation view (Chromium, playwright-core)', function (
     await ready();
     expect(await rows('#recon-runs tbody tr', ['status'])).to.deep.equal([['ok']]);
     expect(await suite.page.getAttribute('#recon-discount', 'data-multiplier')).to.equal('0.7600');
+    // Recorded at list price: no list price beside the gateway's cost.
+    expect(await suite.page.$('#recon-totals [data-list-cost]')).to.equal(null);
     expect(await suite.page.textContent('#recon-discount pre')).to.equal(
       'pricing:\n  discounts:\n    anthropic: "0.2400"',
     );

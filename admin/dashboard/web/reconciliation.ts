@@ -29,7 +29,14 @@ export interface ReconciliationAnswer {
     to: string;
     tolerance: string;
     discount: { multiplier: string; models: string[]; override: string } | null;
-    totals: { gateway_usd: string; provider_usd: string; difference_usd: string; drift: string | null };
+    totals: {
+      gateway_usd: string;
+      /** Absent from reports stored before the gateway kept it. */
+      gateway_list_usd?: string;
+      provider_usd: string;
+      difference_usd: string;
+      drift: string | null;
+    };
     worst_day: { day: string; drift: string } | null;
     counts: Record<string, number>;
     lines: {
@@ -219,13 +226,20 @@ const pctOf = (share: string) => `${(Number(share) * 100).toFixed(2)}%`;
 
 function reportSection(report: Report, canvas: HTMLCanvasElement, pick: (p: Partial<typeof picked>) => void) {
   const t = report.totals;
-  const card = (metric: string, title: string, shown: string, value: string) =>
+  const card = (metric: string, title: string, shown: string, value: string, sub: Node | null = null) =>
     h(
       'div',
       { class: 'card', dataset: { metric, value } },
       h('div', { class: 'card-title' }, title),
       h('div', { class: 'card-value' }, shown),
+      sub,
     );
+  // The list price beside the gateway's cost when pricing.discounts took something off it.
+  const list = t.gateway_list_usd;
+  const listNote =
+    list !== undefined && list !== t.gateway_usd
+      ? h('div', { class: 'card-sub muted', dataset: { listCost: list } }, `${money(usdToPico(list))} at list price`)
+      : null;
   const lines = picked.status ? report.lines.filter((l) => l.status === picked.status) : report.lines;
   return h(
     'div',
@@ -234,7 +248,7 @@ function reportSection(report: Report, canvas: HTMLCanvasElement, pick: (p: Part
       'section',
       { class: 'cards', id: 'recon-totals' },
       card('provider_usd', `Billed by ${report.provider}`, money(usdToPico(t.provider_usd)), t.provider_usd),
-      card('gateway_usd', 'Recorded by the gateway', money(usdToPico(t.gateway_usd)), t.gateway_usd),
+      card('gateway_usd', 'Recorded by the gateway', money(usdToPico(t.gateway_usd)), t.gateway_usd, listNote),
       card('difference_usd', 'Difference', money(usdToPico(t.difference_usd)), t.difference_usd),
       card('drift', 'Drift (final days)', t.drift === null ? '—' : pctOf(t.drift), t.drift ?? ''),
     ),
