@@ -23,7 +23,8 @@ describe('WrittenMark: how far the usage records have reached the store', () => 
     expect(mark.before()).to.equal(Infinity); // starts tracking: the queues are empty
     const before = Date.now();
     mark.enqueued({ id: 'a' });
-    await pause(5);
+    // Node's timers run on the event loop's cached clock, so a 5 ms pause can end 4 ms later by Date.now().
+    await pause(10);
     mark.enqueued({ id: 'b' });
     const oldest = mark.before();
     expect(oldest)
