@@ -101,3 +101,19 @@ export class TcpProxy {
     }
   }
 }
+
+/**
+ * A started relay in front of the PostgreSQL at `pgUrl`, and the `storage:` line that points a test gateway at it,
+ * in a schema of its own (named from `schemaPrefix`), so the test can cut the store under a running gateway.
+ */
+export async function postgresThroughRelay(
+  pgUrl: string,
+  schemaPrefix: string,
+): Promise<{ relay: TcpProxy; schema: string; storageYaml: string }> {
+  const target = new URL(pgUrl);
+  const relay = new TcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
+  await relay.start();
+  target.host = `127.0.0.1:${relay.port}`;
+  const schema = `${schemaPrefix}_${process.pid}_${Date.now().toString(36)}`;
+  return { relay, schema, storageYaml: `storage: { url: "${target.toString()}", schema: ${schema} }` };
+}

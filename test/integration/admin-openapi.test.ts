@@ -24,7 +24,7 @@ import { PROJECT_ROOT } from '../helpers/fixtures';
 import { AdminContract, checkedAdminAnswers } from '../helpers/admin-contract';
 import { startTestGateway, TEST_ADMIN_TOKEN, type TestGateway, chatThrough } from '../helpers/gateway';
 import { scrape, total } from '../helpers/prometheus';
-import { TcpProxy } from '../helpers/tcp-proxy';
+import { postgresThroughRelay, TcpProxy } from '../helpers/tcp-proxy';
 import { TestUpstream } from '../helpers/upstream';
 import { requirePostgres, requireRedis } from '../helpers/services';
 
@@ -488,14 +488,10 @@ alerts: { channels: [{ name: ops, type: slack, url: "${slack.url}" }] }`,
 
   it('503 store_unavailable with Retry-After when the store cannot be reached, without the cause in the answer', async function () {
     const PG_URL = await requirePostgres(this, 'the store-unreachable answer');
-    const schema = `tg_openapi_${process.pid}_${Date.now().toString(36)}`;
-    const target = new URL(PG_URL);
-    const relay = new TcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
-    await relay.start();
-    target.host = `127.0.0.1:${relay.port}`;
+    const { relay, schema, storageYaml } = await postgresThroughRelay(PG_URL, 'tg_openapi');
     const upstream = new TestUpstream();
     await upstream.start();
-    const gw = await startTestGateway(upstream.url, `storage: { url: "${target.toString()}", schema: ${schema} }`);
+    const gw = await startTestGateway(upstream.url, storageYaml);
     try {
       relay.cut();
       for (const [method, path] of [

@@ -10,7 +10,7 @@ import { waitForRecords } from '../helpers/admin';
 import { PROJECT_ROOT } from '../helpers/fixtures';
 import { OPENAI_KEY, startTestGateway, type TestGateway } from '../helpers/gateway';
 import { scrape, total } from '../helpers/prometheus';
-import { TcpProxy } from '../helpers/tcp-proxy';
+import { postgresThroughRelay } from '../helpers/tcp-proxy';
 import { TestUpstream } from '../helpers/upstream';
 import { requirePostgres, requireRedis, requireService } from '../helpers/services';
 
@@ -220,12 +220,8 @@ describe('probes: GET /healthz and /readyz on the proxy port and the admin port'
 
   it('/readyz on PostgreSQL: 200 ready while the server answers, 200 degraded naming the store while its connections are cut, and the proxy answers', async function () {
     const PG_URL = await requirePostgres(this, '/readyz on PostgreSQL');
-    const schema = `tg_probes_${process.pid}_${Date.now().toString(36)}`;
-    const target = new URL(PG_URL);
-    const relay = new TcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
-    await relay.start();
-    target.host = `127.0.0.1:${relay.port}`;
-    const gw = await startTestGateway(upstream.url, `storage: { url: "${target.toString()}", schema: ${schema} }`);
+    const { relay, schema, storageYaml } = await postgresThroughRelay(PG_URL, 'tg_probes');
+    const gw = await startTestGateway(upstream.url, storageYaml);
     try {
       expect((await probe(gw.adminUrl!, '/readyz')).json.checks.store).to.equal('ok');
       relay.cut();

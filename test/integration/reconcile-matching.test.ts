@@ -43,6 +43,12 @@ const DISCOUNTED_AT_024 = () =>
 const anthropicCosts = (day: number, lines: [string, string][]) =>
   anthropicCostReport(lines.map(([model, cents]) => [day, model, cents]));
 
+/** An Anthropic admin API that bills these costs of one day ([model, cents] per line) and reports no usage. */
+const billsOnly = (day: number, lines: () => [string, string][]) => (req: { url?: string }) =>
+  new URL(req.url!, 'http://x').pathname.endsWith('/cost_report')
+    ? json(anthropicCosts(day, lines()))
+    : json({ data: [], has_more: false, next_page: null });
+
 describe('reconciliation: matching the gateway against the bill', () => {
   const upstream = new TestUpstream();
   let dir: string;
@@ -175,16 +181,12 @@ describe('reconciliation: matching the gateway against the bill', () => {
   });
 
   it('a configured discount: a bill of 0.76 of list price with pricing.discounts at 0.24 is a match', async () => {
-    upstream.respondWith((req) =>
-      new URL(req.url, 'http://x').pathname.endsWith('/cost_report')
-        ? json(
-            anthropicCosts(D20, [
-              ['claude-sonnet-4-5-20250929', '456'],
-              ['claude-haiku-4-5-20251001', '76'],
-              ['claude-opus-4-1-20250805', '1140'],
-            ]),
-          )
-        : json({ data: [], has_more: false, next_page: null }),
+    upstream.respondWith(
+      billsOnly(D20, () => [
+        ['claude-sonnet-4-5-20250929', '456'],
+        ['claude-haiku-4-5-20251001', '76'],
+        ['claude-opus-4-1-20250805', '1140'],
+      ]),
     );
     await store.insertBatch(DISCOUNTED_AT_024());
     const report = await run(anthropic, 'anthropic');
@@ -203,16 +205,12 @@ describe('reconciliation: matching the gateway against the bill', () => {
   });
 
   it('a configured discount short of the real one: the multiplier is inferred on list price, not on the cost', async () => {
-    upstream.respondWith((req) =>
-      new URL(req.url, 'http://x').pathname.endsWith('/cost_report')
-        ? json(
-            anthropicCosts(D20, [
-              ['claude-sonnet-4-5-20250929', '420'],
-              ['claude-haiku-4-5-20251001', '70'],
-              ['claude-opus-4-1-20250805', '1050'],
-            ]),
-          )
-        : json({ data: [], has_more: false, next_page: null }),
+    upstream.respondWith(
+      billsOnly(D20, () => [
+        ['claude-sonnet-4-5-20250929', '420'],
+        ['claude-haiku-4-5-20251001', '70'],
+        ['claude-opus-4-1-20250805', '1050'],
+      ]),
     );
     await store.insertBatch(DISCOUNTED_AT_024());
     const report = await run(anthropic, 'anthropic');
@@ -230,11 +228,7 @@ describe('reconciliation: matching the gateway against the bill', () => {
   });
 
   it('an unpriced model: the gateway could not price its records, so the bill is not compared as a difference', async () => {
-    upstream.respondWith((req) =>
-      new URL(req.url, 'http://x').pathname.endsWith('/cost_report')
-        ? json(anthropicCosts(D20, [['claude-new-model', '250']]))
-        : json({ data: [], has_more: false, next_page: null }),
-    );
+    upstream.respondWith(billsOnly(D20, () => [['claude-new-model', '250']]));
     await store.insertBatch([record('anthropic', 'claude-new-model', D20, { input: 500_000, output: 10_000 }, null)]);
     const report = await run(anthropic, 'anthropic');
     expect(report.lines[0]).to.include({ status: 'unpriced', difference_usd: '2.5' });
@@ -243,11 +237,7 @@ describe('reconciliation: matching the gateway against the bill', () => {
 
   it('a restated day: not final inside the window, matched once the provider restated it', async () => {
     let restated = false;
-    upstream.respondWith((req) =>
-      new URL(req.url, 'http://x').pathname.endsWith('/cost_report')
-        ? json(anthropicCosts(D21, [['claude-haiku-4-5-20251001', restated ? '100' : '60']]))
-        : json({ data: [], has_more: false, next_page: null }),
-    );
+    upstream.respondWith(billsOnly(D21, () => [['claude-haiku-4-5-20251001', restated ? '100' : '60']]));
     await store.insertBatch([
       record('anthropic', 'claude-haiku-4-5-20251001', D21, { input: 1_000_000, output: 0 }, '1'),
     ]);

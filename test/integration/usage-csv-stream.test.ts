@@ -12,7 +12,7 @@ import { csvRows } from '../helpers/csv';
 import { startTestGateway, TEST_ADMIN_TOKEN, type TestGateway } from '../helpers/gateway';
 import { usageRecord, ZERO_BUCKETS } from '../helpers/records';
 import { requirePostgres } from '../helpers/services';
-import { TcpProxy } from '../helpers/tcp-proxy';
+import { postgresThroughRelay } from '../helpers/tcp-proxy';
 import { TestUpstream } from '../helpers/upstream';
 
 const DAY = 86_400_000;
@@ -201,14 +201,10 @@ describe('usage.csv of every group with PostgreSQL cut mid-export', function () 
 
   it('the groups were read before the first byte: the export ends whole; a store cut before it answers 503', async function () {
     const pgUrl = await requirePostgres(this, 'a store cut mid-export');
-    const schema = `tg_csv_cut_${process.pid}_${Date.now().toString(36)}`;
-    const target = new URL(pgUrl);
-    const relay = new TcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
-    await relay.start();
-    target.host = `127.0.0.1:${relay.port}`;
+    const { relay, schema, storageYaml } = await postgresThroughRelay(pgUrl, 'tg_csv_cut');
     const upstream = new TestUpstream();
     await upstream.start();
-    const gw = await startTestGateway(upstream.url, `storage: { url: "${target.toString()}", schema: ${schema} }`);
+    const gw = await startTestGateway(upstream.url, storageYaml);
     try {
       const now = Date.now();
       await gw.gateway.store.insertBatch(records(now));
