@@ -50,13 +50,7 @@ export function picoPerToken(price: string): bigint {
 
 /** Rounds coef / 10^scale to an integer, half away from zero. */
 export function roundScaled(v: Scaled): bigint {
-  if (v.scale === 0) return v.coef;
-  const div = pow10(v.scale);
-  const neg = v.coef < 0n;
-  const abs = neg ? -v.coef : v.coef;
-  let q = abs / div;
-  if ((abs % div) * 2n >= div) q += 1n;
-  return neg ? -q : q;
+  return v.scale === 0 ? v.coef : roundQuotient(v.coef, pow10(v.scale));
 }
 
 /** An exact running total of units x rate; the only rounding is toPico(). */
@@ -88,10 +82,18 @@ export class ExactSum {
    * rounded once like toPico: total / (1 - discount) is the exact list-rate total, a terminating decimal.
    */
   undiscountedPico(discount: string): PicoUsd {
-    const factor = parseDecimal(subDecimal('1', discount));
+    const factor = keptFactor(discount);
     const v = this.exact();
     return roundQuotient(v.coef * pow10(factor.scale), factor.coef * pow10(v.scale));
   }
+}
+
+/** 1 - discount, per discount string: the configured discounts are few, and a discounted request needs its own. */
+const factors = new Map<string, Scaled>();
+function keptFactor(discount: string): Scaled {
+  let f = factors.get(discount);
+  if (f === undefined) factors.set(discount, (f = parseDecimal(subDecimal('1', discount))));
+  return f;
 }
 
 /** n / d rounded to an integer half away from zero (d > 0). */
