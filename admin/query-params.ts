@@ -134,7 +134,7 @@ export function usageParamsFrom(q: ParsedUrlQuery, { allowAll = false } = {}): U
   const filter = filterFrom(q);
   const groupBy = groupByFrom(q);
   const interval = intervalFrom(q);
-  // limit=all (the CSV export): every group, however many; the reader thread's heap bounds what one answer holds.
+  // limit=all (the CSV export): every group, however many, read a page at a time (admin/reads/read-ops.ts usageCsv).
   const limit = allowAll && one(q, 'limit') === 'all' ? Infinity : limitFrom(q);
   const offset = offsetFrom(q);
   const search = searchFrom(q);

@@ -151,9 +151,9 @@ function hourWeights(start: number, now: number): number[] {
 }
 
 /** Records in time order (as they arrive), `count` over DAYS days before `now`, busier in working hours. */
-export function* generate(count: number, now: number): Generator<UsageRecord[]> {
+export function* generate(count: number, now: number, customers = 2000): Generator<UsageRecord[]> {
   const r = rng(7);
-  const customer = zipf(2000, 1.05);
+  const customer = zipf(customers, 1.05);
   const agentWeights = agentProfiles(r).map((a): [AgentProfile, number] => [a, a.weight]);
   const start = now - DAYS * DAY;
   // Hour weights, then a record's time = its hour + a uniform offset, emitted in order.

@@ -253,6 +253,8 @@ export const gatewayConfigSchema = z
         token: z.string().optional(),
         /** An admin or dashboard query still running after this long is cancelled and answered 503 query_timeout. */
         query_timeout_ms: ms.default(10_000),
+        /** Exports of every group (GET /api/usage.csv?limit=all) at once; past it 429 concurrency_limited. */
+        exports_max: fromText(z.number().int().min(1).max(64)).default(2),
         /** Admin-token guessing from one client address: after max_failures different wrong tokens within window_ms, blocked for block_ms. */
         lockout: z
           .strictObject({

@@ -21,6 +21,12 @@ export interface RunningGateway {
   stop(): Promise<void>;
 }
 
+/** The admin API's read limits (admin.query_timeout_ms, admin.exports_max). */
+const readsOptions = (admin: LoadedConfig['config']['admin']) => ({
+  timeoutMs: admin.query_timeout_ms,
+  exportsMax: admin.exports_max,
+});
+
 export async function startGateway(loaded: LoadedConfig, options: GatewayOptions = {}): Promise<RunningGateway> {
   const { config } = loaded;
   // Before the gateway starts anything: the setting applies to every heap of the process from its next collection.
@@ -38,7 +44,7 @@ export async function startGateway(loaded: LoadedConfig, options: GatewayOptions
   const reconciles = config.reconcile.schedule.enabled && Object.keys(config.reconcile.providers).length > 0;
   const reads =
     config.admin.token || reconciles
-      ? AdminReads.open(gateway.store.readSource(), { timeoutMs: config.admin.query_timeout_ms })
+      ? AdminReads.open(gateway.store.readSource(), readsOptions(config.admin))
       : undefined;
   const schedule = reconciles ? startReconcileSchedule(gateway, loaded, reads!) : undefined;
   if (config.admin.token && reads) {

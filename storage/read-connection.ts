@@ -8,6 +8,7 @@ import Database from 'better-sqlite3';
 import { postgresDialect, sqliteDialect, type SqlDialect } from './dialect';
 import { postgresPool } from './postgres-pool';
 import type { Exec } from './query/run';
+import { postgresPages, tempTablePages, type Pages } from './query/ranked-pages';
 import { CANCELLED_CODE } from './reader-thread';
 import { sqliteExec } from './sqlite-exec';
 
@@ -21,6 +22,8 @@ export type ReadSource =
 export interface ReadConnection {
   readonly dialect: SqlDialect;
   readonly exec: Exec;
+  /** A statement's rows a page at a time (storage/query/ranked-pages.ts): the export of every group. */
+  readonly pages: Pages;
   close(): Promise<void>;
 }
 
@@ -35,32 +38,44 @@ const PG_QUERY_CANCELED = '57014';
 
 export function openReadConnection(
   source: Exclude<ReadSource, { kind: 'inline' }>,
-  opts: { timeoutMs: number },
+  opts: { timeoutMs: number; exportsMax: number },
 ): ReadConnection {
   if (source.kind === 'sqlite') {
     const db = new Database(source.path, { readonly: true, fileMustExist: true });
     db.pragma(`cache_size = -${READ_CACHE_KIB}`);
-    return { dialect: sqliteDialect, exec: sqliteExec(db), close: async () => void db.close() };
+    const exec = sqliteExec(db);
+    return { dialect: sqliteDialect, exec, pages: tempTablePages(exec), close: async () => void db.close() };
   }
-  const pool = postgresPool(source.url, {
-    size: READ_POOL_SIZE,
-    // A read waits for a connection no longer than it may run: a store that is down answers store_unavailable.
-    connectTimeoutMs: opts.timeoutMs,
-    schema: source.schema,
-    settings: {
-      statement_timeout: String(Math.ceil(opts.timeoutMs)),
-      default_transaction_read_only: 'on',
-      application_name: READ_POOL_APPLICATION_NAME,
-    },
-  });
+  const pool = (size: number) =>
+    postgresPool(source.url, {
+      size,
+      // A read waits for a connection no longer than it may run: a store that is down answers store_unavailable.
+      connectTimeoutMs: opts.timeoutMs,
+      schema: source.schema,
+      settings: {
+        statement_timeout: String(Math.ceil(opts.timeoutMs)),
+        default_transaction_read_only: 'on',
+        application_name: READ_POOL_APPLICATION_NAME,
+      },
+    });
+  const reads = pool(READ_POOL_SIZE);
+  // An export holds its connection while its client downloads: exports have connections of their own, one each
+  // (admin.exports_max bounds them), so that they never hold the dashboard's.
+  const exportPool = pool(opts.exportsMax);
   const exec: Exec = async (q) => {
     try {
-      return (await pool.query(q.sql, q.params as unknown[])).rows as Record<string, unknown>[];
+      return (await reads.query(q.sql, q.params as unknown[])).rows as Record<string, unknown>[];
     } catch (err) {
-      if ((err as { code?: unknown }).code === PG_QUERY_CANCELED)
-        throw Object.assign(new Error('cancelled by statement_timeout'), { code: CANCELLED_CODE });
-      throw err;
+      throw cancelled(err);
     }
   };
-  return { dialect: postgresDialect, exec, close: () => pool.end() };
+  const close = async () => void (await Promise.all([reads.end(), exportPool.end()]));
+  return { dialect: postgresDialect, exec, pages: postgresPages(exportPool, cancelled), close };
+}
+
+/** A statement PostgreSQL cancelled at statement_timeout, as the reader thread knows it. */
+function cancelled(err: unknown): unknown {
+  if ((err as { code?: unknown }).code === PG_QUERY_CANCELED)
+    return Object.assign(new Error('cancelled by statement_timeout'), { code: CANCELLED_CODE });
+  return err;
 }

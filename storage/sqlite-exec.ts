@@ -16,9 +16,15 @@ export function sqliteExec(db: Database.Database): Exec {
   return async (q) => {
     let stmt = cache.get(q.sql);
     if (!stmt) {
-      stmt = db.prepare(q.sql).safeIntegers(true);
+      stmt = db.prepare(q.sql);
+      if (stmt.reader) stmt.safeIntegers(true);
       if (cache.size >= STATEMENT_CACHE) cache.delete(cache.keys().next().value as string);
       cache.set(q.sql, stmt);
+    }
+    // A statement returning no rows (a temporary table's CREATE or DROP: storage/query/ranked-pages.ts) is run.
+    if (!stmt.reader) {
+      stmt.run(...q.params);
+      return [];
     }
     return stmt.all(...q.params) as Record<string, unknown>[];
   };

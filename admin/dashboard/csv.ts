@@ -96,8 +96,47 @@ export const CSV_CHUNK_LINES = 1000;
  * Header line, then the rows in the order given (the API's: most expensive first), then `other` when the rows are one
  * page of the groups: the groups not on it, summed over the range, its first group cell "(N other groups)" and its
  * bucket cell empty. Every line ends with the range and filters (scopeColumns). CRLF line ends. The text comes in
- * chunks of CSV_CHUNK_LINES whole lines, so that an export of every group is never held whole.
+ * chunks of CSV_CHUNK_LINES whole lines, so that an export of every group is never held whole: `add` a row at a time
+ * (a chunk when one is full), then `end`.
  */
+export class UsageCsv {
+  private readonly lines: string[];
+  private readonly cells: string[];
+
+  constructor(
+    private readonly groupBy: readonly string[],
+    private readonly total: UsageTotals | undefined,
+    private readonly withBucket: boolean,
+    scope: CsvScope,
+  ) {
+    const made = scopeColumns(scope);
+    this.cells = made.cells;
+    const header = [...groupBy, ...(withBucket ? ['bucket'] : []), ...CSV_COUNTER_COLUMNS, ...made.header];
+    this.lines = [header.map(csvCell).join(',')];
+  }
+
+  private chunk(): string {
+    return `${this.lines.splice(0).join('\r\n')}\r\n`;
+  }
+
+  add(row: UsageGroupRow): string | undefined {
+    const groups = this.groupBy.map((name) => row.group[name] ?? NONE);
+    const bucket = this.withBucket && row.bucket !== undefined ? [new Date(row.bucket).toISOString()] : [];
+    this.lines.push([...groups, ...bucket, ...counters(row, this.total), ...this.cells].map(csvCell).join(','));
+    return this.lines.length === CSV_CHUNK_LINES ? this.chunk() : undefined;
+  }
+
+  end(other: (UsageTotals & { groups: number }) | undefined): string | undefined {
+    if (other) {
+      const groups = this.groupBy.map((_, i) => (i === 0 ? `(${other.groups} other groups)` : ''));
+      const cells = [...groups, ...(this.withBucket ? [''] : []), ...counters(other, this.total), ...this.cells];
+      this.lines.push(cells.map(csvCell).join(','));
+    }
+    return this.lines.length > 0 ? this.chunk() : undefined;
+  }
+}
+
+/** UsageCsv of rows at hand, a chunk at a time. */
 export function* usageCsvChunks(
   groupBy: readonly string[],
   rows: Iterable<UsageGroupRow>,
@@ -106,21 +145,11 @@ export function* usageCsvChunks(
   other: (UsageTotals & { groups: number }) | undefined,
   scope: CsvScope,
 ): Generator<string> {
-  const made = scopeColumns(scope);
-  const header = [...groupBy, ...(withBucket ? ['bucket'] : []), ...CSV_COUNTER_COLUMNS, ...made.header];
-  const lines = [header.map(csvCell).join(',')];
-  const chunk = () => `${lines.splice(0).join('\r\n')}\r\n`;
+  const csv = new UsageCsv(groupBy, total, withBucket, scope);
   for (const row of rows) {
-    const groups = groupBy.map((name) => row.group[name] ?? NONE);
-    const bucket = withBucket && row.bucket !== undefined ? [new Date(row.bucket).toISOString()] : [];
-    lines.push([...groups, ...bucket, ...counters(row, total), ...made.cells].map(csvCell).join(','));
-    if (lines.length === CSV_CHUNK_LINES) yield chunk();
+    const chunk = csv.add(row);
+    if (chunk !== undefined) yield chunk;
   }
-  if (other) {
-    const groups = groupBy.map((_, i) => (i === 0 ? `(${other.groups} other groups)` : ''));
-    lines.push(
-      [...groups, ...(withBucket ? [''] : []), ...counters(other, total), ...made.cells].map(csvCell).join(','),
-    );
-  }
-  if (lines.length > 0) yield chunk();
+  const last = csv.end(other);
+  if (last !== undefined) yield last;
 }

@@ -97,13 +97,14 @@ const paths = {
       operationId: 'getUsageCsv',
       summary: 'The grouping of GET /api/usage as CSV',
       description:
-        'Same parameters, page and numbers as GET /api/usage. One line per group (and bucket), then, when groups were left out of the page, one line "(N other groups)" summing them; CRLF line ends; columns: the group_by dimensions, bucket (with interval), then requests, tokens, cost_usd, cost_status, cost_share_pct and the record counts, and last the export\'s range and filters on every line: range_from and range_to (ISO 8601, UTC, to excluded) and filter[<dimension>] per filter, so that the file stays one header line and rectangular rows. A cell that a spreadsheet would run as a formula starts with an apostrophe.',
+        'Same parameters, page and numbers as GET /api/usage. One line per group (and bucket), then, when groups were left out of the page, one line "(N other groups)" summing them; CRLF line ends; columns: the group_by dimensions, bucket (with interval), then requests, tokens, cost_usd, cost_status, cost_share_pct and the record counts, and last the export\'s range and filters on every line: range_from and range_to (ISO 8601, UTC, to excluded) and filter[<dimension>] per filter, so that the file stays one header line and rectangular rows. A cell that a spreadsheet would run as a formula starts with an apostrophe. With limit=all (every group, however many) the database merges and ranks the groups and the file is sent a page of lines at a time as it is read; at most admin.exports_max such exports run at once (429 concurrency_limited past it), and a store failing mid-export cuts the download short (no terminating chunk), never a shorter file that looks whole.',
       tags: ['usage'],
       parameters: usageCsvQuery,
       responses: {
         '200': csvFile('The CSV file.', 'usage-<group_by>-<interval>.csv'),
         '400': ref('InvalidUsageQuery'),
         ...reading,
+        '429': ref('AuthBlockedOrExportsBusy'),
       },
     },
   },

@@ -60,6 +60,12 @@ export const responses = {
   AuthBlocked: error('Too many wrong admin tokens from this client address: blocked for a while', ['auth_blocked'], {
     'Retry-After': retryAfter,
   }),
+  /** GET /api/usage.csv: AuthBlocked, or the bound on exports of every group at once. */
+  AuthBlockedOrExportsBusy: error(
+    'Too many wrong admin tokens from this client address (auth_blocked); or, with limit=all, admin.exports_max exports of every group are running already (concurrency_limited): try again after Retry-After seconds',
+    ['auth_blocked', 'concurrency_limited'],
+    { 'Retry-After': retryAfter },
+  ),
   InternalError: error('The gateway failed; details are in its log, never in the answer', ['internal_error']),
 };
 export const ref = (name: keyof typeof responses) => ({ $ref: `#/components/responses/${name}` });

@@ -27,7 +27,14 @@ export interface AdminReadsOptions {
   timeoutMs: number;
   /** Old-generation heap of the reader thread, MiB (READER_HEAP_MB by default). */
   heapMb?: number;
+  /** admin.exports_max: exports of every group at once (EXPORTS_MAX by default). */
+  exportsMax?: number;
 }
+
+/** admin.exports_max's default. */
+export const EXPORTS_MAX = 2;
+/** Seconds an export refused for the bound is asked to wait: about what an export of a few hundred thousand groups takes. */
+const EXPORT_RETRY_AFTER_S = 10;
 
 /**
  * What the reader thread's heap may hold: the rows of a grouping before its page is cut and the answer being built. A
@@ -76,7 +83,11 @@ export class AdminReads {
     private readonly call: <K extends Op>(op: K, arg: Arg<K>) => Promise<Result<K>>,
     private readonly streamed: (op: 'usageCsv', arg: UsageParams) => ReadStream,
     private readonly stop: () => Promise<void>,
+    private readonly exportsMax: number,
   ) {}
+
+  /** Exports of every group running (or waiting for their first chunk). */
+  private exports = 0;
 
   static open(source: ReadSource, opts: AdminReadsOptions): AdminReads {
     if (source.kind === 'inline') {
@@ -86,10 +97,12 @@ export class AdminReads {
         <K extends Op>(op: K, arg: Arg<K>) => byName[op](arg) as Promise<Result<K>>,
         (op, arg) => inlineStream(ops[op](arg)),
         async () => undefined,
+        opts.exportsMax ?? EXPORTS_MAX,
       );
     }
     const heapMb = opts.heapMb ?? READER_HEAP_MB;
-    const workerData: ReaderWorkerData = { source, timeoutMs: opts.timeoutMs };
+    const exportsMax = opts.exportsMax ?? EXPORTS_MAX;
+    const workerData: ReaderWorkerData = { source, timeoutMs: opts.timeoutMs, exportsMax };
     const thread = new ReaderThread({
       script: join(__dirname, 'reader-worker.js'),
       workerData,
@@ -113,7 +126,7 @@ export class AdminReads {
         cancel: () => chunks.cancel(),
       };
     };
-    return new AdminReads(call, streamed, () => thread.close());
+    return new AdminReads(call, streamed, () => thread.close(), exportsMax);
   }
 
   /** The JSON body of GET /api/usage. */
@@ -121,9 +134,43 @@ export class AdminReads {
     return this.call('usage', p);
   }
 
-  /** The CSV body of GET /api/usage.csv, a chunk of lines at a time (CSV_CHUNK_LINES). */
+  /**
+   * The CSV body of GET /api/usage.csv, a chunk of lines at a time (CSV_CHUNK_LINES). At most `exportsMax` exports of
+   * every group (limit=all) run at once, each from its first chunk until its last, failed or cancelled: each holds a
+   * PostgreSQL connection of its own, or a temporary table on SQLite's one connection, while its client downloads.
+   * Past the bound: 429 concurrency_limited with Retry-After.
+   */
   usageCsv(p: UsageParams): ReadStream {
-    return this.streamed('usageCsv', p);
+    if (p.limit !== Infinity) return this.streamed('usageCsv', p);
+    if (this.exports >= this.exportsMax)
+      throw new GatewayError(
+        'concurrency_limited',
+        `${this.exportsMax} exports of every group are running already (admin.exports_max); try again shortly`,
+        { headers: { 'retry-after': String(EXPORT_RETRY_AFTER_S) } },
+      );
+    this.exports++;
+    const chunks = this.streamed('usageCsv', p);
+    let done = false;
+    const finish = () => {
+      if (!done) this.exports--;
+      done = true;
+    };
+    return {
+      next: async () => {
+        try {
+          const chunk = await chunks.next();
+          if (chunk === null) finish();
+          return chunk;
+        } catch (err) {
+          finish();
+          throw err;
+        }
+      },
+      cancel: () => {
+        finish();
+        chunks.cancel();
+      },
+    };
   }
 
   /** One chunk of GET /api/usage.focus.csv: the lines of the charge rows of filter's range. */

@@ -10,10 +10,12 @@ import { groupPage } from '../../storage/query/group-page';
 import { keyPage, type KeyPageQuery } from '../../storage/query/key-page';
 import { listTagKeys } from '../../storage/query/dimensions';
 import { listPage } from '../../storage/query/list';
-import { runUsageQuery } from '../../storage/query/run';
+import { rankedUsageSql } from '../../storage/query/ranked';
+import { tempTablePages } from '../../storage/query/ranked-pages';
+import { rankedRow, runUsageQuery } from '../../storage/query/run';
 import type { ReadConnection } from '../../storage/read-connection';
 import type { Interval, ListRequestsQuery, UsageFilter, UsageGroupRow, UsageQuery } from '../../storage/store';
-import { usageCsvChunks } from '../dashboard/csv';
+import { CSV_CHUNK_LINES, UsageCsv, usageCsvChunks } from '../dashboard/csv';
 import { FOCUS_GROUP_BY, focusLines, type FocusContext } from '../dashboard/focus';
 import { seriesAnswer, type SeriesParams } from '../dashboard/series';
 import { latencyAnswer, type LatencyParams } from '../dashboard/latency';
@@ -65,20 +67,40 @@ async function grouping(queryUsage: QueryUsage, p: UsageParams) {
 
 /**
  * GET /api/usage.csv, a chunk of lines at a time (a streamed read: storage/reader-thread.ts). Every group (limit=all,
- * no search) needs no page cut: the grouping's rows go out in its order.
+ * no search) is merged and ranked by the database and read a page of CSV_CHUNK_LINES rows at a time
+ * (storage/query/ranked.ts): the export holds a page, never the grouping. A page of groups, or every group matching a
+ * search, is cut from the grouping's rows (groupPage).
  */
-async function* usageCsv(queryUsage: QueryUsage, p: UsageParams): AsyncGenerator<Buffer> {
-  const { rows, total } = await grouping(queryUsage, p);
-  const page =
-    p.limit === Infinity && p.search === ''
-      ? { rows, other: null }
-      : groupPage(rows, p.groupBy, p.limit, p.offset, p.search);
+async function* usageCsv(conn: Reads, queryUsage: QueryUsage, p: UsageParams): AsyncGenerator<Buffer> {
   const withBucket = p.interval !== undefined;
-  for (const text of usageCsvChunks(p.groupBy, page.rows, total, withBucket, page.other ?? undefined, p.filter))
-    yield Buffer.from(text);
+  if (p.limit !== Infinity || p.search !== '') {
+    const { rows, total } = await grouping(queryUsage, p);
+    const page = groupPage(rows, p.groupBy, p.limit, p.offset, p.search);
+    for (const text of usageCsvChunks(p.groupBy, page.rows, total, withBucket, page.other ?? undefined, p.filter))
+      yield Buffer.from(text);
+    return;
+  }
+  const [[total], { plan, sql }] = await Promise.all([
+    queryUsage({ ...p.filter, groupBy: [] }),
+    rankedUsageSql(conn.dialect, conn.exec, { ...p.filter, groupBy: p.groupBy, interval: p.interval }),
+  ]);
+  const csv = new UsageCsv(p.groupBy, total, withBucket, p.filter);
+  const pages = conn.pages ?? tempTablePages(conn.exec);
+  for await (const rows of pages(sql, CSV_CHUNK_LINES)) {
+    for (const row of rows) {
+      const chunk = csv.add(rankedRow(conn.dialect, plan, row));
+      if (chunk !== undefined) yield Buffer.from(chunk);
+    }
+  }
+  const last = csv.end(undefined);
+  if (last !== undefined) yield Buffer.from(last);
 }
 
-export function readOps({ dialect: d, exec }: Pick<ReadConnection, 'dialect' | 'exec'>) {
+/** A read connection; `pages` is optional for an in-memory SQLite store's own (tempTablePages over its exec). */
+type Reads = Pick<ReadConnection, 'dialect' | 'exec'> & Partial<Pick<ReadConnection, 'pages'>>;
+
+export function readOps(conn: Reads) {
+  const { dialect: d, exec } = conn;
   const queryUsage = (q: UsageQuery) => runUsageQuery(d, exec, q);
   /** Retention's cut-off (UsageStore.recordsKeptFrom), read on this connection. */
   const keptFrom = { recordsKeptFrom: () => readRecordsKeptFrom(d, exec) };
@@ -116,7 +138,7 @@ export function readOps({ dialect: d, exec }: Pick<ReadConnection, 'dialect' | '
       });
     },
 
-    usageCsv: (p: UsageParams) => usageCsv(queryUsage, p),
+    usageCsv: (p: UsageParams) => usageCsv(conn, queryUsage, p),
 
     /** One chunk of the FOCUS export (admin/dashboard/focus.ts): its charge rows, one per day and group. */
     async focusCsv({ filter, focus }: { filter: UsageFilter; focus: FocusContext }): Promise<Buffer> {

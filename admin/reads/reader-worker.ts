@@ -11,8 +11,10 @@ import { readOps } from './read-ops';
 export interface ReaderWorkerData {
   source: Exclude<ReadSource, { kind: 'inline' }>;
   timeoutMs: number;
+  /** admin.exports_max: the PostgreSQL connections of exports (storage/read-connection.ts). */
+  exportsMax: number;
 }
 
-const { source, timeoutMs } = workerData as ReaderWorkerData;
+const { source, timeoutMs, exportsMax } = workerData as ReaderWorkerData;
 lowerThisThreadPriority();
-serveReads(readOps(openReadConnection(source, { timeoutMs })));
+serveReads(readOps(openReadConnection(source, { timeoutMs, exportsMax })));

@@ -65,14 +65,21 @@ export async function runUsageQuery(d: SqlDialect, exec: Exec, q: UsageQuery): P
   return [...merged.groups.values()]
     .filter((g) => g.totals.requests !== 0)
     .sort(compareGroups)
-    .map((g) => {
-      const row: UsageGroupRow = {
-        group: Object.fromEntries(plan.groupBy.map((dim, i) => [dim.name, g.values[i]])),
-        ...g.totals,
-      };
-      if (plan.interval) row.bucket = g.bucket ?? undefined;
-      return row;
-    });
+    .map((g) => groupRow(plan, g));
+}
+
+function groupRow(plan: UsagePlan, g: Group): UsageGroupRow {
+  const row: UsageGroupRow = {
+    group: Object.fromEntries(plan.groupBy.map((dim, i) => [dim.name, g.values[i]])),
+    ...g.totals,
+  };
+  if (plan.interval) row.bucket = g.bucket ?? undefined;
+  return row;
+}
+
+/** A row of rankedUsageSql (storage/query/ranked.ts), whose values are decoded already, as runUsageQuery's. */
+export function rankedRow(d: SqlDialect, plan: UsagePlan, row: Record<string, unknown>): UsageGroupRow {
+  return groupRow(plan, decodeAggregate(d, row, plan.groupBy, new Map()));
 }
 
 /** Buckets in time order, then the most expensive groups first, then by group values. */
@@ -85,7 +92,19 @@ function compareGroups(a: Group, b: Group): number {
   return ka < kb ? -1 : ka > kb ? 1 : 0;
 }
 
-async function runSegment(d: SqlDialect, exec: Exec, plan: UsagePlan, seg: Segment): Promise<Group[]> {
+/**
+ * What one segment reads. `parts`: aggregate statements whose rows are groups as they are (`fixed`: the values of the
+ * groupBy positions a statement does not select). `remainder`, on the tag-rollup path: the "(untagged)" group of each
+ * built-in group (and bucket), the rows of `total` (the base rollup) minus those of `tagged` (the tag rollup summed
+ * over all of the tag key's values), the tag's slot `grouped` pinned to "(untagged)"; only the groups left with
+ * requests.
+ */
+export interface SegmentSql {
+  parts: { sql: SqlQuery; fixed: Map<number, string> }[];
+  remainder?: { total: SqlQuery; tagged: SqlQuery; grouped: number | undefined };
+}
+
+export async function segmentSql(d: SqlDialect, exec: Exec, plan: UsagePlan, seg: Segment): Promise<SegmentSql> {
   const none = new Map<number, string>();
   if (seg.path === 'raw') {
     const via = await aggregateVia(d, exec, plan.filters, seg.from, seg.to);
@@ -97,7 +116,7 @@ async function runSegment(d: SqlDialect, exec: Exec, plan: UsagePlan, seg: Segme
       interval: plan.interval,
       via,
     });
-    return (await exec(sql)).map((r) => decodeAggregate(d, r, plan.groupBy, none));
+    return { parts: [{ sql, fixed: none }] };
   }
   if (seg.path === 'tag-set') {
     // The plan sends only tag groupings and tag filters here.
@@ -108,7 +127,7 @@ async function runSegment(d: SqlDialect, exec: Exec, plan: UsagePlan, seg: Segme
       tags: plan.filters.tags,
       interval: plan.interval,
     });
-    return (await exec(sql)).map((r) => decodeAggregate(d, r, plan.groupBy, none));
+    return { parts: [{ sql, fixed: none }] };
   }
   const builtins = plan.groupBy.flatMap((dim, index) =>
     dim.kind === 'builtin' ? [{ dim: dim as BuiltinDim, index }] : [],
@@ -122,16 +141,13 @@ async function runSegment(d: SqlDialect, exec: Exec, plan: UsagePlan, seg: Segme
     daily: seg.path === 'daily',
   };
   if (seg.path === 'rollup' || (seg.path === 'daily' && plan.path === 'rollup')) {
-    return (await exec(rollupAggregateSql(d, base))).map((r) => decodeAggregate(d, r, plan.groupBy, none));
+    return { parts: [{ sql: rollupAggregateSql(d, base), fixed: none }] };
   }
-  return runTagRollup(d, exec, plan, base);
+  return tagRollupSql(d, plan, base);
 }
 
-/**
- * One tag key K. Tagged groups come from the tag rollup; the "(untagged)" group of each built-in
- * group (and bucket) is the base rollup's total minus the sum over all of K's values.
- */
-async function runTagRollup(d: SqlDialect, exec: Exec, plan: UsagePlan, base: RollupSpec): Promise<Group[]> {
+/** One tag key K: tagged groups from the tag rollup, "(untagged)" as the base rollup's total minus K's tagged sum. */
+function tagRollupSql(d: SqlDialect, plan: UsagePlan, base: RollupSpec): SegmentSql {
   const key = plan.tagKey as string;
   const tagIndex = plan.groupBy.findIndex((dim) => dim.kind === 'tag' && dim.key === key);
   const filter = plan.filters.tags.find((t) => t.key === key)?.value;
@@ -141,14 +157,33 @@ async function runTagRollup(d: SqlDialect, exec: Exec, plan: UsagePlan, base: Ro
     // Only records with K = filter: the tag rollup answers alone.
     const sql = rollupAggregateSql(d, { ...base, tag: { key, value: filter } });
     const fixed = grouped === undefined ? new Map<number, string>() : new Map([[grouped, filter]]);
-    return (await exec(sql)).map((r) => decodeAggregate(d, r, plan.groupBy, fixed));
+    return { parts: [{ sql, fixed }] };
   }
+  const tagged = rollupAggregateSql(d, { ...base, tag: { key, groupIndex: grouped } });
+  const remainder = { total: rollupAggregateSql(d, base), tagged, grouped };
+  // filter === UNTAGGED wants only the remainder.
+  return { parts: filter === undefined ? [{ sql: tagged, fixed: new Map() }] : [], remainder };
+}
 
-  const wantTagged = filter === undefined; // filter === UNTAGGED wants only the remainder
-  const [taggedRows, totalRows] = await Promise.all([
-    exec(rollupAggregateSql(d, { ...base, tag: { key, groupIndex: grouped } })),
-    exec(rollupAggregateSql(d, base)),
-  ]);
+async function runSegment(d: SqlDialect, exec: Exec, plan: UsagePlan, seg: Segment): Promise<Group[]> {
+  const { parts, remainder } = await segmentSql(d, exec, plan, seg);
+  // The tag rollup's rows serve both its tagged groups and the remainder: read once.
+  const read = new Map<SqlQuery, Promise<Record<string, unknown>[]>>();
+  const once = (q: SqlQuery) => read.get(q) ?? read.set(q, exec(q)).get(q)!;
+  const out: Group[] = [];
+  for (const [i, rows] of (await Promise.all(parts.map((p) => once(p.sql)))).entries())
+    for (const r of rows) out.push(decodeAggregate(d, r, plan.groupBy, parts[i].fixed));
+  if (remainder) out.push(...(await untaggedRemainder(d, once, plan, remainder)));
+  return out;
+}
+
+async function untaggedRemainder(
+  d: SqlDialect,
+  exec: Exec,
+  plan: UsagePlan,
+  { total, tagged, grouped }: NonNullable<SegmentSql['remainder']>,
+): Promise<Group[]> {
+  const [taggedRows, totalRows] = await Promise.all([exec(tagged), exec(total)]);
   const untaggedFixed = grouped === undefined ? new Map<number, string>() : new Map([[grouped, UNTAGGED]]);
   // Key of the built-in part of a group: bucket + values with K's slot pinned to "(untagged)".
   const remainderKey = (g: Group): string =>
@@ -159,12 +194,9 @@ async function runTagRollup(d: SqlDialect, exec: Exec, plan: UsagePlan, base: Ro
     const g = decodeAggregate(d, r, plan.groupBy, untaggedFixed);
     remainder.add(g, 1, remainderKey(g));
   }
-  const out: Group[] = [];
   for (const r of taggedRows) {
     const g = decodeAggregate(d, r, plan.groupBy, new Map());
     remainder.add(g, -1, remainderKey(g));
-    if (wantTagged) out.push(g);
   }
-  for (const g of remainder.groups.values()) if (g.totals.requests !== 0) out.push(g);
-  return out;
+  return [...remainder.groups.values()].filter((g) => g.totals.requests !== 0);
 }

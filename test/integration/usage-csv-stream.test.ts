@@ -1,12 +1,16 @@
 /**
  * GET /api/usage.csv?limit=all, the export of every group, as a client sees it on the wire (a raw socket, the HTTP
  * chunks parsed): every group of the JSON API in its order, a chunk of at most CSV_CHUNK_LINES lines at a time, an
- * aborted download, and PostgreSQL cut in the middle of one. Against SQLite always and PostgreSQL with DATABASE_URL.
+ * aborted download, PostgreSQL cut in the middle of one, and the bound on exports at once (admin.exports_max). Against SQLite always and PostgreSQL with DATABASE_URL.
  */
 import { expect } from 'chai';
 import { connect } from 'node:net';
 import { Client } from 'pg';
+import { parse } from 'node:querystring';
 import { CSV_CHUNK_LINES } from '../../admin/dashboard/csv';
+import { usageParamsFrom } from '../../admin/query-params';
+import { AdminReads } from '../../admin/reads/admin-reads';
+import { GatewayError } from '../../core/errors';
 import { adminGet } from '../helpers/admin';
 import { csvRows } from '../helpers/csv';
 import { startTestGateway, TEST_ADMIN_TOKEN, type TestGateway } from '../helpers/gateway';
@@ -184,6 +188,42 @@ for (const backend of ['SQLite', 'PostgreSQL'] as const) {
       expect(wire.chunks).to.have.length(Math.ceil((GROUPS + 1) / CSV_CHUNK_LINES));
     });
 
+    it('past admin.exports_max, an export of every group is refused 429 concurrency_limited with Retry-After', async () => {
+      // On the gateway's reader thread and connection, the exports held between two chunks (a client not reading).
+      const reads = AdminReads.open(gw.gateway.store.readSource(), { timeoutMs: 60_000, exportsMax: 2 });
+      try {
+        const all = usageParamsFrom(parse(`${q}&limit=all`), { allowAll: true });
+        const [first, second] = [reads.usageCsv(all), reads.usageCsv(all)];
+        expect(await first.next()).to.be.instanceOf(Buffer);
+        expect(await second.next()).to.be.instanceOf(Buffer);
+        let refused: unknown;
+        try {
+          reads.usageCsv(all);
+        } catch (err) {
+          refused = err;
+        }
+        expect(refused).to.be.instanceOf(GatewayError);
+        const err = refused as GatewayError;
+        expect([err.code, err.status, err.type]).to.deep.equal(['concurrency_limited', 429, 'rate_limit_error']);
+        expect(err.headers['retry-after']).to.match(/^\d+$/);
+        expect(err.message).to.contain('admin.exports_max');
+        // A page of groups is not an export of every group: it is answered meanwhile.
+        const page = reads.usageCsv({ ...all, limit: 10 });
+        expect(csvGroups(String(await page.next())).rows).to.have.length(11);
+        // An export read to its end frees its slot, and so does one cancelled.
+        while ((await first.next()) !== null);
+        const third = reads.usageCsv(all);
+        second.cancel();
+        const fourth = reads.usageCsv(all);
+        let text = '';
+        for (let chunk = await fourth.next(); chunk !== null; chunk = await fourth.next()) text += chunk.toString();
+        expect(csvGroups(text).rows).to.have.length(GROUPS);
+        third.cancel();
+      } finally {
+        await reads.close();
+      }
+    });
+
     it('a client that goes away mid-export leaves the gateway exporting whole for the next one', async () => {
       const aborted = await getChunked(gw.adminUrl!, `/api/usage.csv?${q}&limit=all`, () => 'abort');
       expect(aborted.status).to.equal(200);
@@ -199,7 +239,7 @@ for (const backend of ['SQLite', 'PostgreSQL'] as const) {
 describe('usage.csv of every group with PostgreSQL cut mid-export', function () {
   this.timeout(120_000);
 
-  it('the groups were read before the first byte: the export ends whole; a store cut before it answers 503', async function () {
+  it('the groups are read a page at a time: a store cut mid-export cuts the download short of its end; cut before it, 503', async function () {
     const pgUrl = await requirePostgres(this, 'a store cut mid-export');
     const { relay, schema, storageYaml } = await postgresThroughRelay(pgUrl, 'tg_csv_cut');
     const upstream = new TestUpstream();
@@ -212,13 +252,22 @@ describe('usage.csv of every group with PostgreSQL cut mid-export', function () 
       const whole = await getChunked(gw.adminUrl!, path);
       expect(whole.complete).to.equal(true);
 
+      // Each page of the export's cursor takes a round trip of 400 ms: the store is cut while the second is read.
+      relay.delay(200);
       const cut = await getChunked(gw.adminUrl!, path, (i) => void (i === 0 && relay.cut()));
-      expect(cut.complete).to.equal(true);
-      expect(cut.chunks.join('')).to.equal(whole.chunks.join(''));
+      expect(cut.status).to.equal(200);
+      // No last (empty) chunk: a client sees a download that failed, never a shorter file that looks whole.
+      expect(cut.complete).to.equal(false);
+      expect(cut.chunks.length).to.be.within(1, whole.chunks.length - 1);
+      expect(whole.chunks.join('').startsWith(cut.chunks.join(''))).to.equal(true);
 
       const refused = await getChunked(gw.adminUrl!, path);
       expect(refused.status).to.equal(503);
       expect(JSON.parse(refused.chunks.join('')).error.code).to.equal('store_unavailable');
+
+      relay.restore();
+      const again = await getChunked(gw.adminUrl!, path);
+      expect(again.chunks.join('')).to.equal(whole.chunks.join(''));
     } finally {
       relay.restore();
       await gw.stop();
