@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { expect } from 'chai';
+import { request } from 'undici';
 import { workerCount } from '../../runtime/cluster';
 import { openStore } from '../../storage';
 import { OPENAI_KEY, providerBlock, TEST_ADMIN_TOKEN, TEST_GATEWAY_KEY } from '../helpers/gateway';
@@ -63,22 +64,16 @@ interface Answer {
   body: string;
 }
 
-/** GET /metrics with the admin token on a connection of its own (the cluster hands connections to the workers in turn). */
-function scrapeOnNewConnection(adminUrl: string): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(
-      `${adminUrl}/metrics`,
-      { agent: false, headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` } },
-      (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (d: string) => (body += d));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
-      },
-    );
-    req.on('error', reject);
-    req.end();
+/**
+ * GET /metrics with the admin token on a connection of its own (the cluster hands connections to the workers in
+ * turn), through undici's global dispatcher, so that the answer is checked against the OpenAPI document.
+ */
+async function scrapeOnNewConnection(adminUrl: string): Promise<Answer> {
+  const res = await request(`${adminUrl}/metrics`, {
+    headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
+    reset: true,
   });
+  return { status: res.statusCode, headers: res.headers, body: await res.body.text() };
 }
 
 describe('multi-core mode (server.workers / tollgate start --workers)', () => {
