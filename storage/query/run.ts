@@ -170,11 +170,15 @@ async function runSegment(d: SqlDialect, exec: Exec, plan: UsagePlan, seg: Segme
   // The tag rollup's rows serve both its tagged groups and the remainder: read once.
   const read = new Map<SqlQuery, Promise<Record<string, unknown>[]>>();
   const once = (q: SqlQuery) => read.get(q) ?? read.set(q, exec(q)).get(q)!;
+  // Every statement at once (a PostgreSQL pool runs them side by side).
+  const [partRows, untagged] = await Promise.all([
+    Promise.all(parts.map((p) => once(p.sql))),
+    remainder ? untaggedRemainder(d, once, plan, remainder) : [],
+  ]);
   const out: Group[] = [];
-  for (const [i, rows] of (await Promise.all(parts.map((p) => once(p.sql)))).entries())
+  for (const [i, rows] of partRows.entries())
     for (const r of rows) out.push(decodeAggregate(d, r, plan.groupBy, parts[i].fixed));
-  if (remainder) out.push(...(await untaggedRemainder(d, once, plan, remainder)));
-  return out;
+  return [...out, ...untagged];
 }
 
 async function untaggedRemainder(
