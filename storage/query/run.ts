@@ -104,19 +104,24 @@ export interface SegmentSql {
   remainder?: { total: SqlQuery; tagged: SqlQuery; grouped: number | undefined };
 }
 
-export async function segmentSql(d: SqlDialect, exec: Exec, plan: UsagePlan, seg: Segment): Promise<SegmentSql> {
+/**
+ * Only the raw path reads first (how its records are found: aggregateVia); the others answer at once, so that their
+ * statements are asked in the same turn, ahead of the raw edges' (the PostgreSQL pool takes them in that order).
+ */
+export function segmentSql(d: SqlDialect, exec: Exec, plan: UsagePlan, seg: Segment): SegmentSql | Promise<SegmentSql> {
   const none = new Map<number, string>();
   if (seg.path === 'raw') {
-    const via = await aggregateVia(d, exec, plan.filters, seg.from, seg.to);
-    const sql = rawAggregateSql(d, {
-      from: seg.from,
-      to: seg.to,
-      groupBy: plan.groupBy,
-      filters: plan.filters,
-      interval: plan.interval,
-      via,
+    return aggregateVia(d, exec, plan.filters, seg.from, seg.to).then((via) => {
+      const sql = rawAggregateSql(d, {
+        from: seg.from,
+        to: seg.to,
+        groupBy: plan.groupBy,
+        filters: plan.filters,
+        interval: plan.interval,
+        via,
+      });
+      return { parts: [{ sql, fixed: none }] };
     });
-    return { parts: [{ sql, fixed: none }] };
   }
   if (seg.path === 'tag-set') {
     // The plan sends only tag groupings and tag filters here.
@@ -166,7 +171,8 @@ function tagRollupSql(d: SqlDialect, plan: UsagePlan, base: RollupSpec): Segment
 }
 
 async function runSegment(d: SqlDialect, exec: Exec, plan: UsagePlan, seg: Segment): Promise<Group[]> {
-  const { parts, remainder } = await segmentSql(d, exec, plan, seg);
+  const asked = segmentSql(d, exec, plan, seg);
+  const { parts, remainder } = asked instanceof Promise ? await asked : asked;
   // The tag rollup's rows serve both its tagged groups and the remainder: read once.
   const read = new Map<SqlQuery, Promise<Record<string, unknown>[]>>();
   const once = (q: SqlQuery) => read.get(q) ?? read.set(q, exec(q)).get(q)!;
