@@ -22,8 +22,9 @@ export interface AdminMetrics {
 }
 
 /**
- * GET (and HEAD) /metrics. Mounted before the token check when the metrics are open, after it otherwise; a scrape
- * that fails (a worker of a multi-core gateway did not answer in time) is a 500 in the gateway's error shape.
+ * GET (and HEAD) /metrics. Mounted before the token check when the metrics are open, after it otherwise. A scrape
+ * of a multi-core gateway whose workers did not all answer in time is 503 metrics_unavailable with Retry-After (the
+ * primary logs that once); any other failure is a 500 internal_error, logged here. Both in the gateway's error shape.
  */
 export function metricsRoutes(metrics: AdminMetrics, logger: Logger): Router {
   const router = new Router();
@@ -34,13 +35,14 @@ export function metricsRoutes(metrics: AdminMetrics, logger: Logger): Router {
       ctx.set('content-type', contentType);
       ctx.body = text;
     } catch (err) {
-      logger.error({ err }, 'metrics scrape failed');
-      const error = new GatewayError(
-        'internal_error',
-        'The metrics could not be gathered; details are in the gateway log.',
-      );
+      const retryable = err instanceof GatewayError && err.code === 'metrics_unavailable';
+      if (!retryable) logger.error({ err }, 'metrics scrape failed');
+      const error = retryable
+        ? err
+        : new GatewayError('internal_error', 'The metrics could not be gathered; details are in the gateway log.');
       metrics.errorAnswered(error.code);
       ctx.status = error.status;
+      ctx.set(error.headers);
       ctx.type = 'application/json';
       ctx.body = error.toBody();
     }

@@ -93,9 +93,11 @@ export type {
   BudgetCheck,
   BudgetReservation,
   BudgetState,
+  ImmediateLimitOps,
   LeaseRenewer,
   LimitScope,
   LimitStore,
+  TakeResult,
   WorkspaceLimitsService,
 } from '../contracts/limit-store';
 export type { GatewayConfig } from '../config/schema';

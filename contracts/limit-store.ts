@@ -61,7 +61,22 @@ export interface BudgetReservation {
   states: BudgetState[];
 }
 
+/**
+ * The operations a request runs, answered at once by a store held in this process's memory (MemoryLimitStore):
+ * the limit plugins call these when the store has them, so that an admission costs no promise and no turn of the
+ * microtask queue. Same meaning as LimitStore's operations of the same name.
+ */
+export interface ImmediateLimitOps {
+  take(buckets: readonly Bucket[], now?: number): TakeResult;
+  windowTotal(key: string, windowMs: number, now?: number): number;
+  addToWindow(key: string, windowMs: number, amount: number, now?: number): number;
+  reserve(checks: readonly BudgetCheck[], holder: string, amountPico: bigint, leaseMs: number): BudgetReservation;
+  settle(checks: readonly BudgetCheck[], holder: string, actualPico: bigint): BudgetState[];
+}
+
 export interface LimitStore {
+  /** Set by a store in this process's memory: the request's operations without a promise. */
+  readonly immediate?: ImmediateLimitOps;
   /** Takes one token from each bucket, all or nothing. */
   take(buckets: readonly Bucket[], now?: number): Promise<TakeResult>;
   /** Gives one token back to each bucket (never above its limit): for a taken request that a later limit refused. */
@@ -161,6 +176,8 @@ export interface WorkspaceLimitsService {
   scopesOf(ctx: GatewayContext, limits: WorkspaceLimits): readonly LimitScope[];
   /** Runs a store operation under limit_store.on_error: `whenOpen` when failing open, 503 limits_unavailable when closed. */
   guard<T>(what: string, op: () => Promise<T>, whenOpen: T): Promise<T>;
+  /** guard() for an operation answered at once (LimitStore.immediate): the same policy, without a promise. */
+  guardNow<T>(what: string, op: () => T, whenOpen: T): T;
   /** A renewer of leases held by open requests, renewed with `renew`. */
   leases<T>(leaseMs: number, renew: (holder: string, held: T) => Promise<unknown>): LeaseRenewer<T>;
   /** Key fragment for a tag value (tag values may hold any character). */

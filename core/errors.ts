@@ -91,6 +91,11 @@ export const ERROR_CODES = {
   query_timeout: { status: 503, type: 'gateway_error' },
   /** An admin query needed more memory than its reader thread may use, and was stopped. */
   query_too_large: { status: 503, type: 'gateway_error' },
+  /**
+   * GET /metrics of a multi-core gateway: a worker did not answer the primary's gather of every worker's metrics in
+   * time (sent with Retry-After); the scrape is retryable, and logged once by the primary until the workers answer.
+   */
+  metrics_unavailable: { status: 503, type: 'gateway_error', expected: true },
   /** An admin query's range holds more time buckets (or rows) than one answer may; the message names the limit. */
   range_too_large: { status: 400, type: 'invalid_request_error' },
 } as const satisfies Record<string, ErrorSpec>;

@@ -126,16 +126,41 @@ export class PluginPipeline {
 
   /** onComplete, in reverse order, for the plugins the request reached (every plugin with `everyPlugin`, for tests). */
   async complete(ctx: GatewayContext, everyPlugin = false): Promise<void> {
-    const admission = this.admission.get(ctx) ?? -1;
-    for (const c of this.completers) {
-      if (!everyPlugin && !this.reached(c, admission)) continue;
-      try {
-        const pending = c.plugin.onComplete!(ctx);
-        if (pending !== undefined) await pending;
-      } catch (err) {
-        ctx.log.error({ err, plugin: c.plugin.name, phase: 'onComplete' }, 'plugin failed');
-      }
+    await this.completeNow(ctx, everyPlugin);
+  }
+
+  /**
+   * complete(), returning a promise only when an onComplete hook returned one (each is awaited before the next):
+   * when every hook is synchronous, ending a request costs no promise. A hook's failure is logged, never thrown.
+   */
+  completeNow(ctx: GatewayContext, everyPlugin = false): Promise<void> | undefined {
+    const admission = everyPlugin ? Infinity : (this.admission.get(ctx) ?? -1);
+    for (let i = 0; i < this.completers.length; i++) {
+      const pending = this.completeOne(this.completers[i], ctx, admission);
+      if (pending) return this.completeRest(pending, i + 1, ctx, admission);
     }
+    return undefined;
+  }
+
+  private async completeRest(pending: Promise<void>, from: number, ctx: GatewayContext, admission: number) {
+    await pending;
+    for (let i = from; i < this.completers.length; i++) {
+      const next = this.completeOne(this.completers[i], ctx, admission);
+      if (next) await next;
+    }
+  }
+
+  /** One plugin's onComplete, when the request reached it (admission Infinity: every plugin). */
+  private completeOne(c: Completer, ctx: GatewayContext, admission: number): Promise<void> | undefined {
+    if (admission !== Infinity && !this.reached(c, admission)) return undefined;
+    let pending: Promise<void> | void;
+    try {
+      pending = c.plugin.onComplete!(ctx);
+    } catch (err) {
+      completeFailed(c, ctx, err);
+      return undefined;
+    }
+    return pending ? pending.then(undefined, (err: unknown) => completeFailed(c, ctx, err)) : undefined;
   }
 
   /** Whether one of the plugin's admission hooks ran (or it has none, and observes every request). */
@@ -149,4 +174,8 @@ export class PluginPipeline {
   async close(): Promise<void> {
     for (const plugin of [...this.plugins].reverse()) await plugin.close?.();
   }
+}
+
+function completeFailed(c: Completer, ctx: GatewayContext, err: unknown): void {
+  ctx.log.error({ err, plugin: c.plugin.name, phase: 'onComplete' }, 'plugin failed');
 }

@@ -33,7 +33,7 @@ export interface ProxyDeps {
    * what it sent), adds what an audio or image request says about its units (providers/usage-settle.ts). Absent:
    * the usage is what the answer reported.
    */
-  settleUsage?: (gw: GatewayContext, streamedText: () => string) => Promise<void>;
+  settleUsage?: (gw: GatewayContext, streamedText: () => string) => Promise<void> | undefined;
 }
 
 /**

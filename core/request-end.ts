@@ -10,7 +10,7 @@ export interface RequestEndDeps {
   /** For the per-request line: its fields are ids, names and numbers only, so pino's redaction is skipped. */
   requestLog: Logger;
   /** See ProxyDeps.settleUsage (core/proxy.ts). */
-  settleUsage?: (gw: GatewayContext, streamedText: () => string) => Promise<void>;
+  settleUsage?: (gw: GatewayContext, streamedText: () => string) => Promise<void> | undefined;
 }
 
 /** After the client is done: settle usage, run onComplete (in reverse) and log, all off the request path. */
@@ -30,12 +30,14 @@ export async function endRequest({ gw, delivered, tap, lines }: InFlight, deps: 
         await lines.end();
         gw.batchResults = lines.results();
       }
-      await deps.settleUsage?.(gw, () => tap?.text() ?? '');
+      const settling = deps.settleUsage?.(gw, () => tap?.text() ?? '');
+      if (settling) await settling; // no turn of the microtask queue when nothing is pending
     } catch (err) {
       // Usage stays as reported (or unknown), but the request is still recorded.
       gw.log.warn({ err, requestId: gw.requestId }, 'settling usage failed');
     }
-    await deps.pipeline.complete(gw);
+    const completing = deps.pipeline.completeNow(gw);
+    if (completing) await completing;
     logLine(deps.requestLog, gw);
   } catch (err) {
     gw.log.error({ err, requestId: gw.requestId }, 'completing the request failed');

@@ -12,11 +12,11 @@ export function streamIncomplete(gw: GatewayContext): boolean {
 /**
  * Completes a request's usage once the client is done, off the request path (the proxy's settleUsage): the tokens
  * a stream did not report are estimated, then an audio or image request's own units are added
- * (providers/wire/media-request.ts).
+ * (providers/wire/media-request.ts). A promise only when there is something to wait for.
  */
-export async function settleUsage(gw: GatewayContext, streamedText: () => string): Promise<void> {
+export function settleUsage(gw: GatewayContext, streamedText: () => string): Promise<void> | undefined {
   estimateMissingTokens(gw, streamedText);
-  await settleMediaUsage(gw);
+  return settleMediaUsage(gw);
 }
 
 /**

@@ -132,7 +132,7 @@ export async function runPrimary(
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
-  serveWorkerMetrics(loaded.config.metrics);
+  serveWorkerMetrics(loaded.config.metrics, write);
   for (let i = 1; i <= count; i++) fork(i);
   return finished;
 }

@@ -88,6 +88,14 @@ export class LimitsContext implements WorkspaceLimitsService {
     }
   }
 
+  guardNow<T>(what: string, op: () => T, whenOpen: T): T {
+    try {
+      return op();
+    } catch (err) {
+      return this.failed(what, err, whenOpen);
+    }
+  }
+
   private failed<T>(what: string, err: unknown, whenOpen: T): T {
     if (err instanceof GatewayError) throw err;
     const now = Date.now();

@@ -1,11 +1,11 @@
 /**
  * PostgreSQL usage store (pg Pool): for several gateway instances sharing one database.
- * Each batch is one transaction of a few statements whatever its size: rows are sent as one
- * array per column and expanded with unnest(), which also avoids pg's 65535-parameter limit.
+ * Each batch is one transaction of a few statements whatever its size: the records by COPY (storage/postgres-copy.ts),
+ * the rollup increments as one array per column expanded with unnest(), which also avoids pg's 65535-parameter limit.
  */
 import type { Pool, PoolClient } from 'pg';
 import type { UsageRecord } from '../records/usage-record';
-import { RECORD_COLUMNS, dedupeById, recordValues } from './codec';
+import { RECORD_COLUMNS, dedupeById, recordValues, type SqlValue } from './codec';
 import { AlertOutbox } from './alert-outbox';
 import { BatchJobTable } from './batch-jobs';
 import { RuntimeBudgetTable } from './runtime-budget-table';
@@ -17,6 +17,7 @@ import { postgresDialect as d } from './dialect';
 import { KEY_CHANGES_SQL, KEY_COLUMNS, keyChangeFromRow, keyFromRow, type KeyChange } from './keys';
 import { insertPostgresKeys, revokePostgresKey } from './postgres-keys';
 import { columns, unnest } from './postgres-column-arrays';
+import { copyRows } from './postgres-copy';
 import { migratePostgres } from './postgres-migrate';
 import { maintainOnOneClient } from './postgres-partitions';
 import { postgresPool, withClient } from './postgres-pool';
@@ -105,6 +106,21 @@ ${unnest([...RECORD_COLUMNS.map((c) => RECORD_TYPES[c]), 'int8'])}
 ON CONFLICT (id, ts) DO NOTHING
 RETURNING id`;
 
+/** SQLSTATE unique_violation. */
+const UNIQUE_VIOLATION = '23505';
+
+/** COPY of rows none of which is stored yet (else unique_violation): 'all' of them were inserted. */
+async function copyRecords(c: PoolClient, rows: SqlValue[][]): Promise<'all'> {
+  await copyRows(c, 'usage_records', [...RECORD_COLUMNS, RECORD_TAG_SET_COLUMN], rows);
+  return 'all';
+}
+
+/** INSERT of the rows, skipping the ids already stored: the ids inserted. */
+async function insertNewRecords(c: PoolClient, rows: SqlValue[][]): Promise<Set<string>> {
+  const res = await c.query<{ id: string }>(INSERT_RECORDS, columns(rows, RECORD_COLUMNS.length + 1));
+  return new Set(res.rows.map((r) => r.id));
+}
+
 const QUARANTINE = `INSERT INTO quarantined_records (${QUARANTINE_COLUMNS})
 ${unnest(['text', 'text', 'int8', 'int8', 'text', 'text', 'text'])}
 ON CONFLICT (digest) DO NOTHING`;
@@ -182,22 +198,32 @@ export class PostgresUsageStore implements UsageStore {
     return out;
   }
 
+  /**
+   * One transaction: the records' tag sets, the records, their rollup increments. The records go by COPY, the
+   * cheapest way in, when none of them is stored yet; a record already stored (a replayed spill file, a batch
+   * retried after a timeout that did commit) makes the COPY fail with unique_violation, and the whole transaction
+   * is then done again with an INSERT that skips the stored ids. Sorted by id: two instances inserting overlapping
+   * batches lock the same rows in the same order.
+   */
   async insertBatch(records: readonly UsageRecord[]): Promise<InsertResult> {
     if (records.length === 0) return { inserted: 0, duplicates: 0 };
-    // Sorted by id: two instances inserting overlapping batches lock the same rows in the same order.
     const unique = dedupeById(records).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-    const inserted = await this.withTagSets(async (c, found) => {
-      const setIds = await this.tagSetIds(c, unique, found);
-      const rows = unique.map((r, i) => [...recordValues(r), setIds[i]]);
-      const res = await c.query<{ id: string }>(INSERT_RECORDS, columns(rows, RECORD_COLUMNS.length + 1));
-      // Only rows actually inserted (RETURNING skips ids already stored) get rollup increments.
-      const fresh = new Set(res.rows.map((r) => r.id));
-      const acc = new RollupAccumulator();
-      unique.forEach((r, i) => {
-        if (fresh.has(r.id)) acc.add(r, setIds[i]);
+    const write = (copy: boolean) =>
+      this.withTagSets(async (c, found) => {
+        const setIds = await this.tagSetIds(c, unique, found);
+        const rows = unique.map((r, i): SqlValue[] => [...recordValues(r), setIds[i]]);
+        const fresh = copy ? await copyRecords(c, rows) : await insertNewRecords(c, rows);
+        // Only rows actually inserted get rollup increments.
+        const acc = new RollupAccumulator();
+        unique.forEach((r, i) => {
+          if (fresh === 'all' || fresh.has(r.id)) acc.add(r, setIds[i]);
+        });
+        await applyRollupDeltas(c, acc.result());
+        return fresh === 'all' ? unique.length : fresh.size;
       });
-      await applyRollupDeltas(c, acc.result());
-      return fresh.size;
+    const inserted = await write(true).catch((err: { code?: string }) => {
+      if (err?.code !== UNIQUE_VIOLATION) throw err;
+      return write(false);
     });
     return { inserted, duplicates: records.length - inserted };
   }

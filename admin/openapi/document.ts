@@ -324,6 +324,11 @@ const paths = {
       responses: {
         '200': { description: 'The metrics.', content: { 'text/plain': { schema: { type: 'string' } } } },
         '404': error('Metrics are off (metrics.enabled: false)', ['route_not_found']),
+        '503': error(
+          "A multi-core gateway (server.workers > 1): a worker did not answer the gather of every worker's metrics within 5 s; try again after Retry-After seconds",
+          ['metrics_unavailable'],
+          { 'Retry-After': retryAfter },
+        ),
         ...guarded,
       },
     },

@@ -1,7 +1,6 @@
 import {
   budgetReadsOf,
   definePlugin,
-  formatUsd,
   type BudgetCheck,
   type BudgetCursor,
   type BudgetReads,
@@ -20,12 +19,12 @@ import {
   type WorkspaceLimitsService,
 } from '../../api';
 import { ActiveBudgets, type Applied } from './active-budgets';
-import { alertReached } from './alert';
+import { BudgetAlerts } from './alert';
 import { budgetPage, listingOrder, type ListedRule } from './budget-pages';
 import { affordableOutput, clampFloor, clampOutput, remainingPico } from './clamp';
 import { describe, perValuesKey, type Rule } from './budget-instance';
 import { rulesFrom, scopeValue } from './rules';
-import { PERIOD_ADJECTIVE, refusal, spendUnavailable } from './refusals';
+import { refusal, spendUnavailable } from './refusals';
 import { periodAt } from './periods';
 import { BudgetPricing, type BudgetPrice } from './unpriced';
 import { worstCase, type ReferencedInput } from './worst-case';
@@ -44,8 +43,6 @@ interface Held {
 }
 /** How many times a clamp is worked out again when other requests took what was left meanwhile. */
 const CLAMP_ATTEMPTS = 3;
-/** Budget alerts remembered as logged; beyond it the set starts again (at worst an alert is logged twice). */
-const MAX_ALERTS = 10_000;
 
 /** What the budget plugin is made of (built once, with the pipeline). */
 interface BudgetDeps {
@@ -74,8 +71,8 @@ interface BudgetDeps {
 export class BudgetPlugin implements GatewayPlugin, BudgetSource {
   readonly name = 'budget';
   private readonly rules = new WeakMap<WorkspaceLimits, Rule[]>();
-  /** Budget instances whose alert this instance has logged (the key names the period). */
-  private readonly alertsLogged = new Set<string>();
+  /** Logs a budget's alert once per period. */
+  private readonly alerts: BudgetAlerts;
   /** Renews the budgets each open request has a reservation in. */
   private readonly renewer: LeaseRenewer<readonly BudgetCheck[]>;
   /** The budget instances in use, their spend read off the request path. */
@@ -100,6 +97,7 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     this.pricing = pricing;
     this.referencedInput = referencedInput;
     this.policy = policy;
+    this.alerts = new BudgetAlerts(log);
     const lease = limits.storeConfig.reservation_lease_ms;
     this.renewer = limits.leases(lease, (holder, checks) => limits.store.renewReservation(checks, holder, lease));
     this.active = new ActiveBudgets(policy.max_active, limits.store, usage, records, log);
@@ -110,44 +108,81 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     }
   }
 
-  /** Synchronous when the workspace has no budget: nothing budget-related runs, and the pipeline stays synchronous. */
+  /**
+   * Synchronous when the workspace has no budget (nothing budget-related runs), and when the budgets' spend is
+   * known and the limit store answers at once (in memory) and has room: the pipeline stays synchronous.
+   */
   beforeUpstream(ctx: GatewayContext): Promise<void> | undefined {
     const l = this.limits.limitsOf(ctx);
     if (!l || l.budgets.length === 0) return undefined;
-    return this.reserve(ctx, l);
-  }
-
-  private async reserve(ctx: GatewayContext, l: WorkspaceLimits): Promise<void> {
     const now = this.clock.now();
     const applied: Applied[] = [];
     for (const rule of this.rulesOf(l, ctx.workspace!.id)) {
       const a = this.instance(ctx, rule, now);
       if (a) applied.push(a);
     }
-    if (applied.length === 0) return;
+    if (applied.length === 0) return undefined;
     // Only the first requests of a budget and period wait for its spend to be read, and at most spend_read_wait_ms.
     const loading = this.active.ready(applied, this.policy.spend_read_wait_ms);
-    if (loading) await loading;
+    return loading ? loading.then(() => this.reserve(ctx, applied, now)) : this.reserve(ctx, applied, now);
+  }
+
+  private reserve(ctx: GatewayContext, applied: Applied[], now: number): Promise<void> | undefined {
     if (!applied.every(spendLoaded)) this.spendUnknown(applied.filter((a) => !spendLoaded(a)));
     const priced = this.pricing.of(ctx);
-    let amountPico = priced
+    const amountPico = priced
       ? this.pricing.reservation(ctx, worstCase(ctx, this.cost, priced, this.referencedInput))
       : 0n;
     const checks = applied.map((a) => a.check);
-    let result = await this.reserveAll(ctx, checks, amountPico);
-    if (result && !result.allowed) {
-      const clamped = priced && (await this.clamp(ctx, applied, result.states, amountPico, priced));
-      if (!clamped) throw refusal(applied, result.states, amountPico, now);
-      ({ result, amountPico } = clamped);
-    }
-    // Settled even when the store failed open: the spend is added, and a reserve that ran in Redis after its
-    // reply timed out is released by request id.
     const held: Held = { applied, checks, reservedPico: amountPico, standIn: priced?.standIn };
+    const at = this.limits.store.immediate;
+    if (!at) return this.reserveAll(ctx, checks, amountPico).then((r) => this.admit(ctx, held, priced, r, now));
+    const leaseMs = this.renewer.leaseMs;
+    const result = this.limits.guardNow(
+      'budget',
+      () => at.reserve(checks, ctx.requestId, amountPico, leaseMs),
+      undefined,
+    );
+    return this.admit(ctx, held, priced, result, now);
+  }
+
+  /** Holds what was reserved, or clamps or refuses when the reservation did not fit (asynchronous only then). */
+  private admit(
+    ctx: GatewayContext,
+    held: Held,
+    priced: BudgetPrice | undefined,
+    result: BudgetReservation | undefined,
+    now: number,
+  ): Promise<void> | undefined {
+    if (result && !result.allowed) return this.clampOrRefuse(ctx, held, priced, result, now);
+    this.hold(ctx, held, result);
+    return undefined;
+  }
+
+  private async clampOrRefuse(
+    ctx: GatewayContext,
+    held: Held,
+    priced: BudgetPrice | undefined,
+    refused: BudgetReservation,
+    now: number,
+  ): Promise<void> {
+    const { applied, reservedPico } = held;
+    const clamped = priced && (await this.clamp(ctx, applied, refused.states, reservedPico, priced));
+    if (!clamped) throw refusal(applied, refused.states, reservedPico, now);
+    held.reservedPico = clamped.amountPico;
+    this.hold(ctx, held, clamped.result);
+  }
+
+  /**
+   * Held until settled, even when the store failed open (`result` undefined): the spend is added, and a reserve
+   * that ran in Redis after its reply timed out is released by request id.
+   */
+  private hold(ctx: GatewayContext, held: Held, result: BudgetReservation | undefined): void {
     ctx.state.set(HELD, held);
-    for (const a of applied) a.open++;
+    for (const a of held.applied) a.open++;
     if (!result) return;
-    if (amountPico > 0n) this.renewer.add(ctx.requestId, checks);
-    this.alertIfCrossed(applied, result.states);
+    if (held.reservedPico > 0n) this.renewer.add(ctx.requestId, held.checks);
+    this.alerts.ifCrossed(held.applied, result.states);
   }
 
   private reserveAll(ctx: GatewayContext, checks: readonly BudgetCheck[], amountPico: bigint) {
@@ -201,7 +236,8 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
     return held && this.settle(ctx, held);
   }
 
-  private async settle(ctx: GatewayContext, { applied, checks, reservedPico, standIn }: Held): Promise<void> {
+  /** Synchronous when the limit store answers at once (in memory). */
+  private settle(ctx: GatewayContext, { applied, checks, reservedPico, standIn }: Held): Promise<void> | undefined {
     this.renewer.remove(ctx.requestId);
     const failed = ctx.error !== undefined && !ctx.streamCut;
     // An answer whose cost is unknown (no usage, a unit the price lacks) counts as what was reserved for it.
@@ -213,18 +249,34 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
       a.settledAt = settledAt;
       if (a.check.seedPending) a.countedUnseeded = true;
     }
+    const store = this.limits.store;
+    const at = store.immediate;
+    if (!at) {
+      return this.limits
+        .guard('budget settle', () => store.settle(checks, ctx.requestId, actual), undefined)
+        .then(
+          (after) => this.settled(applied, after),
+          (err: unknown) => {
+            this.settled(applied, undefined);
+            throw err;
+          },
+        );
+    }
     let after: BudgetState[] | undefined;
     try {
-      after = await this.limits.guard(
-        'budget settle',
-        () => this.limits.store.settle(checks, ctx.requestId, actual),
-        undefined,
-      );
-    } finally {
-      // A settlement the limit store did not take is put back from the usage store's records.
-      if (!after) this.active.lost(applied);
+      after = this.limits.guardNow('budget settle', () => at.settle(checks, ctx.requestId, actual), undefined);
+    } catch (err) {
+      this.settled(applied, undefined);
+      throw err;
     }
-    if (after) this.alertIfCrossed(applied, after);
+    this.settled(applied, after);
+    return undefined;
+  }
+
+  /** A settlement the limit store did not take (`after` undefined) is put back from the usage store's records. */
+  private settled(applied: Applied[], after: BudgetState[] | undefined): void {
+    if (after) this.alerts.ifCrossed(applied, after);
+    else this.active.lost(applied);
   }
 
   async close(): Promise<void> {
@@ -303,26 +355,6 @@ export class BudgetPlugin implements GatewayPlugin, BudgetSource {
       this.limits.store.addToSet(perValuesKey(workspace, rule, period), value, period.endMs).catch(() => undefined);
     this.active.add(lookup, a);
     return a;
-  }
-
-  private alertIfCrossed(applied: Applied[], states: readonly BudgetState[]): void {
-    for (let i = 0; i < applied.length; i++) {
-      const { status } = applied[i];
-      if (this.alertsLogged.has(status.key) || !alertReached(states[i].spentPico, status.limitPico, status.alertAt[0]))
-        continue;
-      if (this.alertsLogged.size >= MAX_ALERTS) this.alertsLogged.clear(); // bounded; at worst an alert is logged again
-      this.alertsLogged.add(status.key);
-      this.log.warn(
-        {
-          budget: status.key,
-          workspace: status.workspace,
-          scope: status.scope,
-          spentUsd: formatUsd(states[i].spentPico),
-          limitUsd: formatUsd(status.limitPico),
-        },
-        `budget alert: ${Math.round(status.alertAt[0] * 100)}% of the ${PERIOD_ADJECTIVE[status.period]} budget used`,
-      );
-    }
   }
 }
 

@@ -5,7 +5,7 @@ import {
   type GatewayPlugin,
   type WorkspaceLimitsService,
 } from '../../api';
-import type { Bucket, BucketState, LimitScope, Usage } from '../../api';
+import type { Bucket, BucketState, LimitScope, TakeResult } from '../../api';
 
 const MINUTE = 60_000;
 const PLAN = 'rate-limit.plan';
@@ -55,42 +55,37 @@ export class RateLimitPlugin implements GatewayPlugin {
     return plan && this.take(ctx, plan);
   }
 
-  private async take(ctx: GatewayContext, plan: RatePlan): Promise<void> {
-    const { scopes, tokenScopes, tpmKeys, buckets } = plan;
+  /** Synchronous when the store answers at once (in memory): no promise per request. */
+  private take(ctx: GatewayContext, plan: RatePlan): Promise<void> | undefined {
     ctx.state.set(PLAN, plan);
-    const store = this.limits.store;
+    const at = this.limits.store.immediate;
+    if (!at) return this.takeFromStore(ctx, plan);
+    const { tpmKeys, buckets } = plan;
+    if (tpmKeys.length > 0)
+      checkTokens(
+        plan,
+        tpmKeys.map((key) => this.limits.guardNow('tokens_per_minute', () => at.windowTotal(key, MINUTE), 0)),
+      );
+    if (buckets.length > 0)
+      noteTaken(
+        ctx,
+        plan,
+        this.limits.guardNow('request rate', () => at.take(buckets), undefined),
+      );
+    return undefined;
+  }
 
-    if (tokenScopes.length > 0) {
+  private async takeFromStore(ctx: GatewayContext, plan: RatePlan): Promise<void> {
+    const { tpmKeys, buckets } = plan;
+    const store = this.limits.store;
+    if (tpmKeys.length > 0) {
       const used = await Promise.all(
         tpmKeys.map((key) => this.limits.guard('tokens_per_minute', () => store.windowTotal(key, MINUTE), 0)),
       );
-      const full = tokenScopes.findIndex((s, i) => used[i] >= s.limits.tokens_per_minute!);
-      if (full >= 0) {
-        const wait = MINUTE - (Date.now() % MINUTE);
-        const { label, limits } = tokenScopes[full];
-        throw new GatewayError(
-          'rate_limited',
-          `Token rate limit reached for ${label}: ${used[full]} of ${limits.tokens_per_minute} tokens per minute used. Retry after ${seconds(wait)} s.`,
-          {
-            headers: { 'retry-after': seconds(wait) },
-          },
-        );
-      }
+      checkTokens(plan, used);
     }
-
     if (buckets.length === 0) return;
-    const taken = await this.limits.guard('request rate', () => store.take(buckets), undefined);
-    if (!taken) return;
-    if (!taken.allowed) {
-      const blocked = taken.buckets.filter((b) => b.retryAfterMs > 0);
-      const wait = Math.max(...blocked.map((b) => b.retryAfterMs));
-      const which = blocked.map((b) => `${describe(b, buckets, scopes)}`).join('; ');
-      throw new GatewayError('rate_limited', `Rate limit reached: ${which}. Retry after ${seconds(wait)} s.`, {
-        headers: { ...setRateHeaders({}, taken.buckets), 'retry-after': seconds(wait) },
-      });
-    }
-    ctx.state.set(TAKEN, buckets);
-    setRateHeaders(ctx.responseHeaders, taken.buckets); // straight into the answer's headers, no object in between
+    noteTaken(ctx, plan, await this.limits.guard('request rate', () => store.take(buckets), undefined));
   }
 
   /** The rate-limited scopes among a request's scopes and their buckets, worked out once per scope set. */
@@ -136,23 +131,60 @@ export class RateLimitPlugin implements GatewayPlugin {
     const plan = ctx.state.get(PLAN) as RatePlan | undefined;
     const u = ctx.usage;
     if (!plan || plan.tpmKeys.length === 0 || !u) return undefined;
-    return this.countTokens(plan.tpmKeys, u);
-  }
-
-  private async countTokens(tpmKeys: readonly string[], u: Usage): Promise<void> {
     const tokens =
       (u.inputTokens ?? 0) +
       (u.outputTokens ?? 0) +
       (u.cacheReadTokens ?? 0) +
       (u.cacheWriteTokens ?? 0) +
       (u.cacheWrite1hTokens ?? 0);
-    if (tokens === 0) return;
+    if (tokens === 0) return undefined;
+    const at = this.limits.store.immediate;
+    if (!at) return this.countTokens(plan.tpmKeys, tokens);
+    for (const key of plan.tpmKeys) {
+      try {
+        this.limits.guardNow('tokens_per_minute', () => at.addToWindow(key, MINUTE, tokens), 0);
+      } catch {
+        // on_error closed: the request is already answered, there is nothing to refuse
+      }
+    }
+    return undefined;
+  }
+
+  private async countTokens(tpmKeys: readonly string[], tokens: number): Promise<void> {
     for (const key of tpmKeys) {
       await this.limits
         .guard('tokens_per_minute', () => this.limits.store.addToWindow(key, MINUTE, tokens), 0)
         .catch(() => 0);
     }
   }
+}
+
+/** Refuses the request when a tokens-per-minute window (`used`, one per token scope) is full. */
+function checkTokens({ tokenScopes }: RatePlan, used: readonly number[]): void {
+  const full = tokenScopes.findIndex((s, i) => used[i] >= s.limits.tokens_per_minute!);
+  if (full < 0) return;
+  const wait = MINUTE - (Date.now() % MINUTE);
+  const { label, limits } = tokenScopes[full];
+  throw new GatewayError(
+    'rate_limited',
+    `Token rate limit reached for ${label}: ${used[full]} of ${limits.tokens_per_minute} tokens per minute used. Retry after ${seconds(wait)} s.`,
+    { headers: { 'retry-after': seconds(wait) } },
+  );
+}
+
+/** Refuses the request when a bucket had no token; otherwise notes what was taken and sets the x-ratelimit-* headers. */
+function noteTaken(ctx: GatewayContext, { buckets, scopes }: RatePlan, result: TakeResult | undefined): void {
+  if (!result) return; // the store failed open
+  if (!result.allowed) {
+    const blocked = result.buckets.filter((b) => b.retryAfterMs > 0);
+    const wait = Math.max(...blocked.map((b) => b.retryAfterMs));
+    const which = blocked.map((b) => `${describe(b, buckets, scopes)}`).join('; ');
+    throw new GatewayError('rate_limited', `Rate limit reached: ${which}. Retry after ${seconds(wait)} s.`, {
+      headers: { ...setRateHeaders({}, result.buckets), 'retry-after': seconds(wait) },
+    });
+  }
+  ctx.state.set(TAKEN, buckets);
+  setRateHeaders(ctx.responseHeaders, result.buckets); // straight into the answer's headers, no object in between
 }
 
 function describe(state: BucketState, buckets: readonly Bucket[], scopes: readonly LimitScope[]): string {

@@ -39,10 +39,17 @@ const hasAudioUnits = (u: Usage | undefined): boolean =>
     u.inputAudioTokens !== undefined ||
     u.outputTokens !== undefined);
 
-/** Adds the request's own units to an audio or image request's usage (see above). */
-export async function settleMediaUsage(gw: GatewayContext): Promise<void> {
+/**
+ * Adds the request's own units to an audio or image request's usage (see above). A promise only for an audio
+ * upload whose duration is read from its head; nothing to do (a token-counted request) costs none.
+ */
+export function settleMediaUsage(gw: GatewayContext): Promise<void> | undefined {
   const key = gw.endpoint?.key;
-  if (!key || gw.endpoint?.costCounted || gw.status === undefined || gw.status >= 400) return;
+  if (!key || gw.endpoint?.costCounted || gw.status === undefined || gw.status >= 400) return undefined;
+  return mediaUsage(gw, key);
+}
+
+async function mediaUsage(gw: GatewayContext, key: EndpointKey): Promise<void> {
   const fields: Record<string, unknown> | undefined = gw.json ?? gw.form;
   const usage: Usage = { ...gw.usage };
   if (key === 'audio.speech') {

@@ -18,7 +18,7 @@ export function metricsScrapeOf(metrics: GatewayMetrics): () => Promise<MetricsS
 }
 
 /** In the primary of a multi-core gateway with metrics on: answers the workers' scrapes with every worker's sum. */
-export function serveWorkerMetrics(config: MetricsConfig): void {
+export function serveWorkerMetrics(config: MetricsConfig, write: (line: string) => void): void {
   // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded only when metrics are on
-  if (config.enabled) (require('./cluster-metrics') as typeof import('./cluster-metrics')).serveWorkerMetrics();
+  if (config.enabled) (require('./cluster-metrics') as typeof import('./cluster-metrics')).serveWorkerMetrics(write);
 }

@@ -4,6 +4,7 @@ import type {
   BudgetCheck,
   BudgetReservation,
   BudgetState,
+  ImmediateLimitOps,
   LimitStore,
   TakeResult,
 } from '../../contracts/limit-store';
@@ -49,12 +50,24 @@ export class MemoryLimitStore implements LimitStore {
   private readonly budgets = new Map<string, BudgetRecord>();
   private readonly sets = new Map<string, { members: SortedMembers; untilMs: number }>();
   private readonly sweeper: NodeJS.Timeout;
+  /** A request's operations answered at once (no promise): the limit plugins use them when a store has them. */
+  readonly immediate: ImmediateLimitOps = {
+    take: (buckets, now = Date.now()) => this.takeNow(buckets, now),
+    windowTotal: (key, windowMs, now = Date.now()) => this.window(key, windowMs, now).total,
+    addToWindow: (key, windowMs, amount, now = Date.now()) => (this.window(key, windowMs, now).total += amount),
+    reserve: (checks, holder, amountPico, leaseMs) => this.reserveNow(checks, holder, amountPico, leaseMs),
+    settle: (checks, holder, actualPico) => this.settleNow(checks, holder, actualPico),
+  };
 
   constructor(sweepEveryMs = 60_000) {
     this.sweeper = setInterval(() => this.sweep(Date.now()), sweepEveryMs).unref();
   }
 
-  async take(buckets: readonly Bucket[], now = Date.now()): Promise<TakeResult> {
+  async take(buckets: readonly Bucket[], now?: number): Promise<TakeResult> {
+    return this.immediate.take(buckets, now);
+  }
+
+  private takeNow(buckets: readonly Bucket[], now: number): TakeResult {
     const tokens: number[] = new Array(buckets.length);
     let allowed = true;
     for (let i = 0; i < buckets.length; i++) {
@@ -100,14 +113,12 @@ export class MemoryLimitStore implements LimitStore {
     }
   }
 
-  async addToWindow(key: string, windowMs: number, amount: number, now = Date.now()): Promise<number> {
-    const w = this.window(key, windowMs, now);
-    w.total += amount;
-    return w.total;
+  async addToWindow(key: string, windowMs: number, amount: number, now?: number): Promise<number> {
+    return this.immediate.addToWindow(key, windowMs, amount, now);
   }
 
-  async windowTotal(key: string, windowMs: number, now = Date.now()): Promise<number> {
-    return this.window(key, windowMs, now).total;
+  async windowTotal(key: string, windowMs: number, now?: number): Promise<number> {
+    return this.immediate.windowTotal(key, windowMs, now);
   }
 
   async acquireSlot(
@@ -144,6 +155,15 @@ export class MemoryLimitStore implements LimitStore {
     amountPico: bigint,
     leaseMs: number,
   ): Promise<BudgetReservation> {
+    return this.immediate.reserve(checks, holder, amountPico, leaseMs);
+  }
+
+  private reserveNow(
+    checks: readonly BudgetCheck[],
+    holder: string,
+    amountPico: bigint,
+    leaseMs: number,
+  ): BudgetReservation {
     const now = Date.now();
     const recs = checks.map((c) => this.budget(c, now));
     const allowed = checks.every((c, i) => recs[i].spent + recs[i].reserved + amountPico <= c.limitPico);
@@ -167,6 +187,10 @@ export class MemoryLimitStore implements LimitStore {
   }
 
   async settle(checks: readonly BudgetCheck[], holder: string, actualPico: bigint): Promise<BudgetState[]> {
+    return this.immediate.settle(checks, holder, actualPico);
+  }
+
+  private settleNow(checks: readonly BudgetCheck[], holder: string, actualPico: bigint): BudgetState[] {
     const now = Date.now();
     return checks.map((c) => {
       const r = this.budget(c, now);

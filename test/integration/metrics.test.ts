@@ -12,14 +12,12 @@ import { fixtureJson, PROJECT_ROOT } from '../helpers/fixtures';
 import {
   ANTHROPIC_KEY,
   OPENAI_KEY,
-  providerBlock,
   startTestGateway,
-  TEST_ADMIN_TOKEN,
   TEST_GATEWAY_KEY,
   type TestGateway,
   openaiClient,
 } from '../helpers/gateway';
-import { spawnGateway, stopGateway } from '../helpers/process';
+import { spawnOneWorkspace, stopGateway } from '../helpers/process';
 import { samplesOf, scrape, total, type Sample } from '../helpers/prometheus';
 import { recordedResponder, TestUpstream } from '../helpers/upstream';
 import { waitFor, sleep } from '../helpers/wait';
@@ -359,13 +357,7 @@ plugins:
 
   it('a multi-core gateway sums its workers: every scrape, whichever worker answers, counts every request', async function () {
     this.timeout(60_000);
-    const gw = await spawnGateway(`
-server: { host: 127.0.0.1, port: 0, workers: 2 }
-admin: { host: 127.0.0.1, port: 0, token: "${TEST_ADMIN_TOKEN}" }
-storage: { url: "sqlite:./tollgate.db" }
-workspaces: [{ id: default, keys: [{ id: ci, key: "\${GATEWAY_KEY}" }] }]
-${providerBlock(upstream.url)}
-`);
+    const gw = await spawnOneWorkspace(upstream.url, 'workers: 2');
     try {
       for (let i = 0; i < 600 && !gw.stderr().includes('2 worker processes serve'); i++) await sleep(50);
       expect(gw.adminUrl).to.be.a('string');

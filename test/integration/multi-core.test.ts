@@ -2,10 +2,12 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { expect } from 'chai';
+import { request } from 'undici';
 import { workerCount } from '../../runtime/cluster';
 import { openStore } from '../../storage';
-import { OPENAI_KEY, providerBlock, TEST_GATEWAY_KEY } from '../helpers/gateway';
-import { spawnGateway, type GatewayProcess } from '../helpers/process';
+import { OPENAI_KEY, providerBlock, TEST_ADMIN_TOKEN, TEST_GATEWAY_KEY } from '../helpers/gateway';
+import { spawnGateway, spawnOneWorkspace, stopGateway, type GatewayProcess } from '../helpers/process';
+import { scrape, total } from '../helpers/prometheus';
 import { TestUpstream } from '../helpers/upstream';
 
 /** Processes whose parent is `pid` (the cluster workers of a primary). */
@@ -54,6 +56,24 @@ function post(url: string, body: string): Promise<number> {
     req.on('error', reject);
     req.end(body);
   });
+}
+
+interface Answer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+}
+
+/**
+ * GET /metrics with the admin token on a connection of its own (the cluster hands connections to the workers in
+ * turn), through undici's global dispatcher, so that the answer is checked against the OpenAPI document.
+ */
+async function scrapeOnNewConnection(adminUrl: string): Promise<Answer> {
+  const res = await request(`${adminUrl}/metrics`, {
+    headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
+    reset: true,
+  });
+  return { status: res.statusCode, headers: res.headers, body: await res.body.text() };
 }
 
 describe('multi-core mode (server.workers / tollgate start --workers)', () => {
@@ -115,6 +135,79 @@ plugins:
       }
       // The first start created no key of its own (GATEWAY_KEY is set), and no worker announced one either.
       expect(gw.stderr()).not.to.include('created a gateway key');
+    });
+  });
+
+  describe('GET /metrics while a worker cannot answer the primary (stopped with SIGSTOP)', () => {
+    const upstream = new TestUpstream();
+    let gw: GatewayProcess | undefined;
+    let stopped: number | undefined;
+    /** A worker left stopped would outlive the suite: resumed whatever happens, even when mocha exits mid-test. */
+    const resume = () => {
+      if (stopped === undefined) return;
+      try {
+        process.kill(stopped, 'SIGCONT');
+      } catch {
+        // already gone
+      }
+      stopped = undefined;
+    };
+
+    before(() => upstream.start());
+    after(async () => {
+      resume();
+      process.off('exit', resume);
+      if (gw && gw.child.exitCode === null) await stopGateway(gw);
+      await upstream.stop();
+    });
+
+    it('answers 503 metrics_unavailable with Retry-After, logs it once, and answers 200 again once the worker does', async function () {
+      this.timeout(90_000);
+      gw = await spawnOneWorkspace(upstream.url, 'workers: 2');
+      for (let i = 0; i < 600 && !gw.stderr().includes('2 worker processes serve'); i++)
+        await new Promise((r) => setTimeout(r, 50));
+      const adminUrl = gw.adminUrl!;
+      expect((await scrapeOnNewConnection(adminUrl)).status, 'both workers answering').to.equal(200);
+
+      const workers = childrenOf(gw.child.pid!);
+      expect(workers).to.have.length(2);
+      stopped = workers[1];
+      process.on('exit', resume);
+      process.kill(stopped, 'SIGSTOP');
+
+      // A connection handed to the stopped worker waits for it; of two at once, the primary hands at least one to
+      // the worker that runs (it hands a worker no second connection before it took the first), and that one answers.
+      const pending: Promise<Answer>[] = [];
+      const refused: Answer[] = [];
+      for (let round = 0; round < 2; round++) {
+        const pair = [scrapeOnNewConnection(adminUrl), scrapeOnNewConnection(adminUrl)];
+        pending.push(...pair);
+        refused.push(await Promise.race(pair));
+      }
+      for (const answer of refused) {
+        expect(answer.status).to.equal(503);
+        expect(answer.headers['retry-after']).to.equal('5');
+        expect(answer.headers['content-type']).to.match(/^application\/json/);
+        const { error } = JSON.parse(answer.body);
+        expect(error.code).to.equal('metrics_unavailable');
+        expect(error.type).to.equal('gateway_error');
+      }
+
+      resume();
+      const settled = await Promise.all(pending);
+      expect(settled.map((a) => a.status).filter((s) => s !== 200 && s !== 503)).to.deep.equal([]);
+      const after = await scrapeOnNewConnection(adminUrl);
+      expect(after.status, 'the worker answers again').to.equal(200);
+      const samples = await scrape(adminUrl);
+      expect(total(samples, 'tollgate_admin_errors_total', { code: 'metrics_unavailable' })).to.equal(
+        settled.filter((a) => a.status === 503).length,
+      );
+
+      const stderr = gw.stderr();
+      expect(stderr.match(/did not answer the metrics gather/g), stderr).to.have.length(1);
+      expect(stderr.match(/every worker answers the metrics gather again/g), stderr).to.have.length(1);
+      expect(gw.output().filter((l) => l.includes('metrics scrape failed'))).to.deep.equal([]);
+      expect(await stopGateway(gw)).to.equal(0);
     });
   });
 });

@@ -858,6 +858,38 @@ function defineStorageSuite(env: () => SuiteEnv): void {
       ]);
   });
 
+  it('stores text exactly as given, backslashes, tabs, line breaks and \\N included; a batch with stored ids counts only the new ones', async () => {
+    // PostgreSQL copies a batch in COPY's text format, where these characters are escapes; a batch holding ids
+    // already stored is then inserted again skipping them.
+    const at = BASE + 25 * DAY; // outside every range the other tests query
+    const odd = [
+      'back\\slash',
+      'tab\there',
+      'line\nbreak',
+      'carriage\rreturn',
+      '\\N',
+      '\\\\t',
+      'é 日本 🙂',
+      '"quoted"',
+      'plain',
+    ];
+    const recs = makeRecords(odd.length, 47, at, HOUR, 'esc').map((r, i) => ({
+      ...r,
+      model: `m-${odd[i]}`,
+      errorCode: odd[i],
+      generationId: odd[i],
+      toolCalls: { [odd[i] || 'none']: i + 1 },
+      tags: { agent: odd[i], [`k\t${i}`]: odd[(i + 1) % odd.length] },
+    }));
+    expect(await store.insertBatch(recs.slice(1))).to.deep.equal({ inserted: odd.length - 1, duplicates: 0 });
+    expect(await store.insertBatch(recs)).to.deep.equal({ inserted: 1, duplicates: odd.length - 1 });
+    const page = await store.listRequests({ from: at, to: at + DAY, limit: 100, cursor: null });
+    const byNewest = (a: UsageRecord, b: UsageRecord) => b.ts - a.ts || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
+    expect(page.records).to.deep.equal([...recs].sort(byNewest));
+    const byAgent = await store.queryUsage({ from: at, to: at + DAY, groupBy: ['agent'] });
+    expect(byAgent.map((r) => [r.group.agent, r.requests]).sort()).to.deep.equal(odd.map((v) => [v, 1]).sort());
+  });
+
   describe('write queue', () => {
     const QBASE = BASE + 10 * DAY;
     const qrange = { from: QBASE, to: QBASE + DAY };
