@@ -131,6 +131,23 @@ describe('OpenTelemetry tracing (opt-in through OTEL_* variables)', () => {
       ...extraEnv,
     });
 
+  /**
+   * A traced gateway with a sampler: the SDK reads OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG from process.env
+   * while the gateway starts (not from the variables the gateway is given), so they are set there for that moment.
+   */
+  const sampledBy = async (sampler: { OTEL_TRACES_SAMPLER: string; OTEL_TRACES_SAMPLER_ARG: string }) => {
+    const saved = Object.keys(sampler).map((key) => [key, process.env[key]] as const);
+    Object.assign(process.env, sampler);
+    try {
+      return await traced();
+    } finally {
+      for (const [key, value] of saved) {
+        if (value === undefined) delete process.env[key];
+        else process.env[key] = value;
+      }
+    }
+  };
+
   it("one span per request with the GenAI attributes, the cost and the tags, continuing the client's trace to the provider", async () => {
     const gw = await traced({ OTEL_SERVICE_NAME: 'gateway-under-test' });
     let cost: string | null | undefined;
@@ -257,6 +274,47 @@ describe('OpenTelemetry tracing (opt-in through OTEL_* variables)', () => {
     expect(flags).to.equal('00');
   });
 
+  it('a request the sampler leaves out exports no span, yet the provider gets a traceparent with the flag off', async () => {
+    const gw = await sampledBy({ OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '0' });
+    let own: Record<string, unknown>;
+    let continued: Record<string, unknown>;
+    try {
+      expect(await chat(gw, {})).to.equal(200);
+      own = upstream.last().headers;
+      const client = { traceparent: `00-${TRACE_ID}-${CLIENT_SPAN}-01`, tracestate: 'vendor=abc' };
+      expect(await chat(gw, client)).to.equal(200);
+      continued = upstream.last().headers;
+    } finally {
+      await gw.stop();
+    }
+    expect(receiver.spans).to.deep.equal([]);
+    // Without a client trace: a new one, not sampled.
+    const [, newTrace, , ownFlags] = TRACEPARENT.exec(String(own.traceparent))!;
+    expect([newTrace === TRACE_ID, ownFlags]).to.deep.equal([false, '00']);
+    // traceidratio is not parent-based: the client's sampled trace is continued, with the gateway's span id and
+    // the flag off, its tracestate passed on.
+    const [, traceId, parentId, flags] = TRACEPARENT.exec(String(continued.traceparent))!;
+    expect([traceId, flags]).to.deep.equal([TRACE_ID, '00']);
+    expect(parentId).to.not.equal(CLIENT_SPAN);
+    expect(continued.tracestate).to.equal('vendor=abc');
+  });
+
+  it("a parent-based ratio sampler samples a client's sampled trace whatever the ratio, and only that one", async () => {
+    const gw = await sampledBy({ OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0' });
+    try {
+      expect(await chat(gw, {})).to.equal(200);
+      expect(await chat(gw, { traceparent: `00-${TRACE_ID}-${CLIENT_SPAN}-01`, tracestate: 'vendor=abc' })).to.equal(
+        200,
+      );
+    } finally {
+      await gw.stop();
+    }
+    expect(receiver.spans).to.have.length(1);
+    const [span] = receiver.spans as (ExportedSpan & { traceState?: string })[];
+    expect([span.traceId, span.parentSpanId, span.traceState]).to.deep.equal([TRACE_ID, CLIENT_SPAN, 'vendor=abc']);
+    expect(upstream.last().headers.traceparent).to.equal(`00-${TRACE_ID}-${span.spanId}-01`);
+  });
+
   it("an invalid traceparent starts a new trace, and the client's tracestate does not travel with it", async () => {
     const gw = await traced();
     try {
@@ -285,7 +343,7 @@ describe('OpenTelemetry tracing (opt-in through OTEL_* variables)', () => {
 
   // prom-client's process CPU metric loads @opentelemetry/api (the no-op API, for exemplars): the SDK is what tracing adds.
   it('off, the OpenTelemetry SDK is never loaded; with metrics off, neither is prom-client (a fresh process)', async function () {
-    this.timeout(30_000);
+    this.timeout(120_000); // three fresh processes, each loading the gateway: slow on a busy machine
     const loaded = async (yaml: string, env: Record<string, string>) => {
       const script = `
 const { parseConfig } = require(${JSON.stringify(resolve(PROJECT_ROOT, 'dist/config/load'))});
