@@ -3,7 +3,7 @@
  * apply each chunk in a transaction with a compare-and-set update (so a concurrent repricer
  * cannot apply the same change twice) and the rollup corrections of the rows it changed.
  */
-import type { UsageRecord } from '../records/usage-record';
+import { PROVIDER_REPORTED, type UsageRecord } from '../records/usage-record';
 import { addTotals, contribution } from './counters';
 import type { SqlDialect } from './dialect';
 import { scanRecords } from './query/list';
@@ -13,20 +13,27 @@ import type { RepriceFn, RepriceResult, Repricing, UsageFilter } from './store';
 
 export const REPRICE_CHUNK = 1000;
 
-/** The fields a repricing may change (storage/store.ts Repricing); a record whose fields all stay is not rewritten. */
-const REPRICED_FIELDS = [
-  'costPico',
-  'listCostPico',
-  'provenance',
-  'priceVersion',
-  'usageSource',
-  'priceId',
-  'costDisagrees',
-] as const;
+/**
+ * The fields a repricing may change besides the price version (storage/store.ts Repricing); a record whose fields all
+ * stay is not rewritten.
+ */
+const REPRICED_FIELDS = ['costPico', 'listCostPico', 'provenance', 'usageSource', 'priceId', 'costDisagrees'] as const;
 
-/** Whether a repricing changes anything stored on the record. */
+/** A price version naming a catalog, not the provider's own figure (PROVIDER_REPORTED) and not "no price" (null). */
+const catalogVersion = (v: string | null | undefined): boolean => v != null && v !== PROVIDER_REPORTED;
+
+/**
+ * Whether a repricing changes anything stored on the record, and so rewrites it. A record whose cost, list cost and
+ * the rest come out the same is not rewritten when only its catalog version moves (`pricing.discounts` or a price of
+ * another model changed the catalog's digest): it keeps the version its cost was computed with, which is still true
+ * of it. Nothing reads that version to decide whether a record is current (a reprice always prices again from the
+ * counts), so rewriting it would only cost a row write, and its WAL, for every record of the range. A move to or
+ * from the provider's own figure, or from no price, is rewritten: there the version says where the cost came from.
+ */
 export function repricingChanges(old: UsageRecord, p: Repricing): boolean {
-  return REPRICED_FIELDS.some((f) => f in p && (p[f] ?? null) !== (old[f] ?? null));
+  if (REPRICED_FIELDS.some((f) => f in p && (p[f] ?? null) !== (old[f] ?? null))) return true;
+  if (!('priceVersion' in p) || (p.priceVersion ?? null) === (old.priceVersion ?? null)) return false;
+  return !(catalogVersion(old.priceVersion) && catalogVersion(p.priceVersion));
 }
 
 export interface Change {

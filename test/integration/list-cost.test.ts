@@ -158,14 +158,55 @@ for (const backend of backends)
 
     it('a reprice after the discount changes moves the cost and keeps the list cost; the rollups follow', async () => {
       const halfOff = PriceCatalog.fromConfig({ discounts: { openai: '0.5' } });
+      const before = await records();
+      const [claudeBefore] = before.filter((r) => r.provider === 'anthropic');
+      const versions = await rowVersions();
+      // The dry run: every record read, the three OpenAI ones would change; the Anthropic one's cost comes out the
+      // same under the new catalog (no discount on it), so only its catalog version would move: not a change.
+      const dry = await repriceRange(gw.gateway.store, halfOff, { from, to }, { dryRun: true, reason: 'dry' });
+      expect(dry.result).to.deep.equal({ scanned: 4, updated: 0 });
+      expect(dry.diff.changed).to.equal(3);
+      const diffRows = dry.diff.rows();
+
       const run = await repriceRange(gw.gateway.store, halfOff, { from, to }, { reason: 'new contract' });
-      // All four: the Anthropic record keeps its cost and takes the new catalog's price version.
-      expect(run.result.updated).to.equal(4);
-      const mini = (await records()).filter((r) => r.model === 'gpt-4o-mini');
+      expect(run.result).to.deep.equal({ scanned: 4, updated: 3 });
+      expect(run.diff.rows(), "the applied run's diff is the dry run's").to.deep.equal(diffRows);
+      const after = await records();
+      const mini = after.filter((r) => r.model === 'gpt-4o-mini');
       expect(mini.map((r) => [r.costPico, r.listCostPico])).to.deep.equal(Array(3).fill([MINI_LIST / 2n, MINI_LIST]));
+      expect(mini.every((r) => r.priceVersion === halfOff.version)).to.equal(true);
+      // The Anthropic record was not rewritten: its stored values, version included, are what they were.
+      expect(after.find((r) => r.id === claudeBefore.id)).to.deep.equal(claudeBefore);
+      expect(claudeBefore.priceVersion).to.not.equal(halfOff.version);
+      const changedRows = await rowVersions();
+      if (versions && changedRows)
+        expect(
+          before.filter((r) => versions.get(r.id) !== changedRows.get(r.id)).map((r) => r.model),
+          'rows PostgreSQL wrote (their xmin moved)',
+        ).to.deep.equal(['gpt-4o-mini', 'gpt-4o-mini', 'gpt-4o-mini']);
+      const log = await gw.gateway.store.repriceLog!().list(1);
+      expect(log[0]).to.include({ scanned: 4, changed: 3 });
+
       const sums = await expectRollupsMatchRecords();
       expect(sums.discountPico).to.equal((3n * MINI_LIST) / 2n);
       const openai = (await usage('&group_by=provider')).rows.find((r: any) => r.group.provider === 'openai');
       expect(openai).to.include({ list_cost_usd: '0.00092205', cost_usd: '0.000461025', discount_usd: '0.000461025' });
     });
+
+    /** On PostgreSQL, each record's row version (xmin): it moves when, and only when, the row is written. */
+    async function rowVersions(): Promise<Map<string, string> | undefined> {
+      if (backend.name !== 'PostgreSQL') return undefined;
+      const { Client } = await import('pg');
+      const c = new Client({ connectionString: process.env.DATABASE_URL, options: `-c search_path=${pgSchema}` });
+      await c.connect();
+      try {
+        const res = await c.query<{ id: string; xmin: string }>(
+          'SELECT id, xmin::text AS xmin FROM usage_records WHERE ts >= $1 AND ts < $2',
+          [from, to],
+        );
+        return new Map(res.rows.map((r) => [r.id, r.xmin]));
+      } finally {
+        await c.end();
+      }
+    }
   });
