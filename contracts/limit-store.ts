@@ -72,6 +72,8 @@ export interface ImmediateLimitOps {
   addToWindow(key: string, windowMs: number, amount: number, now?: number): number;
   reserve(checks: readonly BudgetCheck[], holder: string, amountPico: bigint, leaseMs: number): BudgetReservation;
   settle(checks: readonly BudgetCheck[], holder: string, actualPico: bigint): BudgetState[];
+  acquireSlot(key: string, holder: string, limit: number, leaseMs: number): { acquired: boolean; inUse: number };
+  releaseSlot(key: string, holder: string): void;
 }
 
 export interface LimitStore {

@@ -3,6 +3,7 @@ import {
   GatewayError,
   type GatewayContext,
   type GatewayPlugin,
+  type ImmediateLimitOps,
   type LeaseRenewer,
   type LimitScope,
   type WorkspaceLimitsService,
@@ -36,12 +37,14 @@ export class ConcurrencyPlugin implements GatewayPlugin {
     );
   }
 
-  /** Synchronous for a request that is not a stream, or has no stream limit. */
+  /** Synchronous for a request that is not a stream, has no stream limit, or whose store answers at once. */
   beforeUpstream(ctx: GatewayContext): Promise<void> | undefined {
     const l = this.limits.limitsOf(ctx);
     if (!l || !ctx.stream) return undefined;
     const plan = this.planFor(this.limits.scopesOf(ctx, l));
-    return plan.scopes.length === 0 ? undefined : this.acquire(ctx, plan);
+    if (plan.scopes.length === 0) return undefined;
+    const at = this.limits.store.immediate;
+    return at ? this.acquireNow(ctx, plan, at) : this.acquire(ctx, plan);
   }
 
   private planFor(all: readonly LimitScope[]): SlotPlan {
@@ -53,42 +56,70 @@ export class ConcurrencyPlugin implements GatewayPlugin {
     return plan;
   }
 
-  private async acquire(ctx: GatewayContext, { scopes, keys }: SlotPlan): Promise<void> {
+  /** The store answers at once (in memory): no promise per stream. */
+  private acquireNow(ctx: GatewayContext, plan: SlotPlan, at: ImmediateLimitOps): undefined {
+    const acquired = holding(ctx);
+    for (let i = 0; i < plan.scopes.length; i++) {
+      const limit = plan.scopes[i].limits.concurrent_streams!;
+      const take = () => at.acquireSlot(plan.keys[i], ctx.requestId, limit, this.renewer.leaseMs);
+      took(plan, i, acquired, this.limits.guardNow(WHAT, take, WHEN_OPEN));
+    }
+    this.renewer.add(ctx.requestId, acquired);
+    return undefined;
+  }
+
+  private async acquire(ctx: GatewayContext, plan: SlotPlan): Promise<void> {
     const store = this.limits.store;
-    const lease = this.renewer.leaseMs;
-    const acquired: string[] = [];
-    ctx.state.set(HELD, acquired); // before the first acquire: whatever happens next, onComplete releases it
-    for (let i = 0; i < scopes.length; i++) {
-      const s = scopes[i];
-      const key = keys[i];
-      const result = await this.limits.guard(
-        'concurrent streams',
-        () => store.acquireSlot(key, ctx.requestId, s.limits.concurrent_streams!, lease),
-        { acquired: true, inUse: 0 },
-      );
-      if (!result.acquired) {
-        throw new GatewayError(
-          'concurrency_limited',
-          `Too many open streams for ${s.label}: ${s.limits.concurrent_streams} at most. Retry when one ends.`,
-          {
-            headers: { 'retry-after': '1' },
-          },
-        );
-      }
-      acquired.push(key);
+    const acquired = holding(ctx);
+    for (let i = 0; i < plan.scopes.length; i++) {
+      const limit = plan.scopes[i].limits.concurrent_streams!;
+      const take = () => store.acquireSlot(plan.keys[i], ctx.requestId, limit, this.renewer.leaseMs);
+      took(plan, i, acquired, await this.limits.guard(WHAT, take, WHEN_OPEN));
     }
     this.renewer.add(ctx.requestId, acquired);
   }
 
   onComplete(ctx: GatewayContext): Promise<void> | undefined {
     const held = ctx.state.get(HELD) as string[] | undefined;
-    return held && this.release(ctx, held);
+    if (!held) return undefined;
+    this.renewer.remove(ctx.requestId);
+    const at = this.limits.store.immediate;
+    if (!at) return this.release(ctx, held);
+    for (const key of held)
+      try {
+        at.releaseSlot(key, ctx.requestId);
+      } catch {
+        // as below: a slot not given back lapses with its lease
+      }
+    return undefined;
   }
 
   private async release(ctx: GatewayContext, held: readonly string[]): Promise<void> {
-    this.renewer.remove(ctx.requestId);
     await Promise.all(held.map((k) => this.limits.store.releaseSlot(k, ctx.requestId).catch(() => undefined)));
   }
+}
+
+const WHAT = 'concurrent streams';
+/** What a slot is taken as when the store fails and limit_store.on_error is open. */
+const WHEN_OPEN = { acquired: true, inUse: 0 };
+
+/** The list of the stream's slot keys, kept before the first is taken: whatever happens next, onComplete releases it. */
+function holding(ctx: GatewayContext): string[] {
+  const acquired: string[] = [];
+  ctx.state.set(HELD, acquired);
+  return acquired;
+}
+
+/** Notes the slot of the plan's i-th scope as held, or refuses the stream when that scope's slots are all in use. */
+function took(plan: SlotPlan, i: number, acquired: string[], result: { acquired: boolean }): void {
+  const s = plan.scopes[i];
+  if (!result.acquired)
+    throw new GatewayError(
+      'concurrency_limited',
+      `Too many open streams for ${s.label}: ${s.limits.concurrent_streams} at most. Retry when one ends.`,
+      { headers: { 'retry-after': '1' } },
+    );
+  acquired.push(plan.keys[i]);
 }
 
 export const concurrency = definePlugin({

@@ -57,6 +57,8 @@ export class MemoryLimitStore implements LimitStore {
     addToWindow: (key, windowMs, amount, now = Date.now()) => (this.window(key, windowMs, now).total += amount),
     reserve: (checks, holder, amountPico, leaseMs) => this.reserveNow(checks, holder, amountPico, leaseMs),
     settle: (checks, holder, actualPico) => this.settleNow(checks, holder, actualPico),
+    acquireSlot: (key, holder, limit, leaseMs) => this.acquireSlotNow(key, holder, limit, leaseMs, Date.now()),
+    releaseSlot: (key, holder) => this.releaseSlotNow(key, holder),
   };
 
   constructor(sweepEveryMs = 60_000) {
@@ -128,6 +130,16 @@ export class MemoryLimitStore implements LimitStore {
     leaseMs: number,
     now = Date.now(),
   ): Promise<{ acquired: boolean; inUse: number }> {
+    return this.acquireSlotNow(key, holder, limit, leaseMs, now);
+  }
+
+  private acquireSlotNow(
+    key: string,
+    holder: string,
+    limit: number,
+    leaseMs: number,
+    now: number,
+  ): { acquired: boolean; inUse: number } {
     let slot = this.slots.get(key);
     if (!slot) this.slots.set(key, (slot = { holds: new Map(), nextLapse: Infinity }));
     dropLapsed(slot, now, dropSlot);
@@ -144,6 +156,10 @@ export class MemoryLimitStore implements LimitStore {
   }
 
   async releaseSlot(key: string, holder: string): Promise<void> {
+    this.releaseSlotNow(key, holder);
+  }
+
+  private releaseSlotNow(key: string, holder: string): void {
     const slot = this.slots.get(key);
     slot?.holds.delete(holder);
     if (slot?.holds.size === 0) this.slots.delete(key);
