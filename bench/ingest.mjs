@@ -35,6 +35,7 @@ const { values: args } = parseArgs({
     batch: { type: 'string', default: '500' },
     only: { type: 'string' },
     writer: { type: 'string' },
+    'keep-tmp': { type: 'boolean' }, // bench/lib/gateway-process.mjs: keep the gateways' data folders
   },
 });
 const SECONDS = Number(args.seconds);

@@ -4,7 +4,7 @@
 // CPU is each process's user + system time from /proc over a round, divided by the requests it served. Prints
 // each round's ratio A/B, their median and the 2nd lowest to 2nd highest of them.
 //   node bench/interleaved-ab.mjs --a 'root=DIR metrics=on' --b 'metrics=off' [--mode chat|stream]
-//                                  [--rounds 9] [--requests 2000] [--parallel 8]
+//                                  [--rounds 9] [--requests 2000] [--parallel 8] [--keep-tmp]
 // A side's words: root=DIR (a checkout with dist/ built; default this one), node=PATH (another Node binary, or a
 // script that execs one with an environment of its own; root's node_modules must be built for it), metrics=on|off,
 // traced (one request in ten sampled, spans sent to the mock) or traced=RATIO (0 samples none: only the unsampled

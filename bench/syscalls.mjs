@@ -5,10 +5,10 @@
 // writer; futex and epoll_pwait: the threads waking).
 //   node bench/syscalls.mjs [--root DIR] [--config bench|plain] [--metrics on|off] [--traced]
 //                           [--mode chat|stream] [--warmup 2000] [--requests 2000] [--rounds 1] [--parallel 8]
+//                           [--keep-tmp] (keep the gateway's data folder, strace's counts in it)
 // Needs strace on the PATH.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Agent, request } from 'undici';
 import { bodyOf, HEADERS, startGateway, startMock } from './lib/gateway-process.mjs';
@@ -29,7 +29,7 @@ const side = {
 };
 
 const gw = await startGateway(await startMock(), side);
-const dir = mkdtempSync(join(tmpdir(), 'tollgate-syscalls-'));
+const dir = gw.dir; // strace's counts go in the gateway's data folder, removed with it
 const dispatcher = new Agent({ connections: PARALLEL });
 const body = bodyOf(MODE);
 let errors = 0;

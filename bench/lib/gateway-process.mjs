@@ -1,7 +1,9 @@
 // The mock provider and Tollgate gateways as the small measuring scripts start them (bench/syscalls.mjs,
-// bench/interleaved-ab.mjs): each on a free loopback port, killed when the script exits.
+// bench/interleaved-ab.mjs, bench/ingest.mjs): each on a free loopback port, killed when the script exits (Ctrl-C
+// included). A gateway's data folder (/tmp/tollgate-measure-*: its config, SQLite store, spill) is removed when it
+// stops or the script exits, unless the script was given --keep-tmp.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -20,7 +22,17 @@ export const HEADERS = {
 const TICKS_PER_SECOND = 100; // USER_HZ on Linux
 
 const children = [];
-process.on('exit', () => children.forEach((c) => c.kill('SIGKILL')));
+/** The gateways' data folders not yet removed. */
+const dataDirs = new Set();
+const KEEP_TMP = process.argv.includes('--keep-tmp');
+function removeDataDir(dir) {
+  if (!dataDirs.delete(dir) || KEEP_TMP) return;
+  rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
+}
+process.on('exit', () => {
+  children.forEach((c) => c.kill('SIGKILL'));
+  dataDirs.forEach(removeDataDir);
+});
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => process.exit(1));
 
 export function freePort() {
@@ -72,6 +84,7 @@ export async function startGateway(
   { root = resolve(BENCH, '..'), config = 'bench', metrics = 'on', traced, log, node, yaml: given },
 ) {
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-measure-'));
+  dataDirs.add(dir);
   const port = await freePort();
   const file = join(dir, 'gateway.config.yaml');
   const source = config.endsWith('.yaml') ? resolve(config) : join(BENCH, `tollgate.${config}.yaml`);
@@ -100,6 +113,8 @@ export async function startGateway(
     /listening/,
     node,
   );
+  if (child.exitCode !== null || child.signalCode !== null) removeDataDir(dir);
+  else child.once('exit', () => removeDataDir(dir));
   return { pid: child.pid, dir, url: `http://127.0.0.1:${port}/v1/chat/completions` };
 }
 

@@ -23,7 +23,7 @@ import { RECORD_TAG_SET_COLUMN, TAG_SET_MEMBERS_TABLE } from '../tag-sets';
 import type { BuiltinDim, BuiltinFilter, Dim, ParsedFilters, TagDim, TagFilter } from './plan';
 import { monthPartsUnion } from './month-parts';
 import { lacksKey, matchingSets, splitTagFilters } from './tag-set-match';
-import { setTotals } from './tag-set-totals';
+import { setTotals, tagSetGroupsSql } from './tag-set-totals';
 
 export interface SqlQuery {
   sql: string;
@@ -182,13 +182,16 @@ export interface TagSetSpec {
  * gets the per-set form: member values as scalar subqueries and the daily rows as a LATERAL subquery, both behind
  * OFFSET 0 so that the planner cannot flatten them back into a hash join.
  *
- * Without a value filter every set is a candidate and no series is asked (a grouping over the range): the daily
- * rows are summed per set first, then the few sets' totals joined with their member values and summed per group.
- * Joining first would carry every daily row (one per set and day: about one per two records) through the joins and
- * sort them all by value, over three seconds for a year of a million records on PostgreSQL.
+ * Without a value filter every set is a candidate and no series is asked (a grouping over the range): PostgreSQL
+ * sums the rollup rows straight into their groups (storage/query/tag-set-totals.ts says how and why). SQLite sums
+ * them per set first (setTotals), then joins the sets' totals with their member values and sums them per group:
+ * PostgreSQL's form read the same rows about a third slower there (a temporary index on the sets' map, then a sort
+ * of every row by group). Joining each row with its members first would carry every row through the joins and sort them all by
+ * value, over three seconds for a year of a million records on PostgreSQL.
  */
 export function tagSetAggregateSql(d: SqlDialect, spec: TagSetSpec): SqlQuery {
   const { values, untagged } = splitTagFilters(spec.tags);
+  if (values.length === 0 && !spec.interval && d.reordersJoins) return tagSetGroupsSql(d, spec, untagged);
   const perSet = values.length > 0 && d.reordersJoins;
   const select: string[] = [];
   const aliases: string[] = [];

@@ -11,19 +11,25 @@
  *   sets     the matching sets (tag_set_members (key, value, set_id)), counted only as far as matters
  * Day totals are scaled to the part of the range that has days with records, at those days' rate.
  *
+ * With two value filters or more, the least of their own counts bounds the matches loosely (env = staging is 8% of
+ * the records and one agent a fifth, but both together 0.8%): it alone sent such an aggregate over a year by time,
+ * a scan of every record of the year. When the matching sets are few enough for their seeks to pay, the matches are
+ * then bounded tightly by the sets' own rows in usage_tag_set_monthly (one seek per set, one row per set and month
+ * of the range).
+ *
  * Aggregates on PostgreSQL always go by sets, as a join its planner orders (aggregateVia says why).
  *
  * Costs on SQLite at a million records (bench/dashboard.ts), in units of one record scanned by time: a record read
  * by sets costs ~16 more than one read by time (scattered against sequential reads of the table), a set's seek ~8.
  * So an aggregate goes by sets only for values that are rare in the range.
  */
-import { toNumber } from '../codec';
+import { toNumber, type SqlValue } from '../codec';
 import type { SqlDialect } from '../dialect';
-import { DAILY_TABLE, DAY_MS, TAG_DAILY_TABLE, floorDay } from '../rollup';
+import { DAILY_TABLE, DAY_MS, TAG_DAILY_TABLE, TAG_SET_MONTHLY_TABLE, floorDay, floorMonth } from '../rollup';
 import type { ParsedFilters, TagFilter } from './plan';
 import type { Exec } from './run';
 import type { RawVia } from './sql';
-import { matchingSetCountSql, splitTagFilters } from './tag-set-match';
+import { matchingSetCountSql, matchingSets, splitTagFilters } from './tag-set-match';
 
 /** Extra cost of a record read by sets, and of a set's seek, in records scanned by time. */
 const SCATTERED_READ = 16;
@@ -94,11 +100,34 @@ export async function aggregateVia(
   if (d.reordersJoins) return 'sets';
   const { records, matches } = await rangeCounts(d, exec, values, from, to);
   const byTime: RawVia = records < PROBE_MAX_RECORDS ? 'probe' : 'time';
-  const room = records - SCATTERED_READ * matches;
-  if (room <= 0) return byTime;
-  const bound = Math.floor(room / SET_SEEK);
+  // The most sets whose seeks pay, given `m` matching records read scattered.
+  const affordable = (m: number) => Math.floor((records - SCATTERED_READ * m) / SET_SEEK);
+  const tighten = values.length > 1;
+  if (records - SCATTERED_READ * (tighten ? 0 : matches) <= 0) return byTime;
+  const bound = affordable(tighten ? 0 : matches);
   const [row] = await exec(matchingSetCountSql(d, filters.tags, bound + 1));
-  return toNumber(row?.n) <= bound ? 'sets' : byTime;
+  const sets = toNumber(row?.n);
+  if (sets > bound) return byTime;
+  if (!tighten || sets <= affordable(matches)) return 'sets';
+  return sets <= affordable(await setMonthsMatches(d, exec, filters, from, to)) ? 'sets' : byTime;
+}
+
+/** The records of the months overlapping [from, to) in the sets matching the tag filters (usage_tag_set_monthly). */
+async function setMonthsMatches(
+  d: SqlDialect,
+  exec: Exec,
+  filters: ParsedFilters,
+  from: number,
+  to: number,
+): Promise<number> {
+  const { values, untagged } = splitTagFilters(filters.tags);
+  const sets = matchingSets(d, values, untagged);
+  const sql = `SELECT SUM(requests) AS n FROM ${TAG_SET_MONTHLY_TABLE} WHERE set_id IN (${sets.sql}) AND month >= ? AND month < ?`;
+  const [row] = await exec({
+    sql: d.sql(sql),
+    params: [...sets.params, floorMonth(from), to].map(d.bind) as SqlValue[],
+  });
+  return toNumber(row?.n);
 }
 
 /** A listing: by time for values common in the range, by sets in time windows for rare ones. */

@@ -109,6 +109,7 @@ interface PlanNode {
   'Relation Name'?: string;
   'Index Name'?: string;
   'Group Key'?: string[];
+  Strategy?: string;
   Plans?: PlanNode[];
 }
 
@@ -120,17 +121,18 @@ function pathsTo(node: PlanNode, relation: string, above: PlanNode[] = []): Plan
 }
 
 /**
- * A grouping on two tag keys with no tag value to pick sets by (storage/query/sql.ts, setTotals), explained on the
- * generated store: for each scan of `relation` (the daily or the monthly tag-set rollup), whether the nodes between it and the first join above it
- * include an aggregate by set_id (the daily rows summed per set before any join), and the indexes read for it.
- * Sequential scans are off, as above: the question is whether the plan exists.
+ * A grouping on two tag keys with no tag value to pick sets by (storage/query/tag-set-totals.ts, tagSetGroupsSql),
+ * explained on the generated store: for each scan of `relation` (the daily or the monthly tag-set rollup), whether a
+ * sort lies between it and the root (its rows sorted to be grouped, or to be joined), the strategy and key of the
+ * aggregate at the root (its rows hashed into their groups), and the indexes read for it. Sequential scans are off,
+ * as above: the question is whether the plan exists.
  */
 async function tagSetPlan(
   c: Client,
   from: number,
   to: number,
   relation = 'usage_tag_set_daily',
-): Promise<{ summedPerSet: boolean[]; indexes: string[] }> {
+): Promise<{ sorted: boolean[]; root: string; indexes: string[] }> {
   const statements: SqlQuery[] = [];
   await runUsageQuery(postgresDialect, async (q) => (statements.push(q), []), {
     from,
@@ -149,18 +151,13 @@ async function tagSetPlan(
       'QUERY PLAN': { Plan: PlanNode }[];
     }[];
     const paths = pathsTo(plan, relation);
-    const summedPerSet = paths.map((path) => {
-      const joins = path.map((n, i) => (/Join|Nested Loop/.test(n['Node Type']) ? i : -1));
-      const below = path.slice(Math.max(...joins) + 1);
-      return below.some(
-        (n) => n['Node Type'] === 'Aggregate' && (n['Group Key'] ?? []).some((k) => k.endsWith('set_id')),
-      );
-    });
+    const sorted = paths.map((path) => path.some((n) => n['Node Type'] === 'Sort'));
     const indexes = paths.flatMap((path) => {
       const scan = path[path.length - 1];
       return [scan, ...(scan.Plans ?? [])].flatMap((n) => (n['Index Name'] ? [n['Index Name']] : []));
     });
-    return { summedPerSet, indexes };
+    const root = `${plan['Node Type']} ${plan.Strategy ?? ''} by ${(plan['Group Key'] ?? []).join(', ')}`;
+    return { sorted, root, indexes };
   } finally {
     await c.query('RESET enable_seqscan');
   }
@@ -272,11 +269,12 @@ describe('big-store generator (100k records) against the write path', function (
         expect(result.differences).to.deep.equal({});
         await c.query(`SET search_path TO ${genSchema}`);
         for (const [label, scans] of await recordScans(c)) expect(scans, label).to.deep.equal([]);
+        const hashed = 'Aggregate Hashed by s.grp';
         const days = await tagSetPlan(c, END - 3 * DAY, END);
-        expect(days).to.deep.equal({ summedPerSet: [true], indexes: ['usage_tag_set_daily_day'] });
-        // A range holding a whole month reads that month's rows of the monthly rollup, summed per set as well.
+        expect(days).to.deep.equal({ sorted: [false], root: hashed, indexes: ['usage_tag_set_daily_day'] });
+        // A range holding a whole month reads that month's rows of the monthly rollup, hashed into groups as well.
         const months = await tagSetPlan(c, FROM, monthStart(END, 1), 'usage_tag_set_monthly');
-        expect(months).to.deep.equal({ summedPerSet: [true], indexes: ['usage_tag_set_monthly_month'] });
+        expect(months).to.deep.equal({ sorted: [false], root: hashed, indexes: ['usage_tag_set_monthly_month'] });
         await expectLongRangePlans(c);
         await expectMonthsAgreeWithDays(await openStore(url, { schema: genSchema }));
       } finally {

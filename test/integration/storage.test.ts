@@ -1153,6 +1153,55 @@ describe('storage: SQLite', () => {
       rmSync(planDir, { recursive: true, force: true });
     }
   });
+
+  it('two common tag values that rarely meet are read by their sets, not by a scan of the range (EXPLAIN QUERY PLAN)', async function () {
+    this.timeout(60_000);
+    // zone=west and lane=fast are each on half the records, together on 1 in 300. Each value's own count bounds
+    // their records together at half the range, which alone would send the aggregate by time (storage/query/via.ts);
+    // the matching sets' rows of usage_tag_set_monthly say 1 in 300, so it seeks the sets' records.
+    const planDir = mkdtempSync(join(tmpdir(), 'tollgate-via-'));
+    const file = join(planDir, 'via.db');
+    const store = await openStore(`sqlite:${file}`);
+    const range = { from: BASE, to: BASE + 2 * DAY };
+    const recs = makeRecords(6000, 77, range.from, 2 * DAY, 'z').map((r, i) => ({
+      ...r,
+      tags: { ...r.tags, zone: i % 2 ? 'east' : 'west', lane: i % 2 || i % 600 === 0 ? 'fast' : 'slow' },
+    }));
+    try {
+      await store.insertBatch(recs);
+      await store.close();
+      const db = new Database(file, { readonly: true });
+      try {
+        const q: UsageQuery = { ...range, groupBy: ['model'], filters: { zone: 'west', lane: 'fast' } };
+        const reads: string[] = [];
+        const rows = await runUsageQuery(
+          sqliteDialect,
+          async (sq) => {
+            if (/\bFROM usage_records\b|CROSS JOIN usage_records\b/.test(sq.sql))
+              reads.push(
+                ...(db.prepare(`EXPLAIN QUERY PLAN ${sq.sql}`).all(...sq.params) as { detail: string }[])
+                  .map((r) => r.detail)
+                  .filter((d) => /^(SCAN|SEARCH) r\b/.test(d)),
+              );
+            return db
+              .prepare(sq.sql)
+              .safeIntegers(true)
+              .all(...sq.params) as Record<string, unknown>[];
+          },
+          q,
+        );
+        expect(reads).to.deep.equal(['SEARCH r USING INDEX usage_records_tag_set_ts (tag_set_id=? AND ts>? AND ts<?)']);
+        const want = recs.filter((r) => r.tags?.zone === 'west' && r.tags.lane === 'fast');
+        expect(want.length).to.equal(10);
+        expect(rows.reduce((n, r) => n + r.requests, 0)).to.equal(want.length);
+        expect(rows.reduce((n, r) => n + r.costPico, 0n)).to.equal(want.reduce((n, r) => n + (r.costPico ?? 0n), 0n));
+      } finally {
+        db.close();
+      }
+    } finally {
+      rmSync(planDir, { recursive: true, force: true });
+    }
+  });
 });
 
 // ---------------------------------------------------------------- PostgreSQL
