@@ -1,4 +1,3 @@
-import { once } from 'node:events';
 import type { Command } from 'commander';
 import { GROUP_BY_MAX, LIMIT_DEFAULT, LIMIT_MAX } from '../admin/query-params';
 import { configPath, loadStorageSettings, type LoadedConfig } from '../config/load';
@@ -12,6 +11,7 @@ import { wholeNumber } from './number-option';
 import { REPRICE_DIFF_HEADERS, repriceRange, type RepriceRun } from './reprice-run';
 import { withStore } from './store';
 import { renderTable, type Column } from './table';
+import { writeChunks, writeEveryGroupCsv } from './usage-export';
 import { reportCsv, reportJson, reportTable, usageReport } from './usage-report';
 import { TIME_HELP, timeRange } from './time-range';
 
@@ -125,6 +125,17 @@ async function printUsage(opts: UsageOptions, load: () => LoadedConfig): Promise
   };
   const plan = checkedPlan(query);
   const loaded = load();
+  if (opts.csv && limit === Infinity && !opts.offset) {
+    await withStore(
+      loaded,
+      async (store) => {
+        await warnUnknownTags(store, plan);
+        await writeEveryGroupCsv(store, query, process.stdout);
+      },
+      { mustExist: true },
+    );
+    return;
+  }
   const rows = await withStore(
     loaded,
     async (store) => {
@@ -136,11 +147,6 @@ async function printUsage(opts: UsageOptions, load: () => LoadedConfig): Promise
   const report = usageReport(rows, groupBy, { limit, offset: opts.offset }, query);
   if (opts.csv) await writeChunks(process.stdout, reportCsv(report));
   else process.stdout.write(opts.json ? reportJson(report) : reportTable(report));
-}
-
-/** Writes each chunk as it is made, waiting for the output to take it: the whole text is never held. */
-async function writeChunks(out: NodeJS.WritableStream, chunks: Iterable<string>): Promise<void> {
-  for (const chunk of chunks) if (!out.write(chunk)) await once(out, 'drain');
 }
 
 /** `tollgate usage reprice`. */
