@@ -63,6 +63,9 @@ export function postgresPages(pool: Pool, mapError: (err: unknown) => unknown): 
     try {
       await query('BEGIN READ ONLY');
       open = true;
+      // Every row is read: plan for the whole result, not (the cursor default) for its first tenth, which picks a
+      // plan that made every customer and model of a year at 10M records read in 24.8 s instead of 9.8.
+      await query('SET LOCAL cursor_tuple_fraction = 1');
       await query(`DECLARE tollgate_pages NO SCROLL CURSOR FOR ${q.sql}`, q.params as unknown[]);
       for (;;) {
         const rows = await query(`FETCH ${Math.floor(size)} FROM tollgate_pages`);
