@@ -345,7 +345,8 @@ workspaces: [{ id: default, keys: [{ id: test, key: "\${GATEWAY_KEY}" }], limits
         expect(during.length, `proxied requests completed during the ${answer.ms.toFixed(0)} ms query`).to.be.at.least(
           3,
         );
-        const slowest = Math.max(...during.map((r) => r.ms));
+        // A loop, not Math.max(...): a slow query on a loaded machine leaves more requests than a call's arguments may hold.
+        const slowest = during.reduce((max, r) => Math.max(max, r.ms), 0);
         expect(slowest, `slowest proxied request while the ${answer.ms.toFixed(0)} ms query ran`).to.be.below(
           answer.ms / 4,
         );
